@@ -1,0 +1,1 @@
+//! Every on-disk byte of a ringlet store (being written).

@@ -1,0 +1,130 @@
+//! An RRD in memory: schema, live state and archive rows.
+//!
+//! The fields are those of an `.rrd` file that carry meaning (rrdtool's `live_head`,
+//! `pdp_prep`, `cdp_prep`, `rra_ptr` and data), without its byte layout. `info` and `dump`
+//! print them; `update` advances them; the engine persists them.
+
+use crate::schema::Schema;
+
+/// Per-DS state of the primary data point being built (rrdtool's `pdp_prep`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PdpPrep {
+    /// The raw input string of the last update, at most 29 bytes; `"U"` when unknown.
+    pub last_ds: String,
+    /// Seconds of the current PDP that are unknown (`unknown_sec`).
+    pub unkn_sec_cnt: u64,
+    /// Accumulated rate*seconds of the current PDP (`value`), NaN when nothing known yet.
+    pub val: f64,
+}
+
+/// Per-RRA, per-DS consolidation state (rrdtool's `cdp_prep` scratch area).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CdpPrep {
+    /// The consolidated value being built (`value`).
+    pub val: f64,
+    /// PDPs of the current row that were unknown (`unknown_datapoints`).
+    pub unkn_pdp_cnt: u64,
+    /// Value written to the first row completed by the last update (`primary_value`).
+    pub primary: f64,
+    /// Value written to further rows completed by the same update (`secondary_value`).
+    pub secondary: f64,
+}
+
+/// One archive's rows: a ring of `row_cnt` rows of `ds_cnt` values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RraData {
+    /// Index of the most recently written row.
+    pub cur_row: u64,
+    /// `row_cnt * ds_cnt` values, row after row.
+    pub rows: Vec<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rrd {
+    pub schema: Schema,
+    /// Time of the last update, whole seconds.
+    pub last_up: i64,
+    /// Microseconds part of the last update time, 0..1_000_000.
+    pub last_up_usec: i64,
+    /// One per DS.
+    pub pdp: Vec<PdpPrep>,
+    /// One per (RRA, DS): index `rra * ds_cnt + ds`.
+    pub cdp: Vec<CdpPrep>,
+    /// One per RRA.
+    pub rra: Vec<RraData>,
+}
+
+impl Rrd {
+    /// A new RRD as `rrdtool create --start start` leaves it: every row unknown, the part of
+    /// the first PDP and of the first row of each archive before `start` counted as unknown.
+    pub fn new(schema: Schema, start: i64) -> Rrd {
+        let step = schema.step as i64;
+        let ds_cnt = schema.ds.len();
+        let unkn_sec = start.rem_euclid(step);
+        let pdp = (0..ds_cnt)
+            .map(|_| PdpPrep {
+                last_ds: "U".to_string(),
+                unkn_sec_cnt: unkn_sec as u64,
+                val: f64::NAN,
+            })
+            .collect();
+        let mut cdp = Vec::with_capacity(schema.rra.len() * ds_cnt);
+        let mut rra = Vec::with_capacity(schema.rra.len());
+        for r in &schema.rra {
+            let span = step * r.pdp_cnt as i64;
+            let unkn_pdp = ((start - unkn_sec).rem_euclid(span) / step) as u64;
+            for _ in 0..ds_cnt {
+                cdp.push(CdpPrep {
+                    val: f64::NAN,
+                    unkn_pdp_cnt: unkn_pdp,
+                    primary: f64::NAN,
+                    secondary: f64::NAN,
+                });
+            }
+            rra.push(RraData {
+                cur_row: 0,
+                rows: vec![f64::NAN; r.row_cnt as usize * ds_cnt],
+            });
+        }
+        Rrd {
+            schema,
+            last_up: start,
+            last_up_usec: 0,
+            pdp,
+            cdp,
+            rra,
+        }
+    }
+
+    pub fn ds_cnt(&self) -> usize {
+        self.schema.ds.len()
+    }
+
+    pub fn cdp(&self, rra: usize, ds: usize) -> &CdpPrep {
+        &self.cdp[rra * self.ds_cnt() + ds]
+    }
+
+    /// Time of the most recent row of archive `rra`: `last_up` rounded down to its row span.
+    pub fn rra_end(&self, rra: usize) -> i64 {
+        let span = (self.schema.step * self.schema.rra[rra].pdp_cnt) as i64;
+        self.last_up - self.last_up.rem_euclid(span)
+    }
+
+    /// The value of archive `rra`, DS `ds`, at row `t` (a multiple of the row span); NaN when
+    /// the row is outside the archive's retention.
+    pub fn value_at(&self, rra: usize, ds: usize, t: i64) -> f64 {
+        let def = &self.schema.rra[rra];
+        let span = (self.schema.step * def.pdp_cnt) as i64;
+        let end = self.rra_end(rra);
+        if t > end || t % span != 0 {
+            return f64::NAN;
+        }
+        let back = ((end - t) / span) as u64;
+        if back >= def.row_cnt {
+            return f64::NAN;
+        }
+        let data = &self.rra[rra];
+        let row = (data.cur_row + def.row_cnt - back) % def.row_cnt;
+        data.rows[row as usize * self.ds_cnt() + ds]
+    }
+}
