@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# device.sh: count what a command writes to a real block device.
+#
+# Makes a sparse image on the backing disk, attaches a loop device (direct I/O), makes a
+# filesystem, mounts it, runs SETUP, syncs the filesystem and snapshots /proc/diskstats,
+# runs RUN, syncs again and snapshots, then prints the difference: bytes and write IOs at
+# the device, plus the CPU seconds and peak RSS of RUN. The mount, the loop device and the
+# image are removed on exit, also on failure or Ctrl-C. In SETUP and RUN, $MNT is the mount.
+#
+# usage: bench/device.sh [--fs ext4|ext4-1k|xfs|btrfs] [--size 4G] [--samples N]
+#                        --setup 'CMD' --run 'CMD'
+#   --samples N   also print bytes and IOs per sample (N = samples RUN writes)
+# Needs root (losetup, mkfs, mount). Prints one line of key=value pairs.
+set -euo pipefail
+
+fs=ext4 size=4G setup=true run="" samples=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --fs) fs=$2; shift 2 ;;
+    --size) size=$2; shift 2 ;;
+    --setup) setup=$2; shift 2 ;;
+    --run) run=$2; shift 2 ;;
+    --samples) samples=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "device.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$run" ] || { echo "device.sh: --run is required" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "device.sh: needs root for losetup/mount" >&2; exit 2; }
+
+work=$(mktemp -d /var/tmp/ringlet-device.XXXXXX)
+img=$work/image MNT=$work/mnt loop=""
+mkdir -p "$MNT"
+cleanup() {
+  set +e
+  mountpoint -q "$MNT" && umount "$MNT"
+  [ -n "$loop" ] && losetup -d "$loop"
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+truncate -s "$size" "$img"
+loop=$(losetup -f --show --direct-io=on "$img")
+case "$fs" in
+  ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$loop" ;;
+  ext4-1k) mkfs.ext4 -q -F -b 1024 -E lazy_itable_init=0,lazy_journal_init=0 "$loop" ;;
+  xfs) mkfs.xfs -q -f "$loop" ;;
+  btrfs) mkfs.btrfs -q -f "$loop" ;;
+  *) echo "device.sh: unknown filesystem $fs" >&2; exit 2 ;;
+esac
+mount "$loop" "$MNT"
+export MNT
+dev=${loop#/dev/}
+
+# Columns of /proc/diskstats after the name: reads, merged, sectors, ms, writes (col 8),
+# merged, sectors written (col 10), ...; flushes are column 19 on recent kernels.
+snap() { awk -v d="$dev" '$3 == d { print $8, $10, ($19 == "" ? 0 : $19) }' /proc/diskstats; }
+
+bash -c "$setup"
+sync -f "$MNT"
+read -r w0 s0 f0 < <(snap)
+start_ns=$(date +%s%N)
+tfile=$work/time
+/usr/bin/env time -f '%U %S %M' -o "$tfile" bash -c "$run" 2>&1 || {
+  echo "device.sh: run failed" >&2; exit 1; }
+sync -f "$MNT"
+read -r w1 s1 f1 < <(snap)
+end_ns=$(date +%s%N)
+read -r ut st rss < "$tfile"
+bytes=$(( (s1 - s0) * 512 )) ios=$(( w1 - w0 )) flushes=$(( f1 - f0 ))
+line="fs=$fs dev_bytes=$bytes write_ios=$ios flushes=$flushes cpu_s=$(echo "$ut + $st" | bc) peak_rss_kb=$rss wall_s=$(( (end_ns - start_ns) / 1000000000 ))"
+if [ "$samples" -gt 0 ]; then
+  line="$line samples=$samples bytes_per_sample=$(echo "scale=3; $bytes / $samples" | bc) ios_per_sample=$(echo "scale=6; $ios / $samples" | bc)"
+fi
+echo "$line"

@@ -1,0 +1,151 @@
+//! Shared pieces of the benchmarks: a seeded generator of realistic monitoring series.
+//!
+//! Real monitoring data is not random floats: gauges carry two decimals and drift, counters
+//! grow by roughly steady increments, many series are constant. Compression figures are only
+//! meaningful on such data, so every benchmark draws its values from [`Series`].
+
+/// splitmix64: small, seeded, good enough for workloads.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in 0..n.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+}
+
+/// The kind of a generated series, and the DS type it is stored as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A percentage-like gauge with two decimals, drifting.
+    Gauge,
+    /// An octet counter growing by a noisy rate.
+    Counter,
+    /// A gauge that never changes (disk size, memory total...).
+    Constant,
+}
+
+impl Kind {
+    pub fn ds_type(self) -> &'static str {
+        match self {
+            Kind::Gauge | Kind::Constant => "GAUGE",
+            Kind::Counter => "COUNTER",
+        }
+    }
+}
+
+/// One generated series: its kind and the state of its random walk.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub kind: Kind,
+    /// Gauge: value in hundredths. Counter: current count. Constant: the value.
+    level: i64,
+    /// Counter: mean increment per step.
+    rate: i64,
+}
+
+impl Series {
+    /// Series `i` of a workload: a third of each kind, deterministic from the seed.
+    pub fn new(i: u64, rng: &mut Rng) -> Series {
+        match i % 3 {
+            0 => Series {
+                kind: Kind::Gauge,
+                level: rng.below(10_000) as i64,
+                rate: 0,
+            },
+            1 => Series {
+                kind: Kind::Counter,
+                level: rng.below(1 << 40) as i64,
+                rate: 1 + rng.below(1_000_000) as i64,
+            },
+            _ => Series {
+                kind: Kind::Constant,
+                level: rng.below(1 << 20) as i64,
+                rate: 0,
+            },
+        }
+    }
+
+    /// The next value, as the client would send it.
+    pub fn next_value(&mut self, rng: &mut Rng) -> String {
+        match self.kind {
+            Kind::Gauge => {
+                let step = rng.below(201) as i64 - 100;
+                self.level = (self.level + step).clamp(0, 10_000);
+                format!("{}.{:02}", self.level / 100, self.level % 100)
+            }
+            Kind::Counter => {
+                let jitter = rng.below(self.rate as u64 / 4 + 1) as i64;
+                self.level += self.rate - self.rate / 8 + jitter;
+                self.level.to_string()
+            }
+            Kind::Constant => self.level.to_string(),
+        }
+    }
+}
+
+/// Parse `90`, `15s`, `5m`, `6h`, `2d` into seconds.
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = num.parse().map_err(|_| format!("bad duration '{s}'"))?;
+    let mult = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => return Err(format!("bad duration unit in '{s}' (use s, m, h or d)")),
+    };
+    Ok(n * mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("90"), Ok(90));
+        assert_eq!(parse_duration("5m"), Ok(300));
+        assert_eq!(parse_duration("6h"), Ok(21600));
+        assert!(parse_duration("5x").is_err());
+    }
+
+    #[test]
+    fn gauges_keep_two_decimals() {
+        let mut rng = Rng::new(1);
+        let mut s = Series::new(0, &mut rng);
+        for _ in 0..100 {
+            let v = s.next_value(&mut rng);
+            let (_, frac) = v.split_once('.').expect("gauge has decimals");
+            assert_eq!(frac.len(), 2, "{v}");
+        }
+    }
+
+    #[test]
+    fn counters_only_grow() {
+        let mut rng = Rng::new(2);
+        let mut s = Series::new(1, &mut rng);
+        let mut last = 0u64;
+        for _ in 0..100 {
+            let v: u64 = s
+                .next_value(&mut rng)
+                .parse()
+                .expect("counter is an integer");
+            assert!(v > last);
+            last = v;
+        }
+    }
+}
