@@ -1,1 +1,360 @@
-//! (module being written)
+//! rrdtool's number parsing: `rrd_strtod`, `rrd_strtodbl` and `rrd_diff`, quirks included.
+//!
+//! rrdtool 1.7.2 does not use the C library to read the numbers of an update: its own parser
+//! accumulates every mantissa digit in a double and scales by binary powers of ten, so results
+//! are often one or two ulps away from the correctly rounded value, and exponents outside
+//! `[-1021, 1024]` are refused. COUNTER and DERIVE deltas are computed on the decimal strings
+//! (`rrd_diff`) before being parsed. Everything here reproduces those results bit for bit; do not
+//! replace any of it by `str::parse::<f64>`.
+
+use crate::RrdError;
+
+/// Smallest and largest decimal exponent `rrd_strtod` accepts (C's `DBL_MIN_EXP`/`DBL_MAX_EXP`).
+const MIN_EXP: i64 = -1021;
+const MAX_EXP: i64 = 1024;
+
+/// DNAN: what `0.0/0.0` gives on x86-64, a quiet NaN with the sign bit set. rrdtool stores
+/// unknown values as this bit pattern.
+pub const DNAN: f64 = f64::from_bits(0xFFF8_0000_0000_0000);
+
+/// `-DNAN`: the quiet NaN without sign bit.
+pub const PNAN: f64 = f64::from_bits(0x7FF8_0000_0000_0000);
+
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+fn starts_with_ci(s: &[u8], prefix: &[u8]) -> bool {
+    s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix)
+}
+
+/// rrdtool's number parser. Returns the value and the number of bytes consumed, or `None`
+/// where rrdtool reports failure (no digits, exponent out of range).
+///
+/// * Leading C whitespace and one optional `+`/`-` are skipped.
+/// * Every mantissa digit is accumulated as `n = n*10 + d` in a double (no cut-off), decimals
+///   lower the exponent, an optional `e[+-]NNN` moves it; `e` without digits is consumed.
+/// * The exponent must lie in `[-1021, 1024]`, else failure (even when the value would be 0).
+/// * Scaling multiplies or divides by 10, 1e2, 1e4, 1e8, ... for each set bit of |exponent|.
+/// * `rrd_strtodbl`'s special strings are handled here too, case-insensitively and only at the
+///   very start of the string (no whitespace, no `+`): a string starting with `nan` gives a
+///   NaN without sign bit, `-nan` gives DNAN, `inf` gives +inf and `-inf` gives -inf; rrdtool
+///   accepts the whole string then (`"infinity"`, `"nanx"`), so all of it counts as consumed.
+pub fn strtod(s: &str) -> Option<(f64, usize)> {
+    let b = s.as_bytes();
+    if starts_with_ci(b, b"nan") {
+        return Some((PNAN, b.len()));
+    }
+    if starts_with_ci(b, b"-nan") {
+        return Some((DNAN, b.len()));
+    }
+    if starts_with_ci(b, b"inf") {
+        return Some((f64::INFINITY, b.len()));
+    }
+    if starts_with_ci(b, b"-inf") {
+        return Some((f64::NEG_INFINITY, b.len()));
+    }
+    let mut p = 0;
+    while p < b.len() && is_c_space(b[p]) {
+        p += 1;
+    }
+    let mut negative = false;
+    if p < b.len() && (b[p] == b'-' || b[p] == b'+') {
+        negative = b[p] == b'-';
+        p += 1;
+    }
+    let mut number = 0.0f64;
+    let mut exponent: i64 = 0;
+    let mut digits = 0usize;
+    while p < b.len() && b[p].is_ascii_digit() {
+        number = number * 10.0 + f64::from(b[p] - b'0');
+        p += 1;
+        digits += 1;
+    }
+    if p < b.len() && b[p] == b'.' {
+        p += 1;
+        while p < b.len() && b[p].is_ascii_digit() {
+            number = number * 10.0 + f64::from(b[p] - b'0');
+            p += 1;
+            digits += 1;
+            exponent -= 1;
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    if negative {
+        number = -number;
+    }
+    if p < b.len() && (b[p] == b'e' || b[p] == b'E') {
+        p += 1;
+        let mut eneg = false;
+        if p < b.len() && (b[p] == b'-' || b[p] == b'+') {
+            eneg = b[p] == b'-';
+            p += 1;
+        }
+        let mut n: i64 = 0;
+        while p < b.len() && b[p].is_ascii_digit() {
+            n = n.saturating_mul(10).saturating_add(i64::from(b[p] - b'0'));
+            p += 1;
+        }
+        exponent = if eneg {
+            exponent.saturating_sub(n)
+        } else {
+            exponent.saturating_add(n)
+        };
+    }
+    if !(MIN_EXP..=MAX_EXP).contains(&exponent) {
+        return None;
+    }
+    Some((scale10(number, exponent), p))
+}
+
+/// `number * 10^exponent` the way `rrd_strtod` computes it: binary exponentiation of 10,
+/// multiplying or dividing by each power whose bit is set.
+fn scale10(mut number: f64, exponent: i64) -> f64 {
+    let mut p10 = 10.0f64;
+    let mut n = exponent.unsigned_abs();
+    while n != 0 {
+        if n & 1 != 0 {
+            if exponent < 0 {
+                number /= p10;
+            } else {
+                number *= p10;
+            }
+        }
+        n >>= 1;
+        p10 *= p10;
+    }
+    number
+}
+
+/// C `%f` (six decimals) as glibc prints it.
+fn c_fixed6(x: f64) -> String {
+    if x.is_nan() {
+        return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+    }
+    if x.is_infinite() {
+        return if x < 0.0 { "-inf" } else { "inf" }.to_string();
+    }
+    format!("{:.6}", x)
+}
+
+/// `rrd_strtodbl`: the whole string must be a number. Errors carry rrdtool's text without
+/// the context prefix rrdtool puts before it (see [`strtodbl_in`]):
+/// `Cannot convert '<s>' to float` or `Converted '<s>' to <%f>, but cannot convert '<rest>'`.
+pub fn strtodbl(s: &str) -> Result<f64, RrdError> {
+    match strtod(s) {
+        None => Err(RrdError::new(format!("Cannot convert '{}' to float", s))),
+        Some((v, n)) if n == s.len() => Ok(v),
+        Some((v, n)) => Err(RrdError::new(format!(
+            "Converted '{}' to {}, but cannot convert '{}'",
+            s,
+            c_fixed6(v),
+            &s[n..]
+        ))),
+    }
+}
+
+/// [`strtodbl`] with rrdtool's context prefix: errors read `<ctx> - <message>`, e.g.
+/// `Function update_pdp_prep, case DST_GAUGE - Cannot convert 'abc' to float`.
+pub fn strtodbl_in(ctx: &str, s: &str) -> Result<f64, RrdError> {
+    strtodbl(s).map_err(|e| RrdError::new(format!("{} - {}", ctx, e.msg)))
+}
+
+/// At most this many digits per operand in [`rrd_diff`]; longer gives NaN.
+const DIFF_MAX_DIGITS: usize = 30;
+
+/// Sign and magnitude of a decimal string as `rrd_diff` reads it: negative when it starts with
+/// `-`, every other non-digit skipped. `None` when it has no digit or too many.
+fn diff_operand(s: &str) -> Option<(bool, u128)> {
+    let b = s.as_bytes();
+    let negative = b.first() == Some(&b'-');
+    let mut digits = 0usize;
+    let mut v: u128 = 0;
+    for &c in b {
+        if c.is_ascii_digit() {
+            digits += 1;
+            if digits > DIFF_MAX_DIGITS {
+                return None;
+            }
+            v = v * 10 + u128::from(c - b'0');
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    Some((negative, v))
+}
+
+/// `rrd_diff(a, b)`: `a - b` computed on decimal strings, then read back by `rrd_strtod`
+/// (so large results are not correctly rounded). NaN when an operand has no digits or more
+/// than 30, or when the signs differ (`"5"` and `"-3"`, also `"0"` and `"-0"`).
+pub fn rrd_diff(a: &str, b: &str) -> f64 {
+    let (Some((na, va)), Some((nb, vb))) = (diff_operand(a), diff_operand(b)) else {
+        return f64::NAN;
+    };
+    if na != nb {
+        return f64::NAN;
+    }
+    // Same sign: a - b = sign * (|a| - |b|).
+    let (mag, neg) = if va >= vb {
+        (va - vb, na)
+    } else {
+        (vb - va, !na)
+    };
+    let v = accumulate_digits(mag);
+    if neg && mag != 0 {
+        -v
+    } else {
+        v
+    }
+}
+
+/// The double `rrd_strtod` gives for the decimal digits of `v`: `n = n*10 + d`, digit by digit.
+fn accumulate_digits(v: u128) -> f64 {
+    if v < (1u128 << 53) {
+        // Every partial sum is exact below 2^53, so the result is the exact value.
+        return v as f64;
+    }
+    let mut buf = [0u8; 40];
+    let mut i = buf.len();
+    let mut x = v;
+    while x > 0 {
+        i -= 1;
+        buf[i] = (x % 10) as u8;
+        x /= 10;
+    }
+    buf[i..]
+        .iter()
+        .fold(0.0f64, |n, &d| n * 10.0 + f64::from(d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn val(s: &str) -> f64 {
+        strtodbl(s).unwrap()
+    }
+
+    // Golden values from rrdtool 1.7.2 (reference §3.3): GAUGE, step 1, one value per second,
+    // read back with rrdcached FETCH %0.17e / python3-rrdtool fetch.
+    #[test]
+    fn strtod_is_not_correctly_rounded_like_rrdtool() {
+        assert_eq!(val("1234567.891"), 1234567.8909999998);
+        assert_eq!(val("0.1234567890123456789"), 0.1234567890123457);
+        assert_eq!(val("2.2250738585072014e-308"), 2.2250738585071994e-308);
+        assert_eq!(
+            val("123456789012345678901234567890"),
+            1.2345678901234566e+29
+        );
+        assert_eq!(val("1.7976931348623157e308"), f64::INFINITY);
+        for s in [
+            "1.1",
+            "4.35",
+            "98765.4321",
+            "0.000001234",
+            "12345678.9012345",
+        ] {
+            assert_eq!(val(s), s.parse::<f64>().unwrap(), "{}", s);
+        }
+    }
+
+    // rrdtool create g.rrd --start 1699999999 --step 1 DS:g:GAUGE:10:U:U RRA:LAST:0:1:1
+    // rrdtool update g.rrd 1700000000:<v>   (value read from the file's last 8 bytes)
+    #[test]
+    fn strtodbl_accepts_what_rrdtool_accepts() {
+        assert_eq!(val(" 5"), 5.0);
+        assert_eq!(val("\t7"), 7.0);
+        assert_eq!(val("+5"), 5.0);
+        assert_eq!(val("1e"), 1.0);
+        assert_eq!(val("1e+"), 1.0);
+        assert_eq!(val(".5"), 0.5);
+        assert_eq!(val("5."), 5.0);
+        assert_eq!(val("1E3"), 1000.0);
+        assert_eq!(val("00012"), 12.0);
+        assert_eq!(val("1e-1021"), 0.0);
+        assert_eq!(val("1e1024"), f64::INFINITY);
+        assert_eq!(val("1e+1024"), f64::INFINITY);
+        assert!(val("-0").is_sign_negative());
+        assert_eq!(val("inf"), f64::INFINITY);
+        assert_eq!(val("Inf"), f64::INFINITY);
+        assert_eq!(val("infinity"), f64::INFINITY);
+        assert_eq!(val("INFINITYx"), f64::INFINITY);
+        assert_eq!(val("inf5"), f64::INFINITY);
+        assert_eq!(val("-Infinity"), f64::NEG_INFINITY);
+        assert_eq!(val("nan").to_bits(), PNAN.to_bits());
+        assert_eq!(val("NAN").to_bits(), PNAN.to_bits());
+        assert_eq!(val("nanx").to_bits(), PNAN.to_bits());
+        assert_eq!(val("-nan").to_bits(), DNAN.to_bits());
+    }
+
+    #[test]
+    fn strtodbl_error_texts_match_rrdtool() {
+        let err = |s: &str| strtodbl(s).unwrap_err().msg;
+        for s in [
+            ".", "-", "", "abc", "1e-1100", "1e2000", "1e-1022", "1e1025", "u", "+nan", " nan",
+            "na", "in", "+inf", " -inf",
+        ] {
+            assert_eq!(err(s), format!("Cannot convert '{}' to float", s));
+        }
+        assert_eq!(
+            err("5 "),
+            "Converted '5 ' to 5.000000, but cannot convert ' '"
+        );
+        assert_eq!(
+            err("0x10"),
+            "Converted '0x10' to 0.000000, but cannot convert 'x10'"
+        );
+        assert_eq!(
+            err("1e 5"),
+            "Converted '1e 5' to 1.000000, but cannot convert ' 5'"
+        );
+        assert_eq!(
+            err("1.5e3.2"),
+            "Converted '1.5e3.2' to 1500.000000, but cannot convert '.2'"
+        );
+        assert_eq!(
+            err("1700000000.5x"),
+            "Converted '1700000000.5x' to 1700000000.500000, but cannot convert 'x'"
+        );
+        assert_eq!(
+            strtodbl_in("Function update_pdp_prep, case DST_GAUGE", "abc")
+                .unwrap_err()
+                .msg,
+            "Function update_pdp_prep, case DST_GAUGE - Cannot convert 'abc' to float"
+        );
+    }
+
+    // DERIVE, step 10: update T:<b>, T+10:<a>; rate = rrd_diff(a, b)/10 (python3-rrdtool fetch).
+    #[test]
+    fn rrd_diff_matches_rrdtool_derive_rates() {
+        assert_eq!(rrd_diff("-13", "-3"), -10.0);
+        assert!(rrd_diff("-3", "5").is_nan());
+        assert!(rrd_diff("-5", "0").is_nan());
+        assert!(rrd_diff("5", "-0").is_nan());
+        assert!(rrd_diff("", "100").is_nan());
+        assert!(rrd_diff("", "").is_nan());
+        assert!(rrd_diff("-", "5").is_nan());
+        assert_eq!(rrd_diff("0", "1"), -1.0);
+        assert_eq!(rrd_diff("-0", "-5"), 5.0);
+        assert_eq!(rrd_diff("0005", "100"), -95.0);
+        assert_eq!(
+            rrd_diff("0", "99999999999999999999") / 10.0,
+            -1.0000000000000002e+19
+        );
+        assert_eq!(
+            rrd_diff("0", "11111111111111111111111111111") / 10.0,
+            -1.1111111111111109e+27
+        );
+        assert_eq!(rrd_diff(&"1".repeat(30), "0") / 10.0, 1.111111111111111e+28);
+        assert!(rrd_diff(&"1".repeat(31), "0").is_nan());
+        assert!(rrd_diff(&format!("{}5", "0".repeat(30)), "0").is_nan());
+        assert_eq!(rrd_diff(&format!("{}5", "0".repeat(29)), "0"), 5.0);
+        assert_eq!(
+            rrd_diff("-11111111111111111111111111111", "-1") / 10.0,
+            -1.1111111111111109e+27
+        );
+    }
+}
