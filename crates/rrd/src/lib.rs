@@ -17,6 +17,7 @@ pub mod num;
 pub mod parsetime;
 pub mod restore;
 pub mod rpn;
+pub mod rrdfile;
 pub mod schema;
 pub mod state;
 pub mod update;

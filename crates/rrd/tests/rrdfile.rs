@@ -1,0 +1,126 @@
+//! `.rrd` files made by the real rrdtool read back into an `Rrd` and write out again to the
+//! same bytes. Needs /usr/bin/rrdtool.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ringlet-rrdfile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn rrdtool(dir: &PathBuf, args: &[&str]) {
+    let out = Command::new("rrdtool")
+        .args(args)
+        .current_dir(dir)
+        .env("TZ", "UTC")
+        .output()
+        .expect("rrdtool runs");
+    assert!(
+        out.status.success(),
+        "rrdtool {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn rrdtool_files_round_trip_byte_for_byte() {
+    let d = tmpdir("roundtrip");
+    rrdtool(
+        &d,
+        &[
+            "create",
+            "x.rrd",
+            "--start",
+            "1000000000",
+            "--step",
+            "300",
+            "DS:a:GAUGE:600:0:100",
+            "DS:b:DCOUNTER:600:U:U",
+            "DS:n:COUNTER:600:U:U",
+            "DS:c:COMPUTE:a,b,+,2,*,n,MAX",
+            "RRA:AVERAGE:0.5:1:10",
+            "RRA:MAX:0.3:3:5",
+            "RRA:LAST:0.5:2:4",
+            "RRA:MIN:0.9:4:3",
+        ],
+    );
+    rrdtool(
+        &d,
+        &[
+            "update",
+            "x.rrd",
+            "1000000100:10:1.5:100",
+            "1000000400:20.25:2.5:4294967290",
+            "1000000700.5:U:3.5:10",
+            "1000002000:50:1:400",
+        ],
+    );
+    let bytes = std::fs::read(d.join("x.rrd")).unwrap();
+    let rrd = rrd::rrdfile::read(&bytes).expect("reads");
+    assert_eq!(rrd.last_up, 1000002000);
+    assert_eq!(rrd.schema.ds[3].rpn.as_deref(), Some("a,b,+,2,*,n,MAX"));
+    assert_eq!(rrd.pdp[2].last_ds, "400");
+    assert_eq!(rrd::rrdfile::header_size(4, 4), {
+        let out = Command::new("rrdtool")
+            .args(["info", "x.rrd"])
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        let s = String::from_utf8(out.stdout).unwrap();
+        s.lines()
+            .find_map(|l| l.strip_prefix("header_size = "))
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+    });
+    assert_eq!(
+        rrd::rrdfile::write(&rrd).unwrap(),
+        bytes,
+        "written bytes differ"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn truncated_and_foreign_files_are_refused() {
+    let d = tmpdir("bad");
+    rrdtool(
+        &d,
+        &[
+            "create",
+            "x.rrd",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+        ],
+    );
+    let bytes = std::fs::read(d.join("x.rrd")).unwrap();
+    let e = rrd::rrdfile::read(&bytes[..bytes.len() - 1]).unwrap_err();
+    assert!(e.msg.contains("truncated"), "{e}");
+    assert_eq!(
+        rrd::rrdfile::read(b"hello world").unwrap_err().msg,
+        "not an RRD file"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn holt_winters_files_are_refused_clearly() {
+    let d = tmpdir("hw");
+    rrdtool(
+        &d,
+        &[
+            "create",
+            "x.rrd",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+            "RRA:HWPREDICT:100:0.1:0.0035:10",
+        ],
+    );
+    let bytes = std::fs::read(d.join("x.rrd")).unwrap();
+    let e = rrd::rrdfile::read(&bytes).unwrap_err();
+    assert!(e.msg.contains("not supported"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
