@@ -1,1 +1,20 @@
-//! Every on-disk byte of a ringlet store (being written).
+//! Every on-disk byte of a ringlet store: framing, checksums, encodings. No I/O.
+//!
+//! The engine decides *when* and *where* bytes are written; this crate decides *what* they
+//! are, and docs/FORMAT.md describes the same bytes. Modules: [`crc32c`] (the checksum),
+//! [`bytes`] and [`bits`] (little-endian fields, varints, bit streams), [`decimal`] and
+//! [`sample`] (the per-series sample compression), [`rrdbin`] (one `Rrd` as bytes),
+//! [`frame`] (log superblock and record frames), [`record`] (a commit record's payload) and
+//! [`checkpoint`] (checkpoint files).
+
+pub mod bits;
+pub mod bytes;
+pub mod checkpoint;
+pub mod crc32c;
+pub mod decimal;
+pub mod frame;
+pub mod record;
+pub mod rrdbin;
+pub mod sample;
+
+pub use bytes::DecodeError;

@@ -1,10 +1,34 @@
 //! The ringlet store: many RRDs in one directory, time-major commits, recovery.
 //!
-//! API contract (implementation in progress): see docs/ARCHITECTURE.md.
+//! Updates are applied in memory (`Rrd::apply`) and their raw `Sample`s are encoded into a
+//! per-series pending chunk. A commit appends ONE record to the log ring holding every
+//! change since the previous commit (creates, removes, samples of every series), then
+//! `fdatasync`s. Before the ring would overwrite records the newest checkpoint still needs,
+//! a checkpoint (the full state) is written instead, to the older of two checkpoint files.
+//! Opening replays the records after the newest valid checkpoint. Modules: [`files`] (names),
+//! [`vfs`] and [`sim`] (file access, real and simulated), [`ring`] (the log file),
+//! [`ckptfile`] (checkpoint files), [`series`] (the registry), [`recovery`] (open).
+//! The bytes are the codec crate's; docs/FORMAT.md and docs/DURABILITY.md describe both.
 
-use rrd::{Rrd, RrdError, RowWrite, Sample};
-use std::path::Path;
-use std::time::Duration;
+pub mod ckptfile;
+pub mod files;
+pub mod recovery;
+pub mod ring;
+pub mod series;
+pub mod sim;
+pub mod vfs;
+
+pub use recovery::{Cut, RecoveryReport};
+pub use vfs::{RealFs, VFile, Vfs};
+
+use codec::checkpoint::encode_checkpoint;
+use codec::frame::{encode_record, framed_len, KIND_COMMIT, PAGE};
+use codec::record::RecordWriter;
+use rrd::{ApplyError, RowWrite, Rrd, RrdError, Sample};
+use series::Registry;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Errors a caller can act on.
 #[derive(Debug)]
@@ -20,7 +44,11 @@ pub enum Error {
     /// An earlier fsync or write failed; the store refuses writes until reopened.
     PreviousIo,
     /// On-disk data that fails its checksum or framing where it must not (not a torn tail).
-    Corrupt { file: std::path::PathBuf, offset: u64, what: String },
+    Corrupt {
+        file: std::path::PathBuf,
+        offset: u64,
+        what: String,
+    },
     Io(std::io::Error),
 }
 
@@ -56,6 +84,9 @@ pub struct Options {
     pub commit_interval: Option<Duration>,
     /// Commit when this many bytes of encoded updates are pending.
     pub max_pending_bytes: usize,
+    /// Size of the log ring when a store is created (rounded up to 4 KiB pages; an existing
+    /// store keeps the size it was created with).
+    pub log_bytes: u64,
 }
 
 impl Default for Options {
@@ -63,6 +94,7 @@ impl Default for Options {
         Options {
             commit_interval: Some(Duration::from_secs(300)),
             max_pending_bytes: 64 << 20,
+            log_bytes: 64 << 20,
         }
     }
 }
@@ -77,37 +109,133 @@ pub struct CommitStats {
 
 /// A store directory, opened for reading and writing by this process alone.
 pub struct Store {
-    _private: (),
+    vfs: Arc<dyn Vfs>,
+    dir: PathBuf,
+    opts: Options,
+    _lock: vfs::LockGuard,
+    log: ring::LogRing,
+    reg: Registry,
+    /// Log position where the next record goes.
+    end_lsn: u64,
+    /// Sequence number of the next record.
+    next_seq: u64,
+    /// Position and generation of the newest durable checkpoint: the ring may not overwrite
+    /// anything at or after `ckpt_lsn`.
+    ckpt_lsn: u64,
+    ckpt_gen: u64,
+    /// Creates, removes (and the samples that preceded a removal), in order.
+    pending: RecordWriter,
+    pending_bytes: usize,
+    last_commit: Instant,
+    failed: bool,
+    report: RecoveryReport,
 }
 
 impl Store {
     /// Open (creating if absent) the store in `dir`: take its lock, load the last checkpoint,
     /// replay the log after it, cut a torn tail.
     pub fn open(dir: &Path, opts: Options) -> Result<Store, Error> {
-        let _ = (dir, opts);
-        unimplemented!("engine in progress")
+        Store::open_with(Arc::new(RealFs), dir, opts)
+    }
+
+    /// [`Store::open`] through a given file system (tests pass a [`sim::SimFs`]).
+    pub fn open_with(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options) -> Result<Store, Error> {
+        vfs.create_dir_all(dir)?;
+        let Some(lock) = vfs.try_lock(&files::lock(dir))? else {
+            return Err(Error::Locked(dir.to_path_buf()));
+        };
+        let ring_cap = opts.log_bytes.max(PAGE).div_ceil(PAGE) * PAGE;
+        let r = recovery::recover(vfs.as_ref(), dir, ring_cap)?;
+        Ok(Store {
+            vfs,
+            dir: dir.to_path_buf(),
+            opts,
+            _lock: lock,
+            log: r.log,
+            reg: r.reg,
+            end_lsn: r.end_lsn,
+            next_seq: r.next_seq,
+            ckpt_lsn: r.ckpt_lsn,
+            ckpt_gen: r.ckpt_gen,
+            pending: RecordWriter::new(),
+            pending_bytes: 0,
+            last_commit: Instant::now(),
+            failed: false,
+            report: r.report,
+        })
+    }
+
+    /// What recovery found when this store was opened (checkpoint used, records replayed,
+    /// a cut tail).
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.report
     }
 
     pub fn get(&self, name: &str) -> Option<&Rrd> {
-        let _ = name;
-        unimplemented!("engine in progress")
+        self.reg.get(name).map(|s| &s.rrd)
     }
 
     /// Names of all RRDs, sorted.
     pub fn names(&self) -> Vec<String> {
-        unimplemented!("engine in progress")
+        self.reg.names()
+    }
+
+    /// Samples accepted but not yet committed.
+    pub fn pending_samples(&self) -> u64 {
+        self.reg
+            .dirty
+            .iter()
+            .filter_map(|&id| self.reg.iter().find(|(i, _)| *i == id))
+            .map(|(_, s)| s.count)
+            .sum()
+    }
+
+    fn writable(&self) -> Result<(), Error> {
+        if self.failed {
+            Err(Error::PreviousIo)
+        } else {
+            Ok(())
+        }
     }
 
     /// Add an RRD (a fresh `create`, or a `restore` with data). `Error::Exists` if the name
     /// is taken and `overwrite` is false.
     pub fn create(&mut self, name: &str, rrd: Rrd, overwrite: bool) -> Result<(), Error> {
-        let _ = (name, rrd, overwrite);
-        unimplemented!("engine in progress")
+        self.writable()?;
+        if let Some(old) = self.reg.id(name) {
+            if !overwrite {
+                return Err(Error::Exists(name.to_string()));
+            }
+            self.remove_id(old);
+        }
+        let id = self.reg.next_id;
+        let before = self.pending.len();
+        self.pending.create(id, name, &rrd);
+        self.pending_bytes += self.pending.len() - before;
+        self.reg.insert(id, name.to_string(), rrd);
+        self.maybe_commit()
     }
 
     pub fn remove(&mut self, name: &str) -> Result<(), Error> {
-        let _ = name;
-        unimplemented!("engine in progress")
+        self.writable()?;
+        let Some(id) = self.reg.id(name) else {
+            return Err(Error::NotFound(name.to_string()));
+        };
+        self.remove_id(id);
+        self.maybe_commit()
+    }
+
+    /// Log the removal of `id`, after its pending samples (they happened first).
+    fn remove_id(&mut self, id: u64) {
+        let before = self.pending.len();
+        if let Some(mut s) = self.reg.remove(id) {
+            let (chunk, count) = s.take_chunk();
+            if count > 0 {
+                self.pending.samples(id, count, &chunk);
+            }
+        }
+        self.pending.remove(id);
+        self.pending_bytes += self.pending.len() - before;
     }
 
     /// Apply one sample to `name` (see `Rrd::apply`) and queue it for the next commit.
@@ -118,17 +246,119 @@ impl Store {
         sample: &Sample,
         sink: &mut dyn FnMut(RowWrite),
     ) -> Result<(), Error> {
-        let _ = (name, sample, sink);
-        unimplemented!("engine in progress")
+        self.writable()?;
+        let Some(id) = self.reg.id(name) else {
+            return Err(Error::NotFound(name.to_string()));
+        };
+        let Some(s) = self.reg.by_id_mut(id) else {
+            return Err(Error::NotFound(name.to_string()));
+        };
+        let outcome = match s.rrd.apply(sample, sink) {
+            Ok(()) => Ok(()),
+            Err(ApplyError::Rejected(e)) => return Err(Error::Rrd(e)),
+            Err(ApplyError::Partial(e)) => Err(Error::Rrd(e)),
+        };
+        match s.log(sample) {
+            Ok(grew) => self.pending_bytes += grew,
+            Err(e) => {
+                // apply accepted a sample the log cannot hold: memory and log would diverge.
+                self.failed = true;
+                return Err(Error::Io(std::io::Error::other(e.to_string())));
+            }
+        }
+        self.reg.dirty.insert(id);
+        outcome?;
+        self.maybe_commit()
+    }
+
+    /// Commit if the size or time trigger says so.
+    fn maybe_commit(&mut self) -> Result<(), Error> {
+        let due = self.pending_bytes >= self.opts.max_pending_bytes
+            || self
+                .opts
+                .commit_interval
+                .is_some_and(|iv| self.last_commit.elapsed() >= iv);
+        if due {
+            self.commit()?;
+        }
+        Ok(())
     }
 
     /// Make everything accepted so far durable: one appended record, one fdatasync.
     pub fn commit(&mut self) -> Result<CommitStats, Error> {
-        unimplemented!("engine in progress")
+        self.writable()?;
+        self.last_commit = Instant::now();
+        if self.pending.is_empty() && self.reg.dirty.is_empty() {
+            return Ok(CommitStats::default());
+        }
+        let mut rec = std::mem::take(&mut self.pending);
+        let mut stats = CommitStats::default();
+        let dirty = std::mem::take(&mut self.reg.dirty);
+        for id in dirty {
+            if let Some(s) = self.reg.by_id_mut(id) {
+                let (chunk, count) = s.take_chunk();
+                if count > 0 {
+                    rec.samples(id, count, &chunk);
+                    stats.series += 1;
+                    stats.samples += count as usize;
+                }
+            }
+        }
+        self.pending_bytes = 0;
+        let payload = rec.finish();
+        let framed = framed_len(payload.len());
+        let result = if self.end_lsn + framed > self.ckpt_lsn + self.log.cap {
+            // The ring would overwrite what the newest checkpoint still needs: write a new
+            // checkpoint holding this commit's effect instead of the record.
+            self.write_checkpoint().map(|n| stats.bytes = n)
+        } else {
+            self.append(&payload, framed).map(|()| stats.bytes = framed)
+        };
+        if let Err(e) = result {
+            self.failed = true;
+            return Err(e);
+        }
+        Ok(stats)
+    }
+
+    fn append(&mut self, payload: &[u8], framed: u64) -> Result<(), Error> {
+        let bytes = encode_record(KIND_COMMIT, self.next_seq, self.end_lsn, payload);
+        debug_assert_eq!(bytes.len() as u64, framed);
+        self.log.write(self.end_lsn, &bytes)?;
+        self.log.sync()?;
+        self.end_lsn += framed;
+        self.next_seq += 1;
+        Ok(())
+    }
+
+    /// Write the whole state as the next checkpoint generation, covering the log up to
+    /// `end_lsn`; returns its size. Codec states restart from the RRDs.
+    fn write_checkpoint(&mut self) -> Result<u64, Error> {
+        let generation = self.ckpt_gen + 1;
+        let bytes = encode_checkpoint(
+            generation,
+            self.end_lsn,
+            self.next_seq,
+            self.reg.next_id,
+            self.reg.iter().map(|(id, s)| (id, s.name.as_str(), &s.rrd)),
+        );
+        ckptfile::write(self.vfs.as_ref(), &self.dir, generation, &bytes)?;
+        self.ckpt_gen = generation;
+        self.ckpt_lsn = self.end_lsn;
+        self.reg.reseed_all();
+        Ok(bytes.len() as u64)
+    }
+
+    /// Commit pending changes, then write a checkpoint now (it makes the log before it
+    /// reusable and shortens the next recovery).
+    pub fn checkpoint(&mut self) -> Result<u64, Error> {
+        self.commit()?;
+        self.write_checkpoint().inspect_err(|_| self.failed = true)
     }
 
     /// Commit and release the lock.
-    pub fn close(self) -> Result<(), Error> {
-        unimplemented!("engine in progress")
+    pub fn close(mut self) -> Result<(), Error> {
+        self.commit()?;
+        Ok(())
     }
 }

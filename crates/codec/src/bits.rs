@@ -1,0 +1,171 @@
+//! Bit-level writer and reader (most significant bit first) and Exp-Golomb codes.
+//!
+//! The sample codec spends single bits on the common case (a regular timestamp, an unchanged
+//! value), so its payload is a bit stream. Exp-Golomb of order `k` codes an unsigned `u` as
+//! `v = u + 2^k` written in `bitlen(v)` bits, preceded by `bitlen(v) - k - 1` zero bits: small
+//! numbers are short, and there is no upper bound (every `u64` fits).
+
+use crate::bytes::DecodeError;
+
+/// Appends bits, MSB first, to a byte vector; the last byte is padded with zero bits.
+#[derive(Debug, Default, Clone)]
+pub struct BitWriter {
+    buf: Vec<u8>,
+    /// Bits used in the last byte (0 = the last byte is full or there is none).
+    used: u32,
+}
+
+impl BitWriter {
+    pub fn new() -> Self {
+        BitWriter::default()
+    }
+
+    /// Bits written so far.
+    pub fn bit_len(&self) -> u64 {
+        if self.used == 0 {
+            self.buf.len() as u64 * 8
+        } else {
+            (self.buf.len() as u64 - 1) * 8 + self.used as u64
+        }
+    }
+
+    pub fn bit(&mut self, b: bool) {
+        if self.used == 0 {
+            self.buf.push(0);
+        }
+        if b {
+            if let Some(last) = self.buf.last_mut() {
+                *last |= 0x80 >> self.used;
+            }
+        }
+        self.used = (self.used + 1) % 8;
+    }
+
+    /// The low `n` bits of `v`, most significant first; `n <= 64`.
+    pub fn bits(&mut self, v: u64, n: u32) {
+        for i in (0..n).rev() {
+            self.bit((v >> i) & 1 == 1);
+        }
+    }
+
+    /// Exp-Golomb of order `k` (`k <= 63`).
+    pub fn exp_golomb(&mut self, u: u64, k: u32) {
+        let v = u as u128 + (1u128 << k);
+        let n = 128 - v.leading_zeros();
+        for _ in 0..(n - k - 1) {
+            self.bit(false);
+        }
+        if n > 64 {
+            self.bits((v >> 64) as u64, n - 64);
+            self.bits(v as u64, 64);
+        } else {
+            self.bits(v as u64, n);
+        }
+    }
+
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.buf
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+/// Reads what [`BitWriter`] wrote; running past the end is a [`DecodeError`].
+#[derive(Debug, Clone)]
+pub struct BitReader<'a> {
+    buf: &'a [u8],
+    pos: u64,
+}
+
+impl<'a> BitReader<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        BitReader { buf, pos: 0 }
+    }
+
+    fn err(&self, what: &str) -> DecodeError {
+        DecodeError::new((self.pos / 8) as usize, what)
+    }
+
+    /// Bits not read yet (including the last byte's padding).
+    pub fn remaining_bits(&self) -> u64 {
+        (self.buf.len() as u64 * 8).saturating_sub(self.pos)
+    }
+
+    pub fn bit(&mut self) -> Result<bool, DecodeError> {
+        let byte = (self.pos / 8) as usize;
+        let Some(b) = self.buf.get(byte) else {
+            return Err(self.err("bit stream ends early"));
+        };
+        let v = (b >> (7 - (self.pos % 8))) & 1 == 1;
+        self.pos += 1;
+        Ok(v)
+    }
+
+    pub fn bits(&mut self, n: u32) -> Result<u64, DecodeError> {
+        let mut v = 0u64;
+        for _ in 0..n {
+            v = (v << 1) | self.bit()? as u64;
+        }
+        Ok(v)
+    }
+
+    pub fn exp_golomb(&mut self, k: u32) -> Result<u64, DecodeError> {
+        let mut zeros = 0u32;
+        while !self.bit()? {
+            zeros += 1;
+            if zeros + k > 64 {
+                return Err(self.err("Exp-Golomb prefix too long"));
+            }
+        }
+        // The leading 1 was consumed; `zeros + k` bits follow.
+        let rest = zeros + k;
+        let mut v: u128 = 1;
+        for _ in 0..rest {
+            v = (v << 1) | self.bit()? as u128;
+        }
+        let u = v - (1u128 << k);
+        u64::try_from(u).map_err(|_| self.err("Exp-Golomb value exceeds 64 bits"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_golomb_roundtrips_every_order_and_edge() {
+        let vals = [0u64, 1, 2, 3, 7, 8, 1000, 1 << 40, u64::MAX - 1, u64::MAX];
+        for k in [0u32, 1, 3, 10, 40, 63] {
+            let mut w = BitWriter::new();
+            for &v in &vals {
+                w.exp_golomb(v, k);
+                w.bit(true);
+            }
+            let bytes = w.into_bytes();
+            let mut r = BitReader::new(&bytes);
+            for &v in &vals {
+                assert_eq!(r.exp_golomb(k).unwrap(), v, "k={k}");
+                assert!(r.bit().unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn exp_golomb_zero_at_order_zero_is_one_bit() {
+        let mut w = BitWriter::new();
+        w.exp_golomb(0, 0);
+        assert_eq!(w.bit_len(), 1);
+        w.exp_golomb(1, 0);
+        assert_eq!(w.bit_len(), 4);
+    }
+
+    #[test]
+    fn reading_past_the_end_is_an_error() {
+        let mut r = BitReader::new(&[0]);
+        assert!(r.exp_golomb(0).is_err());
+        let mut r = BitReader::new(&[]);
+        assert!(r.bit().is_err());
+    }
+}

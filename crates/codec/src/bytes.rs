@@ -1,0 +1,243 @@
+//! Little-endian byte writer and bounds-checked reader, LEB128 varints and zigzag.
+//!
+//! All multi-byte integers in ringlet's files are little-endian; floats are stored as the
+//! little-endian bytes of their IEEE-754 bit pattern (NaN payloads and signs survive). The
+//! reader never panics on short or malformed input: it returns [`DecodeError`] with the offset.
+
+use std::fmt;
+
+/// Malformed bytes: what was expected and where (offset within the decoded buffer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    pub offset: usize,
+    pub what: String,
+}
+
+impl DecodeError {
+    pub fn new(offset: usize, what: impl Into<String>) -> Self {
+        DecodeError {
+            offset,
+            what: what.into(),
+        }
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {}", self.what, self.offset)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Zigzag: small signed numbers to small unsigned ones (0, -1, 1, -2 ... -> 0, 1, 2, 3 ...).
+pub fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+pub fn unzigzag(u: u64) -> i64 {
+    ((u >> 1) as i64) ^ -((u & 1) as i64)
+}
+
+/// Appends little-endian fields to a byte vector.
+#[derive(Debug, Default, Clone)]
+pub struct ByteWriter {
+    pub buf: Vec<u8>,
+}
+
+impl ByteWriter {
+    pub fn new() -> Self {
+        ByteWriter { buf: Vec::new() }
+    }
+
+    pub fn u8(&mut self, v: u8) {
+        self.buf.push(v);
+    }
+
+    pub fn u32(&mut self, v: u32) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    pub fn u64(&mut self, v: u64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    pub fn i64(&mut self, v: i64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    pub fn f64(&mut self, v: f64) {
+        self.u64(v.to_bits());
+    }
+
+    /// Unsigned LEB128: 7 bits per byte, low group first, high bit = more follows.
+    pub fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.buf.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.buf.push(v as u8);
+    }
+
+    /// Varint length, then the bytes.
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.varint(b.len() as u64);
+        self.buf.extend_from_slice(b);
+    }
+
+    pub fn str(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+    }
+
+    pub fn raw(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
+    }
+}
+
+/// Reads what [`ByteWriter`] wrote, checking every bound.
+#[derive(Debug, Clone)]
+pub struct ByteReader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> ByteReader<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        ByteReader { buf, pos: 0 }
+    }
+
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    pub fn err(&self, what: impl Into<String>) -> DecodeError {
+        DecodeError::new(self.pos, what)
+    }
+
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if self.remaining() < n {
+            return Err(self.err(format!("need {n} bytes, have {}", self.remaining())));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+
+    pub fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+
+    pub fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    pub fn u64(&mut self) -> Result<u64, DecodeError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    pub fn i64(&mut self) -> Result<i64, DecodeError> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+
+    pub fn f64(&mut self) -> Result<f64, DecodeError> {
+        Ok(f64::from_bits(self.u64()?))
+    }
+
+    pub fn varint(&mut self) -> Result<u64, DecodeError> {
+        let start = self.pos;
+        let mut v: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            let part = (b & 0x7F) as u64;
+            if shift == 63 && part > 1 {
+                return Err(DecodeError::new(start, "varint overflows 64 bits"));
+            }
+            v |= part << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(DecodeError::new(start, "varint longer than 10 bytes"))
+    }
+
+    /// A varint that must fit `usize` and be at most `max` (guards allocations).
+    pub fn len(&mut self, max: usize) -> Result<usize, DecodeError> {
+        let start = self.pos;
+        let v = self.varint()?;
+        if v > max as u64 {
+            return Err(DecodeError::new(start, format!("length {v} exceeds {max}")));
+        }
+        Ok(v as usize)
+    }
+
+    pub fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
+        let n = self.len(self.remaining())?;
+        self.take(n)
+    }
+
+    pub fn str(&mut self) -> Result<String, DecodeError> {
+        let start = self.pos;
+        let b = self.bytes()?;
+        String::from_utf8(b.to_vec()).map_err(|_| DecodeError::new(start, "string is not UTF-8"))
+    }
+
+    /// Fails unless every byte was consumed.
+    pub fn finish(&self) -> Result<(), DecodeError> {
+        if self.remaining() != 0 {
+            return Err(self.err(format!("{} trailing bytes", self.remaining())));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_roundtrips_edges() {
+        for v in [0u64, 1, 127, 128, 300, 1 << 35, u64::MAX - 1, u64::MAX] {
+            let mut w = ByteWriter::new();
+            w.varint(v);
+            let mut r = ByteReader::new(&w.buf);
+            assert_eq!(r.varint().unwrap(), v);
+            r.finish().unwrap();
+        }
+    }
+
+    #[test]
+    fn varint_rejects_overlong() {
+        let buf = [0xFFu8; 11];
+        assert!(ByteReader::new(&buf).varint().is_err());
+        let buf = [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02];
+        assert!(ByteReader::new(&buf).varint().is_err());
+    }
+
+    #[test]
+    fn zigzag_maps_small_signed_to_small_unsigned() {
+        assert_eq!(zigzag(0), 0);
+        assert_eq!(zigzag(-1), 1);
+        assert_eq!(zigzag(1), 2);
+        for n in [i64::MIN, -5, 5, i64::MAX] {
+            assert_eq!(unzigzag(zigzag(n)), n);
+        }
+    }
+
+    #[test]
+    fn short_input_is_an_error_not_a_panic() {
+        let mut r = ByteReader::new(&[1, 2, 3]);
+        assert!(r.u64().is_err());
+        let mut r = ByteReader::new(&[5, b'a']);
+        assert!(r.bytes().is_err());
+    }
+}

@@ -1,0 +1,140 @@
+//! Decimal strings as (mantissa, scale): the numeric form the sample codec predicts on.
+//!
+//! `"-12.50"` is mantissa -1250, scale 2. Only the canonical spelling is accepted: an optional
+//! `-`, integer digits without leading zeros (a single `0` is fine), and an optional `.` with
+//! at least one fraction digit; at most 18 digits in all, so the mantissa fits an `i64`.
+//! [`Decimal::format`] gives the string back byte for byte; anything else (`+5`, `.5`, `1e3`,
+//! `007`, `-0`, `U`) is not a `Decimal` and the codec stores it as raw text.
+
+/// A canonical decimal string as an integer mantissa and a count of fraction digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decimal {
+    pub mantissa: i64,
+    pub scale: u8,
+}
+
+/// Most digits a mantissa may have (10^18 < 2^63).
+pub const MAX_DIGITS: usize = 18;
+
+impl Decimal {
+    /// The decimal a string spells, if its canonical re-formatting gives the same bytes.
+    pub fn parse(s: &str) -> Option<Decimal> {
+        let b = s.as_bytes();
+        let (neg, body) = match b.first() {
+            Some(b'-') => (true, &b[1..]),
+            _ => (false, b),
+        };
+        let (int, frac) = match body.iter().position(|&c| c == b'.') {
+            Some(p) => (&body[..p], Some(&body[p + 1..])),
+            None => (body, None),
+        };
+        if int.is_empty() || !int.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        if int.len() > 1 && int[0] == b'0' {
+            return None;
+        }
+        let frac = frac.unwrap_or(&[]);
+        if body.len() > int.len() && frac.is_empty() {
+            return None; // "5."
+        }
+        if !frac.iter().all(u8::is_ascii_digit) || int.len() + frac.len() > MAX_DIGITS {
+            return None;
+        }
+        let mut m: i64 = 0;
+        for &c in int.iter().chain(frac) {
+            m = m * 10 + (c - b'0') as i64;
+        }
+        if neg {
+            if m == 0 {
+                return None; // "-0", "-0.00": the sign would be lost
+            }
+            m = -m;
+        }
+        let d = Decimal {
+            mantissa: m,
+            scale: frac.len() as u8,
+        };
+        (d.format() == s).then_some(d)
+    }
+
+    /// The canonical spelling: `-`, integer part, and exactly `scale` fraction digits.
+    pub fn format(&self) -> String {
+        let digits = self.mantissa.unsigned_abs().to_string();
+        let scale = self.scale as usize;
+        let mut out = String::with_capacity(digits.len() + scale + 3);
+        if self.mantissa < 0 {
+            out.push('-');
+        }
+        if scale == 0 {
+            out.push_str(&digits);
+        } else if digits.len() > scale {
+            let (i, f) = digits.split_at(digits.len() - scale);
+            out.push_str(i);
+            out.push('.');
+            out.push_str(f);
+        } else {
+            out.push_str("0.");
+            for _ in digits.len()..scale {
+                out.push('0');
+            }
+            out.push_str(&digits);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_decimals_parse_and_reformat_exactly() {
+        for s in [
+            "0",
+            "5",
+            "-5",
+            "0.50",
+            "-0.05",
+            "12.340",
+            "123456789012345678",
+            "1.00000000000000000",
+        ] {
+            let d = Decimal::parse(s).unwrap_or_else(|| panic!("{s}"));
+            assert_eq!(d.format(), s);
+        }
+        assert_eq!(
+            Decimal::parse("-12.50"),
+            Some(Decimal {
+                mantissa: -1250,
+                scale: 2
+            })
+        );
+    }
+
+    #[test]
+    fn non_canonical_spellings_are_not_decimals() {
+        for s in [
+            "",
+            "-",
+            "+5",
+            ".5",
+            "5.",
+            "007",
+            "00",
+            "-0",
+            "-0.0",
+            "1e3",
+            "U",
+            "nan",
+            " 1",
+            "1 ",
+            "1.2.3",
+            "1234567890123456789",
+            "0x10",
+            "١",
+        ] {
+            assert_eq!(Decimal::parse(s), None, "{s:?}");
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The payload of a commit record: an ordered list of entries.
+//!
+//! ```text
+//! payload = entry_count varint, entries
+//! entry   = 1 Create  : id varint, name (varint len, UTF-8), image (varint len, RRD image)
+//!         | 2 Remove  : id varint
+//!         | 3 Samples : id varint, sample_count varint, chunk (varint len, sample bit stream)
+//! ```
+//!
+//! Series are named by a numeric id that is never reused (a re-created name gets a new id), so
+//! entries of different series commute; entries of one series appear in the order they
+//! happened (its samples, then its removal). A Samples chunk is decoded with the series'
+//! [`crate::sample::SeriesCodec`], which the reader holds; this module leaves it as bytes.
+
+use crate::bytes::{ByteReader, ByteWriter, DecodeError};
+use crate::rrdbin::{decode_rrd, encode_rrd};
+use rrd::Rrd;
+
+const TAG_CREATE: u8 = 1;
+const TAG_REMOVE: u8 = 2;
+const TAG_SAMPLES: u8 = 3;
+
+/// One entry, as decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry<'a> {
+    Create {
+        id: u64,
+        name: String,
+        rrd: Box<Rrd>,
+    },
+    Remove {
+        id: u64,
+    },
+    Samples {
+        id: u64,
+        count: u64,
+        chunk: &'a [u8],
+    },
+}
+
+/// Builds a record payload entry by entry.
+#[derive(Debug, Default, Clone)]
+pub struct RecordWriter {
+    entries: u64,
+    body: ByteWriter,
+}
+
+impl RecordWriter {
+    pub fn new() -> Self {
+        RecordWriter::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Bytes of the entries so far.
+    pub fn len(&self) -> usize {
+        self.body.buf.len()
+    }
+
+    pub fn create(&mut self, id: u64, name: &str, rrd: &Rrd) {
+        self.entries += 1;
+        self.body.u8(TAG_CREATE);
+        self.body.varint(id);
+        self.body.str(name);
+        let mut img = ByteWriter::new();
+        encode_rrd(&mut img, rrd);
+        self.body.bytes(&img.buf);
+    }
+
+    pub fn remove(&mut self, id: u64) {
+        self.entries += 1;
+        self.body.u8(TAG_REMOVE);
+        self.body.varint(id);
+    }
+
+    pub fn samples(&mut self, id: u64, count: u64, chunk: &[u8]) {
+        self.entries += 1;
+        self.body.u8(TAG_SAMPLES);
+        self.body.varint(id);
+        self.body.varint(count);
+        self.body.bytes(chunk);
+    }
+
+    /// The finished payload.
+    pub fn finish(&self) -> Vec<u8> {
+        let mut w = ByteWriter::new();
+        w.varint(self.entries);
+        w.raw(&self.body.buf);
+        w.buf
+    }
+}
+
+/// Decode a whole payload into its entries.
+pub fn decode_record(payload: &[u8]) -> Result<Vec<Entry<'_>>, DecodeError> {
+    let mut r = ByteReader::new(payload);
+    let n = r.len(payload.len())?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let tag = r.u8()?;
+        let e = match tag {
+            TAG_CREATE => {
+                let id = r.varint()?;
+                let name = r.str()?;
+                let img = r.bytes()?;
+                let mut ir = ByteReader::new(img);
+                let rrd = decode_rrd(&mut ir)?;
+                ir.finish()?;
+                Entry::Create {
+                    id,
+                    name,
+                    rrd: Box::new(rrd),
+                }
+            }
+            TAG_REMOVE => Entry::Remove { id: r.varint()? },
+            TAG_SAMPLES => Entry::Samples {
+                id: r.varint()?,
+                count: r.varint()?,
+                chunk: r.bytes()?,
+            },
+            _ => {
+                return Err(DecodeError::new(
+                    r.pos() - 1,
+                    format!("unknown entry tag {tag}"),
+                ))
+            }
+        };
+        out.push(e);
+    }
+    r.finish()?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rrdbin::tests::sample_rrd;
+
+    #[test]
+    fn entries_roundtrip_in_order() {
+        let rrd = sample_rrd();
+        let mut w = RecordWriter::new();
+        w.samples(4, 2, &[1, 2, 3]);
+        w.remove(4);
+        w.create(9, "a/b.rrd", &rrd);
+        w.samples(9, 1, &[]);
+        let p = w.finish();
+        let e = decode_record(&p).unwrap();
+        assert_eq!(e.len(), 4);
+        assert_eq!(
+            e[0],
+            Entry::Samples {
+                id: 4,
+                count: 2,
+                chunk: &[1, 2, 3]
+            }
+        );
+        assert_eq!(e[1], Entry::Remove { id: 4 });
+        match &e[2] {
+            Entry::Create { id, name, rrd: r } => {
+                assert_eq!((*id, name.as_str()), (9, "a/b.rrd"));
+                assert_eq!(format!("{r:?}"), format!("{rrd:?}"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn truncated_payload_is_an_error() {
+        let mut w = RecordWriter::new();
+        w.samples(1, 3, &[9; 10]);
+        w.remove(1);
+        let p = w.finish();
+        for cut in 0..p.len() {
+            assert!(decode_record(&p[..cut]).is_err(), "cut {cut}");
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! One `Rrd` (schema, live state, every archive row) as bytes: the unit of checkpoints and of
+//! the log's create records.
+//!
+//! A straight field-by-field dump in the order of docs/FORMAT.md ("RRD image"): fixed-width
+//! little-endian integers and IEEE-754 bit patterns (so NaN rows and `-0.0` survive), varint
+//! counts and lengths. Decoding validates every count against the bytes left before it
+//! allocates, and every enum code.
+
+use crate::bytes::{ByteReader, ByteWriter, DecodeError};
+use rrd::{CdpPrep, Cf, DsDef, DsType, PdpPrep, RraData, RraDef, Rrd, Schema};
+
+fn ds_code(k: DsType) -> u8 {
+    match k {
+        DsType::Gauge => 1,
+        DsType::Counter => 2,
+        DsType::Derive => 3,
+        DsType::Absolute => 4,
+        DsType::DCounter => 5,
+        DsType::DDerive => 6,
+        DsType::Compute => 7,
+    }
+}
+
+fn ds_kind(c: u8) -> Option<DsType> {
+    Some(match c {
+        1 => DsType::Gauge,
+        2 => DsType::Counter,
+        3 => DsType::Derive,
+        4 => DsType::Absolute,
+        5 => DsType::DCounter,
+        6 => DsType::DDerive,
+        7 => DsType::Compute,
+        _ => return None,
+    })
+}
+
+fn cf_code(c: Cf) -> u8 {
+    match c {
+        Cf::Average => 1,
+        Cf::Min => 2,
+        Cf::Max => 3,
+        Cf::Last => 4,
+    }
+}
+
+fn cf_kind(c: u8) -> Option<Cf> {
+    Some(match c {
+        1 => Cf::Average,
+        2 => Cf::Min,
+        3 => Cf::Max,
+        4 => Cf::Last,
+        _ => return None,
+    })
+}
+
+/// Append the image of `rrd`.
+pub fn encode_rrd(w: &mut ByteWriter, rrd: &Rrd) {
+    let s = &rrd.schema;
+    w.u64(s.step);
+    w.varint(s.ds.len() as u64);
+    for d in &s.ds {
+        w.str(&d.name);
+        w.u8(ds_code(d.kind));
+        w.u64(d.heartbeat);
+        w.f64(d.min);
+        w.f64(d.max);
+        match &d.rpn {
+            Some(r) => {
+                w.u8(1);
+                w.str(r);
+            }
+            None => w.u8(0),
+        }
+    }
+    w.varint(s.rra.len() as u64);
+    for r in &s.rra {
+        w.u8(cf_code(r.cf));
+        w.f64(r.xff);
+        w.u64(r.pdp_cnt);
+        w.u64(r.row_cnt);
+    }
+    w.i64(rrd.last_up);
+    w.i64(rrd.last_up_usec);
+    for p in &rrd.pdp {
+        w.str(&p.last_ds);
+        w.u64(p.unkn_sec_cnt);
+        w.f64(p.val);
+    }
+    for c in &rrd.cdp {
+        w.f64(c.val);
+        w.u64(c.unkn_pdp_cnt);
+        w.f64(c.primary);
+        w.f64(c.secondary);
+    }
+    for r in &rrd.rra {
+        w.u64(r.cur_row);
+        for &v in &r.rows {
+            w.f64(v);
+        }
+    }
+}
+
+/// Bytes of `rrd`'s image (for sizing).
+pub fn rrd_bytes(rrd: &Rrd) -> Vec<u8> {
+    let mut w = ByteWriter::new();
+    encode_rrd(&mut w, rrd);
+    w.buf
+}
+
+/// A count of items of at least `item` bytes each that must fit in what is left.
+fn count(r: &mut ByteReader, item: usize) -> Result<usize, DecodeError> {
+    let max = r.remaining() / item.max(1);
+    r.len(max)
+}
+
+/// Read one image written by [`encode_rrd`].
+pub fn decode_rrd(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
+    let step = r.u64()?;
+    if step == 0 {
+        return Err(r.err("step is 0"));
+    }
+    let ds_cnt = count(r, 34)?;
+    let mut ds = Vec::with_capacity(ds_cnt);
+    for _ in 0..ds_cnt {
+        let name = r.str()?;
+        let kind = ds_kind(r.u8()?).ok_or_else(|| r.err("unknown DS type code"))?;
+        let heartbeat = r.u64()?;
+        let min = r.f64()?;
+        let max = r.f64()?;
+        let rpn = match r.u8()? {
+            0 => None,
+            1 => Some(r.str()?),
+            _ => return Err(r.err("bad rpn flag")),
+        };
+        ds.push(DsDef {
+            name,
+            kind,
+            heartbeat,
+            min,
+            max,
+            rpn,
+        });
+    }
+    let rra_cnt = count(r, 25)?;
+    let mut rra = Vec::with_capacity(rra_cnt);
+    for _ in 0..rra_cnt {
+        let cf = cf_kind(r.u8()?).ok_or_else(|| r.err("unknown CF code"))?;
+        let xff = r.f64()?;
+        let pdp_cnt = r.u64()?;
+        let row_cnt = r.u64()?;
+        if pdp_cnt == 0 {
+            return Err(r.err("RRA with 0 steps per row"));
+        }
+        rra.push(RraDef {
+            cf,
+            xff,
+            pdp_cnt,
+            row_cnt,
+        });
+    }
+    let last_up = r.i64()?;
+    let last_up_usec = r.i64()?;
+    let mut pdp = Vec::with_capacity(ds_cnt);
+    for _ in 0..ds_cnt {
+        pdp.push(PdpPrep {
+            last_ds: r.str()?,
+            unkn_sec_cnt: r.u64()?,
+            val: r.f64()?,
+        });
+    }
+    let cdp_cnt = rra_cnt * ds_cnt;
+    if r.remaining() / 32 < cdp_cnt {
+        return Err(r.err("CDP state truncated"));
+    }
+    let mut cdp = Vec::with_capacity(cdp_cnt);
+    for _ in 0..cdp_cnt {
+        cdp.push(CdpPrep {
+            val: r.f64()?,
+            unkn_pdp_cnt: r.u64()?,
+            primary: r.f64()?,
+            secondary: r.f64()?,
+        });
+    }
+    let mut data = Vec::with_capacity(rra_cnt);
+    for def in &rra {
+        let cur_row = r.u64()?;
+        let n = (def.row_cnt as u128) * (ds_cnt as u128);
+        if n > (r.remaining() / 8) as u128 {
+            return Err(r.err("archive rows truncated"));
+        }
+        if def.row_cnt > 0 && cur_row >= def.row_cnt {
+            return Err(r.err("current row outside the archive"));
+        }
+        let mut rows = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            rows.push(r.f64()?);
+        }
+        data.push(RraData { cur_row, rows });
+    }
+    Ok(Rrd {
+        schema: Schema { step, ds, rra },
+        last_up,
+        last_up_usec,
+        pdp,
+        cdp,
+        rra: data,
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A small RRD with every DS type and CF, and some odd floats in its state.
+    pub(crate) fn sample_rrd() -> Rrd {
+        let kinds = [
+            DsType::Gauge,
+            DsType::Counter,
+            DsType::Derive,
+            DsType::Absolute,
+            DsType::DCounter,
+            DsType::DDerive,
+            DsType::Compute,
+        ];
+        let ds = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, &kind)| DsDef {
+                name: format!("ds{i}"),
+                kind,
+                heartbeat: 600,
+                min: if i % 2 == 0 { f64::NAN } else { 0.0 },
+                max: if i % 3 == 0 { f64::NAN } else { 1e9 },
+                rpn: (kind == DsType::Compute).then(|| "ds0,2,*".to_string()),
+            })
+            .collect();
+        let rra = [Cf::Average, Cf::Min, Cf::Max, Cf::Last]
+            .iter()
+            .enumerate()
+            .map(|(i, &cf)| RraDef {
+                cf,
+                xff: 0.5,
+                pdp_cnt: 1 + i as u64,
+                row_cnt: 5 + i as u64,
+            })
+            .collect();
+        let schema = Schema { step: 300, ds, rra };
+        let mut rrd = Rrd::new(schema, 1_700_000_123);
+        rrd.pdp[1].last_ds = "12345".into();
+        rrd.pdp[2].val = -0.0;
+        rrd.cdp[3].primary = f64::from_bits(0x7FF8_0000_0000_0001);
+        rrd.rra[2].rows[4] = 1.5;
+        rrd.rra[2].cur_row = 3;
+        rrd.last_up_usec = 250_000;
+        rrd
+    }
+
+    fn bits_equal(a: &Rrd, b: &Rrd) -> bool {
+        rrd_bytes(a) == rrd_bytes(b) && format!("{a:?}") == format!("{b:?}")
+    }
+
+    #[test]
+    fn image_roundtrips_bit_for_bit() {
+        let rrd = sample_rrd();
+        let bytes = rrd_bytes(&rrd);
+        let mut r = ByteReader::new(&bytes);
+        let back = decode_rrd(&mut r).unwrap();
+        r.finish().unwrap();
+        assert!(bits_equal(&rrd, &back));
+        assert_eq!(back.pdp[2].val.to_bits(), (-0.0f64).to_bits());
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let bytes = rrd_bytes(&sample_rrd());
+        for cut in 0..bytes.len() {
+            let mut r = ByteReader::new(&bytes[..cut]);
+            assert!(decode_rrd(&mut r).is_err(), "cut at {cut}");
+        }
+    }
+}

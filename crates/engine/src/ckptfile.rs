@@ -1,0 +1,103 @@
+//! Checkpoint files on disk: loading the newest valid one, writing the next generation.
+//!
+//! Generations alternate between `checkpoint.a` (odd) and `checkpoint.b` (even), so the write
+//! of generation `g` only ever overwrites generation `g - 2`: the newest durable checkpoint is
+//! never touched. A file that does not exist yet is built under a `.tmp` name and renamed in
+//! (then the directory is synced); an existing one is overwritten in place and `fsync`ed.
+//! The bytes are codec's ([`codec::checkpoint`]).
+
+use crate::files;
+use crate::vfs::Vfs;
+use codec::checkpoint::{
+    decode_checkpoint_header, decode_checkpoint_payload, CheckpointHeader, CheckpointState,
+    CK_HEADER_LEN,
+};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// A checkpoint read back and verified.
+pub struct Loaded {
+    pub path: PathBuf,
+    pub header: CheckpointHeader,
+    pub state: CheckpointState,
+}
+
+/// Read and verify one checkpoint file; `Ok(Err(why))` if it is invalid.
+fn load_one(vfs: &dyn Vfs, path: &Path) -> io::Result<Result<Loaded, String>> {
+    let f = vfs.open(path, false)?;
+    let len = f.len()?;
+    let mut head = vec![0u8; CK_HEADER_LEN];
+    let n = f.read_at(&mut head, 0)?;
+    let header = match decode_checkpoint_header(&head[..n]) {
+        Ok(h) => h,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    if header.payload_len > len.saturating_sub(CK_HEADER_LEN as u64) {
+        return Ok(Err(format!(
+            "payload of {} bytes does not fit a file of {len}",
+            header.payload_len
+        )));
+    }
+    let mut payload = vec![0u8; header.payload_len as usize];
+    let n = f.read_at(&mut payload, CK_HEADER_LEN as u64)?;
+    payload.truncate(n);
+    match decode_checkpoint_payload(&header, &payload) {
+        Ok(state) => Ok(Ok(Loaded {
+            path: path.to_path_buf(),
+            header,
+            state,
+        })),
+        Err(e) => Ok(Err(e.to_string())),
+    }
+}
+
+/// Whether any checkpoint file exists (a store was initialised here).
+pub fn any_exists(vfs: &dyn Vfs, dir: &Path) -> io::Result<bool> {
+    for p in files::checkpoints(dir) {
+        if vfs.exists(&p)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The valid checkpoint with the highest generation, and a note for each invalid file.
+pub fn load_newest(vfs: &dyn Vfs, dir: &Path) -> io::Result<(Option<Loaded>, Vec<String>)> {
+    let mut best: Option<Loaded> = None;
+    let mut notes = Vec::new();
+    for p in files::checkpoints(dir) {
+        if !vfs.exists(&p)? {
+            continue;
+        }
+        match load_one(vfs, &p)? {
+            Ok(l) => {
+                if best
+                    .as_ref()
+                    .is_none_or(|b| l.header.generation > b.header.generation)
+                {
+                    best = Some(l);
+                }
+            }
+            Err(why) => notes.push(format!("{}: {why}", p.display())),
+        }
+    }
+    Ok((best, notes))
+}
+
+/// Write a complete checkpoint (codec bytes) of generation `generation` and make it durable.
+pub fn write(vfs: &dyn Vfs, dir: &Path, generation: u64, bytes: &[u8]) -> io::Result<()> {
+    let path = files::checkpoint(dir, generation);
+    if vfs.exists(&path)? {
+        let mut f = vfs.open(&path, false)?;
+        f.write_at(bytes, 0)?;
+        return f.sync_all();
+    }
+    let tmp = files::tmp(&path);
+    let mut f = vfs.open(&tmp, true)?;
+    f.set_len(0)?;
+    f.write_at(bytes, 0)?;
+    f.sync_all()?;
+    drop(f);
+    vfs.rename(&tmp, &path)?;
+    vfs.sync_dir(dir)
+}

@@ -1,0 +1,45 @@
+//! Every file name in a store directory, in one place.
+//!
+//! ```text
+//! <dir>/LOCK          empty; flock'ed exclusively while a Store is open
+//! <dir>/log           superblock page + the commit-record ring (fixed size, zero-filled)
+//! <dir>/checkpoint.a  checkpoints of odd generation
+//! <dir>/checkpoint.b  checkpoints of even generation
+//! <dir>/*.tmp         a file being created; renamed into place once complete and synced
+//! ```
+
+use std::path::{Path, PathBuf};
+
+pub const LOCK: &str = "LOCK";
+pub const LOG: &str = "log";
+pub const CHECKPOINT_A: &str = "checkpoint.a";
+pub const CHECKPOINT_B: &str = "checkpoint.b";
+pub const TMP_SUFFIX: &str = ".tmp";
+
+pub fn lock(dir: &Path) -> PathBuf {
+    dir.join(LOCK)
+}
+
+pub fn log(dir: &Path) -> PathBuf {
+    dir.join(LOG)
+}
+
+/// The checkpoint file that holds generation `generation` (odd: a, even: b).
+pub fn checkpoint(dir: &Path, generation: u64) -> PathBuf {
+    dir.join(if generation % 2 == 1 {
+        CHECKPOINT_A
+    } else {
+        CHECKPOINT_B
+    })
+}
+
+pub fn checkpoints(dir: &Path) -> [PathBuf; 2] {
+    [dir.join(CHECKPOINT_A), dir.join(CHECKPOINT_B)]
+}
+
+/// The temporary name under which `path` is built before being renamed into place.
+pub fn tmp(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_os_string();
+    s.push(TMP_SUFFIX);
+    PathBuf::from(s)
+}

@@ -1,0 +1,230 @@
+//! Opening a store: initialise a fresh directory, load the newest checkpoint, replay the log
+//! records after it in sequence order, cut a torn or corrupt tail, and report what happened.
+//!
+//! Replay applies each logged sample with `Rrd::apply`, exactly as the writer did, so the
+//! state after recovery is the state after the last durable commit, bit for bit. A record
+//! whose checksum passes but whose contents cannot be decoded is not a torn tail but a bug or
+//! media damage: opening fails with `Error::Corrupt` rather than serving partial state.
+
+use crate::ckptfile;
+use crate::ring::{End, LogRing, Scan};
+use crate::series::Registry;
+use crate::vfs::Vfs;
+use crate::Error;
+use codec::checkpoint::encode_checkpoint;
+use codec::record::{decode_record, Entry};
+use codec::sample::decode_chunk;
+use std::path::Path;
+
+/// Where and why the log was cut at recovery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    /// Log position (logical byte offset over all laps) of the first record not replayed.
+    pub lsn: u64,
+    /// Its byte offset in the log file.
+    pub file_offset: u64,
+    pub reason: String,
+}
+
+/// What `Store::open` found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// The directory held no store; one was created.
+    pub created: bool,
+    /// Generation and log position of the checkpoint loaded.
+    pub checkpoint_generation: u64,
+    pub checkpoint_lsn: u64,
+    /// Checkpoint files that failed verification (the other one was used).
+    pub invalid_checkpoints: Vec<String>,
+    pub records_replayed: u64,
+    pub samples_replayed: u64,
+    /// Replayed samples that `Rrd::apply` refused (should be 0: apply is deterministic).
+    pub samples_refused: u64,
+    /// Log position after the last record replayed: the next commit goes here.
+    pub end_lsn: u64,
+    /// Set when the tail was torn or corrupt (not when the log simply ended).
+    pub cut: Option<Cut>,
+    /// The log file was shorter than its ring and was zero-filled back to size.
+    pub log_was_truncated: bool,
+}
+
+/// The store's state after recovery.
+pub struct Recovered {
+    pub log: LogRing,
+    pub reg: Registry,
+    pub end_lsn: u64,
+    pub next_seq: u64,
+    pub ckpt_lsn: u64,
+    pub ckpt_gen: u64,
+    pub report: RecoveryReport,
+}
+
+fn corrupt(file: &Path, offset: u64, what: impl Into<String>) -> Error {
+    Error::Corrupt {
+        file: file.to_path_buf(),
+        offset,
+        what: what.into(),
+    }
+}
+
+/// Make `dir` a store if no checkpoint exists: a zero-filled log and an empty checkpoint.
+fn init_if_fresh(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<bool, Error> {
+    if ckptfile::any_exists(vfs, dir)? {
+        return Ok(false);
+    }
+    let log_path = crate::files::log(dir);
+    let reuse = if vfs.exists(&log_path)? {
+        match LogRing::open(vfs, dir)? {
+            Ok(ring) => match ring.scan(0, 0, 0)? {
+                Scan::End(End::Clean) => true,
+                _ => {
+                    return Err(corrupt(
+                        &log_path,
+                        ring.offset(0),
+                        "log holds records but no checkpoint file exists",
+                    ))
+                }
+            },
+            Err(_) => false, // a log whose creation never completed
+        }
+    } else {
+        false
+    };
+    if !reuse {
+        LogRing::create(vfs, dir, ring_cap)?;
+    }
+    let bytes = encode_checkpoint(1, 0, 0, 1, std::iter::empty());
+    ckptfile::write(vfs, dir, 1, &bytes)?;
+    Ok(true)
+}
+
+/// Apply one decoded record to the registry; returns (samples applied, refused).
+fn apply_record(
+    reg: &mut Registry,
+    entries: Vec<Entry<'_>>,
+    at: (&Path, u64),
+) -> Result<(u64, u64), Error> {
+    let (mut applied, mut refused) = (0, 0);
+    for e in entries {
+        match e {
+            Entry::Create { id, name, rrd } => reg.insert(id, name, *rrd),
+            Entry::Remove { id } => {
+                if reg.remove(id).is_none() {
+                    return Err(corrupt(
+                        at.0,
+                        at.1,
+                        format!("removal of unknown series {id}"),
+                    ));
+                }
+            }
+            Entry::Samples { id, count, chunk } => {
+                let Some(s) = reg.by_id_mut(id) else {
+                    return Err(corrupt(
+                        at.0,
+                        at.1,
+                        format!("samples for unknown series {id}"),
+                    ));
+                };
+                let samples = decode_chunk(&mut s.codec, chunk, count as usize)
+                    .map_err(|e| corrupt(at.0, at.1, format!("series {id}: {e}")))?;
+                for smp in &samples {
+                    match s.rrd.apply(smp, &mut |_| {}) {
+                        Ok(()) | Err(rrd::ApplyError::Partial(_)) => applied += 1,
+                        Err(rrd::ApplyError::Rejected(_)) => refused += 1,
+                    }
+                }
+            }
+        }
+    }
+    Ok((applied, refused))
+}
+
+/// The whole open procedure after the lock is held.
+pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Error> {
+    let mut report = RecoveryReport {
+        created: init_if_fresh(vfs, dir, ring_cap)?,
+        ..RecoveryReport::default()
+    };
+    let log_path = crate::files::log(dir);
+    if !vfs.exists(&log_path)? {
+        return Err(corrupt(&log_path, 0, "log file missing"));
+    }
+    let mut log = LogRing::open(vfs, dir)?.map_err(|why| corrupt(&log_path, 0, why))?;
+    let (loaded, notes) = ckptfile::load_newest(vfs, dir)?;
+    report.invalid_checkpoints = notes;
+    let Some(ck) = loaded else {
+        let p = crate::files::checkpoint(dir, 1);
+        return Err(corrupt(&p, 0, "no valid checkpoint file"));
+    };
+    let mut reg = Registry::new(ck.state.next_id);
+    for s in ck.state.series {
+        reg.insert(s.id, s.name, s.rrd);
+    }
+    reg.next_id = reg.next_id.max(ck.state.next_id);
+    let (ckpt_lsn, ckpt_gen) = (ck.header.log_lsn, ck.header.generation);
+    report.checkpoint_generation = ckpt_gen;
+    report.checkpoint_lsn = ckpt_lsn;
+    report.log_was_truncated = log.is_short()?;
+
+    let (mut lsn, mut seq) = (ckpt_lsn, ck.header.log_seq);
+    let mut zero_extent = 0;
+    loop {
+        if lsn - ckpt_lsn >= log.cap {
+            break;
+        }
+        match log.scan(lsn, seq, ckpt_lsn)? {
+            Scan::Record {
+                header,
+                payload,
+                framed,
+            } => {
+                let at = (log_path.as_path(), log.offset(lsn));
+                let entries = decode_record(&payload)
+                    .map_err(|e| corrupt(at.0, at.1, format!("record {}: {e}", header.seq)))?;
+                let (applied, refused) = apply_record(&mut reg, entries, at)?;
+                report.records_replayed += 1;
+                report.samples_replayed += applied;
+                report.samples_refused += refused;
+                lsn += framed;
+                seq += 1;
+            }
+            Scan::End(End::Clean) => break,
+            Scan::End(End::Torn { reason, extent }) => {
+                report.cut = Some(cut_at(&log, lsn, reason));
+                zero_extent = extent;
+                break;
+            }
+            Scan::End(End::Garbage { reason }) => {
+                report.cut = Some(cut_at(&log, lsn, reason));
+                zero_extent = codec::frame::PAGE;
+                break;
+            }
+        }
+    }
+    if report.log_was_truncated {
+        log.restore_len()?;
+    }
+    if zero_extent > 0 {
+        // Zero the bad bytes so that no later scan can take them for a record.
+        let room = (ckpt_lsn + log.cap).saturating_sub(lsn);
+        log.zero(lsn, zero_extent.min(room))?;
+    }
+    report.end_lsn = lsn;
+    Ok(Recovered {
+        log,
+        reg,
+        end_lsn: lsn,
+        next_seq: seq,
+        ckpt_lsn,
+        ckpt_gen,
+        report,
+    })
+}
+
+fn cut_at(log: &LogRing, lsn: u64, reason: String) -> Cut {
+    Cut {
+        lsn,
+        file_offset: log.offset(lsn),
+        reason,
+    }
+}

@@ -1,0 +1,222 @@
+//! The log file as a ring of commit records: creation, positioned reads and writes that wrap
+//! at the ring's end, and the scan that recovery uses to find the live records.
+//!
+//! The file is created at its final size and zero-filled (written, not just allocated), so
+//! overwriting it later changes no metadata: an `fdatasync` after a commit flushes data pages
+//! only. Record frames are codec's ([`codec::frame`]); this module knows where they go.
+
+use crate::files;
+use crate::vfs::{VFile, Vfs};
+use codec::frame::{
+    decode_superblock, encode_superblock, framed_len, scan_header, verify_record, HeaderScan,
+    RecordHeader, PAGE, REC_HEADER_LEN, RING_START,
+};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Zeros are written in pieces of this size when a log is created or re-extended.
+const ZERO_CHUNK: usize = 1 << 20;
+
+/// Why the scan stopped at a position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    /// Nothing was ever committed here (zeros, or an older lap's bytes).
+    Clean,
+    /// A record for this position that is incomplete or fails its checksum.
+    Torn { reason: String, extent: u64 },
+    /// Bytes that cannot be there: garbage where the ring was never written, a header for
+    /// another position or sequence number.
+    Garbage { reason: String },
+}
+
+/// What the scan found at a position.
+#[derive(Debug)]
+pub enum Scan {
+    Record {
+        header: RecordHeader,
+        payload: Vec<u8>,
+        framed: u64,
+    },
+    End(End),
+}
+
+pub struct LogRing {
+    file: Box<dyn VFile>,
+    pub path: PathBuf,
+    pub cap: u64,
+}
+
+fn write_zeros(f: &mut dyn VFile, from: u64, to: u64) -> io::Result<()> {
+    let zeros = vec![0u8; ZERO_CHUNK];
+    let mut off = from;
+    while off < to {
+        let n = ((to - off) as usize).min(ZERO_CHUNK);
+        f.write_at(&zeros[..n], off)?;
+        off += n as u64;
+    }
+    Ok(())
+}
+
+impl LogRing {
+    /// Create `dir/log` with a ring of `cap` bytes: built as `log.tmp`, zero-filled, synced,
+    /// renamed into place, directory synced.
+    pub fn create(vfs: &dyn Vfs, dir: &Path, cap: u64) -> io::Result<()> {
+        let path = files::log(dir);
+        let tmp = files::tmp(&path);
+        let mut f = vfs.open(&tmp, true)?;
+        f.set_len(0)?;
+        f.write_at(&encode_superblock(cap), 0)?;
+        write_zeros(f.as_mut(), RING_START, RING_START + cap)?;
+        f.sync_all()?;
+        drop(f);
+        vfs.rename(&tmp, &path)?;
+        vfs.sync_dir(dir)
+    }
+
+    /// Open `dir/log` and read its superblock; `Err(Ok(reason))` when the superblock is bad.
+    pub fn open(vfs: &dyn Vfs, dir: &Path) -> io::Result<Result<LogRing, String>> {
+        let path = files::log(dir);
+        let file = vfs.open(&path, false)?;
+        let mut sb = vec![0u8; PAGE as usize];
+        let n = file.read_at(&mut sb, 0)?;
+        match decode_superblock(&sb[..n]) {
+            Ok(cap) => Ok(Ok(LogRing { file, path, cap })),
+            Err(why) => Ok(Err(why.to_string())),
+        }
+    }
+
+    /// File offset of a log position.
+    pub fn offset(&self, lsn: u64) -> u64 {
+        RING_START + lsn % self.cap
+    }
+
+    /// The file is shorter than superblock + ring (it was truncated).
+    pub fn is_short(&self) -> io::Result<bool> {
+        Ok(self.file.len()? < RING_START + self.cap)
+    }
+
+    /// Zero-fill a truncated file back to its full length and sync it.
+    pub fn restore_len(&mut self) -> io::Result<()> {
+        let len = self.file.len()?;
+        let full = RING_START + self.cap;
+        if len < full {
+            write_zeros(self.file.as_mut(), len, full)?;
+            self.file.sync_all()?;
+        }
+        Ok(())
+    }
+
+    /// The (at most two) file ranges holding `len` bytes from `lsn`.
+    fn pieces(&self, lsn: u64, len: usize) -> [(u64, usize, usize); 2] {
+        let at = lsn % self.cap;
+        let first = ((self.cap - at) as usize).min(len);
+        [
+            (RING_START + at, 0, first),
+            (RING_START, first, len - first),
+        ]
+    }
+
+    /// Write `bytes` at `lsn`, wrapping at the ring's end (`bytes.len() <= cap`).
+    pub fn write(&mut self, lsn: u64, bytes: &[u8]) -> io::Result<()> {
+        for (off, start, n) in self.pieces(lsn, bytes.len()) {
+            if n > 0 {
+                self.file.write_at(&bytes[start..start + n], off)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Read into `buf` from `lsn`, wrapping; returns the bytes read (short if truncated).
+    pub fn read(&self, lsn: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let mut total = 0;
+        for (off, start, n) in self.pieces(lsn, buf.len()) {
+            if n == 0 {
+                continue;
+            }
+            let got = self.file.read_at(&mut buf[start..start + n], off)?;
+            total += got;
+            if got < n {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
+    /// `fdatasync` the log.
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    /// Zero `len` bytes from `lsn` (a cut tail), then sync.
+    pub fn zero(&mut self, lsn: u64, len: u64) -> io::Result<()> {
+        let len = len.min(self.cap);
+        for (off, _, n) in self.pieces(lsn, len as usize) {
+            if n > 0 {
+                write_zeros(self.file.as_mut(), off, off + n as u64)?;
+            }
+        }
+        self.sync()
+    }
+
+    /// Look for the record `(lsn, seq)`. `window_start` is the checkpoint's position: a record
+    /// may not reach `window_start + cap`.
+    pub fn scan(&self, lsn: u64, seq: u64, window_start: u64) -> io::Result<Scan> {
+        let mut h = [0u8; REC_HEADER_LEN];
+        let n = self.read(lsn, &mut h)?;
+        if n < REC_HEADER_LEN {
+            return Ok(Scan::End(End::Torn {
+                reason: "log file truncated inside a record header".into(),
+                extent: PAGE,
+            }));
+        }
+        let header = match scan_header(&h) {
+            HeaderScan::Zero => return Ok(Scan::End(End::Clean)),
+            HeaderScan::Garbage if lsn >= self.cap => return Ok(Scan::End(End::Clean)),
+            HeaderScan::Garbage => {
+                return Ok(Scan::End(End::Garbage {
+                    reason: "non-zero bytes where no record was ever written".into(),
+                }))
+            }
+            HeaderScan::Header(hd) => hd,
+        };
+        if header.lsn != lsn {
+            if header.lsn < lsn && (lsn - header.lsn).is_multiple_of(self.cap) {
+                return Ok(Scan::End(End::Clean)); // a record of an earlier lap
+            }
+            return Ok(Scan::End(End::Garbage {
+                reason: format!("record header for position {} found at {lsn}", header.lsn),
+            }));
+        }
+        if header.seq != seq {
+            return Ok(Scan::End(End::Garbage {
+                reason: format!("sequence number {} where {seq} was expected", header.seq),
+            }));
+        }
+        let framed = framed_len(header.payload_len as usize);
+        if lsn + framed > window_start + self.cap {
+            return Ok(Scan::End(End::Torn {
+                reason: format!("record length {} overruns the ring", header.payload_len),
+                extent: PAGE,
+            }));
+        }
+        let mut payload = vec![0u8; header.payload_len as usize];
+        let got = self.read(lsn + REC_HEADER_LEN as u64, &mut payload)?;
+        if got < payload.len() {
+            return Ok(Scan::End(End::Torn {
+                reason: "log file truncated inside a record".into(),
+                extent: framed,
+            }));
+        }
+        if !verify_record(&h, &header, &payload) {
+            return Ok(Scan::End(End::Torn {
+                reason: "record checksum mismatch (torn or corrupt write)".into(),
+                extent: framed,
+            }));
+        }
+        Ok(Scan::Record {
+            header,
+            payload,
+            framed,
+        })
+    }
+}

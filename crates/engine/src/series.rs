@@ -1,0 +1,121 @@
+//! The series registry: every RRD of the store by name and by id, with the sample codec state
+//! and the samples encoded since the last commit.
+//!
+//! Ids are assigned from `next_id` and never reused, so log entries name one incarnation of a
+//! name. A series' codec state is seeded from its `Rrd` at creation and at every checkpoint
+//! (see [`codec::sample`]); `chunk` holds the bit stream of its uncommitted samples.
+
+use codec::bits::BitWriter;
+use codec::sample::{EncodeError, SeriesCodec};
+use rrd::{Rrd, Sample};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub struct Series {
+    pub name: String,
+    pub rrd: Rrd,
+    pub codec: SeriesCodec,
+    /// Samples accepted since the last commit, encoded.
+    pub chunk: BitWriter,
+    pub count: u64,
+}
+
+impl Series {
+    fn new(name: String, rrd: Rrd) -> Series {
+        Series {
+            codec: SeriesCodec::from_rrd(&rrd),
+            name,
+            rrd,
+            chunk: BitWriter::new(),
+            count: 0,
+        }
+    }
+
+    /// Append an accepted sample to the pending chunk; returns the bytes the chunk grew by.
+    pub fn log(&mut self, s: &Sample) -> Result<usize, EncodeError> {
+        let before = self.chunk.as_bytes().len();
+        self.codec.encode(&mut self.chunk, s)?;
+        self.count += 1;
+        Ok(self.chunk.as_bytes().len() - before)
+    }
+
+    /// Take the pending chunk (bytes, sample count), leaving it empty.
+    pub fn take_chunk(&mut self) -> (Vec<u8>, u64) {
+        let chunk = std::mem::take(&mut self.chunk).into_bytes();
+        (chunk, std::mem::take(&mut self.count))
+    }
+}
+
+#[derive(Default)]
+pub struct Registry {
+    by_name: BTreeMap<String, u64>,
+    by_id: BTreeMap<u64, Series>,
+    /// Series with pending samples.
+    pub dirty: BTreeSet<u64>,
+    pub next_id: u64,
+}
+
+impl Registry {
+    pub fn new(next_id: u64) -> Registry {
+        Registry {
+            next_id,
+            ..Registry::default()
+        }
+    }
+
+    pub fn id(&self, name: &str) -> Option<u64> {
+        self.by_name.get(name).copied()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Series> {
+        self.by_id.get(&self.id(name)?)
+    }
+
+    pub fn by_id_mut(&mut self, id: u64) -> Option<&mut Series> {
+        self.by_id.get_mut(&id)
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.by_name.keys().cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// Insert a series under `id` (replaying a log entry or creating a new one).
+    pub fn insert(&mut self, id: u64, name: String, rrd: Rrd) {
+        if let Some(old) = self.by_name.insert(name.clone(), id) {
+            self.by_id.remove(&old);
+            self.dirty.remove(&old);
+        }
+        self.by_id.insert(id, Series::new(name, rrd));
+        self.next_id = self.next_id.max(id + 1);
+    }
+
+    pub fn remove(&mut self, id: u64) -> Option<Series> {
+        let s = self.by_id.remove(&id)?;
+        self.by_name.remove(&s.name);
+        self.dirty.remove(&id);
+        Some(s)
+    }
+
+    /// Every series in id order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (u64, &Series)> {
+        self.by_id.iter().map(|(&id, s)| (id, s))
+    }
+
+    /// Seed every codec from its RRD and drop pending chunks (after a checkpoint, which holds
+    /// their effect).
+    pub fn reseed_all(&mut self) {
+        for s in self.by_id.values_mut() {
+            s.codec = SeriesCodec::from_rrd(&s.rrd);
+            s.chunk = BitWriter::new();
+            s.count = 0;
+        }
+        self.dirty.clear();
+    }
+}

@@ -1,0 +1,127 @@
+//! The one door to the file system: the [`Vfs`] and [`VFile`] traits, and [`RealFs`].
+//!
+//! The store touches files only through these calls, so tests can swap in
+//! [`crate::sim::SimFs`], which simulates crashes (at the N-th sync) and I/O errors. The
+//! calls are the few the store needs: positioned reads and writes, length, `fdatasync`,
+//! `fsync`, directory sync, atomic rename and an exclusive advisory lock.
+
+use std::any::Any;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// A file opened for reading and writing.
+#[allow(clippy::len_without_is_empty)]
+pub trait VFile: Send {
+    /// Read up to `buf.len()` bytes at `off`; fewer only at the end of the file.
+    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize>;
+    /// Write all of `buf` at `off`, growing the file if needed.
+    fn write_at(&mut self, buf: &[u8], off: u64) -> io::Result<()>;
+    fn len(&self) -> io::Result<u64>;
+    fn set_len(&mut self, len: u64) -> io::Result<()>;
+    /// `fdatasync`: the data (and the length) are durable.
+    fn sync_data(&mut self) -> io::Result<()>;
+    /// `fsync`: data and all metadata are durable.
+    fn sync_all(&mut self) -> io::Result<()>;
+}
+
+/// A held lock; dropping it releases the lock.
+pub type LockGuard = Box<dyn Any + Send>;
+
+/// A file system.
+pub trait Vfs: Send + Sync {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    fn exists(&self, path: &Path) -> io::Result<bool>;
+    /// Open read-write; create an empty file if `create` and it does not exist.
+    fn open(&self, path: &Path, create: bool) -> io::Result<Box<dyn VFile>>;
+    /// Atomically replace `to` with `from`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Make the directory's entries (created and renamed files) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// An exclusive lock on `path` (created if absent); `None` if another holder has it.
+    fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>>;
+}
+
+/// The real file system (std::fs; `flock` for the lock).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RealFs;
+
+struct RealFile(File);
+
+impl VFile for RealFile {
+    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.0.read_at(&mut buf[done..], off + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
+    fn write_at(&mut self, buf: &[u8], off: u64) -> io::Result<()> {
+        self.0.write_all_at(buf, off)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+
+    fn sync_all(&mut self) -> io::Result<()> {
+        self.0.sync_all()
+    }
+}
+
+impl Vfs for RealFs {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        path.try_exists()
+    }
+
+    fn open(&self, path: &Path, create: bool) -> io::Result<Box<dyn VFile>> {
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .open(path)?;
+        Ok(Box::new(RealFile(f)))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        match f.try_lock() {
+            Ok(()) => Ok(Some(Box::new(f))),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(e),
+        }
+    }
+}
