@@ -4,6 +4,7 @@
 //! `pdp_prep`, `cdp_prep`, `rra_ptr` and data), without its byte layout. `info` and `dump`
 //! print them; `update` advances them; the engine persists them.
 
+use crate::num::DNAN;
 use crate::schema::Schema;
 
 /// Per-DS state of the primary data point being built (rrdtool's `pdp_prep`).
@@ -57,6 +58,8 @@ pub struct Rrd {
 impl Rrd {
     /// A new RRD as `rrdtool create --start start` leaves it: every row unknown, the part of
     /// the first PDP and of the first row of each archive before `start` counted as unknown.
+    /// Unknown is rrdtool's DNAN (sign bit set); primary and secondary values start at 0.0, as
+    /// `rrdtool dump` of a fresh file shows. `cur_row` is 0 (rrdtool picks a random row).
     pub fn new(schema: Schema, start: i64) -> Rrd {
         let step = schema.step as i64;
         let ds_cnt = schema.ds.len();
@@ -65,7 +68,7 @@ impl Rrd {
             .map(|_| PdpPrep {
                 last_ds: "U".to_string(),
                 unkn_sec_cnt: unkn_sec as u64,
-                val: f64::NAN,
+                val: DNAN,
             })
             .collect();
         let mut cdp = Vec::with_capacity(schema.rra.len() * ds_cnt);
@@ -75,15 +78,15 @@ impl Rrd {
             let unkn_pdp = ((start - unkn_sec).rem_euclid(span) / step) as u64;
             for _ in 0..ds_cnt {
                 cdp.push(CdpPrep {
-                    val: f64::NAN,
+                    val: DNAN,
                     unkn_pdp_cnt: unkn_pdp,
-                    primary: f64::NAN,
-                    secondary: f64::NAN,
+                    primary: 0.0,
+                    secondary: 0.0,
                 });
             }
             rra.push(RraData {
                 cur_row: 0,
-                rows: vec![f64::NAN; r.row_cnt as usize * ds_cnt],
+                rows: vec![DNAN; r.row_cnt as usize * ds_cnt],
             });
         }
         Rrd {

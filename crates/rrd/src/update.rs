@@ -4,8 +4,18 @@
 //! `"now-10@3"` ...) into a [`Sample`]: a resolved time plus one raw value string per DS in
 //! file order. [`Rrd::apply`] advances the RRD by one sample: PDPs, CDPs, rows. The engine logs
 //! samples, not rows: replaying the same samples on the same state gives the same bytes.
+//!
+//! Error texts are rrdtool's. rrdtool prefixes the errors of [`parse_update_arg`] and
+//! [`Rrd::apply`] with `<file>: ` on the command line; that prefix is the caller's job. The
+//! errors of [`parse_template`] carry no prefix in rrdtool either.
 
+use crate::num::{rrd_diff, strtodbl, strtodbl_in, DNAN};
+use crate::schema::{DsType, Schema};
 use crate::{Rrd, RrdError};
+
+mod consolidate;
+
+use consolidate::Steps;
 
 /// One update, resolved: the unit the engine logs and replays.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,3 +56,314 @@ impl ApplyError {
         }
     }
 }
+
+/// `-t ds1:ds2:...`: the DS index each value field of an update argument goes to.
+///
+/// Errors (no `<file>: ` prefix in rrdtool): `tmplt contains more DS definitions than RRD`
+/// when there are more names than DS (duplicates count), `unknown DS name '<name>'`. COMPUTE
+/// DS may be named; their values are ignored.
+pub fn parse_template(schema: &Schema, tmpl: &str) -> Result<Vec<usize>, RrdError> {
+    let mut out = Vec::new();
+    for name in tmpl.split(':') {
+        if out.len() >= schema.ds.len() {
+            return Err(RrdError::new("tmplt contains more DS definitions than RRD"));
+        }
+        match schema.ds_index(name) {
+            Some(i) => out.push(i),
+            None => return Err(RrdError::new(format!("unknown DS name '{}'", name))),
+        }
+    }
+    Ok(out)
+}
+
+/// Parses one update argument into a [`Sample`].
+///
+/// `now` is the current time `(seconds, microseconds)`, used for `N` and for negative
+/// (relative) times. `template` maps value fields to DS indices (see [`parse_template`]);
+/// `None` means every non-COMPUTE DS in file order.
+///
+/// Checks in rrdtool's order: the field count (`expected %lu data source readings (got %lu)
+/// from <time>`, `found extra data on update argument: <rest>`) before the time. The time is
+/// `N`, or a number read by `rrd_strtodbl` (`error while parsing time in get_time_from_reading
+/// - <strtodbl error>`); a negative number is relative to `now`. In the `<time>@<values>` form
+/// only plain integers, `N` and `now` are understood so far.
+pub fn parse_update_arg(
+    schema: &Schema,
+    arg: &str,
+    template: Option<&[usize]>,
+    now: (i64, i64),
+) -> Result<Sample, RrdError> {
+    let (time_str, rest, at_form) = if let Some(p) = arg.find('@') {
+        (&arg[..p], &arg[p + 1..], true)
+    } else if let Some(p) = arg.find(':') {
+        (&arg[..p], &arg[p + 1..], false)
+    } else {
+        return Err(RrdError::new(format!(
+            "expected timestamp not found in data source from {}",
+            arg
+        )));
+    };
+
+    let mut values: Vec<String> = vec!["U".to_string(); schema.ds.len()];
+    let mut fields = rest.split(':');
+    let mut got = 0usize;
+    let want = template.map_or_else(|| schema.input_ds().count(), |t| t.len());
+    {
+        let mut default_ds = schema.input_ds();
+        for i in 0..want {
+            let Some(f) = fields.next() else { break };
+            got += 1;
+            let ds = match template {
+                Some(t) => t[i],
+                None => default_ds.next().unwrap_or(0),
+            };
+            if let Some(slot) = values.get_mut(ds) {
+                slot.clear();
+                slot.push_str(f);
+            }
+        }
+    }
+    if got < want {
+        return Err(RrdError::new(format!(
+            "expected {} data source readings (got {}) from {}",
+            want, got, time_str
+        )));
+    }
+    if fields.next().is_some() {
+        // Everything after the `want`-th field and its separator.
+        let mut p = 0usize;
+        for _ in 0..want {
+            p += rest[p..].find(':').map_or(rest.len() - p, |q| q + 1);
+        }
+        return Err(RrdError::new(format!(
+            "found extra data on update argument: {}",
+            &rest[p..]
+        )));
+    }
+
+    let (time, usec) = if at_form {
+        parse_at_time(time_str, now)?
+    } else {
+        parse_reading_time(time_str, now)?
+    };
+    Ok(Sample { time, usec, values })
+}
+
+/// C's `(long)x` on x86-64: truncation, and `i64::MIN` for NaN and out-of-range values.
+pub(crate) fn c_long(x: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    if x.is_nan() || !(-LIMIT..LIMIT).contains(&x) {
+        i64::MIN
+    } else {
+        x as i64
+    }
+}
+
+/// `get_time_from_reading` for the `<time>:<values>` form.
+fn parse_reading_time(s: &str, now: (i64, i64)) -> Result<(i64, i64), RrdError> {
+    if s == "N" {
+        return Ok(now);
+    }
+    let mut tmp = strtodbl_in("error while parsing time in get_time_from_reading", s)?;
+    if tmp < 0.0 {
+        // now_sec + now_usec * 1e-6f + tmp: the microseconds scaled in single precision.
+        tmp += now.0 as f64 + f64::from(now.1 as f32 * 1e-6f32);
+    }
+    let sec = tmp.floor();
+    let usec = c_long((tmp - sec) * 1e6);
+    Ok((c_long(sec), usec))
+}
+
+/// The time of the `<time>@<values>` form (rrdtool's at-style time, microseconds 0).
+fn parse_at_time(s: &str, now: (i64, i64)) -> Result<(i64, i64), RrdError> {
+    if s == "N" || s.eq_ignore_ascii_case("now") {
+        return Ok((now.0, 0));
+    }
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        if let Ok(t) = s.parse::<i64>() {
+            return Ok((t, 0));
+        }
+    }
+    Err(RrdError::new(format!(
+        "ds time: {}: unparsable time: {}",
+        s, s
+    )))
+}
+
+/// Longest prefix of `s` of at most 29 bytes (rrdtool's `last_ds` is `char[30]`), cut at a
+/// character boundary.
+fn last_ds_prefix(s: &str) -> &str {
+    if s.len() <= 29 {
+        return s;
+    }
+    let mut n = 29;
+    while !s.is_char_boundary(n) {
+        n -= 1;
+    }
+    &s[..n]
+}
+
+fn is_unsigned_int(s: &str) -> bool {
+    s.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn is_signed_int(s: &str) -> bool {
+    let b = s.strip_prefix('-').unwrap_or(s);
+    is_unsigned_int(b)
+}
+
+/// Up to this many DS, per-update scratch lives on the stack.
+const STACK_DS: usize = 32;
+
+impl Rrd {
+    /// Applies one sample: rrdtool's `update_pdp_prep`, then the PDP step processing (simple
+    /// update, or boundaries with the JKammler split), the CDP update of every archive and the
+    /// row writes, in rrdtool's order and with its floating-point operations. Every row written
+    /// goes to `sink` in `updatev` order.
+    pub fn apply(&mut self, s: &Sample, sink: &mut dyn FnMut(RowWrite)) -> Result<(), ApplyError> {
+        if s.time < self.last_up || (s.time == self.last_up && s.usec <= self.last_up_usec) {
+            return Err(ApplyError::Rejected(RrdError::new(format!(
+                "illegal attempt to update using time {} when last update time is {} (minimum one second step)",
+                s.time, self.last_up
+            ))));
+        }
+        let ds_cnt = self.schema.ds.len();
+        if s.values.len() != ds_cnt {
+            return Err(ApplyError::Rejected(RrdError::new(format!(
+                "expected {} data source readings (got {})",
+                ds_cnt,
+                s.values.len()
+            ))));
+        }
+        let mut stack = [0f64; STACK_DS];
+        let mut heap = Vec::new();
+        let pdp_new: &mut [f64] = if ds_cnt <= STACK_DS {
+            &mut stack[..ds_cnt]
+        } else {
+            heap.resize(ds_cnt, 0.0);
+            &mut heap
+        };
+
+        let interval = (s.time - self.last_up) as f64 + (s.usec - self.last_up_usec) as f64 / 1e6;
+        self.update_pdp_prep(s, interval, pdp_new)?;
+
+        let step = self.schema.step as i64;
+        let proc_pdp_st = self.last_up - self.last_up.rem_euclid(step);
+        let occu_pdp_st = s.time - s.time.rem_euclid(step);
+        let steps = if occu_pdp_st > proc_pdp_st {
+            Some(Steps {
+                interval,
+                pre_int: (occu_pdp_st - self.last_up) as f64 - self.last_up_usec as f64 / 1e6,
+                post_int: s.time.rem_euclid(step) as f64 + s.usec as f64 / 1e6,
+                elapsed: ((occu_pdp_st - proc_pdp_st) / step) as u64,
+                proc_pdp_cnt: (proc_pdp_st / step) as u64,
+            })
+        } else {
+            None
+        };
+        match steps {
+            None => consolidate::simple_update(self, interval, pdp_new),
+            Some(st) => consolidate::process_steps(self, st, pdp_new, s.time, sink)
+                .map_err(ApplyError::Partial)?,
+        }
+        self.last_up = s.time;
+        self.last_up_usec = s.usec;
+        Ok(())
+    }
+
+    /// rrdtool's `update_pdp_prep`: `last_ds` and the rate*seconds of this update per DS.
+    fn update_pdp_prep(
+        &mut self,
+        s: &Sample,
+        interval: f64,
+        pdp_new: &mut [f64],
+    ) -> Result<(), ApplyError> {
+        for (i, def) in self.schema.ds.iter().enumerate() {
+            let raw = s.values[i].as_str();
+            let pdp = &mut self.pdp[i];
+            let within_hb = def.heartbeat as f64 >= interval;
+            if !within_hb {
+                pdp.last_ds.clear();
+                pdp.last_ds.push('U');
+            }
+            let mut new = DNAN;
+            if !raw.starts_with('U') && def.kind != DsType::Compute && within_hb {
+                let fail = |e: RrdError| {
+                    if i == 0 {
+                        ApplyError::Rejected(e)
+                    } else {
+                        ApplyError::Partial(e)
+                    }
+                };
+                let rate;
+                match def.kind {
+                    DsType::Counter | DsType::Derive => {
+                        let counter = def.kind == DsType::Counter;
+                        if counter && !is_unsigned_int(raw) {
+                            return Err(fail(RrdError::new(format!(
+                                "not a simple unsigned integer: '{}'",
+                                raw
+                            ))));
+                        }
+                        if !counter && !is_signed_int(raw) {
+                            return Err(fail(RrdError::new(format!(
+                                "not a simple signed integer: '{}'",
+                                raw
+                            ))));
+                        }
+                        if !pdp.last_ds.starts_with('U') {
+                            new = rrd_diff(raw, &pdp.last_ds);
+                            if counter && new < 0.0 {
+                                new += 4294967295.0;
+                                if new < 0.0 {
+                                    new += 18446744069414584320.0;
+                                }
+                            }
+                        }
+                        rate = new / interval;
+                    }
+                    DsType::Absolute => {
+                        new = strtodbl_in("Function update_pdp_prep, case DST_ABSOLUTE", raw)
+                            .map_err(fail)?;
+                        rate = new / interval;
+                    }
+                    DsType::Gauge => {
+                        let v = strtodbl_in("Function update_pdp_prep, case DST_GAUGE", raw)
+                            .map_err(fail)?;
+                        new = v * interval;
+                        rate = v;
+                    }
+                    DsType::DCounter | DsType::DDerive => {
+                        let ctx = if def.kind == DsType::DCounter {
+                            "Function update_pdp_prep, case DST_DCOUNTER"
+                        } else {
+                            "Function update_pdp_prep, case DST_DDERIVE"
+                        };
+                        let v = strtodbl_in(ctx, raw).map_err(fail)?;
+                        if !pdp.last_ds.starts_with('U') {
+                            let old = strtodbl(&pdp.last_ds).unwrap_or(DNAN);
+                            let reset = def.kind == DsType::DCounter
+                                && ((v > 0.0 && old > v) || (v < 0.0 && v > old));
+                            new = if reset { DNAN } else { v - old };
+                        }
+                        rate = new / interval;
+                    }
+                    DsType::Compute => unreachable!("COMPUTE takes no input"),
+                }
+                if !rate.is_nan()
+                    && ((!def.max.is_nan() && rate > def.max)
+                        || (!def.min.is_nan() && rate < def.min))
+                {
+                    new = DNAN;
+                }
+            }
+            pdp_new[i] = new;
+            pdp.last_ds.clear();
+            pdp.last_ds.push_str(last_ds_prefix(raw));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
