@@ -11,6 +11,7 @@
 //! (ours give the line of the offending token). Holt-Winters archives are refused.
 
 use crate::num::strtod;
+use crate::{rpn, rrdfile};
 use crate::{CdpPrep, Cf, DsDef, DsType, PdpPrep, RraData, RraDef, Rrd, RrdError, Schema};
 
 /// One XML event.
@@ -460,7 +461,7 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
         Ev::Eof => {}
         _ => return Err(xml_err("Extra content at the end of the document")),
     }
-    check_computes(&ds)?;
+    normalize_computes(&mut ds)?;
     if step <= 0 {
         return Err(RrdError::new(
             "restore: step must be a positive number of seconds",
@@ -475,6 +476,11 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
         ));
     }
     let ds_cnt = ds.len();
+    let bounds = if range_check {
+        range_bounds(step as u64, &ds)?
+    } else {
+        Vec::new()
+    };
     let mut rra_defs = Vec::with_capacity(rras.len());
     let mut cdp = Vec::with_capacity(rras.len() * ds_cnt);
     let mut data = Vec::with_capacity(rras.len());
@@ -488,7 +494,7 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
         }
         let mut rows = r.rows;
         if range_check {
-            clamp_rows(&mut rows, &ds);
+            clamp_rows(&mut rows, &bounds);
         }
         rra_defs.push(RraDef {
             row_cnt: row_cnt as u64,
@@ -514,44 +520,73 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
     })
 }
 
-/// `-r`: unknown for values outside [min, max]. For COMPUTE, rrdtool compares with the bytes
-/// of the compiled RPN that share the min/max slots; for every expression tried these reject
-/// every value except 0 for a one-token expression, which is what this reproduces.
-fn clamp_rows(rows: &mut [f64], ds: &[DsDef]) {
-    for row in rows.chunks_mut(ds.len()) {
-        for (v, d) in row.iter_mut().zip(ds) {
-            let out = if d.kind == DsType::Compute {
-                let one_token = !d.rpn.as_deref().unwrap_or("").contains(',');
-                !(one_token && *v == 0.0)
-            } else {
-                (!d.min.is_nan() && *v < d.min) || (!d.max.is_nan() && *v > d.max)
-            };
-            if out {
+/// `-r`: unknown for values outside [min, max] (NaN bounds do not limit).
+fn clamp_rows(rows: &mut [f64], bounds: &[(f64, f64)]) {
+    for row in rows.chunks_mut(bounds.len()) {
+        for (v, (min, max)) in row.iter_mut().zip(bounds) {
+            if (!min.is_nan() && *v < *min) || (!max.is_nan() && *v > *max) {
                 *v = f64::NAN;
             }
         }
     }
 }
 
-/// A COMPUTE expression may only name data sources of the file: rrdtool's
-/// `failed to parse computed data source` otherwise. Operators are upper case.
-fn check_computes(ds: &[DsDef]) -> Result<(), RrdError> {
-    for d in ds.iter().filter(|d| d.kind == DsType::Compute) {
-        let rpn = d.rpn.as_deref().unwrap_or("");
-        let ok = !rpn.is_empty()
-            && rpn.split(',').all(|tok| {
-                let first = tok.as_bytes().first().copied().unwrap_or(b' ');
-                if !(first.is_ascii_alphabetic() || first == b'_') {
-                    return !tok.is_empty();
-                }
-                ds.iter().any(|x| x.name == tok)
-                    || tok
-                        .bytes()
-                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
-            });
-        if !ok {
-            return Err(RrdError::new("failed to parse computed data source"));
+/// The [min, max] that `-r` compares with, per DS. A COMPUTE DS has none: rrdtool compares
+/// with whatever its compiled RPN leaves in the min/max slots of the `.rrd` header (the
+/// 4-byte tokens 2-3 and 4-5), so these are read back from the header [`rrdfile::write`]
+/// builds. (For `g` both are 0.0, so only 0 passes; for `g,2,*` nothing passes.)
+fn range_bounds(step: u64, ds: &[DsDef]) -> Result<Vec<(f64, f64)>, RrdError> {
+    if !ds.iter().any(|d| d.kind == DsType::Compute) {
+        return Ok(ds.iter().map(|d| (d.min, d.max)).collect());
+    }
+    let probe = Schema {
+        step,
+        ds: ds.to_vec(),
+        rra: vec![RraDef {
+            cf: Cf::Average,
+            xff: 0.5,
+            pdp_cnt: 1,
+            row_cnt: 1,
+        }],
+    };
+    let bytes = rrdfile::write(&Rrd::new(probe, 0))?;
+    let f64_at = |off: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&bytes[off..off + 8]);
+        f64::from_le_bytes(b)
+    };
+    Ok(ds
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            if d.kind == DsType::Compute {
+                let par = DS_PAR_OFFSET + i * DS_DEF_SIZE;
+                (f64_at(par + 8), f64_at(par + 16))
+            } else {
+                (d.min, d.max)
+            }
+        })
+        .collect())
+}
+
+/// Where the first `ds_def` parameters start in a `.rrd` header, and the size of a `ds_def`
+/// (x86-64 layout, see [`rrdfile`]).
+const DS_PAR_OFFSET: usize = 128 + 40;
+const DS_DEF_SIZE: usize = 120;
+
+/// Parses every COMPUTE expression as `rrdtool restore` does: names of the DS up to and
+/// including its own, COMPUTE's restrictions and error texts ([`rpn::compile_compute`]); the
+/// stored text is the expression printed back (`g,2.0,*,` becomes `g,2,*`).
+fn normalize_computes(ds: &mut [DsDef]) -> Result<(), RrdError> {
+    let names: Vec<String> = ds.iter().map(|d| d.name.clone()).collect();
+    for (i, d) in ds.iter_mut().enumerate() {
+        if d.kind != DsType::Compute {
+            continue;
         }
+        let expr = d.rpn.as_deref().unwrap_or("");
+        let visible: Vec<&str> = names[..=i].iter().map(String::as_str).collect();
+        let prog = rpn::compile_compute(expr, &visible)?;
+        d.rpn = Some(prog.to_cdef_string(&|j| names[j].clone()));
     }
     Ok(())
 }
@@ -1016,6 +1051,121 @@ mod tests {
             )
             .expect(text);
             assert!(r.value_at(0, 0, 900).is_nan(), "{}", text);
+        }
+    }
+
+    /// Edits the rows of rrdtool's dump of a fresh file, then compares `rrdtool restore [-r]`
+    /// + `rrdtool dump` with restore_xml + dump_xml.
+    fn restore_same_as_rrdtool(
+        name: &str,
+        create: &[&str],
+        rows: &[&str],
+        edit: &dyn Fn(&str) -> String,
+    ) {
+        if !Path::new(RRDTOOL).exists() {
+            return;
+        }
+        let dir = tmpdir(name);
+        let mut args = vec!["create", "a.rrd"];
+        args.extend_from_slice(create);
+        rrdtool(&dir, &args);
+        let mut rows = rows.iter().peekable();
+        let xml: String = rrdtool(&dir, &["dump", "a.rrd"])
+            .lines()
+            .map(
+                |l| match (l.split_once("<row>"), rows.next_if(|_| l.contains("<row>"))) {
+                    (Some((head, _)), Some(r)) => format!("{}<row>{}</row>\n", head, r),
+                    _ => format!("{}\n", l),
+                },
+            )
+            .collect();
+        let xml = edit(&xml);
+        std::fs::write(dir.join("in.xml"), &xml).expect("write xml");
+        for (flag, check) in [(None, false), (Some("-r"), true)] {
+            let _ = std::fs::remove_file(dir.join("b.rrd"));
+            let mut args = vec!["restore", "in.xml", "b.rrd"];
+            args.extend(flag);
+            let out = Command::new(RRDTOOL)
+                .args(&args)
+                .current_dir(&dir)
+                .env("TZ", "UTC")
+                .env("LC_ALL", "C")
+                .output()
+                .expect("run rrdtool");
+            let ours = restore_xml(&xml, check);
+            if out.status.success() {
+                let ours = ours.expect("rrdtool accepted it");
+                assert_eq!(
+                    dump_xml(&ours, "dtd"),
+                    rrdtool(&dir, &["dump", "b.rrd"]),
+                    "{} {:?}",
+                    name,
+                    flag
+                );
+            } else {
+                let msg = String::from_utf8_lossy(&out.stderr);
+                let theirs = msg.trim_end().trim_start_matches("ERROR: ");
+                assert_eq!(
+                    ours.expect_err("rrdtool refused it").msg,
+                    theirs,
+                    "{}",
+                    name
+                );
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn range_check_and_compute_parsing_match_rrdtool() {
+        let rows: Vec<String> = ["0", "-1", "1e-300", "1e300", "5", "-1e-310", "150", "NaN"]
+            .iter()
+            .map(|v| format!("<v>{v}</v><v>{v}</v><v>{v}</v>"))
+            .collect();
+        let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+        for expr in [
+            "g",
+            "g,2,*",
+            "c,g,+,10,/",
+            "1,g,GT,g,UNKN,IF",
+            "g,c,MAX,3,-",
+        ] {
+            let ds = format!("DS:x:COMPUTE:{}", expr);
+            restore_same_as_rrdtool(
+                "range",
+                &[
+                    "--start",
+                    "1000000000",
+                    "DS:g:GAUGE:600:-1:100",
+                    "DS:c:GAUGE:600:0:U",
+                    &ds,
+                    "RRA:AVERAGE:0.5:1:8",
+                ],
+                &rows,
+                &|x| x.to_string(),
+            );
+        }
+        for cdef in [
+            "g,2.0,*,",
+            "g,+2,*",
+            "x,2,*",
+            "g,40000,*",
+            "g,TIME,+",
+            "g,2.5,*",
+            "zz,2,*",
+        ] {
+            restore_same_as_rrdtool(
+                "cdef",
+                &[
+                    "--start",
+                    "1000000000",
+                    "DS:g:GAUGE:600:U:U",
+                    "DS:x:COMPUTE:g,2,*",
+                    "RRA:LAST:0.5:1:2",
+                ],
+                &["<v>1</v><v>2</v>", "<v>3</v><v>4</v>"],
+                &|x| x.replace("<cdef> g,2,* </cdef>", &format!("<cdef> {} </cdef>", cdef)),
+            );
         }
     }
 }
