@@ -1,0 +1,154 @@
+//! Running a case: every step as its own process of `rrdtool` (in a fresh directory) or of
+//! `ringlet --store DIR` (in another), with TZ=UTC and LC_ALL=C, capturing stdout, stderr and
+//! exit status. A step that hangs is killed after a deadline and reported as status -1.
+
+use super::case::{Case, Stdin};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Output {
+    pub status: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+pub enum Tool {
+    Rrdtool,
+    Ringlet(PathBuf),
+}
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Is the real rrdtool on PATH?
+pub fn rrdtool_available() -> bool {
+    Command::new("rrdtool")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Run every step of `case` with `tool` in `dir` (created empty). Steps whose stdin is an
+/// rrdtool output read it from `rrdtool_outputs` (or from this run, for rrdtool itself).
+pub fn run_case(
+    tool: &Tool,
+    case: &Case,
+    dir: &Path,
+    rrdtool_outputs: Option<&[Output]>,
+) -> Vec<Output> {
+    let _ = std::fs::remove_dir_all(dir);
+    let store = dir.join("store");
+    if let Err(e) = std::fs::create_dir_all(&store) {
+        panic!("cannot create {}: {e}", store.display());
+    }
+    let mut outs: Vec<Output> = Vec::with_capacity(case.steps.len());
+    for step in &case.steps {
+        let input: Vec<u8> = match step.stdin {
+            Stdin::Empty => Vec::new(),
+            Stdin::RrdtoolStdoutOf(i) => match rrdtool_outputs {
+                Some(r) => r[i].stdout.clone(),
+                None => outs[i].stdout.clone(),
+            },
+        };
+        let mut cmd = match tool {
+            Tool::Rrdtool => Command::new("rrdtool"),
+            Tool::Ringlet(bin) => {
+                let mut c = Command::new(bin);
+                c.arg("--store").arg(&store);
+                c
+            }
+        };
+        cmd.args(&step.args)
+            .current_dir(dir)
+            .env("TZ", "UTC")
+            .env("LC_ALL", "C")
+            .env_remove("RRDCACHED_ADDRESS");
+        outs.push(run_one(cmd, input));
+    }
+    outs
+}
+
+fn run_one(mut cmd: Command, input: Vec<u8>) -> Output {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Output {
+                status: -2,
+                stdout: Vec::new(),
+                stderr: format!("<spawn failed: {e}>").into_bytes(),
+            }
+        }
+    };
+    let writer = child.stdin.take().map(|mut w| {
+        std::thread::spawn(move || {
+            let _ = w.write_all(&input);
+        })
+    });
+    let reader = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = reader(
+        child
+            .stdout
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    let err = reader(
+        child
+            .stderr
+            .take()
+            .map(|r| Box::new(r) as Box<dyn Read + Send>),
+    );
+    let start = Instant::now();
+    let mut nap = Duration::from_micros(100);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break status_code(s),
+            Ok(None) if start.elapsed() > DEADLINE => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break -1;
+            }
+            Ok(None) => {
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_millis(5));
+            }
+            Err(_) => break -2,
+        }
+    };
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    let stdout = out.join().unwrap_or_default();
+    let mut stderr = err.join().unwrap_or_default();
+    if status == -1 {
+        stderr.extend_from_slice(b"<killed after the deadline>\n");
+    }
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+fn status_code(s: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => c,
+        (None, Some(sig)) => 128 + sig,
+        _ => -2,
+    }
+}

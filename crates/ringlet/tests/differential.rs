@@ -1,0 +1,333 @@
+//! Differential tests: ringlet's CLI against the real rrdtool 1.7.2, byte for byte.
+//!
+//! Each case is generated from a seed (`diff::gen`): a random schema, `create`, update calls
+//! with deliberate errors, then every read command. The same command lines go to `rrdtool` in
+//! one empty directory and to `ringlet --store DIR` in another; stdout, stderr and exit status
+//! of every command must be identical (info's layout keys excepted).
+//!
+//! Environment: `DIFF_CASES` (default 500 with CI=true or in release builds, 40 otherwise),
+//! `DIFF_SEED` (first seed, default 1; case i uses seed DIFF_SEED+i), `DIFF_ONLY=fetch,info`
+//! (compare only these commands; all still run), `DIFF_THREADS` (default 2), `DIFF_SHOW`
+//! (reproducers printed, default 3), `DIFF_GEN_CASES` (cases of the generator self-check,
+//! default 100), `DIFF_PRINT` (the self-check prints every command with rrdtool's output). rrdtool must be on PATH; without it the tests fail under CI=true and are
+//! skipped otherwise.
+
+mod diff;
+
+use diff::case::{Case, Expect, Kind};
+use diff::compare::differences;
+use diff::exec::{rrdtool_available, run_case, Output, Tool};
+use diff::gen::generate;
+use diff::report::{reproducer, summary, CaseResult};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// False (after saying why) when rrdtool is missing outside CI.
+fn need_rrdtool() -> bool {
+    if rrdtool_available() {
+        return true;
+    }
+    assert!(!in_ci(), "rrdtool is not on PATH: run scripts/setup");
+    eprintln!("rrdtool not found on PATH: differential tests skipped");
+    false
+}
+
+fn seeds(default_cases: u64) -> Vec<u64> {
+    let n = env_u64("DIFF_CASES").unwrap_or(default_cases);
+    let first = env_u64("DIFF_SEED").unwrap_or(1);
+    (0..n).map(|i| first + i).collect()
+}
+
+fn work_dir(tag: &str, seed: u64) -> PathBuf {
+    std::env::temp_dir().join(format!("ringlet-diff-{}-{tag}-{seed}", std::process::id()))
+}
+
+/// Run `f` on every seed over `DIFF_THREADS` threads; results in seed order.
+fn parallel<T: Send>(seeds: &[u64], f: impl Fn(u64) -> T + Sync) -> Vec<T> {
+    let threads = env_u64("DIFF_THREADS").unwrap_or(2).max(1) as usize;
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<(usize, T)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= seeds.len() {
+                    break;
+                }
+                let r = f(seeds[i]);
+                out.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
+            });
+        }
+    });
+    let mut v = out.into_inner().unwrap_or_else(|e| e.into_inner());
+    v.sort_by_key(|(i, _)| *i);
+    v.into_iter().map(|(_, r)| r).collect()
+}
+
+fn only_filter() -> Option<BTreeSet<Kind>> {
+    let v = std::env::var("DIFF_ONLY").ok()?;
+    let set: BTreeSet<Kind> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(|w| Kind::from_word(w).unwrap_or_else(|| panic!("DIFF_ONLY: unknown command {w:?}")))
+        .collect();
+    Some(set)
+}
+
+fn compare_case(
+    case: &Case,
+    rrd: &[Output],
+    ours: &[Output],
+    only: &Option<BTreeSet<Kind>>,
+) -> CaseResult {
+    let mut r = CaseResult {
+        seed: case.seed,
+        mismatches: Vec::new(),
+        per_kind: BTreeMap::new(),
+        reproducer: None,
+    };
+    for (i, step) in case.steps.iter().enumerate() {
+        if only.as_ref().is_some_and(|o| !o.contains(&step.kind)) {
+            continue;
+        }
+        let d = differences(step.kind, &rrd[i], &ours[i]);
+        let e = r.per_kind.entry(step.kind).or_default();
+        if d.is_empty() {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
+            if r.reproducer.is_none() {
+                r.reproducer = Some(reproducer(case, i, &d, rrd, ours));
+            }
+            r.mismatches.push((i, step.kind, d));
+        }
+    }
+    r
+}
+
+#[test]
+fn ringlet_cli_matches_rrdtool_byte_for_byte() {
+    if !need_rrdtool() {
+        return;
+    }
+    let default = if in_ci() || !cfg!(debug_assertions) {
+        500
+    } else {
+        40
+    };
+    let seeds = seeds(default);
+    let only = only_filter();
+    let ringlet = Tool::Ringlet(PathBuf::from(env!("CARGO_BIN_EXE_ringlet")));
+    let started = std::time::Instant::now();
+    let results = parallel(&seeds, |seed| {
+        let case = generate(seed);
+        let (dr, dg) = (work_dir("rrdtool", seed), work_dir("ringlet", seed));
+        let rrd = run_case(&Tool::Rrdtool, &case, &dr, None);
+        let ours = run_case(&ringlet, &case, &dg, Some(&rrd));
+        let _ = std::fs::remove_dir_all(&dr);
+        let _ = std::fs::remove_dir_all(&dg);
+        compare_case(&case, &rrd, &ours, &only)
+    });
+    let failed: Vec<&CaseResult> = results
+        .iter()
+        .filter(|r| !r.mismatches.is_empty())
+        .collect();
+    eprintln!(
+        "differential: {} cases in {:.1}s, {} failed\n{}",
+        results.len(),
+        started.elapsed().as_secs_f64(),
+        failed.len(),
+        summary(&results)
+    );
+    let show = env_u64("DIFF_SHOW").unwrap_or(3) as usize;
+    for r in failed.iter().take(show) {
+        if let Some(rep) = &r.reproducer {
+            eprintln!("{rep}");
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} cases differ from rrdtool; first seeds: {:?}",
+        failed.len(),
+        results.len(),
+        failed.iter().take(10).map(|r| r.seed).collect::<Vec<_>>()
+    );
+}
+
+/// What one rrdtool-only run of a case says about the generator.
+struct GenCheck {
+    seed: u64,
+    broken: Vec<String>,
+    features: BTreeSet<&'static str>,
+    updates_ok: u64,
+    updates_err: u64,
+    cells: u64,
+    known_cells: u64,
+    /// The highest share of known values in one of the case's fetches.
+    best_fetch: f64,
+}
+
+fn check_generated(seed: u64) -> GenCheck {
+    let case = generate(seed);
+    let dir = work_dir("gen", seed);
+    let outs = run_case(&Tool::Rrdtool, &case, &dir, None);
+    let _ = std::fs::remove_dir_all(&dir);
+    if std::env::var_os("DIFF_PRINT").is_some() {
+        let mut s = format!("=== seed {seed}\n");
+        for (st, out) in case.steps.iter().zip(&outs) {
+            s.push_str(&format!("$ {}\n", st.shell("rrdtool", &case.steps)));
+            s.push_str(&String::from_utf8_lossy(&out.stdout));
+            s.push_str(&String::from_utf8_lossy(&out.stderr));
+        }
+        eprintln!("{s}");
+    }
+    let mut c = GenCheck {
+        seed,
+        broken: Vec::new(),
+        features: case.features.clone(),
+        updates_ok: 0,
+        updates_err: 0,
+        cells: 0,
+        known_cells: 0,
+        best_fetch: 0.0,
+    };
+    for (i, (step, out)) in case.steps.iter().zip(&outs).enumerate() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let ok = match &step.expect {
+            Expect::Ok => out.status == 0 && out.stderr.is_empty(),
+            Expect::Err(frag) => out.status == 1 && err.contains(frag),
+            Expect::Any => true,
+        };
+        if !ok {
+            c.broken.push(format!(
+                "seed {seed} command {}: expected {:?}, rrdtool exit {} stderr {:?}\n  {}",
+                i + 1,
+                step.expect,
+                out.status,
+                err.trim_end(),
+                step.shell("rrdtool", &case.steps)
+            ));
+        }
+        if matches!(step.kind, Kind::Update | Kind::Updatev) {
+            if out.status == 0 {
+                c.updates_ok += 1;
+            } else {
+                c.updates_err += 1;
+            }
+        }
+        if step.kind == Kind::Fetch && out.status == 0 {
+            let (mut n, mut k) = (0, 0);
+            for line in String::from_utf8_lossy(&out.stdout).lines().skip(2) {
+                for v in line.split_whitespace().skip(1) {
+                    n += 1;
+                    k += u64::from(!v.contains("nan"));
+                }
+            }
+            c.cells += n;
+            c.known_cells += k;
+            if n > 0 {
+                c.best_fetch = c.best_fetch.max(k as f64 / n as f64);
+            }
+        }
+    }
+    c
+}
+
+/// The generator's cases do on rrdtool what they were meant to (valid updates accepted, each
+/// deliberate error refused with its message), reach every feature, and give mostly known data.
+#[test]
+fn generated_cases_do_on_rrdtool_what_they_intend() {
+    if !need_rrdtool() {
+        return;
+    }
+    let n = env_u64("DIFF_GEN_CASES").unwrap_or(100);
+    let first = env_u64("DIFF_SEED").unwrap_or(1);
+    let seeds: Vec<u64> = (0..n).map(|i| first + i).collect();
+    let checks = parallel(&seeds, check_generated);
+    let broken: Vec<&String> = checks.iter().flat_map(|c| &c.broken).collect();
+    let feats: BTreeSet<&'static str> = checks
+        .iter()
+        .flat_map(|c| c.features.iter().copied())
+        .collect();
+    let (ok, err): (u64, u64) = checks
+        .iter()
+        .fold((0, 0), |a, c| (a.0 + c.updates_ok, a.1 + c.updates_err));
+    let (cells, known) = checks
+        .iter()
+        .fold((0, 0), |a, c| (a.0 + c.cells, a.1 + c.known_cells));
+    let with_data = checks.iter().filter(|c| c.best_fetch >= 0.25).count();
+    eprintln!(
+        "generator: {n} cases, update calls {ok} ok / {err} refused, fetch cells {known} known of \
+         {cells}, {with_data} cases with a fetch at least a quarter known\nfeatures: {}",
+        feats.iter().copied().collect::<Vec<_>>().join(" ")
+    );
+    for b in broken.iter().take(10) {
+        eprintln!("{b}");
+    }
+    assert!(
+        broken.is_empty(),
+        "{} steps did not do what the generator intended",
+        broken.len()
+    );
+    if n >= 100 {
+        let want = [
+            "GAUGE",
+            "COUNTER",
+            "DERIVE",
+            "ABSOLUTE",
+            "DCOUNTER",
+            "DDERIVE",
+            "COMPUTE",
+            "AVERAGE",
+            "MIN",
+            "MAX",
+            "LAST",
+            "wrap32",
+            "wrap64",
+            "subsecond",
+            "same-second",
+            "template",
+            "gap>hb",
+            "gap>retention",
+            "U",
+            "out-of-range",
+            "derive-down",
+            "err:time",
+            "err:count",
+            "err:not-integer",
+            "err:template",
+            "fetch:align",
+            "fetch:resolution",
+        ];
+        let missing: Vec<&&str> = want.iter().filter(|w| !feats.contains(**w)).collect();
+        assert!(missing.is_empty(), "no case exercised {missing:?}");
+        assert!(
+            ok > 5 * err,
+            "too many refused updates: {ok} ok, {err} refused"
+        );
+        assert!(
+            with_data * 2 >= checks.len(),
+            "fetches mostly unknown in too many cases"
+        );
+    }
+    let _ = checks.iter().map(|c| c.seed).max();
+}
+
+#[test]
+fn one_seed_always_generates_the_same_case() {
+    let (a, b) = (generate(77), generate(77));
+    let lines = |c: &Case| c.steps.iter().map(|s| s.args.join(" ")).collect::<Vec<_>>();
+    assert_eq!(lines(&a), lines(&b));
+    assert_ne!(lines(&a), lines(&generate(78)));
+}
