@@ -185,8 +185,8 @@ impl Store {
         self.reg
             .dirty
             .iter()
-            .filter_map(|&id| self.reg.iter().find(|(i, _)| *i == id))
-            .map(|(_, s)| s.count)
+            .filter_map(|&id| self.reg.by_id(id))
+            .map(|s| s.count)
             .sum()
     }
 

@@ -163,6 +163,9 @@ impl LogRing {
     pub fn scan(&self, lsn: u64, seq: u64, window_start: u64) -> io::Result<Scan> {
         let mut h = [0u8; REC_HEADER_LEN];
         let n = self.read(lsn, &mut h)?;
+        if n < REC_HEADER_LEN && h[..n].iter().all(|&b| b == 0) {
+            return Ok(Scan::End(End::Clean)); // the file ends here (reported as truncated)
+        }
         if n < REC_HEADER_LEN {
             return Ok(Scan::End(End::Torn {
                 reason: "log file truncated inside a record header".into(),

@@ -70,6 +70,10 @@ impl Registry {
         self.by_id.get(&self.id(name)?)
     }
 
+    pub fn by_id(&self, id: u64) -> Option<&Series> {
+        self.by_id.get(&id)
+    }
+
     pub fn by_id_mut(&mut self, id: u64) -> Option<&mut Series> {
         self.by_id.get_mut(&id)
     }

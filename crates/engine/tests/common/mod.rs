@@ -1,0 +1,238 @@
+//! Shared by the engine's integration tests: seeded workloads, a reference model built by
+//! applying the same samples in memory, and a bit-exact comparison of stores with it.
+#![allow(dead_code)]
+
+use codec::rrdbin::rrd_bytes;
+use engine::{Error, Options, Store};
+use rrd::{Cf, DsDef, DsType, RraDef, Rrd, Sample, Schema};
+use std::collections::BTreeMap;
+
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+pub fn ds(name: &str, kind: DsType) -> DsDef {
+    DsDef {
+        name: name.into(),
+        kind,
+        heartbeat: 60,
+        min: f64::NAN,
+        max: f64::NAN,
+        rpn: None,
+    }
+}
+
+pub fn rra(cf: Cf, pdp_cnt: u64, row_cnt: u64) -> RraDef {
+    RraDef {
+        cf,
+        xff: 0.5,
+        pdp_cnt,
+        row_cnt,
+    }
+}
+
+pub const START: i64 = 1_700_000_000;
+
+/// A few schemas of different shapes; `k` picks one.
+pub fn make_rrd(k: u64) -> Rrd {
+    let schema = match k % 3 {
+        0 => Schema {
+            step: 15,
+            ds: vec![ds("temp", DsType::Gauge)],
+            rra: vec![rra(Cf::Average, 1, 40), rra(Cf::Max, 4, 10)],
+        },
+        1 => Schema {
+            step: 15,
+            ds: vec![ds("octets", DsType::Counter), ds("load", DsType::Gauge)],
+            rra: vec![
+                rra(Cf::Average, 1, 30),
+                rra(Cf::Last, 3, 12),
+                rra(Cf::Min, 2, 8),
+            ],
+        },
+        _ => Schema {
+            step: 30,
+            ds: vec![ds("d", DsType::Derive), ds("a", DsType::Absolute)],
+            rra: vec![rra(Cf::Average, 2, 25)],
+        },
+    };
+    Rrd::new(schema, START)
+}
+
+/// One operation of a workload.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Create(String, Rrd),
+    Update(String, Sample),
+    Remove(String),
+    Commit,
+}
+
+/// A seeded workload: creates, many updates over several series (some rejected, some
+/// partial, some `U`), an occasional remove and re-create, and a commit every few updates.
+pub fn workload(seed: u64, rounds: usize) -> Vec<Op> {
+    let mut rng = Rng::new(seed);
+    let mut ops = Vec::new();
+    let names: Vec<String> = (0..4).map(|i| format!("host{i}/if.rrd")).collect();
+    let mut t: BTreeMap<String, i64> = BTreeMap::new();
+    let mut ctr: BTreeMap<String, u64> = BTreeMap::new();
+    for (i, n) in names.iter().enumerate() {
+        ops.push(Op::Create(n.clone(), make_rrd(i as u64)));
+        t.insert(n.clone(), START);
+    }
+    ops.push(Op::Commit);
+    for _ in 0..rounds {
+        let n = &names[rng.below(names.len() as u64) as usize];
+        let k = names.iter().position(|x| x == n).unwrap_or(0) as u64;
+        if rng.below(60) == 0 {
+            ops.push(Op::Remove(n.clone()));
+            ops.push(Op::Create(n.clone(), make_rrd(k + rng.below(3))));
+            t.insert(n.clone(), START);
+            continue;
+        }
+        let last = t.get(n).copied().unwrap_or(START);
+        let time = match rng.below(40) {
+            0 => last - 5, // refused: before the last update
+            1 => last + 200,
+            _ => last + 10 + rng.below(11) as i64,
+        };
+        let usec = if rng.below(5) == 0 {
+            rng.below(1_000_000) as i64
+        } else {
+            0
+        };
+        let c = ctr.entry(n.clone()).or_insert(1000);
+        *c += rng.below(5000);
+        let gauge = format!("{}.{:02}", rng.below(50), rng.below(100));
+        let mut values = match k % 3 {
+            0 => vec![gauge],
+            1 => vec![c.to_string(), gauge],
+            _ => vec![c.to_string(), rng.below(100).to_string()],
+        };
+        match rng.below(30) {
+            0 => values[0] = "U".into(),
+            1 => {
+                let l = values.len();
+                values[l - 1] = "abc".into(); // refused or partial, per DS type
+            }
+            2 => values[0] = "1e3".into(),
+            _ => {}
+        }
+        if time > last {
+            t.insert(n.clone(), time);
+        }
+        ops.push(Op::Update(n.clone(), Sample { time, usec, values }));
+        if rng.below(6) == 0 {
+            ops.push(Op::Commit);
+        }
+    }
+    ops.push(Op::Commit);
+    ops
+}
+
+/// The reference: the same operations applied to plain in-memory RRDs.
+#[derive(Clone, Default)]
+pub struct Model {
+    pub rrds: BTreeMap<String, Rrd>,
+}
+
+impl Model {
+    pub fn apply(&mut self, op: &Op) {
+        match op {
+            Op::Create(n, r) => {
+                self.rrds.insert(n.clone(), r.clone());
+            }
+            Op::Update(n, s) => {
+                if let Some(r) = self.rrds.get_mut(n) {
+                    let _ = r.apply(s, &mut |_| {});
+                }
+            }
+            Op::Remove(n) => {
+                self.rrds.remove(n);
+            }
+            Op::Commit => {}
+        }
+    }
+}
+
+/// Run one op against the store. `Ok(true)` = a commit succeeded. Errors from the RRD layer
+/// (refused samples) are part of the workload; every other error is returned.
+pub fn run_op(store: &mut Store, op: &Op) -> Result<bool, Error> {
+    match op {
+        Op::Create(n, r) => store.create(n, r.clone(), true).map(|_| false),
+        Op::Update(n, s) => match store.update(n, s, &mut |_| {}) {
+            Ok(()) | Err(Error::Rrd(_)) => Ok(false),
+            Err(e) => Err(e),
+        },
+        Op::Remove(n) => store.remove(n).map(|_| false),
+        Op::Commit => store.commit().map(|_| true),
+    }
+}
+
+/// Whether the store holds exactly the model's RRDs, bit for bit.
+pub fn same(store: &Store, model: &Model) -> Result<(), String> {
+    let names = store.names();
+    let want: Vec<String> = model.rrds.keys().cloned().collect();
+    if names != want {
+        return Err(format!("names {names:?} != {want:?}"));
+    }
+    for (n, r) in &model.rrds {
+        let got = store.get(n).ok_or_else(|| format!("{n} missing"))?;
+        if rrd_bytes(got) != rrd_bytes(r) {
+            return Err(format!(
+                "{n}: last_up {} vs {}, differs",
+                got.last_up, r.last_up
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub fn small_opts(log_bytes: u64) -> Options {
+    Options {
+        commit_interval: None,
+        max_pending_bytes: usize::MAX,
+        log_bytes,
+    }
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!(
+            "ringlet-engine-{tag}-{}-{}",
+            std::process::id(),
+            Rng::new(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(1)
+            )
+            .next()
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -1,0 +1,105 @@
+//! After a failed write or fsync the store refuses every later write with `PreviousIo`
+//! (it never retries an fsync), and a reopen recovers the last durable commit.
+
+mod common;
+
+use common::*;
+use engine::sim::{Fault, SimFs};
+use engine::{Error, Store};
+use rrd::Sample;
+use std::path::Path;
+use std::sync::Arc;
+
+const DIR: &str = "/store";
+
+fn sample(t: i64) -> Sample {
+    Sample {
+        time: t,
+        usec: 0,
+        values: vec!["1.50".into()],
+    }
+}
+
+fn assert_refuses_everything(store: &mut Store) {
+    let t = store.get("a").map(|r| r.last_up).unwrap_or(START) + 15;
+    assert!(matches!(
+        store.update("a", &sample(t), &mut |_| {}),
+        Err(Error::PreviousIo)
+    ));
+    assert!(matches!(store.commit(), Err(Error::PreviousIo)));
+    assert!(matches!(
+        store.create("b", make_rrd(0), false),
+        Err(Error::PreviousIo)
+    ));
+    assert!(matches!(store.remove("a"), Err(Error::PreviousIo)));
+    assert!(matches!(store.checkpoint(), Err(Error::PreviousIo)));
+}
+
+fn check_fault(fault_after_open: impl Fn(u64, u64) -> Fault) {
+    let fs = SimFs::new();
+    let mut store =
+        Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(1 << 20)).unwrap();
+    store.create("a", make_rrd(0), false).unwrap();
+    store.update("a", &sample(START + 15), &mut |_| {}).unwrap();
+    store.commit().unwrap();
+    let durable = store.get("a").cloned().unwrap();
+    store.update("a", &sample(START + 30), &mut |_| {}).unwrap();
+    // Arm the fault for the next sync/write (the commit's).
+    fs.set_fault(fault_after_open(fs.syncs(), 0));
+    let err = store.commit().unwrap_err();
+    assert!(matches!(err, Error::Io(_)), "{err:?}");
+    assert_refuses_everything(&mut store);
+    assert!(matches!(store.close(), Err(Error::PreviousIo)));
+    // Reopen: the failed commit is not served (its fsync failed) unless it reached the disk.
+    let store = Store::open_with(
+        Arc::new(fs.restart(None)),
+        Path::new(DIR),
+        small_opts(1 << 20),
+    )
+    .unwrap();
+    let got = store.get("a").unwrap();
+    assert_eq!(
+        codec::rrdbin::rrd_bytes(got),
+        codec::rrdbin::rrd_bytes(&durable)
+    );
+}
+
+#[test]
+fn failed_fsync_makes_every_later_write_fail_with_previous_io() {
+    check_fault(|syncs, _| Fault::FailSync(syncs + 1));
+}
+
+#[test]
+fn failed_write_makes_every_later_write_fail_with_previous_io() {
+    // Fail the N-th write for growing N until the failure lands in a commit (the first few
+    // writes create the store; open reports those itself).
+    for n in 1..=40u64 {
+        let fs = SimFs::new();
+        fs.set_fault(Fault::FailWrite(n));
+        let Ok(mut store) =
+            Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(64 << 10))
+        else {
+            continue;
+        };
+        store.create("a", make_rrd(0), false).unwrap();
+        store.update("a", &sample(START + 15), &mut |_| {}).unwrap();
+        if let Err(e) = store.commit() {
+            assert!(matches!(e, Error::Io(_)), "{e:?}");
+            assert_refuses_everything(&mut store);
+            return;
+        }
+    }
+    panic!("no write failure reached a commit");
+}
+
+#[test]
+fn failed_checkpoint_sync_makes_the_store_refuse_writes() {
+    let fs = SimFs::new();
+    let mut store =
+        Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(1 << 20)).unwrap();
+    store.create("a", make_rrd(0), false).unwrap();
+    store.commit().unwrap();
+    fs.set_fault(Fault::FailSync(fs.syncs() + 1));
+    assert!(matches!(store.checkpoint(), Err(Error::Io(_))));
+    assert_refuses_everything(&mut store);
+}
