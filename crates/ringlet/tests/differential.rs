@@ -8,7 +8,8 @@
 //! Environment: `DIFF_CASES` (default 500 with CI=true or in release builds, 40 otherwise),
 //! `DIFF_SEED` (first seed, default 1; case i uses seed DIFF_SEED+i), `DIFF_ONLY=fetch,info`
 //! (compare only these commands; all still run), `DIFF_THREADS` (default 2), `DIFF_SHOW`
-//! (reproducers printed, default 3), `DIFF_GEN_CASES` (cases of the generator self-check,
+//! (reproducers printed, default 3, each shrunk unless `DIFF_MINIMIZE=0`), `DIFF_RINGLET` (another
+//! binary to test in place of this build's ringlet, called as `BIN --store DIR <command> ...`), `DIFF_GEN_CASES` (cases of the generator self-check,
 //! default 100), `DIFF_PRINT` (the self-check prints every command with rrdtool's output). rrdtool must be on PATH; without it the tests fail under CI=true and are
 //! skipped otherwise.
 
@@ -18,6 +19,7 @@ use diff::case::{Case, Expect, Kind};
 use diff::compare::differences;
 use diff::exec::{rrdtool_available, run_case, Output, Tool};
 use diff::gen::generate;
+use diff::minimize::minimize;
 use diff::report::{reproducer, summary, CaseResult};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -128,7 +130,8 @@ fn ringlet_cli_matches_rrdtool_byte_for_byte() {
     };
     let seeds = seeds(default);
     let only = only_filter();
-    let ringlet = Tool::Ringlet(PathBuf::from(env!("CARGO_BIN_EXE_ringlet")));
+    let bin = std::env::var_os("DIFF_RINGLET").unwrap_or(env!("CARGO_BIN_EXE_ringlet").into());
+    let ringlet = Tool::Ringlet(PathBuf::from(bin));
     let started = std::time::Instant::now();
     let results = parallel(&seeds, |seed| {
         let case = generate(seed);
@@ -151,9 +154,33 @@ fn ringlet_cli_matches_rrdtool_byte_for_byte() {
         summary(&results)
     );
     let show = env_u64("DIFF_SHOW").unwrap_or(3) as usize;
+    let shrink = std::env::var("DIFF_MINIMIZE").map_or(true, |v| v != "0");
     for r in failed.iter().take(show) {
-        if let Some(rep) = &r.reproducer {
-            eprintln!("{rep}");
+        let Some((at, ..)) = r.mismatches.first() else {
+            continue;
+        };
+        let case = generate(r.seed);
+        let small = if shrink {
+            minimize(&case, *at, &ringlet, &work_dir("shrink", r.seed))
+        } else {
+            None
+        };
+        match small {
+            Some((small, rrd, ours)) => {
+                let last = small.steps.len() - 1;
+                let fields = differences(small.steps[last].kind, &rrd[last], &ours[last]);
+                eprintln!(
+                    "(shrunk from {} to {} commands; DIFF_MINIMIZE=0 shows the original)\n{}",
+                    at + 1,
+                    small.steps.len(),
+                    reproducer(&small, last, &fields, &rrd, &ours)
+                );
+            }
+            None => {
+                if let Some(rep) = &r.reproducer {
+                    eprintln!("{rep}");
+                }
+            }
         }
     }
     assert!(

@@ -70,8 +70,22 @@ pub fn differences(kind: Kind, a: &Output, b: &Output) -> Vec<Field> {
 /// A unified-style line diff of `a` (rrdtool, `-`) against `b` (ringlet, `+`), with up to
 /// `ctx` lines of context and at most `max_lines` lines of output.
 pub fn line_diff(a: &str, b: &str, ctx: usize, max_lines: usize) -> String {
-    let la: Vec<&str> = a.split('\n').collect();
-    let lb: Vec<&str> = b.split('\n').collect();
+    let lines = |t: &'_ str| -> Vec<String> {
+        if t.is_empty() {
+            return Vec::new();
+        }
+        let mut v: Vec<String> = t.split('\n').map(str::to_string).collect();
+        if t.ends_with('\n') {
+            v.pop();
+            if let Some(l) = v.last_mut() {
+                l.push_str("\u{23ce}"); // a visible end of line, so "no newline" shows up
+            }
+        }
+        v
+    };
+    let (va, vb) = (lines(a), lines(b));
+    let la: Vec<&str> = va.iter().map(String::as_str).collect();
+    let lb: Vec<&str> = vb.iter().map(String::as_str).collect();
     let ops = diff_ops(&la, &lb);
     // Mark which op indices to show: changes and their context.
     let n = ops.len();
