@@ -1,1 +1,1149 @@
-//! (module being written)
+//! `rrdtool xport`: DEF/CDEF/XPORT statements to rrdtool 1.7.2's XML or JSON export.
+//!
+//! [`xport`] parses the arguments (options `-s/--start`, `-e/--end`, `-m/--maxrows`, `--step`,
+//! `-t/--showtime`, `--json`, `--enumds`, `-d/--daemon` accepted and ignored), fetches every
+//! DEF through [`crate::fetch::fetch`] at the graph resolution, reduces a DEF whose archive is
+//! finer than asked (rrdgraph's `reduce_data`), evaluates CDEFs with [`crate::rpn`] and prints
+//! the XPORTed series on one common grid, exactly as the binary does. Facts learnt from the
+//! binary (no source read):
+//!
+//! * Requested resolution: the largest of `--step`, `(end-start)/maxrows` (integer division)
+//!   and the DEF's own `:step=`. When the fetched archive's step is finer, the DEF is reduced by
+//!   `ceil(requested/step)`: groups aligned to multiples of the new step, consolidated with
+//!   the DEF's CF (or `:reduce=`) over known values; a group reaching outside the fetched
+//!   range is unknown.
+//! * Output step: the gcd of the XPORTed series' steps (a CDEF's step is the gcd of its
+//!   inputs'). First row at `floor(start/step)*step + step`, last at `ceil(end/step)*step`.
+//! * The value of a series at output time t is its row covering `(T-step, T]` around t.
+//! * Legends are printed raw (no XML or JSON escaping); JSON prints NaN as `null` and, with
+//!   `--showtime`, the time as a quoted string.
+//! * Numbers print through rrdtool's own `%0.10e` ([`crate::fmt::rrd_exp`]).
+
+use crate::fmt::rrd_exp;
+use crate::num::strtod;
+use crate::rpn::{self, EvalCtx, Rpn};
+use crate::{Cf, Rrd, RrdError};
+use shim::{fetch, FetchResult};
+
+/// Output format and grid options.
+#[derive(Debug, Clone)]
+struct Opts {
+    start: Option<String>,
+    end: Option<String>,
+    maxrows: i64,
+    step: i64,
+    json: bool,
+    showtime: bool,
+    enumds: bool,
+}
+
+/// One DEF statement.
+#[derive(Debug, Clone)]
+struct Def {
+    file: String,
+    ds: String,
+    cf: Cf,
+    reduce: Option<Cf>,
+    step: Option<i64>,
+    start: Option<String>,
+    end: Option<String>,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Def(Def),
+    Cdef(Rpn),
+}
+
+/// A named series (DEF or CDEF), with its data once computed.
+#[derive(Debug)]
+struct Var {
+    name: String,
+    kind: Kind,
+    /// DEF: fetched (and reduced) rows. `start` is exclusive: row i ends at start+(i+1)*step.
+    start: i64,
+    step: i64,
+    rows: Vec<f64>,
+}
+
+fn err(msg: impl Into<String>) -> RrdError {
+    RrdError::new(msg)
+}
+
+/// `rrdtool xport <args>`; `now` is the wall clock for time specifications and `load` opens
+/// the RRD a DEF names (its error text is passed through, e.g. `opening 'x.rrd': No such file
+/// or directory`).
+pub fn xport(
+    args: &[String],
+    now: i64,
+    load: &mut dyn FnMut(&str) -> Result<Rrd, RrdError>,
+) -> Result<String, RrdError> {
+    let (opts, elements) = parse_options(args)?;
+    if opts.maxrows < 10 {
+        return Err(err("maxrows below 10 rows"));
+    }
+    let mut vars: Vec<Var> = Vec::new();
+    let mut exports: Vec<(usize, String)> = Vec::new();
+    for el in &elements {
+        parse_element(el, &mut vars, &mut exports)?;
+    }
+    if elements.is_empty() {
+        return Err(err("can't make an xport without contents"));
+    }
+    let (start, end) = start_end(opts.start.as_deref(), opts.end.as_deref(), now)?;
+    if start > end {
+        return Err(err(format!(
+            "start ({}) should be less than end ({})",
+            start, end
+        )));
+    }
+    if exports.is_empty() {
+        return Err(err("no XPORT found, nothing to do"));
+    }
+    let pixel = (end - start) / opts.maxrows;
+    for v in vars.iter_mut() {
+        let Kind::Def(def) = &v.kind else {
+            continue;
+        };
+        let def = def.clone();
+        let (ds, de) = match (&def.start, &def.end) {
+            (None, None) => (start, end),
+            (s, e) => {
+                let (ds, de) = start_end(
+                    Some(s.as_deref().unwrap_or(&start.to_string())),
+                    Some(e.as_deref().unwrap_or(&end.to_string())),
+                    now,
+                )?;
+                (ds, de)
+            }
+        };
+        // The largest of the DEF's `:step=`, `--step` and one pixel ((end-start)/maxrows).
+        let want = def.step.unwrap_or(0).max(opts.step).max(pixel).max(1);
+        let rrd = load(&def.file)?;
+        let col = rrd
+            .schema
+            .ds_index(&def.ds)
+            .ok_or_else(|| err(format!("No DS called '{}' in '{}'", def.ds, def.file)))?;
+        let fr = fetch(&rrd, def.cf, ds, de, want as u64, false)?;
+        let (s, st, rows) = reduce(&fr, col, want, def.reduce.unwrap_or(def.cf))?;
+        v.start = s;
+        v.step = st;
+        v.rows = rows;
+    }
+    // CDEF steps: gcd of their inputs', in definition order (inputs come first).
+    for i in 0..vars.len() {
+        if let Kind::Cdef(r) = &vars[i].kind {
+            let step = r
+                .ops()
+                .iter()
+                .filter_map(|op| match op {
+                    rpn::Op::Var(j) => Some(vars[*j].step),
+                    _ => None,
+                })
+                .fold(0, gcd);
+            vars[i].step = step;
+        }
+    }
+    let step = exports
+        .iter()
+        .map(|(i, _)| vars[*i].step)
+        .fold(0, gcd)
+        .max(1);
+    let first = start.div_euclid(step) * step + step;
+    let last = end.div_euclid(step) * step + if end.rem_euclid(step) != 0 { step } else { 0 };
+    let nrows = if last >= first {
+        ((last - first) / step + 1) as usize
+    } else {
+        0
+    };
+    let mut table: Vec<Vec<f64>> = Vec::with_capacity(nrows);
+    for k in 0..nrows {
+        let t = first + k as i64 * step;
+        let mut row = Vec::with_capacity(exports.len());
+        for (i, _) in &exports {
+            row.push(value(&vars, *i, t, now)?);
+        }
+        table.push(row);
+    }
+    let legends: Vec<&str> = exports.iter().map(|(_, l)| l.as_str()).collect();
+    let grid = Grid {
+        first,
+        last,
+        step,
+        rows: &table,
+        legends: &legends,
+    };
+    Ok(if opts.json {
+        format_json(&grid, opts.showtime)
+    } else {
+        format_xml(&grid, opts.showtime, opts.enumds)
+    })
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The value of series `i` at output time `t`.
+fn value(vars: &[Var], i: usize, t: i64, now: i64) -> Result<f64, RrdError> {
+    let v = &vars[i];
+    match &v.kind {
+        Kind::Def(_) => {
+            if v.step <= 0 || t <= v.start {
+                return Ok(f64::NAN);
+            }
+            let idx = ((t - v.start + v.step - 1) / v.step - 1) as usize;
+            Ok(v.rows.get(idx).copied().unwrap_or(f64::NAN))
+        }
+        Kind::Cdef(r) => {
+            // A CDEF lives on its own grid (gcd of its inputs' steps): its value at t is the
+            // one computed at the end of the grid interval holding t (what TIME sees).
+            let tt = if v.step > 0 {
+                t.div_euclid(v.step) * v.step + if t.rem_euclid(v.step) != 0 { v.step } else { 0 }
+            } else {
+                t
+            };
+            let mut inputs = Vec::new();
+            for op in r.ops() {
+                if let rpn::Op::Var(j) = op {
+                    inputs.push((*j, value(vars, *j, tt, now)?));
+                }
+            }
+            let ctx = EvalCtx {
+                time: tt,
+                step: v.step,
+                now,
+            };
+            r.try_eval(
+                &|j| {
+                    inputs
+                        .iter()
+                        .find(|(k, _)| *k == j)
+                        .map_or(f64::NAN, |x| x.1)
+                },
+                &ctx,
+            )
+        }
+    }
+}
+
+/// rrdgraph's `reduce_data` on one column: to a step that is a multiple of the fetched one
+/// and at least `want`. Returns (exclusive start, step, rows). Rows before the first and
+/// after the last boundary of the new step are dropped and their groups left unknown; when
+/// fewer rows remain than that (a range shorter than the new step), rrdtool's count goes
+/// negative and it fails with its `SANITY CHECK` message, reproduced here.
+fn reduce(
+    fr: &FetchResult,
+    col: usize,
+    want: i64,
+    cf: Cf,
+) -> Result<(i64, i64, Vec<f64>), RrdError> {
+    let step0 = fr.step as i64;
+    let column: Vec<f64> = fr
+        .rows
+        .iter()
+        .map(|r| r.get(col).copied().unwrap_or(f64::NAN))
+        .collect();
+    if step0 <= 0 || want <= step0 {
+        return Ok((fr.start, step0, column));
+    }
+    let factor = (want + step0 - 1) / step0;
+    let step = step0 * factor;
+    let end0 = fr.start + column.len() as i64 * step0;
+    let skip_start = (fr.start.div_euclid(step) * step + step - fr.start) % step / step0;
+    let skip_end = end0.rem_euclid(step) / step0;
+    let kept = column.len() as i64 - skip_start - skip_end;
+    if kept < 0 {
+        let wrapped = kept as u64;
+        if wrapped.checked_rem(factor as u64) != Some(0) {
+            return Err(err(format!(
+                "SANITY CHECK: {} rows cannot be reduced by {}",
+                wrapped, factor
+            )));
+        }
+        return Ok((fr.start.div_euclid(step) * step, step, Vec::new()));
+    }
+    let start = fr.start.div_euclid(step) * step;
+    let end = end0.div_euclid(step) * step + if end0.rem_euclid(step) != 0 { step } else { 0 };
+    let mut rows = Vec::with_capacity(((end - start) / step) as usize);
+    let mut t_end = start + step;
+    while t_end <= end {
+        let lo = t_end - step;
+        let v = if lo < fr.start || t_end > end0 {
+            f64::NAN
+        } else {
+            let from = ((lo - fr.start) / step0) as usize;
+            consolidate(&column[from..from + factor as usize], cf)
+        };
+        rows.push(v);
+        t_end += step;
+    }
+    Ok((start, step, rows))
+}
+
+/// One reduced row from its known values.
+fn consolidate(vals: &[f64], cf: Cf) -> f64 {
+    let known = vals.iter().copied().filter(|v| !v.is_nan());
+    match cf {
+        Cf::Average => {
+            let (sum, n) = known.fold((0.0, 0u32), |(s, n), v| (s + v, n + 1));
+            if n == 0 {
+                f64::NAN
+            } else {
+                sum / f64::from(n)
+            }
+        }
+        Cf::Min => known.fold(f64::NAN, |m, v| if m.is_nan() || v < m { v } else { m }),
+        Cf::Max => known.fold(f64::NAN, |m, v| if m.is_nan() || v > m { v } else { m }),
+        Cf::Last => vals
+            .iter()
+            .rev()
+            .copied()
+            .find(|v| !v.is_nan())
+            .unwrap_or(f64::NAN),
+    }
+}
+
+/// Options recognised by name; `true` when they take an argument.
+const LONG_OPTS: [(&str, char, bool); 8] = [
+    ("start", 's', true),
+    ("end", 'e', true),
+    ("maxrows", 'm', true),
+    ("step", '\0', true),
+    ("json", '\0', false),
+    ("showtime", 't', false),
+    ("enumds", '\0', false),
+    ("daemon", 'd', true),
+];
+
+/// rrdtool's option parser: options anywhere, `--name=value` or `--name value`, `-xVALUE` or
+/// `-x VALUE`, bundled flags; everything else is an element.
+fn parse_options(args: &[String]) -> Result<(Opts, Vec<String>), RrdError> {
+    let mut o = Opts {
+        start: None,
+        end: None,
+        maxrows: 400,
+        step: 0,
+        json: false,
+        showtime: false,
+        enumds: false,
+    };
+    let mut elements = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        let (name, mut inline): (String, Option<String>) = if let Some(long) = a.strip_prefix("--")
+        {
+            if long.is_empty() {
+                elements.extend(args[i..].iter().cloned());
+                break;
+            }
+            let (n, v) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (long, None),
+            };
+            if !LONG_OPTS.iter().any(|(l, _, _)| *l == n) {
+                return Err(err(format!("invalid option -- '{}'", long)));
+            }
+            (n.to_string(), v)
+        } else if a.len() > 1 && a.starts_with('-') {
+            // Short options, possibly bundled; the first one taking an argument ends the bundle.
+            let mut chars = a[1..].char_indices();
+            let mut found = None;
+            for (pos, c) in chars.by_ref() {
+                let Some((l, _, takes)) = LONG_OPTS.iter().find(|(_, s, _)| *s == c && c != '\0')
+                else {
+                    return Err(err(format!("invalid option -- '{}'", c)));
+                };
+                if *takes {
+                    let rest = &a[1 + pos + c.len_utf8()..];
+                    found = Some((l.to_string(), (!rest.is_empty()).then(|| rest.to_string())));
+                    break;
+                }
+                set_flag(&mut o, l);
+            }
+            match found {
+                Some(x) => x,
+                None => continue,
+            }
+        } else {
+            elements.push(a.clone());
+            continue;
+        };
+        let takes = LONG_OPTS
+            .iter()
+            .find(|(l, _, _)| *l == name)
+            .is_some_and(|x| x.2);
+        if !takes {
+            set_flag(&mut o, &name);
+            continue;
+        }
+        if inline.is_none() {
+            if i < args.len() {
+                inline = Some(args[i].clone());
+                i += 1;
+            } else {
+                return Err(err(format!("option requires argument -- '{}'", name)));
+            }
+        }
+        let v = inline.unwrap_or_default();
+        match name.as_str() {
+            "start" => o.start = Some(v),
+            "end" => o.end = Some(v),
+            "maxrows" => o.maxrows = c_atol(&v),
+            "step" => o.step = c_atol(&v),
+            _ => {} // daemon: ringlet is the daemon.
+        }
+    }
+    Ok((o, elements))
+}
+
+fn set_flag(o: &mut Opts, name: &str) {
+    match name {
+        "json" => o.json = true,
+        "showtime" => o.showtime = true,
+        "enumds" => o.enumds = true,
+        _ => {}
+    }
+}
+
+/// C `atol`: optional sign and leading digits; 0 when there are none.
+fn c_atol(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, d) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let v = d.bytes().take_while(u8::is_ascii_digit).fold(0i64, |v, c| {
+        v.saturating_mul(10).saturating_add(i64::from(c - b'0'))
+    });
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+/// Splits an element on `:`, honouring `\:` escapes.
+fn split_colons(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && chars.peek() == Some(&':') {
+            chars.next();
+            cur.push(':');
+        } else if c == ':' {
+            out.push(std::mem::take(&mut cur));
+        } else {
+            cur.push(c);
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// Graph elements that xport accepts and ignores.
+const IGNORED: [&str; 14] = [
+    "VDEF", "LINE", "LINE1", "LINE2", "LINE3", "AREA", "STACK", "GPRINT", "PRINT", "COMMENT",
+    "HRULE", "VRULE", "TICK", "SHIFT",
+];
+
+fn parse_element(
+    el: &str,
+    vars: &mut Vec<Var>,
+    exports: &mut Vec<(usize, String)>,
+) -> Result<(), RrdError> {
+    let (kw, rest) = el.split_once(':').unwrap_or((el, ""));
+    let find = |vars: &[Var], n: &str| vars.iter().rposition(|v| v.name == n);
+    match kw {
+        "DEF" => {
+            let f = split_colons(rest);
+            let (vname, file) = f[0].split_once('=').unwrap_or((&f[0], ""));
+            if file.is_empty() || f.len() < 2 {
+                return Err(err(format!("No argument for definition of DS in {}", el)));
+            }
+            if f.len() < 3 {
+                return Err(err(format!("No argument for definition of CF in {}", el)));
+            }
+            let cf = Cf::from_name(&f[2]).ok_or_else(|| err(format!("bad CF: {}", f[2])))?;
+            let mut def = Def {
+                file: file.to_string(),
+                ds: f[1].clone(),
+                cf,
+                reduce: None,
+                step: None,
+                start: None,
+                end: None,
+            };
+            for opt in &f[3..] {
+                let (k, v) = opt.split_once('=').unwrap_or((opt, ""));
+                match k {
+                    "step" => {
+                        let s = c_atol(v);
+                        if s <= 0 {
+                            return Err(err(format!("Bad step value: {}", v)));
+                        }
+                        def.step = Some(s);
+                    }
+                    "reduce" => {
+                        def.reduce = Some(
+                            Cf::from_name(v).ok_or_else(|| err(format!("bad reduce CF: {}", v)))?,
+                        )
+                    }
+                    "start" => def.start = Some(v.to_string()),
+                    "end" => def.end = Some(v.to_string()),
+                    "daemon" => {}
+                    _ => {
+                        return Err(err(format!(
+                            "Unused Arguments \"{}\" in command : {}",
+                            opt, el
+                        )))
+                    }
+                }
+            }
+            vars.push(Var {
+                name: vname.to_string(),
+                kind: Kind::Def(def),
+                start: 0,
+                step: 0,
+                rows: Vec::new(),
+            });
+        }
+        "CDEF" => {
+            let (vname, expr) = rest.split_once('=').unwrap_or((rest, ""));
+            let resolve = |n: &str| find(vars, n);
+            let r = rpn::compile(expr, &resolve).map_err(|_| not_understood(expr, vars))?;
+            vars.push(Var {
+                name: vname.to_string(),
+                kind: Kind::Cdef(r),
+                start: 0,
+                step: 0,
+                rows: Vec::new(),
+            });
+        }
+        "XPORT" => {
+            let f = split_colons(rest);
+            if f.len() > 2 {
+                return Err(err(format!(
+                    "Unused Arguments \"{}\" in command : {}",
+                    f[2..].join(":"),
+                    el
+                )));
+            }
+            let i = find(vars, &f[0])
+                .ok_or_else(|| err(format!("{} is not a vname nor a number", f[0])))?;
+            exports.push((i, f.get(1).cloned().unwrap_or_default()));
+        }
+        _ if IGNORED.contains(&kw) => {}
+        _ => {
+            return Err(err(format!(
+                "'{}' is not a valid function name in {}",
+                kw, el
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// rrdtool's CDEF parse error: `don't understand '<rest of the expression>'` from the first
+/// token that is neither a number, an operator nor a known vname.
+fn not_understood(expr: &str, vars: &[Var]) -> RrdError {
+    let mut pos = 0;
+    for tok in expr.split(',') {
+        let is_num = strtod(tok).is_some_and(|(_, n)| n == tok.len()) && !tok.is_empty();
+        let known =
+            vars.iter().any(|v| v.name == tok) || rpn::compile(tok, &|_| None).is_ok() || is_num;
+        if !known {
+            return err(format!("don't understand '{}'", &expr[pos..]));
+        }
+        pos += tok.len() + 1;
+    }
+    err(format!("don't understand '{}'", expr))
+}
+
+/// Start and end times from `-s`/`-e` (defaults `end-1day` and `now`). Accepts seconds since
+/// the epoch, `now`, and signed offsets (start relative to end, end relative to now).
+fn start_end(s: Option<&str>, e: Option<&str>, now: i64) -> Result<(i64, i64), RrdError> {
+    let end = match e {
+        None => now,
+        Some(spec) => time_spec(spec, now)
+            .ok_or_else(|| err(format!("end time: unparsable time: {}", spec)))?,
+    };
+    let start = match s {
+        None => end - 86_400,
+        Some(spec) => time_spec(spec, end)
+            .ok_or_else(|| err(format!("start time: unparsable time: {}", spec)))?,
+    };
+    Ok((start, end))
+}
+
+/// A minimal at-style time: integer seconds, `now`, or `+N`/`-N` relative to `base`.
+fn time_spec(spec: &str, base: i64) -> Option<i64> {
+    let t = spec.trim();
+    if t == "now" {
+        return Some(base);
+    }
+    let rel = t.starts_with('-') || t.starts_with('+');
+    let digits = t.trim_start_matches(['-', '+']);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let v: i64 = t.parse().ok()?;
+    Some(if rel { base + v } else { v })
+}
+
+/// The export grid, ready to print.
+struct Grid<'a> {
+    first: i64,
+    last: i64,
+    step: i64,
+    rows: &'a [Vec<f64>],
+    legends: &'a [&'a str],
+}
+
+fn format_xml(g: &Grid, showtime: bool, enumds: bool) -> String {
+    let mut o = String::new();
+    o.push_str("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n\n<xport>\n  <meta>\n");
+    o.push_str(&format!(
+        "    <start>{}</start>\n    <end>{}</end>\n    <step>{}</step>\n    <rows>{}</rows>\n    <columns>{}</columns>\n    <legend>\n",
+        g.first,
+        g.last,
+        g.step,
+        g.rows.len(),
+        g.legends.len()
+    ));
+    for l in g.legends {
+        o.push_str(&format!("      <entry>{}</entry>\n", l));
+    }
+    o.push_str("    </legend>\n  </meta>\n  <data>\n");
+    for (k, row) in g.rows.iter().enumerate() {
+        o.push_str("    <row>");
+        if showtime {
+            o.push_str(&format!("<t>{}</t>", g.first + k as i64 * g.step));
+        }
+        for (j, v) in row.iter().enumerate() {
+            if enumds {
+                o.push_str(&format!("<v{}>{}</v{}>", j, rrd_exp(*v, 10), j));
+            } else {
+                o.push_str(&format!("<v>{}</v>", rrd_exp(*v, 10)));
+            }
+        }
+        o.push_str("</row>\n");
+    }
+    o.push_str("  </data>\n</xport>\n");
+    o
+}
+
+fn format_json(g: &Grid, showtime: bool) -> String {
+    let mut o = String::new();
+    o.push_str("{ \"about\": \"RRDtool graph JSON output\",\n  \"meta\": {\n");
+    o.push_str(&format!(
+        "    \"start\": {},\n    \"end\": {},\n    \"step\": {},\n    \"legend\": [\n",
+        g.first, g.last, g.step
+    ));
+    for (j, l) in g.legends.iter().enumerate() {
+        let sep = if j + 1 < g.legends.len() { "," } else { "" };
+        o.push_str(&format!("      \"{}\"{}\n", l, sep));
+    }
+    o.push_str("          ]\n     },\n  \"data\": [\n");
+    for (k, row) in g.rows.iter().enumerate() {
+        o.push_str("    [ ");
+        if showtime {
+            o.push_str(&format!("\"{}\",", g.first + k as i64 * g.step));
+        }
+        let vals: Vec<String> = row
+            .iter()
+            .map(|v| {
+                if v.is_nan() {
+                    "null".to_string()
+                } else {
+                    rrd_exp(*v, 10)
+                }
+            })
+            .collect();
+        o.push_str(&vals.join(", "));
+        o.push_str(if k + 1 < g.rows.len() {
+            " ],\n"
+        } else {
+            " ]\n"
+        });
+    }
+    o.push_str("  ]\n}\n");
+    o
+}
+
+/// Stand-in for `crate::fetch::fetch` until that module lands: same signature and result, the
+/// RRA choice and alignment of `rrdfetch` as the reference describes them (§3.9). Replace
+/// `use shim::...` by `use crate::fetch::{fetch, FetchResult};` and delete this module then.
+mod shim {
+    use crate::{Cf, Rrd, RrdError};
+
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct FetchResult {
+        /// Exclusive: row i covers `(start + i*step, start + (i+1)*step]`.
+        pub start: i64,
+        pub end: i64,
+        pub step: u64,
+        pub ds_names: Vec<String>,
+        pub rows: Vec<Vec<f64>>,
+    }
+
+    pub fn fetch(
+        rrd: &Rrd,
+        cf: Cf,
+        start: i64,
+        end: i64,
+        resolution: u64,
+        _align: bool,
+    ) -> Result<FetchResult, RrdError> {
+        let step = rrd.schema.step as i64;
+        let want = i64::try_from(resolution).unwrap_or(i64::MAX);
+        let mut best_full: Option<(usize, i64)> = None;
+        let mut best_part: Option<(usize, i64, i64)> = None;
+        for (i, r) in rrd.schema.rra.iter().enumerate() {
+            if r.cf != cf && r.pdp_cnt != 1 {
+                continue;
+            }
+            let span = step * r.pdp_cnt as i64;
+            let cal_end = rrd.last_up - rrd.last_up.rem_euclid(span);
+            let cal_start = cal_end - span * r.row_cnt as i64;
+            let diff = (want - span).abs();
+            if cal_start <= start {
+                if !matches!(best_full, Some((_, d)) if diff >= d) {
+                    best_full = Some((i, diff));
+                }
+            } else {
+                let cov = (end - start) - (cal_start - start);
+                if !matches!(best_part, Some((_, c, d)) if cov < c || (cov == c && diff >= d)) {
+                    best_part = Some((i, cov, diff));
+                }
+            }
+        }
+        let Some(i) = best_full.map(|x| x.0).or(best_part.map(|x| x.0)) else {
+            return Err(RrdError::new(
+                "the RRD does not contain an RRA matching the chosen CF",
+            ));
+        };
+        let span = step * rrd.schema.rra[i].pdp_cnt as i64;
+        let s = start - start.rem_euclid(span);
+        let e = end + span - end.rem_euclid(span);
+        let rows = (0..(e - s) / span)
+            .map(|k| {
+                let t = s + (k + 1) * span;
+                (0..rrd.ds_cnt()).map(|d| rrd.value_at(i, d, t)).collect()
+            })
+            .collect();
+        Ok(FetchResult {
+            start: s,
+            end: e,
+            step: span as u64,
+            ds_names: rrd.schema.ds.iter().map(|d| d.name.clone()).collect(),
+            rows,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    const RRDTOOL: &str = "/usr/bin/rrdtool";
+
+    fn run(dir: &Path, args: &[&str]) -> Result<String, String> {
+        let out = Command::new(RRDTOOL)
+            .args(args)
+            .current_dir(dir)
+            .env("TZ", "UTC")
+            .env("LC_ALL", "C")
+            .output()
+            .expect("run rrdtool");
+        if out.status.success() {
+            Ok(String::from_utf8(out.stdout).expect("utf-8"))
+        } else {
+            let e = String::from_utf8_lossy(&out.stderr).into_owned();
+            Err(e.trim_end().trim_start_matches("ERROR: ").to_string())
+        }
+    }
+
+    /// Files for the comparisons: x300 (300 s, AVERAGE 1/6/24 steps, MAX 6), x600 (600 s),
+    /// x400 (400 s, AVERAGE and MIN/MAX/LAST), filled by `rrdtool update`.
+    fn fixtures(name: &str) -> Option<PathBuf> {
+        if !Path::new(RRDTOOL).exists() {
+            return None;
+        }
+        let dir =
+            std::env::temp_dir().join(format!("ringlet-xport-{}-{}", name, std::process::id()));
+        if dir.join("done").exists() {
+            return Some(dir);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let mk = |name: &str,
+                  step: i64,
+                  ds: &[&str],
+                  rras: &[&str],
+                  n: i64,
+                  f: &dyn Fn(i64) -> String| {
+            let mut a = vec!["create", name, "--start", "999990000", "--step"];
+            let st = step.to_string();
+            a.push(&st);
+            a.extend_from_slice(ds);
+            a.extend_from_slice(rras);
+            run(&dir, &a).expect("create");
+            let ups: Vec<String> = (1..n)
+                .filter(|i| i % 17 != 5 && i % 29 != 3)
+                .map(|i| format!("{}:{}", 999_990_000 + i * step, f(i)))
+                .collect();
+            for c in ups.chunks(100) {
+                let mut a = vec!["update", name];
+                a.extend(c.iter().map(String::as_str));
+                run(&dir, &a).expect("update");
+            }
+        };
+        mk(
+            "x300.rrd",
+            300,
+            &["DS:g:GAUGE:600:U:U", "DS:c:COUNTER:600:U:U"],
+            &[
+                "RRA:AVERAGE:0.5:1:100",
+                "RRA:AVERAGE:0.5:6:100",
+                "RRA:MAX:0.5:6:100",
+                "RRA:AVERAGE:0.5:24:100",
+            ],
+            400,
+            &|i| format!("{}:{}", (i * i) % 97, i * i * 10),
+        );
+        mk(
+            "x600.rrd",
+            600,
+            &["DS:g:GAUGE:1200:U:U"],
+            &["RRA:AVERAGE:0.5:1:1000", "RRA:AVERAGE:0.5:4:100"],
+            200,
+            &|i| format!("{}.25", i % 41),
+        );
+        mk(
+            "x400.rrd",
+            400,
+            &["DS:g:GAUGE:800:U:U"],
+            &[
+                "RRA:AVERAGE:0.5:1:1000",
+                "RRA:MIN:0.5:1:1000",
+                "RRA:MAX:0.5:3:300",
+                "RRA:LAST:0.5:1:1000",
+            ],
+            300,
+            &|i| format!("{}", 1000 + (i * 7919) % 113),
+        );
+        std::fs::write(dir.join("done"), "").expect("marker");
+        Some(dir)
+    }
+
+    fn compare(dir: &Path, args: &[&str]) {
+        let theirs = run(dir, &[&["xport"], args].concat());
+        let owned: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let mut load = |f: &str| -> Result<Rrd, RrdError> {
+            let bytes = std::fs::read(dir.join(f)).map_err(|_| {
+                RrdError::new(format!("opening '{}': No such file or directory", f))
+            })?;
+            crate::rrdfile::read(&bytes)
+        };
+        let ours = xport(&owned, 1_000_200_000, &mut load).map_err(|e| e.msg);
+        assert_eq!(ours, theirs, "xport {:?}", args);
+    }
+
+    #[test]
+    fn xml_and_json_match_rrdtool_for_varied_grids() {
+        let Some(dir) = fixtures("grids") else { return };
+        let a = "DEF:a=x300.rrd:g:AVERAGE";
+        let c = "DEF:c=x300.rrd:c:AVERAGE";
+        let b = "DEF:b=x600.rrd:g:AVERAGE";
+        let d = "DEF:d=x400.rrd:g:AVERAGE";
+        for (s, e) in [
+            ("1000100000", "1000104000"),
+            ("1000100100", "1000104100"),
+            ("1000100500", "1000104500"),
+            ("1000000500", "1000004100"),
+            ("1000050000", "1000055000"),
+            ("1000050000", "1000050000"),
+        ] {
+            for extra in [
+                &[][..],
+                &["-t"],
+                &["--json"],
+                &["--json", "-t"],
+                &["--enumds", "--showtime"],
+            ] {
+                let mut args = vec!["-s", s, "-e", e];
+                args.extend_from_slice(extra);
+                compare(&dir, &[&args[..], &[a, "XPORT:a:gauge a"]].concat());
+                compare(
+                    &dir,
+                    &[&args[..], &[a, b, "XPORT:a", "XPORT:b:bb"]].concat(),
+                );
+                compare(
+                    &dir,
+                    &[&args[..], &[a, b, c, "CDEF:s=a,b,+", "XPORT:s", "XPORT:c"]].concat(),
+                );
+                compare(
+                    &dir,
+                    &[&args[..], &[d, b, "CDEF:s=d,b,-,2,*", "XPORT:s", "XPORT:d"]].concat(),
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn reduction_matches_rrdtool() {
+        let Some(dir) = fixtures("reduce") else {
+            return;
+        };
+        for (s, e) in [
+            ("1000000000", "1000015000"),
+            ("1000003000", "1000007000"),
+            ("1000001234", "1000019999"),
+        ] {
+            for st in [
+                "1", "301", "400", "600", "650", "900", "1200", "1500", "3600", "7200",
+            ] {
+                for cf in [
+                    "",
+                    ":reduce=MAX",
+                    ":reduce=MIN",
+                    ":reduce=LAST",
+                    ":reduce=AVERAGE",
+                ] {
+                    let def = format!("DEF:a=x300.rrd:g:AVERAGE{}", cf);
+                    compare(
+                        &dir,
+                        &["-t", "-s", s, "-e", e, "--step", st, &def, "XPORT:a"],
+                    );
+                    let def = format!("DEF:a=x400.rrd:g:MIN:step={}{}", st, cf);
+                    compare(&dir, &["-s", s, "-e", e, &def, "XPORT:a"]);
+                }
+            }
+            for (st, dst) in [
+                ("0", "300"),
+                ("1200", "300"),
+                ("1200", "600"),
+                ("600", "1800"),
+                ("900", "600"),
+            ] {
+                let def = format!("DEF:a=x300.rrd:g:AVERAGE:step={}", dst);
+                compare(
+                    &dir,
+                    &[
+                        "-m",
+                        "10",
+                        "--step",
+                        st,
+                        "-s",
+                        s,
+                        "-e",
+                        e,
+                        &def,
+                        "DEF:b=x300.rrd:g:AVERAGE",
+                        "XPORT:a",
+                        "XPORT:b",
+                    ],
+                );
+            }
+            for m in ["10", "13", "14", "20", "400"] {
+                compare(
+                    &dir,
+                    &[
+                        "-m",
+                        m,
+                        "-s",
+                        s,
+                        "-e",
+                        e,
+                        "DEF:a=x300.rrd:g:AVERAGE",
+                        "XPORT:a",
+                    ],
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn errors_match_rrdtool() {
+        let Some(dir) = fixtures("errors") else {
+            return;
+        };
+        let a = "DEF:a=x400.rrd:g:AVERAGE";
+        for args in [
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                "DEF:a=nofile.rrd:g:AVERAGE",
+                "XPORT:a",
+            ][..],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                "DEF:a=x400.rrd:zz:AVERAGE",
+                "XPORT:a",
+            ],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                "DEF:a=x400.rrd:g:FOO",
+                "XPORT:a",
+            ],
+            &["-s", "1000050000", "-e", "1000050400", "DEF:a", "XPORT:a"],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                "DEF:a=x400.rrd",
+                "XPORT:a",
+            ],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                "DEF:a=x400.rrd:g",
+                "XPORT:a",
+            ],
+            &["-s", "1000050000", "-e", "1000050400", a, "XPORT:b"],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                a,
+                "CDEF:c=a,zz,+",
+                "XPORT:c",
+            ],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                a,
+                "CDEF:c=a,+",
+                "XPORT:c",
+            ],
+            &["-s", "1000050400", "-e", "1000050000", a, "XPORT:a"],
+            &["-s", "foo", "-e", "1000050400", a, "XPORT:a"],
+            &[
+                "--foo",
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                a,
+                "XPORT:a",
+            ],
+            &["-x", "-s", "1000050000", "-e", "1000050400", a, "XPORT:a"],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                a,
+                "XPORT:a",
+                "--start",
+            ],
+            &[
+                "-m",
+                "5",
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                a,
+                "XPORT:a",
+            ],
+            &[
+                "-m",
+                "abc",
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                a,
+                "XPORT:a",
+            ],
+            &["-s", "1000050000", "-e", "1000050400", "FOO:a", "XPORT:a"],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                "DEF:a=x400.rrd:g:AVERAGE:step=0",
+                "XPORT:a",
+            ],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                "DEF:a=x400.rrd:g:AVERAGE:foo=1",
+                "XPORT:a",
+            ],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                "DEF:a=x400.rrd:g:AVERAGE:reduce=FOO",
+                "XPORT:a",
+            ],
+            &["-s", "1000050000", "-e", "1000050400", a, "XPORT:a:b\\:c:d"],
+            &["-s", "1000050000", "-e", "1000050400", a],
+            &["-s", "1000050000", "-e", "1000050400"],
+        ] {
+            compare(&dir, args);
+        }
+        // Accepted forms.
+        for args in [
+            &[
+                "--maxrows=20",
+                "--start=1000050000",
+                "--end=1000050400",
+                a,
+                "XPORT:a:x<y&z\"q'",
+            ][..],
+            &[
+                "-s1000050000",
+                "-e1000050400",
+                "--step",
+                "abc",
+                a,
+                "XPORT:a:b\\:c",
+            ],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                "--step",
+                "-5",
+                a,
+                "XPORT:a",
+                "-tm",
+                "20",
+            ],
+        ] {
+            compare(&dir, args);
+        }
+    }
+}
