@@ -334,6 +334,8 @@ fn generated_cases_do_on_rrdtool_what_they_intend() {
             "err:count",
             "err:not-integer",
             "err:template",
+            "err:create",
+            "err:bad-float",
             "fetch:align",
             "fetch:resolution",
         ];

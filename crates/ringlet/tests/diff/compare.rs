@@ -78,7 +78,7 @@ pub fn line_diff(a: &str, b: &str, ctx: usize, max_lines: usize) -> String {
         if t.ends_with('\n') {
             v.pop();
             if let Some(l) = v.last_mut() {
-                l.push_str("\u{23ce}"); // a visible end of line, so "no newline" shows up
+                l.push('\u{23ce}'); // a visible end of line, so "no newline" shows up
             }
         }
         v

@@ -38,6 +38,10 @@ pub fn generate(seed: u64) -> Case {
         stdin: Stdin::Empty,
         expect: Expect::Ok,
     }];
+    if rng.chance(0.15) {
+        feats.insert("err:create");
+        steps.push(bad_create(&mut rng, t0, &create_args(&steps[0])));
+    }
     let mut ug = UpdateGen::new(&mut rng, &schema, t0);
     let n = rng.range(8, 60);
     ug.run(&mut rng, n, &mut feats, &mut steps, &mut |rng, steps| {
@@ -49,5 +53,101 @@ pub fn generate(seed: u64) -> Case {
         seed,
         steps,
         features: feats,
+    }
+}
+
+/// The DS and RRA arguments of a create step.
+fn create_args(create: &Step) -> Vec<String> {
+    create.args[6..].to_vec()
+}
+
+/// A `create` that rrdtool refuses, with the fragment of its message.
+fn bad_create(rng: &mut Rng, t0: u64, good: &[String]) -> Step {
+    let ds = "DS:a:GAUGE:600:U:U".to_string();
+    let rra = "RRA:AVERAGE:0.5:1:10".to_string();
+    let (name, step, defs, msg): (&str, &str, Vec<String>, &'static str) = match rng.range(0, 10) {
+        0 => (
+            "z.rrd",
+            "10",
+            vec![ds.clone(), ds.clone(), rra],
+            "Duplicate DS name: a",
+        ),
+        1 => (
+            "z.rrd",
+            "10",
+            vec![ds],
+            "you must define at least one Round Robin Archive",
+        ),
+        2 => (
+            "z.rrd",
+            "10",
+            vec![rra],
+            "you must define at least one Data Source",
+        ),
+        3 => (
+            "z.rrd",
+            "10",
+            vec!["DS:a:FOO:600:U:U".into(), rra],
+            "invalid DS type specified (FOO)",
+        ),
+        4 => (
+            "z.rrd",
+            "10",
+            vec![ds, "RRA:AVG:0.5:1:10".into()],
+            "Unrecognized consolidation function AVG",
+        ),
+        5 => (
+            "z.rrd",
+            "10",
+            vec![ds, "RRA:AVERAGE:1.5:1:10".into()],
+            "Invalid xff: must be between 0 and 1",
+        ),
+        6 => (
+            "z.rrd",
+            "10",
+            vec![ds, "RRA:AVERAGE:0.5:1:0".into()],
+            "Invalid row count 0: value must be positive",
+        ),
+        7 => (
+            "z.rrd",
+            "10",
+            vec!["DS:a:COMPUTE:b,1,+".into(), rra],
+            "failed to parse computed data source",
+        ),
+        8 => (
+            "z.rrd",
+            "10",
+            vec!["DS:a:GAUGE:600:10:5".into(), rra],
+            "min must be less than max in DS definition",
+        ),
+        9 => (
+            "z.rrd",
+            "0",
+            vec![ds, rra],
+            "step size: value must be positive",
+        ),
+        _ => (
+            "x.rrd",
+            "10",
+            good.to_vec(),
+            "creating 'x.rrd': File exists",
+        ),
+    };
+    let mut args = vec!["create".to_string(), name.to_string()];
+    if name == "x.rrd" {
+        args.push("--no-overwrite".to_string());
+    }
+    args.extend([
+        "--start".to_string(),
+        t0.to_string(),
+        "--step".to_string(),
+        step.to_string(),
+    ]);
+    args.extend(defs);
+    Step {
+        kind: Kind::Create,
+        args,
+        stdin: Stdin::Empty,
+        expect: Expect::Err(msg),
     }
 }

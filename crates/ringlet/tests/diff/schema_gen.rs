@@ -207,8 +207,8 @@ pub fn gen_schema(rng: &mut Rng) -> GenSchema {
             rng.range(5, 100)
         };
         rras.push(GenRra {
-            cf: *rng.pick(&CFS),
-            xff: *rng.pick(&["0", "0.1", "0.5", "0.5", "0.9"]),
+            cf: rng.pick(&CFS),
+            xff: rng.pick(&["0", "0.1", "0.5", "0.5", "0.9"]),
             pdp,
             rows,
         });
