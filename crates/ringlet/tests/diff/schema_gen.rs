@@ -206,12 +206,9 @@ pub fn gen_schema(rng: &mut Rng) -> GenSchema {
         } else {
             rng.range(5, 100)
         };
-        rras.push(GenRra {
-            cf: rng.pick(&CFS),
-            xff: rng.pick(&["0", "0.1", "0.5", "0.5", "0.9"]),
-            pdp,
-            rows,
-        });
+        let cf = *rng.pick(&CFS);
+        let xff = *rng.pick(&["0", "0.1", "0.5", "0.5", "0.9"]);
+        rras.push(GenRra { cf, xff, pdp, rows });
     }
     GenSchema { step, ds, rras }
 }
