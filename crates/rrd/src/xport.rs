@@ -7,11 +7,12 @@
 //! the XPORTed series on one common grid, exactly as the binary does. Facts learnt from the
 //! binary (no source read):
 //!
-//! * Requested resolution: the largest of `--step`, `(end-start)/maxrows` (integer division)
-//!   and the DEF's own `:step=`. When the fetched archive's step is finer, the DEF is reduced by
-//!   `ceil(requested/step)`: groups aligned to multiples of the new step, consolidated with
-//!   the DEF's CF (or `:reduce=`) over known values; a group reaching outside the fetched
-//!   range is unknown.
+//! * Graph step: the larger of `--step` and `(end-start)/maxrows` (integer division). A DEF
+//!   fetches at its own `:step=` when given, else at the graph step; when the fetched
+//!   archive's step is finer than the larger of the two, the DEF is reduced by
+//!   `ceil(that/step)`: groups aligned to multiples of the new step, consolidated with the
+//!   DEF's CF (or `:reduce=`) over known values; a group reaching outside the fetched range
+//!   is unknown.
 //! * Output step: the gcd of the XPORTed series' steps (a CDEF's step is the gcd of its
 //!   inputs'). First row at `floor(start/step)*step + step`, last at `ceil(end/step)*step`.
 //! * The value of a series at output time t is its row covering `(T-step, T]` around t.
@@ -117,14 +118,18 @@ pub fn xport(
                 (ds, de)
             }
         };
-        // The largest of the DEF's `:step=`, `--step` and one pixel ((end-start)/maxrows).
-        let want = def.step.unwrap_or(0).max(opts.step).max(pixel).max(1);
+        // The graph step is the larger of `--step` and one pixel ((end-start)/maxrows). The
+        // archive is chosen for the DEF's `:step=` when given, else for the graph step; the
+        // data are then reduced to the largest of the two.
+        let graph_step = opts.step.max(pixel).max(1);
+        let ask = def.step.unwrap_or(graph_step);
+        let want = ask.max(graph_step);
         let rrd = load(&def.file)?;
         let col = rrd
             .schema
             .ds_index(&def.ds)
             .ok_or_else(|| err(format!("No DS called '{}' in '{}'", def.ds, def.file)))?;
-        let fr = fetch(&rrd, def.cf, ds, de, want as u64, false)?;
+        let fr = fetch(&rrd, def.cf, ds, de, ask as u64, false)?;
         let (s, st, rows) = reduce(&fr, col, want, def.reduce.unwrap_or(def.cf))?;
         v.start = s;
         v.step = st;
@@ -1144,6 +1149,65 @@ mod tests {
             ],
         ] {
             compare(&dir, args);
+        }
+    }
+
+    /// Seeded random grids: start/end anywhere around and beyond the data, maxrows, --step,
+    /// DEF steps and reduce CFs, several files and CDEFs, XML and JSON.
+    #[test]
+    fn random_requests_match_rrdtool() {
+        let Some(dir) = fixtures("random") else {
+            return;
+        };
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let files = ["x300.rrd:g", "x300.rrd:c", "x600.rrd:g", "x400.rrd:g"];
+        let cfs = ["AVERAGE", "MIN", "MAX", "LAST"];
+        for _ in 0..150 {
+            let start = 999_980_000 + next(140_000) as i64;
+            let end = start + 1 + next(60_000) as i64;
+            let (s, e) = (start.to_string(), end.to_string());
+            let mut args: Vec<String> = vec!["-s".into(), s, "-e".into(), e];
+            if next(3) == 0 {
+                args.extend(["-m".into(), (10 + next(50)).to_string()]);
+            }
+            if next(3) == 0 {
+                args.extend(["--step".into(), (1 + next(4000)).to_string()]);
+            }
+            match next(4) {
+                0 => args.push("--json".into()),
+                1 => args.push("-t".into()),
+                2 => args.extend(["--json".into(), "--showtime".into()]),
+                _ => {}
+            }
+            let n = 1 + next(3) as usize;
+            for k in 0..n {
+                let mut def = format!(
+                    "DEF:v{}={}:{}",
+                    k,
+                    files[next(4) as usize],
+                    cfs[next(4) as usize]
+                );
+                if next(4) == 0 {
+                    def.push_str(&format!(":step={}", 1 + next(3000)));
+                }
+                if next(4) == 0 {
+                    def.push_str(&format!(":reduce={}", cfs[next(4) as usize]));
+                }
+                args.push(def);
+                args.push(format!("XPORT:v{}:leg {}", k, k));
+            }
+            if n > 1 {
+                args.push("CDEF:s=v0,v1,+,2,/".into());
+                args.push("XPORT:s".into());
+            }
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            compare(&dir, &refs);
         }
     }
 }
