@@ -3,7 +3,7 @@
 //!
 //! A straight field-by-field dump in the order of docs/FORMAT.md ("RRD image"): fixed-width
 //! little-endian integers and IEEE-754 bit patterns (so NaN rows and `-0.0` survive), varint
-//! counts and lengths. Decoding validates every count against the bytes left before it
+//! counts and lengths; archive rows in runs, so mostly-unknown archives cost little. Decoding validates every count against the bytes left before it
 //! allocates, and every enum code.
 
 use crate::bytes::{ByteReader, ByteWriter, DecodeError};
@@ -94,10 +94,67 @@ pub fn encode_rrd(w: &mut ByteWriter, rrd: &Rrd) {
     }
     for r in &rrd.rra {
         w.u64(r.cur_row);
-        for &v in &r.rows {
-            w.f64(v);
+        encode_runs(w, &r.rows);
+    }
+}
+
+/// Shortest run of equal values worth a repeat block.
+const MIN_RUN: usize = 3;
+
+/// Values as blocks: varint `n << 1` then `n` values (literal), or varint `n << 1 | 1` then
+/// one value repeated `n` times. Fresh archives (all NaN) shrink to a few bytes.
+fn encode_runs(w: &mut ByteWriter, vals: &[f64]) {
+    let run_at = |i: usize| {
+        let b = vals[i].to_bits();
+        vals[i..].iter().take_while(|v| v.to_bits() == b).count()
+    };
+    let mut i = 0;
+    let mut lit_start = 0;
+    while i < vals.len() {
+        let run = run_at(i);
+        if run >= MIN_RUN {
+            if lit_start < i {
+                w.varint(((i - lit_start) as u64) << 1);
+                vals[lit_start..i].iter().for_each(|&v| w.f64(v));
+            }
+            w.varint(((run as u64) << 1) | 1);
+            w.f64(vals[i]);
+            i += run;
+            lit_start = i;
+        } else {
+            i += run;
         }
     }
+    if lit_start < vals.len() {
+        w.varint(((vals.len() - lit_start) as u64) << 1);
+        vals[lit_start..].iter().for_each(|&v| w.f64(v));
+    }
+}
+
+/// Most values one archive may hold (16 GiB of rows): a bound on allocations.
+const MAX_VALUES: u128 = 1 << 31;
+
+fn decode_runs(r: &mut ByteReader, n: usize) -> Result<Vec<f64>, DecodeError> {
+    let mut out = Vec::with_capacity(n.min(r.remaining()));
+    while out.len() < n {
+        let h = r.varint()?;
+        let len = (h >> 1) as usize;
+        if len == 0 || len > n - out.len() {
+            return Err(r.err("bad run length in archive rows"));
+        }
+        if h & 1 == 1 {
+            let v = r.f64()?;
+            out.resize(out.len() + len, v);
+        } else {
+            if len > r.remaining() / 8 {
+                return Err(r.err("archive rows truncated"));
+            }
+            for _ in 0..len {
+                out.push(r.f64()?);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Bytes of `rrd`'s image (for sizing).
@@ -185,16 +242,13 @@ pub fn decode_rrd(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
     for def in &rra {
         let cur_row = r.u64()?;
         let n = (def.row_cnt as u128) * (ds_cnt as u128);
-        if n > (r.remaining() / 8) as u128 {
-            return Err(r.err("archive rows truncated"));
+        if n > MAX_VALUES {
+            return Err(r.err("archive too large"));
         }
         if def.row_cnt > 0 && cur_row >= def.row_cnt {
             return Err(r.err("current row outside the archive"));
         }
-        let mut rows = Vec::with_capacity(n as usize);
-        for _ in 0..n {
-            rows.push(r.f64()?);
-        }
+        let rows = decode_runs(r, n as usize)?;
         data.push(RraData { cur_row, rows });
     }
     Ok(Rrd {
@@ -268,6 +322,39 @@ pub(crate) mod tests {
         r.finish().unwrap();
         assert!(bits_equal(&rrd, &back));
         assert_eq!(back.pdp[2].val.to_bits(), (-0.0f64).to_bits());
+    }
+
+    #[test]
+    fn runs_roundtrip_and_shrink_unknown_archives() {
+        let mut rrd = sample_rrd();
+        let vals = [
+            1.0,
+            1.0,
+            2.0,
+            3.0,
+            3.0,
+            3.0,
+            3.0,
+            f64::NAN,
+            -0.0,
+            0.0,
+            0.0,
+            0.0,
+        ];
+        rrd.schema.rra[0].row_cnt = vals.len() as u64 * 10;
+        rrd.rra[0].rows = vals.iter().cycle().take(vals.len() * 70).copied().collect();
+        rrd.rra[0].cur_row = 0;
+        let bytes = rrd_bytes(&rrd);
+        let back = decode_rrd(&mut ByteReader::new(&bytes)).unwrap();
+        assert!(bits_equal(&rrd, &back));
+        let mut fresh = Rrd::new(rrd.schema.clone(), 0);
+        fresh.schema.rra[3].row_cnt = 100_000;
+        fresh.rra[3].rows = vec![f64::NAN; 700_000];
+        assert!(
+            rrd_bytes(&fresh).len() < 2000,
+            "{}",
+            rrd_bytes(&fresh).len()
+        );
     }
 
     #[test]
