@@ -705,11 +705,10 @@ fn read_rra(rd: &mut Reader, ds_cnt: usize) -> Result<RraIn, RrdError> {
 }
 
 fn read_cdp_prep(rd: &mut Reader, ds_cnt: usize) -> Result<Vec<CdpPrep>, RrdError> {
+    // Exactly one <ds> per data source, as rrdtool reads them.
     let mut out = Vec::with_capacity(ds_cnt);
-    while let Some(tag) = rd.child("cdp_prep")? {
-        if tag != "ds" {
-            return Err(rd.expected(&Ev::Start(tag), "<ds>"));
-        }
+    for _ in 0..ds_cnt {
+        rd.expect_start("ds")?;
         let mut c = CdpPrep {
             val: f64::NAN,
             unkn_pdp_cnt: 0,
@@ -732,6 +731,7 @@ fn read_cdp_prep(rd: &mut Reader, ds_cnt: usize) -> Result<Vec<CdpPrep>, RrdErro
         }
         out.push(c);
     }
+    rd.expect_end("cdp_prep")?;
     Ok(out)
 }
 
@@ -1020,6 +1020,19 @@ mod tests {
         assert!(err(&with_rra("AVERAGE", "<row><v>1.5x</v></row>"))
             .ends_with(": get_xml_double from '1.5x' Success"));
         assert!(err("<rrdx></rrdx>").ends_with(": expected <rrdx> element but found <rrd>"));
+        // One <ds> too few, one too many in cdp_prep.
+        let two = format!("{}<ds><name> h </name><type> GAUGE </type></ds>", HEAD);
+        let rra = |cdp: &str| {
+            format!(
+                "{}<rra><cf>AVERAGE</cf><params><xff>0.5</xff></params><cdp_prep>{}</cdp_prep>\
+                 <database></database></rra></rrd>",
+                two, cdp
+            )
+        };
+        assert!(err(&rra("<ds/>")).ends_with(": expected </cdp_prep> element but found <ds>"));
+        assert!(
+            err(&rra("<ds/><ds/><ds/>")).ends_with(": expected <ds> element but found </cdp_prep>")
+        );
         assert!(err(&with_rra("HWPREDICT", "")).contains("Holt-Winters"));
         assert!(err(&HEAD[..200]).starts_with("error reading/parsing XML: "));
     }
