@@ -20,7 +20,7 @@ pub enum Tool {
     Ringlet(PathBuf),
 }
 
-const DEADLINE: Duration = Duration::from_secs(60);
+const DEADLINE: Duration = Duration::from_secs(20);
 
 /// Is the real rrdtool on PATH?
 pub fn rrdtool_available() -> bool {

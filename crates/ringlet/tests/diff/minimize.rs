@@ -1,14 +1,15 @@
 //! Shrinking a failing case to a short reproducer: drop the steps after the first difference,
 //! then greedily drop chunks of earlier steps (halving the chunk size, as in delta debugging)
-//! while that last step still differs between rrdtool and ringlet.
+//! while that last step still differs between rrdtool and ringlet; then single value arguments
+//! of multi-value update calls.
 
-use super::case::{Case, Stdin, Step};
+use super::case::{Case, Kind, Stdin, Step};
 use super::compare::differences;
 use super::exec::{run_case, Output, Tool};
 use std::path::Path;
 
 /// At most this many trial runs per case (each runs both tools over the remaining steps).
-const MAX_TRIALS: usize = 48;
+const MAX_TRIALS: usize = 64;
 
 /// Does the last step of `steps` still differ? Returns both tools' outputs when it does.
 fn still_differs(
@@ -30,6 +31,17 @@ fn still_differs(
     } else {
         Some((rrd, ours))
     }
+}
+
+/// Positions of the `time:value...` arguments of an update step.
+fn value_args(step: &Step) -> Vec<usize> {
+    if !matches!(step.kind, Kind::Update | Kind::Updatev) {
+        return Vec::new();
+    }
+    (2..step.args.len())
+        .filter(|&i| step.args[i].starts_with(|c: char| c.is_ascii_digit()))
+        .filter(|&i| !matches!(step.args[i - 1].as_str(), "-t" | "--template"))
+        .collect()
 }
 
 /// Remove the steps at `drop` (sorted), remapping stdin references; None if a kept step
@@ -90,6 +102,32 @@ pub fn minimize(
             break;
         }
         chunk = chunk.div_ceil(2);
+    }
+    // Then single value arguments of multi-value update calls.
+    let mut i = 1;
+    while i + 1 < steps.len() && trials < MAX_TRIALS {
+        let values = value_args(&steps[i]);
+        let mut dropped = false;
+        if values.len() > 1 {
+            for &v in values.iter().rev() {
+                if trials >= MAX_TRIALS {
+                    break;
+                }
+                let mut fewer = steps.clone();
+                fewer[i].args.remove(v);
+                trials += 1;
+                if let Some((r, o)) = still_differs(case.seed, &fewer, ringlet, dir) {
+                    steps = fewer;
+                    rrd = r;
+                    ours = o;
+                    dropped = true;
+                    break;
+                }
+            }
+        }
+        if !dropped {
+            i += 1;
+        }
     }
     let _ = std::fs::remove_dir_all(dir);
     let small = Case {
