@@ -372,7 +372,8 @@ impl Rpn {
                     let c = pop!();
                     let b = pop!();
                     let a = pop!();
-                    st.push(if a != 0.0 { b } else { c });
+                    // Unknown counts as false.
+                    st.push(if a.is_nan() || a == 0.0 { c } else { b });
                 }
                 Op::Min => bin!(|a, b| if a.is_nan() || b.is_nan() {
                     DNAN
@@ -406,7 +407,8 @@ impl Rpn {
                     let hi = pop!();
                     let lo = pop!();
                     let x = pop!();
-                    let bad = |v: f64| v.is_nan() || v.is_infinite();
+                    // Plain comparisons: an infinite bound works (unlike what the manual says).
+                    let bad = |v: f64| v.is_nan();
                     st.push(if bad(x) || bad(lo) || bad(hi) || x < lo || x > hi {
                         DNAN
                     } else {
@@ -423,8 +425,9 @@ impl Rpn {
                 Op::Atan2 => bin!(|y, x| y.atan2(x)),
                 Op::Floor => un!(|a| a.floor()),
                 Op::Ceil => un!(|a| a.ceil()),
-                Op::Deg2Rad => un!(|a| a * (std::f64::consts::PI / 180.0)),
-                Op::Rad2Deg => un!(|a| a * (180.0 / std::f64::consts::PI)),
+                // rrdtool multiplies by 10-digit constants, not by pi/180.
+                Op::Deg2Rad => un!(|a| a * 0.0174532952),
+                Op::Rad2Deg => un!(|a| a * 57.29577951),
                 Op::Abs => un!(|a| a.abs()),
                 Op::Unkn => st.push(DNAN),
                 Op::Inf => st.push(f64::INFINITY),
@@ -451,10 +454,15 @@ impl Rpn {
                 }
                 Op::Index => {
                     let n = pop!();
-                    if n.is_nan() || n < 1.0 || n as usize > st.len() {
-                        return Err(RrdError::new("Index out of bounds"));
+                    if n.is_nan() || n < 0.0 || n as usize > st.len() {
+                        return Err(underflow());
                     }
-                    let v = st[st.len() - n as usize];
+                    // 0,INDEX pushes something in rrdtool too (beyond the stack): unknown here.
+                    let v = if n < 1.0 {
+                        DNAN
+                    } else {
+                        st[st.len() - n as usize]
+                    };
                     st.push(v);
                 }
                 Op::Roll => {
@@ -489,6 +497,11 @@ impl Rpn {
                     let pct = pop!();
                     if n > st.len() {
                         return Err(underflow());
+                    }
+                    if !(0.0..=100.0).contains(&pct) {
+                        return Err(RrdError::new(
+                            "percentile argument must be between 0 and 100",
+                        ));
                     }
                     let from = st.len() - n;
                     let w = &mut st[from..];
@@ -525,9 +538,10 @@ fn bool_f(b: bool) -> f64 {
     }
 }
 
-/// Comparison result: unknown when either side is unknown or infinite.
+/// Comparison result: unknown when either side is unknown (infinities compare normally,
+/// whatever `rrdgraph_rpn(1)` says).
 fn cmp(a: f64, b: f64, r: bool) -> f64 {
-    if a.is_nan() || b.is_nan() || a.is_infinite() || b.is_infinite() {
+    if a.is_nan() || b.is_nan() {
         DNAN
     } else {
         bool_f(r)
@@ -542,13 +556,20 @@ fn count(v: f64, depth: usize) -> Result<usize, RrdError> {
     Ok(v as usize)
 }
 
+/// Sort order of SORT and PERCENT: -inf, then unknown, then everything else.
 fn nan_first_cmp(a: &f64, b: &f64) -> std::cmp::Ordering {
-    match (a.is_nan(), b.is_nan()) {
-        (true, true) => std::cmp::Ordering::Equal,
-        (true, false) => std::cmp::Ordering::Less,
-        (false, true) => std::cmp::Ordering::Greater,
-        _ => a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal),
-    }
+    let rank = |x: f64| {
+        if x == f64::NEG_INFINITY {
+            0
+        } else if x.is_nan() {
+            1
+        } else {
+            2
+        }
+    };
+    rank(*a)
+        .cmp(&rank(*b))
+        .then_with(|| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
 }
 
 /// AVG, SMIN, SMAX, MEDIAN, STDEV over `w`, ignoring unknown values.
@@ -570,8 +591,8 @@ fn aggregate(op: Op, w: &mut [f64]) -> f64 {
             .filter(|v| !v.is_nan())
             .fold(f64::NEG_INFINITY, f64::max),
         Op::Median => {
-            w.sort_by(nan_first_cmp);
-            let k = &w[w.len() - known..];
+            let mut k: Vec<f64> = w.iter().copied().filter(|v| !v.is_nan()).collect();
+            k.sort_by(nan_first_cmp);
             if known % 2 == 1 {
                 k[known / 2]
             } else {
@@ -579,14 +600,14 @@ fn aggregate(op: Op, w: &mut [f64]) -> f64 {
             }
         }
         _ => {
+            // Sample standard deviation (n - 1); one known value gives 0/0.
             let mean = w.iter().filter(|v| !v.is_nan()).sum::<f64>() / known as f64;
-            let var = w
+            let sq = w
                 .iter()
                 .filter(|v| !v.is_nan())
                 .map(|v| (v - mean) * (v - mean))
-                .sum::<f64>()
-                / known as f64;
-            var.sqrt()
+                .sum::<f64>();
+            (sq / (known as f64 - 1.0)).sqrt()
         }
     }
 }
@@ -722,6 +743,73 @@ mod tests {
         );
         assert_eq!(
             ev("a,b", 7.0, 2.0),
+            Err("RPN final stack size != 1".to_string())
+        );
+    }
+
+    // COMPUTE c with GAUGE a, b set to the values below; the stored double read from the file
+    // (rrdtool create ... DS:c:COMPUTE:<expr>; rrdtool update x.rrd T:<a>:<b>).
+    #[test]
+    fn eval_edge_cases_match_rrdtool() {
+        let inf = f64::INFINITY;
+        let nan = f64::NAN;
+        let bits = |r: Result<f64, String>| r.map(f64::to_bits);
+        let cases: &[(&str, f64, f64, f64)] = &[
+            ("a,b,LT", 5.0, inf, 1.0),
+            ("a,b,LT", 5.0, -inf, 0.0),
+            ("a,b,EQ", inf, inf, 1.0),
+            ("a,b,LT", 5.0, nan, DNAN),
+            ("a,1,2,IF", nan, 1.0, 2.0),
+            ("a,1,2,IF", inf, 1.0, 1.0),
+            ("a,b,MIN", 5.0, nan, DNAN),
+            ("a,b,MINNAN", nan, 5.0, 5.0),
+            ("a,0,b,LIMIT", 5.0, inf, 5.0),
+            ("a,0,10,LIMIT", inf, 1.0, DNAN),
+            ("a,0,10,LIMIT", 10.0, 1.0, 10.0),
+            ("a,b,ADDNAN", nan, 3.0, 3.0),
+            ("a,b,%", -7.0, 3.0, -1.0),
+            ("a,b,%", 7.5, 2.0, 1.5),
+            ("a,b,2,AVG", 0.1, 0.2, 0.15000000000000002),
+            ("a,b,a,3,AVG", 0.1, 0.2, 0.13333333333333333),
+            ("a,b,a,b,4,MEDIAN", 1.0, 2.0, 1.5),
+            ("a,b,2,MEDIAN", 1.0, nan, 1.0),
+            ("a,b,a,3,STDEV", 0.1, 0.7, 0.3464101615137754),
+            ("a,1,STDEV", 5.0, 3.0, DNAN),
+            ("a,DEG2RAD", 33.3, 1.0, 0.5811947301599999),
+            ("a,RAD2DEG", 1.3, 1.0, 74.484513363),
+            ("a,b,DEPTH,+,+", 1.0, 2.0, 5.0),
+            ("a,b,2,COPY,+,+,+", 1.0, 2.0, 6.0),
+            ("a,b,2,INDEX,+,+", 1.0, 2.0, 4.0),
+            ("a,b,a,b,40,4,PERCENT", 1.0, 3.0, 1.0),
+            ("a,b,a,b,76,4,PERCENT", 1.0, 3.0, 3.0),
+            ("a,b,a,b,95,4,PERCENT", nan, 3.0, 3.0),
+            ("a,b,ATAN2", inf, inf, std::f64::consts::FRAC_PI_4),
+            ("a,b,POW", nan, 0.0, 1.0),
+        ];
+        for &(e, a, b, want) in cases {
+            assert_eq!(
+                bits(ev(e, a, b)),
+                Ok(want.to_bits()),
+                "{} a={} b={}",
+                e,
+                a,
+                b
+            );
+        }
+        assert_eq!(
+            ev("a,b,a,b,-50,4,PERCENT", 1.0, 3.0),
+            Err("percentile argument must be between 0 and 100".to_string())
+        );
+        assert_eq!(
+            ev("a,b,3,INDEX", 5.0, 3.0),
+            Err("RPN stack underflow".to_string())
+        );
+        assert_eq!(
+            ev("a,b,3,SORT", 1.0, 2.0),
+            Err("RPN stack underflow".to_string())
+        );
+        assert_eq!(
+            ev("a,POP", 1.0, 2.0),
             Err("RPN final stack size != 1".to_string())
         );
     }

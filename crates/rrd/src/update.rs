@@ -9,7 +9,7 @@
 //! [`Rrd::apply`] with `<file>: ` on the command line; that prefix is the caller's job. The
 //! errors of [`parse_template`] carry no prefix in rrdtool either.
 
-use crate::num::{rrd_diff, strtodbl, strtodbl_in, DNAN};
+use crate::num::{rrd_diff, strtodbl_in, DNAN};
 use crate::schema::{DsType, Schema};
 use crate::{Rrd, RrdError};
 
@@ -104,32 +104,15 @@ pub fn parse_update_arg(
         )));
     };
 
-    let mut values: Vec<String> = vec!["U".to_string(); schema.ds.len()];
-    let mut fields = rest.split(':');
-    let mut got = 0usize;
     let want = template.map_or_else(|| schema.input_ds().count(), |t| t.len());
-    {
-        let mut default_ds = schema.input_ds();
-        for i in 0..want {
-            let Some(f) = fields.next() else { break };
-            got += 1;
-            let ds = match template {
-                Some(t) => t[i],
-                None => default_ds.next().unwrap_or(0),
-            };
-            if let Some(slot) = values.get_mut(ds) {
-                slot.clear();
-                slot.push_str(f);
-            }
-        }
-    }
+    let got = rest.split(':').take(want + 1).count();
     if got < want {
         return Err(RrdError::new(format!(
             "expected {} data source readings (got {}) from {}",
             want, got, time_str
         )));
     }
-    if fields.next().is_some() {
+    if got > want {
         // Everything after the `want`-th field and its separator.
         let mut p = 0usize;
         for _ in 0..want {
@@ -140,6 +123,29 @@ pub fn parse_update_arg(
             &rest[p..]
         )));
     }
+    let values = match template {
+        None => {
+            let mut fields = rest.split(':');
+            schema
+                .ds
+                .iter()
+                .map(|d| match d.kind {
+                    DsType::Compute => "U".to_string(),
+                    _ => fields.next().unwrap_or("U").to_string(),
+                })
+                .collect()
+        }
+        Some(t) => {
+            let mut values = vec!["U".to_string(); schema.ds.len()];
+            for (&ds, f) in t.iter().zip(rest.split(':')) {
+                if let Some(slot) = values.get_mut(ds) {
+                    slot.clear();
+                    slot.push_str(f);
+                }
+            }
+            values
+        }
+    };
 
     let (time, usec) = if at_form {
         parse_at_time(time_str, now)?
@@ -339,9 +345,11 @@ impl Rrd {
                         } else {
                             "Function update_pdp_prep, case DST_DDERIVE"
                         };
-                        let v = strtodbl_in(ctx, raw).map_err(fail)?;
+                        // Both strings are read only when there is an old value: new first,
+                        // then the old one (which can fail too: DCOUNTER keeps bad text).
                         if !pdp.last_ds.starts_with('U') {
-                            let old = strtodbl(&pdp.last_ds).unwrap_or(DNAN);
+                            let v = strtodbl_in(ctx, raw).map_err(fail)?;
+                            let old = strtodbl_in(ctx, &pdp.last_ds).map_err(fail)?;
                             let reset = def.kind == DsType::DCounter
                                 && ((v > 0.0 && old > v) || (v < 0.0 && v > old));
                             new = if reset { DNAN } else { v - old };
