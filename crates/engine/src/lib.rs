@@ -362,3 +362,14 @@ impl Store {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_can_move_to_another_thread() {
+        fn send<T: Send>() {}
+        send::<Store>();
+    }
+}

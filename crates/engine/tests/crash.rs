@@ -33,8 +33,16 @@ fn run_until_crash(fs: &SimFs, ops: &[Op], log_bytes: u64) -> (Model, Model) {
 }
 
 fn reopen(fs: &SimFs, log_bytes: u64) -> Store {
-    Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(log_bytes))
-        .unwrap_or_else(|e| panic!("reopen failed: {e}"))
+    let store = Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(log_bytes))
+        .unwrap_or_else(|e| panic!("reopen failed: {e}"));
+    // Replay is deterministic: every logged sample applies again.
+    assert_eq!(
+        store.recovery().samples_refused,
+        0,
+        "{:?}",
+        store.recovery()
+    );
+    store
 }
 
 fn crash_at_every_sync(seed: u64, rounds: usize, log_bytes: u64, torn: bool) {

@@ -37,7 +37,7 @@ fn five_minute_commits_write_about_one_byte_per_sample() {
     let mut gauge: Vec<f64> = (0..n).map(|i| 20.0 + (i % 17) as f64).collect();
     let mut counter: Vec<u64> = (0..n).map(|i| 1_000_000 * i as u64).collect();
     let (mut bytes, mut samples, mut commits) = (0u64, 0usize, 0);
-    for step in 1..=(6 * 240) {
+    for step in 1..=(3 * 240) {
         let t = START + 15 * step;
         for i in 0..n {
             let v = match i % 3 {
@@ -69,6 +69,6 @@ fn five_minute_commits_write_about_one_byte_per_sample() {
     }
     let per = bytes as f64 / samples as f64;
     println!("{commits} commits, {samples} samples, {bytes} bytes: {per:.3} B/sample");
-    assert_eq!(samples, n * 6 * 240);
+    assert_eq!(samples, n * 3 * 240);
     assert!(per < 1.5, "{per} bytes per sample");
 }
