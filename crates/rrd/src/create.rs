@@ -1,1 +1,458 @@
-//! (module being written)
+//! `rrdtool create`: from its command-line arguments to a [`Schema`] and a start time.
+//!
+//! [`parse_create`] reads the arguments exactly as rrdtool 1.7.2 does (GNU getopt options
+//! first, then the file name and the `DS:`/`RRA:` definitions in order) and reports rrdtool's
+//! error texts. Durations (`--step 5m`, `DS:x:GAUGE:2m:U:U`, `RRA:AVERAGE:0.5:1h:1d`) follow
+//! `rrd_scaled_duration` in `librrd(3)`. The Holt-Winters archives are refused: ringlet does
+//! not support them yet. `--source` and `--template` are refused too.
+
+use crate::parsetime::{self, Base};
+use crate::schema::{Cf, DsDef, DsType, RraDef, Schema};
+use crate::{num, rpn, RrdError};
+
+/// What `rrdtool create <args>` asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateRequest {
+    /// The file name: the first non-option argument.
+    pub name: String,
+    pub schema: Schema,
+    /// `--start`, resolved (default: now - 10 s).
+    pub start: i64,
+    /// `--no-overwrite`/`-O`.
+    pub no_overwrite: bool,
+}
+
+/// Multipliers of the duration suffixes of `rrd_scaled_duration`.
+fn suffix_scale(c: u8) -> Option<u64> {
+    Some(match c {
+        b's' => 1,
+        b'm' => 60,
+        b'h' => 3600,
+        b'd' => 86400,
+        b'w' => 604800,
+        b'M' => 2678400,
+        b'y' => 31622400,
+        _ => return None,
+    })
+}
+
+/// `rrd_scaled_duration(token, divisor)`: a positive count, or a suffixed duration divided by
+/// `divisor`. Errors are librrd's diagnostics.
+pub fn scaled_duration(token: &str, divisor: u64) -> Result<u64, &'static str> {
+    let b = token.as_bytes();
+    if b.first().is_none_or(|c| !c.is_ascii_digit()) {
+        return Err("value must be (suffixed) positive number");
+    }
+    let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    // strtoul saturates.
+    let mut value = token[..digits].parse::<u64>().unwrap_or(u64::MAX);
+    if value == 0 {
+        return Err("value must be positive");
+    }
+    match &b[digits..] {
+        [] => {}
+        [c] => {
+            let Some(scale) = suffix_scale(*c) else {
+                return Err("value has trailing garbage");
+            };
+            let secs = value.wrapping_mul(scale);
+            if divisor == 0 || secs % divisor != 0 {
+                return Err("value would truncate when scaled");
+            }
+            value = secs / divisor;
+        }
+        _ => return Err("value has trailing garbage"),
+    }
+    Ok(value)
+}
+
+/// The Holt-Winters consolidation functions, which ringlet refuses.
+const HOLT_WINTERS: [&str; 6] = [
+    "HWPREDICT",
+    "MHWPREDICT",
+    "SEASONAL",
+    "DEVSEASONAL",
+    "DEVPREDICT",
+    "FAILURES",
+];
+
+fn err(msg: impl Into<String>) -> RrdError {
+    RrdError::new(msg)
+}
+
+/// Parse `rrdtool create`'s arguments (everything after the word `create`).
+pub fn parse_create(args: &[String], now: i64) -> Result<CreateRequest, RrdError> {
+    let mut start_spec: Option<String> = None;
+    let mut step_spec: Option<String> = None;
+    let mut no_overwrite = false;
+    let mut positional: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        i += 1;
+        if a == "--" {
+            positional.extend(args[i..].iter().map(String::as_str));
+            break;
+        }
+        let (opt, inline): (&str, Option<&str>) = if let Some(long) = a.strip_prefix("--") {
+            match long.split_once('=') {
+                Some((o, v)) => (o, Some(v)),
+                None => (long, None),
+            }
+        } else if a.len() > 1 && a.starts_with('-') {
+            let short = &a[1..2];
+            let rest = &a[2..];
+            (short, (!rest.is_empty()).then_some(rest))
+        } else {
+            positional.push(a);
+            continue;
+        };
+        let takes_arg = match opt {
+            "start" | "b" | "step" | "s" | "source" | "r" | "template" | "t" | "daemon" | "d" => {
+                true
+            }
+            "no-overwrite" | "O" => false,
+            _ => return Err(err(format!("invalid option -- '{opt}'"))),
+        };
+        if !takes_arg {
+            no_overwrite = true;
+            continue;
+        }
+        let val = match inline {
+            Some(v) => v.to_string(),
+            None => {
+                let Some(v) = args.get(i) else {
+                    return Err(err(format!("option requires argument -- '{opt}'")));
+                };
+                i += 1;
+                v.clone()
+            }
+        };
+        match opt {
+            "start" | "b" => {
+                let ts = parsetime::parse_time(&val, now)
+                    .map_err(|e| err(format!("start time: {}", e.msg)))?;
+                let Base::Absolute(t) = ts.base else {
+                    return Err(err(
+                        "specifying time relative to the 'start' or 'end' makes no sense here",
+                    ));
+                };
+                if t < parsetime::MIN_TIME {
+                    return Err(err("the first entry to the RRD should be after 1980"));
+                }
+                start_spec = Some(t.to_string());
+            }
+            "step" | "s" => {
+                scaled_duration(&val, 1).map_err(|m| err(format!("step size: {m}")))?;
+                step_spec = Some(val);
+            }
+            "source" | "r" => return Err(err("ringlet does not support create --source yet")),
+            "template" | "t" => return Err(err("ringlet does not support create --template yet")),
+            _ => return Err(err("ringlet does not support --daemon")),
+        }
+    }
+    let step = match &step_spec {
+        Some(s) => scaled_duration(s, 1).map_err(|m| err(format!("step size: {m}")))?,
+        None => 300,
+    };
+    let start = match start_spec {
+        Some(s) => s.parse::<i64>().unwrap_or(now - 10),
+        None => now - 10,
+    };
+    let Some((name, defs)) = positional.split_first() else {
+        return Err(err("no file name given"));
+    };
+    let mut schema = Schema {
+        step,
+        ds: Vec::new(),
+        rra: Vec::new(),
+    };
+    for def in defs {
+        if let Some(body) = def.strip_prefix("DS:") {
+            let ds = parse_ds(body, &schema.ds)?;
+            schema.ds.push(ds);
+        } else if let Some(body) = def.strip_prefix("RRA:") {
+            schema.rra.push(parse_rra(body, step)?);
+        } else {
+            return Err(err(format!("can't parse argument '{def}'")));
+        }
+    }
+    if schema.rra.is_empty() {
+        return Err(err("you must define at least one Round Robin Archive"));
+    }
+    if schema.ds.is_empty() {
+        return Err(err("you must define at least one Data Source"));
+    }
+    Ok(CreateRequest {
+        name: name.to_string(),
+        schema,
+        start,
+        no_overwrite,
+    })
+}
+
+fn is_name_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
+}
+
+/// `DS:name:TYPE:...` after the `DS:`.
+fn parse_ds(body: &str, prev: &[DsDef]) -> Result<DsDef, RrdError> {
+    let bad = || err("invalid DS format");
+    let name_len = body.bytes().take_while(|&c| is_name_char(c)).count();
+    if name_len == 0 || name_len > 19 || body.as_bytes().get(name_len) != Some(&b':') {
+        return Err(bad());
+    }
+    let name = &body[..name_len];
+    let rest = &body[name_len + 1..];
+    let type_len = rest.bytes().take_while(|c| c.is_ascii_uppercase()).count();
+    if type_len == 0 || type_len > 19 || rest.as_bytes().get(type_len) != Some(&b':') {
+        return Err(bad());
+    }
+    let params = &rest[type_len + 1..];
+    if params.is_empty() {
+        return Err(bad());
+    }
+    if prev.iter().any(|d| d.name == name) {
+        return Err(err(format!("Duplicate DS name: {name}")));
+    }
+    let type_name = &rest[..type_len];
+    let Some(kind) = DsType::from_name(type_name) else {
+        return Err(err(format!("invalid DS type specified ({type_name})")));
+    };
+    if kind == DsType::Compute {
+        let names: Vec<&str> = prev.iter().map(|d| d.name.as_str()).collect();
+        let prog = rpn::compile_compute(params, &names)?;
+        let cdef =
+            prog.to_cdef_string(&|i| names.get(i).map_or_else(String::new, |s| s.to_string()));
+        return Ok(DsDef {
+            name: name.to_string(),
+            kind,
+            heartbeat: 0,
+            min: f64::NAN,
+            max: f64::NAN,
+            rpn: Some(cdef),
+        });
+    }
+    let fail = |m: &str| err(format!("failed to parse data source {params}: {m}"));
+    let Some((hb, minmax)) = params.split_once(':') else {
+        return Err(fail("missing separator"));
+    };
+    let heartbeat = scaled_duration(hb, 1).map_err(fail)?;
+    let mut parts = minmax.split(':');
+    let (min_s, max_s) = match (parts.next(), parts.next()) {
+        (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() => (a, b),
+        _ => return Err(fail("failed to extract min:max")),
+    };
+    let bound = |s: &str, what: &str| -> Result<f64, RrdError> {
+        if s == "U" {
+            Ok(num::DNAN)
+        } else {
+            num::strtodbl_in(&format!("parsing {what} val"), s)
+        }
+    };
+    let min = bound(min_s, "min")?;
+    let max = bound(max_s, "max")?;
+    if min >= max {
+        return Err(fail("min must be less than max in DS definition"));
+    }
+    Ok(DsDef {
+        name: name.to_string(),
+        kind,
+        heartbeat,
+        min,
+        max,
+        rpn: None,
+    })
+}
+
+/// `RRA:CF:xff:steps:rows` after the `RRA:`.
+fn parse_rra(body: &str, step: u64) -> Result<RraDef, RrdError> {
+    let toks: Vec<&str> = body.split(':').filter(|t| !t.is_empty()).collect();
+    if toks.is_empty() {
+        return Err(err("Expected at least 4 arguments for RRA but got 0"));
+    }
+    let cf_len = body
+        .bytes()
+        .take_while(|c| c.is_ascii_uppercase())
+        .count()
+        .min(19);
+    let cf_name = &body[..cf_len];
+    if HOLT_WINTERS.contains(&cf_name) {
+        return Err(err(format!(
+            "ringlet does not support {cf_name} RRAs (Holt-Winters) yet"
+        )));
+    }
+    let Some(cf) = Cf::from_name(cf_name) else {
+        return Err(err(format!(
+            "Unrecognized consolidation function {cf_name}"
+        )));
+    };
+    if toks.len() < 4 {
+        return Err(err(format!(
+            "Expected at least 4 arguments for RRA but got {}",
+            toks.len()
+        )));
+    }
+    let xff = match num::strtod(toks[1]) {
+        Some((v, n)) if n == toks[1].len() && (0.0..1.0).contains(&v) => v,
+        _ => return Err(err("Invalid xff: must be between 0 and 1")),
+    };
+    let pdp_cnt = scaled_duration(toks[2], step)
+        .map_err(|m| err(format!("Invalid step {}: {m}", toks[2])))?;
+    let row_cnt = scaled_duration(toks[3], step.wrapping_mul(pdp_cnt))
+        .map_err(|m| err(format!("Invalid row count {}: {m}", toks[3])))?;
+    if toks.len() > 4 {
+        return Err(err(format!(
+            "Unexpected extra argument for consolidation function {cf_name}"
+        )));
+    }
+    Ok(RraDef {
+        cf,
+        xff,
+        pdp_cnt,
+        row_cnt,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1795304690;
+
+    fn create(args: &str) -> Result<CreateRequest, RrdError> {
+        let v: Vec<String> = args.split_whitespace().map(String::from).collect();
+        parse_create(&v, NOW)
+    }
+
+    fn fails(args: &str) -> String {
+        create(args).expect_err(args).msg
+    }
+
+    #[test]
+    fn durations_scale_like_librrd() {
+        assert_eq!(scaled_duration("5m", 1), Ok(300));
+        assert_eq!(scaled_duration("1M", 1), Ok(2678400));
+        assert_eq!(scaled_duration("1d", 300), Ok(288));
+        assert_eq!(
+            scaled_duration("7m", 3600),
+            Err("value would truncate when scaled")
+        );
+        assert_eq!(scaled_duration("1x", 1), Err("value has trailing garbage"));
+        assert_eq!(
+            scaled_duration("-1", 1),
+            Err("value must be (suffixed) positive number")
+        );
+        assert_eq!(scaled_duration("0", 1), Err("value must be positive"));
+        assert_eq!(scaled_duration("99999999999999999999", 1), Ok(u64::MAX));
+    }
+
+    #[test]
+    fn full_definition_parses() {
+        let r = create(
+            "a.rrd -O --start 1700000000 --step 1h DS:x:GAUGE:2m:0:100 DS:y-z:COUNTER:600:U:U \
+             DS:c:COMPUTE:x,y-z,+ RRA:AVERAGE:0.5:1h:1d RRA:MAX:0:1:10",
+        )
+        .unwrap();
+        assert_eq!(r.name, "a.rrd");
+        assert!(r.no_overwrite);
+        assert_eq!(r.start, 1700000000);
+        assert_eq!(r.schema.step, 3600);
+        assert_eq!(r.schema.ds[0].heartbeat, 120);
+        assert!(r.schema.ds[1].min.is_nan());
+        assert_eq!(r.schema.ds[2].rpn.as_deref(), Some("x,y-z,+"));
+        assert_eq!((r.schema.rra[0].pdp_cnt, r.schema.rra[0].row_cnt), (1, 24));
+        assert_eq!(
+            create("a.rrd DS:x:GAUGE:1:U:U RRA:LAST:0.5:1:1")
+                .unwrap()
+                .start,
+            NOW - 10
+        );
+    }
+
+    #[test]
+    fn errors_are_rrdtools() {
+        let ok_ds = "DS:x:GAUGE:120:0:100";
+        let ok_rra = "RRA:AVERAGE:0.5:1:10";
+        assert_eq!(
+            fails("c.rrd"),
+            "you must define at least one Round Robin Archive"
+        );
+        assert_eq!(
+            fails(&format!("c.rrd {ok_rra}")),
+            "you must define at least one Data Source"
+        );
+        assert_eq!(fails("c.rrd DS:x.y:GAUGE:1:U:U"), "invalid DS format");
+        assert_eq!(
+            fails("c.rrd DS:abcdefghijklmnopqrst:GAUGE:1:U:U"),
+            "invalid DS format"
+        );
+        assert_eq!(
+            fails(&format!("c.rrd {ok_ds} {ok_ds}")),
+            "Duplicate DS name: x"
+        );
+        assert_eq!(fails("c.rrd DS:x:FOO:1"), "invalid DS type specified (FOO)");
+        assert_eq!(
+            fails("c.rrd DS:x:GAUGE:0:0:100"),
+            "failed to parse data source 0:0:100: value must be positive"
+        );
+        assert_eq!(
+            fails("c.rrd DS:x:GAUGE:120:5:1"),
+            "failed to parse data source 120:5:1: min must be less than max in DS definition"
+        );
+        assert_eq!(
+            fails("c.rrd DS:x:GAUGE:120:0"),
+            "failed to parse data source 120:0: failed to extract min:max"
+        );
+        assert_eq!(
+            fails("c.rrd DS:x:GAUGE:120"),
+            "failed to parse data source 120: missing separator"
+        );
+        assert_eq!(
+            fails("c.rrd DS:x:GAUGE:120:a:1"),
+            "parsing min val - Cannot convert 'a' to float"
+        );
+        assert_eq!(
+            fails("c.rrd DS:x:GAUGE:120:1x:100"),
+            "parsing min val - Converted '1x' to 1.000000, but cannot convert 'x'"
+        );
+        assert_eq!(
+            fails(&format!("c.rrd {ok_ds} RRA:AVERAGE:1:1:1")),
+            "Invalid xff: must be between 0 and 1"
+        );
+        assert_eq!(
+            fails(&format!("c.rrd {ok_ds} RRA:AVERAGE:0.5:1")),
+            "Expected at least 4 arguments for RRA but got 3"
+        );
+        assert_eq!(
+            fails(&format!("c.rrd {ok_ds} RRA:FOO:1")),
+            "Unrecognized consolidation function FOO"
+        );
+        assert_eq!(
+            fails(&format!("c.rrd {ok_ds} RRA:AVERAGE:0.5:7m:1d")),
+            "Invalid step 7m: value would truncate when scaled"
+        );
+        assert_eq!(
+            fails(&format!("c.rrd {ok_ds} RRA:AVERAGE:0.5:1:10:3")),
+            "Unexpected extra argument for consolidation function AVERAGE"
+        );
+        assert_eq!(
+            fails(&format!("c.rrd --step 0 {ok_ds} {ok_rra}")),
+            "step size: value must be positive"
+        );
+        assert_eq!(
+            fails(&format!("c.rrd --start 100 {ok_ds} {ok_rra}")),
+            "start time: did you really mean month 100?"
+        );
+        assert_eq!(
+            fails(&format!("c.rrd foo {ok_ds} {ok_rra}")),
+            "can't parse argument 'foo'"
+        );
+        assert_eq!(
+            fails(&format!("c.rrd --foo {ok_ds} {ok_rra}")),
+            "invalid option -- 'foo'"
+        );
+        assert!(fails(&format!("c.rrd {ok_ds} RRA:HWPREDICT:10:0.1:0.1:10"))
+            .contains("does not support"));
+    }
+}
