@@ -74,8 +74,9 @@ pub enum Op {
     Copy,
     Index,
     Roll,
-    /// Operators that need a time series or the time of a value (TIME, PREV, TREND, ...):
-    /// parsed so COMPUTE can name them in its error, not evaluated yet.
+    /// Operators COMPUTE refuses: TIME, LTIME and STEPWIDTH evaluate from [`EvalCtx`]; the
+    /// series operators (PREV, COUNT, TREND, PREDICT, NEW*) are parsed but not evaluated yet
+    /// (evaluation reports `RPN operator <name> is not supported yet`).
     Series(&'static str),
 }
 
@@ -247,22 +248,28 @@ pub fn compile_compute(expr: &str, ds_names: &[&str]) -> Result<Rpn, RrdError> {
 
 /// The value of COMPUTE DS `ds` over the PDP rates of the other DS. Compiled programs are
 /// cached per thread by expression text.
-pub(crate) fn eval_compute(schema: &Schema, ds: usize, pdp_temp: &[f64]) -> Result<f64, RrdError> {
+pub(crate) fn eval_compute(
+    schema: &Schema,
+    ds: usize,
+    pdp_temp: &[f64],
+    now: i64,
+) -> Result<f64, RrdError> {
     thread_local! {
         static CACHE: RefCell<Vec<(String, Vec<String>, Rpn)>> = const { RefCell::new(Vec::new()) };
     }
     let Some(expr) = schema.ds[ds].rpn.as_deref() else {
         return Ok(DNAN);
     };
-    let names: Vec<&str> = schema.ds[..ds].iter().map(|d| d.name.as_str()).collect();
+    let before = &schema.ds[..ds];
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         let hit = c.iter().position(|(e, n, _)| {
-            e == expr && n.len() == names.len() && n.iter().zip(&names).all(|(a, b)| a == b)
+            e == expr && n.len() == before.len() && n.iter().zip(before).all(|(a, d)| *a == d.name)
         });
         let idx = match hit {
             Some(i) => i,
             None => {
+                let names: Vec<&str> = before.iter().map(|d| d.name.as_str()).collect();
                 let rpn = compile_compute(expr, &names)?;
                 if c.len() >= 64 {
                     c.clear();
@@ -276,9 +283,9 @@ pub(crate) fn eval_compute(schema: &Schema, ds: usize, pdp_temp: &[f64]) -> Resu
             }
         };
         let ctx = EvalCtx {
-            time: 0,
+            time: now,
             step: schema.step as i64,
-            now: 0,
+            now,
         };
         c[idx]
             .2
@@ -515,6 +522,9 @@ impl Rpn {
                     st.truncate(from);
                     st.push(v);
                 }
+                // Scalar given the context; LTIME is TIME in UTC (ringlet works in UTC).
+                Op::Series("TIME") | Op::Series("LTIME") => st.push(ctx.time as f64),
+                Op::Series("STEPWIDTH") => st.push(ctx.step as f64),
                 Op::Series(name) => {
                     return Err(RrdError::new(format!(
                         "RPN operator {} is not supported yet",

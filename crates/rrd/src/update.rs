@@ -263,6 +263,7 @@ impl Rrd {
                 post_int: s.time.rem_euclid(step) as f64 + s.usec as f64 / 1e6,
                 elapsed: ((occu_pdp_st - proc_pdp_st) / step) as u64,
                 proc_pdp_cnt: (proc_pdp_st / step) as u64,
+                now: s.time,
             })
         } else {
             None

@@ -24,6 +24,9 @@ pub(super) struct Steps {
     pub elapsed: u64,
     /// Index of the first PDP completed (`proc_pdp_st / step`).
     pub proc_pdp_cnt: u64,
+    /// The update's time, for RPN `NOW` (rrdtool reads the clock; the sample time is the
+    /// replayable stand-in, equal to it for `N` updates).
+    pub now: i64,
 }
 
 /// Up to this many DS, per-update scratch lives on the stack.
@@ -76,6 +79,7 @@ pub(super) fn process_steps(
                 post_int: 0.0,
                 elapsed: 1,
                 proc_pdp_cnt: st.proc_pdp_cnt,
+                now: st.now,
             };
             let time_ref = rrd.last_up + open as i64;
             run_steps(rrd, left_st, left, time_ref, sink)?;
@@ -176,7 +180,7 @@ fn process_all_pdp_st(
             };
         pdp_temp[i] = temp;
         if def.kind == DsType::Compute {
-            pdp_temp[i] = rpn::eval_compute(&rrd.schema, i, pdp_temp)?;
+            pdp_temp[i] = rpn::eval_compute(&rrd.schema, i, pdp_temp, st.now)?;
         }
         let p = &mut rrd.pdp[i];
         if new.is_nan() {
