@@ -165,31 +165,29 @@ pub fn strtodbl_in(ctx: &str, s: &str) -> Result<f64, RrdError> {
 /// At most this many digits per operand in [`rrd_diff`]; longer gives NaN.
 const DIFF_MAX_DIGITS: usize = 30;
 
-/// Sign and magnitude of a decimal string as `rrd_diff` reads it: negative when it starts with
-/// `-`, every other non-digit skipped. `None` when it has no digit or too many.
+/// Sign and magnitude of a decimal string as `rrd_diff` reads it: the non-digits before the
+/// first digit are skipped (the number is negative when they hold a `-`), then the run of
+/// digits is read and anything after it ignored (`"1e400"` reads as 1, `"x-5"` as -5).
+/// `None` when there is no digit or more than 30 of them.
 fn diff_operand(s: &str) -> Option<(bool, u128)> {
     let b = s.as_bytes();
-    let negative = b.first() == Some(&b'-');
-    let mut digits = 0usize;
-    let mut v: u128 = 0;
-    for &c in b {
-        if c.is_ascii_digit() {
-            digits += 1;
-            if digits > DIFF_MAX_DIGITS {
-                return None;
-            }
-            v = v * 10 + u128::from(c - b'0');
-        }
-    }
-    if digits == 0 {
+    let first = b.iter().position(u8::is_ascii_digit)?;
+    let negative = b[..first].contains(&b'-');
+    let run = b[first..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if run > DIFF_MAX_DIGITS {
         return None;
     }
+    let v = b[first..first + run]
+        .iter()
+        .fold(0u128, |v, &c| v * 10 + u128::from(c - b'0'));
     Some((negative, v))
 }
 
 /// `rrd_diff(a, b)`: `a - b` computed on decimal strings, then read back by `rrd_strtod`
 /// (so large results are not correctly rounded). NaN when an operand has no digits or more
-/// than 30, or when the signs differ (`"5"` and `"-3"`, also `"0"` and `"-0"`).
+/// than 30, or when the signs differ (`"5"` and `"-3"`, also `"0"` and `"-0"`). Operands are
+/// read as [`diff_operand`] says; only `last_ds` kept while the heartbeat was exceeded can
+/// hold such text, since new COUNTER/DERIVE values are validated first.
 pub fn rrd_diff(a: &str, b: &str) -> f64 {
     let (Some((na, va)), Some((nb, vb))) = (diff_operand(a), diff_operand(b)) else {
         return f64::NAN;
@@ -356,5 +354,32 @@ mod tests {
             rrd_diff("-11111111111111111111111111111", "-1") / 10.0,
             -1.1111111111111109e+27
         );
+    }
+
+    // DERIVE hb 10, step 5: T:<x> (stored unvalidated: heartbeat exceeded), T+5:<new>;
+    // rate = rrd_diff(new, x)/5 from python3-rrdtool fetch.
+    #[test]
+    fn rrd_diff_reads_the_first_digit_run_of_unvalidated_text() {
+        for (x, pos, neg) in [
+            ("1e400", Some(19.8), None),
+            ("abc5", Some(19.0), None),
+            ("5abc7", Some(19.0), None),
+            ("+5", Some(19.0), None),
+            (" 5", Some(19.0), None),
+            ("5.5", Some(19.0), None),
+            ("12.34.56", Some(17.6), None),
+            ("1-2", Some(19.8), None),
+            ("0x20", Some(20.0), None),
+            ("-5x3", None, Some(-19.0)),
+            ("x-5", None, Some(-19.0)),
+            ("--5", None, Some(-19.0)),
+            ("-x5", None, Some(-19.0)),
+            ("+-5", None, Some(-19.0)),
+            ("- 5", None, Some(-19.0)),
+            ("-", None, None),
+        ] {
+            let r = |new: &str| Some(rrd_diff(new, x) / 5.0).filter(|v| !v.is_nan());
+            assert_eq!((r("100"), r("-100")), (pos, neg), "{}", x);
+        }
     }
 }
