@@ -55,7 +55,9 @@ impl Decimal {
             mantissa: m,
             scale: frac.len() as u8,
         };
-        (d.format() == s).then_some(d)
+        // The rules above admit exactly the canonical spellings (tested exhaustively below).
+        debug_assert_eq!(d.format(), s);
+        Some(d)
     }
 
     /// The canonical spelling: `-`, integer part, and exactly `scale` fraction digits.
@@ -110,6 +112,24 @@ mod tests {
                 scale: 2
             })
         );
+    }
+
+    #[test]
+    fn every_short_string_that_parses_reformats_exactly() {
+        let alphabet = ['-', '0', '1', '9', '.', 'e'];
+        let mut strings = vec![String::new()];
+        for _ in 0..6 {
+            let next: Vec<String> = strings
+                .iter()
+                .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+                .collect();
+            for s in &next {
+                if let Some(d) = Decimal::parse(s) {
+                    assert_eq!(&d.format(), s);
+                }
+            }
+            strings = next;
+        }
     }
 
     #[test]

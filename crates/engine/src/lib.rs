@@ -258,6 +258,7 @@ impl Store {
             Err(ApplyError::Rejected(e)) => return Err(Error::Rrd(e)),
             Err(ApplyError::Partial(e)) => Err(Error::Rrd(e)),
         };
+        let first = s.count == 0;
         match s.log(sample) {
             Ok(grew) => self.pending_bytes += grew,
             Err(e) => {
@@ -266,7 +267,9 @@ impl Store {
                 return Err(Error::Io(std::io::Error::other(e.to_string())));
             }
         }
-        self.reg.dirty.insert(id);
+        if first {
+            self.reg.dirty.push(id);
+        }
         outcome?;
         self.maybe_commit()
     }

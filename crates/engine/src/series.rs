@@ -8,7 +8,7 @@
 use codec::bits::BitWriter;
 use codec::sample::{EncodeError, SeriesCodec};
 use rrd::{Rrd, Sample};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::HashMap;
 
 pub struct Series {
     pub name: String,
@@ -47,10 +47,10 @@ impl Series {
 
 #[derive(Default)]
 pub struct Registry {
-    by_name: BTreeMap<String, u64>,
-    by_id: BTreeMap<u64, Series>,
-    /// Series with pending samples.
-    pub dirty: BTreeSet<u64>,
+    by_name: HashMap<String, u64>,
+    by_id: HashMap<u64, Series>,
+    /// Series with pending samples (each once; ids of since-removed series are skipped).
+    pub dirty: Vec<u64>,
     pub next_id: u64,
 }
 
@@ -78,8 +78,11 @@ impl Registry {
         self.by_id.get_mut(&id)
     }
 
+    /// All names, sorted.
     pub fn names(&self) -> Vec<String> {
-        self.by_name.keys().cloned().collect()
+        let mut v: Vec<String> = self.by_name.keys().cloned().collect();
+        v.sort_unstable();
+        v
     }
 
     pub fn len(&self) -> usize {
@@ -94,7 +97,6 @@ impl Registry {
     pub fn insert(&mut self, id: u64, name: String, rrd: Rrd) {
         if let Some(old) = self.by_name.insert(name.clone(), id) {
             self.by_id.remove(&old);
-            self.dirty.remove(&old);
         }
         self.by_id.insert(id, Series::new(name, rrd));
         self.next_id = self.next_id.max(id + 1);
@@ -103,13 +105,14 @@ impl Registry {
     pub fn remove(&mut self, id: u64) -> Option<Series> {
         let s = self.by_id.remove(&id)?;
         self.by_name.remove(&s.name);
-        self.dirty.remove(&id);
         Some(s)
     }
 
     /// Every series in id order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (u64, &Series)> {
-        self.by_id.iter().map(|(&id, s)| (id, s))
+        let mut v: Vec<(u64, &Series)> = self.by_id.iter().map(|(&id, s)| (id, s)).collect();
+        v.sort_unstable_by_key(|&(id, _)| id);
+        v.into_iter()
     }
 
     /// Seed every codec from its RRD and drop pending chunks (after a checkpoint, which holds
