@@ -94,6 +94,7 @@ pub fn parse_create(args: &[String], now: i64) -> Result<CreateRequest, RrdError
             positional.extend(args[i..].iter().map(String::as_str));
             break;
         }
+        let is_long = a.starts_with("--");
         let (opt, inline): (&str, Option<&str>) = if let Some(long) = a.strip_prefix("--") {
             match long.split_once('=') {
                 Some((o, v)) => (o, Some(v)),
@@ -122,7 +123,8 @@ pub fn parse_create(args: &[String], now: i64) -> Result<CreateRequest, RrdError
             Some(v) => v.to_string(),
             None => {
                 let Some(v) = args.get(i) else {
-                    return Err(err(format!("option requires argument -- '{opt}'")));
+                    let an = if is_long { "" } else { "an " };
+                    return Err(err(format!("option requires {an}argument -- '{opt}'")));
                 };
                 i += 1;
                 v.clone()

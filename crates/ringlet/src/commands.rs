@@ -1,0 +1,526 @@
+//! The rrdtool commands over a ringlet store: argument checks in rrdtool's order, the work,
+//! and the exact text rrdtool prints.
+//!
+//! Each command returns an [`Outcome`]: what goes to stdout, and rrdtool's error message if it
+//! failed (printed as `ERROR: <msg>` on stderr, exit status 1). Argument errors are found
+//! before the store is opened; the store is opened once, and closed (committed) before the
+//! command returns, also after a failed update whose earlier arguments were applied.
+
+use crate::getopt::{self, Opt};
+use crate::store;
+use engine::Store;
+use rrd::fetch::{fetch, format_fetch};
+use rrd::fmt::info_num;
+use rrd::parsetime::{parse_time, resolve_pair, Base, TimeSpec, MIN_TIME};
+use rrd::update::{parse_template, parse_update_arg};
+use rrd::{Cf, RowWrite, Rrd};
+use std::path::Path;
+
+/// What a command printed, and its error.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub stdout: String,
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    fn ok(stdout: String) -> Outcome {
+        Outcome {
+            stdout,
+            error: None,
+        }
+    }
+    fn err(msg: impl Into<String>) -> Outcome {
+        Outcome {
+            stdout: String::new(),
+            error: Some(msg.into()),
+        }
+    }
+}
+
+/// The environment of one invocation.
+pub struct Ctx<'a> {
+    pub store_dir: &'a Path,
+    /// Wall clock: seconds and microseconds.
+    pub now: (i64, i64),
+}
+
+const NO_DAEMON: &str = "ringlet does not support --daemon (rrdcached) on the command line";
+
+fn opt(long: &'static str, short: char, takes_value: bool) -> Opt {
+    Opt {
+        long,
+        short,
+        takes_value,
+    }
+}
+
+/// Run `f` on the opened store and close it (committing) afterwards, even if `f` failed.
+fn with_store(ctx: &Ctx, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
+    let mut st = match store::open(ctx.store_dir) {
+        Ok(s) => s,
+        Err(e) => return Outcome::err(e),
+    };
+    let mut out = f(&mut st);
+    if let Err(e) = st.close() {
+        if out.error.is_none() {
+            out.error = Some(e.to_string());
+        }
+    }
+    out
+}
+
+/// Load an RRD for reading, with rrdtool's "opening" error.
+fn load<'s>(st: &'s Store, given: &str) -> Result<&'s Rrd, String> {
+    let name = store::normalize(given)?;
+    st.get(&name)
+        .ok_or_else(|| format!("opening '{given}': No such file or directory"))
+}
+
+pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
+    if args.iter().any(|a| a == "-d" || a.starts_with("--daemon")) {
+        return Outcome::err(NO_DAEMON);
+    }
+    let req = match rrd::create::parse_create(args, ctx.now.0) {
+        Ok(r) => r,
+        Err(e) => return Outcome::err(e.msg),
+    };
+    let name = match store::normalize(&req.name) {
+        Ok(n) => n,
+        Err(e) => return Outcome::err(e),
+    };
+    with_store(ctx, |st| {
+        let rrd = Rrd::new(req.schema, req.start);
+        match st.create(&name, rrd, !req.no_overwrite) {
+            Ok(()) => Outcome::default(),
+            Err(e) => Outcome::err(store::message(&e, &req.name)),
+        }
+    })
+}
+
+/// `update` and `updatev` (`verbose`).
+pub fn update(ctx: &Ctx, args: &[String], verbose: bool) -> Outcome {
+    let spec = [
+        opt("template", 't', true),
+        opt("skip-past-updates", 's', false),
+        opt("daemon", 'd', true),
+    ];
+    let p = match getopt::parse(args, &spec) {
+        Ok(p) => p,
+        Err(e) => return Outcome::err(e),
+    };
+    if p.has("daemon") {
+        return Outcome::err(NO_DAEMON);
+    }
+    let template = p
+        .opts
+        .iter()
+        .rev()
+        .find(|(l, _)| *l == "template")
+        .map(|(_, v)| v.clone());
+    let skip_past = p.has("skip-past-updates");
+    let Some((given, values)) = p.positional.split_first() else {
+        return Outcome::err("Not enough arguments");
+    };
+    if values.is_empty() {
+        return Outcome::err("Not enough arguments");
+    }
+    let name = match store::normalize(given) {
+        Ok(n) => n,
+        Err(e) => return Outcome::err(e),
+    };
+    let mut out = with_store(ctx, |st| {
+        let mut rows: Vec<RowWrite> = Vec::new();
+        let res = apply_updates(
+            ctx,
+            st,
+            given,
+            &name,
+            template.as_deref(),
+            skip_past,
+            values,
+            &mut rows,
+        );
+        let mut text = String::new();
+        if verbose {
+            let schema = st.get(&name).map(|r| r.schema.clone());
+            text.push_str(&format!(
+                "return_value = {}\n",
+                if res.is_ok() { 0 } else { -1 }
+            ));
+            if let Some(schema) = schema {
+                for w in &rows {
+                    let (Some(rra), Some(ds)) = (schema.rra.get(w.rra), schema.ds.get(w.ds)) else {
+                        continue;
+                    };
+                    text.push_str(&format!(
+                        "[{}]RRA[{}][{}]DS[{}] = {}\n",
+                        w.time,
+                        rra.cf.name(),
+                        rra.pdp_cnt,
+                        ds.name,
+                        info_num(w.value)
+                    ));
+                }
+            }
+        }
+        Outcome {
+            stdout: text,
+            error: res.err(),
+        }
+    });
+    if verbose && out.stdout.is_empty() {
+        out.stdout = "return_value = -1\n".to_string();
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_updates(
+    ctx: &Ctx,
+    st: &mut Store,
+    given: &str,
+    name: &str,
+    template: Option<&str>,
+    skip_past: bool,
+    values: &[String],
+    rows: &mut Vec<RowWrite>,
+) -> Result<(), String> {
+    let Some(rrd) = st.get(name) else {
+        return Err(format!("opening '{given}': No such file or directory"));
+    };
+    let schema = rrd.schema.clone();
+    let tmpl = match template {
+        Some(t) => Some(parse_template(&schema, t).map_err(|e| e.msg)?),
+        None => None,
+    };
+    for arg in values {
+        let sample = parse_update_arg(&schema, arg, tmpl.as_deref(), ctx.now)
+            .map_err(|e| format!("{given}: {}", e.msg))?;
+        if skip_past {
+            if let Some(r) = st.get(name) {
+                if (sample.time, sample.usec) <= (r.last_up, r.last_up_usec) {
+                    continue;
+                }
+            }
+        }
+        st.update(name, &sample, &mut |w| rows.push(w))
+            .map_err(|e| match e {
+                engine::Error::Rrd(r) => format!("{given}: {}", r.msg),
+                other => store::message(&other, given),
+            })?;
+    }
+    Ok(())
+}
+
+pub fn fetch_cmd(ctx: &Ctx, args: &[String]) -> Outcome {
+    let spec = [
+        opt("resolution", 'r', true),
+        opt("start", 's', true),
+        opt("end", 'e', true),
+        opt("align-start", 'a', false),
+        opt("daemon", 'd', true),
+    ];
+    let p = match getopt::parse(args, &spec) {
+        Ok(p) => p,
+        Err(e) => return Outcome::err(e),
+    };
+    // Defaults: `-s end-24h -e now`.
+    let mut start_spec = TimeSpec {
+        base: Base::End,
+        years: 0,
+        months: 0,
+        days: 0,
+        secs: -86400,
+    };
+    let mut end_spec = TimeSpec {
+        base: Base::Absolute(ctx.now.0),
+        secs: 0,
+        ..start_spec
+    };
+    let mut resolution = 1u64;
+    for (l, v) in &p.opts {
+        match *l {
+            "resolution" => match rrd::create::scaled_duration(v, 1) {
+                Ok(r) => resolution = r,
+                Err(m) => return Outcome::err(format!("resolution: {m}")),
+            },
+            "start" => match parse_time(v, ctx.now.0) {
+                Ok(t) => start_spec = t,
+                Err(e) => return Outcome::err(format!("start time: {}", e.msg)),
+            },
+            "end" => match parse_time(v, ctx.now.0) {
+                Ok(t) => end_spec = t,
+                Err(e) => return Outcome::err(format!("end time: {}", e.msg)),
+            },
+            "daemon" => return Outcome::err(NO_DAEMON),
+            _ => {}
+        }
+    }
+    let (start, end) = match resolve_pair(&start_spec, &end_spec) {
+        Ok(x) => x,
+        Err(e) => return Outcome::err(e.msg),
+    };
+    if start < MIN_TIME {
+        return Outcome::err("the first entry to fetch should be after 1980");
+    }
+    if end < start {
+        return Outcome::err(format!("start ({start}) should be less than end ({end})"));
+    }
+    let [given, cf_name, ..] = p.positional.as_slice() else {
+        return Outcome::err("Usage: rrdtool fetch <file> <CF> [options]");
+    };
+    let Some(cf) = Cf::from_name(cf_name) else {
+        return Outcome::err(format!("unknown consolidation function '{cf_name}'"));
+    };
+    let align = p.has("align-start");
+    with_store(ctx, |st| {
+        let rrd = match load(st, given) {
+            Ok(r) => r,
+            Err(e) => return Outcome::err(e),
+        };
+        match fetch(rrd, cf, start, end, resolution, align) {
+            Ok(r) => Outcome::ok(format_fetch(&r)),
+            Err(e) => Outcome::err(e.msg),
+        }
+    })
+}
+
+/// `info`, `last`, `lastupdate`: one file, nothing else.
+fn single_file<'a>(p: &'a getopt::Parsed, usage: &str) -> Result<&'a str, String> {
+    if p.has("daemon") {
+        return Err(NO_DAEMON.to_string());
+    }
+    match p.positional.as_slice() {
+        [one] => Ok(one),
+        _ => Err(usage.to_string()),
+    }
+}
+
+pub fn info(ctx: &Ctx, args: &[String]) -> Outcome {
+    let spec = [opt("daemon", 'd', true), opt("noflush", 'F', false)];
+    let given = match getopt::parse(args, &spec).and_then(|p| {
+        single_file(
+            &p,
+            "Usage: rrdtool info [--daemon |-d <addr> [--noflush|-F]] <file>",
+        )
+        .map(String::from)
+    }) {
+        Ok(g) => g,
+        Err(e) => return Outcome::err(e),
+    };
+    with_store(ctx, |st| match load(st, &given) {
+        Ok(rrd) => Outcome::ok(rrd::info::format_info(&rrd::info::info(rrd, &given))),
+        Err(e) => Outcome::err(e),
+    })
+}
+
+/// `first` and `last` print `-1` on stdout when they fail.
+fn minus_one(mut o: Outcome) -> Outcome {
+    if o.error.is_some() {
+        o.stdout = "-1\n".to_string();
+    }
+    o
+}
+
+pub fn last(ctx: &Ctx, args: &[String]) -> Outcome {
+    let spec = [opt("daemon", 'd', true)];
+    let given = match getopt::parse(args, &spec).and_then(|p| {
+        single_file(&p, "Usage: rrdtool last [--daemon|-d <addr>] <file>").map(String::from)
+    }) {
+        Ok(g) => g,
+        Err(e) => return minus_one(Outcome::err(e)),
+    };
+    minus_one(with_store(ctx, |st| match load(st, &given) {
+        Ok(rrd) => Outcome::ok(format!("{}\n", rrd.last_up)),
+        Err(e) => Outcome::err(e),
+    }))
+}
+
+pub fn first(ctx: &Ctx, args: &[String]) -> Outcome {
+    let spec = [opt("rraindex", '\0', true), opt("daemon", 'd', true)];
+    let p = match getopt::parse(args, &spec) {
+        Ok(p) => p,
+        Err(e) => return minus_one(Outcome::err(e)),
+    };
+    if p.has("daemon") {
+        return minus_one(Outcome::err(NO_DAEMON));
+    }
+    // atoi: leading digits with an optional sign, else 0.
+    let index = p
+        .opts
+        .iter()
+        .rev()
+        .find(|(l, _)| *l == "rraindex")
+        .map_or(0, |(_, v)| atoi(v));
+    let Some(given) = p.positional.first().cloned() else {
+        return minus_one(Outcome::err(
+            "usage rrdtool first [--rraindex number] [--daemon|-d <addr>] file.rrd",
+        ));
+    };
+    minus_one(with_store(ctx, |st| {
+        let rrd = match load(st, &given) {
+            Ok(r) => r,
+            Err(e) => return Outcome::err(e),
+        };
+        let Some(def) = usize::try_from(index)
+            .ok()
+            .and_then(|i| rrd.schema.rra.get(i).map(|d| (i, d)))
+        else {
+            return Outcome::err("invalid rraindex number");
+        };
+        let (i, def) = def;
+        let span = (rrd.schema.step * def.pdp_cnt) as i64;
+        let first = rrd.rra_end(i) - (def.row_cnt as i64 - 1) * span;
+        Outcome::ok(format!("{first}\n"))
+    }))
+}
+
+fn atoi(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let n: i64 = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |a, d| {
+            a.wrapping_mul(10).wrapping_add(i64::from(d - b'0'))
+        });
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
+pub fn lastupdate(ctx: &Ctx, args: &[String]) -> Outcome {
+    let spec = [opt("daemon", 'd', true)];
+    let given = match getopt::parse(args, &spec).and_then(|p| {
+        single_file(&p, "Usage: rrdtool lastupdate [--daemon|-d <addr>] <file>").map(String::from)
+    }) {
+        Ok(g) => g,
+        Err(e) => return Outcome::err(e),
+    };
+    with_store(ctx, |st| {
+        let rrd = match load(st, &given) {
+            Ok(r) => r,
+            Err(e) => return Outcome::err(e),
+        };
+        let mut s = String::new();
+        for d in &rrd.schema.ds {
+            s.push(' ');
+            s.push_str(&d.name);
+        }
+        s.push_str(&format!("\n\n{}:", rrd.last_up));
+        for p in &rrd.pdp {
+            s.push(' ');
+            s.push_str(&p.last_ds);
+        }
+        s.push('\n');
+        Outcome::ok(s)
+    })
+}
+
+const DUMP_USAGE: &str = "usage rrdtool dump [--header|-h {none,xsd,dtd}]\n[--no-header|-n]\n\
+[--daemon|-d address]\nfile.rrd [file.xml]";
+
+pub fn dump(ctx: &Ctx, args: &[String]) -> Outcome {
+    let spec = [
+        opt("header", 'h', true),
+        opt("no-header", 'n', false),
+        opt("daemon", 'd', true),
+    ];
+    let p = match getopt::parse(args, &spec) {
+        Ok(p) => p,
+        Err(e) => return Outcome::err(e),
+    };
+    let mut header = "dtd".to_string();
+    for (l, v) in &p.opts {
+        match *l {
+            "header" => header.clone_from(v),
+            "no-header" => header = "none".to_string(),
+            _ => return Outcome::err(NO_DAEMON),
+        }
+    }
+    let (given, out_file) = match p.positional.as_slice() {
+        [f] => (f.clone(), None),
+        [f, x] => (f.clone(), Some(x.clone())),
+        _ => return Outcome::err(DUMP_USAGE),
+    };
+    with_store(ctx, |st| {
+        let rrd = match load(st, &given) {
+            Ok(r) => r,
+            Err(e) => return Outcome::err(e),
+        };
+        let xml = rrd::dump::dump_xml(rrd, &header);
+        match out_file {
+            None => Outcome::ok(xml),
+            Some(path) => match std::fs::write(&path, xml) {
+                Ok(()) => Outcome::default(),
+                Err(e) => Outcome::err(format!("cannot write to {path}: {e}")),
+            },
+        }
+    })
+}
+
+pub fn restore(ctx: &Ctx, args: &[String]) -> Outcome {
+    let spec = [
+        opt("range-check", 'r', false),
+        opt("force-overwrite", 'f', false),
+    ];
+    let p = match getopt::parse(args, &spec) {
+        Ok(p) => p,
+        Err(e) => return Outcome::err(e),
+    };
+    let [xml_path, given] = p.positional.as_slice() else {
+        return Outcome::err(
+            "usage rrdtool restore [--range-check|-r] [--force-overwrite|-f] file.xml file.rrd",
+        );
+    };
+    let name = match store::normalize(given) {
+        Ok(n) => n,
+        Err(e) => return Outcome::err(e),
+    };
+    let Ok(xml) = std::fs::read_to_string(xml_path) else {
+        return Outcome::err(format!("Could not create xml reader for: {xml_path}"));
+    };
+    let rrd = match rrd::restore::restore_xml(&xml, p.has("range-check")) {
+        Ok(r) => r,
+        Err(e) => return Outcome::err(e.msg),
+    };
+    let force = p.has("force-overwrite");
+    with_store(ctx, |st| match st.create(&name, rrd, force) {
+        Ok(()) => Outcome::default(),
+        Err(e) => Outcome::err(store::message(&e, given)),
+    })
+}
+
+pub fn xport(ctx: &Ctx, args: &[String]) -> Outcome {
+    if args.iter().any(|a| a == "-d" || a.starts_with("--daemon")) {
+        return Outcome::err(NO_DAEMON);
+    }
+    with_store(ctx, |st| {
+        let mut loader = |given: &str| -> Result<Rrd, rrd::RrdError> {
+            load(st, given).cloned().map_err(rrd::RrdError::new)
+        };
+        match rrd::xport::xport(args, ctx.now.0, &mut loader) {
+            Ok(s) => Outcome::ok(s),
+            Err(e) => Outcome::err(e.msg),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::atoi;
+
+    #[test]
+    fn atoi_reads_like_c() {
+        assert_eq!(atoi("12x"), 12);
+        assert_eq!(atoi("x"), 0);
+        assert_eq!(atoi("-3"), -3);
+    }
+}

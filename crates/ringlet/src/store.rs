@@ -1,0 +1,88 @@
+//! Which store a CLI invocation uses, and how RRD file names become store names.
+//!
+//! The store is `--store DIR`, else `$RINGLET_STORE`, else `$XDG_DATA_HOME/ringlet`, else
+//! `~/.local/share/ringlet`. An RRD's name is the path given on the command line, normalised:
+//! `./` and empty components dropped (`a//b` is `a/b`), `..` refused, a leading `/` kept.
+//! Messages always quote the name as the user typed it, like rrdtool.
+
+use engine::{Error, Options, Store};
+use std::path::{Path, PathBuf};
+
+/// The store directory from the command line or the environment.
+pub fn store_dir(flag: Option<&str>) -> PathBuf {
+    if let Some(d) = flag {
+        return PathBuf::from(d);
+    }
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(d) = env("RINGLET_STORE") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = env("XDG_DATA_HOME") {
+        return Path::new(&d).join("ringlet");
+    }
+    let home = env("HOME").unwrap_or_else(|| ".".into());
+    Path::new(&home).join(".local/share/ringlet")
+}
+
+/// The store name of the RRD file name `given`.
+pub fn normalize(given: &str) -> Result<String, String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in given.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                return Err(format!(
+                    "opening '{given}': '..' is not allowed in ringlet RRD names"
+                ))
+            }
+            c => parts.push(c),
+        }
+    }
+    if parts.is_empty() {
+        return Err(format!("opening '{given}': No such file or directory"));
+    }
+    let joined = parts.join("/");
+    Ok(if given.starts_with('/') {
+        format!("/{joined}")
+    } else {
+        joined
+    })
+}
+
+/// Open the store for one invocation: commits happen only when the command closes it.
+pub fn open(dir: &Path) -> Result<Store, String> {
+    let opts = Options {
+        commit_interval: None,
+        ..Options::default()
+    };
+    Store::open(dir, opts).map_err(|e| message(&e, ""))
+}
+
+/// rrdtool's text for an engine error about the RRD the user called `given`.
+pub fn message(e: &Error, given: &str) -> String {
+    match e {
+        Error::Rrd(r) => r.msg.clone(),
+        Error::NotFound(_) => format!("opening '{given}': No such file or directory"),
+        Error::Exists(_) => format!("creating '{given}': File exists"),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_normalised() {
+        assert_eq!(normalize("./a.rrd").unwrap(), "a.rrd");
+        assert_eq!(normalize("db//x/./a.rrd").unwrap(), "db/x/a.rrd");
+        assert_eq!(normalize("/srv/a.rrd").unwrap(), "/srv/a.rrd");
+        assert!(normalize("../a.rrd").is_err());
+        assert!(normalize("db/../a.rrd").is_err());
+    }
+
+    #[test]
+    fn store_flag_wins() {
+        assert_eq!(store_dir(Some("/tmp/s")), PathBuf::from("/tmp/s"));
+    }
+}
