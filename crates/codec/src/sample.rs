@@ -382,6 +382,48 @@ mod tests {
     }
 
     #[test]
+    fn random_sequences_roundtrip_across_chunks() {
+        let texts = [
+            "U", "0", "1", "-1", "0.5", "0.50", "12.34", "1e3", "abc", "", "-7",
+        ];
+        for seed in 1..60u64 {
+            let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let mut rnd = move |n: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % n
+            };
+            let seed_texts = [texts[rnd(11) as usize], texts[rnd(11) as usize]];
+            let start = SeriesCodec::seed(1_000_000, rnd(3) as i64, seed_texts);
+            let (mut enc, mut dec) = (start.clone(), start);
+            let mut t = 1_000_000i64;
+            for _chunk in 0..5 {
+                let samples: Vec<Sample> = (0..rnd(30))
+                    .map(|_| {
+                        t += [15, 15, 15, 14, 16, 300, 1][rnd(7) as usize];
+                        let v = |r: u64| match r % 4 {
+                            0 => texts[(r / 4 % 11) as usize].to_string(),
+                            1 => format!("{}.{:02}", r % 5000, r % 100),
+                            2 => (r % 100_000).to_string(),
+                            _ => format!("-{}.{}", r % 90 + 1, r % 10),
+                        };
+                        Sample {
+                            time: t,
+                            usec: [0, 0, 0, 999_999, 5][rnd(5) as usize],
+                            values: vec![v(rnd(1 << 40)), v(rnd(1 << 40))],
+                        }
+                    })
+                    .collect();
+                let bytes = encode_chunk(&mut enc, &samples).unwrap();
+                let back = decode_chunk(&mut dec, &bytes, samples.len()).unwrap();
+                assert_eq!(back, samples, "seed {seed}");
+                assert_eq!(enc, dec);
+            }
+        }
+    }
+
+    #[test]
     fn mismatched_value_count_is_refused() {
         let mut c = SeriesCodec::seed(0, 0, ["U"]);
         let err = c.encode(&mut BitWriter::new(), &sample(1, 0, &["1", "2"]));

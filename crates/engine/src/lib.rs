@@ -274,14 +274,21 @@ impl Store {
         self.maybe_commit()
     }
 
+    /// Whether a commit is due: changes are pending and the size limit or the commit
+    /// interval has been reached (a daemon's timer can poll this).
+    pub fn commit_due(&self) -> bool {
+        let pending = !self.pending.is_empty() || !self.reg.dirty.is_empty();
+        pending
+            && (self.pending_bytes >= self.opts.max_pending_bytes
+                || self
+                    .opts
+                    .commit_interval
+                    .is_some_and(|iv| self.last_commit.elapsed() >= iv))
+    }
+
     /// Commit if the size or time trigger says so.
     fn maybe_commit(&mut self) -> Result<(), Error> {
-        let due = self.pending_bytes >= self.opts.max_pending_bytes
-            || self
-                .opts
-                .commit_interval
-                .is_some_and(|iv| self.last_commit.elapsed() >= iv);
-        if due {
+        if self.commit_due() {
             self.commit()?;
         }
         Ok(())

@@ -102,7 +102,6 @@ fn sigkill_mid_commit_loses_nothing_committed() {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn child");
-        let pid = child.id();
         let out = child.stdout.take().expect("child stdout");
         let mut last_done = 0u64;
         let target = 40 + round * 37;
@@ -115,13 +114,14 @@ fn sigkill_mid_commit_loses_nothing_committed() {
                 }
             }
         }
-        // SIGKILL by pid, while the child is committing the next batches.
-        let status = Command::new("kill").args(["-9", &pid.to_string()]).status();
-        assert!(
-            status.map(|s| s.success()).unwrap_or(false),
-            "kill -9 {pid} failed"
+        // SIGKILL (Child::kill) while the child is committing the next batches.
+        child.kill().expect("SIGKILL the child");
+        let status = child.wait().expect("reap the child");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "the child must die by SIGKILL, not exit: {status:?}"
         );
-        let _ = child.wait();
         assert!(last_done >= target, "child stopped early at {last_done}");
 
         let store = Store::open(&dir.0, small_opts(256 << 10)).expect("reopen after kill");
