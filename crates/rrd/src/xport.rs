@@ -20,11 +20,12 @@
 //!   `--showtime`, the time as a quoted string.
 //! * Numbers print through rrdtool's own `%0.10e` ([`crate::fmt::rrd_exp`]).
 
+use crate::fetch::{fetch, FetchResult};
 use crate::fmt::rrd_exp;
 use crate::num::strtod;
+use crate::parsetime::{parse_time, resolve_pair, MIN_TIME};
 use crate::rpn::{self, EvalCtx, Rpn};
 use crate::{Cf, Rrd, RrdError};
-use shim::{fetch, FetchResult};
 
 /// Output format and grid options.
 #[derive(Debug, Clone)]
@@ -102,6 +103,15 @@ pub fn xport(
         return Err(err("no XPORT found, nothing to do"));
     }
     let pixel = (end - start) / opts.maxrows;
+    let too_early = |t: i64| {
+        err(format!(
+            "the first entry to fetch should be after 1980 ({})",
+            t
+        ))
+    };
+    if start < MIN_TIME {
+        return Err(too_early(start));
+    }
     for v in vars.iter_mut() {
         let Kind::Def(def) = &v.kind else {
             continue;
@@ -124,6 +134,9 @@ pub fn xport(
         let graph_step = opts.step.max(pixel).max(1);
         let ask = def.step.unwrap_or(graph_step);
         let want = ask.max(graph_step);
+        if ds < MIN_TIME {
+            return Err(too_early(ds));
+        }
         let rrd = load(&def.file)?;
         let col = rrd
             .schema
@@ -135,18 +148,15 @@ pub fn xport(
         v.step = st;
         v.rows = rows;
     }
-    // CDEF steps: gcd of their inputs', in definition order (inputs come first).
+    // CDEFs, in definition order (inputs come first), each on its own grid.
+    let graph_step = opts.step.max(pixel).max(1);
     for i in 0..vars.len() {
-        if let Kind::Cdef(r) = &vars[i].kind {
-            let step = r
-                .ops()
-                .iter()
-                .filter_map(|op| match op {
-                    rpn::Op::Var(j) => Some(vars[*j].step),
-                    _ => None,
-                })
-                .fold(0, gcd);
-            vars[i].step = step;
+        if matches!(vars[i].kind, Kind::Cdef(_)) {
+            let (s, st, rows) = eval_cdef(&vars, i, start, end, graph_step, now)?;
+            let v = &mut vars[i];
+            v.start = s;
+            v.step = st;
+            v.rows = rows;
         }
     }
     let step = exports
@@ -166,7 +176,7 @@ pub fn xport(
         let t = first + k as i64 * step;
         let mut row = Vec::with_capacity(exports.len());
         for (i, _) in &exports {
-            row.push(value(&vars, *i, t, now)?);
+            row.push(value(&vars, *i, t));
         }
         table.push(row);
     }
@@ -193,47 +203,80 @@ fn gcd(a: i64, b: i64) -> i64 {
     }
 }
 
-/// The value of series `i` at output time `t`.
-fn value(vars: &[Var], i: usize, t: i64, now: i64) -> Result<f64, RrdError> {
+/// The value of series `i` at time `t`: its row covering `(T-step, T]` around t, NaN outside.
+fn value(vars: &[Var], i: usize, t: i64) -> f64 {
     let v = &vars[i];
-    match &v.kind {
-        Kind::Def(_) => {
-            if v.step <= 0 || t <= v.start {
-                return Ok(f64::NAN);
-            }
-            let idx = ((t - v.start + v.step - 1) / v.step - 1) as usize;
-            Ok(v.rows.get(idx).copied().unwrap_or(f64::NAN))
-        }
-        Kind::Cdef(r) => {
-            // A CDEF lives on its own grid (gcd of its inputs' steps): its value at t is the
-            // one computed at the end of the grid interval holding t (what TIME sees).
-            let tt = if v.step > 0 {
-                t.div_euclid(v.step) * v.step + if t.rem_euclid(v.step) != 0 { v.step } else { 0 }
-            } else {
-                t
-            };
-            let mut inputs = Vec::new();
-            for op in r.ops() {
-                if let rpn::Op::Var(j) = op {
-                    inputs.push((*j, value(vars, *j, tt, now)?));
-                }
-            }
-            let ctx = EvalCtx {
-                time: tt,
-                step: v.step,
-                now,
-            };
-            r.try_eval(
-                &|j| {
-                    inputs
-                        .iter()
-                        .find(|(k, _)| *k == j)
-                        .map_or(f64::NAN, |x| x.1)
-                },
-                &ctx,
-            )
-        }
+    if v.step <= 0 || t <= v.start {
+        return f64::NAN;
     }
+    let idx = ((t - v.start + v.step - 1) / v.step - 1) as usize;
+    v.rows.get(idx).copied().unwrap_or(f64::NAN)
+}
+
+/// A CDEF over its own grid: step the gcd of its inputs' steps, from the latest input start
+/// to the earliest input end (an input-less CDEF uses the graph range and step). TIME and
+/// LTIME give the grid time, STEPWIDTH the step, COUNT the 1-based grid index, PREV the
+/// previous value of this CDEF.
+fn eval_cdef(
+    vars: &[Var],
+    i: usize,
+    start: i64,
+    end: i64,
+    graph_step: i64,
+    now: i64,
+) -> Result<(i64, i64, Vec<f64>), RrdError> {
+    let Kind::Cdef(r) = &vars[i].kind else {
+        return Ok((0, 0, Vec::new()));
+    };
+    let inputs: Vec<usize> = r
+        .ops()
+        .iter()
+        .filter_map(|op| match op {
+            rpn::Op::Var(j) if *j < vars.len() => Some(*j),
+            _ => None,
+        })
+        .collect();
+    let (g_start, g_step, g_end) = if inputs.is_empty() {
+        let s = start.div_euclid(graph_step) * graph_step;
+        (s, graph_step, end)
+    } else {
+        let step = inputs.iter().map(|&j| vars[j].step).fold(0, gcd);
+        let s = inputs.iter().map(|&j| vars[j].start).max().unwrap_or(start);
+        let e = inputs
+            .iter()
+            .map(|&j| vars[j].start + vars[j].rows.len() as i64 * vars[j].step)
+            .min()
+            .unwrap_or(end);
+        (s, step, e)
+    };
+    if g_step <= 0 {
+        return Ok((g_start, g_step, Vec::new()));
+    }
+    let n = ((g_end - g_start) / g_step).max(0) as usize;
+    let mut rows = Vec::with_capacity(n);
+    let mut prev = f64::NAN;
+    for k in 1..=n {
+        let t = g_start + k as i64 * g_step;
+        let ctx = EvalCtx {
+            time: t,
+            step: g_step,
+            now,
+        };
+        let x = r.try_eval(
+            &|j| match j {
+                TIME_VAR => t as f64,
+                STEP_VAR => g_step as f64,
+                COUNT_VAR => k as f64,
+                PREV_VAR => prev,
+                _ if j < vars.len() => value(vars, j, t),
+                _ => f64::NAN,
+            },
+            &ctx,
+        )?;
+        rows.push(x);
+        prev = x;
+    }
+    Ok((g_start, g_step, rows))
 }
 
 /// rrdgraph's `reduce_data` on one column: to a step that is a multiple of the fetched one
@@ -522,9 +565,24 @@ fn parse_element(
             });
         }
         "CDEF" => {
-            let (vname, expr) = rest.split_once('=').unwrap_or((rest, ""));
-            let resolve = |n: &str| find(vars, n);
-            let r = rpn::compile(expr, &resolve).map_err(|_| not_understood(expr, vars))?;
+            let Some((vname, expr)) = rest.split_once('=') else {
+                return Err(err(format!("don't understand '{}'", rest)));
+            };
+            if find(vars, vname).is_some() {
+                return Err(err(format!("trying to reuse vname {}", vname)));
+            }
+            if expr.is_empty() {
+                return Err(err("can not parse an empty rpn expression"));
+            }
+            let resolve = |n: &str| match n {
+                "\u{1}TIME" => Some(TIME_VAR),
+                "\u{1}STEPWIDTH" => Some(STEP_VAR),
+                "\u{1}COUNT" => Some(COUNT_VAR),
+                "\u{1}PREV" => Some(PREV_VAR),
+                _ => find(vars, n),
+            };
+            let r = rpn::compile(&time_tokens(expr), &resolve)
+                .map_err(|_| not_understood(expr, vars))?;
             vars.push(Var {
                 name: vname.to_string(),
                 kind: Kind::Cdef(r),
@@ -539,6 +597,15 @@ fn parse_element(
                 return Err(err(format!(
                     "Unused Arguments \"{}\" in command : {}",
                     f[2..].join(":"),
+                    el
+                )));
+            }
+            if rest.is_empty() {
+                return Err(err("No positional VNAME"));
+            }
+            if strtod(&f[0]).is_some_and(|(_, n)| n == f[0].len()) {
+                return Err(err(format!(
+                    "Encountered unknown type variable '' in line '{}'",
                     el
                 )));
             }
@@ -557,12 +624,38 @@ fn parse_element(
     Ok(())
 }
 
+/// Variable indices standing for what the RPN module leaves to the caller: a CDEF's grid
+/// time (TIME, and LTIME: ringlet is UTC), grid step (STEPWIDTH), 1-based grid index (COUNT)
+/// and previous value (PREV).
+const TIME_VAR: usize = usize::MAX - 1;
+const STEP_VAR: usize = usize::MAX - 2;
+const COUNT_VAR: usize = usize::MAX - 3;
+const PREV_VAR: usize = usize::MAX - 4;
+
+/// Renames the TIME, LTIME, STEPWIDTH, COUNT and PREV tokens to names only the variables
+/// above resolve to.
+fn time_tokens(expr: &str) -> String {
+    expr.split(',')
+        .map(|t| match t {
+            "TIME" | "LTIME" => "\u{1}TIME",
+            "STEPWIDTH" => "\u{1}STEPWIDTH",
+            "COUNT" => "\u{1}COUNT",
+            "PREV" => "\u{1}PREV",
+            _ => t,
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// rrdtool's CDEF parse error: `don't understand '<rest of the expression>'` from the first
 /// token that is neither a number, an operator nor a known vname.
 fn not_understood(expr: &str, vars: &[Var]) -> RrdError {
     let mut pos = 0;
     for tok in expr.split(',') {
-        let is_num = strtod(tok).is_some_and(|(_, n)| n == tok.len()) && !tok.is_empty();
+        // A number must be followed by a comma.
+        let is_num = strtod(tok).is_some_and(|(_, n)| n == tok.len())
+            && !tok.is_empty()
+            && pos + tok.len() < expr.len();
         let known =
             vars.iter().any(|v| v.name == tok) || rpn::compile(tok, &|_| None).is_ok() || is_num;
         if !known {
@@ -573,35 +666,14 @@ fn not_understood(expr: &str, vars: &[Var]) -> RrdError {
     err(format!("don't understand '{}'", expr))
 }
 
-/// Start and end times from `-s`/`-e` (defaults `end-1day` and `now`). Accepts seconds since
-/// the epoch, `now`, and signed offsets (start relative to end, end relative to now).
+/// Start and end times from `-s`/`-e` (at-style, defaults `end-24h` and `now`), with
+/// rrdtool's `start time: ` / `end time: ` error prefixes.
 fn start_end(s: Option<&str>, e: Option<&str>, now: i64) -> Result<(i64, i64), RrdError> {
-    let end = match e {
-        None => now,
-        Some(spec) => time_spec(spec, now)
-            .ok_or_else(|| err(format!("end time: unparsable time: {}", spec)))?,
-    };
-    let start = match s {
-        None => end - 86_400,
-        Some(spec) => time_spec(spec, end)
-            .ok_or_else(|| err(format!("start time: unparsable time: {}", spec)))?,
-    };
-    Ok((start, end))
-}
-
-/// A minimal at-style time: integer seconds, `now`, or `+N`/`-N` relative to `base`.
-fn time_spec(spec: &str, base: i64) -> Option<i64> {
-    let t = spec.trim();
-    if t == "now" {
-        return Some(base);
-    }
-    let rel = t.starts_with('-') || t.starts_with('+');
-    let digits = t.trim_start_matches(['-', '+']);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let v: i64 = t.parse().ok()?;
-    Some(if rel { base + v } else { v })
+    let start = parse_time(s.unwrap_or("end-24h"), now)
+        .map_err(|x| err(format!("start time: {}", x.msg)))?;
+    let end =
+        parse_time(e.unwrap_or("now"), now).map_err(|x| err(format!("end time: {}", x.msg)))?;
+    resolve_pair(&start, &end)
 }
 
 /// The export grid, ready to print.
@@ -682,77 +754,6 @@ fn format_json(g: &Grid, showtime: bool) -> String {
     }
     o.push_str("  ]\n}\n");
     o
-}
-
-/// Stand-in for `crate::fetch::fetch` until that module lands: same signature and result, the
-/// RRA choice and alignment of `rrdfetch` as the reference describes them (§3.9). Replace
-/// `use shim::...` by `use crate::fetch::{fetch, FetchResult};` and delete this module then.
-mod shim {
-    use crate::{Cf, Rrd, RrdError};
-
-    #[derive(Debug, Clone, PartialEq)]
-    pub struct FetchResult {
-        /// Exclusive: row i covers `(start + i*step, start + (i+1)*step]`.
-        pub start: i64,
-        pub end: i64,
-        pub step: u64,
-        pub ds_names: Vec<String>,
-        pub rows: Vec<Vec<f64>>,
-    }
-
-    pub fn fetch(
-        rrd: &Rrd,
-        cf: Cf,
-        start: i64,
-        end: i64,
-        resolution: u64,
-        _align: bool,
-    ) -> Result<FetchResult, RrdError> {
-        let step = rrd.schema.step as i64;
-        let want = i64::try_from(resolution).unwrap_or(i64::MAX);
-        let mut best_full: Option<(usize, i64)> = None;
-        let mut best_part: Option<(usize, i64, i64)> = None;
-        for (i, r) in rrd.schema.rra.iter().enumerate() {
-            if r.cf != cf && r.pdp_cnt != 1 {
-                continue;
-            }
-            let span = step * r.pdp_cnt as i64;
-            let cal_end = rrd.last_up - rrd.last_up.rem_euclid(span);
-            let cal_start = cal_end - span * r.row_cnt as i64;
-            let diff = (want - span).abs();
-            if cal_start <= start {
-                if !matches!(best_full, Some((_, d)) if diff >= d) {
-                    best_full = Some((i, diff));
-                }
-            } else {
-                let cov = (end - start) - (cal_start - start);
-                if !matches!(best_part, Some((_, c, d)) if cov < c || (cov == c && diff >= d)) {
-                    best_part = Some((i, cov, diff));
-                }
-            }
-        }
-        let Some(i) = best_full.map(|x| x.0).or(best_part.map(|x| x.0)) else {
-            return Err(RrdError::new(
-                "the RRD does not contain an RRA matching the chosen CF",
-            ));
-        };
-        let span = step * rrd.schema.rra[i].pdp_cnt as i64;
-        let s = start - start.rem_euclid(span);
-        let e = end + span - end.rem_euclid(span);
-        let rows = (0..(e - s) / span)
-            .map(|k| {
-                let t = s + (k + 1) * span;
-                (0..rrd.ds_cnt()).map(|d| rrd.value_at(i, d, t)).collect()
-            })
-            .collect();
-        Ok(FetchResult {
-            start: s,
-            end: e,
-            step: span as u64,
-            ds_names: rrd.schema.ds.iter().map(|d| d.name.clone()).collect(),
-            rows,
-        })
-    }
 }
 
 #[cfg(test)]
@@ -1118,6 +1119,34 @@ mod tests {
         ] {
             compare(&dir, args);
         }
+        // At-style times relative to each other (the clock is not involved).
+        for args in [
+            &["-s", "end-1h", "-e", "1000100000", a, "XPORT:a"][..],
+            &["-s", "1000100000", "-e", "start+1h", a, "XPORT:a"],
+            &["-s", "end-1h", "-e", "start+1h", a, "XPORT:a"],
+            &["-s", "100", "-e", "200", a, "XPORT:a"],
+            &["-e", "1000100000", a, "XPORT:a"],
+            &["-s", "end-3days", "-e", "20010912", a, "XPORT:a"],
+            &["-s", "19790101", "-e", "19790601", a, "XPORT:a"],
+            &[
+                "-s",
+                "19790101",
+                "-e",
+                "1000000000",
+                "DEF:a=x400.rrd:g:AVERAGE:start=1000000000",
+                "XPORT:a",
+            ],
+            &[
+                "-s",
+                "1000000000",
+                "-e",
+                "1000003000",
+                "DEF:a=x400.rrd:g:AVERAGE:start=19790101",
+                "XPORT:a",
+            ],
+        ] {
+            compare(&dir, args);
+        }
         // Accepted forms.
         for args in [
             &[
@@ -1203,7 +1232,14 @@ mod tests {
                 args.push(format!("XPORT:v{}:leg {}", k, k));
             }
             if n > 1 {
-                args.push("CDEF:s=v0,v1,+,2,/".into());
+                let exprs = [
+                    "v0,v1,+,2,/",
+                    "v0,v1,MAX,COUNT,+",
+                    "v1,PREV,ADDNAN",
+                    "v0,UN,TIME,v0,IF,3600,%",
+                    "v0,v1,-,STEPWIDTH,*",
+                ];
+                args.push(format!("CDEF:s={}", exprs[next(5) as usize]));
                 args.push("XPORT:s".into());
             }
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
