@@ -6,6 +6,7 @@ use super::case::{Case, Stdin};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,12 +92,16 @@ fn run_one(mut cmd: Command, input: Vec<u8>) -> Output {
             let _ = w.write_all(&input);
         })
     });
-    let reader = |r: Option<Box<dyn Read + Send>>| {
+    // Readers report on a channel when their pipe closes (the child exited or closed it), so
+    // the wait below blocks instead of polling; the deadline only matters for a hang.
+    let (tx, rx) = mpsc::channel::<()>();
+    let reader = |r: Option<Box<dyn Read + Send>>, tx: mpsc::Sender<()>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
             if let Some(mut r) = r {
                 let _ = r.read_to_end(&mut buf);
             }
+            let _ = tx.send(());
             buf
         })
     };
@@ -105,29 +110,30 @@ fn run_one(mut cmd: Command, input: Vec<u8>) -> Output {
             .stdout
             .take()
             .map(|r| Box::new(r) as Box<dyn Read + Send>),
+        tx.clone(),
     );
     let err = reader(
         child
             .stderr
             .take()
             .map(|r| Box::new(r) as Box<dyn Read + Send>),
+        tx,
     );
-    let start = Instant::now();
-    let mut nap = Duration::from_micros(100);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break status_code(s),
-            Ok(None) if start.elapsed() > DEADLINE => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break -1;
-            }
-            Ok(None) => {
-                std::thread::sleep(nap);
-                nap = (nap * 2).min(Duration::from_millis(5));
-            }
-            Err(_) => break -2,
+    let deadline = Instant::now() + DEADLINE;
+    let mut hung = false;
+    for _ in 0..2 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if rx.recv_timeout(left).is_err() {
+            hung = true;
+            break;
         }
+    }
+    if hung {
+        let _ = child.kill();
+    }
+    let status = match child.wait() {
+        Ok(s) if !hung => status_code(s),
+        _ => -1,
     };
     if let Some(w) = writer {
         let _ = w.join();
