@@ -86,7 +86,7 @@ pub fn parse_template(schema: &Schema, tmpl: &str) -> Result<Vec<usize>, RrdErro
 /// from <time>`, `found extra data on update argument: <rest>`) before the time. The time is
 /// `N`, or a number read by `rrd_strtodbl` (`error while parsing time in get_time_from_reading
 /// - <strtodbl error>`); a negative number is relative to `now`. In the `<time>@<values>` form
-/// only plain integers, `N` and `now` are understood so far.
+/// the time is an at-style time ([`crate::parsetime`]).
 pub fn parse_update_arg(
     schema: &Schema,
     arg: &str,
@@ -180,20 +180,22 @@ fn parse_reading_time(s: &str, now: (i64, i64)) -> Result<(i64, i64), RrdError> 
     Ok((c_long(sec), usec))
 }
 
-/// The time of the `<time>@<values>` form (rrdtool's at-style time, microseconds 0).
+/// The time of the `<time>@<values>` form: rrdtool's at-style time (microseconds 0).
+/// Errors: `ds time: <s>: <parsetime error>`, and start/end-relative times are refused.
 fn parse_at_time(s: &str, now: (i64, i64)) -> Result<(i64, i64), RrdError> {
-    if s == "N" || s.eq_ignore_ascii_case("now") {
-        return Ok((now.0, 0));
+    if s.is_empty() {
+        // rrdtool's parser refuses an empty time; ours takes it as `now`.
+        return Err(RrdError::new("ds time: : unparsable time: "));
     }
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
-        if let Ok(t) = s.parse::<i64>() {
-            return Ok((t, 0));
-        }
+    let spec = crate::parsetime::parse_time(s, now.0)
+        .map_err(|e| RrdError::new(format!("ds time: {}: {}", s, e.msg)))?;
+    match spec.absolute() {
+        Some(t) => Ok((t, 0)),
+        None => Err(RrdError::new(format!(
+            "specifying time relative to the 'start' or 'end' makes no sense here: {}",
+            s
+        ))),
     }
-    Err(RrdError::new(format!(
-        "ds time: {}: unparsable time: {}",
-        s, s
-    )))
 }
 
 /// Longest prefix of `s` of at most 29 bytes (rrdtool's `last_ds` is `char[30]`), cut at a

@@ -407,3 +407,36 @@ fn relative_times_resolve_like_rrdtool() {
         );
     }
 }
+
+// rrdtool update a.rrd -- "<time>@1:2" with the clock fixed at 1700003600.000005
+// (LD_PRELOAD shim); last_up from the file, errors after "ERROR: a.rrd: ".
+#[test]
+fn at_style_times_match_rrdtool() {
+    let schema = Schema {
+        step: 10,
+        ds: vec![
+            ds("a", DsType::Gauge, 100, f64::NAN, f64::NAN),
+            ds("b", DsType::Gauge, 100, f64::NAN, f64::NAN),
+        ],
+        rra: vec![rra(Cf::Last, 0.0, 1, 1)],
+    };
+    let now = (1_700_003_600, 5);
+    let at = |a: &str| parse_update_arg(&schema, a, None, now).map(|s| (s.time, s.usec));
+    assert_eq!(at("now-1h@1:2"), Ok((1_700_000_000, 0)));
+    assert_eq!(at("1700000000@1:2"), Ok((1_700_000_000, 0)));
+    assert_eq!(at("N@1:2"), Ok((1_700_003_600, 0)));
+    assert_eq!(at("-5@1:2"), Ok((1_700_003_595, 0)));
+    assert_eq!(at("noon yesterday@1:2"), Ok((1_699_876_800, 0)));
+    let err = |a: &str| at(a).unwrap_err().msg;
+    assert_eq!(
+        err("end-5@1:2"),
+        "specifying time relative to the 'start' or 'end' makes no sense here: end-5"
+    );
+    assert_eq!(
+        err("start+5@1:2"),
+        "specifying time relative to the 'start' or 'end' makes no sense here: start+5"
+    );
+    assert_eq!(err("xyz@1:2"), "ds time: xyz: unparsable time: xyz");
+    assert_eq!(err("@1:2"), "ds time: : unparsable time: ");
+    // rrdtool: "ds time: 1700000000.5: unparsable trailing text: '....5'" (parsetime's text).
+}
