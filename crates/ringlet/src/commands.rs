@@ -484,7 +484,12 @@ pub fn restore(ctx: &Ctx, args: &[String]) -> Outcome {
         Ok(n) => n,
         Err(e) => return Outcome::err(e),
     };
-    let Ok(xml) = std::fs::read_to_string(xml_path) else {
+    let read = if xml_path == "-" {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(xml_path)
+    };
+    let Ok(xml) = read else {
         return Outcome::err(format!("Could not create xml reader for: {xml_path}"));
     };
     let rrd = match rrd::restore::restore_xml(&xml, p.has("range-check")) {
