@@ -299,7 +299,15 @@ fn reduce(
     if step0 <= 0 || want <= step0 {
         return Ok((fr.start, step0, column));
     }
-    let factor = (want + step0 - 1) / step0;
+    // rrdtool's factor is a C int from a double ceil; past INT_MAX the conversion gives
+    // INT_MIN and the sanity check below fails with these numbers.
+    let factor_f = (want as f64 / step0 as f64).ceil();
+    if factor_f > f64::from(i32::MAX) {
+        return Err(err(
+            "SANITY CHECK: 2147483648 rows cannot be reduced by -2147483648 \n",
+        ));
+    }
+    let factor = factor_f as i64;
     let step = step0 * factor;
     let end0 = fr.start + column.len() as i64 * step0;
     let skip_start = (fr.start.div_euclid(step) * step + step - fr.start) % step / step0;
@@ -309,7 +317,7 @@ fn reduce(
         let wrapped = kept as u64;
         if wrapped.checked_rem(factor as u64) != Some(0) {
             return Err(err(format!(
-                "SANITY CHECK: {} rows cannot be reduced by {}",
+                "SANITY CHECK: {} rows cannot be reduced by {} \n",
                 wrapped, factor
             )));
         }
@@ -443,8 +451,9 @@ fn parse_options(args: &[String]) -> Result<(Opts, Vec<String>), RrdError> {
         match name.as_str() {
             "start" => o.start = Some(v),
             "end" => o.end = Some(v),
-            "maxrows" => o.maxrows = c_atol(&v),
-            "step" => o.step = c_atol(&v),
+            // C ints: atoi keeps the low 32 bits.
+            "maxrows" => o.maxrows = i64::from(c_atol(&v) as i32),
+            "step" => o.step = i64::from(c_atol(&v) as i32),
             _ => {} // daemon: ringlet is the daemon.
         }
     }
@@ -776,7 +785,12 @@ mod tests {
             Ok(String::from_utf8(out.stdout).expect("utf-8"))
         } else {
             let e = String::from_utf8_lossy(&out.stderr).into_owned();
-            Err(e.trim_end().trim_start_matches("ERROR: ").to_string())
+            // "ERROR: <msg>\n", msg as is (some end in " \n" themselves).
+            Err(e
+                .strip_suffix('\n')
+                .unwrap_or(&e)
+                .trim_start_matches("ERROR: ")
+                .to_string())
         }
     }
 
@@ -1128,6 +1142,24 @@ mod tests {
             &["-e", "1000100000", a, "XPORT:a"],
             &["-s", "end-3days", "-e", "20010912", a, "XPORT:a"],
             &["-s", "19790101", "-e", "19790601", a, "XPORT:a"],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000059999",
+                "--step",
+                "99999999999999",
+                a,
+                "XPORT:a",
+            ],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000059999",
+                "DEF:a=x400.rrd:g:AVERAGE:step=9999999999",
+                "XPORT:a",
+            ],
             &[
                 "-s",
                 "19790101",
