@@ -22,6 +22,9 @@ use crate::RrdError;
 pub enum Op {
     Num(f64),
     Var(usize),
+    /// `PREV(name)`. COMPUTE accepts it, `info` prints it as an empty node, and every
+    /// evaluation fails (`VDEF made it into rpn_calc... aborting`), as in rrdtool.
+    PrevVar(usize),
     Add,
     Sub,
     Mul,
@@ -201,8 +204,14 @@ pub fn compile(expr: &str, resolve: &dyn Fn(&str) -> Option<usize>) -> Result<Rp
             .position(|&c| c == b',')
             .map_or(b.len(), |q| p + q);
         let tok = &expr[p..end];
+        let prev_of = tok
+            .strip_prefix("PREV(")
+            .and_then(|t| t.strip_suffix(')'))
+            .and_then(resolve);
         if let Some((_, op)) = OPS.iter().find(|(n, _)| *n == tok) {
             ops.push(*op);
+        } else if let Some(i) = prev_of {
+            ops.push(Op::PrevVar(i));
         } else if let Some(i) = resolve(tok) {
             ops.push(Op::Var(i));
         } else {
@@ -319,6 +328,7 @@ impl Rpn {
             match *op {
                 Op::Num(v) => out.push_str(&format!("{}", v as i64)),
                 Op::Var(i) => out.push_str(&names(i)),
+                Op::PrevVar(_) => {}
                 other => out.push_str(op_name(other)),
             }
         }
@@ -355,6 +365,9 @@ impl Rpn {
             match *op {
                 Op::Num(v) => st.push(v),
                 Op::Var(i) => st.push(vars(i)),
+                Op::PrevVar(_) => {
+                    return Err(RrdError::new("VDEF made it into rpn_calc... aborting"));
+                }
                 Op::Add => bin!(|a, b| a + b),
                 Op::Sub => bin!(|a, b| a - b),
                 Op::Mul => bin!(|a, b| a * b),
@@ -661,6 +674,7 @@ mod tests {
             ("a,-,+", "a,-,+"),
             ("a,UN,0,a,IF", "a,UN,0,a,IF"),
             ("NOW,a,+", "NOW,a,+"),
+            ("a,b,PREV(a)", "a,b,"),
             ("a,INF,NEGINF,+,+", "a,INF,NEGINF,+,+"),
         ] {
             assert_eq!(cdef(e).as_deref(), Ok(want), "{}", e);
