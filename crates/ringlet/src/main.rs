@@ -84,6 +84,10 @@ fn run(argv: &[String]) -> Outcome {
         };
     };
     let args = &argv[i + 1..];
+    if cmd == "serve" {
+        let code = server::run(args, store::store_dir(store_flag.as_deref()));
+        std::process::exit(code);
+    }
     if matches!(cmd, "--help" | "-h" | "help" | "--version" | "-v") {
         return Outcome {
             stdout: HELP.into(),

@@ -113,6 +113,13 @@ impl Rrd {
         self.last_up - self.last_up.rem_euclid(span)
     }
 
+    /// Time of the oldest row archive `rra` keeps (`rrdtool first`).
+    pub fn first(&self, rra: usize) -> i64 {
+        let def = &self.schema.rra[rra];
+        let span = (self.schema.step * def.pdp_cnt) as i64;
+        self.rra_end(rra) - (def.row_cnt as i64 - 1) * span
+    }
+
     /// The value of archive `rra`, DS `ds`, at row `t` (a multiple of the row span); NaN when
     /// the row is outside the archive's retention.
     pub fn value_at(&self, rra: usize, ds: usize, t: i64) -> f64 {

@@ -1,0 +1,313 @@
+//! `ringlet serve`'s command line: rrdcached 1.7.2's options, so that an existing init script
+//! or unit keeps working, plus ringlet's own long options.
+//!
+//! Options that have no meaning for ringlet (`-t` writer threads, `-j` journal directory,
+//! `-z` jitter, `-a` allocation chunk, `-V` log level) are accepted and documented as such.
+
+use std::path::PathBuf;
+
+/// Where a listener binds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Addr {
+    Unix(PathBuf),
+    /// Host (without brackets for IPv6) and port.
+    Tcp(String, u16),
+}
+
+pub const DEFAULT_PORT: u16 = 42217;
+pub const DEFAULT_SOCKET: &str = "/tmp/rrdcached.sock";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listen {
+    pub addr: Addr,
+    /// Allowed command indices (`-P`); None: all commands.
+    pub allowed: Option<Vec<usize>>,
+    /// `-s`: group of the socket file (unix sockets only).
+    pub group: Option<String>,
+    /// `-m`: mode of the socket file (unix sockets only).
+    pub mode: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: Vec<Listen>,
+    /// `-b`: base directory of relative names; names inside it are stored relative to it.
+    pub base: Option<PathBuf>,
+    /// `-B`: refuse names outside the base directory.
+    pub restrict_base: bool,
+    /// `-R`: CREATE may make missing directories (ringlet's names need none; accepted).
+    pub recursive_create: bool,
+    /// `-O`: CREATE never overwrites.
+    pub no_overwrite: bool,
+    /// `-w`: seconds between commits (the loss window).
+    pub commit_interval: u64,
+    /// `-f`: seconds between idle-entry sweeps; ringlet commits on `-w` alone (accepted).
+    pub flush_interval: u64,
+    /// `-F`: commit everything on SIGTERM (ringlet always does).
+    pub flush_on_shutdown: bool,
+    /// `-p`: pid file.
+    pub pid_file: Option<PathBuf>,
+    /// `-g`: stay in the foreground.
+    pub foreground: bool,
+    /// `-o`: log file (default: stderr in the foreground).
+    pub log_file: Option<PathBuf>,
+    /// `-G`, `-U`: drop privileges to this group and user after binding.
+    pub group: Option<String>,
+    pub user: Option<String>,
+    /// `--store`: the store directory.
+    pub store: Option<PathBuf>,
+    /// `--max-line`: longest request line accepted, bytes.
+    pub max_line: usize,
+    /// `--max-connections`.
+    pub max_connections: usize,
+}
+
+pub const HELP: &str = "\
+usage: ringlet serve [options]
+
+A drop-in replacement for rrdcached: point collectd, Ganglia, Munin, Cacti or
+`rrdtool --daemon` at it. Updates are kept in memory and committed to the store in one
+fsynced write every -w seconds (the loss window); FLUSH makes a file durable at once.
+
+rrdcached options (same meaning unless noted):
+  -l ADDR        listen on ADDR: unix:/path, /path, host, host:port, [v6]:port
+                 (repeatable; default unix:/tmp/rrdcached.sock; TCP port default 42217)
+  -L             listen on all interfaces, TCP port 42217
+  -s GROUP       group of the following unix sockets
+  -m MODE        octal mode of the following unix sockets
+  -P CMD[,CMD]   commands allowed on the following sockets (HELP and QUIT always are)
+  -b DIR         base directory: relative names are under it
+  -B             refuse names outside the base directory
+  -R             CREATE may create directories (accepted; ringlet needs none)
+  -O             CREATE never overwrites an existing RRD
+  -w SECS        commit interval = loss window (default 300)
+  -z SECS        write jitter (accepted, unused: ringlet writes one commit for all)
+  -f SECS        idle sweep interval (accepted, unused)
+  -t N           writer threads (accepted, unused: one sequential commit writer)
+  -j DIR         journal directory (accepted, unused: the store's log is the journal)
+  -F             commit everything at shutdown (ringlet always does)
+  -p FILE        pid file
+  -g             stay in the foreground
+  -o FILE        log to FILE
+  -V LEVEL       log level (accepted)
+  -G GROUP, -U USER  drop privileges after binding
+  -a N           allocation chunk (accepted, unused)
+
+ringlet options:
+  --store DIR            store directory (default: $RINGLET_STORE, else the user's data dir)
+  --commit-interval SECS same as -w
+  --max-line BYTES       longest request line (default 1048576; rrdcached: 8191)
+  --max-connections N    concurrent connections (default 4096)
+  -h, --help             this text
+";
+
+fn parse_addr(s: &str) -> Result<Addr, String> {
+    if let Some(p) = s.strip_prefix("unix:") {
+        return Ok(Addr::Unix(PathBuf::from(p)));
+    }
+    if s.starts_with('/') {
+        return Ok(Addr::Unix(PathBuf::from(s)));
+    }
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .map_err(|_| format!("invalid port in address '{s}'"))
+    };
+    if let Some(rest) = s.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or(format!("invalid address '{s}'"))?;
+        let p = match after.strip_prefix(':') {
+            Some(p) => port(p)?,
+            None if after.is_empty() => DEFAULT_PORT,
+            None => return Err(format!("invalid address '{s}'")),
+        };
+        return Ok(Addr::Tcp(host.to_string(), p));
+    }
+    match s.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => Ok(Addr::Tcp(h.to_string(), port(p)?)),
+        Some(_) => Ok(Addr::Tcp(s.to_string(), DEFAULT_PORT)),
+        None => Ok(Addr::Tcp(s.to_string(), DEFAULT_PORT)),
+    }
+}
+
+fn parse_perms(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for name in s.split([',', ' ']).filter(|n| !n.is_empty()) {
+        let spec = proto::find(name).ok_or(format!("invalid command name '{name}' in -P"))?;
+        out.push(proto::table::index_of(spec));
+    }
+    Ok(out)
+}
+
+/// Parse `ringlet serve`'s arguments. `Err("")` means: print the help text and exit 0.
+pub fn parse(args: &[String]) -> Result<Config, String> {
+    let mut c = Config {
+        listen: Vec::new(),
+        base: None,
+        restrict_base: false,
+        recursive_create: false,
+        no_overwrite: false,
+        commit_interval: 300,
+        flush_interval: 3600,
+        flush_on_shutdown: false,
+        pid_file: None,
+        foreground: false,
+        log_file: None,
+        group: None,
+        user: None,
+        store: None,
+        max_line: 1 << 20,
+        max_connections: 4096,
+    };
+    let (mut perms, mut sock_group, mut sock_mode) = (None, None, None);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        // Accept both "-w 300" and "-w300", and "--long=value".
+        let (flag, inline): (&str, Option<String>) =
+            if let Some((f, v)) = a.split_once('=').filter(|_| a.starts_with("--")) {
+                (f, Some(v.to_string()))
+            } else if a.len() > 2 && a.starts_with('-') && !a.starts_with("--") {
+                (&a[..2], Some(a[2..].to_string()))
+            } else {
+                (a.as_str(), None)
+            };
+        let mut value = || -> Result<String, String> {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or(format!("option {flag} needs a value"))
+        };
+        let num = |v: String| {
+            v.parse::<u64>()
+                .map_err(|_| format!("option {flag}: invalid number '{v}'"))
+        };
+        match flag {
+            "-h" | "--help" => return Err(String::new()),
+            "-l" => c.listen.push(Listen {
+                addr: parse_addr(&value()?)?,
+                allowed: perms.clone(),
+                group: sock_group.clone(),
+                mode: sock_mode,
+            }),
+            "-L" => c.listen.push(Listen {
+                addr: Addr::Tcp(String::new(), DEFAULT_PORT),
+                allowed: perms.clone(),
+                group: None,
+                mode: None,
+            }),
+            "-s" => sock_group = Some(value()?),
+            "-m" => {
+                let v = value()?;
+                sock_mode = Some(
+                    u32::from_str_radix(&v, 8).map_err(|_| format!("invalid file mode '{v}'"))?,
+                );
+            }
+            "-P" => perms = Some(parse_perms(&value()?)?),
+            "-b" => c.base = Some(PathBuf::from(value()?)),
+            "-B" => c.restrict_base = true,
+            "-R" => c.recursive_create = true,
+            "-O" => c.no_overwrite = true,
+            "-w" | "--commit-interval" => {
+                c.commit_interval = num(value()?)?;
+                if c.commit_interval == 0 {
+                    return Err("Invalid write interval: 0".into());
+                }
+            }
+            "-z" | "-t" | "-a" => {
+                num(value()?)?;
+            }
+            "-f" => c.flush_interval = num(value()?)?,
+            "-j" | "-V" => {
+                value()?;
+            }
+            "-F" => c.flush_on_shutdown = true,
+            "-p" => c.pid_file = Some(PathBuf::from(value()?)),
+            "-g" => c.foreground = true,
+            "-o" => c.log_file = Some(PathBuf::from(value()?)),
+            "-G" => c.group = Some(value()?),
+            "-U" => c.user = Some(value()?),
+            "--store" => c.store = Some(PathBuf::from(value()?)),
+            "--max-line" => c.max_line = num(value()?)?.max(64) as usize,
+            "--max-connections" => c.max_connections = num(value()?)?.max(1) as usize,
+            _ => return Err(format!("unknown option '{a}' (see ringlet serve --help)")),
+        }
+    }
+    if c.listen.is_empty() {
+        c.listen.push(Listen {
+            addr: Addr::Unix(PathBuf::from(DEFAULT_SOCKET)),
+            allowed: perms,
+            group: sock_group,
+            mode: sock_mode,
+        });
+    }
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn default_is_the_rrdcached_socket() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(
+            c.listen[0].addr,
+            Addr::Unix(PathBuf::from("/tmp/rrdcached.sock"))
+        );
+        assert_eq!(c.commit_interval, 300);
+    }
+
+    #[test]
+    fn addresses_parse_like_rrdcached() {
+        assert_eq!(
+            parse_addr("unix:/run/x.sock").unwrap(),
+            Addr::Unix("/run/x.sock".into())
+        );
+        assert_eq!(
+            parse_addr("/run/x.sock").unwrap(),
+            Addr::Unix("/run/x.sock".into())
+        );
+        assert_eq!(
+            parse_addr("127.0.0.1").unwrap(),
+            Addr::Tcp("127.0.0.1".into(), 42217)
+        );
+        assert_eq!(
+            parse_addr("127.0.0.1:4000").unwrap(),
+            Addr::Tcp("127.0.0.1".into(), 4000)
+        );
+        assert_eq!(
+            parse_addr("[::1]:4000").unwrap(),
+            Addr::Tcp("::1".into(), 4000)
+        );
+        assert_eq!(parse_addr("[::1]").unwrap(), Addr::Tcp("::1".into(), 42217));
+        assert!(parse_addr("127.0.0.1:http").is_err());
+    }
+
+    #[test]
+    fn permissions_apply_to_following_sockets() {
+        let c = parse(&args("-l unix:/a -P FLUSH,PENDING -l unix:/b -w 60 -g")).unwrap();
+        assert_eq!(c.listen[0].allowed, None);
+        assert_eq!(c.listen[1].allowed, Some(vec![2, 4]));
+        assert_eq!(c.commit_interval, 60);
+        assert!(c.foreground);
+    }
+
+    #[test]
+    fn unknown_permission_names_are_refused() {
+        assert!(parse(&args("-P FLUSH,BOGUS"))
+            .unwrap_err()
+            .contains("BOGUS"));
+    }
+
+    #[test]
+    fn inline_values_and_long_options() {
+        let c = parse(&args("-w120 --store=/tmp/s -m 0660 -l /x")).unwrap();
+        assert_eq!(c.commit_interval, 120);
+        assert_eq!(c.store, Some(PathBuf::from("/tmp/s")));
+        assert_eq!(c.listen[0].mode, Some(0o660));
+    }
+}

@@ -1,0 +1,146 @@
+//! One client connection: read request lines, run them, write replies; BATCH mode.
+//!
+//! Lines may end in `\n` or `\r\n` and be pipelined. A line longer than the configured limit
+//! gets an error and is skipped up to its newline (rrdcached drops the connection at 8 KiB).
+//! Bytes that are not UTF-8 are read lossily, so garbage gets `Unknown command`, never a
+//! crash. A client that stops reading is cut off by the write timeout; others are unaffected.
+
+use crate::daemon::Daemon;
+use crate::handlers::{handle, Reply};
+use proto::{Command, Response};
+use std::io::{self, Read, Write};
+
+/// What a connection is allowed to do.
+pub struct Access {
+    /// Allowed command indices; None: all.
+    pub allowed: Option<Vec<usize>>,
+    pub max_line: usize,
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+struct Batch {
+    start: i64,
+    /// Commands seen since BATCH, counting `.` too.
+    count: u64,
+    errors: Vec<String>,
+}
+
+/// Serve one connection until it closes, QUIT, or an I/O error.
+pub fn serve<S: Read + Write>(d: &Daemon, access: &Access, mut sock: S) -> io::Result<()> {
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut skipping = false;
+    let mut batch: Option<Batch> = None;
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        let n = sock.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let mut consumed = 0;
+        while let Some(pos) = buf[consumed..].iter().position(|&b| b == b'\n') {
+            let line_end = consumed + pos;
+            if skipping {
+                skipping = false;
+            } else {
+                let line = String::from_utf8_lossy(&buf[consumed..line_end]).into_owned();
+                if !run_line(d, access, &line, &mut batch, &mut out) {
+                    sock.write_all(&out)?;
+                    return Ok(());
+                }
+            }
+            consumed = line_end + 1;
+        }
+        buf.drain(..consumed);
+        if buf.len() > access.max_line {
+            let r = Response::err(format!(
+                "Line too long (more than {} bytes)",
+                access.max_line
+            ));
+            out.extend_from_slice(&r.to_bytes());
+            buf.clear();
+            skipping = true;
+        }
+        if !out.is_empty() {
+            sock.write_all(&out)?;
+            out.clear();
+        }
+    }
+}
+
+fn allowed(access: &Access, spec: &proto::CommandSpec) -> bool {
+    if spec.always_allowed {
+        return true;
+    }
+    match &access.allowed {
+        None => true,
+        Some(list) => {
+            let idx = proto::table::index_of(spec);
+            // `.` is allowed wherever BATCH is.
+            let batch = proto::table::index_of(proto::find("BATCH").expect("BATCH in table"));
+            list.contains(&idx) || (spec.name == "." && list.contains(&batch))
+        }
+    }
+}
+
+/// Run one line, appending any reply to `out`. Returns false when the connection must close.
+fn run_line(
+    d: &Daemon,
+    access: &Access,
+    line: &str,
+    batch: &mut Option<Batch>,
+    out: &mut Vec<u8>,
+) -> bool {
+    if let Some(b) = batch.as_mut() {
+        b.count += 1;
+        let n = b.count;
+        let parsed = proto::parse(line);
+        let reply = match parsed {
+            Err(r) => Some(r),
+            Ok((spec, _)) if !allowed(access, spec) => Some(Response::err("Permission denied.")),
+            Ok((spec, _)) if !spec.ctx.batch => {
+                Some(Response::err(format!("Can't use '{}' here.", spec.name)))
+            }
+            Ok((_, Command::BatchEnd)) => {
+                let b = batch.take().expect("in a batch");
+                out.extend_from_slice(&Response::lines("errors", &b.errors).to_bytes());
+                return true;
+            }
+            Ok((_, cmd)) => match handle(d, cmd, b.start) {
+                Reply::Send(r) => Some(r),
+                Reply::Close => return false,
+            },
+        };
+        if let Some(r) = reply.filter(Response::is_error) {
+            b.errors.push(format!("{n} {}", r.message));
+        }
+        return true;
+    }
+    let reply = match proto::parse(line) {
+        Err(r) => r,
+        Ok((spec, _)) if !allowed(access, spec) => Response::err("Permission denied."),
+        Ok((spec, _)) if !spec.ctx.client => {
+            Response::err(format!("Can't use '{}' here.", spec.name))
+        }
+        Ok((_, Command::Batch)) => {
+            *batch = Some(Batch {
+                start: now(),
+                count: 0,
+                errors: Vec::new(),
+            });
+            Response::ok("Go ahead.  End with dot '.' on its own line.")
+        }
+        Ok((_, cmd)) => match handle(d, cmd, now()) {
+            Reply::Send(r) => r,
+            Reply::Close => return false,
+        },
+    };
+    out.extend_from_slice(&reply.to_bytes());
+    true
+}

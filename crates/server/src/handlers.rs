@@ -1,0 +1,638 @@
+//! What each rrdcached command does on a ringlet store, and the reply it gives.
+//!
+//! Replies follow rrdcached 1.7.2 byte for byte where clients parse them. Where ringlet
+//! behaves differently on purpose (values are checked when they arrive, FORGET keeps data,
+//! reads never wait for a write) docs/PROTOCOL.md says so.
+
+use crate::daemon::{Daemon, Inner, Target};
+use proto::{Command, Response};
+use rrd::fmt::c_exp;
+use rrd::info::InfoValue;
+use rrd::{Cf, Rrd};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+/// What the connection does after a command.
+pub enum Reply {
+    Send(Response),
+    /// Close without a reply (QUIT).
+    Close,
+}
+
+/// Handle one command. `now` is the request time (frozen at BATCH start inside a batch).
+pub fn handle(d: &Daemon, cmd: Command, now: i64) -> Reply {
+    Reply::Send(match cmd {
+        Command::Quit => return Reply::Close,
+        Command::Ping => Response::ok("PONG"),
+        Command::Help { topic } => proto::request::help(topic.as_deref()),
+        Command::Update { file, values } => update(d, &file, &values),
+        Command::Flush { file } => flush(d, &file),
+        Command::FlushAll => {
+            let mut inner = d.lock();
+            match d.commit(&mut inner) {
+                Ok(_) => Response::ok("Started flush."),
+                Err(e) => Response::err(e),
+            }
+        }
+        Command::Pending { file } => pending(d, &file),
+        Command::Forget { file } => forget(d, &file),
+        Command::Queue => queue(d),
+        Command::Stats => stats(d),
+        Command::Fetch {
+            file,
+            cf,
+            start,
+            end,
+            columns,
+            binary,
+        } => fetch(
+            d,
+            &file,
+            &cf,
+            start.as_deref(),
+            end.as_deref(),
+            &columns,
+            binary,
+            now,
+        ),
+        Command::Info { file } => info(d, &file),
+        Command::First { file, rra } => first(d, &file, &rra),
+        Command::Last { file } => last(d, &file),
+        Command::Create { file, args } => create(d, &file, &args, now),
+        Command::List { recursive, path } => list(d, recursive, &path),
+        Command::Suspend { file } => suspend(d, &file, true),
+        Command::Resume { file } => suspend(d, &file, false),
+        Command::SuspendAll | Command::ResumeAll => {
+            let all = matches!(cmd, Command::SuspendAll);
+            let mut inner = d.lock();
+            let names = inner.store.names();
+            let mut n = 0;
+            for name in names {
+                let changed = if all {
+                    inner.suspended.insert(name)
+                } else {
+                    inner.suspended.remove(&name)
+                };
+                n += usize::from(changed);
+            }
+            Response::ok(if all {
+                format!("{n} rrds suspend")
+            } else {
+                format!("{n} rrds resumed")
+            })
+        }
+        Command::Dump { file, header } => dump(d, &file, header.as_deref()),
+        Command::Tune { .. } => Response::err("RRD Error: TUNE is not supported by ringlet yet"),
+        // Context checks in the connection refuse these before they get here.
+        Command::Wrote { .. } => Response::err("Can't use 'WROTE' here."),
+        Command::Batch | Command::BatchEnd => Response::err("Can't use 'BATCH' here."),
+    })
+}
+
+/// Make sure `t` is in the store, importing its `.rrd` file from disk on first sight (a
+/// client such as collectd creates files itself). Ok(false): no such series or file.
+fn ensure(inner: &mut Inner, t: &Target) -> Result<bool, String> {
+    if inner.store.get(&t.name).is_some() {
+        return Ok(true);
+    }
+    let path = Path::new(&t.abs);
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(_) => return Ok(false),
+    };
+    if !meta.is_file() {
+        return Err(format!("Not a regular file: {}", t.abs));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("Cannot read/write {}: {e}", t.abs))?;
+    let rrd = rrd::rrdfile::read(&bytes).map_err(|e| format!("RRD Error: {}: {e}", t.abs))?;
+    inner
+        .store
+        .create(&t.name, rrd, false)
+        .map_err(|e| format!("RRD Error: {e}"))?;
+    Ok(true)
+}
+
+fn resolve_known(d: &Daemon, inner: &mut Inner, file: &str) -> Result<Target, Response> {
+    let t = d.resolve(file).map_err(Response::err)?;
+    match ensure(inner, &t) {
+        Ok(true) => Ok(t),
+        Ok(false) => Err(Response::err(format!("No such file: {}", t.abs))),
+        Err(e) => Err(Response::err(e)),
+    }
+}
+
+fn update(d: &Daemon, file: &str, values: &[String]) -> Response {
+    d.stats.updates_received.fetch_add(1, Ordering::Relaxed);
+    let mut inner = d.lock();
+    let t = match resolve_known(d, &mut inner, file) {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    let mut n = 0;
+    for v in values {
+        let Some(rrd) = inner.store.get(&t.name) else {
+            break;
+        };
+        // rrdcached's own check: a number, then ':', later than the last update.
+        let stamp = v
+            .split_once(':')
+            .and_then(|(ts, _)| rrd::num::strtodbl(ts).ok());
+        let Some(stamp) = stamp else {
+            return Response::err(format!("Cannot find timestamp in '{v}'!"));
+        };
+        let last = rrd.last_up as f64 + rrd.last_up_usec as f64 / 1e6;
+        if stamp <= last {
+            return Response::err(format!(
+                "illegal attempt to update using time {stamp:.6} when last update time is {last:.6} (minimum one second step)"
+            ));
+        }
+        // ringlet checks the values now (rrdcached only when it writes, dropping the file's
+        // later values on a bad one): an error here refuses this value and the rest.
+        let sample = match rrd::update::parse_update_arg(&rrd.schema, v, None, (0, 0)) {
+            Ok(s) => s,
+            Err(e) => return Response::err(format!("{}: {}", t.abs, e.msg)),
+        };
+        if let Err(e) = inner.store.update(&t.name, &sample, &mut |_| {}) {
+            let msg = match e {
+                engine::Error::Rrd(r) => r.msg,
+                other => other.to_string(),
+            };
+            return Response::err(format!("{}: {msg}", t.abs));
+        }
+        inner
+            .pending
+            .entry(t.name.clone())
+            .or_default()
+            .push(v.clone());
+        n += 1;
+    }
+    if n == 0 {
+        return Response::err("No values updated.");
+    }
+    // rrdcached's "0 errors, enqueued N value(s).": the status 0 reads as the error count.
+    Response::ok(format!("errors, enqueued {n} value(s)."))
+}
+
+fn flush(d: &Daemon, file: &str) -> Response {
+    d.stats.flushes_received.fetch_add(1, Ordering::Relaxed);
+    let t = match d.resolve(file) {
+        Ok(t) => t,
+        Err(e) => return Response::err(e),
+    };
+    let mut inner = d.lock();
+    if inner.store.get(&t.name).is_none() {
+        return match std::fs::metadata(&t.abs) {
+            Ok(m) if m.is_file() => Response::ok(format!("Nothing to flush: {}.", t.abs)),
+            _ => Response::err(format!("No such file: {}.", t.abs)),
+        };
+    }
+    if inner.suspended.contains(&t.name) {
+        return Response::ok(format!("Successfully flushed {}.", t.abs));
+    }
+    if let Err(e) = d.commit(&mut inner) {
+        return Response::err(e);
+    }
+    if let Err(e) = export(&inner, &t) {
+        return Response::err(e);
+    }
+    Response::ok(format!("Successfully flushed {}.", t.abs))
+}
+
+/// Keep an existing `.rrd` file current after a FLUSH, so tools that read files directly
+/// (`rrdtool lastupdate`, `dump`, `tune`) see what the daemon has. Files that do not exist on
+/// disk are not created: the store is the data.
+fn export(inner: &Inner, t: &Target) -> Result<(), String> {
+    let path = Path::new(&t.abs);
+    if !path.is_file() {
+        return Ok(());
+    }
+    let Some(rrd) = inner.store.get(&t.name) else {
+        return Ok(());
+    };
+    let bytes = rrd::rrdfile::write(rrd).map_err(|e| format!("RRD Error: {e}"))?;
+    write_in_place(path, &bytes).map_err(|e| format!("Cannot read/write {}: {e}", t.abs))
+}
+
+fn write_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+    f.write_all(bytes)?;
+    f.set_len(bytes.len() as u64)?;
+    Ok(())
+}
+
+fn pending(d: &Daemon, file: &str) -> Response {
+    let t = match d.resolve(file) {
+        Ok(t) => t,
+        Err(e) => return Response::err(e),
+    };
+    let inner = d.lock();
+    let vals = inner.pending.get(&t.name).cloned().unwrap_or_default();
+    Response::lines("updates pending", &vals)
+}
+
+fn forget(d: &Daemon, file: &str) -> Response {
+    let t = match d.resolve(file) {
+        Ok(t) => t,
+        Err(e) => return Response::err(e),
+    };
+    let mut inner = d.lock();
+    if inner.store.get(&t.name).is_none() {
+        return Response::err("No such file or directory");
+    }
+    // rrdcached drops the file's pending values here. ringlet keeps them: they are already
+    // applied and will be committed; FORGET only stops listing them as pending.
+    inner.pending.remove(&t.name);
+    inner.suspended.remove(&t.name);
+    Response::ok("Gone!")
+}
+
+fn queue(d: &Daemon) -> Response {
+    let inner = d.lock();
+    let lines: Vec<String> = inner
+        .pending
+        .iter()
+        .filter(|(n, _)| !inner.suspended.contains(*n))
+        .map(|(n, v)| format!("{} {}", v.len(), d.abs_of(n)))
+        .collect();
+    Response::lines("in queue.", &lines)
+}
+
+fn stats(d: &Daemon) -> Response {
+    let inner = d.lock();
+    let s = &d.stats;
+    let nodes = inner.store.names().len() as u64;
+    let depth = if nodes == 0 {
+        0
+    } else {
+        64 - nodes.leading_zeros() as u64
+    };
+    let queue = inner.pending.len();
+    let lines = [
+        format!("QueueLength: {queue}"),
+        format!(
+            "UpdatesReceived: {}",
+            s.updates_received.load(Ordering::Relaxed)
+        ),
+        format!(
+            "FlushesReceived: {}",
+            s.flushes_received.load(Ordering::Relaxed)
+        ),
+        format!(
+            "UpdatesWritten: {}",
+            s.updates_written.load(Ordering::Relaxed)
+        ),
+        format!(
+            "DataSetsWritten: {}",
+            s.data_sets_written.load(Ordering::Relaxed)
+        ),
+        format!("TreeNodesNumber: {nodes}"),
+        format!("TreeDepth: {depth}"),
+        format!("JournalBytes: {}", s.journal_bytes.load(Ordering::Relaxed)),
+        format!("JournalRotate: {}", 0),
+    ];
+    Response::lines("Statistics follow", &lines)
+}
+
+/// C `strtol(s, NULL, 0)`: optional sign, `0x` hex, leading-0 octal, junk after ignored.
+fn strtol(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        (16, h)
+    } else if t.starts_with('0') {
+        (8, t)
+    } else {
+        (10, t)
+    };
+    let mut n: i64 = 0;
+    for c in digits.chars() {
+        match c.to_digit(radix) {
+            Some(v) => {
+                n = n
+                    .saturating_mul(i64::from(radix))
+                    .saturating_add(i64::from(v))
+            }
+            None => break,
+        }
+    }
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fetch(
+    d: &Daemon,
+    file: &str,
+    cf: &str,
+    start: Option<&str>,
+    end: Option<&str>,
+    columns: &[String],
+    binary: bool,
+    now: i64,
+) -> Response {
+    let t = match d.resolve(file) {
+        Ok(t) => t,
+        Err(e) => return Response::err(e),
+    };
+    let mut inner = d.lock();
+    match ensure(&mut inner, &t) {
+        Ok(true) => {}
+        Ok(false) => {
+            return Response::err(format!(
+                "rrd_fetch_r failed: opening '{}': No such file or directory",
+                t.abs
+            ))
+        }
+        Err(e) => return Response::err(e),
+    }
+    let Some(rrd) = inner.store.get(&t.name) else {
+        return Response::err(format!("No such file: {}", t.abs));
+    };
+    let Some(cf_v) = Cf::from_name(cf) else {
+        return Response::err(format!(
+            "rrd_fetch_r failed: unknown consolidation function '{cf}'"
+        ));
+    };
+    let rel = |v: i64| if v <= 0 { now + v } else { v };
+    let start = start.map_or(now - 86400, |s| rel(strtol(s)));
+    let end = end.map_or(now, |s| rel(strtol(s)));
+    // rrdcached asks for the finest archive (it passes no resolution).
+    let r = match rrd::fetch::fetch(rrd, cf_v, start, end, 0, false) {
+        Ok(r) => r,
+        Err(e) => return Response::err(format!("rrd_fetch_r failed: {}", e.msg)),
+    };
+    let mut cols: Vec<usize> = Vec::new();
+    for c in columns {
+        let Some(i) = r.ds_names.iter().position(|n| n == c) else {
+            return Response::err(format!("field {c} not found in {}", t.abs));
+        };
+        if cols.contains(&i) {
+            return Response::err(format!("field {c} already used"));
+        }
+        cols.push(i);
+    }
+    if cols.is_empty() {
+        cols = (0..r.ds_names.len()).collect();
+    }
+    let mut head = vec![
+        "FlushVersion: 1".to_string(),
+        format!("Start: {}", r.start),
+        format!("End: {}", r.end),
+        format!("Step: {}", r.step),
+        format!("DSCount: {}", cols.len()),
+    ];
+    if binary {
+        let mut body = Vec::new();
+        for l in &head {
+            body.extend_from_slice(l.as_bytes());
+            body.push(b'\n');
+        }
+        for &c in &cols {
+            body.extend_from_slice(
+                format!(
+                    "DSName-{}: BinaryData {} 8 LITTLE\n",
+                    r.ds_names[c],
+                    r.rows.len()
+                )
+                .as_bytes(),
+            );
+            for row in &r.rows {
+                body.extend_from_slice(&row[c].to_le_bytes());
+            }
+            body.push(b'\n');
+        }
+        return Response::raw((head.len() + cols.len()) as i64, "Success", body);
+    }
+    head.push(format!(
+        "DSName: {}",
+        cols.iter()
+            .map(|&c| r.ds_names[c].as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
+    for (k, row) in r.rows.iter().enumerate() {
+        let t = r.start + (k as i64 + 1) * r.step as i64;
+        let mut line = format!("{t:10}:");
+        for &c in &cols {
+            line.push(' ');
+            line.push_str(&c_exp(row[c], 17));
+        }
+        head.push(line);
+    }
+    Response::lines("Success", &head)
+}
+
+fn with_rrd(d: &Daemon, file: &str, f: impl FnOnce(&Target, &Rrd) -> Response) -> Response {
+    let t = match d.resolve(file) {
+        Ok(t) => t,
+        Err(e) => return Response::err(e),
+    };
+    let mut inner = d.lock();
+    match ensure(&mut inner, &t) {
+        Ok(true) => {}
+        Ok(false) => {
+            return Response::err(format!(
+                "RRD Error: opening '{}': No such file or directory",
+                t.abs
+            ))
+        }
+        Err(e) => return Response::err(e),
+    }
+    match inner.store.get(&t.name) {
+        Some(rrd) => f(&t, rrd),
+        None => Response::err(format!(
+            "RRD Error: opening '{}': No such file or directory",
+            t.abs
+        )),
+    }
+}
+
+fn info(d: &Daemon, file: &str) -> Response {
+    with_rrd(d, file, |t, rrd| {
+        let lines: Vec<String> = rrd::info::info(rrd, &t.abs)
+            .into_iter()
+            .map(|(k, v)| match v {
+                InfoValue::Val(x) => format!("{k} 0 {}", rrd::fmt::info_num(x)),
+                InfoValue::Count(n) => format!("{k} 1 {n}"),
+                InfoValue::Int(n) => format!("{k} 1 {n}"),
+                InfoValue::Str(s) => format!("{k} 2 {s}"),
+            })
+            .collect();
+        Response::lines(format!("Info for {} follows", t.abs), &lines)
+    })
+}
+
+fn first(d: &Daemon, file: &str, idx: &str) -> Response {
+    with_rrd(d, file, |_, rrd| {
+        let i = strtol(idx);
+        match usize::try_from(i)
+            .ok()
+            .filter(|&i| i < rrd.schema.rra.len())
+        {
+            Some(i) => Response::ok(rrd.first(i).to_string()),
+            None => Response::err("RRD Error: invalid rraindex number"),
+        }
+    })
+}
+
+fn last(d: &Daemon, file: &str) -> Response {
+    with_rrd(d, file, |_, rrd| {
+        let step = rrd.schema.step as i64;
+        Response::ok((rrd.last_up - rrd.last_up.rem_euclid(step)).to_string())
+    })
+}
+
+fn dump(d: &Daemon, file: &str, header: Option<&str>) -> Response {
+    with_rrd(d, file, |_, rrd| {
+        let xml = rrd::dump::dump_xml(rrd, header.unwrap_or("dtd"));
+        let lines: Vec<&str> = xml.lines().collect();
+        Response::lines("Success", &lines)
+    })
+}
+
+fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
+    let t = match d.resolve(file) {
+        Ok(t) => t,
+        Err(e) => return Response::err(e),
+    };
+    let mut start: Option<i64> = None;
+    let mut step: Option<String> = None;
+    let mut no_overwrite = d.no_overwrite;
+    let mut defs: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    let usage = || proto::request::usage(proto::find("CREATE").expect("CREATE is in the table"));
+    while let Some(a) = it.next() {
+        if a.starts_with("DS:") || a.starts_with("RRA:") {
+            defs.push(a.clone());
+            continue;
+        }
+        let flag = a.get(..2).unwrap_or("");
+        let inline = a.get(2..).filter(|s| !s.is_empty()).map(str::to_string);
+        match flag {
+            "-O" => no_overwrite = true,
+            "-b" | "-s" | "-r" | "-t" => {
+                let Some(v) = inline.or_else(|| it.next().cloned()) else {
+                    return usage();
+                };
+                match flag {
+                    "-b" => {
+                        let b = strtol(&v);
+                        if b < 315_360_000 {
+                            return Response::err("The first entry must be after 1980.");
+                        }
+                        start = Some(b);
+                    }
+                    "-s" => step = Some(v),
+                    _ => {
+                        return Response::err(
+                            "RRD Error: create --source/--template is not supported by ringlet yet",
+                        )
+                    }
+                }
+            }
+            _ => return usage(),
+        }
+    }
+    let mut cargs = vec![t.abs.clone()];
+    if let Some(b) = start {
+        cargs.extend(["--start".to_string(), b.to_string()]);
+    }
+    if let Some(s) = step.filter(|s| strtol(s) > 0) {
+        cargs.extend(["--step".to_string(), s]);
+    }
+    cargs.extend(defs);
+    let req = match rrd::create::parse_create(&cargs, now) {
+        Ok(r) => r,
+        Err(e) => return Response::err(format!("RRD Error: {}", e.msg)),
+    };
+    let mut inner = d.lock();
+    let exists = inner.store.get(&t.name).is_some() || Path::new(&t.abs).exists();
+    if no_overwrite && exists {
+        return Response::err(format!("RRD Error: creating '{}': File exists", t.abs));
+    }
+    let rrd = Rrd::new(req.schema, req.start);
+    if let Err(e) = inner.store.create(&t.name, rrd, true) {
+        return Response::err(format!("RRD Error: {e}"));
+    }
+    inner.pending.remove(&t.name);
+    Response::ok("RRD created OK")
+}
+
+fn list(d: &Daemon, recursive: bool, path: &str) -> Response {
+    if d.base.is_none() {
+        return Response::err("No base directory defined");
+    }
+    let inner = d.lock();
+    let dir = path.trim_start_matches('/').trim_end_matches('/');
+    let names = inner.store.names();
+    let mut out: Vec<String> = Vec::new();
+    if dir.ends_with(".rrd") {
+        if names.iter().any(|n| n == dir) {
+            out.push(dir.rsplit('/').next().unwrap_or(dir).to_string());
+        }
+        return Response::lines("RRDs", &out);
+    }
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
+    for n in names.iter().filter(|n| !n.starts_with('/')) {
+        let Some(rest) = n.strip_prefix(&prefix) else {
+            continue;
+        };
+        if recursive {
+            out.push(rest.to_string());
+        } else {
+            let first = rest.split('/').next().unwrap_or(rest).to_string();
+            if !out.contains(&first) {
+                out.push(first);
+            }
+        }
+    }
+    Response::lines("RRDs", &out)
+}
+
+fn suspend(d: &Daemon, file: &str, on: bool) -> Response {
+    let t = match d.resolve(file) {
+        Ok(t) => t,
+        Err(e) => return Response::err(e),
+    };
+    let mut inner = d.lock();
+    if inner.store.get(&t.name).is_none() {
+        return Response::err(format!("{} - No such file or directory", t.abs));
+    }
+    let changed = if on {
+        inner.suspended.insert(t.name.clone())
+    } else {
+        inner.suspended.remove(&t.name)
+    };
+    Response::ok(match (on, changed) {
+        (true, true) => format!("{} suspended", t.abs),
+        (true, false) => format!("{} already suspended", t.abs),
+        (false, true) => format!("{} resumed", t.abs),
+        (false, false) => format!("{} not suspended", t.abs),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strtol_reads_like_c() {
+        assert_eq!(strtol("1795212900"), 1795212900);
+        assert_eq!(strtol("-1h"), -1);
+        assert_eq!(strtol("0x10"), 16);
+        assert_eq!(strtol("010"), 8);
+        assert_eq!(strtol("junk"), 0);
+    }
+}

@@ -1,0 +1,285 @@
+//! `ringlet serve`: a drop-in replacement for rrdcached over a ringlet store.
+//!
+//! The only crate that knows sockets, signals, threads and the wall clock. It parses
+//! rrdcached's command line ([`config`]), opens the store ([`daemon`]), binds the listeners,
+//! runs one thread per connection ([`conn`]) and one committer thread, and turns SIGTERM,
+//! SIGINT, SIGUSR1 and SIGUSR2 into a final commit and a clean exit. Command semantics live in
+//! [`handlers`]; the wire format in the `proto` crate.
+
+pub mod config;
+pub mod conn;
+pub mod daemon;
+pub mod handlers;
+mod sys;
+
+use config::{Addr, Config};
+use daemon::Daemon;
+use std::io::Write;
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+static LOG: Mutex<Option<std::fs::File>> = Mutex::new(None);
+
+/// Log one line: to the `-o` file if given, else to stderr.
+pub fn log(msg: &str) {
+    let ts = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let line = format!("ringlet[{}] {ts}: {msg}\n", std::process::id());
+    let mut g = LOG.lock().unwrap_or_else(|p| p.into_inner());
+    match g.as_mut() {
+        Some(f) => {
+            let _ = f.write_all(line.as_bytes());
+        }
+        None => {
+            let _ = std::io::stderr().write_all(line.as_bytes());
+        }
+    }
+}
+
+enum Listener {
+    Unix(UnixListener, PathBuf),
+    Tcp(TcpListener),
+}
+
+fn bind(l: &config::Listen) -> Result<Listener, String> {
+    match &l.addr {
+        Addr::Unix(path) => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            }
+            let _ = std::fs::remove_file(path);
+            let sock = UnixListener::bind(path)
+                .map_err(|e| format!("cannot listen on unix:{}: {e}", path.display()))?;
+            let mode = match (l.mode, &l.group) {
+                (Some(m), _) => Some(m),
+                (None, Some(_)) => Some(0o760),
+                _ => None,
+            };
+            if let Some(m) = mode {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(m))
+                    .map_err(|e| format!("cannot chmod {}: {e}", path.display()))?;
+            }
+            if let Some(g) = &l.group {
+                sys::chgrp(path, g)?;
+            }
+            Ok(Listener::Unix(sock, path.clone()))
+        }
+        Addr::Tcp(host, port) => {
+            let host = if host.is_empty() {
+                "0.0.0.0"
+            } else {
+                host.as_str()
+            };
+            let addr = if host.contains(':') {
+                format!("[{host}]:{port}")
+            } else {
+                format!("{host}:{port}")
+            };
+            let sock =
+                TcpListener::bind(&addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            Ok(Listener::Tcp(sock))
+        }
+    }
+}
+
+fn describe(l: &Listener) -> String {
+    match l {
+        Listener::Unix(_, p) => format!("unix:{}", p.display()),
+        Listener::Tcp(t) => t.local_addr().map_or("tcp".into(), |a| a.to_string()),
+    }
+}
+
+fn spawn_acceptor(d: Arc<Daemon>, l: Listener, access: Arc<conn::Access>, max_conns: usize) {
+    let active = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || loop {
+        let stream: Box<dyn ConnStream> = match &l {
+            Listener::Unix(s, _) => match s.accept() {
+                Ok((c, _)) => Box::new(c),
+                Err(e) => {
+                    log(&format!("accept failed: {e}"));
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            },
+            Listener::Tcp(s) => match s.accept() {
+                Ok((c, _)) => {
+                    let _ = c.set_nodelay(true);
+                    Box::new(c)
+                }
+                Err(e) => {
+                    log(&format!("accept failed: {e}"));
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            },
+        };
+        if active.load(Ordering::SeqCst) >= max_conns {
+            let mut s = stream;
+            let _ = s.write_all(b"-1 Too many connections\n");
+            continue;
+        }
+        active.fetch_add(1, Ordering::SeqCst);
+        let (d, access, active) = (d.clone(), access.clone(), active.clone());
+        let spawned = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                stream.set_write_timeout(Some(Duration::from_secs(30)));
+                if let Err(e) = conn::serve(&d, &access, stream) {
+                    if e.kind() != std::io::ErrorKind::BrokenPipe
+                        && e.kind() != std::io::ErrorKind::ConnectionReset
+                    {
+                        log(&format!("connection closed: {e}"));
+                    }
+                }
+                active.fetch_sub(1, Ordering::SeqCst);
+            });
+        if let Err(e) = spawned {
+            log(&format!("cannot start a connection thread: {e}"));
+        }
+    });
+}
+
+/// A socket a connection thread can serve.
+trait ConnStream: std::io::Read + Write + Send {
+    fn set_write_timeout(&self, t: Option<Duration>);
+}
+impl ConnStream for std::os::unix::net::UnixStream {
+    fn set_write_timeout(&self, t: Option<Duration>) {
+        let _ = std::os::unix::net::UnixStream::set_write_timeout(self, t);
+    }
+}
+impl ConnStream for std::net::TcpStream {
+    fn set_write_timeout(&self, t: Option<Duration>) {
+        let _ = std::net::TcpStream::set_write_timeout(self, t);
+    }
+}
+
+fn final_commit(d: &Daemon) {
+    let mut inner = d.lock();
+    match d.commit(&mut inner) {
+        Ok(n) => log(&format!("committed {n} samples at shutdown")),
+        Err(e) => log(&format!("final commit failed: {e}")),
+    }
+}
+
+/// Run the daemon. Returns the process exit code.
+pub fn run(args: &[String], default_store: PathBuf) -> i32 {
+    let cfg = match config::parse(args) {
+        Ok(c) => c,
+        Err(e) if e.is_empty() => {
+            print!("{}", config::HELP);
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("ringlet serve: {e}");
+            return 2;
+        }
+    };
+    let store_dir = cfg.store.clone().unwrap_or(default_store);
+    let ready = if cfg.foreground {
+        None
+    } else {
+        match sys::daemonize() {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("ringlet serve: {e}");
+                return 1;
+            }
+        }
+    };
+    match start(&cfg, &store_dir) {
+        Ok((d, sockets)) => {
+            if let Some(r) = ready {
+                r.ok();
+            }
+            wait_for_signal(&d, &cfg, &sockets);
+            0
+        }
+        Err(e) => {
+            match ready {
+                Some(r) => r.fail(&e),
+                None => eprintln!("ringlet serve: {e}"),
+            }
+            1
+        }
+    }
+}
+
+fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), String> {
+    if let Some(f) = &cfg.log_file {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(f)
+            .map_err(|e| format!("cannot open log file {}: {e}", f.display()))?;
+        *LOG.lock().unwrap_or_else(|p| p.into_inner()) = Some(file);
+    }
+    if let Some(p) = &cfg.pid_file {
+        sys::check_pid_file(p)?;
+    }
+    // Signals are handled by one thread with sigwait: block them before any thread starts.
+    sys::block_signals();
+    let d = Arc::new(Daemon::open(cfg, store_dir)?);
+    let rep = d.lock().store.recovery().clone();
+    log(&format!("store {} opened: {rep:?}", store_dir.display()));
+    let mut sockets = Vec::new();
+    let mut bound = Vec::new();
+    for l in &cfg.listen {
+        let b = bind(l)?;
+        if let Listener::Unix(_, p) = &b {
+            sockets.push(p.clone());
+        }
+        log(&format!("listening on {}", describe(&b)));
+        bound.push((b, l.allowed.clone()));
+    }
+    if let Some(p) = &cfg.pid_file {
+        std::fs::write(p, format!("{}\n", std::process::id()))
+            .map_err(|e| format!("cannot write pid file {}: {e}", p.display()))?;
+    }
+    sys::drop_privileges(cfg.group.as_deref(), cfg.user.as_deref())?;
+    for (b, allowed) in bound {
+        let access = Arc::new(conn::Access {
+            allowed,
+            max_line: cfg.max_line,
+        });
+        spawn_acceptor(d.clone(), b, access, cfg.max_connections);
+    }
+    let dc = d.clone();
+    std::thread::spawn(move || loop {
+        std::thread::sleep(dc.commit_interval);
+        let mut inner = dc.lock();
+        if inner.store.pending_samples() > 0 {
+            if let Err(e) = dc.commit(&mut inner) {
+                log(&format!("commit failed: {e}"));
+            }
+        }
+    });
+    Ok((d, sockets))
+}
+
+fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf]) {
+    loop {
+        let sig = sys::wait_signal();
+        match sig {
+            sys::Signal::Hup => continue,
+            other => {
+                log(&format!("caught {other:?}, committing and exiting"));
+                break;
+            }
+        }
+    }
+    final_commit(d);
+    for s in sockets {
+        let _ = std::fs::remove_file(s);
+    }
+    if let Some(p) = &cfg.pid_file {
+        let _ = std::fs::remove_file(p);
+    }
+}

@@ -1,0 +1,209 @@
+//! The few POSIX calls std does not offer: fork into the background, signals by sigwait,
+//! pid files, socket group, dropping privileges.
+
+use std::ffi::CString;
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Term,
+    Int,
+    Usr1,
+    Usr2,
+    Hup,
+}
+
+const SIGNALS: [(libc::c_int, Signal); 5] = [
+    (libc::SIGTERM, Signal::Term),
+    (libc::SIGINT, Signal::Int),
+    (libc::SIGUSR1, Signal::Usr1),
+    (libc::SIGUSR2, Signal::Usr2),
+    (libc::SIGHUP, Signal::Hup),
+];
+
+fn sigset() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset initialise and fill a set we own.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for (s, _) in SIGNALS {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Block the handled signals in this thread and every thread it starts afterwards.
+pub fn block_signals() {
+    let set = sigset();
+    // SAFETY: set is a valid, initialised signal set.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+/// Wait for one of the handled signals.
+pub fn wait_signal() -> Signal {
+    let set = sigset();
+    loop {
+        let mut sig: libc::c_int = 0;
+        // SAFETY: set is valid; sig is written by sigwait.
+        let rc = unsafe { libc::sigwait(&set, &mut sig) };
+        if rc == 0 {
+            if let Some((_, s)) = SIGNALS.iter().find(|(n, _)| *n == sig) {
+                return *s;
+            }
+        }
+    }
+}
+
+/// The child's end of the start-up handshake after [`daemonize`].
+pub struct Ready {
+    fd: libc::c_int,
+}
+
+impl Ready {
+    pub fn ok(self) {
+        self.send(b"ok");
+        redirect_stdio();
+    }
+    pub fn fail(self, msg: &str) {
+        self.send(msg.as_bytes());
+    }
+    fn send(&self, b: &[u8]) {
+        // SAFETY: fd is the write end of our pipe; b is a valid buffer.
+        unsafe {
+            libc::write(self.fd, b.as_ptr().cast(), b.len());
+            libc::close(self.fd);
+        }
+    }
+}
+
+fn redirect_stdio() {
+    let null = CString::new("/dev/null").expect("no NUL");
+    // SAFETY: plain open/dup2/close on descriptors we own.
+    unsafe {
+        let fd = libc::open(null.as_ptr(), libc::O_RDWR);
+        if fd >= 0 {
+            libc::dup2(fd, 0);
+            libc::dup2(fd, 1);
+            libc::dup2(fd, 2);
+            if fd > 2 {
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+/// Fork into the background. The parent waits until the child reports that it is serving
+/// (or why it failed), prints any error, and exits; the child returns a [`Ready`] to report.
+/// Must be called before any thread is started.
+pub fn daemonize() -> Result<Ready, String> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds has room for the two descriptors pipe writes.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: no other threads exist yet (documented precondition).
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid > 0 {
+        // SAFETY: reading from our pipe into a local buffer.
+        unsafe {
+            libc::close(fds[1]);
+            let mut buf = [0u8; 4096];
+            let mut got = Vec::new();
+            loop {
+                let n = libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len());
+                if n <= 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n as usize]);
+            }
+            if got == b"ok" {
+                libc::_exit(0);
+            }
+            eprintln!("ringlet serve: {}", String::from_utf8_lossy(&got));
+            libc::_exit(1);
+        }
+    }
+    // SAFETY: setsid in the child; closing the read end we do not use.
+    unsafe {
+        libc::close(fds[0]);
+        libc::setsid();
+    }
+    Ok(Ready { fd: fds[1] })
+}
+
+/// Refuse to start when the pid file names a live process; remove a stale one.
+pub fn check_pid_file(p: &Path) -> Result<(), String> {
+    let Ok(s) = std::fs::read_to_string(p) else {
+        return Ok(());
+    };
+    if let Ok(pid) = s.trim().parse::<libc::pid_t>() {
+        // SAFETY: kill with signal 0 only checks for existence.
+        if pid > 0 && unsafe { libc::kill(pid, 0) } == 0 {
+            return Err(format!(
+                "pid file {} names running process {pid}",
+                p.display()
+            ));
+        }
+    }
+    let _ = std::fs::remove_file(p);
+    Ok(())
+}
+
+fn gid_of(group: &str) -> Result<libc::gid_t, String> {
+    if let Ok(n) = group.parse() {
+        return Ok(n);
+    }
+    let c = CString::new(group).map_err(|_| format!("invalid group '{group}'"))?;
+    // SAFETY: getgrnam returns a pointer into static storage or null.
+    let g = unsafe { libc::getgrnam(c.as_ptr()) };
+    if g.is_null() {
+        return Err(format!("unknown group '{group}'"));
+    }
+    // SAFETY: g is non-null.
+    Ok(unsafe { (*g).gr_gid })
+}
+
+/// `-s`: give a socket file to a group.
+pub fn chgrp(path: &Path, group: &str) -> Result<(), String> {
+    let gid = gid_of(group)?;
+    std::os::unix::fs::chown(path, None, Some(gid))
+        .map_err(|e| format!("chgrp {}: {e}", path.display()))
+}
+
+/// `-G`, `-U`: switch group, then user.
+pub fn drop_privileges(group: Option<&str>, user: Option<&str>) -> Result<(), String> {
+    if let Some(g) = group {
+        let gid = gid_of(g)?;
+        // SAFETY: setgid with a valid gid.
+        if unsafe { libc::setgid(gid) } != 0 {
+            return Err(format!("setgid {g}: {}", std::io::Error::last_os_error()));
+        }
+    }
+    if let Some(u) = user {
+        let uid = match u.parse() {
+            Ok(n) => n,
+            Err(_) => {
+                let c = CString::new(u).map_err(|_| format!("invalid user '{u}'"))?;
+                // SAFETY: getpwnam returns static storage or null.
+                let p = unsafe { libc::getpwnam(c.as_ptr()) };
+                if p.is_null() {
+                    return Err(format!("unknown user '{u}'"));
+                }
+                // SAFETY: p is non-null.
+                unsafe { (*p).pw_uid }
+            }
+        };
+        // SAFETY: setuid with a valid uid.
+        if unsafe { libc::setuid(uid) } != 0 {
+            return Err(format!("setuid {u}: {}", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
