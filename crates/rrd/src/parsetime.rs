@@ -269,6 +269,10 @@ fn full_year(y: i64) -> Result<i64, RrdError> {
     }
 }
 
+/// The year rrdtool 1.7.2 lands in when a numeric date (`10.12`, `1/1`) or a month name after
+/// a time of day (`10:00 Dec 25`) leaves out the year.
+const NO_YEAR: i64 = 30000;
+
 fn set_date(tm: &mut Tm, year: i64, mon: i64, mday: i64) -> Result<(), RrdError> {
     if !(1..=12).contains(&mon) {
         return Err(err(format!("did you really mean month {mon}?")));
@@ -278,7 +282,11 @@ fn set_date(tm: &mut Tm, year: i64, mon: i64, mday: i64) -> Result<(), RrdError>
             "I'm afraid that {mday} is not a valid day of the month"
         )));
     }
-    tm.year = full_year(year)?;
+    tm.year = if year == NO_YEAR {
+        year
+    } else {
+        full_year(year)?
+    };
     tm.mon = mon - 1;
     tm.mday = mday;
     Ok(())
@@ -316,7 +324,15 @@ pub fn parse_time(spec: &str, now: i64) -> Result<TimeSpec, RrdError> {
                 _ => Base::Absolute(0),
             };
             if w == "epoch" {
-                tm = Tm::from_epoch(0);
+                // rrdtool zeroes its `struct tm`: day 0 of January 1900, i.e. 1899-12-31.
+                tm = Tm {
+                    year: 1900,
+                    mon: 0,
+                    mday: 0,
+                    hour: 0,
+                    min: 0,
+                    sec: 0,
+                };
             }
             if !matches!(p.peek(), Some(Tok::Punct('+' | '-'))) {
                 return Err(err("'start' or 'end' MUST be followed by +|- offset"));
@@ -427,6 +443,7 @@ fn day(p: &mut Parser, tm: &mut Tm, had_tod: bool) -> Result<(), RrdError> {
                     p.i += 1;
                     y
                 }
+                None if had_tod => NO_YEAR,
                 None => tm.year,
             };
             set_date(tm, year, mon as i64 + 1, mday)
@@ -447,7 +464,8 @@ fn day(p: &mut Parser, tm: &mut Tm, had_tod: bool) -> Result<(), RrdError> {
                     return Err(err(format!("unparsable time: {}", p.rest())));
                 };
                 p.i += 3;
-                let mut year = tm.year;
+                // Without a year rrdtool ends up in the year 30000; so does ringlet.
+                let mut year = NO_YEAR;
                 if p.peek() == Some(&Tok::Punct(sep)) {
                     if let Some((y, _)) = p.num(1) {
                         year = y;
@@ -467,7 +485,10 @@ fn day(p: &mut Parser, tm: &mut Tm, had_tod: bool) -> Result<(), RrdError> {
                 Err(err(format!("did you really mean month {n}?")))
             }
         }
-        Some(_) if !had_tod => Err(err(format!("unparsable time: {}", p.rest()))),
+        Some(Tok::Punct(c)) if !had_tod => {
+            // rrdtool prints the offending character twice here (`@@1700000000`).
+            Err(err(format!("unparsable time: {c}{}", p.rest())))
+        }
         _ => Ok(()),
     }
 }
