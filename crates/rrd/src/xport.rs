@@ -18,7 +18,8 @@
 //! * The value of a series at output time t is its row covering `(T-step, T]` around t.
 //! * A CDEF is computed on its own grid (gcd of its inputs' steps, from the latest input start
 //!   to the earliest input end). The RPN module evaluates plain operators; this module supplies
-//!   TIME/LTIME (grid time, UTC), STEPWIDTH, COUNT, PREV, PREV(x) and `x,w,TREND`/`TRENDNAN`.
+//!   TIME/LTIME (grid time, UTC), STEPWIDTH, COUNT, PREV, PREV(x), NEWDAY/NEWWEEK/NEWMONTH/
+//!   NEWYEAR and `x,w,TREND`/`TRENDNAN`.
 //!   Where rrdtool reads outside its arrays (a TREND window or PREV(x) before the source's
 //!   first row on a finer grid) ringlet gives 0 or unknown, not rrdtool's stray bytes.
 //! * Legends are printed raw (no XML or JSON escaping); JSON prints NaN as `null` and, with
@@ -331,6 +332,7 @@ fn eval_cdef(
                 STEP_VAR => g_step as f64,
                 COUNT_VAR => k as f64,
                 PREV_VAR => prev,
+                NEWDAY_VAR | NEWWEEK_VAR | NEWMONTH_VAR | NEWYEAR_VAR => new_period(j, t, g_step),
                 _ if j < vars.len() => value(vars, j, t),
                 _ if j <= TREND_BASE && TREND_BASE - j < c.trends.len() => {
                     trend(&c.trends[TREND_BASE - j])
@@ -664,6 +666,10 @@ fn parse_element(
                 "\u{1}STEPWIDTH" => Some(STEP_VAR),
                 "\u{1}COUNT" => Some(COUNT_VAR),
                 "\u{1}PREV" => Some(PREV_VAR),
+                "\u{1}NEWDAY" => Some(NEWDAY_VAR),
+                "\u{1}NEWWEEK" => Some(NEWWEEK_VAR),
+                "\u{1}NEWMONTH" => Some(NEWMONTH_VAR),
+                "\u{1}NEWYEAR" => Some(NEWYEAR_VAR),
                 _ => {
                     if let Some(k) = n.strip_prefix("\u{1}TREND") {
                         return k.parse::<usize>().ok().map(|k| TREND_BASE - k);
@@ -727,6 +733,34 @@ const TIME_VAR: usize = usize::MAX - 1;
 const STEP_VAR: usize = usize::MAX - 2;
 const COUNT_VAR: usize = usize::MAX - 3;
 const PREV_VAR: usize = usize::MAX - 4;
+const NEWDAY_VAR: usize = usize::MAX - 5;
+const NEWWEEK_VAR: usize = usize::MAX - 6;
+const NEWMONTH_VAR: usize = usize::MAX - 7;
+const NEWYEAR_VAR: usize = usize::MAX - 8;
+
+/// NEWDAY, NEWWEEK (weeks start on Sunday, C locale), NEWMONTH, NEWYEAR: 1 when the grid
+/// step ending at `t` crosses into a new period (UTC), else 0.
+fn new_period(var: usize, t: i64, step: i64) -> f64 {
+    let (d1, d0) = (t.div_euclid(86_400), (t - step).div_euclid(86_400));
+    let changed = match var {
+        NEWDAY_VAR => d1 != d0,
+        NEWWEEK_VAR => (d1 + 4).div_euclid(7) != (d0 + 4).div_euclid(7),
+        _ => {
+            let (y1, m1, _) = crate::dump::civil_from_days(d1);
+            let (y0, m0, _) = crate::dump::civil_from_days(d0);
+            if var == NEWMONTH_VAR {
+                (y1, m1) != (y0, m0)
+            } else {
+                y1 != y0
+            }
+        }
+    };
+    if changed {
+        1.0
+    } else {
+        0.0
+    }
+}
 
 /// First of the variable indices for `x,w,TREND` (counting down), and for `PREV(x)`.
 const TREND_BASE: usize = usize::MAX - 1000;
@@ -771,6 +805,10 @@ fn series_tokens(expr: &str, vars: &[Var]) -> (String, Vec<Trend>, Vec<usize>) {
                 "STEPWIDTH" => "\u{1}STEPWIDTH",
                 "COUNT" => "\u{1}COUNT",
                 "PREV" => "\u{1}PREV",
+                "NEWDAY" => "\u{1}NEWDAY",
+                "NEWWEEK" => "\u{1}NEWWEEK",
+                "NEWMONTH" => "\u{1}NEWMONTH",
+                "NEWYEAR" => "\u{1}NEWYEAR",
                 _ => t,
             }
             .to_string(),
@@ -1278,6 +1316,7 @@ mod tests {
             "CDEF:t=g,b,+,POP,b,1000,TREND",
             "CDEF:t=PREV(g),g,-",
             "CDEF:t=b,PREV(b),-",
+            "CDEF:t=g,POP,NEWDAY,NEWWEEK,2,*,+,NEWMONTH,4,*,+,NEWYEAR,8,*,+",
         ] {
             compare(
                 &dir,
@@ -1299,6 +1338,26 @@ mod tests {
             if !cdef.contains("POP,b,1000") {
                 let args = ["-t", "-s", "1000000100", "-e", "1000130000", "-m", "20"];
                 compare(&dir, &[&args[..], &[g, b, cdef, "XPORT:t"]].concat());
+            }
+        }
+        // Calendar operators at month and year boundaries, several grids.
+        for (s0, e0) in [("1001890000", "1001900000"), ("1009830000", "1009850000")] {
+            for m in ["400", "13", "20"] {
+                compare(
+                    &dir,
+                    &[
+                        "-t",
+                        "-m",
+                        m,
+                        "-s",
+                        s0,
+                        "-e",
+                        e0,
+                        "DEF:d=x400.rrd:g:AVERAGE",
+                        "CDEF:n=d,POP,NEWDAY,NEWWEEK,2,*,+,NEWMONTH,4,*,+,NEWYEAR,8,*,+",
+                        "XPORT:n",
+                    ],
+                );
             }
         }
         // At-style times relative to each other (the clock is not involved).
