@@ -84,7 +84,8 @@ impl<'a> BitReader<'a> {
         BitReader { buf, pos: 0 }
     }
 
-    fn err(&self, what: &str) -> DecodeError {
+    /// An error at the byte being read.
+    pub fn err(&self, what: &str) -> DecodeError {
         DecodeError::new((self.pos / 8) as usize, what)
     }
 

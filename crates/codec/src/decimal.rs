@@ -62,14 +62,33 @@ impl Decimal {
 
     /// The canonical spelling: `-`, integer part, and exactly `scale` fraction digits.
     pub fn format(&self) -> String {
-        let digits = self.mantissa.unsigned_abs().to_string();
+        let mut out = String::new();
+        self.format_into(&mut out);
+        out
+    }
+
+    /// [`Decimal::format`] into `out` (cleared first), without allocating when it has room.
+    pub fn format_into(&self, out: &mut String) {
+        let mut buf = [0u8; 20];
+        let mut at = buf.len();
+        let mut v = self.mantissa.unsigned_abs();
+        loop {
+            at -= 1;
+            buf[at] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        // ASCII digits only.
+        let digits = std::str::from_utf8(&buf[at..]).unwrap_or("0");
         let scale = self.scale as usize;
-        let mut out = String::with_capacity(digits.len() + scale + 3);
+        out.clear();
         if self.mantissa < 0 {
             out.push('-');
         }
         if scale == 0 {
-            out.push_str(&digits);
+            out.push_str(digits);
         } else if digits.len() > scale {
             let (i, f) = digits.split_at(digits.len() - scale);
             out.push_str(i);
@@ -80,9 +99,8 @@ impl Decimal {
             for _ in digits.len()..scale {
                 out.push('0');
             }
-            out.push_str(&digits);
+            out.push_str(digits);
         }
-        out
     }
 }
 

@@ -169,6 +169,17 @@ impl SeriesCodec {
 
     /// Read one sample from `r` and advance the state.
     pub fn decode(&mut self, r: &mut BitReader) -> Result<Sample, DecodeError> {
+        let mut s = Sample {
+            time: 0,
+            usec: 0,
+            values: Vec::new(),
+        };
+        self.decode_into(r, &mut s)?;
+        Ok(s)
+    }
+
+    /// [`SeriesCodec::decode`] into an existing sample, reusing its strings.
+    pub fn decode_into(&mut self, r: &mut BitReader, out: &mut Sample) -> Result<(), DecodeError> {
         if r.bit()? {
             let dod = unzigzag(r.exp_golomb(0)?);
             self.step = self.step.wrapping_add(dod);
@@ -177,15 +188,14 @@ impl SeriesCodec {
             }
         }
         self.time = self.time.wrapping_add(self.step);
-        let mut values = Vec::with_capacity(self.ds.len());
-        for ds in &mut self.ds {
-            values.push(decode_value(ds, r)?);
+        out.time = self.time;
+        out.usec = self.usec;
+        out.values.resize_with(self.ds.len(), String::new);
+        for (ds, v) in self.ds.iter_mut().zip(out.values.iter_mut()) {
+            decode_value(ds, r)?;
+            v.clone_from(&ds.last);
         }
-        Ok(Sample {
-            time: self.time,
-            usec: self.usec,
-            values,
-        })
+        Ok(())
     }
 }
 
@@ -222,10 +232,11 @@ fn encode_value(ds: &mut DsCodec, w: &mut BitWriter, v: &str) {
     }
 }
 
-fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<String, DecodeError> {
-    let text = if !r.bit()? {
+/// Read one value; the text is left in `ds.last`.
+fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<(), DecodeError> {
+    if !r.bit()? {
         let Some(prev) = ds.num else {
-            return Err(r_err(r, "decimal residual without a previous decimal"));
+            return Err(r.err("decimal residual without a previous decimal"));
         };
         let u = r.exp_golomb(ds.order())?;
         let m = ds.prediction(prev.mantissa).wrapping_add(unzigzag(u));
@@ -235,39 +246,31 @@ fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<String, DecodeErr
             scale: prev.scale,
         };
         ds.num = Some(d);
-        d.format()
+        d.format_into(&mut ds.last);
     } else if !r.bit()? {
-        "U".to_string()
+        ds.last.clear();
+        ds.last.push('U');
     } else if !r.bit()? {
         let scale = r.bits(5)? as u8;
         let m = unzigzag(r.exp_golomb(6)?);
         let d = Decimal { mantissa: m, scale };
         ds.num = Some(d);
         ds.delta = 0;
-        d.format()
+        d.format_into(&mut ds.last);
     } else if r.bit()? {
-        ds.last.clone()
+        // A repeat: `last` already holds the text.
     } else {
         let len = r.exp_golomb(3)?;
         if len > r.remaining_bits() / 8 {
-            return Err(r_err(r, "raw value longer than the chunk"));
+            return Err(r.err("raw value longer than the chunk"));
         }
         let mut bytes = Vec::with_capacity(len as usize);
         for _ in 0..len {
             bytes.push(r.bits(8)? as u8);
         }
-        String::from_utf8(bytes).map_err(|_| r_err(r, "raw value is not UTF-8"))?
-    };
-    if ds.last != text {
-        ds.last.clone_from(&text);
+        ds.last = String::from_utf8(bytes).map_err(|_| r.err("raw value is not UTF-8"))?;
     }
-    Ok(text)
-}
-
-fn r_err(r: &mut BitReader, what: &str) -> DecodeError {
-    // Position is approximate (the byte being read); the frame CRC already passed.
-    let _ = r;
-    DecodeError::new(0, what)
+    Ok(())
 }
 
 /// Encode `samples` as one byte-padded chunk, advancing `codec`.
@@ -277,6 +280,27 @@ pub fn encode_chunk(codec: &mut SeriesCodec, samples: &[Sample]) -> Result<Vec<u
         codec.encode(&mut w, s)?;
     }
     Ok(w.into_bytes())
+}
+
+/// Decode `count` samples from one chunk, advancing `codec`, handing each to `f` (one
+/// reused `Sample`, so replay allocates nothing per sample).
+pub fn for_each_in_chunk<E: From<DecodeError>>(
+    codec: &mut SeriesCodec,
+    bytes: &[u8],
+    count: u64,
+    mut f: impl FnMut(&Sample) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut r = BitReader::new(bytes);
+    let mut s = Sample {
+        time: 0,
+        usec: 0,
+        values: Vec::new(),
+    };
+    for _ in 0..count {
+        codec.decode_into(&mut r, &mut s)?;
+        f(&s)?;
+    }
+    Ok(())
 }
 
 /// Decode `count` samples from one chunk, advancing `codec`.

@@ -2,7 +2,7 @@
 //! a store, `run` feeds one realistic value per series per 15 s step of virtual time and
 //! commits every 5 virtual minutes, then closes. Prints the samples written.
 //!
-//! `load create DIR N` / `load run DIR N HOURS`
+//! `load create DIR N` / `load run DIR N HOURS` / `load open DIR 0` (time a recovery)
 
 use engine::{Options, Store};
 use rrd::{Cf, DsDef, DsType, RraDef, Rrd, Sample, Schema};
@@ -49,14 +49,26 @@ fn opts() -> Options {
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: load create DIR N | load run DIR N HOURS";
+    let usage = "usage: load create DIR N | load run DIR N HOURS | load open DIR 0";
     let (cmd, dir) = (
         args.get(1).ok_or(usage)?,
         Path::new(args.get(2).ok_or(usage)?),
     );
     let n: usize = args.get(3).ok_or(usage)?.parse().map_err(|_| usage)?;
     let name = |i: usize| format!("host{}/m{i}.rrd", i / 50);
+    let t = std::time::Instant::now();
     let mut store = Store::open(dir, opts()).map_err(|e| e.to_string())?;
+    if cmd == "open" {
+        let r = store.recovery();
+        println!(
+            "open took {:.3} s: checkpoint generation {}, {} records and {} samples replayed",
+            t.elapsed().as_secs_f64(),
+            r.checkpoint_generation,
+            r.records_replayed,
+            r.samples_replayed
+        );
+        return Ok(());
+    }
     if cmd == "create" {
         for i in 0..n {
             store

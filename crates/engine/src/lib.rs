@@ -7,12 +7,14 @@
 //! a checkpoint (the full state) is written instead, to the older of two checkpoint files.
 //! Opening replays the records after the newest valid checkpoint. Modules: [`files`] (names),
 //! [`vfs`] and [`sim`] (file access, real and simulated), [`ring`] (the log file),
-//! [`ckptfile`] (checkpoint files), [`series`] (the registry), [`recovery`] (open).
+//! [`ckptfile`] (checkpoint files), [`series`] (the registry), [`recovery`] (open) and
+//! [`replay`] (applying records, in parallel across series).
 //! The bytes are the codec crate's; docs/FORMAT.md and docs/DURABILITY.md describe both.
 
 pub mod ckptfile;
 pub mod files;
 pub mod recovery;
+pub mod replay;
 pub mod ring;
 pub mod series;
 pub mod sim;

@@ -7,13 +7,12 @@
 //! media damage: opening fails with `Error::Corrupt` rather than serving partial state.
 
 use crate::ckptfile;
+use crate::replay::{replay, Record};
 use crate::ring::{End, LogRing, Scan};
 use crate::series::Registry;
 use crate::vfs::Vfs;
 use crate::Error;
 use codec::checkpoint::encode_checkpoint;
-use codec::record::{decode_record, Entry};
-use codec::sample::decode_chunk;
 use std::path::Path;
 
 /// Where and why the log was cut at recovery.
@@ -98,47 +97,6 @@ fn init_if_fresh(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<bool, Error
     Ok(true)
 }
 
-/// Apply one decoded record to the registry; returns (samples applied, refused).
-fn apply_record(
-    reg: &mut Registry,
-    entries: Vec<Entry<'_>>,
-    at: (&Path, u64),
-) -> Result<(u64, u64), Error> {
-    let (mut applied, mut refused) = (0, 0);
-    for e in entries {
-        match e {
-            Entry::Create { id, name, rrd } => reg.insert(id, name, *rrd),
-            Entry::Remove { id } => {
-                if reg.remove(id).is_none() {
-                    return Err(corrupt(
-                        at.0,
-                        at.1,
-                        format!("removal of unknown series {id}"),
-                    ));
-                }
-            }
-            Entry::Samples { id, count, chunk } => {
-                let Some(s) = reg.by_id_mut(id) else {
-                    return Err(corrupt(
-                        at.0,
-                        at.1,
-                        format!("samples for unknown series {id}"),
-                    ));
-                };
-                let samples = decode_chunk(&mut s.codec, chunk, count as usize)
-                    .map_err(|e| corrupt(at.0, at.1, format!("series {id}: {e}")))?;
-                for smp in &samples {
-                    match s.rrd.apply(smp, &mut |_| {}) {
-                        Ok(()) | Err(rrd::ApplyError::Partial(_)) => applied += 1,
-                        Err(rrd::ApplyError::Rejected(_)) => refused += 1,
-                    }
-                }
-            }
-        }
-    }
-    Ok((applied, refused))
-}
-
 /// The whole open procedure after the lock is held.
 pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Error> {
     let mut report = RecoveryReport {
@@ -168,6 +126,7 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
 
     let (mut lsn, mut seq) = (ckpt_lsn, ck.header.log_seq);
     let mut zero_extent = 0;
+    let mut records = Vec::new();
     loop {
         if lsn - ckpt_lsn >= log.cap {
             break;
@@ -178,13 +137,11 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
                 payload,
                 framed,
             } => {
-                let at = (log_path.as_path(), log.offset(lsn));
-                let entries = decode_record(&payload)
-                    .map_err(|e| corrupt(at.0, at.1, format!("record {}: {e}", header.seq)))?;
-                let (applied, refused) = apply_record(&mut reg, entries, at)?;
-                report.records_replayed += 1;
-                report.samples_replayed += applied;
-                report.samples_refused += refused;
+                records.push(Record {
+                    file_offset: log.offset(lsn),
+                    seq: header.seq,
+                    payload,
+                });
                 lsn += framed;
                 seq += 1;
             }
@@ -201,6 +158,11 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
             }
         }
     }
+    let counts = replay(&mut reg, &records, &log_path)?;
+    report.records_replayed = records.len() as u64;
+    report.samples_replayed = counts.applied;
+    report.samples_refused = counts.refused;
+    drop(records);
     if report.log_was_truncated {
         log.restore_len()?;
     }

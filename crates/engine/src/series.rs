@@ -108,6 +108,11 @@ impl Registry {
         Some(s)
     }
 
+    /// Every series, mutably, in no particular order.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (u64, &mut Series)> {
+        self.by_id.iter_mut().map(|(&id, s)| (id, s))
+    }
+
     /// Every series in id order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (u64, &Series)> {
         let mut v: Vec<(u64, &Series)> = self.by_id.iter().map(|(&id, s)| (id, s)).collect();

@@ -1,0 +1,146 @@
+//! Replaying log records onto the registry, in parallel across series.
+//!
+//! Entries of different series commute (ids are never reused), so replay runs in two passes.
+//! Pass 1 walks the records in order and applies creates and removes, collecting each live
+//! series' sample chunks in record order (the chunks of a series removed later are dropped:
+//! nothing observable depends on them). Pass 2 decodes and applies every series' chunks with
+//! `Rrd::apply`, series spread over the available cores, each series on one thread in order.
+//! The result is the same as applying every entry in log order.
+
+use crate::series::{Registry, Series};
+use crate::Error;
+use codec::record::{decode_record, Entry};
+use codec::sample::for_each_in_chunk;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// One valid record: its file offset (for error reports) and payload.
+pub struct Record {
+    pub file_offset: u64,
+    pub seq: u64,
+    pub payload: Vec<u8>,
+}
+
+/// Samples applied and refused.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counts {
+    pub applied: u64,
+    pub refused: u64,
+}
+
+fn corrupt(file: &Path, offset: u64, what: String) -> Error {
+    Error::Corrupt {
+        file: file.to_path_buf(),
+        offset,
+        what,
+    }
+}
+
+/// A chunk to decode: (record index, bytes, sample count).
+type Chunk<'a> = (usize, &'a [u8], u64);
+
+/// One series' replay work: its id, the series, its chunks in log order.
+type Job<'a, 'b> = (u64, &'b mut Series, Vec<Chunk<'a>>);
+
+/// Why a job failed: (record index, series id, what).
+type JobError = (usize, u64, String);
+
+/// Apply `records` (in log order) to `reg`.
+pub fn replay(reg: &mut Registry, records: &[Record], log: &Path) -> Result<Counts, Error> {
+    let mut work: HashMap<u64, Vec<Chunk<'_>>> = HashMap::new();
+    for (i, rec) in records.iter().enumerate() {
+        let at =
+            |what: String| corrupt(log, rec.file_offset, format!("record {}: {what}", rec.seq));
+        let entries = decode_record(&rec.payload).map_err(|e| at(e.to_string()))?;
+        for e in entries {
+            match e {
+                Entry::Create { id, name, rrd } => reg.insert(id, name, *rrd),
+                Entry::Remove { id } => {
+                    if reg.remove(id).is_none() {
+                        return Err(at(format!("removal of unknown series {id}")));
+                    }
+                    work.remove(&id);
+                }
+                Entry::Samples { id, count, chunk } => {
+                    if reg.by_id(id).is_none() {
+                        return Err(at(format!("samples for unknown series {id}")));
+                    }
+                    work.entry(id).or_default().push((i, chunk, count));
+                }
+            }
+        }
+    }
+    let mut jobs: Vec<Job<'_, '_>> = reg
+        .iter_mut()
+        .filter_map(|(id, s)| work.remove(&id).map(|c| (id, s, c)))
+        .collect();
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(jobs.len().max(1));
+    // Spread the series over the threads, heaviest first, each to the lightest bucket.
+    jobs.sort_by_key(|(_, _, c)| std::cmp::Reverse(c.iter().map(|x| x.2).sum::<u64>()));
+    let mut buckets: Vec<(u64, Vec<Job<'_, '_>>)> = (0..threads).map(|_| (0, Vec::new())).collect();
+    for job in jobs {
+        let weight: u64 = job.2.iter().map(|x| x.2).sum();
+        if let Some(b) = buckets.iter_mut().min_by_key(|b| b.0) {
+            b.0 += weight;
+            b.1.push(job);
+        }
+    }
+    let results: Vec<Result<Counts, JobError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = buckets
+            .into_iter()
+            .map(|(_, jobs)| scope.spawn(move || apply_jobs(jobs)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err((0, 0, "replay thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut total = Counts::default();
+    for r in results {
+        match r {
+            Ok(c) => {
+                total.applied += c.applied;
+                total.refused += c.refused;
+            }
+            Err((i, id, what)) => {
+                let (off, seq) = records
+                    .get(i)
+                    .map(|r| (r.file_offset, r.seq))
+                    .unwrap_or((0, 0));
+                return Err(corrupt(
+                    log,
+                    off,
+                    format!("record {seq}: series {id}: {what}"),
+                ));
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// Decode and apply the chunks of some series; an error names (record index, series, why).
+fn apply_jobs(
+    jobs: Vec<(u64, &mut Series, Vec<Chunk<'_>>)>,
+) -> Result<Counts, (usize, u64, String)> {
+    let mut counts = Counts::default();
+    for (id, s, chunks) in jobs {
+        let Series { codec, rrd, .. } = s;
+        for (i, bytes, count) in chunks {
+            for_each_in_chunk(codec, bytes, count, |smp| {
+                match rrd.apply(smp, &mut |_| {}) {
+                    Ok(()) | Err(rrd::ApplyError::Partial(_)) => counts.applied += 1,
+                    Err(rrd::ApplyError::Rejected(_)) => counts.refused += 1,
+                }
+                Ok::<(), codec::DecodeError>(())
+            })
+            .map_err(|e| (i, id, e.to_string()))?;
+        }
+    }
+    Ok(counts)
+}
