@@ -60,18 +60,24 @@ pub struct Series {
 impl Series {
     /// Series `i` of a workload: a third of each kind, deterministic from the seed.
     pub fn new(i: u64, rng: &mut Rng) -> Series {
-        match i % 3 {
-            0 => Series {
+        let kind = [Kind::Gauge, Kind::Counter, Kind::Constant][(i % 3) as usize];
+        Series::with_kind(kind, rng)
+    }
+
+    /// A series of the given kind, its starting point drawn from `rng`.
+    pub fn with_kind(kind: Kind, rng: &mut Rng) -> Series {
+        match kind {
+            Kind::Gauge => Series {
                 kind: Kind::Gauge,
                 level: rng.below(10_000) as i64,
                 rate: 0,
             },
-            1 => Series {
+            Kind::Counter => Series {
                 kind: Kind::Counter,
                 level: rng.below(1 << 40) as i64,
                 rate: 1 + rng.below(1_000_000) as i64,
             },
-            _ => Series {
+            Kind::Constant => Series {
                 kind: Kind::Constant,
                 level: rng.below(1 << 20) as i64,
                 rate: 0,

@@ -49,7 +49,12 @@ fn main() {
             rra: [(1, 1200), (7, 1235), (50, 1210), (223, 1202), (2635, 1201)]
                 .iter()
                 .flat_map(|&(p, r)| {
-                    [Cf::Average, Cf::Min, Cf::Max].map(|cf| RraDef { cf, xff: 0.1, pdp_cnt: p, row_cnt: r })
+                    [Cf::Average, Cf::Min, Cf::Max].map(|cf| RraDef {
+                        cf,
+                        xff: 0.1,
+                        pdp_cnt: p,
+                        row_cnt: r,
+                    })
                 })
                 .collect(),
         };

@@ -78,6 +78,15 @@ fn name(i: u64) -> String {
     format!("host{}/m{}.rrd", i / 50, i % 50)
 }
 
+/// The inverse of [`name`].
+fn index_of(name: &str) -> Option<u64> {
+    let (h, m) = name
+        .strip_prefix("host")?
+        .strip_suffix(".rrd")?
+        .split_once("/m")?;
+    Some(h.parse::<u64>().ok()? * 50 + m.parse::<u64>().ok()?)
+}
+
 fn schema(kind: &str, step: u64) -> Schema {
     let day = 86_400 / step;
     let week = 7 * 86_400 / (step * 20);
@@ -142,15 +151,13 @@ fn run(a: &Args) -> Result<(), String> {
     // the values only need to look real, not continue the earlier run exactly.
     let mut rng = Rng::new(a.seed ^ 0x5EED);
     let mut series: Vec<(String, Series, i64)> = Vec::with_capacity(names.len());
-    for (i, n) in names.into_iter().enumerate() {
+    for n in names {
         let rrd = store.get(&n).ok_or("series vanished")?;
         let step = rrd.schema.step;
         let last = rrd.last_up;
-        series.push((
-            n,
-            Series::new(i as u64, &mut rng),
-            last - last % step as i64,
-        ));
+        // The kind of a series follows from its index, as in `create`.
+        let i = index_of(&n).ok_or(format!("{n}: not a series engine-load made"))?;
+        series.push((n, Series::new(i, &mut rng), last - last % step as i64));
     }
     let step = a.step as i64;
     let t0 = series.iter().map(|s| s.2).max().unwrap_or(0) + step;
