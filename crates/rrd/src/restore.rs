@@ -1262,4 +1262,86 @@ mod tests {
             &|x| x.replacen("<cf>AVERAGE</cf>", "<cfx>AVERAGE</cfx>", 1),
         );
     }
+
+    /// Whatever the input, restore_xml answers with an RRD or an error, never a panic:
+    /// truncations and random edits of a real dump.
+    #[test]
+    fn damaged_xml_never_panics() {
+        let schema = Schema {
+            step: 300,
+            ds: vec![
+                DsDef {
+                    name: "g".into(),
+                    kind: DsType::Gauge,
+                    heartbeat: 600,
+                    min: 0.0,
+                    max: f64::NAN,
+                    rpn: None,
+                },
+                DsDef {
+                    name: "x".into(),
+                    kind: DsType::Compute,
+                    heartbeat: 0,
+                    min: f64::NAN,
+                    max: f64::NAN,
+                    rpn: Some("g,2,*".into()),
+                },
+            ],
+            rra: vec![
+                RraDef {
+                    cf: Cf::Average,
+                    xff: 0.5,
+                    pdp_cnt: 1,
+                    row_cnt: 4,
+                },
+                RraDef {
+                    cf: Cf::Max,
+                    xff: 0.5,
+                    pdp_cnt: 3,
+                    row_cnt: 3,
+                },
+            ],
+        };
+        let xml = dump_xml(&Rrd::new(schema, 1_000_000_000), "dtd");
+        assert!(restore_xml(&xml, true).is_ok());
+        for n in 0..xml.len() {
+            let _ = restore_xml(&xml[..n], n % 2 == 0);
+        }
+        let pieces = [
+            "<",
+            ">",
+            "/",
+            "</v>",
+            "<v>",
+            "<!--",
+            "-->",
+            "&",
+            "&#x41;",
+            "]]>",
+            "<![CDATA[",
+            "\"",
+            "=",
+            "0",
+            "-1",
+            "NaN",
+            "<ds/>",
+            "<row>",
+        ];
+        let mut x: u64 = 42;
+        let bytes = xml.as_bytes();
+        for _ in 0..3000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let at = (x % bytes.len() as u64) as usize;
+            let cut = ((x >> 20) % 8) as usize;
+            let piece = pieces[((x >> 32) % pieces.len() as u64) as usize];
+            let mut edited = Vec::with_capacity(bytes.len() + 16);
+            edited.extend_from_slice(&bytes[..at]);
+            edited.extend_from_slice(piece.as_bytes());
+            edited.extend_from_slice(&bytes[(at + cut).min(bytes.len())..]);
+            let text = String::from_utf8_lossy(&edited);
+            let _ = restore_xml(&text, x % 3 == 0);
+        }
+    }
 }
