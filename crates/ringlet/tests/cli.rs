@@ -328,3 +328,51 @@ fn help_and_command_usage_are_printed() {
     let g = p.ringlet(&["graph", "x.png"], None);
     assert_eq!(g.code, 1);
 }
+
+#[test]
+fn at_style_times_resolve_like_rrdtool() {
+    if !have_rrdtool() {
+        return;
+    }
+    let p = Pair::new();
+    p.same(&format!("create a.rrd {SCHEMA}"));
+    // Start relative to a fixed end, and absolute forms: independent of the clock.
+    for start in [
+        "e-1h",
+        "e-2m",
+        "e-6m",
+        "e-1h30m",
+        "end-3weeks",
+        "e-5mon1w2d",
+        "e-3hrs",
+        "e-1h-1m",
+        "e-",
+        "e",
+        "1699999000-1d",
+        "20231114",
+        "20231114_12:45",
+        "11/14/2023",
+        "14.11.2023",
+        "noon_11/14/2023",
+        "12am_11/14/23",
+        "Nov_14_2023",
+        "5pm_14.11.2023",
+        "13pm",
+        "12:70",
+        "25:00",
+        "foo",
+        "today",
+        "12:30:45",
+        "jan",
+        "12/32/2020",
+        "12/31/69",
+        "12/31/1970",
+        "100",
+        "epoch+1h",
+        "@5",
+    ] {
+        p.same(&format!(
+            "fetch a.rrd AVERAGE -r 86400 -s {start} -e 1700000600"
+        ));
+    }
+}
