@@ -22,7 +22,8 @@
 //!   NEWYEAR and `x,w,TREND`/`TRENDNAN`.
 //!   Where rrdtool reads outside its arrays (a TREND window or PREV(x) before the source's
 //!   first row on a finer grid) ringlet gives 0 or unknown, not rrdtool's stray bytes.
-//! * Legends are printed raw (no XML or JSON escaping); JSON prints NaN as `null` and, with
+//! * Legends are printed raw (no XML or JSON escaping); JSON prints NaN and infinities as
+//!   `null` (XML: `NaN`, `inf`, `-inf`) and, with
 //!   `--showtime`, the time as a quoted string.
 //! * Numbers print through rrdtool's own `%0.10e` ([`crate::fmt::rrd_exp`]).
 
@@ -909,7 +910,7 @@ fn format_json(g: &Grid, showtime: bool) -> String {
         let vals: Vec<String> = row
             .iter()
             .map(|v| {
-                if v.is_nan() {
+                if !v.is_finite() {
                     "null".to_string()
                 } else {
                     rrd_exp(*v, 10)
@@ -1032,6 +1033,14 @@ mod tests {
             &["RRA:AVERAGE:0.5:1:1000"],
             500,
             &|i| format!("{}", (i * i) % 97),
+        );
+        mk(
+            "xinf.rrd",
+            300,
+            &["DS:g:GAUGE:600:U:U"],
+            &["RRA:AVERAGE:0.5:1:100", "RRA:LAST:0.5:1:100"],
+            60,
+            &|i| ["1e400", "-1e400", "5", "U"][(i % 4) as usize].to_string(),
         );
         std::fs::write(dir.join("done"), "").expect("marker");
         Some(dir)
@@ -1339,6 +1348,25 @@ mod tests {
                 let args = ["-t", "-s", "1000000100", "-e", "1000130000", "-m", "20"];
                 compare(&dir, &[&args[..], &[g, b, cdef, "XPORT:t"]].concat());
             }
+        }
+        // Infinities: inf/-inf in XML, null in JSON.
+        for extra in ["--json", "-t"] {
+            compare(
+                &dir,
+                &[
+                    extra,
+                    "-s",
+                    "999990000",
+                    "-e",
+                    "1000007000",
+                    "DEF:i=xinf.rrd:g:AVERAGE",
+                    "DEF:l=xinf.rrd:g:LAST",
+                    "CDEF:n=i,-1,*",
+                    "XPORT:i",
+                    "XPORT:l",
+                    "XPORT:n",
+                ],
+            );
         }
         // Calendar operators at month and year boundaries, several grids.
         for (s0, e0) in [("1001890000", "1001900000"), ("1009830000", "1009850000")] {
