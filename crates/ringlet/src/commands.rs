@@ -70,6 +70,15 @@ fn with_store(ctx: &Ctx, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
     out
 }
 
+/// [`with_store`] for a command that only reads RRD `given`: a store that does not exist yet
+/// is not created, the RRD is simply missing.
+fn reading(ctx: &Ctx, given: &str, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
+    if !ctx.store_dir.exists() {
+        return Outcome::err(format!("opening '{given}': No such file or directory"));
+    }
+    with_store(ctx, f)
+}
+
 /// Load an RRD for reading, with rrdtool's "opening" error.
 fn load<'s>(st: &'s Store, given: &str) -> Result<&'s Rrd, String> {
     let name = store::normalize(given)?;
@@ -274,7 +283,7 @@ pub fn fetch_cmd(ctx: &Ctx, args: &[String]) -> Outcome {
         return Outcome::err(format!("unknown consolidation function '{cf_name}'"));
     };
     let align = p.has("align-start");
-    with_store(ctx, |st| {
+    reading(ctx, given, |st| {
         let rrd = match load(st, given) {
             Ok(r) => r,
             Err(e) => return Outcome::err(e),
@@ -309,7 +318,7 @@ pub fn info(ctx: &Ctx, args: &[String]) -> Outcome {
         Ok(g) => g,
         Err(e) => return Outcome::err(e),
     };
-    with_store(ctx, |st| match load(st, &given) {
+    reading(ctx, &given, |st| match load(st, &given) {
         Ok(rrd) => Outcome::ok(rrd::info::format_info(&rrd::info::info(rrd, &given))),
         Err(e) => Outcome::err(e),
     })
@@ -331,7 +340,7 @@ pub fn last(ctx: &Ctx, args: &[String]) -> Outcome {
         Ok(g) => g,
         Err(e) => return minus_one(Outcome::err(e)),
     };
-    minus_one(with_store(ctx, |st| match load(st, &given) {
+    minus_one(reading(ctx, &given, |st| match load(st, &given) {
         Ok(rrd) => Outcome::ok(format!("{}\n", rrd.last_up)),
         Err(e) => Outcome::err(e),
     }))
@@ -358,7 +367,7 @@ pub fn first(ctx: &Ctx, args: &[String]) -> Outcome {
             "usage rrdtool first [--rraindex number] [--daemon|-d <addr>] file.rrd",
         ));
     };
-    minus_one(with_store(ctx, |st| {
+    minus_one(reading(ctx, &given, |st| {
         let rrd = match load(st, &given) {
             Ok(r) => r,
             Err(e) => return Outcome::err(e),
@@ -404,7 +413,7 @@ pub fn lastupdate(ctx: &Ctx, args: &[String]) -> Outcome {
         Ok(g) => g,
         Err(e) => return Outcome::err(e),
     };
-    with_store(ctx, |st| {
+    reading(ctx, &given, |st| {
         let rrd = match load(st, &given) {
             Ok(r) => r,
             Err(e) => return Outcome::err(e),
@@ -433,9 +442,9 @@ pub fn dump(ctx: &Ctx, args: &[String]) -> Outcome {
         opt("no-header", 'n', false),
         opt("daemon", 'd', true),
     ];
-    let p = match getopt::parse(args, &spec) {
-        Ok(p) => p,
-        Err(e) => return Outcome::err(e),
+    // rrdtool dump answers any option error with its usage.
+    let Ok(p) = getopt::parse(args, &spec) else {
+        return Outcome::err(DUMP_USAGE);
     };
     let mut header = "dtd".to_string();
     for (l, v) in &p.opts {
@@ -450,7 +459,7 @@ pub fn dump(ctx: &Ctx, args: &[String]) -> Outcome {
         [f, x] => (f.clone(), Some(x.clone())),
         _ => return Outcome::err(DUMP_USAGE),
     };
-    with_store(ctx, |st| {
+    reading(ctx, &given, |st| {
         let rrd = match load(st, &given) {
             Ok(r) => r,
             Err(e) => return Outcome::err(e),
