@@ -514,6 +514,9 @@ fn parse_options(args: &[String]) -> Result<(Opts, Vec<String>), RrdError> {
             .find(|(l, _, _)| *l == name)
             .is_some_and(|x| x.2);
         if !takes {
+            if inline.is_some() {
+                return Err(err(format!("option takes no arguments -- '{}'", name)));
+            }
             set_flag(&mut o, &name);
             continue;
         }
@@ -1252,6 +1255,18 @@ mod tests {
                 "XPORT:a",
             ],
             &["-x", "-s", "1000050000", "-e", "1000050400", a, "XPORT:a"],
+            &["--star", "1000050000", "-e", "1000050400", a, "XPORT:a"],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                "--showtime=1",
+                a,
+                "XPORT:a",
+            ],
+            &["-s", "1000050000", "-e", "1000050400", "--", a, "XPORT:a"],
+            &["-ts", "1000050000", "-e", "1000050400", a, "XPORT:a"],
             &[
                 "-s",
                 "1000050000",
