@@ -76,6 +76,10 @@ const HOLT_WINTERS: [&str; 6] = [
     "FAILURES",
 ];
 
+/// Most archive values (rows x DS, all archives) one RRD may hold: ringlet keeps an RRD's rows
+/// in memory, so larger schemas fail as rrdtool fails when it cannot allocate its file (1 GiB).
+pub const MAX_VALUES: u64 = 1 << 27;
+
 fn err(msg: impl Into<String>) -> RrdError {
     RrdError::new(msg)
 }
@@ -184,6 +188,14 @@ pub fn parse_create(args: &[String], now: i64) -> Result<CreateRequest, RrdError
     }
     if schema.ds.is_empty() {
         return Err(err("you must define at least one Data Source"));
+    }
+    let values = schema.rra.iter().try_fold(0u64, |acc, r| {
+        r.row_cnt
+            .checked_mul(schema.ds.len() as u64)
+            .and_then(|v| acc.checked_add(v))
+    });
+    if values.is_none_or(|v| v > MAX_VALUES) {
+        return Err(err("cannot allocate memory"));
     }
     Ok(CreateRequest {
         name: name.to_string(),
@@ -453,6 +465,12 @@ mod tests {
         assert_eq!(
             fails(&format!("c.rrd --foo {ok_ds} {ok_rra}")),
             "invalid option -- 'foo'"
+        );
+        assert_eq!(
+            fails(&format!(
+                "c.rrd {ok_ds} RRA:AVERAGE:0.5:1:99999999999999999999"
+            )),
+            "cannot allocate memory"
         );
         assert!(fails(&format!("c.rrd {ok_ds} RRA:HWPREDICT:10:0.1:0.1:10"))
             .contains("does not support"));
