@@ -173,10 +173,9 @@ pub fn xport(
         v.rows = rows;
     }
     // CDEFs, in definition order (inputs come first), each on its own grid.
-    let graph_step = opts.step.max(pixel).max(1);
     for i in 0..vars.len() {
         if matches!(vars[i].kind, Kind::Cdef(_)) {
-            let (s, st, rows) = eval_cdef(&vars, i, start, end, graph_step, now)?;
+            let (s, st, rows) = eval_cdef(&vars, i, now)?;
             let v = &mut vars[i];
             v.start = s;
             v.step = st;
@@ -238,19 +237,12 @@ fn value(vars: &[Var], i: usize, t: i64) -> f64 {
 }
 
 /// A CDEF over its own grid: step the gcd of its inputs' steps, from the latest input start
-/// to the earliest input end (an input-less CDEF uses the graph range and step). TIME and
+/// to the earliest input end (one without inputs is refused, as rrdtool does). TIME and
 /// LTIME give the grid time, STEPWIDTH the step, COUNT the 1-based grid index, PREV the
 /// previous value of this CDEF, PREV(x) the row of x before the one covering the grid time. `x,w,TREND` averages the last
 /// `ceil(w/x.step)` rows of x (unknown while the grid index is lower, or when one is unknown;
 /// TRENDNAN skips unknowns).
-fn eval_cdef(
-    vars: &[Var],
-    i: usize,
-    start: i64,
-    end: i64,
-    graph_step: i64,
-    now: i64,
-) -> Result<(i64, i64, Vec<f64>), RrdError> {
+fn eval_cdef(vars: &[Var], i: usize, now: i64) -> Result<(i64, i64, Vec<f64>), RrdError> {
     let Kind::Cdef(c) = &vars[i].kind else {
         return Ok((0, 0, Vec::new()));
     };
@@ -265,19 +257,18 @@ fn eval_cdef(
         .collect();
     inputs.extend(c.trends.iter().map(|t| t.var));
     inputs.extend(c.prev_of.iter().copied());
-    let (g_start, g_step, g_end) = if inputs.is_empty() {
-        let s = start.div_euclid(graph_step) * graph_step;
-        (s, graph_step, end)
-    } else {
-        let step = inputs.iter().map(|&j| vars[j].step).fold(0, gcd);
-        let s = inputs.iter().map(|&j| vars[j].start).max().unwrap_or(start);
-        let e = inputs
-            .iter()
-            .map(|&j| vars[j].start + vars[j].rows.len() as i64 * vars[j].step)
-            .min()
-            .unwrap_or(end);
-        (s, step, e)
-    };
+    if inputs.is_empty() {
+        return Err(err(
+            "rpn expressions without DEF or CDEF variables are not supported",
+        ));
+    }
+    let g_step = inputs.iter().map(|&j| vars[j].step).fold(0, gcd);
+    let g_start = inputs.iter().map(|&j| vars[j].start).max().unwrap_or(0);
+    let g_end = inputs
+        .iter()
+        .map(|&j| vars[j].start + vars[j].rows.len() as i64 * vars[j].step)
+        .min()
+        .unwrap_or(0);
     if g_step <= 0 {
         return Ok((g_start, g_step, Vec::new()));
     }
@@ -1267,6 +1258,24 @@ mod tests {
             ],
             &["-s", "1000050000", "-e", "1000050400", "--", a, "XPORT:a"],
             &["-ts", "1000050000", "-e", "1000050400", a, "XPORT:a"],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                a,
+                "CDEF:c=TIME",
+                "XPORT:c",
+            ],
+            &[
+                "-s",
+                "1000050000",
+                "-e",
+                "1000050400",
+                a,
+                "CDEF:c=5,1,+",
+                "XPORT:a",
+            ],
             &[
                 "-s",
                 "1000050000",
