@@ -10,8 +10,8 @@
 //! docs/FORMAT.md ("Sample bit stream"); in short:
 //!
 //! - time: `0` when the step and the microseconds repeat; else `1`, Exp-Golomb(0) of the
-//!   zigzagged delta-of-delta in seconds, then `0` (same usec) or `1` + EG(19) of the
-//!   zigzagged usec change.
+//!   zigzagged delta-of-delta in seconds, then `0` (same usec) or `1` + EG(k) of the
+//!   zigzagged usec change (`k` adapts to the size of recent changes, like the values').
 //! - each DS value: `0` + EG(k) residual for a canonical decimal with the previous decimal's
 //!   scale (the prediction is the previous value, or previous + previous delta for trending
 //!   series such as counters; both sides pick the predictor and `k` from the same running
@@ -23,6 +23,16 @@ use crate::bits::{BitReader, BitWriter};
 use crate::bytes::{unzigzag, zigzag, DecodeError};
 use crate::decimal::Decimal;
 use rrd::{Rrd, Sample};
+
+/// Exp-Golomb order for residuals whose running magnitude (8 x mean) is `mag`:
+/// `min(40, max(0, bitlen(mag >> 3) - 1))`.
+fn order(mag: u64) -> u32 {
+    let mean = mag >> 3;
+    (64 - mean.leading_zeros()).saturating_sub(1).min(40)
+}
+
+/// Initial microsecond magnitude: a mean change of 1024 (order 10).
+const USEC_MAG_SEED: u64 = 8 << 10;
 
 /// Per-DS state of the value predictor.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,8 +68,7 @@ impl DsCodec {
     }
 
     fn order(&self) -> u32 {
-        let mean = self.mag >> 3;
-        (64 - mean.leading_zeros()).saturating_sub(1).min(40)
+        order(self.mag)
     }
 
     fn prediction(&self, prev: i64) -> i64 {
@@ -109,6 +118,8 @@ pub struct SeriesCodec {
     usec: i64,
     /// Seconds between the previous two samples (0 right after a seed).
     step: i64,
+    /// Running magnitude (8 x mean) of microsecond changes; picks their Exp-Golomb order.
+    umag: u64,
     ds: Vec<DsCodec>,
 }
 
@@ -119,6 +130,7 @@ impl SeriesCodec {
             time,
             usec,
             step: 0,
+            umag: USEC_MAG_SEED,
             ds: last_ds.into_iter().map(DsCodec::seed).collect(),
         }
     }
@@ -130,6 +142,14 @@ impl SeriesCodec {
             rrd.last_up_usec,
             rrd.pdp.iter().map(|p| p.last_ds.as_str()),
         )
+    }
+
+    fn usec_order(&self) -> u32 {
+        order(self.umag)
+    }
+
+    fn learn_usec(&mut self, u: u64) {
+        self.umag = self.umag - (self.umag >> 3) + u.min(1 << 40);
     }
 
     pub fn ds_count(&self) -> usize {
@@ -155,7 +175,9 @@ impl SeriesCodec {
                 w.bit(false);
             } else {
                 w.bit(true);
-                w.exp_golomb(zigzag(s.usec.wrapping_sub(self.usec)), 19);
+                let u = zigzag(s.usec.wrapping_sub(self.usec));
+                w.exp_golomb(u, self.usec_order());
+                self.learn_usec(u);
             }
         }
         self.time = s.time;
@@ -184,7 +206,9 @@ impl SeriesCodec {
             let dod = unzigzag(r.exp_golomb(0)?);
             self.step = self.step.wrapping_add(dod);
             if r.bit()? {
-                self.usec = self.usec.wrapping_add(unzigzag(r.exp_golomb(19)?));
+                let u = r.exp_golomb(self.usec_order())?;
+                self.learn_usec(u);
+                self.usec = self.usec.wrapping_add(unzigzag(u));
             }
         }
         self.time = self.time.wrapping_add(self.step);

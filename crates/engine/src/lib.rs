@@ -319,9 +319,11 @@ impl Store {
         self.pending_bytes = 0;
         let payload = rec.finish();
         let framed = framed_len(payload.len());
-        let result = if self.end_lsn + framed > self.ckpt_lsn + self.log.cap {
-            // The ring would overwrite what the newest checkpoint still needs: write a new
-            // checkpoint holding this commit's effect instead of the record.
+        let too_big = payload.len() > u32::MAX as usize;
+        let result = if too_big || self.end_lsn + framed > self.ckpt_lsn + self.log.cap {
+            // The ring would overwrite what the newest checkpoint still needs (or the record
+            // is too large to frame): write a new checkpoint holding this commit's effect
+            // instead of the record.
             self.write_checkpoint().map(|n| stats.bytes = n)
         } else {
             self.append(&payload, framed).map(|()| stats.bytes = framed)
