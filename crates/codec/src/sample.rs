@@ -471,6 +471,30 @@ mod tests {
         }
     }
 
+    /// A short stream whose bytes are pinned: a change to the bit layout must change this
+    /// test and docs/FORMAT.md ("Sample bit stream") together.
+    #[test]
+    fn sample_stream_golden_bytes() {
+        let seed = SeriesCodec::seed(1000, 0, ["U"]);
+        let samples = [
+            sample(1015, 0, &["1.50"]),
+            sample(1030, 0, &["1.52"]),
+            sample(1045, 0, &["1.52"]),
+            sample(1060, 250_000, &["U"]),
+            sample(1075, 250_000, &["abc"]),
+            sample(1090, 250_000, &["abc"]),
+        ];
+        let bytes = encode_chunk(&mut seed.clone(), &samples).unwrap();
+        assert_eq!(bytes, GOLDEN, "{bytes:02x?}");
+        assert_eq!(decode_chunk(&mut seed.clone(), &bytes, 6).unwrap(), samples);
+    }
+
+    /// First sample, by hand: `1` (time changed), `0000 11111` (EG0 of zz(15) = 30), `0`
+    /// (same usec), `110` (new scale), `00010` (scale 2), `00 101101100` (EG6 of zz(150)).
+    const GOLDEN: &[u8] = &[
+        0x87, 0xd8, 0x45, 0xb0, 0x29, 0xe0, 0x1e, 0x94, 0x82, 0x75, 0xb0, 0xb1, 0x31, 0xbc,
+    ];
+
     #[test]
     fn mismatched_value_count_is_refused() {
         let mut c = SeriesCodec::seed(0, 0, ["U"]);
