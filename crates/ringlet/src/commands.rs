@@ -138,7 +138,7 @@ pub fn update(ctx: &Ctx, args: &[String], verbose: bool) -> Outcome {
         Ok(n) => n,
         Err(e) => return Outcome::err(e),
     };
-    let mut out = with_store(ctx, |st| {
+    let mut out = reading(ctx, given, |st| {
         let mut rows: Vec<RowWrite> = Vec::new();
         let res = apply_updates(
             ctx,
