@@ -357,6 +357,71 @@ pub(crate) mod tests {
         );
     }
 
+    /// The image of a tiny RRD, byte by byte as docs/FORMAT.md ("RRD image") lists it.
+    #[test]
+    fn image_golden_bytes() {
+        let schema = Schema {
+            step: 300,
+            ds: vec![DsDef {
+                name: "x".into(),
+                kind: DsType::Gauge,
+                heartbeat: 600,
+                min: 0.0,
+                max: f64::NAN,
+                rpn: None,
+            }],
+            rra: vec![RraDef {
+                cf: Cf::Max,
+                xff: 0.5,
+                pdp_cnt: 1,
+                row_cnt: 4,
+            }],
+        };
+        let mut rrd = Rrd::new(schema, 900);
+        rrd.pdp[0] = PdpPrep {
+            last_ds: "U".into(),
+            unkn_sec_cnt: 0,
+            val: f64::NAN,
+        };
+        rrd.cdp[0] = CdpPrep {
+            val: f64::NAN,
+            unkn_pdp_cnt: 0,
+            primary: f64::NAN,
+            secondary: f64::NAN,
+        };
+        rrd.rra[0] = RraData {
+            cur_row: 0,
+            rows: vec![1.0, f64::NAN, f64::NAN, f64::NAN],
+        };
+        let nan = f64::NAN.to_bits().to_le_bytes();
+        let mut want: Vec<u8> = Vec::new();
+        want.extend(300u64.to_le_bytes()); // step
+        want.extend([1, 1, b'x', 1]); // ds_count, name, GAUGE
+        want.extend(600u64.to_le_bytes());
+        want.extend(0f64.to_bits().to_le_bytes());
+        want.extend(nan);
+        want.push(0); // no rpn
+        want.extend([1, 3]); // rra_count, MAX
+        want.extend(0.5f64.to_bits().to_le_bytes());
+        want.extend(1u64.to_le_bytes());
+        want.extend(4u64.to_le_bytes());
+        want.extend(900i64.to_le_bytes()); // last_up
+        want.extend(0i64.to_le_bytes()); // usec
+        want.extend([1, b'U']); // last_ds
+        want.extend(0u64.to_le_bytes()); // unkn_sec_cnt
+        want.extend(nan); // pdp val
+        want.extend(nan); // cdp val
+        want.extend(0u64.to_le_bytes()); // unkn_pdp_cnt
+        want.extend(nan);
+        want.extend(nan);
+        want.extend(0u64.to_le_bytes()); // cur_row
+        want.push(1 << 1); // one literal value
+        want.extend(1f64.to_bits().to_le_bytes());
+        want.push((3 << 1) | 1); // NaN three times
+        want.extend(nan);
+        assert_eq!(rrd_bytes(&rrd), want);
+    }
+
     #[test]
     fn every_truncation_is_an_error() {
         let bytes = rrd_bytes(&sample_rrd());
