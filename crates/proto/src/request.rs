@@ -165,7 +165,8 @@ pub fn parse(line: &str) -> Result<(&'static CommandSpec, Command), Response> {
     Ok((spec, cmd))
 }
 
-/// `HELP` or `HELP <cmd>`: the overview lists every command with a syntax line.
+/// `HELP` or `HELP <cmd>`. The overview lists rrdcached 1.7.2's commands, byte for byte as
+/// 1.7.2 does; `HELP TUNE` and `HELP DUMP` (1.8/1.9 additions ringlet accepts) still work.
 pub fn help(topic: Option<&str>) -> Response {
     if let Some(spec) = topic.and_then(find).filter(|s| s.syntax.is_some()) {
         let mut lines = vec![format!("Usage: {}", spec.syntax.unwrap_or_default())];
@@ -174,6 +175,7 @@ pub fn help(topic: Option<&str>) -> Response {
     }
     let lines: Vec<&str> = crate::table::COMMANDS
         .iter()
+        .filter(|c| !c.after_1_7)
         .filter_map(|c| c.syntax)
         .collect();
     Response::lines("Command overview", &lines)
@@ -260,11 +262,17 @@ mod tests {
         );
         let o = String::from_utf8(help(None).to_bytes()).unwrap();
         assert!(o.starts_with(
-            "24 Command overview\nUPDATE <filename> <values> [<values> ...]\nFLUSH <filename>\n"
+            "22 Command overview\nUPDATE <filename> <values> [<values> ...]\nFLUSH <filename>\n"
         ));
+        assert!(
+            o.ends_with("RESUMEALL\nQUIT\n"),
+            "1.7.2's list: no TUNE, DUMP"
+        );
+        assert_eq!(help(Some("tune")).message, "Help for TUNE");
+        assert_eq!(help(Some("DUMP")).message, "Help for DUMP");
         assert_eq!(
             help(Some("WROTE")).status,
-            24,
+            22,
             "WROTE has no help; the overview is shown"
         );
         assert_eq!(

@@ -53,11 +53,19 @@ pub struct CommandSpec {
     pub syntax: Option<&'static str>,
     /// Lines after the `Usage:` line in `HELP <cmd>`.
     pub help: &'static [&'static str],
+    /// Added after 1.7.2 (TUNE, DUMP): accepted, but not in the `HELP` overview.
+    pub after_1_7: bool,
 }
 
 macro_rules! spec {
     ($name:expr, $ctx:expr, $syntax:expr, [$($help:expr),* $(,)?]) => {
-        CommandSpec { name: $name, ctx: $ctx, always_allowed: false, syntax: $syntax, help: &[$($help),*] }
+        CommandSpec { name: $name, ctx: $ctx, always_allowed: false, syntax: $syntax, help: &[$($help),*], after_1_7: false }
+    };
+}
+
+macro_rules! spec_new {
+    ($name:expr, $ctx:expr, $syntax:expr, [$($help:expr),* $(,)?]) => {
+        CommandSpec { name: $name, ctx: $ctx, always_allowed: false, syntax: $syntax, help: &[$($help),*], after_1_7: true }
     };
 }
 
@@ -153,6 +161,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         always_allowed: true,
         syntax: Some("HELP [<command>]"),
         help: &[""],
+        after_1_7: false,
     },
     spec!(
         "PING",
@@ -326,8 +335,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         always_allowed: true,
         syntax: Some("QUIT"),
         help: &["", "Disconnect from rrdcached.", ""],
+        after_1_7: false,
     },
-    spec!(
+    spec_new!(
         "TUNE",
         C,
         Some("TUNE <filename> [options]"),
@@ -337,7 +347,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "",
         ]
     ),
-    spec!(
+    spec_new!(
         "DUMP",
         C,
         Some("DUMP <filename> [-h none|xsd|dtd]"),

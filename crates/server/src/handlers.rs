@@ -327,6 +327,51 @@ fn strtol(s: &str) -> i64 {
     }
 }
 
+/// What rrdcached's `rrd_fetch_r` call returns: the finest archive (it passes no
+/// resolution), and none of the command line's checks (no 1980 limit, no start < end). An end
+/// before the start gives no rows when both align to one boundary, else rrdtool's failed
+/// allocation.
+fn daemon_fetch(
+    rrd: &Rrd,
+    cf: Cf,
+    start: i64,
+    end: i64,
+) -> Result<rrd::fetch::FetchResult, String> {
+    let Some(rra) = rrd::fetch::choose_rra(rrd, cf, start, end, 0) else {
+        return Err("the RRD does not contain an RRA matching the chosen CF".into());
+    };
+    let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt) as i64;
+    let s = start - start.rem_euclid(span);
+    let e = end + span - end.rem_euclid(span);
+    if e < s {
+        return Err("malloc fetch data area".into());
+    }
+    let rra_end = rrd.rra_end(rra);
+    let row_cnt = rrd.schema.rra[rra].row_cnt as i64;
+    let rows = (0..(e - s) / span)
+        .map(|k| {
+            let t = s + (k + 1) * span;
+            let kept = t <= rra_end && (rra_end - t) / span < row_cnt;
+            (0..rrd.ds_cnt())
+                .map(|d| {
+                    if kept {
+                        rrd.value_at(rra, d, t)
+                    } else {
+                        rrd::num::DNAN
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Ok(rrd::fetch::FetchResult {
+        start: s,
+        end: e,
+        step: span as u64,
+        ds_names: rrd.schema.ds.iter().map(|d| d.name.clone()).collect(),
+        rows,
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn fetch(
     d: &Daemon,
@@ -364,11 +409,13 @@ fn fetch(
     let rel = |v: i64| if v <= 0 { now + v } else { v };
     let start = start.map_or(now - 86400, |s| rel(strtol(s)));
     let end = end.map_or(now, |s| rel(strtol(s)));
-    // rrdcached asks for the finest archive (it passes no resolution).
-    let r = match rrd::fetch::fetch(rrd, cf_v, start, end, 0, false) {
+    let r = match daemon_fetch(rrd, cf_v, start, end) {
         Ok(r) => r,
-        Err(e) => return Response::err(format!("rrd_fetch_r failed: {}", e.msg)),
+        Err(e) => return Response::err(format!("rrd_fetch_r failed: {e}")),
     };
+    if columns.len() > r.ds_names.len() {
+        return Response::err("too many fields given - duplicates!");
+    }
     let mut cols: Vec<usize> = Vec::new();
     for c in columns {
         let Some(i) = r.ds_names.iter().position(|n| n == c) else {
@@ -472,7 +519,11 @@ fn info(d: &Daemon, file: &str) -> Response {
 
 fn first(d: &Daemon, file: &str, idx: &str) -> Response {
     with_rrd(d, file, |_, rrd| {
-        let i = strtol(idx);
+        // rrdcached reads the index into a C int and refuses negative ones itself.
+        let i = strtol(idx) as i32;
+        if i < 0 {
+            return Response::err(format!("Invalid index specified ({i})"));
+        }
         match usize::try_from(i)
             .ok()
             .filter(|&i| i < rrd.schema.rra.len())
@@ -554,6 +605,20 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
         Err(e) => return Response::err(format!("RRD Error: {}", e.msg)),
     };
     let mut inner = d.lock();
+    if !d.recursive_create {
+        // rrdcached creates missing directories only with -R. ringlet's series need no
+        // directory, but a directory that holds series counts as existing.
+        let dir = t.abs.rsplit_once('/').map_or("", |(dir, _)| dir);
+        let rel_dir = t.name.rsplit_once('/').map(|(dir, _)| format!("{dir}/"));
+        let known = rel_dir.map_or(true, |p| {
+            inner.store.names().iter().any(|n| n.starts_with(&p))
+        });
+        if !dir.is_empty() && !Path::new(dir).is_dir() && !known {
+            return Response::err(format!(
+                "No permission to recursively create: {dir}\nDid you pass -R to the daemon?"
+            ));
+        }
+    }
     let exists = inner.store.get(&t.name).is_some() || Path::new(&t.abs).exists();
     if no_overwrite && exists {
         return Response::err(format!("RRD Error: creating '{}': File exists", t.abs));
@@ -566,15 +631,26 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
     Response::ok("RRD created OK")
 }
 
+/// LIST: the series in the store and the `.rrd` files and directories on disk under the base
+/// directory (rrdcached lists only the disk), sorted (rrdcached: in readdir order).
 fn list(d: &Daemon, recursive: bool, path: &str) -> Response {
-    if d.base.is_none() {
+    let Some(base) = &d.base else {
         return Response::err("No base directory defined");
+    };
+    let shown = format!("{base}{path}");
+    if path.split('/').any(|c| c == "..") {
+        return Response::err(format!("Cannot read: {shown}"));
     }
     let inner = d.lock();
     let dir = path.trim_start_matches('/').trim_end_matches('/');
-    let names = inner.store.names();
-    let mut out: Vec<String> = Vec::new();
+    let mut names = inner.store.names();
+    drop(inner);
+    names.retain(|n| !n.starts_with('/'));
+    disk_rrds(Path::new(base), "", &mut names);
+    names.sort();
+    names.dedup();
     if dir.ends_with(".rrd") {
+        let mut out = Vec::new();
         if names.iter().any(|n| n == dir) {
             out.push(dir.rsplit('/').next().unwrap_or(dir).to_string());
         }
@@ -585,20 +661,52 @@ fn list(d: &Daemon, recursive: bool, path: &str) -> Response {
     } else {
         format!("{dir}/")
     };
-    for n in names.iter().filter(|n| !n.starts_with('/')) {
+    let on_disk = Path::new(base).join(dir).is_dir();
+    if !on_disk && !names.iter().any(|n| n.starts_with(&prefix)) {
+        return Response::err(format!("List {shown}: No such file or directory"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for n in &names {
         let Some(rest) = n.strip_prefix(&prefix) else {
             continue;
         };
         if recursive {
             out.push(rest.to_string());
         } else {
-            let first = rest.split('/').next().unwrap_or(rest).to_string();
-            if !out.contains(&first) {
-                out.push(first);
+            out.push(rest.split('/').next().unwrap_or(rest).to_string());
+        }
+    }
+    if !recursive {
+        // Empty directories on disk are listed too (rrdcached shows every sub-directory).
+        if let Ok(rd) = std::fs::read_dir(Path::new(base).join(dir)) {
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    out.push(e.file_name().to_string_lossy().into_owned());
+                }
             }
         }
     }
+    out.sort();
+    out.dedup();
     Response::lines("RRDs", &out)
+}
+
+/// Add the `.rrd` files under `dir` (names relative to the walk's root, prefixed by `rel`).
+/// Symbolic links are not followed.
+fn disk_rrds(dir: &Path, rel: &str, out: &mut Vec<String>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(ft) = e.file_type() else { continue };
+        let full = format!("{rel}{name}");
+        if ft.is_dir() {
+            disk_rrds(&e.path(), &format!("{full}/"), out);
+        } else if ft.is_file() && name.ends_with(".rrd") {
+            out.push(full);
+        }
+    }
 }
 
 fn suspend(d: &Daemon, file: &str, on: bool) -> Response {

@@ -1,0 +1,370 @@
+//! What the daemon tests share: temporary directories, starting `ringlet serve` and the real
+//! rrdcached as child processes (stopped by pid when dropped), a raw protocol client, running
+//! `rrdtool`, and a seeded random generator.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The path of this build's daemon (`ringlet serve`).
+pub const RINGLET: &str = env!("CARGO_BIN_EXE_ringlet-serve");
+
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+pub fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// Is `prog` on PATH?
+pub fn have(prog: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
+}
+
+/// rrdtool and rrdcached are required in CI; elsewhere a missing one skips (false) with a word.
+pub fn need(progs: &[&str]) -> bool {
+    for p in progs {
+        if !have(p) {
+            assert!(!in_ci(), "{p} is not on PATH: run scripts/setup");
+            eprintln!("SKIP: {p} not found on PATH");
+            return false;
+        }
+    }
+    true
+}
+
+/// A directory under the system temp dir, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let p = std::env::temp_dir().join(format!("ringlet-srv-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("temp dir");
+        // Canonical, so that the daemons' -b check and the paths in replies agree.
+        TempDir(p.canonicalize().expect("canonical temp dir"))
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A child process that is stopped by its pid when dropped (SIGTERM, then SIGKILL).
+pub struct Proc {
+    pub child: Child,
+    pub name: String,
+    done: Option<ExitStatus>,
+}
+
+pub fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) on the pid of a child we started and have not reaped.
+    unsafe {
+        libc::kill(pid as libc::pid_t, sig);
+    }
+}
+
+impl Proc {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Send `sig` and wait (up to `limit`) for the process to exit.
+    pub fn stop(&mut self, sig: libc::c_int, limit: Duration) -> Option<ExitStatus> {
+        if let Some(s) = self.done {
+            return Some(s);
+        }
+        signal(self.pid(), sig);
+        let t0 = Instant::now();
+        while t0.elapsed() < limit {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                self.done = Some(s);
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
+    pub fn alive(&mut self) -> bool {
+        self.done.is_none() && matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.done.is_none() && self.stop(libc::SIGTERM, Duration::from_secs(10)).is_none() {
+            let _ = self.stop(libc::SIGKILL, Duration::from_secs(5));
+        }
+    }
+}
+
+/// Wait until a unix socket accepts connections.
+pub fn wait_for_socket(sock: &Path, p: &mut Proc, log: &Path) {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(20) {
+        if UnixStream::connect(sock).is_ok() {
+            return;
+        }
+        if !p.alive() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!(
+        "{} did not listen on {}: {}",
+        p.name,
+        sock.display(),
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
+/// `ringlet serve` in the foreground on `dir/r.sock`, base `dir/db`, store `dir/store`.
+pub struct Ringlet {
+    pub proc: Proc,
+    pub sock: PathBuf,
+    pub base: PathBuf,
+    pub store: PathBuf,
+    pub log: PathBuf,
+}
+
+impl Ringlet {
+    pub fn start(dir: &Path, extra: &[&str]) -> Ringlet {
+        let sock = dir.join("r.sock");
+        let base = dir.join("db");
+        let store = dir.join("store");
+        let log = dir.join("ringlet.log");
+        std::fs::create_dir_all(&base).expect("base dir");
+        let logf = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .expect("log file");
+        let mut args: Vec<String> = vec![
+            "-g".into(),
+            "-l".into(),
+            format!("unix:{}", sock.display()),
+            "-b".into(),
+            base.display().to_string(),
+            "-B".into(),
+            "--store".into(),
+            store.display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = Command::new(RINGLET)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(logf.try_clone().expect("log"))
+            .stderr(logf)
+            .spawn()
+            .expect("start ringlet serve");
+        let mut proc = Proc {
+            child,
+            name: "ringlet serve".into(),
+            done: None,
+        };
+        wait_for_socket(&sock, &mut proc, &log);
+        Ringlet {
+            proc,
+            sock,
+            base,
+            store,
+            log,
+        }
+    }
+
+    pub fn addr(&self) -> String {
+        format!("unix:{}", self.sock.display())
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// The real rrdcached 1.7.2 in the foreground on `dir/c.sock`, base `dir/db2`.
+pub struct Rrdcached {
+    pub proc: Proc,
+    pub sock: PathBuf,
+    pub base: PathBuf,
+}
+
+impl Rrdcached {
+    pub fn start(dir: &Path) -> Rrdcached {
+        let sock = dir.join("c.sock");
+        let base = dir.join("db2");
+        let journal = dir.join("j");
+        let log = dir.join("rrdcached.log");
+        std::fs::create_dir_all(&base).expect("base dir");
+        std::fs::create_dir_all(&journal).expect("journal dir");
+        let logf = std::fs::File::create(&log).expect("log file");
+        let child = Command::new("rrdcached")
+            .arg("-g")
+            .arg("-l")
+            .arg(format!("unix:{}", sock.display()))
+            .arg("-b")
+            .arg(&base)
+            .arg("-B")
+            .arg("-p")
+            .arg(dir.join("c.pid"))
+            .arg("-j")
+            .arg(&journal)
+            .stdin(Stdio::null())
+            .stdout(logf.try_clone().expect("log"))
+            .stderr(logf)
+            .spawn()
+            .expect("start rrdcached");
+        let mut proc = Proc {
+            child,
+            name: "rrdcached".into(),
+            done: None,
+        };
+        wait_for_socket(&sock, &mut proc, &log);
+        Rrdcached { proc, sock, base }
+    }
+
+    pub fn addr(&self) -> String {
+        format!("unix:{}", self.sock.display())
+    }
+}
+
+/// Connect to a unix socket with read/write timeouts.
+pub fn connect(sock: &Path) -> UnixStream {
+    let s = UnixStream::connect(sock).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    s.set_write_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    s
+}
+
+/// Send `input` on a new connection, half-close, and read everything until the server closes.
+pub fn converse(sock: &Path, input: &[u8]) -> Vec<u8> {
+    let mut s = connect(sock);
+    s.write_all(input).expect("send");
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+/// Read one reply (status line and its following lines) from a stream.
+pub fn read_reply(s: &mut impl Read) -> String {
+    let line = read_line(s);
+    let n: i64 = line
+        .split(' ')
+        .next()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line {line:?}"));
+    let mut out = line;
+    for _ in 0..n.max(0) {
+        out.push_str(&read_line(s));
+    }
+    out
+}
+
+/// One line, newline included; empty at EOF.
+pub fn read_line(s: &mut impl Read) -> String {
+    let mut v = Vec::new();
+    let mut b = [0u8; 1];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => break,
+            Ok(_) => {
+                v.push(b[0]);
+                if b[0] == b'\n' {
+                    break;
+                }
+            }
+            Err(e) => panic!("read failed after {:?}: {e}", String::from_utf8_lossy(&v)),
+        }
+    }
+    String::from_utf8_lossy(&v).into_owned()
+}
+
+/// Send one request line, read its reply.
+pub fn request(s: &mut UnixStream, line: &str) -> String {
+    s.write_all(format!("{line}\n").as_bytes()).expect("send");
+    read_reply(s)
+}
+
+/// stdout, stderr and exit code of a process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Out {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+/// Run `rrdtool` in `cwd` with TZ=UTC, LC_ALL=C.
+pub fn rrdtool(cwd: &Path, args: &[String]) -> Out {
+    let o = Command::new("rrdtool")
+        .args(args)
+        .current_dir(cwd)
+        .env("TZ", "UTC")
+        .env("LC_ALL", "C")
+        .env_remove("RRDCACHED_ADDRESS")
+        .env_remove("RRDCACHED_STRIPPATH")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rrdtool");
+    Out {
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        code: o.status.code().unwrap_or(-1),
+    }
+}
+
+/// SplitMix64: small, seeded, reproducible.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in 0..n.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+/// FETCH the whole of a one-DS series through a raw connection; (time, value text) pairs.
+pub fn fetch_rows(sock: &Path, file: &str, cf: &str, start: i64, end: i64) -> Vec<(i64, String)> {
+    let mut s = connect(sock);
+    let r = request(&mut s, &format!("FETCH {file} {cf} {start} {end}"));
+    assert!(r.contains(" Success\n"), "FETCH {file} failed: {r}");
+    r.lines()
+        .filter_map(|l| {
+            let (t, v) = l.split_once(": ")?;
+            let t: i64 = t.trim().parse().ok()?;
+            Some((t, v.to_string()))
+        })
+        .collect()
+}

@@ -1,0 +1,538 @@
+//! Raw-protocol transcripts sent to `ringlet serve` and to the real rrdcached 1.7.2 side by
+//! side, compared byte for byte (base directories replaced by `BASE`). Where ringlet differs
+//! on purpose (docs/PROTOCOL.md, "Deviations"), the test pins ringlet's documented reply.
+
+mod common;
+
+use common::*;
+use std::io::Write;
+
+const T0: i64 = 1_795_200_000;
+
+struct Pair {
+    _dir: TempDir,
+    r: Ringlet,
+    c: Rrdcached,
+}
+
+impl Pair {
+    fn start(tag: &str) -> Option<Pair> {
+        if !need(&["rrdcached"]) {
+            return None;
+        }
+        let dir = TempDir::new(tag);
+        let r = Ringlet::start(dir.path(), &[]);
+        let c = Rrdcached::start(dir.path());
+        Some(Pair { _dir: dir, r, c })
+    }
+
+    /// One connection per side; the transcript's replies, normalised.
+    fn both(&self, lines: &[&str]) -> (String, String) {
+        let mut input = String::new();
+        for l in lines {
+            input.push_str(l);
+            input.push('\n');
+        }
+        let a = converse(&self.r.sock, input.as_bytes());
+        let b = converse(&self.c.sock, input.as_bytes());
+        (
+            norm(&a, &self.r.base.display().to_string()),
+            norm(&b, &self.c.base.display().to_string()),
+        )
+    }
+
+    /// The transcript must give identical bytes on both daemons.
+    fn same(&self, lines: &[&str]) -> String {
+        let (r, c) = self.both(lines);
+        if r != c {
+            panic!(
+                "ringlet and rrdcached differ on {lines:#?}\n{}",
+                first_difference(&c, &r)
+            );
+        }
+        r
+    }
+}
+
+fn norm(bytes: &[u8], base: &str) -> String {
+    String::from_utf8_lossy(bytes).replace(base, "BASE")
+}
+
+fn first_difference(c: &str, r: &str) -> String {
+    let (cl, rl): (Vec<_>, Vec<_>) = (c.lines().collect(), r.lines().collect());
+    for i in 0..cl.len().max(rl.len()) {
+        if cl.get(i) != rl.get(i) {
+            return format!(
+                "first difference at reply line {}:\n  rrdcached: {:?}\n  ringlet:   {:?}",
+                i + 1,
+                cl.get(i),
+                rl.get(i)
+            );
+        }
+    }
+    String::new()
+}
+
+fn create_b() -> String {
+    format!(
+        "CREATE b.rrd -b {T0} -s 60 DS:x:GAUGE:120:U:U DS:y:COUNTER:120:0:U \
+         RRA:AVERAGE:0.5:1:100 RRA:MAX:0.5:5:50 RRA:LAST:0.5:1:10"
+    )
+}
+
+fn t(dt: i64) -> i64 {
+    T0 + dt
+}
+
+#[test]
+fn help_texts_are_rrdcacheds_byte_for_byte() {
+    let Some(p) = Pair::start("help") else { return };
+    let mut lines = vec![
+        "HELP",
+        "help",
+        "HELP FOO",
+        "HELP WROTE",
+        "HELP .",
+        "HELP help",
+    ];
+    let names: Vec<String> = proto::COMMANDS
+        .iter()
+        .filter(|c| !c.after_1_7)
+        .flat_map(|c| {
+            [
+                format!("HELP {}", c.name),
+                format!("help {}", c.name.to_lowercase()),
+            ]
+        })
+        .collect();
+    lines.extend(names.iter().map(String::as_str));
+    let out = p.same(&lines);
+    assert!(out.starts_with("22 Command overview\nUPDATE <filename>"));
+}
+
+#[test]
+fn ping_unknown_commands_and_usage_errors_match() {
+    let Some(p) = Pair::start("usage") else {
+        return;
+    };
+    let out = p.same(&[
+        "PING",
+        "ping",
+        "PiNg\r",
+        "PING ",
+        "FOO",
+        "FOO bar baz",
+        "",
+        " PING",
+        "\u{7f}\u{1}garbage",
+        "WROTE x.rrd",
+        ".",
+        "UPDATE",
+        "FLUSH",
+        "PENDING",
+        "FORGET",
+        "FETCH",
+        "FETCH x.rrd",
+        "FETCHBIN",
+        "INFO",
+        "FIRST",
+        "FIRST x.rrd",
+        "LAST",
+        "CREATE",
+        "CREATE x.rrd --step 60 DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10",
+        "CREATE x.rrd -b 100 DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10",
+        "CREATE x.rrd DS:x:GAUGE:120:U:U",
+        "CREATE sub/x.rrd DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10",
+        "LIST",
+        "LIST x",
+        "LIST /nonexist",
+        "LIST RECURSIVE /nonexist/",
+        "LIST /../",
+        "QUEUE",
+        "UPDATE nonexist.rrd 1:1",
+        "FLUSH nonexist.rrd",
+        "PENDING nonexist.rrd",
+        "FORGET nonexist.rrd",
+        "INFO nonexist.rrd",
+        "LAST nonexist.rrd",
+        "FIRST nonexist.rrd 0",
+        "FETCH nonexist.rrd AVERAGE",
+        "FETCH /etc/passwd AVERAGE",
+        "FETCH ../x.rrd AVERAGE",
+        "UPDATE /etc/x.rrd 1:1",
+        "QUIT",
+        "PING",
+    ]);
+    assert!(
+        out.ends_with("-1 BASE/../x.rrd: Permission denied\n-1 /etc/x.rrd: Permission denied\n")
+    );
+}
+
+#[test]
+fn create_update_pending_fetch_first_last_info_match() {
+    let Some(p) = Pair::start("data") else { return };
+    let cb = create_b();
+    let lines = [
+        cb.as_str(),
+        &format!("CREATE q6.rrd -O -b {T0} DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10"),
+        &format!("CREATE q6.rrd -O -b {T0} DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10"),
+        &format!("UPDATE b.rrd {}:1:100 {}:2:200", t(60), t(120)),
+        "PENDING b.rrd",
+        &format!("UPDATE b.rrd {}:3:300 garbage", t(180)),
+        &format!("UPDATE b.rrd {}.5:1:400 {}.7:1:500", t(240), t(240)),
+        "UPDATE b.rrd N:1:1",
+        &format!("UPDATE b.rrd {}@1:1", t(400)),
+        &format!("UPDATE b.rrd {T0}:1:1"),
+        &format!("UPDATE b.rrd -10:1:1"),
+        &format!("UPDATE b.rrd {}", t(300)),
+        "UPDATE b.rrd",
+        "PENDING b.rrd",
+        "PENDING nonexist.rrd",
+        "LAST b.rrd",
+        "FLUSH b.rrd",
+        "PENDING b.rrd",
+        &format!("FETCH b.rrd AVERAGE {T0} {}", t(300)),
+        &format!("fetch b.rrd AVERAGE {T0} {} y x", t(300)),
+        &format!("FETCH b.rrd AVERAGE {T0} {} y y", t(300)),
+        &format!("FETCH b.rrd AVERAGE {T0} {} x y x", t(300)),
+        "FETCH b.rrd FOO",
+        &format!("FETCH b.rrd MAX {T0} {}", t(600)),
+        &format!("FETCH b.rrd LAST {}junk {}", t(60), t(900)),
+        &format!("FETCH b.rrd AVERAGE 0x{:x} {}", t(60), t(300)),
+        &format!("FETCH b.rrd AVERAGE {} {}", t(300), t(60)),
+        &format!("FETCHBIN b.rrd AVERAGE {T0} {}", t(300)),
+        &format!("FETCHBIN b.rrd AVERAGE {T0} {} y", t(300)),
+        "FETCH b.rrd AVERAGE 100 200",
+        &format!("FETCH b.rrd AVERAGE {} {}", t(60), t(59)),
+        &format!("FETCH b.rrd AVERAGE {} {}", t(70), t(69)),
+        &format!("FETCH b.rrd AVERAGE {} {}", t(70), t(-1000)),
+        "FIRST b.rrd 0",
+        "FIRST b.rrd 2147483648",
+        "FIRST b.rrd -2147483649",
+        "FIRST b.rrd 1",
+        "FIRST b.rrd 3",
+        "FIRST b.rrd x",
+        "FIRST b.rrd -1",
+        "LAST b.rrd",
+        "INFO b.rrd",
+    ];
+    let (r, c) = p.both(&lines);
+    // rrdtool starts each RRA at a random row: INFO's cur_row lines differ by design.
+    let strip = |s: &str| {
+        s.lines()
+            .filter(|l| !l.contains("].cur_row "))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    };
+    let (r, c) = (strip(&r), strip(&c));
+    assert_eq!(r, c, "{}", first_difference(&c, &r));
+    assert!(r.contains("0 errors, enqueued 2 value(s).\n2 updates pending\n"));
+    assert!(r.contains("-1 too many fields given - duplicates!\n"));
+}
+
+#[test]
+fn fetch_of_a_missing_column_names_the_file() {
+    // rrdcached prints the file name after freeing it (garbage bytes); ringlet prints it.
+    let Some(p) = Pair::start("col") else { return };
+    let cb = create_b();
+    let (r, c) = p.both(&[&cb, &format!("FETCH b.rrd AVERAGE {T0} {} z", t(300))]);
+    assert!(
+        c.starts_with("0 RRD created OK\n-1 field z not found in "),
+        "{c}"
+    );
+    assert_eq!(r, "0 RRD created OK\n-1 field z not found in BASE/b.rrd\n");
+}
+
+#[test]
+fn batch_replies_match_including_errors() {
+    let Some(p) = Pair::start("batch") else {
+        return;
+    };
+    let cb = create_b();
+    let lines = [
+        cb.as_str(),
+        "BATCH",
+        &format!("UPDATE b.rrd {}:5:600", t(60)),
+        &format!("UPDATE nonexist.rrd {}:5:600", t(60)),
+        &format!("UPDATE b.rrd {}:5:600", t(30)),
+        "FLUSH b.rrd",
+        "STATS",
+        &format!("UPDATE b.rrd {}", t(120)),
+        "UPDATE b.rrd",
+        "BATCH",
+        "FOO",
+        "PING",
+        "QUEUE",
+        "FETCH b.rrd AVERAGE",
+        "CREATE c.rrd DS:x:GAUGE:120:U:U",
+        &format!("update b.rrd {}:6:700", t(120)),
+        ".",
+        "BATCH",
+        &format!("UPDATE b.rrd {}:7:800", t(180)),
+        ".",
+        "PENDING b.rrd",
+        "BATCH",
+        ".",
+        "PING",
+    ];
+    let out = p.same(&lines);
+    assert!(out.contains("0 Go ahead.  End with dot '.' on its own line.\n"));
+    assert!(out.contains("\n2 No such file: BASE/nonexist.rrd\n"));
+    assert!(out.contains("\n0 errors\n"));
+}
+
+#[test]
+fn stats_has_rrdcacheds_nine_keys_in_order() {
+    let Some(p) = Pair::start("stats") else {
+        return;
+    };
+    let keys = |s: &str| -> Vec<String> {
+        s.lines()
+            .skip(1)
+            .map(|l| l.split(':').next().unwrap_or("").to_string())
+            .collect()
+    };
+    let (r, c) = p.both(&["STATS"]);
+    assert_eq!(keys(&r), keys(&c));
+    assert_eq!(r.lines().next(), Some("9 Statistics follow"));
+    assert_eq!(keys(&r)[0], "QueueLength");
+    // Values are numbers.
+    for l in r.lines().skip(1) {
+        let v = l.split(": ").nth(1).expect("key: value");
+        assert!(v.parse::<u64>().is_ok(), "{l}");
+    }
+}
+
+#[test]
+fn stats_counters_count_ringlets_commits() {
+    let Some(p) = Pair::start("stats2") else {
+        return;
+    };
+    let cb = create_b();
+    let mut s = connect(&p.r.sock);
+    request(&mut s, &cb);
+    request(
+        &mut s,
+        &format!("UPDATE b.rrd {}:1:1 {}:2:2", t(60), t(120)),
+    );
+    request(&mut s, &format!("UPDATE b.rrd {}:3:3", t(180)));
+    let st = request(&mut s, "STATS");
+    assert!(st.contains("\nUpdatesReceived: 2\n"), "{st}");
+    assert!(st.contains("\nQueueLength: 1\n"), "pending series: {st}");
+    assert!(st.contains("\nUpdatesWritten: 0\n"), "{st}");
+    assert_eq!(
+        request(&mut s, "FLUSH b.rrd"),
+        format!("0 Successfully flushed {}/b.rrd.\n", p.r.base.display())
+    );
+    let st = request(&mut s, "STATS");
+    assert!(st.contains("\nFlushesReceived: 1\n"), "{st}");
+    assert!(
+        st.contains("\nUpdatesWritten: 1\n"),
+        "one series committed: {st}"
+    );
+    assert!(
+        st.contains("\nDataSetsWritten: 3\n"),
+        "three samples committed: {st}"
+    );
+    assert!(st.contains("\nQueueLength: 0\n"), "{st}");
+    assert!(
+        !st.contains("JournalBytes: 0\n"),
+        "the commit wrote log bytes: {st}"
+    );
+}
+
+#[test]
+fn list_names_match_as_sets() {
+    let Some(p) = Pair::start("list") else { return };
+    let mut lines = vec![create_b()];
+    lines.push(format!(
+        "CREATE q.rrd -b {T0} DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10"
+    ));
+    std::fs::create_dir_all(p.r.base.join("sub")).unwrap();
+    std::fs::create_dir_all(p.c.base.join("sub")).unwrap();
+    lines.push(format!(
+        "CREATE sub/c.rrd -b {T0} DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10"
+    ));
+    for l in [
+        "LIST /",
+        "LIST RECURSIVE /",
+        "LIST /sub",
+        "LIST RECURSIVE /sub/",
+        "LIST /b.rrd",
+        "LIST //",
+    ] {
+        lines.push(l.to_string());
+    }
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let (r, c) = p.both(&refs);
+    // rrdcached lists in readdir order, ringlet sorted: compare each reply as a set.
+    let sets = |s: &str| -> Vec<Vec<String>> {
+        let mut replies = Vec::new();
+        let mut it = s.lines();
+        while let Some(st) = it.next() {
+            let n: i64 = st.split(' ').next().unwrap().parse().unwrap();
+            let mut body: Vec<String> = (0..n.max(0))
+                .map(|_| it.next().unwrap().to_string())
+                .collect();
+            body.sort();
+            body.insert(0, st.to_string());
+            replies.push(body);
+        }
+        replies
+    };
+    assert_eq!(sets(&r), sets(&c), "\nringlet:\n{r}\nrrdcached:\n{c}");
+}
+
+#[test]
+fn suspend_resume_match_and_unknown_files_keep_the_connection() {
+    let Some(p) = Pair::start("suspend") else {
+        return;
+    };
+    let cb = create_b();
+    let upd = format!("UPDATE b.rrd {}:1:1", t(60));
+    p.same(&[
+        &cb,
+        &upd,
+        "SUSPEND b.rrd",
+        "SUSPEND b.rrd",
+        "FLUSH b.rrd",
+        "RESUME b.rrd",
+        "RESUME b.rrd",
+        "SUSPENDALL",
+        "RESUMEALL",
+    ]);
+    // rrdcached answers an unknown file and then closes the connection (its handler returns
+    // -1); ringlet answers the same text and keeps serving.
+    let (r, c) = p.both(&["SUSPEND nonexist.rrd", "PING"]);
+    assert_eq!(c, "-1 BASE/nonexist.rrd - No such file or directory\n");
+    assert_eq!(
+        r,
+        "-1 BASE/nonexist.rrd - No such file or directory\n0 PONG\n"
+    );
+    let (r, c) = p.both(&["SUSPEND", "PING"]);
+    assert_eq!(c, "-1 Usage: SUSPEND <filename>\n");
+    assert_eq!(r, "-1 Usage: SUSPEND <filename>\n0 PONG\n");
+    let (r, _) = p.both(&["RESUME nonexist.rrd", "PING"]);
+    assert_eq!(
+        r,
+        "-1 BASE/nonexist.rrd - No such file or directory\n0 PONG\n"
+    );
+}
+
+#[test]
+fn forget_keeps_ringlets_data_and_queue_lists_pending_series() {
+    let Some(p) = Pair::start("forget") else {
+        return;
+    };
+    let cb = create_b();
+    let upd = format!("UPDATE b.rrd {}:1:100 {}:2:200", t(60), t(120));
+    let (r, c) = p.both(&[
+        &cb,
+        &upd,
+        "QUEUE",
+        "PENDING b.rrd",
+        "FORGET b.rrd",
+        "PENDING b.rrd",
+        "QUEUE",
+    ]);
+    // rrdcached's write queue holds a file only after -w seconds; ringlet's QUEUE lists every
+    // series with values waiting for the next commit.
+    assert!(
+        c.contains("0 errors, enqueued 2 value(s).\n0 in queue.\n"),
+        "{c}"
+    );
+    assert!(
+        r.contains("0 errors, enqueued 2 value(s).\n1 in queue.\n2 BASE/b.rrd\n"),
+        "{r}"
+    );
+    assert!(
+        r.ends_with("0 Gone!\n0 updates pending\n0 in queue.\n"),
+        "{r}"
+    );
+    assert!(
+        c.ends_with("0 Gone!\n0 updates pending\n0 in queue.\n"),
+        "{c}"
+    );
+    // rrdcached dropped the two values; ringlet had already applied them, FETCH shows them.
+    let rows = fetch_rows(&p.r.sock, "b.rrd", "AVERAGE", T0, t(120));
+    assert_eq!(rows[0], (t(60), "1.00000000000000000e+00 -nan".to_string()));
+    assert_eq!(rows[1].0, t(120));
+    assert!(
+        rows[1].1.starts_with("2.00000000000000000e+00 1.6666"),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn bad_values_are_refused_when_they_arrive() {
+    // rrdcached queues "abc" with "0 errors" and later drops it with every value after it;
+    // ringlet checks values at UPDATE time and refuses the first bad one and the rest.
+    let Some(p) = Pair::start("badval") else {
+        return;
+    };
+    let cb = create_b();
+    let mut s = connect(&p.r.sock);
+    request(&mut s, &cb);
+    let base = p.r.base.display().to_string();
+    let r = request(
+        &mut s,
+        &format!(
+            "UPDATE b.rrd {}:1:100 {}:abc:200 {}:3:300",
+            t(60),
+            t(120),
+            t(180)
+        ),
+    );
+    assert!(r.starts_with(&format!("-1 {base}/b.rrd: ")), "{r}");
+    assert_eq!(
+        request(&mut s, "PENDING b.rrd"),
+        format!("1 updates pending\n{}:1:100\n", t(60))
+    );
+    let r = request(&mut s, &format!("UPDATE b.rrd {}:1", t(240)));
+    assert!(
+        r.starts_with(&format!("-1 {base}/b.rrd: ")),
+        "wrong arity is refused: {r}"
+    );
+    assert_eq!(
+        request(&mut s, &format!("UPDATE b.rrd {}:4:400", t(240))),
+        "0 errors, enqueued 1 value(s).\n"
+    );
+    let mut c = connect(&p.c.sock);
+    request(&mut c, &cb);
+    let r = request(
+        &mut c,
+        &format!(
+            "UPDATE b.rrd {}:1:100 {}:abc:200 {}:3:300",
+            t(60),
+            t(120),
+            t(180)
+        ),
+    );
+    assert_eq!(r, "0 errors, enqueued 3 value(s).\n");
+}
+
+#[test]
+fn long_lines_get_an_error_and_the_connection_goes_on() {
+    let Some(p) = Pair::start("long") else { return };
+    let long = format!("UPDATE b.rrd {}", "1:1 ".repeat(3000));
+    let mut input = long.into_bytes();
+    input.extend_from_slice(b"\nPING\n");
+    let r = converse(&p.r.sock, &input);
+    let r = String::from_utf8_lossy(&r);
+    // Under --max-line (1 MiB by default) a 12 KB line is simply served.
+    assert!(r.starts_with("-1 No such file: "), "{r}");
+    assert!(r.ends_with("0 PONG\n"), "{r}");
+    // rrdcached drops the connection at 8 KiB without a reply.
+    let c = converse(&p.c.sock, &input);
+    assert!(c.is_empty(), "{}", String::from_utf8_lossy(&c));
+    // Past --max-line: an error, then the next line is served.
+    let mut s = connect(&p.r.sock);
+    let huge = vec![b'x'; 2 << 20];
+    s.write_all(&huge).unwrap();
+    s.write_all(b"\nPING\n").unwrap();
+    assert_eq!(
+        read_reply(&mut s),
+        "-1 Line too long (more than 1048576 bytes)\n"
+    );
+    assert_eq!(read_reply(&mut s), "0 PONG\n");
+}
