@@ -3,7 +3,8 @@
 //! `ringlet [--store DIR] <command> <rrdtool's arguments>` prints what rrdtool 1.7.2 prints
 //! for the same arguments (stdout byte for byte, `ERROR: <message>` on stderr, exit status 1
 //! on failure), so scripts can swap the binary name. This file reads the global options and
-//! the clock and dispatches; [`commands`] does the work, [`store`] picks the store and names,
+//! the clock and dispatches (`serve` goes to the `server` crate); [`commands`] does the work,
+//! [`store`] picks the store and names,
 //! [`getopt`] parses options like GNU getopt, [`usage`] holds the per-command usage texts.
 
 mod commands;
@@ -22,6 +23,8 @@ Usage: ringlet [--store DIR] command command_options
 
 Commands (arguments and output as rrdtool's; `ringlet <command>` shows its usage):
   create, update, updatev, fetch, info, first, last, lastupdate, dump, restore, xport
+Daemon:
+  serve    an rrdcached-compatible daemon over the same store
 
 RRD file names are names inside the store (e.g. `db/a.rrd`), not files on disk.
 The store is DIR, else $RINGLET_STORE, else $XDG_DATA_HOME/ringlet,

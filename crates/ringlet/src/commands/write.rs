@@ -1,0 +1,182 @@
+//! The commands that change the store: `create`, `update`/`updatev`, `restore`.
+
+use super::{opt, reading, with_store, Ctx, Outcome, NO_DAEMON};
+use crate::getopt;
+use crate::store;
+use engine::Store;
+use rrd::fmt::info_num;
+use rrd::update::{parse_template, parse_update_arg};
+use rrd::{RowWrite, Rrd};
+
+pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
+    if args.iter().any(|a| a == "-d" || a.starts_with("--daemon")) {
+        return Outcome::err(NO_DAEMON);
+    }
+    let req = match rrd::create::parse_create(args, ctx.now.0) {
+        Ok(r) => r,
+        Err(e) => return Outcome::err(e.msg),
+    };
+    let name = match store::normalize(&req.name) {
+        Ok(n) => n,
+        Err(e) => return Outcome::err(e),
+    };
+    with_store(ctx, |st| {
+        let rrd = Rrd::new(req.schema, req.start);
+        match st.create(&name, rrd, !req.no_overwrite) {
+            Ok(()) => Outcome::default(),
+            Err(e) => Outcome::err(store::message(&e, &req.name)),
+        }
+    })
+}
+
+/// `update` and `updatev` (`verbose`).
+pub fn update(ctx: &Ctx, args: &[String], verbose: bool) -> Outcome {
+    let spec = [
+        opt("template", 't', true),
+        opt("skip-past-updates", 's', false),
+        opt("daemon", 'd', true),
+    ];
+    let p = match getopt::parse(args, &spec) {
+        Ok(p) => p,
+        Err(e) => return Outcome::err(e),
+    };
+    if p.has("daemon") {
+        return Outcome::err(NO_DAEMON);
+    }
+    let template = p
+        .opts
+        .iter()
+        .rev()
+        .find(|(l, _)| *l == "template")
+        .map(|(_, v)| v.clone());
+    let skip_past = p.has("skip-past-updates");
+    let Some((given, values)) = p.positional.split_first() else {
+        return Outcome::err("Not enough arguments");
+    };
+    if values.is_empty() {
+        return Outcome::err("Not enough arguments");
+    }
+    let name = match store::normalize(given) {
+        Ok(n) => n,
+        Err(e) => return Outcome::err(e),
+    };
+    let mut out = reading(ctx, given, |st| {
+        let mut rows: Vec<RowWrite> = Vec::new();
+        let res = apply_updates(
+            ctx,
+            st,
+            given,
+            &name,
+            template.as_deref(),
+            skip_past,
+            values,
+            &mut rows,
+        );
+        let mut text = String::new();
+        if verbose {
+            let schema = st.get(&name).map(|r| r.schema.clone());
+            text.push_str(&format!(
+                "return_value = {}\n",
+                if res.is_ok() { 0 } else { -1 }
+            ));
+            if let Some(schema) = schema {
+                for w in &rows {
+                    let (Some(rra), Some(ds)) = (schema.rra.get(w.rra), schema.ds.get(w.ds)) else {
+                        continue;
+                    };
+                    text.push_str(&format!(
+                        "[{}]RRA[{}][{}]DS[{}] = {}\n",
+                        w.time,
+                        rra.cf.name(),
+                        rra.pdp_cnt,
+                        ds.name,
+                        info_num(w.value)
+                    ));
+                }
+            }
+        }
+        Outcome {
+            stdout: text,
+            error: res.err(),
+        }
+    });
+    if verbose && out.stdout.is_empty() {
+        out.stdout = "return_value = -1\n".to_string();
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_updates(
+    ctx: &Ctx,
+    st: &mut Store,
+    given: &str,
+    name: &str,
+    template: Option<&str>,
+    skip_past: bool,
+    values: &[String],
+    rows: &mut Vec<RowWrite>,
+) -> Result<(), String> {
+    let Some(rrd) = st.get(name) else {
+        return Err(format!("opening '{given}': No such file or directory"));
+    };
+    let schema = rrd.schema.clone();
+    let tmpl = match template {
+        Some(t) => Some(parse_template(&schema, t).map_err(|e| e.msg)?),
+        None => None,
+    };
+    for arg in values {
+        let sample = parse_update_arg(&schema, arg, tmpl.as_deref(), ctx.now)
+            .map_err(|e| format!("{given}: {}", e.msg))?;
+        if skip_past {
+            if let Some(r) = st.get(name) {
+                if (sample.time, sample.usec) <= (r.last_up, r.last_up_usec) {
+                    continue;
+                }
+            }
+        }
+        st.update(name, &sample, &mut |w| rows.push(w))
+            .map_err(|e| match e {
+                engine::Error::Rrd(r) => format!("{given}: {}", r.msg),
+                other => store::message(&other, given),
+            })?;
+    }
+    Ok(())
+}
+
+pub fn restore(ctx: &Ctx, args: &[String]) -> Outcome {
+    let spec = [
+        opt("range-check", 'r', false),
+        opt("force-overwrite", 'f', false),
+    ];
+    let p = match getopt::parse(args, &spec) {
+        Ok(p) => p,
+        Err(e) => return Outcome::err(e),
+    };
+    let [xml_path, given] = p.positional.as_slice() else {
+        return Outcome::err(
+            "usage rrdtool restore [--range-check|-r] [--force-overwrite|-f] file.xml file.rrd",
+        );
+    };
+    let name = match store::normalize(given) {
+        Ok(n) => n,
+        Err(e) => return Outcome::err(e),
+    };
+    let read = if xml_path == "-" {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(xml_path)
+    };
+    let Ok(xml) = read else {
+        return Outcome::err(format!("Could not create xml reader for: {xml_path}"));
+    };
+    let rrd = match rrd::restore::restore_xml(&xml, p.has("range-check")) {
+        Ok(r) => r,
+        Err(e) => return Outcome::err(e.msg),
+    };
+    let force = p.has("force-overwrite");
+    with_store(ctx, |st| match st.create(&name, rrd, force) {
+        Ok(()) => Outcome::default(),
+        Err(e) => Outcome::err(store::message(&e, given)),
+    })
+}
