@@ -1,0 +1,397 @@
+//! The arguments of `xport`: rrdtool's option parser (options anywhere, no abbreviations,
+//! its error texts), the DEF/CDEF/XPORT statements, and start/end time specifications.
+
+use super::cdef::{
+    Cdef, Trend, COUNT_VAR, NEWDAY_VAR, NEWMONTH_VAR, NEWWEEK_VAR, NEWYEAR_VAR, PREV_OF_BASE,
+    PREV_VAR, STEP_VAR, TIME_VAR, TREND_BASE,
+};
+use super::{err, Def, Kind, Var};
+use crate::num::strtod;
+use crate::parsetime::{parse_time, resolve_pair};
+use crate::rpn;
+use crate::{Cf, RrdError};
+
+/// Output format and grid options.
+#[derive(Debug, Clone)]
+pub(super) struct Opts {
+    pub(super) start: Option<String>,
+    pub(super) end: Option<String>,
+    pub(super) maxrows: i64,
+    pub(super) step: i64,
+    pub(super) json: bool,
+    pub(super) showtime: bool,
+    pub(super) enumds: bool,
+}
+
+/// Options recognised by name; `true` when they take an argument.
+const LONG_OPTS: [(&str, char, bool); 8] = [
+    ("start", 's', true),
+    ("end", 'e', true),
+    ("maxrows", 'm', true),
+    ("step", '\0', true),
+    ("json", '\0', false),
+    ("showtime", 't', false),
+    ("enumds", '\0', false),
+    ("daemon", 'd', true),
+];
+
+/// rrdtool's option parser: options anywhere, `--name=value` or `--name value`, `-xVALUE` or
+/// `-x VALUE`, bundled flags; everything else is an element.
+pub(super) fn parse_options(args: &[String]) -> Result<(Opts, Vec<String>), RrdError> {
+    let mut o = Opts {
+        start: None,
+        end: None,
+        maxrows: 400,
+        step: 0,
+        json: false,
+        showtime: false,
+        enumds: false,
+    };
+    let mut elements = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        let (name, mut inline): (String, Option<String>) = if let Some(long) = a.strip_prefix("--")
+        {
+            if long.is_empty() {
+                elements.extend(args[i..].iter().cloned());
+                break;
+            }
+            let (n, v) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (long, None),
+            };
+            if !LONG_OPTS.iter().any(|(l, _, _)| *l == n) {
+                return Err(err(format!("invalid option -- '{}'", long)));
+            }
+            (n.to_string(), v)
+        } else if a.len() > 1 && a.starts_with('-') {
+            // Short options, possibly bundled; the first one taking an argument ends the bundle.
+            let mut chars = a[1..].char_indices();
+            let mut found = None;
+            for (pos, c) in chars.by_ref() {
+                let Some((l, _, takes)) = LONG_OPTS.iter().find(|(_, s, _)| *s == c && c != '\0')
+                else {
+                    return Err(err(format!("invalid option -- '{}'", c)));
+                };
+                if *takes {
+                    let rest = &a[1 + pos + c.len_utf8()..];
+                    found = Some((l.to_string(), (!rest.is_empty()).then(|| rest.to_string())));
+                    break;
+                }
+                set_flag(&mut o, l);
+            }
+            match found {
+                Some(x) => x,
+                None => continue,
+            }
+        } else {
+            elements.push(a.clone());
+            continue;
+        };
+        let takes = LONG_OPTS
+            .iter()
+            .find(|(l, _, _)| *l == name)
+            .is_some_and(|x| x.2);
+        if !takes {
+            if inline.is_some() {
+                return Err(err(format!("option takes no arguments -- '{}'", name)));
+            }
+            set_flag(&mut o, &name);
+            continue;
+        }
+        if inline.is_none() {
+            if i < args.len() {
+                inline = Some(args[i].clone());
+                i += 1;
+            } else {
+                return Err(err(format!("option requires argument -- '{}'", name)));
+            }
+        }
+        let v = inline.unwrap_or_default();
+        match name.as_str() {
+            "start" => o.start = Some(v),
+            "end" => o.end = Some(v),
+            // C ints: atoi keeps the low 32 bits.
+            "maxrows" => o.maxrows = i64::from(c_atol(&v) as i32),
+            "step" => o.step = i64::from(c_atol(&v) as i32),
+            _ => {} // daemon: ringlet is the daemon.
+        }
+    }
+    Ok((o, elements))
+}
+
+fn set_flag(o: &mut Opts, name: &str) {
+    match name {
+        "json" => o.json = true,
+        "showtime" => o.showtime = true,
+        "enumds" => o.enumds = true,
+        _ => {}
+    }
+}
+
+/// C `atol`: optional sign and leading digits; 0 when there are none.
+fn c_atol(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, d) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let v = d.bytes().take_while(u8::is_ascii_digit).fold(0i64, |v, c| {
+        v.saturating_mul(10).saturating_add(i64::from(c - b'0'))
+    });
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+/// Splits an element on `:`, honouring `\:` escapes.
+fn split_colons(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && chars.peek() == Some(&':') {
+            chars.next();
+            cur.push(':');
+        } else if c == ':' {
+            out.push(std::mem::take(&mut cur));
+        } else {
+            cur.push(c);
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// Graph elements that xport accepts and ignores.
+const IGNORED: [&str; 14] = [
+    "VDEF", "LINE", "LINE1", "LINE2", "LINE3", "AREA", "STACK", "GPRINT", "PRINT", "COMMENT",
+    "HRULE", "VRULE", "TICK", "SHIFT",
+];
+
+pub(super) fn parse_element(
+    el: &str,
+    vars: &mut Vec<Var>,
+    exports: &mut Vec<(usize, String)>,
+) -> Result<(), RrdError> {
+    let (kw, rest) = el.split_once(':').unwrap_or((el, ""));
+    let find = |vars: &[Var], n: &str| vars.iter().rposition(|v| v.name == n);
+    match kw {
+        "DEF" => {
+            let f = split_colons(rest);
+            let (vname, file) = f[0].split_once('=').unwrap_or((&f[0], ""));
+            if file.is_empty() || f.len() < 2 {
+                return Err(err(format!("No argument for definition of DS in {}", el)));
+            }
+            if f.len() < 3 {
+                return Err(err(format!("No argument for definition of CF in {}", el)));
+            }
+            let cf = Cf::from_name(&f[2]).ok_or_else(|| err(format!("bad CF: {}", f[2])))?;
+            let mut def = Def {
+                file: file.to_string(),
+                ds: f[1].clone(),
+                cf,
+                reduce: None,
+                step: None,
+                start: None,
+                end: None,
+            };
+            for opt in &f[3..] {
+                let (k, v) = opt.split_once('=').unwrap_or((opt, ""));
+                match k {
+                    "step" => {
+                        let s = c_atol(v);
+                        if s <= 0 {
+                            return Err(err(format!("Bad step value: {}", v)));
+                        }
+                        def.step = Some(s);
+                    }
+                    "reduce" => {
+                        def.reduce = Some(
+                            Cf::from_name(v).ok_or_else(|| err(format!("bad reduce CF: {}", v)))?,
+                        )
+                    }
+                    "start" => def.start = Some(v.to_string()),
+                    "end" => def.end = Some(v.to_string()),
+                    "daemon" => {}
+                    _ => {
+                        return Err(err(format!(
+                            "Unused Arguments \"{}\" in command : {}",
+                            opt, el
+                        )))
+                    }
+                }
+            }
+            vars.push(Var {
+                name: vname.to_string(),
+                kind: Kind::Def(def),
+                start: 0,
+                step: 0,
+                rows: Vec::new(),
+            });
+        }
+        "CDEF" => {
+            let Some((vname, expr)) = rest.split_once('=') else {
+                return Err(err(format!("don't understand '{}'", rest)));
+            };
+            if find(vars, vname).is_some() {
+                return Err(err(format!("trying to reuse vname {}", vname)));
+            }
+            if expr.is_empty() {
+                return Err(err("can not parse an empty rpn expression"));
+            }
+            let (text, trends, prev_of) = series_tokens(expr, vars);
+            let resolve = |n: &str| match n {
+                "\u{1}TIME" => Some(TIME_VAR),
+                "\u{1}STEPWIDTH" => Some(STEP_VAR),
+                "\u{1}COUNT" => Some(COUNT_VAR),
+                "\u{1}PREV" => Some(PREV_VAR),
+                "\u{1}NEWDAY" => Some(NEWDAY_VAR),
+                "\u{1}NEWWEEK" => Some(NEWWEEK_VAR),
+                "\u{1}NEWMONTH" => Some(NEWMONTH_VAR),
+                "\u{1}NEWYEAR" => Some(NEWYEAR_VAR),
+                _ => {
+                    if let Some(k) = n.strip_prefix("\u{1}TREND") {
+                        return k.parse::<usize>().ok().map(|k| TREND_BASE - k);
+                    }
+                    if let Some(k) = n.strip_prefix("\u{1}PREVOF") {
+                        return k.parse::<usize>().ok().map(|k| PREV_OF_BASE - k);
+                    }
+                    find(vars, n)
+                }
+            };
+            let r = rpn::compile(&text, &resolve).map_err(|_| not_understood(expr, vars))?;
+            vars.push(Var {
+                name: vname.to_string(),
+                kind: Kind::Cdef(Cdef {
+                    rpn: r,
+                    trends,
+                    prev_of,
+                }),
+                start: 0,
+                step: 0,
+                rows: Vec::new(),
+            });
+        }
+        "XPORT" => {
+            let f = split_colons(rest);
+            if f.len() > 2 {
+                return Err(err(format!(
+                    "Unused Arguments \"{}\" in command : {}",
+                    f[2..].join(":"),
+                    el
+                )));
+            }
+            if rest.is_empty() {
+                return Err(err("No positional VNAME"));
+            }
+            if strtod(&f[0]).is_some_and(|(_, n)| n == f[0].len()) {
+                return Err(err(format!(
+                    "Encountered unknown type variable '' in line '{}'",
+                    el
+                )));
+            }
+            let i = find(vars, &f[0])
+                .ok_or_else(|| err(format!("{} is not a vname nor a number", f[0])))?;
+            exports.push((i, f.get(1).cloned().unwrap_or_default()));
+        }
+        _ if IGNORED.contains(&kw) => {}
+        _ => {
+            return Err(err(format!(
+                "'{}' is not a valid function name in {}",
+                kw, el
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Renames the TIME, LTIME, STEPWIDTH, COUNT and PREV tokens to names only the variables
+/// above resolve to, and replaces each `x,w,TREND`/`TRENDNAN` triple and `PREV(x)` by one
+/// such name, returning their definitions.
+fn series_tokens(expr: &str, vars: &[Var]) -> (String, Vec<Trend>, Vec<usize>) {
+    let toks: Vec<&str> = expr.split(',').collect();
+    let mut out: Vec<String> = Vec::with_capacity(toks.len());
+    let mut trends = Vec::new();
+    let mut prev_of = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        let t = toks[i];
+        if i + 2 < toks.len() && matches!(toks[i + 2], "TREND" | "TRENDNAN") {
+            let var = vars.iter().rposition(|v| v.name == t);
+            let window = strtod(toks[i + 1]).filter(|&(_, n)| n == toks[i + 1].len());
+            if let (Some(var), Some((window, _))) = (var, window) {
+                out.push(format!("\u{1}TREND{}", trends.len()));
+                trends.push(Trend {
+                    var,
+                    window,
+                    nan_safe: toks[i + 2] == "TRENDNAN",
+                });
+                i += 3;
+                continue;
+            }
+        }
+        if let Some(name) = t.strip_prefix("PREV(").and_then(|r| r.strip_suffix(')')) {
+            if let Some(var) = vars.iter().rposition(|v| v.name == name) {
+                out.push(format!("\u{1}PREVOF{}", prev_of.len()));
+                prev_of.push(var);
+                i += 1;
+                continue;
+            }
+        }
+        out.push(
+            match t {
+                "TIME" | "LTIME" => "\u{1}TIME",
+                "STEPWIDTH" => "\u{1}STEPWIDTH",
+                "COUNT" => "\u{1}COUNT",
+                "PREV" => "\u{1}PREV",
+                "NEWDAY" => "\u{1}NEWDAY",
+                "NEWWEEK" => "\u{1}NEWWEEK",
+                "NEWMONTH" => "\u{1}NEWMONTH",
+                "NEWYEAR" => "\u{1}NEWYEAR",
+                _ => t,
+            }
+            .to_string(),
+        );
+        i += 1;
+    }
+    (out.join(","), trends, prev_of)
+}
+
+/// rrdtool's CDEF parse error: `don't understand '<rest of the expression>'` from the first
+/// token that is neither a number, an operator nor a known vname.
+fn not_understood(expr: &str, vars: &[Var]) -> RrdError {
+    let mut pos = 0;
+    for tok in expr.split(',') {
+        // A number must be followed by a comma.
+        let is_num = strtod(tok).is_some_and(|(_, n)| n == tok.len())
+            && !tok.is_empty()
+            && pos + tok.len() < expr.len();
+        let known =
+            vars.iter().any(|v| v.name == tok) || rpn::compile(tok, &|_| None).is_ok() || is_num;
+        if !known {
+            return err(format!("don't understand '{}'", &expr[pos..]));
+        }
+        pos += tok.len() + 1;
+    }
+    err(format!("don't understand '{}'", expr))
+}
+
+/// Start and end times from `-s`/`-e` (at-style, defaults `end-24h` and `now`), with
+/// rrdtool's `start time: ` / `end time: ` error prefixes.
+pub(super) fn start_end(
+    s: Option<&str>,
+    e: Option<&str>,
+    now: i64,
+) -> Result<(i64, i64), RrdError> {
+    let start = parse_time(s.unwrap_or("end-24h"), now)
+        .map_err(|x| err(format!("start time: {}", x.msg)))?;
+    let end =
+        parse_time(e.unwrap_or("now"), now).map_err(|x| err(format!("end time: {}", x.msg)))?;
+    resolve_pair(&start, &end)
+}
