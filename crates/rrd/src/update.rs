@@ -235,6 +235,7 @@ impl Rrd {
                 s.time, self.last_up
             ))));
         }
+        self.check_shape().map_err(ApplyError::Rejected)?;
         let ds_cnt = self.schema.ds.len();
         if s.values.len() != ds_cnt {
             return Err(ApplyError::Rejected(RrdError::new(format!(
@@ -278,6 +279,28 @@ impl Rrd {
         self.last_up = s.time;
         self.last_up_usec = s.usec;
         Ok(())
+    }
+
+    /// Refuses states `apply` cannot work on (a zero step or row count, or vectors that do not
+    /// match the schema), so a damaged state gives an error instead of a panic.
+    fn check_shape(&self) -> Result<(), RrdError> {
+        let sc = &self.schema;
+        let n = sc.ds.len();
+        let ok = sc.step > 0
+            && self.pdp.len() == n
+            && self.cdp.len() == sc.rra.len() * n
+            && self.rra.len() == sc.rra.len()
+            && sc.rra.iter().zip(&self.rra).all(|(d, r)| {
+                d.pdp_cnt > 0
+                    && d.row_cnt > 0
+                    && r.cur_row < d.row_cnt
+                    && r.rows.len() as u64 == d.row_cnt * n as u64
+            });
+        if ok {
+            Ok(())
+        } else {
+            Err(RrdError::new("RRD state does not match its schema"))
+        }
     }
 
     /// rrdtool's `update_pdp_prep`: `last_ds` and the rate*seconds of this update per DS.

@@ -222,7 +222,7 @@ fn update_cdps(
     for (c, &pdp) in cdps.iter_mut().zip(pdp_temp) {
         if rra_step_cnt > 0 {
             if pdp.is_nan() {
-                c.unkn_pdp_cnt += start_pdp_offset;
+                c.unkn_pdp_cnt = c.unkn_pdp_cnt.wrapping_add(start_pdp_offset);
                 c.secondary = DNAN;
             } else {
                 c.secondary = pdp;
@@ -255,7 +255,7 @@ fn update_cdps(
             };
             c.unkn_pdp_cnt = if pdp.is_nan() { n } else { 0 };
         } else if pdp.is_nan() {
-            c.unkn_pdp_cnt += st.elapsed;
+            c.unkn_pdp_cnt = c.unkn_pdp_cnt.wrapping_add(st.elapsed);
         } else if c.val.is_nan() {
             c.val = match def.cf {
                 Cf::Average => pdp * st.elapsed as f64,
@@ -285,7 +285,7 @@ fn initial_cdp_val(
     match cf {
         Cf::Average => {
             (ifnan(cdp_val, 0.0) + ifnan(pdp, 0.0) * start_pdp_offset as f64)
-                / (pdp_cnt - unkn) as f64
+                / pdp_cnt.wrapping_sub(unkn) as f64
         }
         Cf::Max => ifnan(cdp_val, f64::NEG_INFINITY).max(ifnan(pdp, f64::NEG_INFINITY)),
         Cf::Min => ifnan(cdp_val, f64::INFINITY).min(ifnan(pdp, f64::INFINITY)),
