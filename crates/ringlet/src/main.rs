@@ -9,6 +9,7 @@
 
 mod commands;
 mod getopt;
+mod pipe;
 mod store;
 mod usage;
 
@@ -23,8 +24,9 @@ Usage: ringlet [--store DIR] command command_options
 
 Commands (arguments and output as rrdtool's; `ringlet <command>` shows its usage):
   create, update, updatev, fetch, info, first, last, lastupdate, dump, restore, xport
-Daemon:
+Daemon and pipe mode:
   serve    an rrdcached-compatible daemon over the same store
+  -        read commands from stdin like `rrdtool -` (OK/ERROR after each; quit ends)
 
 RRD file names are names inside the store (e.g. `db/a.rrd`), not files on disk.
 The store is DIR, else $RINGLET_STORE, else $XDG_DATA_HOME/ringlet,
@@ -91,6 +93,21 @@ fn run(argv: &[String]) -> Outcome {
         let code = server::run(args, store::store_dir(store_flag.as_deref()));
         std::process::exit(code);
     }
+    let dir = store::store_dir(store_flag.as_deref());
+    if cmd == "-" {
+        std::process::exit(pipe::run(&dir));
+    }
+    dispatch(cmd, args, &dir, None)
+}
+
+/// Run one rrdtool command (`cmd` and its arguments) on the store in `dir`, or on `shared`,
+/// the store pipe mode keeps open.
+pub(crate) fn dispatch(
+    cmd: &str,
+    args: &[String],
+    dir: &std::path::Path,
+    shared: Option<&std::cell::RefCell<engine::Store>>,
+) -> Outcome {
     if matches!(cmd, "--help" | "-h" | "help" | "--version" | "-v") {
         return Outcome {
             stdout: HELP.into(),
@@ -116,10 +133,10 @@ fn run(argv: &[String]) -> Outcome {
             error: None,
         };
     }
-    let dir = store::store_dir(store_flag.as_deref());
     let ctx = Ctx {
-        store_dir: &dir,
+        store_dir: dir,
         now: now(),
+        shared,
     };
     match cmd {
         "create" => commands::create(&ctx, args),

@@ -376,3 +376,27 @@ fn at_style_times_resolve_like_rrdtool() {
         ));
     }
 }
+
+#[test]
+fn pipe_mode_matches_rrdtool_except_timings() {
+    if !have_rrdtool() {
+        return;
+    }
+    let p = Pair::new();
+    let script = format!(
+        "create a.rrd {SCHEMA}\nupdate a.rrd \"1700000060:1:2\" 1700000120:3:4\nlast a.rrd\n\
+         last nonex.rrd\nfetch a.rrd AVERAGE -s 1700000000 -e 1700000180\n\
+         update a.rrd 1700000000:1:1\nlastupdate a.rrd\nquit\nlast a.rrd\n"
+    );
+    let timing = |o: Out| {
+        o.stdout
+            .lines()
+            .map(|l| if l.starts_with("OK u:") { "OK" } else { l })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let a = p.rrdtool(&["-"], Some(&script));
+    let b = p.ringlet(&["-"], Some(&script));
+    assert_eq!(b.code, 0, "{}", b.stderr);
+    assert_eq!(timing(a), timing(b));
+}

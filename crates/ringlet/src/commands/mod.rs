@@ -16,6 +16,7 @@ use crate::getopt::Opt;
 use crate::store;
 use engine::Store;
 use rrd::Rrd;
+use std::cell::RefCell;
 use std::path::Path;
 
 /// What a command printed, and its error.
@@ -45,6 +46,8 @@ pub struct Ctx<'a> {
     pub store_dir: &'a Path,
     /// Wall clock: seconds and microseconds.
     pub now: (i64, i64),
+    /// Pipe mode (`ringlet -`): the store stays open across commands; each command commits.
+    pub shared: Option<&'a RefCell<Store>>,
 }
 
 pub(crate) const NO_DAEMON: &str =
@@ -60,6 +63,16 @@ pub(crate) fn opt(long: &'static str, short: char, takes_value: bool) -> Opt {
 
 /// Run `f` on the opened store and close it (committing) afterwards, even if `f` failed.
 pub(crate) fn with_store(ctx: &Ctx, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
+    if let Some(cell) = ctx.shared {
+        let mut st = cell.borrow_mut();
+        let mut out = f(&mut st);
+        if let Err(e) = st.commit() {
+            if out.error.is_none() {
+                out.error = Some(e.to_string());
+            }
+        }
+        return out;
+    }
     let mut st = match store::open(ctx.store_dir) {
         Ok(s) => s,
         Err(e) => return Outcome::err(e),
@@ -76,7 +89,7 @@ pub(crate) fn with_store(ctx: &Ctx, f: impl FnOnce(&mut Store) -> Outcome) -> Ou
 /// [`with_store`] for a command that only reads RRD `given`: a store that does not exist yet
 /// is not created, the RRD is simply missing.
 pub(crate) fn reading(ctx: &Ctx, given: &str, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
-    if !ctx.store_dir.exists() {
+    if ctx.shared.is_none() && !ctx.store_dir.exists() {
         return Outcome::err(format!("opening '{given}': No such file or directory"));
     }
     with_store(ctx, f)
