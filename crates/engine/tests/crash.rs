@@ -111,10 +111,28 @@ fn workload_wraps_the_ring_and_checkpoints() {
     let mut store =
         Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(32 << 10)).unwrap();
     let mut model = Model::default();
+    let (mut ok, mut refused) = (0, 0);
     for op in &ops {
         model.apply(op);
-        run_op(&mut store, op).unwrap();
+        if let Op::Update(n, s) = op {
+            match store.update(n, s, &mut |_| {}) {
+                Ok(()) => ok += 1,
+                Err(engine::Error::Rrd(_)) => refused += 1,
+                Err(e) => panic!("{e}"),
+            }
+        } else {
+            run_op(&mut store, op).unwrap();
+        }
     }
+    // The workload exercises both accepted and refused updates, and fills archive rows.
+    assert!(ok > 300 && refused > 10, "{ok} accepted, {refused} refused");
+    let known: usize = model
+        .rrds
+        .values()
+        .flat_map(|r| r.rra.iter().flat_map(|a| a.rows.iter()))
+        .filter(|v| !v.is_nan())
+        .count();
+    assert!(known > 50, "only {known} known rows");
     store.close().unwrap();
     let store = reopen(&fs, 32 << 10);
     same(&store, &model).unwrap();

@@ -48,7 +48,7 @@ pub const START: i64 = 1_700_000_000;
 
 /// A few schemas of different shapes; `k` picks one.
 pub fn make_rrd(k: u64) -> Rrd {
-    let schema = match k % 3 {
+    let schema = match k % 4 {
         0 => Schema {
             step: 15,
             ds: vec![ds("temp", DsType::Gauge)],
@@ -63,10 +63,23 @@ pub fn make_rrd(k: u64) -> Rrd {
                 rra(Cf::Min, 2, 8),
             ],
         },
-        _ => Schema {
+        2 => Schema {
             step: 30,
             ds: vec![ds("d", DsType::Derive), ds("a", DsType::Absolute)],
             rra: vec![rra(Cf::Average, 2, 25)],
+        },
+        _ => Schema {
+            step: 20,
+            ds: vec![
+                ds("dc", DsType::DCounter),
+                ds("dd", DsType::DDerive),
+                DsDef {
+                    rpn: Some("dc,2,*".into()),
+                    heartbeat: 0,
+                    ..ds("c", DsType::Compute)
+                },
+            ],
+            rra: vec![rra(Cf::Average, 1, 20), rra(Cf::Max, 5, 6)],
         },
     };
     Rrd::new(schema, START)
@@ -88,18 +101,23 @@ pub fn workload(seed: u64, rounds: usize) -> Vec<Op> {
     let mut ops = Vec::new();
     let names: Vec<String> = (0..4).map(|i| format!("host{i}/if.rrd")).collect();
     let mut t: BTreeMap<String, i64> = BTreeMap::new();
+    let mut kinds: BTreeMap<String, Vec<DsType>> = BTreeMap::new();
+    let kinds_of = |r: &Rrd| r.schema.ds.iter().map(|d| d.kind).collect::<Vec<_>>();
     let mut ctr: BTreeMap<String, u64> = BTreeMap::new();
     for (i, n) in names.iter().enumerate() {
-        ops.push(Op::Create(n.clone(), make_rrd(i as u64)));
+        let r = make_rrd(i as u64);
+        kinds.insert(n.clone(), kinds_of(&r));
+        ops.push(Op::Create(n.clone(), r));
         t.insert(n.clone(), START);
     }
     ops.push(Op::Commit);
     for _ in 0..rounds {
         let n = &names[rng.below(names.len() as u64) as usize];
-        let k = names.iter().position(|x| x == n).unwrap_or(0) as u64;
         if rng.below(60) == 0 {
+            let r = make_rrd(rng.below(4));
+            kinds.insert(n.clone(), kinds_of(&r));
             ops.push(Op::Remove(n.clone()));
-            ops.push(Op::Create(n.clone(), make_rrd(k + rng.below(3))));
+            ops.push(Op::Create(n.clone(), r));
             t.insert(n.clone(), START);
             continue;
         }
@@ -116,12 +134,19 @@ pub fn workload(seed: u64, rounds: usize) -> Vec<Op> {
         };
         let c = ctr.entry(n.clone()).or_insert(1000);
         *c += rng.below(5000);
-        let gauge = format!("{}.{:02}", rng.below(50), rng.below(100));
-        let mut values = match k % 3 {
-            0 => vec![gauge],
-            1 => vec![c.to_string(), gauge],
-            _ => vec![c.to_string(), rng.below(100).to_string()],
-        };
+        let mut values: Vec<String> = kinds
+            .get(n)
+            .map(|k| k.as_slice())
+            .unwrap_or(&[])
+            .iter()
+            .map(|kind| match kind {
+                DsType::Gauge => format!("{}.{:02}", rng.below(50), rng.below(100)),
+                DsType::Counter | DsType::Derive => c.to_string(),
+                DsType::Absolute => rng.below(100).to_string(),
+                DsType::DCounter | DsType::DDerive => format!("{c}.{}", rng.below(10)),
+                DsType::Compute => "U".to_string(),
+            })
+            .collect();
         match rng.below(30) {
             0 => values[0] = "U".into(),
             1 => {
