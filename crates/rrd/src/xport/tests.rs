@@ -610,6 +610,14 @@ fn random_requests_match_rrdtool() {
             if next(4) == 0 {
                 def.push_str(&format!(":reduce={}", cfs[next(4) as usize]));
             }
+            // A DEF range wider than the graph's (a narrower one makes rrdtool read past its
+            // data).
+            if next(4) == 0 {
+                def.push_str(&format!(":start={}", start - next(20_000) as i64));
+            }
+            if next(4) == 0 {
+                def.push_str(&format!(":end={}", end + next(20_000) as i64));
+            }
             args.push(def);
             args.push(format!("XPORT:v{}:leg {}", k, k));
         }
