@@ -32,7 +32,7 @@ RRD file names are names inside the store (e.g. `db/a.rrd`), not files on disk.
 The store is DIR, else $RINGLET_STORE, else $XDG_DATA_HOME/ringlet,
 else ~/.local/share/ringlet.
 
-Not supported yet: --daemon, Holt-Winters archives, create --source/--template,
+Not supported yet: --daemon, Holt-Winters archives, create --source,
 graph, tune, resize.
 ";
 

@@ -4,7 +4,9 @@
 //! first, then the file name and the `DS:`/`RRA:` definitions in order) and reports rrdtool's
 //! error texts. Durations (`--step 5m`, `DS:x:GAUGE:2m:U:U`, `RRA:AVERAGE:0.5:1h:1d`) follow
 //! `rrd_scaled_duration` in `librrd(3)`. The Holt-Winters archives are refused: ringlet does
-//! not support them yet. `--source` and `--template` are refused too.
+//! not support them yet, and so is `--source` (pre-filling). `--template` takes step, DS and
+//! RRA definitions from an existing RRD through a loader the caller passes
+//! ([`parse_create_with`]).
 
 use crate::parsetime::{self, Base};
 use crate::schema::{Cf, DsDef, DsType, RraDef, Schema};
@@ -86,6 +88,17 @@ fn err(msg: impl Into<String>) -> RrdError {
 
 /// Parse `rrdtool create`'s arguments (everything after the word `create`).
 pub fn parse_create(args: &[String], now: i64) -> Result<CreateRequest, RrdError> {
+    parse_create_with(args, now, &mut |_| None)
+}
+
+/// [`parse_create`] with `--template` support: `template` returns the schema of an existing
+/// RRD, or `None` when there is none (`Cannot open template RRD <name>`).
+pub fn parse_create_with(
+    args: &[String],
+    now: i64,
+    template: &mut dyn FnMut(&str) -> Option<Schema>,
+) -> Result<CreateRequest, RrdError> {
+    let mut template_name: Option<String> = None;
     let mut start_spec: Option<String> = None;
     let mut step_spec: Option<String> = None;
     let mut no_overwrite = false;
@@ -153,13 +166,26 @@ pub fn parse_create(args: &[String], now: i64) -> Result<CreateRequest, RrdError
                 step_spec = Some(val);
             }
             "source" | "r" => return Err(err("ringlet does not support create --source yet")),
-            "template" | "t" => return Err(err("ringlet does not support create --template yet")),
+            "template" | "t" => {
+                if template_name.is_some() {
+                    return Err(err("template already set"));
+                }
+                template_name = Some(val);
+            }
             _ => return Err(err("ringlet does not support --daemon")),
         }
     }
-    let step = match &step_spec {
-        Some(s) => scaled_duration(s, 1).map_err(|m| err(format!("step size: {m}")))?,
-        None => 300,
+    let base = match &template_name {
+        Some(t) => match template(t) {
+            Some(schema) => Some(schema),
+            None => return Err(err(format!("Cannot open template RRD {t}"))),
+        },
+        None => None,
+    };
+    let step = match (&step_spec, &base) {
+        (Some(s), _) => scaled_duration(s, 1).map_err(|m| err(format!("step size: {m}")))?,
+        (None, Some(b)) => b.step,
+        (None, None) => 300,
     };
     let start = match start_spec {
         Some(s) => s.parse::<i64>().unwrap_or(now - 10),
@@ -168,10 +194,13 @@ pub fn parse_create(args: &[String], now: i64) -> Result<CreateRequest, RrdError
     let Some((name, defs)) = positional.split_first() else {
         return Err(err("no file name given"));
     };
-    let mut schema = Schema {
-        step,
-        ds: Vec::new(),
-        rra: Vec::new(),
+    let mut schema = match base {
+        Some(b) => Schema { step, ..b },
+        None => Schema {
+            step,
+            ds: Vec::new(),
+            rra: Vec::new(),
+        },
     };
     for def in defs {
         if let Some(body) = def.strip_prefix("DS:") {
@@ -381,6 +410,32 @@ mod tests {
                 .unwrap()
                 .start,
             NOW - 10
+        );
+    }
+
+    #[test]
+    fn template_gives_step_ds_and_rra_and_step_option_wins() {
+        let base = create("t.rrd --step 10 DS:a:GAUGE:30:U:U RRA:AVERAGE:0.5:1:10")
+            .unwrap()
+            .schema;
+        let args: Vec<String> = "n.rrd -t t.rrd DS:b:GAUGE:1:U:U RRA:MAX:0.5:1m:1h"
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        let r =
+            parse_create_with(&args, NOW, &mut |n| (n == "t.rrd").then(|| base.clone())).unwrap();
+        assert_eq!(r.schema.step, 10);
+        assert_eq!(r.schema.ds.len(), 2);
+        assert_eq!((r.schema.rra[1].pdp_cnt, r.schema.rra[1].row_cnt), (6, 60));
+        let mut with_step = args.clone();
+        with_step.push("--step=20".into());
+        let r = parse_create_with(&with_step, NOW, &mut |_| Some(base.clone())).unwrap();
+        assert_eq!(r.schema.step, 20);
+        assert_eq!(
+            parse_create_with(&args, NOW, &mut |_| None)
+                .unwrap_err()
+                .msg,
+            "Cannot open template RRD t.rrd"
         );
     }
 

@@ -12,15 +12,36 @@ pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
     if args.iter().any(|a| a == "-d" || a.starts_with("--daemon")) {
         return Outcome::err(NO_DAEMON);
     }
-    let req = match rrd::create::parse_create(args, ctx.now.0) {
-        Ok(r) => r,
-        Err(e) => return Outcome::err(e.msg),
-    };
-    let name = match store::normalize(&req.name) {
-        Ok(n) => n,
-        Err(e) => return Outcome::err(e),
-    };
+    // Parse without the store first; open it only when the arguments are good or name a
+    // template (`-t other.rrd`) that must be read from it.
+    let mut wants_template = false;
+    let first = rrd::create::parse_create_with(args, ctx.now.0, &mut |_| {
+        wants_template = true;
+        None
+    });
+    if let Err(e) = &first {
+        if !wants_template {
+            return Outcome::err(e.msg.clone());
+        }
+    }
     with_store(ctx, |st| {
+        let req = match first {
+            Ok(r) => r,
+            Err(_) => {
+                let mut from_store = |t: &str| {
+                    let name = store::normalize(t).ok()?;
+                    st.get(&name).map(|r| r.schema.clone())
+                };
+                match rrd::create::parse_create_with(args, ctx.now.0, &mut from_store) {
+                    Ok(r) => r,
+                    Err(e) => return Outcome::err(e.msg),
+                }
+            }
+        };
+        let name = match store::normalize(&req.name) {
+            Ok(n) => n,
+            Err(e) => return Outcome::err(e),
+        };
         let rrd = Rrd::new(req.schema, req.start);
         match st.create(&name, rrd, !req.no_overwrite) {
             Ok(()) => Outcome::default(),
