@@ -28,16 +28,29 @@ fn run(dir: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
+/// A directory removed when the test ends.
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Files for the comparisons: x300 (300 s, AVERAGE 1/6/24 steps, MAX 6), x600 (600 s),
 /// x400 (400 s, AVERAGE and MIN/MAX/LAST), filled by `rrdtool update`.
-fn fixtures(name: &str) -> Option<PathBuf> {
+fn fixtures(name: &str) -> Option<TempDir> {
     if !Path::new(RRDTOOL).exists() {
         return None;
     }
     let dir = std::env::temp_dir().join(format!("ringlet-xport-{}-{}", name, std::process::id()));
-    if dir.join("done").exists() {
-        return Some(dir);
-    }
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     let mk =
@@ -108,8 +121,7 @@ fn fixtures(name: &str) -> Option<PathBuf> {
         60,
         &|i| ["1e400", "-1e400", "5", "U"][(i % 4) as usize].to_string(),
     );
-    std::fs::write(dir.join("done"), "").expect("marker");
-    Some(dir)
+    Some(TempDir(dir))
 }
 
 fn compare(dir: &Path, args: &[&str]) {
