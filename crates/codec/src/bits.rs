@@ -1,11 +1,16 @@
-//! Bit-level writer and reader (most significant bit first) and Exp-Golomb codes.
+//! Bit-level writer and reader (most significant bit first), Exp-Golomb and Rice codes.
 //!
 //! The sample codec spends single bits on the common case (a regular timestamp, an unchanged
 //! value), so its payload is a bit stream. Exp-Golomb of order `k` codes an unsigned `u` as
 //! `v = u + 2^k` written in `bitlen(v)` bits, preceded by `bitlen(v) - k - 1` zero bits: small
-//! numbers are short, and there is no upper bound (every `u64` fits).
+//! numbers are short, and there is no upper bound (every `u64` fits). Rice of parameter `k`
+//! (unary quotient, `k` low bits) is shorter for the roughly geometric residuals of decimal
+//! values; it escapes to Exp-Golomb for outliers.
 
 use crate::bytes::DecodeError;
+
+/// Unary quotients of a Rice code stop here; larger values escape to Exp-Golomb.
+pub const RICE_ESCAPE: u64 = 12;
 
 /// Appends bits, MSB first, to a byte vector; the last byte is padded with zero bits.
 #[derive(Debug, Default, Clone)]
@@ -63,6 +68,25 @@ impl BitWriter {
         }
     }
 
+    /// Rice code of parameter `k` with an escape: `q = u >> k`; if `q < RICE_ESCAPE`, `q`
+    /// one bits, a zero, then the low `k` bits of `u`; else `RICE_ESCAPE` one bits and
+    /// Exp-Golomb(k) of `u - (RICE_ESCAPE << k)`.
+    pub fn rice(&mut self, u: u64, k: u32) {
+        let q = u >> k;
+        if q < RICE_ESCAPE {
+            for _ in 0..q {
+                self.bit(true);
+            }
+            self.bit(false);
+            self.bits(u, k);
+        } else {
+            for _ in 0..RICE_ESCAPE {
+                self.bit(true);
+            }
+            self.exp_golomb(u - (RICE_ESCAPE << k), k);
+        }
+    }
+
     pub fn into_bytes(self) -> Vec<u8> {
         self.buf
     }
@@ -112,6 +136,19 @@ impl<'a> BitReader<'a> {
         Ok(v)
     }
 
+    pub fn rice(&mut self, k: u32) -> Result<u64, DecodeError> {
+        let mut q = 0u64;
+        while q < RICE_ESCAPE && self.bit()? {
+            q += 1;
+        }
+        if q < RICE_ESCAPE {
+            return Ok((q << k) | self.bits(k)?);
+        }
+        let rest = self.exp_golomb(k)?;
+        rest.checked_add(RICE_ESCAPE << k)
+            .ok_or_else(|| self.err("Rice value exceeds 64 bits"))
+    }
+
     pub fn exp_golomb(&mut self, k: u32) -> Result<u64, DecodeError> {
         let mut zeros = 0u32;
         while !self.bit()? {
@@ -151,6 +188,27 @@ mod tests {
                 assert!(r.bit().unwrap());
             }
         }
+    }
+
+    #[test]
+    fn rice_roundtrips_below_and_above_the_escape() {
+        let vals = [0u64, 1, 5, 11, 12, 13, 100, 4095, 4096, 1 << 40, u64::MAX];
+        for k in [0u32, 1, 4, 8, 40] {
+            let mut w = BitWriter::new();
+            for &v in &vals {
+                w.rice(v, k);
+                w.bit(true);
+            }
+            let bytes = w.into_bytes();
+            let mut r = BitReader::new(&bytes);
+            for &v in &vals {
+                assert_eq!(r.rice(k).unwrap(), v, "k={k}");
+                assert!(r.bit().unwrap());
+            }
+        }
+        let mut w = BitWriter::new();
+        w.rice(5, 2); // q = 1: `1 0`, then `01`
+        assert_eq!(w.as_bytes(), &[0b1001_0000]);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! - time: `0` when the step and the microseconds repeat; else `1`, Exp-Golomb(0) of the
 //!   zigzagged delta-of-delta in seconds, then `0` (same usec) or `1` + EG(k) of the
 //!   zigzagged usec change (`k` adapts to the size of recent changes, like the values').
-//! - each DS value: `0` + EG(k) residual for a canonical decimal with the previous decimal's
+//! - each DS value: `0` + Rice(k) residual for a canonical decimal with the previous decimal's
 //!   scale (the prediction is the previous value, or previous + previous delta for trending
 //!   series such as counters; both sides pick the predictor and `k` from the same running
 //!   statistics, so no bits are spent on either); `10` for `U`; `110` + scale + value for a
@@ -229,7 +229,7 @@ fn encode_value(ds: &mut DsCodec, w: &mut BitWriter, v: &str) {
         (Some(d), Some(prev)) if d.scale == prev.scale => {
             let u = zigzag(d.mantissa.wrapping_sub(ds.prediction(prev.mantissa)));
             w.bit(false);
-            w.exp_golomb(u, ds.order());
+            w.rice(u, ds.order());
             ds.learn(prev.mantissa, d.mantissa, u);
             ds.num = Some(d);
         }
@@ -262,7 +262,7 @@ fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<(), DecodeError> 
         let Some(prev) = ds.num else {
             return Err(r.err("decimal residual without a previous decimal"));
         };
-        let u = r.exp_golomb(ds.order())?;
+        let u = r.rice(ds.order())?;
         let m = ds.prediction(prev.mantissa).wrapping_add(unzigzag(u));
         ds.learn(prev.mantissa, m, u);
         let d = Decimal {
@@ -491,8 +491,9 @@ mod tests {
 
     /// First sample, by hand: `1` (time changed), `0000 11111` (EG0 of zz(15) = 30), `0`
     /// (same usec), `110` (new scale), `00010` (scale 2), `00 101101100` (EG6 of zz(150)).
+    /// Second: `0` (regular), `0` (same scale), `11110` (Rice(0) of zz(2) = 4).
     const GOLDEN: &[u8] = &[
-        0x87, 0xd8, 0x45, 0xb0, 0x29, 0xe0, 0x1e, 0x94, 0x82, 0x75, 0xb0, 0xb1, 0x31, 0xbc,
+        0x87, 0xd8, 0x45, 0xb0, 0xf0, 0xe0, 0x1e, 0x94, 0x82, 0x75, 0xb0, 0xb1, 0x31, 0xbc,
     ];
 
     #[test]
