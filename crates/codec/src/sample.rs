@@ -47,6 +47,10 @@ struct DsCodec {
     cost_delta: u64,
     /// The same for predicting "previous + previous delta".
     cost_dod: u64,
+    /// The same for predicting "previous + trend".
+    cost_trend: u64,
+    /// 8 x the running mean of changes (decaying by 1/8).
+    trend8: i64,
     /// Running magnitude of the residuals sent (8 x their mean); picks the Exp-Golomb order.
     mag: u64,
 }
@@ -59,20 +63,25 @@ impl DsCodec {
             delta: 0,
             cost_delta: 0,
             cost_dod: 0,
+            cost_trend: 0,
+            trend8: 0,
             mag: 0,
         }
-    }
-
-    fn use_dod(&self) -> bool {
-        self.cost_dod < self.cost_delta
     }
 
     fn order(&self) -> u32 {
         order(self.mag)
     }
 
+    /// The trend: the running mean of recent changes.
+    fn trend(&self) -> i64 {
+        self.trend8 / 8
+    }
+
     fn prediction(&self, prev: i64) -> i64 {
-        if self.use_dod() {
+        if self.cost_trend < self.cost_delta.min(self.cost_dod) {
+            prev.wrapping_add(self.trend())
+        } else if self.cost_dod < self.cost_delta {
             prev.wrapping_add(self.delta)
         } else {
             prev
@@ -85,8 +94,14 @@ impl DsCodec {
         let d = m.wrapping_sub(prev);
         let r_delta = zigzag(d);
         let r_dod = zigzag(d.wrapping_sub(self.delta));
+        let r_trend = zigzag(d.wrapping_sub(self.trend()));
         self.cost_delta = self.cost_delta - (self.cost_delta >> 3) + bitlen(r_delta);
         self.cost_dod = self.cost_dod - (self.cost_dod >> 3) + bitlen(r_dod);
+        self.cost_trend = self.cost_trend - (self.cost_trend >> 3) + bitlen(r_trend);
+        self.trend8 = self
+            .trend8
+            .saturating_sub(self.trend8 / 8)
+            .saturating_add(d);
         self.mag = self.mag - (self.mag >> 3) + u.min(1 << 40);
         self.delta = d;
     }
@@ -239,6 +254,7 @@ fn encode_value(ds: &mut DsCodec, w: &mut BitWriter, v: &str) {
             w.exp_golomb(zigzag(d.mantissa), 6);
             ds.num = Some(d);
             ds.delta = 0;
+            ds.trend8 = 0;
         }
         (None, _) if v == "U" => w.bits(0b10, 2),
         (None, _) if v == ds.last => w.bits(0b1111, 4),
@@ -280,6 +296,7 @@ fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<(), DecodeError> 
         let d = Decimal { mantissa: m, scale };
         ds.num = Some(d);
         ds.delta = 0;
+        ds.trend8 = 0;
         d.format_into(&mut ds.last);
     } else if r.bit()? {
         // A repeat: `last` already holds the text.
