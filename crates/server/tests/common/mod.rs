@@ -196,7 +196,8 @@ impl Ringlet {
     }
 }
 
-/// The real rrdcached 1.7.2 in the foreground on `dir/c.sock`, base `dir/db2`.
+/// The real rrdcached 1.7.2 in the foreground on `dir/c.sock`, base `dir/dc` (paths as long
+/// as ringlet's, so that messages rrdtool truncates are cut at the same place).
 pub struct Rrdcached {
     pub proc: Proc,
     pub sock: PathBuf,
@@ -206,7 +207,7 @@ pub struct Rrdcached {
 impl Rrdcached {
     pub fn start(dir: &Path) -> Rrdcached {
         let sock = dir.join("c.sock");
-        let base = dir.join("db2");
+        let base = dir.join("dc");
         let journal = dir.join("j");
         let log = dir.join("rrdcached.log");
         std::fs::create_dir_all(&base).expect("base dir");
