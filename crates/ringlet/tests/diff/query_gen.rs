@@ -168,6 +168,17 @@ fn xport(
     if rng.chance(0.05) {
         args.push("--enumds".to_string());
     }
+    if rng.chance(0.1) {
+        feats.insert("xport:maxrows");
+        let m = if expect == Expect::Ok && rng.chance(0.2) {
+            expect = Expect::Err("maxrows below 10 rows");
+            rng.range(1, 9)
+        } else {
+            rng.range(10, 40)
+        };
+        let m = m.to_string();
+        opt(rng, &mut args, "-m", "--maxrows", m);
+    }
     for (i, d) in s.ds.iter().enumerate() {
         args.push(format!("DEF:v{i}=x.rrd:{}:{}", d.name, rng.pick(&cfs)));
     }
@@ -266,10 +277,25 @@ pub fn final_queries(
         steps.push(step(Kind::Dump, v, Expect::Ok));
     }
     steps.push(xport(rng, s, t0, last, feats));
-    let mut restore = step(Kind::Restore, strs(&["-", "y.rrd"]), Expect::Ok);
+    let rargs = if rng.chance(0.15) {
+        feats.insert("restore:range-check");
+        strs(&[*rng.pick(&["-r", "--range-check"]), "-", "y.rrd"])
+    } else {
+        strs(&["-", "y.rrd"])
+    };
+    // -r refuses values outside [min, max]; whether any are stored is not modelled.
+    let rexpect = if rargs.len() == 3 {
+        Expect::Any
+    } else {
+        Expect::Ok
+    };
+    let mut restore = step(Kind::Restore, rargs, rexpect);
     restore.stdin = Stdin::RrdtoolStdoutOf(dump_at);
     steps.push(restore.clone());
     steps.push(step(Kind::Dump, strs(&["y.rrd"]), Expect::Ok));
+    if rng.chance(0.3) {
+        steps.push(step(Kind::Info, strs(&["y.rrd"]), Expect::Ok));
+    }
     if rng.chance(0.1) {
         feats.insert("err:restore-exists");
         restore.expect = Expect::Err("File exists");

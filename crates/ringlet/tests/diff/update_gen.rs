@@ -78,6 +78,7 @@ pub struct UpdateGen<'a> {
     err_p: f64,
     tmpl_p: f64,
     updatev_p: f64,
+    tricky_p: f64,
     max_per_call: u64,
     /// Last time rrdtool applied (the file's last_update).
     pub applied: Time,
@@ -182,6 +183,7 @@ impl<'a> UpdateGen<'a> {
             err_p: *rng.pick(&[0.0, 0.02, 0.05, 0.1]),
             tmpl_p: *rng.pick(&[0.0, 0.0, 0.3]),
             updatev_p: *rng.pick(&[0.0, 0.2, 0.5]),
+            tricky_p: *rng.pick(&[0.0, 0.0, 0.03, 0.08]),
             max_per_call: *rng.pick(&[1, 3, 6]),
             applied: t0,
             cursor: t0,
@@ -278,6 +280,12 @@ impl<'a> UpdateGen<'a> {
         if self.schema.ds[i].ty != DsType::Compute && rng.chance(self.u_p) {
             feats.insert("U");
             return "U".to_string();
+        }
+        if rng.chance(self.tricky_p) {
+            if let Some(v) = tricky(rng, self.schema.ds[i].ty) {
+                feats.insert("tricky-number");
+                return v.to_string();
+            }
         }
         let ivs = iv.ceil().max(1.0) as u64;
         match &mut self.vals[i] {
@@ -481,7 +489,7 @@ impl<'a> UpdateGen<'a> {
                 feats.insert("err:not-integer");
                 let j = *rng.pick(&ints);
                 let bad = if ds[order[j]].ty == DsType::Counter {
-                    *rng.pick(&["12.5", "abc", "1e3", "-7"])
+                    *rng.pick(&["12.5", "abc", "1e3", "-7", "+5"])
                 } else {
                     *rng.pick(&["12.5", "abc", "1e3"])
                 };
@@ -491,7 +499,9 @@ impl<'a> UpdateGen<'a> {
             2 if !floats.is_empty() => {
                 feats.insert("err:bad-float");
                 let j = *rng.pick(&floats);
-                vals[j] = rng.pick(&["abc", "12a"]).to_string();
+                vals[j] = rng
+                    .pick(&["abc", "12a", "1e-1100", "1e2000", "5 ", "0x10"])
+                    .to_string();
                 Some("Function update_pdp_prep, case DST_")
             }
             3 => {
@@ -513,5 +523,42 @@ impl<'a> UpdateGen<'a> {
                 }
             }
         }
+    }
+}
+
+/// Number spellings where rrdtool's own parsers (rrd_strtod, rrd_diff, the `U` test) differ
+/// from the obvious, all accepted by rrdtool for the given type.
+fn tricky(rng: &mut Rng, ty: DsType) -> Option<&'static str> {
+    const FLOATS: [&str; 16] = [
+        "1234567.891",
+        "0.1234567890123456789",
+        "1.7976931348623157e308",
+        "2.2250738585072014e-308",
+        "123456789012345678901234567890",
+        "inf",
+        "-inf",
+        "nan",
+        "-nan",
+        "+5",
+        " 5",
+        "UNKN",
+        "1.5e+3",
+        ".5",
+        "5.",
+        "-0",
+    ];
+    const INTS: [&str; 5] = [
+        "99999999999999999999999",
+        "123456789012345678901234567890123",
+        "007",
+        "Ux",
+        "0",
+    ];
+    match ty {
+        DsType::Gauge | DsType::Absolute | DsType::DCounter | DsType::DDerive => {
+            Some(*rng.pick(&FLOATS))
+        }
+        DsType::Counter | DsType::Derive => Some(*rng.pick(&INTS)),
+        DsType::Compute => None,
     }
 }
