@@ -19,9 +19,9 @@
 //! * A CDEF is computed on its own grid (gcd of its inputs' steps, from the latest input start
 //!   to the earliest input end). The RPN module evaluates plain operators; this module supplies
 //!   TIME/LTIME (grid time, UTC), STEPWIDTH, COUNT, PREV, PREV(x), NEWDAY/NEWWEEK/NEWMONTH/
-//!   NEWYEAR and `x,w,TREND`/`TRENDNAN`.
-//!   Where rrdtool reads outside its arrays (a TREND window or PREV(x) before the source's
-//!   first row on a finer grid) ringlet gives 0 or unknown, not rrdtool's stray bytes.
+//!   NEWYEAR, `x,w,TREND`/`TRENDNAN` and PREDICT/PREDICTSIGMA/PREDICTPERC (literal arguments).
+//!   Where rrdtool reads outside its arrays (a TREND/PREDICT window or PREV(x) beyond the
+//!   source's rows) ringlet gives 0 or leaves the value out, not rrdtool's stray bytes.
 //! * Legends are printed raw (no XML or JSON escaping); JSON prints NaN and infinities as
 //!   `null` (XML: `NaN`, `inf`, `-inf`) and, with
 //!   `--showtime`, the time as a quoted string.

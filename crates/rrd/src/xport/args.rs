@@ -2,8 +2,8 @@
 //! its error texts), the DEF/CDEF/XPORT statements, and start/end time specifications.
 
 use super::cdef::{
-    Cdef, Trend, COUNT_VAR, NEWDAY_VAR, NEWMONTH_VAR, NEWWEEK_VAR, NEWYEAR_VAR, PREV_OF_BASE,
-    PREV_VAR, STEP_VAR, TIME_VAR, TREND_BASE,
+    Cdef, Predict, PredictKind, Series, Trend, COUNT_VAR, NEWDAY_VAR, NEWMONTH_VAR, NEWWEEK_VAR,
+    NEWYEAR_VAR, PREDICT_BASE, PREV_OF_BASE, PREV_VAR, STEP_VAR, TIME_VAR, TREND_BASE,
 };
 use super::{err, Def, Kind, Var};
 use crate::num::strtod;
@@ -245,7 +245,7 @@ pub(super) fn parse_element(
             if expr.is_empty() {
                 return Err(err("can not parse an empty rpn expression"));
             }
-            let (text, trends, prev_of) = series_tokens(expr, vars);
+            let (text, series) = series_tokens(expr, vars);
             let resolve = |n: &str| match n {
                 "\u{1}TIME" => Some(TIME_VAR),
                 "\u{1}STEPWIDTH" => Some(STEP_VAR),
@@ -262,17 +262,16 @@ pub(super) fn parse_element(
                     if let Some(k) = n.strip_prefix("\u{1}PREVOF") {
                         return k.parse::<usize>().ok().map(|k| PREV_OF_BASE - k);
                     }
+                    if let Some(k) = n.strip_prefix("\u{1}PREDICT") {
+                        return k.parse::<usize>().ok().map(|k| PREDICT_BASE - k);
+                    }
                     find(vars, n)
                 }
             };
             let r = rpn::compile(&text, &resolve).map_err(|_| not_understood(expr, vars))?;
             vars.push(Var {
                 name: vname.to_string(),
-                kind: Kind::Cdef(Cdef {
-                    rpn: r,
-                    trends,
-                    prev_of,
-                }),
+                kind: Kind::Cdef(Cdef { rpn: r, series }),
                 start: 0,
                 step: 0,
                 rows: Vec::new(),
@@ -311,23 +310,28 @@ pub(super) fn parse_element(
     Ok(())
 }
 
-/// Renames the TIME, LTIME, STEPWIDTH, COUNT and PREV tokens to names only the variables
-/// above resolve to, and replaces each `x,w,TREND`/`TRENDNAN` triple and `PREV(x)` by one
-/// such name, returning their definitions.
-fn series_tokens(expr: &str, vars: &[Var]) -> (String, Vec<Trend>, Vec<usize>) {
+/// Renames the TIME, LTIME, STEPWIDTH, COUNT, PREV and NEW* tokens to names only the
+/// variables of [`super::cdef`] resolve to, and replaces each `x,w,TREND`/`TRENDNAN` triple,
+/// `PREV(x)` and literal `...,x,PREDICT`/`PREDICTSIGMA`/`PREDICTPERC` run by one such name,
+/// returning their definitions.
+fn series_tokens(expr: &str, vars: &[Var]) -> (String, Series) {
     let toks: Vec<&str> = expr.split(',').collect();
-    let mut out: Vec<String> = Vec::with_capacity(toks.len());
-    let mut trends = Vec::new();
-    let mut prev_of = Vec::new();
+    // Each output token with the index of the input token it came from.
+    let mut out: Vec<(String, usize)> = Vec::with_capacity(toks.len());
+    let mut series = Series::default();
+    let num = |t: &str| {
+        strtod(t)
+            .filter(|&(_, n)| n == t.len() && !t.is_empty())
+            .map(|x| x.0)
+    };
+    let var = |t: &str| vars.iter().rposition(|v| v.name == t);
     let mut i = 0;
     while i < toks.len() {
         let t = toks[i];
         if i + 2 < toks.len() && matches!(toks[i + 2], "TREND" | "TRENDNAN") {
-            let var = vars.iter().rposition(|v| v.name == t);
-            let window = strtod(toks[i + 1]).filter(|&(_, n)| n == toks[i + 1].len());
-            if let (Some(var), Some((window, _))) = (var, window) {
-                out.push(format!("\u{1}TREND{}", trends.len()));
-                trends.push(Trend {
+            if let (Some(var), Some(window)) = (var(t), num(toks[i + 1])) {
+                out.push((format!("\u{1}TREND{}", series.trends.len()), i));
+                series.trends.push(Trend {
                     var,
                     window,
                     nan_safe: toks[i + 2] == "TRENDNAN",
@@ -337,30 +341,94 @@ fn series_tokens(expr: &str, vars: &[Var]) -> (String, Vec<Trend>, Vec<usize>) {
             }
         }
         if let Some(name) = t.strip_prefix("PREV(").and_then(|r| r.strip_suffix(')')) {
-            if let Some(var) = vars.iter().rposition(|v| v.name == name) {
-                out.push(format!("\u{1}PREVOF{}", prev_of.len()));
-                prev_of.push(var);
+            if let Some(var) = var(name) {
+                out.push((format!("\u{1}PREVOF{}", series.prev_of.len()), i));
+                series.prev_of.push(var);
                 i += 1;
                 continue;
             }
         }
-        out.push(
-            match t {
-                "TIME" | "LTIME" => "\u{1}TIME",
-                "STEPWIDTH" => "\u{1}STEPWIDTH",
-                "COUNT" => "\u{1}COUNT",
-                "PREV" => "\u{1}PREV",
-                "NEWDAY" => "\u{1}NEWDAY",
-                "NEWWEEK" => "\u{1}NEWWEEK",
-                "NEWMONTH" => "\u{1}NEWMONTH",
-                "NEWYEAR" => "\u{1}NEWYEAR",
-                _ => t,
+        if matches!(t, "PREDICT" | "PREDICTSIGMA" | "PREDICTPERC") {
+            if let Some((p, first)) = predict_args(&toks, i, &num, &var) {
+                // The arguments must still be plain tokens at the end of the output.
+                let taken = i - first;
+                let plain = out.len() >= taken
+                    && out[out.len() - taken..]
+                        .iter()
+                        .zip(first..i)
+                        .all(|((s, src), k)| *src == k && s == toks[k]);
+                if plain {
+                    out.truncate(out.len() - taken);
+                    out.push((format!("\u{1}PREDICT{}", series.predicts.len()), i));
+                    series.predicts.push(p);
+                    i += 1;
+                    continue;
+                }
             }
-            .to_string(),
-        );
+        }
+        let name = match t {
+            "TIME" | "LTIME" => "\u{1}TIME",
+            "STEPWIDTH" => "\u{1}STEPWIDTH",
+            "COUNT" => "\u{1}COUNT",
+            "PREV" => "\u{1}PREV",
+            "NEWDAY" => "\u{1}NEWDAY",
+            "NEWWEEK" => "\u{1}NEWWEEK",
+            "NEWMONTH" => "\u{1}NEWMONTH",
+            "NEWYEAR" => "\u{1}NEWYEAR",
+            _ => t,
+        };
+        out.push((name.to_string(), i));
         i += 1;
     }
-    (out.join(","), trends, prev_of)
+    let text: Vec<String> = out.into_iter().map(|(s, _)| s).collect();
+    (text.join(","), series)
+}
+
+/// The literal arguments before `toks[at]` (a PREDICT operator): `shift_n,...,shift_1,n,
+/// window,[percentile,]x` or `multiplier,-n,window,[percentile,]x` (shifts 0, m, ..,
+/// (n-1)m). Returns the definition and the index of its first argument token.
+fn predict_args(
+    toks: &[&str],
+    at: usize,
+    num: &dyn Fn(&str) -> Option<f64>,
+    var: &dyn Fn(&str) -> Option<usize>,
+) -> Option<(Predict, usize)> {
+    let mut j = at.checked_sub(1)?;
+    let x = var(toks[j])?;
+    let kind = match toks[at] {
+        "PREDICT" => PredictKind::Average,
+        "PREDICTSIGMA" => PredictKind::Sigma,
+        _ => {
+            j = j.checked_sub(1)?;
+            PredictKind::Percentile(num(toks[j])?)
+        }
+    };
+    j = j.checked_sub(1)?;
+    let window = num(toks[j])? as i64;
+    j = j.checked_sub(1)?;
+    let n = num(toks[j])? as i64;
+    let shifts = if n > 0 {
+        j = j.checked_sub(n as usize)?;
+        toks[j..j + n as usize]
+            .iter()
+            .map(|t| num(t).map(|v| v as i64))
+            .collect::<Option<Vec<i64>>>()?
+    } else if n < 0 {
+        j = j.checked_sub(1)?;
+        let m = num(toks[j])? as i64;
+        (0..-n).map(|k| k * m).collect()
+    } else {
+        return None;
+    };
+    Some((
+        Predict {
+            var: x,
+            shifts,
+            window,
+            kind,
+        },
+        j,
+    ))
 }
 
 /// rrdtool's CDEF parse error: `don't understand '<rest of the expression>'` from the first

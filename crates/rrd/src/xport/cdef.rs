@@ -1,6 +1,7 @@
 //! The CDEFs of `xport`: each on its own grid, with the series operators the RPN module
 //! leaves to its caller (TIME/LTIME, STEPWIDTH, COUNT, PREV, PREV(x), NEWDAY..NEWYEAR,
-//! `x,w,TREND`/`TRENDNAN`), computed as rrdtool computes them.
+//! `x,w,TREND`/`TRENDNAN`, PREDICT/PREDICTSIGMA/PREDICTPERC), computed as rrdtool computes
+//! them.
 
 use super::{err, gcd, value, Kind, Var};
 use crate::rpn::{self, EvalCtx, Rpn};
@@ -10,10 +11,34 @@ use crate::RrdError;
 #[derive(Debug)]
 pub(super) struct Cdef {
     pub(super) rpn: Rpn,
+    pub(super) series: Series,
+}
+
+/// The series operators of one CDEF, each standing as a variable in its program.
+#[derive(Debug, Default)]
+pub(super) struct Series {
     /// `x,window,TREND` / `TRENDNAN`: variable [`TREND_BASE`]` - k` is `trends[k]`.
     pub(super) trends: Vec<Trend>,
     /// `PREV(x)`: variable [`PREV_OF_BASE`]` - k` is the previous value of `prev_of[k]`.
     pub(super) prev_of: Vec<usize>,
+    /// PREDICT family: variable [`PREDICT_BASE`]` - k` is `predicts[k]`.
+    pub(super) predicts: Vec<Predict>,
+}
+
+/// `shifts..,n,window,[percentile,]x,PREDICT*`.
+#[derive(Debug, Clone)]
+pub(super) struct Predict {
+    pub(super) var: usize,
+    pub(super) shifts: Vec<i64>,
+    pub(super) window: i64,
+    pub(super) kind: PredictKind,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) enum PredictKind {
+    Average,
+    Sigma,
+    Percentile(f64),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +87,54 @@ fn new_period(var: usize, t: i64, step: i64) -> f64 {
 /// First of the variable indices for `x,w,TREND` (counting down), and for `PREV(x)`.
 pub(super) const TREND_BASE: usize = usize::MAX - 1000;
 pub(super) const PREV_OF_BASE: usize = usize::MAX - 2000;
+pub(super) const PREDICT_BASE: usize = usize::MAX - 3000;
+
+/// PREDICT at grid time `t`: the known values of x's rows ending in `(t-s-window,
+/// t-s+x.step]` for every shift s, averaged (PREDICT), their sample standard deviation
+/// (PREDICTSIGMA), or a percentile (PREDICTPERC: interpolated for p >= 0, the nearest value,
+/// halves rounded up, for p < 0). Rows outside x's data are left out (rrdtool reads past its
+/// arrays there).
+fn predict(vars: &[Var], p: &Predict, t: i64) -> f64 {
+    let src = &vars[p.var];
+    if src.step <= 0 {
+        return f64::NAN;
+    }
+    let mut vals: Vec<f64> = Vec::new();
+    for s in &p.shifts {
+        let lo = (t - s - p.window - src.start).div_euclid(src.step);
+        let hi = (t - s + src.step - src.start).div_euclid(src.step) - 1;
+        for idx in lo.max(0)..=hi {
+            if let Some(v) = src.rows.get(idx as usize) {
+                if !v.is_nan() {
+                    vals.push(*v);
+                }
+            }
+        }
+    }
+    if vals.is_empty() {
+        return f64::NAN;
+    }
+    let n = vals.len() as f64;
+    match p.kind {
+        PredictKind::Average => vals.iter().sum::<f64>() / n,
+        PredictKind::Sigma => {
+            let mean = vals.iter().sum::<f64>() / n;
+            let sq: f64 = vals.iter().map(|v| (v - mean) * (v - mean)).sum();
+            (sq / (n - 1.0)).sqrt()
+        }
+        PredictKind::Percentile(pc) => {
+            vals.sort_by(f64::total_cmp);
+            let pos = (n - 1.0) * pc.abs() / 100.0;
+            if pc < 0.0 {
+                vals[((pos + 0.5).floor() as usize).min(vals.len() - 1)]
+            } else {
+                let lo = (pos.floor() as usize).min(vals.len() - 1);
+                let hi = (lo + 1).min(vals.len() - 1);
+                vals[lo] + (vals[hi] - vals[lo]) * (pos - lo as f64)
+            }
+        }
+    }
+}
 
 /// A CDEF over its own grid: step the gcd of its inputs' steps, from the latest input start
 /// to the earliest input end (one without inputs is refused, as rrdtool does). TIME and
@@ -86,8 +159,9 @@ pub(super) fn eval_cdef(
             _ => None,
         })
         .collect();
-    inputs.extend(c.trends.iter().map(|t| t.var));
-    inputs.extend(c.prev_of.iter().copied());
+    inputs.extend(c.series.trends.iter().map(|t| t.var));
+    inputs.extend(c.series.prev_of.iter().copied());
+    inputs.extend(c.series.predicts.iter().map(|p| p.var));
     if inputs.is_empty() {
         return Err(err(
             "rpn expressions without DEF or CDEF variables are not supported",
@@ -157,15 +231,18 @@ pub(super) fn eval_cdef(
                 PREV_VAR => prev,
                 NEWDAY_VAR | NEWWEEK_VAR | NEWMONTH_VAR | NEWYEAR_VAR => new_period(j, t, g_step),
                 _ if j < vars.len() => value(vars, j, t),
-                _ if j <= TREND_BASE && TREND_BASE - j < c.trends.len() => {
-                    trend(&c.trends[TREND_BASE - j])
+                _ if j <= TREND_BASE && TREND_BASE - j < c.series.trends.len() => {
+                    trend(&c.series.trends[TREND_BASE - j])
                 }
-                _ if j <= PREV_OF_BASE && PREV_OF_BASE - j < c.prev_of.len() => {
+                _ if j <= PREDICT_BASE && PREDICT_BASE - j < c.series.predicts.len() => {
+                    predict(vars, &c.series.predicts[PREDICT_BASE - j], t)
+                }
+                _ if j <= PREV_OF_BASE && PREV_OF_BASE - j < c.series.prev_of.len() => {
                     if k == 1 {
                         f64::NAN
                     } else {
                         // The source's row before the one covering t, on its own grid.
-                        let src = c.prev_of[PREV_OF_BASE - j];
+                        let src = c.series.prev_of[PREV_OF_BASE - j];
                         value(vars, src, t - vars[src].step)
                     }
                 }

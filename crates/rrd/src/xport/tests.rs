@@ -475,6 +475,35 @@ fn errors_times_and_series_operators_match_rrdtool() {
             ],
         );
     }
+    // PREDICT family where every window lies inside the DEF's data (rrdtool reads past its
+    // arrays otherwise).
+    let gp = "DEF:g=xgap.rrd:g:AVERAGE:start=999990000:end=1000040000";
+    for cdef in [
+        "CDEF:p=1800,900,2,900,g,PREDICT",
+        "CDEF:p=3000,-2,600,g,PREDICT",
+        "CDEF:p=600,1,1000,g,PREDICT",
+        "CDEF:p=600,1,1,g,PREDICT",
+        "CDEF:p=1800,900,2,900,g,PREDICTSIGMA",
+        "CDEF:p=1800,900,2,900,50,g,PREDICTPERC",
+        "CDEF:p=1800,900,2,900,90,g,PREDICTPERC",
+        "CDEF:p=1800,900,2,900,-50,g,PREDICTPERC",
+        "CDEF:p=1800,900,2,900,-10,g,PREDICTPERC",
+        "CDEF:p=3600,-3,1200,-75,g,PREDICTPERC,g,-",
+    ] {
+        compare(
+            &dir,
+            &[
+                "-t",
+                "-s",
+                "1000010000",
+                "-e",
+                "1000030000",
+                gp,
+                cdef,
+                "XPORT:p",
+            ],
+        );
+    }
     // Calendar operators at month and year boundaries, several grids.
     for (s0, e0) in [("1001890000", "1001900000"), ("1009830000", "1009850000")] {
         for m in ["400", "13", "20"] {
