@@ -84,4 +84,17 @@ fn main() {
     bench("4 DS mixed", four, n / 2, &|i| {
         format!("{}:{}:{}:{}", i % 100, i * 3, i, i % 5)
     });
+    let mut comp = one(DsType::Gauge);
+    comp.ds.push(ds("b", DsType::Gauge));
+    comp.ds.push(DsDef {
+        name: "c".into(),
+        kind: DsType::Compute,
+        heartbeat: 0,
+        min: f64::NAN,
+        max: f64::NAN,
+        rpn: Some("a,b,+,2,/".into()),
+    });
+    bench("2 GAUGE + COMPUTE", comp, n / 2, &|i| {
+        format!("{}:{}", i % 100, i % 7)
+    });
 }
