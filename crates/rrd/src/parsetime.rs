@@ -186,12 +186,11 @@ const WEEKDAYS: [&str; 7] = [
     "saturday",
 ];
 
-/// A month or weekday name, full or abbreviated to at least three letters.
+/// A month or weekday name, in full or as its first three letters (`sep`, not `sept`).
 fn name_index(word: &str, names: &[&str]) -> Option<usize> {
-    if word.len() < 3 {
-        return None;
-    }
-    names.iter().position(|n| n.starts_with(word))
+    names
+        .iter()
+        .position(|n| *n == word || (word.len() == 3 && n.starts_with(word)))
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -341,9 +340,9 @@ pub fn parse_time(spec: &str, now: i64) -> Result<TimeSpec, RrdError> {
         Some(Tok::Punct('+' | '-')) => {}
         Some(_) => {
             let had_tod = time_of_day(&mut p, &mut tm)?;
-            let numeric_date = matches!(p.peek(), Some(Tok::Num(_)));
             day(&mut p, &mut tm, had_tod)?;
-            if numeric_date && !had_tod {
+            if !had_tod {
+                // `19970703 12:45`, `Mar 29 1999 3am`: the time of day may follow the date.
                 time_of_day(&mut p, &mut tm)?;
             }
         }
@@ -602,12 +601,16 @@ mod tests {
         assert_eq!(abs("noon friday"), 1795176000);
         assert_eq!(abs("10:00 25.12.2020"), 1608890400);
         assert_eq!(abs("19970703 12:45"), 867933900);
+        assert_eq!(abs("Mar 29 1999 3am"), 922676400);
+        assert_eq!(abs("3am Mar 29 1999"), 922676400);
     }
 
     #[test]
     fn errors_are_rrdtools() {
         assert_eq!(fails("foo"), "unparsable time: foo");
         assert_eq!(fails("today"), "unparsable time: today");
+        assert_eq!(fails("Sept 5"), "unparsable time: Sept 5");
+        assert_eq!(fails("noon thurs"), "unparsable trailing text: '...thurs'");
         assert_eq!(fails("100"), "did you really mean month 100?");
         assert_eq!(fails("20201301"), "did you really mean month 13?");
         assert_eq!(fails("now-"), "There should be number after '-'");
