@@ -1,4 +1,4 @@
-//! `rrdtool xport`: DEF/CDEF/XPORT statements to rrdtool 1.7.2's XML or JSON export.
+//! `rrdtool xport`: DEF/CDEF/VDEF/XPORT statements to rrdtool 1.7.2's XML or JSON export.
 //!
 //! [`xport`] parses the arguments (options `-s/--start`, `-e/--end`, `-m/--maxrows`, `--step`,
 //! `-t/--showtime`, `--json`, `--enumds`, `-d/--daemon` accepted and ignored), fetches every
@@ -22,6 +22,8 @@
 //!   NEWYEAR, `x,w,TREND`/`TRENDNAN` and PREDICT/PREDICTSIGMA/PREDICTPERC (literal arguments).
 //!   Where rrdtool reads outside its arrays (a TREND/PREDICT window or PREV(x) beyond the
 //!   source's rows) ringlet gives 0 or leaves the value out, not rrdtool's stray bytes.
+//! * VDEFs (module `vdef`) reduce a whole series to one value that later CDEFs use as a
+//!   constant; XPORTing one is an error, as in rrdtool.
 //! * Legends are printed raw (no XML or JSON escaping); JSON prints NaN and infinities as
 //!   `null` (XML: `NaN`, `inf`, `-inf`) and, with
 //!   `--showtime`, the time as a quoted string.
@@ -34,9 +36,11 @@ use crate::{Cf, Rrd, RrdError};
 
 mod args;
 mod cdef;
+mod vdef;
 
 use args::{parse_element, parse_options, start_end};
 use cdef::{eval_cdef, Cdef};
+use vdef::{eval_vdef, Vdef};
 
 /// One DEF statement.
 #[derive(Debug, Clone)]
@@ -54,9 +58,10 @@ struct Def {
 enum Kind {
     Def(Def),
     Cdef(Cdef),
+    Vdef(Vdef),
 }
 
-/// A named series (DEF or CDEF), with its data once computed.
+/// A named series (DEF or CDEF) with its data once computed, or a VDEF's value.
 #[derive(Debug)]
 struct Var {
     name: String,
@@ -147,14 +152,24 @@ pub fn xport(
         v.step = st;
         v.rows = rows;
     }
-    // CDEFs, in definition order (inputs come first), each on its own grid.
+    // CDEFs and VDEFs, in definition order (inputs come first); a CDEF on its own grid.
     for i in 0..vars.len() {
-        if matches!(vars[i].kind, Kind::Cdef(_)) {
-            let (s, st, rows) = eval_cdef(&vars, i, now)?;
-            let v = &mut vars[i];
-            v.start = s;
-            v.step = st;
-            v.rows = rows;
+        match vars[i].kind {
+            Kind::Cdef(_) => {
+                let (s, st, rows) = eval_cdef(&vars, i, now)?;
+                let v = &mut vars[i];
+                v.start = s;
+                v.step = st;
+                v.rows = rows;
+            }
+            Kind::Vdef(d) => {
+                let src = &vars[d.var];
+                let value = eval_vdef(d.func, &src.rows, src.step);
+                if let Kind::Vdef(d) = &mut vars[i].kind {
+                    d.value = value;
+                }
+            }
+            Kind::Def(_) => {}
         }
     }
     let step = exports
@@ -204,6 +219,9 @@ fn gcd(a: i64, b: i64) -> i64 {
 /// The value of series `i` at time `t`: its row covering `(T-step, T]` around t, NaN outside.
 fn value(vars: &[Var], i: usize, t: i64) -> f64 {
     let v = &vars[i];
+    if let Kind::Vdef(d) = &v.kind {
+        return d.value;
+    }
     if v.step <= 0 || t <= v.start {
         return f64::NAN;
     }

@@ -5,6 +5,7 @@ use super::cdef::{
     Cdef, Predict, PredictKind, Series, Trend, COUNT_VAR, NEWDAY_VAR, NEWMONTH_VAR, NEWWEEK_VAR,
     NEWYEAR_VAR, PREDICT_BASE, PREV_OF_BASE, PREV_VAR, STEP_VAR, TIME_VAR, TREND_BASE,
 };
+use super::vdef::parse_vdef;
 use super::{err, Def, Kind, Var};
 use crate::num::strtod;
 use crate::parsetime::{parse_time, resolve_pair};
@@ -169,9 +170,9 @@ fn split_colons(s: &str) -> Vec<String> {
 }
 
 /// Graph elements that xport accepts and ignores.
-const IGNORED: [&str; 14] = [
-    "VDEF", "LINE", "LINE1", "LINE2", "LINE3", "AREA", "STACK", "GPRINT", "PRINT", "COMMENT",
-    "HRULE", "VRULE", "TICK", "SHIFT",
+const IGNORED: [&str; 13] = [
+    "LINE", "LINE1", "LINE2", "LINE3", "AREA", "STACK", "GPRINT", "PRINT", "COMMENT", "HRULE",
+    "VRULE", "TICK", "SHIFT",
 ];
 
 pub(super) fn parse_element(
@@ -297,7 +298,23 @@ pub(super) fn parse_element(
             }
             let i = find(vars, &f[0])
                 .ok_or_else(|| err(format!("{} is not a vname nor a number", f[0])))?;
+            if matches!(vars[i].kind, Kind::Vdef(_)) {
+                return Err(err(format!(
+                    "Cannot shift a VDEF: '{}' in line '{}'\n",
+                    f[0], el
+                )));
+            }
             exports.push((i, f.get(1).cloned().unwrap_or_default()));
+        }
+        "VDEF" => {
+            let (name, d) = parse_vdef(rest, vars)?;
+            vars.push(Var {
+                name,
+                kind: Kind::Vdef(d),
+                start: 0,
+                step: 0,
+                rows: Vec::new(),
+            });
         }
         _ if IGNORED.contains(&kw) => {}
         _ => {

@@ -155,7 +155,9 @@ pub(super) fn eval_cdef(
         .ops()
         .iter()
         .filter_map(|op| match op {
-            rpn::Op::Var(j) if *j < vars.len() => Some(*j),
+            rpn::Op::Var(j) if *j < vars.len() && !matches!(vars[*j].kind, Kind::Vdef(_)) => {
+                Some(*j)
+            }
             _ => None,
         })
         .collect();

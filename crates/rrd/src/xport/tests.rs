@@ -504,6 +504,87 @@ fn errors_times_and_series_operators_match_rrdtool() {
             ],
         );
     }
+    // VDEFs as constants in CDEFs, over DEFs and CDEFs, reduced or not, and their errors.
+    let gv = "DEF:g=xgap.rrd:g:AVERAGE";
+    for vdef in [
+        "VDEF:v=g,MAXIMUM",
+        "VDEF:v=g,MINIMUM",
+        "VDEF:v=g,AVERAGE",
+        "VDEF:v=g,STDEV",
+        "VDEF:v=g,LAST",
+        "VDEF:v=g,FIRST",
+        "VDEF:v=g,TOTAL",
+        "VDEF:v=g,LSLSLOPE",
+        "VDEF:v=g,LSLINT",
+        "VDEF:v=g,LSLCORREL",
+        "VDEF:v=g,0,PERCENT",
+        "VDEF:v=g,37,PERCENT",
+        "VDEF:v=g,100,PERCENT",
+        "VDEF:v=g,37,PERCENTNAN",
+        "VDEF:v=g,95,PERCENTNAN",
+        "VDEF:v=h,AVERAGE",
+        "VDEF:v=h,95,PERCENT",
+        "VDEF:v=zz,AVERAGE",
+        "VDEF:v=g,FOO",
+        "VDEF:v=g",
+        "VDEF:v",
+        "VDEF:v=g,AVERAGE,1",
+        "VDEF:v=g,150,PERCENT",
+        "VDEF:v=g,x,PERCENT",
+        "VDEF:g=g,AVERAGE",
+    ] {
+        for (s0, e0) in [("1000010000", "1000016000"), ("1000000000", "1000120000")] {
+            compare(
+                &dir,
+                &[
+                    "-t",
+                    "-s",
+                    s0,
+                    "-e",
+                    e0,
+                    gv,
+                    "CDEF:h=g,2,*",
+                    vdef,
+                    "CDEF:c=g,v,-",
+                    "XPORT:c",
+                    "XPORT:g",
+                ],
+            );
+        }
+    }
+    for args in [
+        &[
+            "-s",
+            "1000010000",
+            "-e",
+            "1000016000",
+            gv,
+            "VDEF:v=g,AVERAGE",
+            "XPORT:v",
+        ][..],
+        &[
+            "-s",
+            "1000010000",
+            "-e",
+            "1000016000",
+            gv,
+            "VDEF:v=g,AVERAGE",
+            "VDEF:w=v,AVERAGE",
+            "XPORT:g",
+        ],
+        &[
+            "-s",
+            "1000010000",
+            "-e",
+            "1000016000",
+            gv,
+            "VDEF:v=g,AVERAGE",
+            "CDEF:c=v,2,*",
+            "XPORT:c",
+        ],
+    ] {
+        compare(&dir, args);
+    }
     // Calendar operators at month and year boundaries, several grids.
     for (s0, e0) in [("1001890000", "1001900000"), ("1009830000", "1009850000")] {
         for m in ["400", "13", "20"] {
