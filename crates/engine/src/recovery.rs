@@ -94,6 +94,12 @@ fn init_if_fresh(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<bool, Error
     }
     let bytes = encode_checkpoint(1, 0, 0, 1, std::iter::empty());
     ckptfile::write(vfs, dir, 1, &bytes)?;
+    // The store directory may be new too: make its entry in the parent durable.
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    vfs.sync_dir(parent)?;
     Ok(true)
 }
 
