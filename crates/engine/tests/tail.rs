@@ -226,3 +226,27 @@ fn random_damage_anywhere_in_the_log_serves_a_committed_prefix() {
         );
     }
 }
+
+#[test]
+fn a_checksummed_record_that_does_not_decode_is_corrupt_not_a_tail() {
+    let fs = SimFs::new();
+    committed_states(&fs, 19);
+    let r = open(&fs).recovery().clone();
+    // A well-framed record (right position, sequence and CRC) whose payload is nonsense:
+    // not a torn write but a bug or damage, so open refuses instead of serving part of it.
+    let seq = r.records_replayed; // the checkpoint was at seq 0
+    let rec = codec::frame::encode_record(codec::frame::KIND_COMMIT, seq, r.end_lsn, &[1, 9]);
+    let mut log = fs.read_file(&log_path()).unwrap();
+    let at = (RING_START + r.end_lsn) as usize;
+    log[at..at + rec.len()].copy_from_slice(&rec);
+    fs.write_file(&log_path(), log);
+    match Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(RING)) {
+        Err(engine::Error::Corrupt { file, offset, what }) => {
+            assert_eq!(file, log_path());
+            assert_eq!(offset, RING_START + r.end_lsn);
+            assert!(what.contains(&format!("record {seq}")), "{what}");
+        }
+        Err(e) => panic!("expected Corrupt, got {e}"),
+        Ok(_) => panic!("expected Corrupt, got a store"),
+    }
+}
