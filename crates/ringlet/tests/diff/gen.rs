@@ -43,7 +43,14 @@ pub fn generate(seed: u64) -> Case {
         steps.push(bad_create(&mut rng, t0, &create_args(&steps[0])));
     }
     let mut ug = UpdateGen::new(&mut rng, &schema, t0);
-    let n = rng.range(8, 60);
+    let n = if rng.chance(0.12) {
+        // A long run, so coarse archives fill and wrap; in big calls to keep it quick.
+        feats.insert("long-run");
+        ug.max_per_call = rng.range(10, 30);
+        rng.range(150, 500)
+    } else {
+        rng.range(8, 60)
+    };
     ug.run(&mut rng, n, &mut feats, &mut steps, &mut |rng, steps| {
         mid_query(rng, steps)
     });

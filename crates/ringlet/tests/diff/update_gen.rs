@@ -79,7 +79,8 @@ pub struct UpdateGen<'a> {
     tmpl_p: f64,
     updatev_p: f64,
     tricky_p: f64,
-    max_per_call: u64,
+    /// Most `time:value` arguments in one update call.
+    pub max_per_call: u64,
     /// Last time rrdtool applied (the file's last_update).
     pub applied: Time,
     /// Last generated valid time (later calls continue from it, even when an error skipped it).
@@ -227,7 +228,8 @@ impl<'a> UpdateGen<'a> {
                 rng.range(hb + 1, 3 * hb + step)
             } else {
                 feats.insert("gap>retention");
-                let span = self.schema.max_span();
+                // At most 40 days, so long runs stay far from 2038.
+                let span = self.schema.max_span().min(20 * 86_400);
                 rng.range(span / 2 + 1, 2 * span + 1)
             }
         } else {
