@@ -342,7 +342,25 @@ impl Rpn {
 
     /// Evaluates the program. Errors: `RPN stack underflow`, `RPN final stack size != 1`.
     pub fn try_eval(&self, vars: &dyn Fn(usize) -> f64, ctx: &EvalCtx) -> Result<f64, RrdError> {
-        let mut st: Vec<f64> = Vec::with_capacity(self.ops.len() + 4);
+        thread_local! {
+            static STACK: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
+        }
+        // Reuse one stack per thread; a nested evaluation (from `vars`) gets its own.
+        STACK.with(|s| match s.try_borrow_mut() {
+            Ok(mut st) => {
+                st.clear();
+                self.run(&mut st, vars, ctx)
+            }
+            Err(_) => self.run(&mut Vec::new(), vars, ctx),
+        })
+    }
+
+    fn run(
+        &self,
+        st: &mut Vec<f64>,
+        vars: &dyn Fn(usize) -> f64,
+        ctx: &EvalCtx,
+    ) -> Result<f64, RrdError> {
         macro_rules! pop {
             () => {
                 st.pop().ok_or_else(underflow)?
