@@ -109,6 +109,20 @@ pub struct CommitStats {
     pub bytes: u64,
 }
 
+/// Counters since the store was opened (for a daemon's STATS).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Commits that wrote something (a record or a checkpoint).
+    pub commits: u64,
+    /// Samples made durable by those commits.
+    pub samples_committed: u64,
+    /// Bytes of log records written (framed, padded).
+    pub log_bytes: u64,
+    pub checkpoints: u64,
+    /// Bytes of checkpoints written.
+    pub checkpoint_bytes: u64,
+}
+
 /// A store directory, opened for reading and writing by this process alone.
 pub struct Store {
     vfs: Arc<dyn Vfs>,
@@ -131,6 +145,7 @@ pub struct Store {
     last_commit: Instant,
     failed: bool,
     report: RecoveryReport,
+    stats: StoreStats,
 }
 
 impl Store {
@@ -164,6 +179,7 @@ impl Store {
             last_commit: Instant::now(),
             failed: false,
             report: r.report,
+            stats: StoreStats::default(),
         })
     }
 
@@ -180,6 +196,11 @@ impl Store {
     /// Names of all RRDs, sorted.
     pub fn names(&self) -> Vec<String> {
         self.reg.names()
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> &StoreStats {
+        &self.stats
     }
 
     /// Samples accepted but not yet committed.
@@ -332,6 +353,8 @@ impl Store {
             self.failed = true;
             return Err(e);
         }
+        self.stats.commits += 1;
+        self.stats.samples_committed += stats.samples as u64;
         Ok(stats)
     }
 
@@ -342,6 +365,7 @@ impl Store {
         self.log.sync()?;
         self.end_lsn += framed;
         self.next_seq += 1;
+        self.stats.log_bytes += framed;
         Ok(())
     }
 
@@ -360,6 +384,8 @@ impl Store {
         self.ckpt_gen = generation;
         self.ckpt_lsn = self.end_lsn;
         self.reg.reseed_all();
+        self.stats.checkpoints += 1;
+        self.stats.checkpoint_bytes += bytes.len() as u64;
         Ok(bytes.len() as u64)
     }
 
