@@ -1,4 +1,4 @@
-//! `rrdtool xport`: DEF/CDEF/VDEF/XPORT statements to rrdtool 1.7.2's XML or JSON export.
+//! `rrdtool xport`: DEF/CDEF/VDEF/SHIFT/XPORT statements to rrdtool 1.7.2's XML or JSON export.
 //!
 //! [`xport`] parses the arguments (options `-s/--start`, `-e/--end`, `-m/--maxrows`, `--step`,
 //! `-t/--showtime`, `--json`, `--enumds`, `-d/--daemon` accepted and ignored), fetches every
@@ -24,6 +24,8 @@
 //!   source's rows) ringlet gives 0 or leaves the value out, not rrdtool's stray bytes.
 //! * VDEFs (module `vdef`) reduce a whole series to one value that later CDEFs use as a
 //!   constant; XPORTing one is an error, as in rrdtool.
+//! * `SHIFT:x:secs` moves x later by whole rows (secs truncated toward zero to a multiple of
+//!   x's step) for the statements after it and the export; CDEF grids ignore shifts.
 //! * Legends are printed raw (no XML or JSON escaping); JSON prints NaN and infinities as
 //!   `null` (XML: `NaN`, `inf`, `-inf`) and, with
 //!   `--showtime`, the time as a quoted string.
@@ -59,6 +61,12 @@ enum Kind {
     Def(Def),
     Cdef(Cdef),
     Vdef(Vdef),
+    /// `SHIFT:target:seconds`, in statement order: later statements (and the export) see
+    /// the target series that much later in time. Has no name.
+    Shift {
+        target: usize,
+        secs: i64,
+    },
 }
 
 /// A named series (DEF or CDEF) with its data once computed, or a VDEF's value.
@@ -70,6 +78,8 @@ struct Var {
     start: i64,
     step: i64,
     rows: Vec<f64>,
+    /// Seconds SHIFTs have moved `start` so far.
+    shift: i64,
 }
 
 fn err(msg: impl Into<String>) -> RrdError {
@@ -152,7 +162,7 @@ pub fn xport(
         v.step = st;
         v.rows = rows;
     }
-    // CDEFs and VDEFs, in definition order (inputs come first); a CDEF on its own grid.
+    // CDEFs, VDEFs and SHIFTs, in statement order (inputs come first); a CDEF on its own grid.
     for i in 0..vars.len() {
         match vars[i].kind {
             Kind::Cdef(_) => {
@@ -168,6 +178,13 @@ pub fn xport(
                 if let Kind::Vdef(d) = &mut vars[i].kind {
                     d.value = value;
                 }
+            }
+            Kind::Shift { target, secs } => {
+                // Whole rows only, truncated toward zero (1234 s on 300 s rows is 1200 s).
+                let step = vars[target].step.max(1);
+                let by = secs / step * step;
+                vars[target].start += by;
+                vars[target].shift += by;
             }
             Kind::Def(_) => {}
         }

@@ -170,9 +170,9 @@ fn split_colons(s: &str) -> Vec<String> {
 }
 
 /// Graph elements that xport accepts and ignores.
-const IGNORED: [&str; 13] = [
+const IGNORED: [&str; 12] = [
     "LINE", "LINE1", "LINE2", "LINE3", "AREA", "STACK", "GPRINT", "PRINT", "COMMENT", "HRULE",
-    "VRULE", "TICK", "SHIFT",
+    "VRULE", "TICK",
 ];
 
 pub(super) fn parse_element(
@@ -234,6 +234,7 @@ pub(super) fn parse_element(
                 start: 0,
                 step: 0,
                 rows: Vec::new(),
+                shift: 0,
             });
         }
         "CDEF" => {
@@ -276,6 +277,7 @@ pub(super) fn parse_element(
                 start: 0,
                 step: 0,
                 rows: Vec::new(),
+                shift: 0,
             });
         }
         "XPORT" => {
@@ -306,6 +308,45 @@ pub(super) fn parse_element(
             }
             exports.push((i, f.get(1).cloned().unwrap_or_default()));
         }
+        "SHIFT" => {
+            let f = split_colons(rest);
+            if f.len() > 2 {
+                return Err(err(format!(
+                    "Unused Arguments \"{}\" in command : {}",
+                    f[2..].join(":"),
+                    el
+                )));
+            }
+            let i = find(vars, &f[0]).ok_or_else(|| err(format!("vname {} not found", f[0])))?;
+            let Some(by) = f.get(1) else {
+                return Err(err("No shift given"));
+            };
+            if find(vars, by).is_some_and(|j| matches!(vars[j].kind, Kind::Vdef(_))) {
+                return Err(err(format!(
+                    "ringlet: SHIFT by a VDEF ({}) is not supported",
+                    by
+                )));
+            }
+            let b = by.as_bytes();
+            let digits = b
+                .strip_prefix(b"-")
+                .or_else(|| b.strip_prefix(b"+"))
+                .unwrap_or(b);
+            if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+                return Err(err(format!("error parsing number {}", by)));
+            }
+            vars.push(Var {
+                name: "\u{0}SHIFT".to_string(),
+                kind: Kind::Shift {
+                    target: i,
+                    secs: c_atol(by),
+                },
+                start: 0,
+                step: 0,
+                rows: Vec::new(),
+                shift: 0,
+            });
+        }
         "VDEF" => {
             let (name, d) = parse_vdef(rest, vars)?;
             vars.push(Var {
@@ -314,6 +355,7 @@ pub(super) fn parse_element(
                 start: 0,
                 step: 0,
                 rows: Vec::new(),
+                shift: 0,
             });
         }
         _ if IGNORED.contains(&kw) => {}

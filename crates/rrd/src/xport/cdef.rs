@@ -170,10 +170,15 @@ pub(super) fn eval_cdef(
         ));
     }
     let g_step = inputs.iter().map(|&j| vars[j].step).fold(0, gcd);
-    let g_start = inputs.iter().map(|&j| vars[j].start).max().unwrap_or(0);
+    // The grid ignores SHIFTs: shifted inputs are read at their shifted times on it.
+    let g_start = inputs
+        .iter()
+        .map(|&j| vars[j].start - vars[j].shift)
+        .max()
+        .unwrap_or(0);
     let g_end = inputs
         .iter()
-        .map(|&j| vars[j].start + vars[j].rows.len() as i64 * vars[j].step)
+        .map(|&j| vars[j].start - vars[j].shift + vars[j].rows.len() as i64 * vars[j].step)
         .min()
         .unwrap_or(0);
     if g_step <= 0 {

@@ -585,6 +585,50 @@ fn errors_times_and_series_operators_match_rrdtool() {
     ] {
         compare(&dir, args);
     }
+    // SHIFT, with DEF ranges wide enough that no shifted row reads past the data.
+    let gw = "DEF:g=xgap.rrd:g:AVERAGE:start=1000000000:end=1000030000";
+    for sh in [
+        "SHIFT:g:600",
+        "SHIFT:g:-900",
+        "SHIFT:g:0",
+        "SHIFT:g:1234",
+        "SHIFT:c:-600",
+        "SHIFT:g:150",
+        "SHIFT:c:-1001",
+        "SHIFT:g:+7",
+        "SHIFT:g:-1234",
+        "SHIFT:c:1001",
+        "SHIFT:g:-299",
+    ] {
+        compare(
+            &dir,
+            &[
+                "-t",
+                "-s",
+                "1000010000",
+                "-e",
+                "1000016000",
+                gw,
+                "CDEF:c=g,2,*",
+                sh,
+                "CDEF:d=g,c,+",
+                "XPORT:g",
+                "XPORT:d",
+            ],
+        );
+    }
+    for sh in [
+        "SHIFT:zz:600",
+        "SHIFT:g:abc",
+        "SHIFT:g",
+        "SHIFT:g:600:x",
+        "SHIFT:g:1.5",
+    ] {
+        compare(
+            &dir,
+            &["-s", "1000010000", "-e", "1000016000", gw, sh, "XPORT:g"],
+        );
+    }
     // Calendar operators at month and year boundaries, several grids.
     for (s0, e0) in [("1001890000", "1001900000"), ("1009830000", "1009850000")] {
         for m in ["400", "13", "20"] {
