@@ -8,6 +8,17 @@
 //! Error texts are rrdtool's. rrdtool prefixes the errors of [`parse_update_arg`] and
 //! [`Rrd::apply`] with `<file>: ` on the command line; that prefix is the caller's job. The
 //! errors of [`parse_template`] carry no prefix in rrdtool either.
+//!
+//! Behaviour found with the binary (file bytes, `updatev`) and reproduced here, beyond the
+//! reference notes: an update argument is split at the first `@` if there is one, else at the
+//! first `:`; field counts are checked before the time is parsed. DCOUNTER/DDERIVE read the
+//! new value and then `last_ds` only when `last_ds` is known, so unparsable text can be
+//! stored while the heartbeat is exceeded and make every later update fail. An archive with
+//! one PDP per row sets its secondary value only when two or more PDPs complete at once.
+//! `updatev` prints the rows of the split-off left PDP at `last_up + whole open seconds`
+//! rounded down to the row span (sub-second `last_up` gives an earlier row's time), and every
+//! row after the first of a batch one span late (#899). Unknown is DNAN (sign bit set)
+//! everywhere, as in the file.
 
 use crate::num::{rrd_diff, strtodbl_in, DNAN};
 use crate::schema::{DsType, Schema};
