@@ -264,8 +264,8 @@ fn update_cdps(
         } else {
             c.val = match def.cf {
                 Cf::Average => c.val + pdp * st.elapsed as f64,
-                Cf::Min => c.val.min(pdp),
-                Cf::Max => c.val.max(pdp),
+                Cf::Min => keep_min(c.val, pdp),
+                Cf::Max => keep_max(c.val, pdp),
                 Cf::Last => pdp,
             };
         }
@@ -287,8 +287,30 @@ fn initial_cdp_val(
             (ifnan(cdp_val, 0.0) + ifnan(pdp, 0.0) * start_pdp_offset as f64)
                 / pdp_cnt.wrapping_sub(unkn) as f64
         }
-        Cf::Max => ifnan(cdp_val, f64::NEG_INFINITY).max(ifnan(pdp, f64::NEG_INFINITY)),
-        Cf::Min => ifnan(cdp_val, f64::INFINITY).min(ifnan(pdp, f64::INFINITY)),
+        Cf::Max => keep_max(
+            ifnan(cdp_val, f64::NEG_INFINITY),
+            ifnan(pdp, f64::NEG_INFINITY),
+        ),
+        Cf::Min => keep_min(ifnan(cdp_val, f64::INFINITY), ifnan(pdp, f64::INFINITY)),
         Cf::Last => pdp,
+    }
+}
+
+/// The larger of the value so far and a new PDP, keeping the value so far on a tie (so
+/// `-0.0` then `0.0` stays `-0.0`, as rrdtool's file shows). Neither is NaN here.
+fn keep_max(so_far: f64, new: f64) -> f64 {
+    if new > so_far {
+        new
+    } else {
+        so_far
+    }
+}
+
+/// The smaller of the value so far and a new PDP, keeping the value so far on a tie.
+fn keep_min(so_far: f64, new: f64) -> f64 {
+    if new < so_far {
+        new
+    } else {
+        so_far
     }
 }

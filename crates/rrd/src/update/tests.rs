@@ -793,3 +793,47 @@ fn mixed_types_and_cfs_match_rrdtool_updatev_and_state() {
         );
     }
 }
+
+// Signed zeros: a PDP of 0.0 then -0.0 (GAUGE "-0" after an unknown PDP) and the reverse;
+// MIN/MAX keep the value so far on a tie. rrdtool create z.rrd --start 1699999980 --step 10
+// DS:a:GAUGE:100:U:U RRA:MAX:0:2:3 RRA:MIN:0:2:3 RRA:MAX:0:3:3 RRA:MIN:0:3:3
+// RRA:AVERAGE:0:1:5; update +5:0 +10:U +15:-0 +20:-0 +25:-0 +30:-0; file bytes.
+#[test]
+fn min_max_keep_the_value_so_far_on_signed_zero_ties() {
+    let t = 1_699_999_980;
+    let schema = Schema {
+        step: 10,
+        ds: vec![ds("a", DsType::Gauge, 100, f64::NAN, f64::NAN)],
+        rra: vec![
+            rra(Cf::Max, 0.0, 2, 3),
+            rra(Cf::Min, 0.0, 2, 3),
+            rra(Cf::Max, 0.0, 3, 3),
+            rra(Cf::Min, 0.0, 3, 3),
+        ],
+    };
+    let mut r = Rrd::new(schema, t);
+    let args: Vec<String> = [
+        (5, "0"),
+        (10, "U"),
+        (15, "-0"),
+        (20, "-0"),
+        (25, "-0"),
+        (30, "-0"),
+    ]
+    .iter()
+    .map(|(d, v)| format!("{}:{}", t + d, v))
+    .collect();
+    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    run(&mut r, &args);
+    for ra in 0..4 {
+        // Every archive's row at t+20 / t+30 is +0.0 (the earlier 0.0 wins the tie).
+        assert_eq!(r.cdp(ra, 0).primary.to_bits(), 0, "rra {}", ra);
+        assert_eq!(
+            r.cdp(ra, 0).secondary.to_bits(),
+            (-0.0f64).to_bits(),
+            "rra {}",
+            ra
+        );
+    }
+    assert_eq!(r.cdp(0, 0).val.to_bits(), (-0.0f64).to_bits());
+}
