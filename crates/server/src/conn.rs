@@ -42,18 +42,26 @@ pub fn serve<S: Read + Write>(d: &Daemon, access: &Access, mut sock: S) -> io::R
         if n == 0 {
             return Ok(());
         }
-        buf.extend_from_slice(&chunk[..n]);
+        if skipping {
+            // The rest of a line that was too long: drop it up to its newline, however
+            // many reads that takes (one error per line, not per read).
+            match chunk[..n].iter().position(|&b| b == b'\n') {
+                None => continue,
+                Some(p) => {
+                    skipping = false;
+                    buf.extend_from_slice(&chunk[p + 1..n]);
+                }
+            }
+        } else {
+            buf.extend_from_slice(&chunk[..n]);
+        }
         let mut consumed = 0;
         while let Some(pos) = buf[consumed..].iter().position(|&b| b == b'\n') {
             let line_end = consumed + pos;
-            if skipping {
-                skipping = false;
-            } else {
-                let line = String::from_utf8_lossy(&buf[consumed..line_end]).into_owned();
-                if !run_line(d, access, &line, &mut batch, &mut out) {
-                    sock.write_all(&out)?;
-                    return Ok(());
-                }
+            let line = String::from_utf8_lossy(&buf[consumed..line_end]).into_owned();
+            if !run_line(d, access, &line, &mut batch, &mut out) {
+                sock.write_all(&out)?;
+                return Ok(());
             }
             consumed = line_end + 1;
         }

@@ -628,6 +628,10 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
         return Response::err(format!("RRD Error: {e}"));
     }
     inner.pending.remove(&t.name);
+    // rrdcached's file exists when it answers; ringlet's series is durable when it answers.
+    if let Err(e) = d.commit(&mut inner) {
+        return Response::err(format!("RRD Error: {e}"));
+    }
     Response::ok("RRD created OK")
 }
 

@@ -254,11 +254,11 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
     let dc = d.clone();
     std::thread::spawn(move || loop {
         std::thread::sleep(dc.commit_interval);
+        // Every -w seconds, whatever is pending (samples, and creates without samples);
+        // a commit with nothing pending writes nothing.
         let mut inner = dc.lock();
-        if inner.store.pending_samples() > 0 {
-            if let Err(e) = dc.commit(&mut inner) {
-                log(&format!("commit failed: {e}"));
-            }
+        if let Err(e) = dc.commit(&mut inner) {
+            log(&format!("commit failed: {e}"));
         }
     });
     Ok((d, sockets))

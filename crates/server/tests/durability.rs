@@ -1,0 +1,166 @@
+//! What survives the daemon's end: SIGTERM (and SIGINT, SIGUSR1) commit everything and exit
+//! 0; `kill -9` loses at most what was not committed, and everything FLUSHed or CREATEd
+//! survives it; a daemon restarted on the same store serves the data as before.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::time::Duration;
+
+const T0: i64 = 1_795_200_000;
+
+fn setup(sock: &Path, file: &str) {
+    let mut s = connect(sock);
+    let r = request(
+        &mut s,
+        &format!("CREATE {file} -b {T0} -s 10 DS:x:GAUGE:30:U:U DS:c:COUNTER:30:U:U RRA:AVERAGE:0.5:1:1000 RRA:MAX:0.5:6:100"),
+    );
+    assert_eq!(r, "0 RRD created OK\n");
+}
+
+/// `n` updates of `file` from T0+10 in one request per value; value k is (k, 100k).
+fn update(sock: &Path, file: &str, from: i64, to: i64) {
+    let mut s = connect(sock);
+    for k in from..=to {
+        let r = request(
+            &mut s,
+            &format!("UPDATE {file} {}:{k}.5:{}", T0 + 10 * k, 100 * k),
+        );
+        assert_eq!(r, "0 errors, enqueued 1 value(s).\n");
+    }
+}
+
+/// What a client sees of a file: FETCH of both archives, INFO without the path, LAST.
+fn snapshot(sock: &Path, file: &str) -> String {
+    let mut s = connect(sock);
+    let mut out = String::new();
+    for cf in ["AVERAGE", "MAX"] {
+        out.push_str(&request(
+            &mut s,
+            &format!("FETCH {file} {cf} {T0} {}", T0 + 4000),
+        ));
+    }
+    out.push_str(&request(&mut s, &format!("INFO {file}")));
+    out.push_str(&request(&mut s, &format!("LAST {file}")));
+    out.push_str(&request(&mut s, &format!("FIRST {file} 1")));
+    out
+}
+
+fn last(sock: &Path, file: &str) -> i64 {
+    let mut s = connect(sock);
+    let r = request(&mut s, &format!("LAST {file}"));
+    r.strip_prefix("0 ")
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{r}"))
+}
+
+fn stop_with(sig: libc::c_int, name: &str) {
+    let dir = TempDir::new(name);
+    // A long commit interval: nothing is committed unless asked.
+    let mut d = Ringlet::start(dir.path(), &["-w", "3600"]);
+    setup(&d.sock, "a.rrd");
+    update(&d.sock, "a.rrd", 1, 200);
+    let before = snapshot(&d.sock, "a.rrd");
+    let st = d.proc.stop(sig, Duration::from_secs(20)).expect("exits");
+    assert!(st.success(), "{name}: {st:?}");
+    assert!(
+        d.log_text().contains("committed 200 samples at shutdown"),
+        "{}",
+        d.log_text()
+    );
+    assert!(!d.sock.exists(), "the socket file is removed");
+    let d = Ringlet::start(dir.path(), &["-w", "3600"]);
+    assert_eq!(
+        snapshot(&d.sock, "a.rrd"),
+        before,
+        "{name}: the restarted daemon serves the same"
+    );
+}
+
+#[test]
+fn sigterm_commits_and_exits_cleanly() {
+    stop_with(libc::SIGTERM, "term");
+}
+
+#[test]
+fn sigint_and_sigusr1_commit_too() {
+    stop_with(libc::SIGINT, "int");
+    stop_with(libc::SIGUSR1, "usr1");
+}
+
+#[test]
+fn kill_9_keeps_everything_flushed_and_created() {
+    let dir = TempDir::new("kill9");
+    let mut d = Ringlet::start(dir.path(), &["-w", "3600"]);
+    setup(&d.sock, "a.rrd");
+    setup(&d.sock, "created-only.rrd");
+    update(&d.sock, "a.rrd", 1, 100);
+    let mut s = connect(&d.sock);
+    assert!(request(&mut s, "FLUSH a.rrd").starts_with("0 Successfully flushed"));
+    let flushed = snapshot(&d.sock, "a.rrd");
+    // Not flushed: may be lost.
+    update(&d.sock, "a.rrd", 101, 150);
+    drop(s);
+    let st = d
+        .proc
+        .stop(libc::SIGKILL, Duration::from_secs(10))
+        .expect("killed");
+    assert!(!st.success());
+    let d = Ringlet::start(dir.path(), &["-w", "3600"]);
+    assert_eq!(
+        last(&d.sock, "a.rrd"),
+        T0 + 1000,
+        "the unflushed updates are lost, no more"
+    );
+    assert_eq!(
+        snapshot(&d.sock, "a.rrd"),
+        flushed,
+        "the flushed state is served whole"
+    );
+    assert_eq!(last(&d.sock, "created-only.rrd"), T0);
+    // The restarted daemon takes updates where the committed state ends.
+    update(&d.sock, "a.rrd", 101, 110);
+    assert_eq!(last(&d.sock, "a.rrd"), T0 + 1100);
+}
+
+#[test]
+fn commit_interval_bounds_what_kill_9_loses() {
+    let dir = TempDir::new("interval");
+    let mut d = Ringlet::start(dir.path(), &["-w", "1"]);
+    setup(&d.sock, "a.rrd");
+    update(&d.sock, "a.rrd", 1, 50);
+    std::thread::sleep(Duration::from_millis(2500));
+    let st = d
+        .proc
+        .stop(libc::SIGKILL, Duration::from_secs(10))
+        .expect("killed");
+    assert!(!st.success());
+    let d = Ringlet::start(dir.path(), &["-w", "1"]);
+    assert_eq!(
+        last(&d.sock, "a.rrd"),
+        T0 + 500,
+        "committed by the -w timer"
+    );
+}
+
+#[test]
+fn restart_after_restart_keeps_serving() {
+    let dir = TempDir::new("restarts");
+    let mut expect = String::new();
+    for round in 0..3 {
+        let mut d = Ringlet::start(dir.path(), &[]);
+        if round == 0 {
+            setup(&d.sock, "a.rrd");
+        } else {
+            assert_eq!(snapshot(&d.sock, "a.rrd"), expect, "round {round}");
+        }
+        update(&d.sock, "a.rrd", round * 40 + 1, round * 40 + 40);
+        expect = snapshot(&d.sock, "a.rrd");
+        let st = d
+            .proc
+            .stop(libc::SIGTERM, Duration::from_secs(20))
+            .expect("exits");
+        assert!(st.success());
+    }
+}

@@ -1,0 +1,310 @@
+//! `ringlet serve` under hostile or heavy clients: hundreds of concurrent updaters, garbage,
+//! a 10 MB line, half-closed sockets, a client that does not read its replies. Each test
+//! checks that the daemon answers with clear errors, keeps serving everyone else, and loses
+//! nothing it accepted (FETCH after FLUSH, and after SIGTERM and a restart on the same store).
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const T0: i64 = 1_795_200_000;
+
+fn create(s: &mut std::os::unix::net::UnixStream, file: &str) {
+    let r = request(
+        s,
+        &format!("CREATE {file} -b {T0} -s 1 DS:x:GAUGE:10:U:U RRA:LAST:0.5:1:100000"),
+    );
+    assert_eq!(r, "0 RRD created OK\n", "CREATE {file}");
+}
+
+/// Values of `file` (step 1, LAST) for T0+1 ..= T0+n, as text.
+fn values(sock: &Path, file: &str, n: i64) -> Vec<String> {
+    fetch_rows(sock, file, "LAST", T0, T0 + n)
+        .into_iter()
+        .filter(|(t, _)| *t > T0 && *t <= T0 + n)
+        .map(|(_, v)| v)
+        .collect()
+}
+
+fn expect_values(sock: &Path, file: &str, n: i64, value: impl Fn(i64) -> f64) {
+    let got = values(sock, file, n);
+    assert_eq!(got.len() as i64, n, "{file}: rows");
+    for (i, v) in got.iter().enumerate() {
+        let want = rrd::fmt::c_exp(value(i as i64 + 1), 17);
+        assert_eq!(v, &want, "{file} at T0+{}", i + 1);
+    }
+}
+
+/// A client on its own thread that PINGs and updates `file` while a test misbehaves
+/// elsewhere; returns the worst reply latency seen.
+fn bystander(sock: &Path, file: &str, stop: &std::sync::atomic::AtomicBool) -> (Duration, i64) {
+    let mut s = connect(sock);
+    create(&mut s, file);
+    let mut worst = Duration::ZERO;
+    let mut n = 0;
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) && n < 100_000 {
+        let t = Instant::now();
+        assert_eq!(request(&mut s, "PING"), "0 PONG\n");
+        n += 1;
+        let r = request(&mut s, &format!("UPDATE {file} {}:{n}", T0 + n));
+        assert_eq!(r, "0 errors, enqueued 1 value(s).\n");
+        worst = worst.max(t.elapsed());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    (worst, n)
+}
+
+#[test]
+fn many_concurrent_connections_update_and_nothing_is_lost() {
+    const CONNS: usize = 300;
+    const VALUES: i64 = 40;
+    let dir = TempDir::new("conc");
+    let mut d = Ringlet::start(dir.path(), &[]);
+    // Every connection is open before any of them sends.
+    let mut socks: Vec<_> = (0..CONNS).map(|_| connect(&d.sock)).collect();
+    let barrier = std::sync::Barrier::new(CONNS);
+    std::thread::scope(|sc| {
+        for (i, s) in socks.iter_mut().enumerate() {
+            let barrier = &barrier;
+            sc.spawn(move || {
+                let file = format!("c{i}.rrd");
+                create(s, &file);
+                barrier.wait();
+                for k in 1..=VALUES {
+                    // Some pipelined, some one by one.
+                    if k % 2 == 0 {
+                        let v = (i as i64) * 1000 + k;
+                        let r = request(s, &format!("UPDATE {file} {}:{v}", T0 + k));
+                        assert_eq!(r, "0 errors, enqueued 1 value(s).\n");
+                    } else {
+                        let v = (i as i64) * 1000 + k;
+                        s.write_all(format!("update {file} {}:{v}\nPING\n", T0 + k).as_bytes())
+                            .unwrap();
+                        assert_eq!(read_reply(s), "0 errors, enqueued 1 value(s).\n");
+                        assert_eq!(read_reply(s), "0 PONG\n");
+                    }
+                }
+            });
+        }
+    });
+    drop(socks);
+    let mut s = connect(&d.sock);
+    let st = request(&mut s, "STATS");
+    assert!(
+        st.contains(&format!("\nUpdatesReceived: {}\n", CONNS as i64 * VALUES)),
+        "{st}"
+    );
+    for i in (0..CONNS).step_by(7) {
+        let file = format!("c{i}.rrd");
+        assert!(request(&mut s, &format!("FLUSH {file}")).starts_with("0 Successfully flushed"));
+        expect_values(&d.sock, &file, VALUES, |k| (i as f64) * 1000.0 + k as f64);
+    }
+    drop(s);
+    // SIGTERM commits; a new daemon on the same store serves every value.
+    let st = d
+        .proc
+        .stop(libc::SIGTERM, Duration::from_secs(20))
+        .expect("exits on SIGTERM");
+    assert!(st.success(), "{st:?}");
+    let d = Ringlet::start(dir.path(), &[]);
+    for i in 0..CONNS {
+        expect_values(&d.sock, &format!("c{i}.rrd"), VALUES, |k| {
+            (i as f64) * 1000.0 + k as f64
+        });
+    }
+}
+
+#[test]
+fn garbage_gets_errors_and_other_clients_are_served() {
+    let dir = TempDir::new("garbage");
+    let d = Ringlet::start(dir.path(), &[]);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let by = sc.spawn(|| bystander(&d.sock, "by.rrd", &stop));
+        // Malformed lines and unknown commands: one error each, in order, then PONG.
+        let out = converse(
+            &d.sock,
+            b"FOO\nUPDATE\nFETCH x\n\n\r\nLIST nope\nFIRST a.rrd\nCREATE x.rrd -Q\nPING\n",
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "-1 Unknown command: FOO\n\
+             -1 Usage: UPDATE <filename> <values> [<values> ...]\n\
+             -1 Usage: FETCH <file> <CF> [<start> [<end>] [<column>...]]\n\
+             -1 Unknown command: \n\
+             -1 Unknown command: \n\
+             -1 Usage: LIST [RECURSIVE] /[<path>]\n\
+             -1 Usage: FIRST <filename> <rra index>\n\
+             -1 Usage: CREATE <filename> [-b start] [-s step] [-O] <DS definitions> <RRA definitions>\n\
+             0 PONG\n"
+        );
+        // Binary garbage, NULs and invalid UTF-8 included: every line gets a reply.
+        let mut g = Rng::new(99);
+        let mut bytes = Vec::new();
+        let mut lines = 0;
+        for _ in 0..2000 {
+            let len = g.below(200);
+            for _ in 0..len {
+                let b = g.below(256) as u8;
+                if b != b'\n' {
+                    bytes.push(b);
+                }
+            }
+            bytes.push(b'\n');
+            lines += 1;
+        }
+        bytes.extend_from_slice(b"PING\n");
+        let out = converse(&d.sock, &bytes);
+        let text = String::from_utf8_lossy(&out);
+        let replies = text.lines().filter(|l| l.starts_with("-1 ")).count();
+        assert!(
+            text.ends_with("0 PONG\n"),
+            "{}",
+            &text[text.len().saturating_sub(200)..]
+        );
+        // A random line may be a command by chance (e.g. "."); every other one is an error.
+        assert!(replies >= lines - 5, "{replies} errors for {lines} lines");
+        // A 10 MB line: an error naming the limit, then the connection goes on.
+        let mut s = connect(&d.sock);
+        let mut big = b"UPDATE by.rrd ".to_vec();
+        big.resize(10 << 20, b'9');
+        big.extend_from_slice(b"\nPING\n");
+        let writer = {
+            let mut w = s.try_clone().unwrap();
+            std::thread::spawn(move || w.write_all(&big))
+        };
+        assert_eq!(
+            read_reply(&mut s),
+            "-1 Line too long (more than 1048576 bytes)\n"
+        );
+        assert_eq!(read_reply(&mut s), "0 PONG\n");
+        writer.join().unwrap().unwrap();
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (worst, n) = by.join().unwrap();
+        assert!(
+            worst < Duration::from_secs(2),
+            "a bystander waited {worst:?}"
+        );
+        let mut s = connect(&d.sock);
+        assert!(request(&mut s, "FLUSH by.rrd").starts_with("0 Successfully"));
+        expect_values(&d.sock, "by.rrd", n, |k| k as f64);
+    });
+}
+
+#[test]
+fn half_closed_and_abandoned_connections_are_harmless() {
+    let dir = TempDir::new("halfclose");
+    let mut d = Ringlet::start(dir.path(), &[]);
+    let mut s = connect(&d.sock);
+    create(&mut s, "h.rrd");
+    // Requests, then shutdown(Write): every reply still arrives, then EOF.
+    let mut input = String::new();
+    for k in 1..=500 {
+        input.push_str(&format!("UPDATE h.rrd {}:{k}\n", T0 + k));
+    }
+    input.push_str("PENDING h.rrd\n");
+    let out = String::from_utf8(converse(&d.sock, input.as_bytes())).unwrap();
+    assert_eq!(out.matches("0 errors, enqueued 1 value(s).\n").count(), 500);
+    assert!(out.contains("500 updates pending\n"));
+    // A partial line at EOF is ignored; connecting and closing at once, too.
+    assert!(converse(&d.sock, b"UPDATE h.rrd 1795209999:1").is_empty());
+    for _ in 0..50 {
+        drop(connect(&d.sock));
+    }
+    // Closing without reading replies: the daemon notices and carries on.
+    for _ in 0..20 {
+        let mut c = connect(&d.sock);
+        c.write_all(b"STATS\nHELP\nHELP BATCH\n").unwrap();
+    }
+    // Half-closed in the middle of a BATCH: no reply for the batch, its commands ran.
+    let out = converse(
+        &d.sock,
+        format!("BATCH\nUPDATE h.rrd {}:501\n", T0 + 501).as_bytes(),
+    );
+    assert_eq!(out, b"0 Go ahead.  End with dot '.' on its own line.\n");
+    assert_eq!(request(&mut s, "LAST h.rrd"), format!("0 {}\n", T0 + 501));
+    assert!(request(&mut s, "FLUSH h.rrd").starts_with("0 Successfully"));
+    expect_values(&d.sock, "h.rrd", 501, |k| k as f64);
+    assert!(d.proc.alive());
+}
+
+#[test]
+fn a_client_that_does_not_read_stalls_only_itself() {
+    const N: i64 = 60_000;
+    let dir = TempDir::new("noread");
+    let d = Ringlet::start(dir.path(), &[]);
+    let mut s = connect(&d.sock);
+    create(&mut s, "slow.rrd");
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let by = sc.spawn(|| bystander(&d.sock, "by.rrd", &stop));
+        // The writer sends N updates (and more reply bytes than any socket buffer holds)
+        // while nobody reads: the daemon's writes to it block, its own requests back up.
+        let mut w = s.try_clone().unwrap();
+        let writer = sc.spawn(move || {
+            let mut buf = String::new();
+            for k in 1..=N {
+                buf.push_str(&format!("UPDATE slow.rrd {}:{k}\n", T0 + k));
+            }
+            w.write_all(buf.as_bytes()).unwrap();
+            w.shutdown(std::net::Shutdown::Write).unwrap();
+        });
+        std::thread::sleep(Duration::from_secs(2));
+        // Others are served meanwhile.
+        let mut o = connect(&d.sock);
+        let t = Instant::now();
+        assert_eq!(request(&mut o, "PING"), "0 PONG\n");
+        assert!(t.elapsed() < Duration::from_secs(1));
+        // Now read: every update was answered, and every answered one is kept.
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).unwrap();
+        writer.join().unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text.matches("0 errors, enqueued 1 value(s).\n").count() as i64,
+            N,
+            "one reply per update"
+        );
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (worst, _) = by.join().unwrap();
+        assert!(
+            worst < Duration::from_secs(2),
+            "a bystander waited {worst:?}"
+        );
+    });
+    let mut o = connect(&d.sock);
+    assert!(request(&mut o, "FLUSH slow.rrd").starts_with("0 Successfully"));
+    expect_values(&d.sock, "slow.rrd", N, |k| k as f64);
+}
+
+#[test]
+fn a_client_that_never_reads_and_leaves_loses_nothing_it_was_told() {
+    const N: i64 = 60_000;
+    let dir = TempDir::new("noread2");
+    let d = Ringlet::start(dir.path(), &[]);
+    let mut s = connect(&d.sock);
+    create(&mut s, "gone.rrd");
+    let mut w = connect(&d.sock);
+    w.set_write_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut buf = String::new();
+    for k in 1..=N {
+        buf.push_str(&format!("UPDATE gone.rrd {}:{k}\n", T0 + k));
+    }
+    // The write stalls once the buffers are full; give up and close without reading.
+    let _ = w.write_all(buf.as_bytes());
+    drop(w);
+    std::thread::sleep(Duration::from_millis(300));
+    // Whatever prefix the daemon took is applied without holes.
+    let last: i64 = request(&mut s, "LAST gone.rrd")[2..]
+        .trim()
+        .parse()
+        .unwrap();
+    let n = last - T0;
+    assert!(n > 0 && n <= N, "{n}");
+    assert!(request(&mut s, "FLUSH gone.rrd").starts_with("0 Successfully"));
+    expect_values(&d.sock, "gone.rrd", n, |k| k as f64);
+    assert_eq!(request(&mut s, "PING"), "0 PONG\n");
+}
