@@ -26,6 +26,9 @@
 //!   constant; XPORTing one is an error, as in rrdtool.
 //! * `SHIFT:x:secs` moves x later by whole rows (secs truncated toward zero to a multiple of
 //!   x's step) for the statements after it and the export; CDEF grids ignore shifts.
+//! * Graph elements add to the meta data: LINE/AREA/STACK legends (AREA's prefixed by two
+//!   spaces), COMMENT and TEXTALIGN under `<gprints>`, HRULE/VRULE under `<rules>` (always
+//!   printed as 0, as rrdtool does); TICK adds nothing; PRINT/GPRINT are refused for now.
 //! * Legends are printed raw (no XML or JSON escaping); JSON prints NaN and infinities as
 //!   `null` (XML: `NaN`, `inf`, `-inf`) and, with
 //!   `--showtime`, the time as a quoted string.
@@ -82,6 +85,16 @@ struct Var {
     shift: i64,
 }
 
+/// What graph elements contribute to the export's meta data: `<gprints>` entries (LINE,
+/// AREA/STACK legends, COMMENT, TEXTALIGN) and `<rules>` (HRULE, VRULE), in statement order.
+#[derive(Debug, Default)]
+struct Decor {
+    gprints: Vec<(&'static str, String)>,
+    rules: Vec<(&'static str, String)>,
+    /// `line` or `area`: what a STACK continues.
+    last_draw: Option<&'static str>,
+}
+
 fn err(msg: impl Into<String>) -> RrdError {
     RrdError::new(msg)
 }
@@ -100,8 +113,9 @@ pub fn xport(
     }
     let mut vars: Vec<Var> = Vec::new();
     let mut exports: Vec<(usize, String)> = Vec::new();
+    let mut decor = Decor::default();
     for el in &elements {
-        parse_element(el, &mut vars, &mut exports)?;
+        parse_element(el, &mut vars, &mut exports, &mut decor)?;
     }
     if elements.is_empty() {
         return Err(err("can't make an xport without contents"));
@@ -217,6 +231,7 @@ pub fn xport(
         step,
         rows: &table,
         legends: &legends,
+        decor: &decor,
     };
     Ok(if opts.json {
         format_json(&grid, opts.showtime)
@@ -338,6 +353,7 @@ struct Grid<'a> {
     step: i64,
     rows: &'a [Vec<f64>],
     legends: &'a [&'a str],
+    decor: &'a Decor,
 }
 
 fn format_xml(g: &Grid, showtime: bool, enumds: bool) -> String {
@@ -354,7 +370,18 @@ fn format_xml(g: &Grid, showtime: bool, enumds: bool) -> String {
     for l in g.legends {
         o.push_str(&format!("      <entry>{}</entry>\n", l));
     }
-    o.push_str("    </legend>\n  </meta>\n  <data>\n");
+    o.push_str("    </legend>\n");
+    for (section, entries) in [("gprints", &g.decor.gprints), ("rules", &g.decor.rules)] {
+        if entries.is_empty() {
+            continue;
+        }
+        o.push_str(&format!("    <{}>\n", section));
+        for (tag, text) in entries.iter() {
+            o.push_str(&format!("        <{}>{}</{}>\n", tag, text, tag));
+        }
+        o.push_str(&format!("    </{}>\n", section));
+    }
+    o.push_str("  </meta>\n  <data>\n");
     for (k, row) in g.rows.iter().enumerate() {
         o.push_str("    <row>");
         if showtime {
@@ -384,7 +411,20 @@ fn format_json(g: &Grid, showtime: bool) -> String {
         let sep = if j + 1 < g.legends.len() { "," } else { "" };
         o.push_str(&format!("      \"{}\"{}\n", l, sep));
     }
-    o.push_str("          ]\n     },\n  \"data\": [\n");
+    o.push_str("          ]\n");
+    for (section, entries) in [("gprints", &g.decor.gprints), ("rules", &g.decor.rules)] {
+        if entries.is_empty() {
+            continue;
+        }
+        o.push_str(&format!("    ,\"{}\": [\n", section));
+        let items: Vec<String> = entries
+            .iter()
+            .map(|(tag, text)| format!("        {{ \"{}\": \"{}\" }}", tag, text))
+            .collect();
+        o.push_str(&items.join(",\n"));
+        o.push_str("\n        ]\n");
+    }
+    o.push_str("     },\n  \"data\": [\n");
     for (k, row) in g.rows.iter().enumerate() {
         o.push_str("    [ ");
         if showtime {

@@ -6,7 +6,7 @@ use super::cdef::{
     NEWYEAR_VAR, PREDICT_BASE, PREV_OF_BASE, PREV_VAR, STEP_VAR, TIME_VAR, TREND_BASE,
 };
 use super::vdef::parse_vdef;
-use super::{err, Def, Kind, Var};
+use super::{err, Decor, Def, Kind, Var};
 use crate::num::strtod;
 use crate::parsetime::{parse_time, resolve_pair};
 use crate::rpn;
@@ -170,15 +170,20 @@ fn split_colons(s: &str) -> Vec<String> {
 }
 
 /// Graph elements that xport accepts and ignores.
-const IGNORED: [&str; 12] = [
-    "LINE", "LINE1", "LINE2", "LINE3", "AREA", "STACK", "GPRINT", "PRINT", "COMMENT", "HRULE",
-    "VRULE", "TICK",
-];
+/// Graph elements that draw a series (LINE[width], AREA, STACK, TICK).
+fn is_series_element(kw: &str) -> bool {
+    matches!(kw, "AREA" | "STACK" | "TICK")
+        || kw
+            .strip_prefix("LINE")
+            .is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+}
 
+/// One statement; graph elements add to `decor`.
 pub(super) fn parse_element(
     el: &str,
     vars: &mut Vec<Var>,
     exports: &mut Vec<(usize, String)>,
+    decor: &mut Decor,
 ) -> Result<(), RrdError> {
     let (kw, rest) = el.split_once(':').unwrap_or((el, ""));
     let find = |vars: &[Var], n: &str| vars.iter().rposition(|v| v.name == n);
@@ -358,7 +363,55 @@ pub(super) fn parse_element(
                 shift: 0,
             });
         }
-        _ if IGNORED.contains(&kw) => {}
+        "COMMENT" => decor.gprints.push(("comment", rest.replace("\\:", ":"))),
+        "TEXTALIGN" => decor.gprints.push(("align", rest.to_string())),
+        "HRULE" | "VRULE" => {
+            // rrdtool prints these values as 0 (its own bug); a vname must be a VDEF.
+            let f = split_colons(rest);
+            let what = f[0].split('#').next().unwrap_or("");
+            if let Some(j) = find(vars, what) {
+                if !matches!(vars[j].kind, Kind::Vdef(_)) {
+                    return Err(err(format!(
+                        "Using vname {} of wrong type in line {}\n",
+                        what, el
+                    )));
+                }
+            }
+            if kw == "HRULE" {
+                decor.rules.push(("hrule", "0.0000000000e+00".to_string()));
+            } else {
+                decor.rules.push(("vrule", "0".to_string()));
+            }
+        }
+        "PRINT" | "GPRINT" => {
+            return Err(err(format!("ringlet: xport does not support {} yet", kw)))
+        }
+        _ if is_series_element(kw) => {
+            let f = split_colons(rest);
+            let name = f[0].split('#').next().unwrap_or("");
+            if find(vars, name).is_none() {
+                return Err(err(format!("{} is not a vname nor a number", name)));
+            }
+            let legend = f.get(1).cloned().unwrap_or_default();
+            let kind = match kw {
+                "TICK" => None,
+                "AREA" => Some("area"),
+                "STACK" => match decor.last_draw {
+                    Some(k) => Some(k),
+                    None => return Err(err(format!("No previous LINE or AREA found for {}", el))),
+                },
+                _ => Some("line"),
+            };
+            if let Some(k) = kind {
+                let text = if k == "area" && !legend.is_empty() {
+                    format!("  {}", legend)
+                } else {
+                    legend
+                };
+                decor.gprints.push((k, text));
+                decor.last_draw = Some(k);
+            }
+        }
         _ => {
             return Err(err(format!(
                 "'{}' is not a valid function name in {}",

@@ -629,6 +629,54 @@ fn errors_times_and_series_operators_match_rrdtool() {
             &["-s", "1000010000", "-e", "1000016000", gw, sh, "XPORT:g"],
         );
     }
+    // Graph elements: LINE/AREA/STACK legends, COMMENT, TEXTALIGN and rules in the meta data.
+    for el in [
+        "LINE1:zz#ff0000",
+        "LINE1:g#ff0000",
+        "LINE2.5:g#ff0000:leg",
+        "AREA:g#00ff00:leg",
+        "COMMENT:hello",
+        "COMMENT:a\\:b\\n",
+        "HRULE:5#ff0000",
+        "HRULE:g#ff0000",
+        "TICK:g#ff0000:0.5:tk",
+        "LINE:g",
+        "STACK:g#ff0000",
+        "TEXTALIGN:left",
+        "VRULE:1000010000#ff0000",
+    ] {
+        compare(
+            &dir,
+            &["-s", "1000010000", "-e", "1000011000", gv, el, "XPORT:g"],
+        );
+    }
+    let many = [
+        "VDEF:m=g,MAXIMUM",
+        "AREA:g#00ff00",
+        "LINE1:g#ff0000:x\\:y",
+        "STACK:g#0000ff:s2",
+        "HRULE:123.5#ff0000",
+        "VRULE:1000010300#00ff00:vv",
+        "HRULE:m#ff0000",
+        "AREA:g:ar",
+        "STACK:g#0000ff:s3",
+        "LINE1:g#ff0000:l:STACK",
+        "COMMENT:x<y&z",
+        "TEXTALIGN:justified",
+        "XPORT:g",
+    ];
+    for extra in [&[][..], &["--json"]] {
+        let head = ["-s", "1000010000", "-e", "1000011000", gv];
+        compare(&dir, &[&head[..], extra, &many[..]].concat());
+        compare(
+            &dir,
+            &[&head[..], extra, &["HRULE:5#ff0000", "XPORT:g"]].concat(),
+        );
+        compare(
+            &dir,
+            &[&head[..], extra, &["COMMENT:c", "XPORT:g"]].concat(),
+        );
+    }
     // Calendar operators at month and year boundaries, several grids.
     for (s0, e0) in [("1001890000", "1001900000"), ("1009830000", "1009850000")] {
         for m in ["400", "13", "20"] {
