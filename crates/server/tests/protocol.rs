@@ -183,7 +183,7 @@ fn create_update_pending_fetch_first_last_info_match() {
         "UPDATE b.rrd N:1:1",
         &format!("UPDATE b.rrd {}@1:1", t(400)),
         &format!("UPDATE b.rrd {T0}:1:1"),
-        &format!("UPDATE b.rrd -10:1:1"),
+        "UPDATE b.rrd -10:1:1",
         &format!("UPDATE b.rrd {}", t(300)),
         "UPDATE b.rrd",
         "PENDING b.rrd",

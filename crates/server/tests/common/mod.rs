@@ -79,6 +79,15 @@ pub fn signal(pid: u32, sig: libc::c_int) {
 }
 
 impl Proc {
+    /// Take charge of a started child: it is stopped by pid when dropped.
+    pub fn adopt(child: Child, name: &str) -> Proc {
+        Proc {
+            child,
+            name: name.to_string(),
+            done: None,
+        }
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
