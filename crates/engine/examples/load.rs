@@ -2,7 +2,8 @@
 //! a store, `run` feeds one realistic value per series per 15 s step of virtual time and
 //! commits every 5 virtual minutes, then closes. Prints the samples written.
 //!
-//! `load create DIR N` / `load run DIR N HOURS` / `load open DIR 0` (time a recovery)
+//! `load create DIR N` / `load run DIR N HOURS` / `load open DIR 0` (time a recovery) /
+//! `load checkpoint DIR 0` (write one, print its size)
 
 use engine::{Options, Store};
 use rrd::{Cf, DsDef, DsType, RraDef, Rrd, Sample, Schema};
@@ -58,6 +59,14 @@ fn main() -> Result<(), String> {
     let name = |i: usize| format!("host{}/m{i}.rrd", i / 50);
     let t = std::time::Instant::now();
     let mut store = Store::open(dir, opts()).map_err(|e| e.to_string())?;
+    if cmd == "checkpoint" {
+        let bytes = store.checkpoint().map_err(|e| e.to_string())?;
+        println!(
+            "checkpoint of {} series: {bytes} bytes",
+            store.names().len()
+        );
+        return Ok(());
+    }
     if cmd == "open" {
         let r = store.recovery();
         println!(

@@ -25,7 +25,10 @@ fn workload_roundtrips_through_a_real_directory() {
     }
     let st = store.stats().clone();
     assert!(st.commits > 10 && st.checkpoints > 0, "{st:?}");
-    assert!(st.log_bytes.is_multiple_of(4096) && st.log_bytes > 0, "{st:?}");
+    assert!(
+        st.log_bytes.is_multiple_of(4096) && st.log_bytes > 0,
+        "{st:?}"
+    );
     store.close().unwrap();
     assert_eq!(std::fs::metadata(&log).unwrap().len(), 4096 + ring);
     let store = Store::open(&dir.0, small_opts(ring)).unwrap();
