@@ -103,9 +103,9 @@ pub fn minimize(
         }
         chunk = chunk.div_ceil(2);
     }
-    // Then single value arguments of multi-value update calls.
+    // Then single value arguments of multi-value update calls (the differing step too).
     let mut i = 1;
-    while i + 1 < steps.len() && trials < MAX_TRIALS {
+    while i < steps.len() && trials < MAX_TRIALS {
         let values = value_args(&steps[i]);
         let mut dropped = false;
         if values.len() > 1 {
