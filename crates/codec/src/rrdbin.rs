@@ -3,10 +3,11 @@
 //!
 //! A straight field-by-field dump in the order of docs/FORMAT.md ("RRD image"): fixed-width
 //! little-endian integers and IEEE-754 bit patterns (so NaN rows and `-0.0` survive), varint
-//! counts and lengths; archive rows in runs, so mostly-unknown archives cost little. Decoding validates every count against the bytes left before it
+//! counts and lengths; archive rows in blocks (literal, repeated, short decimals), so
+//! unknown rows and rows of decimal data cost little. Decoding validates every count against the bytes left before it
 //! allocates, and every enum code.
 
-use crate::bytes::{ByteReader, ByteWriter, DecodeError};
+use crate::bytes::{unzigzag, zigzag, ByteReader, ByteWriter, DecodeError};
 use rrd::{CdpPrep, Cf, DsDef, DsType, PdpPrep, RraData, RraDef, Rrd, Schema};
 
 fn ds_code(k: DsType) -> u8 {
@@ -100,35 +101,83 @@ pub fn encode_rrd(w: &mut ByteWriter, rrd: &Rrd) {
 
 /// Shortest run of equal values worth a repeat block.
 const MIN_RUN: usize = 3;
+/// Shortest run of short decimals worth a decimal block.
+const MIN_DECIMALS: usize = 4;
+/// Most fraction digits a decimal block may have.
+const MAX_SCALE: u8 = 6;
+const POW10: [f64; MAX_SCALE as usize + 1] = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
 
-/// Values as blocks: varint `n << 1` then `n` values (literal), or varint `n << 1 | 1` then
-/// one value repeated `n` times. Fresh archives (all NaN) shrink to a few bytes.
+const BLOCK_LITERAL: u64 = 0;
+const BLOCK_REPEAT: u64 = 1;
+const BLOCK_DECIMAL: u64 = 2;
+
+/// `m` such that `m as f64 / 10^scale` is exactly `v` (bit for bit), if there is one with
+/// `|m| < 2^53`. The decoder computes the same IEEE division, so the value comes back exact.
+fn as_decimal(v: f64, scale: u8) -> Option<i64> {
+    let p = POW10[scale as usize];
+    let x = (v * p).round();
+    if !x.is_finite() || x.abs() >= 9.0e15 {
+        return None;
+    }
+    let m = x as i64;
+    ((m as f64 / p).to_bits() == v.to_bits()).then_some(m)
+}
+
+/// The smallest scale at which `v` is a short decimal.
+fn min_scale(v: f64) -> Option<u8> {
+    (0..=MAX_SCALE).find(|&s| as_decimal(v, s).is_some())
+}
+
+/// Values as blocks, each a varint header `n << 2 | kind` (n >= 1):
+/// kind 0, `n` literal f64; kind 1, one f64 repeated `n` times; kind 2, a scale byte then
+/// `n` varints `zz(m_i - m_(i-1))` (`m_(-1) = 0`), value `i` being `m_i as f64 / 10^scale`.
+/// Unknown rows of fresh archives cost a few bytes; rows that are short decimals (a 2-decimal
+/// gauge's PDPs, MAX and LAST rows) one or two bytes each.
 fn encode_runs(w: &mut ByteWriter, vals: &[f64]) {
     let run_at = |i: usize| {
         let b = vals[i].to_bits();
         vals[i..].iter().take_while(|v| v.to_bits() == b).count()
+    };
+    let flush = |w: &mut ByteWriter, from: usize, to: usize| {
+        if from < to {
+            w.varint((((to - from) as u64) << 2) | BLOCK_LITERAL);
+            vals[from..to].iter().for_each(|&v| w.f64(v));
+        }
     };
     let mut i = 0;
     let mut lit_start = 0;
     while i < vals.len() {
         let run = run_at(i);
         if run >= MIN_RUN {
-            if lit_start < i {
-                w.varint(((i - lit_start) as u64) << 1);
-                vals[lit_start..i].iter().for_each(|&v| w.f64(v));
-            }
-            w.varint(((run as u64) << 1) | 1);
+            flush(w, lit_start, i);
+            w.varint(((run as u64) << 2) | BLOCK_REPEAT);
             w.f64(vals[i]);
             i += run;
             lit_start = i;
-        } else {
-            i += run;
+            continue;
         }
+        if let Some(scale) = min_scale(vals[i]) {
+            let ms: Vec<i64> = vals[i..]
+                .iter()
+                .map_while(|&v| as_decimal(v, scale))
+                .collect();
+            if ms.len() >= MIN_DECIMALS {
+                flush(w, lit_start, i);
+                w.varint(((ms.len() as u64) << 2) | BLOCK_DECIMAL);
+                w.u8(scale);
+                let mut prev = 0i64;
+                for &m in &ms {
+                    w.varint(zigzag(m.wrapping_sub(prev)));
+                    prev = m;
+                }
+                i += ms.len();
+                lit_start = i;
+                continue;
+            }
+        }
+        i += 1;
     }
-    if lit_start < vals.len() {
-        w.varint(((vals.len() - lit_start) as u64) << 1);
-        vals[lit_start..].iter().for_each(|&v| w.f64(v));
-    }
+    flush(w, lit_start, vals.len());
 }
 
 /// Most values one archive may hold (16 GiB of rows): a bound on allocations.
@@ -138,20 +187,38 @@ fn decode_runs(r: &mut ByteReader, n: usize) -> Result<Vec<f64>, DecodeError> {
     let mut out = Vec::with_capacity(n.min(r.remaining()));
     while out.len() < n {
         let h = r.varint()?;
-        let len = (h >> 1) as usize;
+        let len = (h >> 2) as usize;
         if len == 0 || len > n - out.len() {
             return Err(r.err("bad run length in archive rows"));
         }
-        if h & 1 == 1 {
-            let v = r.f64()?;
-            out.resize(out.len() + len, v);
-        } else {
-            if len > r.remaining() / 8 {
-                return Err(r.err("archive rows truncated"));
+        match h & 3 {
+            BLOCK_LITERAL => {
+                if len > r.remaining() / 8 {
+                    return Err(r.err("archive rows truncated"));
+                }
+                for _ in 0..len {
+                    out.push(r.f64()?);
+                }
             }
-            for _ in 0..len {
-                out.push(r.f64()?);
+            BLOCK_REPEAT => {
+                let v = r.f64()?;
+                out.resize(out.len() + len, v);
             }
+            BLOCK_DECIMAL => {
+                let scale = r.u8()?;
+                let Some(&p) = POW10.get(scale as usize) else {
+                    return Err(r.err("bad decimal scale in archive rows"));
+                };
+                if len > r.remaining() {
+                    return Err(r.err("archive rows truncated"));
+                }
+                let mut m = 0i64;
+                for _ in 0..len {
+                    m = m.wrapping_add(unzigzag(r.varint()?));
+                    out.push(m as f64 / p);
+                }
+            }
+            _ => return Err(r.err("unknown block kind in archive rows")),
         }
     }
     Ok(out)
@@ -357,6 +424,80 @@ pub(crate) mod tests {
         );
     }
 
+    #[test]
+    fn decimal_blocks_roundtrip_bit_for_bit_and_shrink_decimal_rows() {
+        let mut rrd = sample_rrd();
+        let mut vals: Vec<f64> = (0..400)
+            .map(|i| (2000 + (i * 7) % 150) as f64 / 100.0)
+            .collect();
+        // Values that must stay literal or break runs: not short decimals, signed zero,
+        // huge, tiny, infinities, NaN payloads, and a sum with binary rounding.
+        vals.extend([
+            -0.0,
+            0.0,
+            0.1 + 0.2,
+            1.0 / 3.0,
+            1e300,
+            -1e-300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::from_bits(0x7FF8_0000_0000_0001),
+            9.007_199_254_740_993e15,
+            -123_456.789_012,
+            0.000_001,
+        ]);
+        vals.extend((0..50).map(|i| -(i as f64) * 0.25));
+        let ds_cnt = rrd.ds_cnt();
+        let rows = vals.len().div_ceil(ds_cnt);
+        vals.resize(rows * ds_cnt, f64::NAN);
+        rrd.schema.rra[0].row_cnt = rows as u64;
+        rrd.rra[0] = RraData {
+            cur_row: 1,
+            rows: vals.clone(),
+        };
+        let bytes = rrd_bytes(&rrd);
+        let back = decode_rrd(&mut ByteReader::new(&bytes)).unwrap();
+        assert!(bits_equal(&rrd, &back));
+        let got: Vec<u64> = back.rra[0].rows.iter().map(|v| v.to_bits()).collect();
+        let want: Vec<u64> = vals.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, want);
+        // 400 two-decimal values: about 2 bytes each instead of 8.
+        let mut plain = rrd.clone();
+        plain.rra[0]
+            .rows
+            .iter_mut()
+            .for_each(|v| *v = f64::from_bits(v.to_bits() ^ 1));
+        assert!(rrd_bytes(&rrd).len() + 2000 < rrd_bytes(&plain).len());
+    }
+
+    #[test]
+    fn random_values_roundtrip_bit_for_bit() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let vals: Vec<f64> = (0..5000)
+            .map(|_| match next() % 5 {
+                0 => f64::from_bits(next()),
+                1 => (next() % 100_000) as f64 / 100.0,
+                2 => -((next() % 1000) as f64) / 8.0,
+                3 => (next() % 1_000_000) as f64 / 1e6,
+                _ => f64::NAN,
+            })
+            .collect();
+        let mut w = ByteWriter::new();
+        encode_runs(&mut w, &vals);
+        let back = decode_runs(&mut ByteReader::new(&w.buf), vals.len()).unwrap();
+        let same = back
+            .iter()
+            .zip(&vals)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same && back.len() == vals.len());
+    }
+
     /// The image of a tiny RRD, byte by byte as docs/FORMAT.md ("RRD image") lists it.
     #[test]
     fn image_golden_bytes() {
@@ -415,9 +556,9 @@ pub(crate) mod tests {
         want.extend(nan);
         want.extend(nan);
         want.extend(0u64.to_le_bytes()); // cur_row
-        want.push(1 << 1); // one literal value
+        want.push(1 << 2); // one literal value (too short a run for a decimal block)
         want.extend(1f64.to_bits().to_le_bytes());
-        want.push((3 << 1) | 1); // NaN three times
+        want.push((3 << 2) | 1); // NaN three times
         want.extend(nan);
         assert_eq!(rrd_bytes(&rrd), want);
     }

@@ -95,6 +95,11 @@ fn main() -> Result<(), String> {
         x % m
     };
     let t0 = store.get(&name(0)).ok_or("run `create` first")?.last_up;
+    let t0 = if std::env::var_os("LOAD_ALIGN").is_some() {
+        t0 - t0 % STEP
+    } else {
+        t0
+    };
     let mut gauge: Vec<i64> = (0..n).map(|i| 2000 + (i as i64 % 17) * 100).collect();
     let mut counter: Vec<u64> = (0..n).map(|i| 1_000_000 * i as u64).collect();
     let steps = hours * 3600 / STEP;
