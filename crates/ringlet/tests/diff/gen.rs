@@ -2,9 +2,9 @@
 //! between, then every final read.
 
 use super::case::{Case, Expect, Kind, Stdin, Step};
-use super::query_gen::{final_queries, mid_query};
+use super::query_gen::{fetch, final_queries, mid_query};
 use super::rng::Rng;
-use super::schema_gen::gen_schema;
+use super::schema_gen::{duration, gen_schema};
 use super::update_gen::UpdateGen;
 use std::collections::BTreeSet;
 
@@ -24,14 +24,20 @@ pub fn generate(seed: u64) -> Case {
     }
     let mut create = vec!["create".to_string(), "x.rrd".to_string()];
     let (b, s) = *rng.pick(&[("--start", "--step"), ("-b", "-s")]);
-    create.extend([
-        b.to_string(),
-        t0.to_string(),
-        s.to_string(),
-        schema.step.to_string(),
-    ]);
-    create.extend(schema.ds.iter().map(|d| d.definition()));
-    create.extend(schema.rras.iter().map(|r| r.definition()));
+    let step = if schema.units {
+        feats.insert("create:units");
+        duration(schema.step)
+    } else {
+        schema.step.to_string()
+    };
+    create.extend([b.to_string(), t0.to_string(), s.to_string(), step]);
+    create.extend(schema.ds.iter().map(|d| d.definition(schema.units)));
+    create.extend(
+        schema
+            .rras
+            .iter()
+            .map(|r| r.definition(schema.step, schema.units)),
+    );
     let mut steps = vec![Step {
         kind: Kind::Create,
         args: create,
@@ -56,6 +62,28 @@ pub fn generate(seed: u64) -> Case {
     });
     let last = ug.applied.sec;
     final_queries(&mut rng, &schema, t0, last, &mut feats, &mut steps);
+    let plain_restore = steps
+        .iter()
+        .any(|s| s.kind == Kind::Restore && s.args.len() == 3);
+    if plain_restore && rng.chance(0.3) {
+        // The restored copy must consolidate further updates exactly like the original.
+        feats.insert("restore:then-update");
+        ug.file = "y.rrd";
+        let n = rng.range(3, 12);
+        ug.run(&mut rng, n, &mut feats, &mut steps, &mut |_, _| {});
+        let last = ug.applied.sec;
+        for cf in schema.cfs() {
+            let mut f = fetch(&mut rng, &schema, cf, t0, last, &mut feats);
+            f.args[1] = "y.rrd".to_string();
+            steps.push(f);
+        }
+        steps.push(Step {
+            kind: Kind::Dump,
+            args: vec!["dump".to_string(), "y.rrd".to_string()],
+            stdin: Stdin::Empty,
+            expect: Expect::Ok,
+        });
+    }
     Case {
         seed,
         steps,

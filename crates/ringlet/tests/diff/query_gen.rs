@@ -47,7 +47,7 @@ fn opt(rng: &mut Rng, args: &mut Vec<String>, short: &str, long: &str, val: Stri
 }
 
 /// `fetch x.rrd CF` over one of several kinds of range.
-fn fetch(
+pub fn fetch(
     rng: &mut Rng,
     s: &GenSchema,
     cf: &str,
@@ -238,6 +238,40 @@ pub fn final_queries(
             args,
             Expect::Err("should be less than end"),
         ));
+    }
+    if rng.chance(0.05) {
+        feats.insert("err:no-such-file");
+        let f = "nosuch.rrd";
+        let probe = match rng.range(0, 3) {
+            0 => step(
+                Kind::Last,
+                strs(&[f]),
+                Expect::Err("No such file or directory"),
+            ),
+            1 => step(
+                Kind::Info,
+                strs(&[f]),
+                Expect::Err("No such file or directory"),
+            ),
+            2 => step(
+                Kind::Update,
+                vec![f.to_string(), format!("{}:1", last + 1)],
+                Expect::Err("No such file or directory"),
+            ),
+            _ => step(
+                Kind::Fetch,
+                vec![
+                    f.to_string(),
+                    "AVERAGE".into(),
+                    "-s".into(),
+                    t0.to_string(),
+                    "-e".into(),
+                    last.to_string(),
+                ],
+                Expect::Err("No such file or directory"),
+            ),
+        };
+        steps.push(probe);
     }
     steps.push(step(Kind::Info, strs(&["x.rrd"]), Expect::Ok));
     for i in 0..s.rras.len() {

@@ -41,15 +41,21 @@ pub struct GenDs {
 }
 
 impl GenDs {
-    pub fn definition(&self) -> String {
+    /// `DS:...`; with `units`, the heartbeat as a duration like `10m` where it divides evenly.
+    pub fn definition(&self, units: bool) -> String {
         if self.ty == DsType::Compute {
             format!("DS:{}:COMPUTE:{}", self.name, self.rpn)
         } else {
+            let hb = if units {
+                duration(self.hb)
+            } else {
+                self.hb.to_string()
+            };
             format!(
                 "DS:{}:{}:{}:{}:{}",
                 self.name,
                 self.ty.word(),
-                self.hb,
+                hb,
                 self.min,
                 self.max
             )
@@ -66,14 +72,38 @@ pub struct GenRra {
 }
 
 impl GenRra {
-    pub fn definition(&self) -> String {
-        format!("RRA:{}:{}:{}:{}", self.cf, self.xff, self.pdp, self.rows)
+    /// `RRA:...`; with `units`, steps and rows as durations (`1h`, `2d`) where they divide.
+    pub fn definition(&self, step: u64, units: bool) -> String {
+        if units {
+            let (per_row, span) = (self.pdp * step, self.rows * self.pdp * step);
+            format!(
+                "RRA:{}:{}:{}:{}",
+                self.cf,
+                self.xff,
+                duration(per_row),
+                duration(span)
+            )
+        } else {
+            format!("RRA:{}:{}:{}:{}", self.cf, self.xff, self.pdp, self.rows)
+        }
     }
+}
+
+/// Seconds as rrdcreate's duration syntax with the largest unit that divides them exactly.
+pub fn duration(secs: u64) -> String {
+    for (unit, n) in [("w", 604_800), ("d", 86_400), ("h", 3600), ("m", 60)] {
+        if secs >= n && secs % n == 0 {
+            return format!("{}{unit}", secs / n);
+        }
+    }
+    format!("{secs}s")
 }
 
 #[derive(Clone, Debug)]
 pub struct GenSchema {
     pub step: u64,
+    /// Write step, heartbeats and RRA sizes with unit suffixes (`5m`, `1d`).
+    pub units: bool,
     pub ds: Vec<GenDs>,
     pub rras: Vec<GenRra>,
 }
@@ -207,15 +237,28 @@ pub fn gen_schema(rng: &mut Rng) -> GenSchema {
             rng.range(5, 100)
         };
         let cf = *rng.pick(&CFS);
-        let xff = *rng.pick(&["0", "0.1", "0.5", "0.5", "0.9"]);
+        let xff = *rng.pick(&["0", "0.1", "0.5", "0.5", "0.9", "0.333", "0.25", "0.99"]);
         rras.push(GenRra { cf, xff, pdp, rows });
     }
-    GenSchema { step, ds, rras }
+    let units = rng.chance(0.15);
+    GenSchema {
+        step,
+        units,
+        ds,
+        rras,
+    }
 }
 
 fn min_max(rng: &mut Rng, ty: DsType) -> (String, String) {
     let (lo, hi) = match ty {
-        DsType::Gauge => *rng.pick(&[("U", "U"), ("0", "100"), ("-50", "50"), ("0", "U")]),
+        DsType::Gauge => *rng.pick(&[
+            ("U", "U"),
+            ("0", "100"),
+            ("-50", "50"),
+            ("0", "U"),
+            ("-1.5", "1e3"),
+            ("0.001", "U"),
+        ]),
         DsType::Counter => *rng.pick(&[("U", "U"), ("0", "U"), ("0", "1000000"), ("0", "50")]),
         DsType::DCounter => *rng.pick(&[("U", "U"), ("0", "U"), ("0", "1000")]),
         DsType::Derive | DsType::DDerive => *rng.pick(&[("U", "U"), ("0", "U"), ("-100", "100")]),

@@ -81,6 +81,8 @@ pub struct UpdateGen<'a> {
     tricky_p: f64,
     /// Most `time:value` arguments in one update call.
     pub max_per_call: u64,
+    /// The RRD the calls update.
+    pub file: &'static str,
     /// Last time rrdtool applied (the file's last_update).
     pub applied: Time,
     /// Last generated valid time (later calls continue from it, even when an error skipped it).
@@ -186,6 +188,7 @@ impl<'a> UpdateGen<'a> {
             updatev_p: *rng.pick(&[0.0, 0.2, 0.5]),
             tricky_p: *rng.pick(&[0.0, 0.0, 0.03, 0.08]),
             max_per_call: *rng.pick(&[1, 3, 6]),
+            file: "x.rrd",
             applied: t0,
             cursor: t0,
         }
@@ -380,7 +383,13 @@ impl<'a> UpdateGen<'a> {
     ) -> Step {
         let verbose = rng.chance(self.updatev_p);
         let kind = if verbose { Kind::Updatev } else { Kind::Update };
-        let mut args = vec![kind.word().to_string(), "x.rrd".to_string()];
+        let file = if rng.chance(0.05) {
+            feats.insert("name:dot-slash");
+            format!("./{}", self.file)
+        } else {
+            self.file.to_string()
+        };
+        let mut args = vec![kind.word().to_string(), file];
         let mut order = self.schema.inputs();
         let mut expect = Expect::Ok;
         if rng.chance(self.tmpl_p) {
