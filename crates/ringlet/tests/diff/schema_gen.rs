@@ -92,7 +92,7 @@ impl GenRra {
 /// Seconds as rrdcreate's duration syntax with the largest unit that divides them exactly.
 pub fn duration(secs: u64) -> String {
     for (unit, n) in [("w", 604_800), ("d", 86_400), ("h", 3600), ("m", 60)] {
-        if secs >= n && secs % n == 0 {
+        if secs >= n && secs / n * n == secs {
             return format!("{}{unit}", secs / n);
         }
     }
