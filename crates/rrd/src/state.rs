@@ -120,18 +120,18 @@ impl Rrd {
         self.rra_end(rra) - (def.row_cnt as i64 - 1) * span
     }
 
-    /// The value of archive `rra`, DS `ds`, at row `t` (a multiple of the row span); NaN when
+    /// The value of archive `rra`, DS `ds`, at row `t` (a multiple of the row span); DNAN when
     /// the row is outside the archive's retention.
     pub fn value_at(&self, rra: usize, ds: usize, t: i64) -> f64 {
         let def = &self.schema.rra[rra];
         let span = (self.schema.step * def.pdp_cnt) as i64;
         let end = self.rra_end(rra);
         if t > end || t % span != 0 {
-            return f64::NAN;
+            return DNAN;
         }
         let back = ((end - t) / span) as u64;
         if back >= def.row_cnt {
-            return f64::NAN;
+            return DNAN;
         }
         let data = &self.rra[rra];
         let row = (data.cur_row + def.row_cnt - back) % def.row_cnt;
