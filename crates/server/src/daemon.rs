@@ -33,6 +33,10 @@ pub struct Inner {
     /// Value strings accepted since the last commit, per store name, in order.
     pub pending: BTreeMap<String, Vec<String>>,
     pub suspended: BTreeSet<String>,
+    /// (mtime, length) of each `.rrd` file as ringlet last wrote or read it: a file that
+    /// differs when a client sends FORGET was changed by someone else (`rrdtool tune`, a
+    /// local create) and is read again.
+    pub disk: BTreeMap<String, (Option<std::time::SystemTime>, u64)>,
 }
 
 pub struct Daemon {
@@ -87,6 +91,7 @@ impl Daemon {
             inner: Mutex::new(Inner {
                 store,
                 pending: BTreeMap::new(),
+                disk: BTreeMap::new(),
                 suspended: BTreeSet::new(),
             }),
             stats: Stats::default(),

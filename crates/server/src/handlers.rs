@@ -103,13 +103,43 @@ fn ensure(inner: &mut Inner, t: &Target) -> Result<bool, String> {
     if !meta.is_file() {
         return Err(format!("Not a regular file: {}", t.abs));
     }
+    import(inner, t, false)?;
+    Ok(true)
+}
+
+/// Read `t`'s `.rrd` file into the store (replacing the series when `replace`).
+fn import(inner: &mut Inner, t: &Target, replace: bool) -> Result<(), String> {
+    let path = Path::new(&t.abs);
     let bytes = std::fs::read(path).map_err(|e| format!("Cannot read/write {}: {e}", t.abs))?;
     let rrd = rrd::rrdfile::read(&bytes).map_err(|e| format!("RRD Error: {}: {e}", t.abs))?;
     inner
         .store
-        .create(&t.name, rrd, false)
+        .create(&t.name, rrd, replace)
         .map_err(|e| format!("RRD Error: {e}"))?;
-    Ok(true)
+    remember_disk(inner, t);
+    Ok(())
+}
+
+/// The (mtime, length) of `t`'s file now, if it is a file.
+fn disk_stamp(t: &Target) -> Option<(Option<std::time::SystemTime>, u64)> {
+    let m = std::fs::metadata(&t.abs).ok().filter(|m| m.is_file())?;
+    Some((m.modified().ok(), m.len()))
+}
+
+fn remember_disk(inner: &mut Inner, t: &Target) {
+    match disk_stamp(t) {
+        Some(s) => inner.disk.insert(t.name.clone(), s),
+        None => inner.disk.remove(&t.name),
+    };
+}
+
+/// An OS error as C's strerror says it (without Rust's " (os error N)").
+fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
 }
 
 fn resolve_known(d: &Daemon, inner: &mut Inner, file: &str) -> Result<Target, Response> {
@@ -192,7 +222,7 @@ fn flush(d: &Daemon, file: &str) -> Response {
     if let Err(e) = d.commit(&mut inner) {
         return Response::err(e);
     }
-    if let Err(e) = export(&inner, &t) {
+    if let Err(e) = export(&mut inner, &t) {
         return Response::err(e);
     }
     Response::ok(format!("Successfully flushed {}.", t.abs))
@@ -201,7 +231,7 @@ fn flush(d: &Daemon, file: &str) -> Response {
 /// Keep an existing `.rrd` file current after a FLUSH, so tools that read files directly
 /// (`rrdtool lastupdate`, `dump`, `tune`) see what the daemon has. Files that do not exist on
 /// disk are not created: the store is the data.
-fn export(inner: &Inner, t: &Target) -> Result<(), String> {
+fn export(inner: &mut Inner, t: &Target) -> Result<(), String> {
     let path = Path::new(&t.abs);
     if !path.is_file() {
         return Ok(());
@@ -210,7 +240,23 @@ fn export(inner: &Inner, t: &Target) -> Result<(), String> {
         return Ok(());
     };
     let bytes = rrd::rrdfile::write(rrd).map_err(|e| format!("RRD Error: {e}"))?;
-    write_in_place(path, &bytes).map_err(|e| format!("Cannot read/write {}: {e}", t.abs))
+    write_in_place(path, &bytes).map_err(|e| format!("Cannot read/write {}: {e}", t.abs))?;
+    remember_disk(inner, t);
+    Ok(())
+}
+
+/// Write a new `.rrd` file for `t` (its directory made first under -R).
+fn write_new(d: &Daemon, t: &Target, rrd: &Rrd) -> Result<(), String> {
+    let path = Path::new(&t.abs);
+    let bytes = rrd::rrdfile::write(rrd).map_err(|e| format!("RRD Error: {e}"))?;
+    if d.recursive_create {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("RRD Error: creating '{}': {}", t.abs, strerror(&e)))?;
+        }
+    }
+    std::fs::write(path, &bytes)
+        .map_err(|e| format!("RRD Error: creating '{}': {}", t.abs, strerror(&e)))
 }
 
 fn write_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -241,9 +287,17 @@ fn forget(d: &Daemon, file: &str) -> Response {
         return Response::err("No such file or directory");
     }
     // rrdcached drops the file's pending values here. ringlet keeps them: they are already
-    // applied and will be committed; FORGET only stops listing them as pending.
+    // applied and will be committed; FORGET only stops listing them as pending. But a file
+    // someone else changed since ringlet last wrote or read it (librrd sends FORGET after
+    // `rrdtool tune` and around a local create) is the new truth: it is read again.
     inner.pending.remove(&t.name);
     inner.suspended.remove(&t.name);
+    let now = disk_stamp(&t);
+    if now.is_some() && inner.disk.get(&t.name) != now.as_ref() {
+        if let Err(e) = import(&mut inner, &t, true).and_then(|()| d.commit(&mut inner).map(drop)) {
+            return Response::err(e);
+        }
+    }
     Response::ok("Gone!")
 }
 
@@ -622,10 +676,16 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
         return Response::err(format!("RRD Error: creating '{}': File exists", t.abs));
     }
     let rrd = Rrd::new(req.schema, req.start);
+    // The file too, as rrdcached makes it: clients read it locally (`update --template`,
+    // `lastupdate`, `dump`, `tune`), and FLUSH keeps it current.
+    if let Err(e) = write_new(d, &t, &rrd) {
+        return Response::err(e);
+    }
     if let Err(e) = inner.store.create(&t.name, rrd, true) {
         return Response::err(format!("RRD Error: {e}"));
     }
     inner.pending.remove(&t.name);
+    remember_disk(&mut inner, &t);
     // rrdcached's file exists when it answers; ringlet's series is durable when it answers.
     if let Err(e) = d.commit(&mut inner) {
         return Response::err(format!("RRD Error: {e}"));

@@ -1,5 +1,6 @@
 //! rrdtool 1.7.2 as the client: the same seeded random command sequences (create, update with
-//! errors, fetch, info, first, last, xport, graph PRINT of VDEFs, flushcached) run with
+//! errors and templates, fetch, info, first, last, xport, graph PRINT of VDEFs, flushcached, and
+//! the commands that read the file locally after a FLUSH: lastupdate, dump, tune) run with
 //! `--daemon` against `ringlet serve` and against the real rrdcached; stdout, stderr and exit
 //! code of every command must match once socket paths and base directories are normalised.
 //!
@@ -111,6 +112,21 @@ fn gen(seed: u64) -> Case {
     for _ in 0..rounds {
         // One update invocation of 1..5 values; timestamp errors on purpose now and then.
         let mut up = vec![s("update"), file.clone()];
+        // A template (the client maps it, reading the file's DS names locally).
+        let order: Option<Vec<usize>> = if g.chance(20) {
+            let mut o: Vec<usize> = (0..nds).filter(|_| g.chance(70)).collect();
+            if o.is_empty() {
+                o.push(g.below(nds as u64) as usize);
+            }
+            for i in (1..o.len()).rev() {
+                o.swap(i, g.below(i as u64 + 1) as usize);
+            }
+            let names: Vec<&str> = o.iter().map(|&i| ds[i].name.as_str()).collect();
+            up.extend([s("-t"), names.join(":")]);
+            Some(o)
+        } else {
+            None
+        };
         let nvals = 1 + g.below(5);
         for _ in 0..nvals {
             let dt: f64 = match g.below(20) {
@@ -132,7 +148,9 @@ fn gen(seed: u64) -> Case {
                 format!("{t}")
             };
             let mut v = stamp;
-            for d in ds.iter_mut() {
+            let picked: Vec<usize> = order.clone().unwrap_or_else(|| (0..nds).collect());
+            for &i in &picked {
+                let d = &mut ds[i];
                 v.push(':');
                 if g.chance(7) {
                     v.push('U');
@@ -180,7 +198,34 @@ fn gen(seed: u64) -> Case {
             } else {
                 *g.pick(&cfs)
             };
-            match g.below(9) {
+            match g.below(12) {
+                9 => {
+                    cmds.push(vec![s("lastupdate"), file.clone()]);
+                    flushed_since_update = true;
+                }
+                10 => {
+                    cmds.push(vec![s("dump"), file.clone()]);
+                    flushed_since_update = true;
+                }
+                11 if now.fract() != 0.0 => {
+                    // After FORGET rrdcached takes the file's last update time in whole
+                    // seconds (and accepts, then silently drops, an update within that second);
+                    // ringlet keeps the fraction (docs/PROTOCOL.md). Tune only at whole stamps.
+                    cmds.push(vec![s("lastupdate"), file.clone()]);
+                }
+                11 => {
+                    // tune: flush, change the file locally, forget.
+                    let d = &g.pick(&ds).name;
+                    let t = if g.chance(50) {
+                        vec![s("-h"), format!("{d}:{}", step * (1 + g.below(20) as i64))]
+                    } else {
+                        vec![s("-a"), format!("{d}:{}", g.below(2000))]
+                    };
+                    let mut c = vec![s("tune"), file.clone()];
+                    c.extend(t);
+                    cmds.push(c);
+                    flushed_since_update = true;
+                }
                 0 | 1 => {
                     let mut f = vec![
                         s("fetch"),
@@ -309,9 +354,15 @@ fn normalise(o: &Out, sock: &Path, base: &Path) -> Out {
     }
 }
 
-fn run_on(args: &[String], sock: &Path, base: &Path) -> Out {
+/// Run one command against the daemon on `sock`: with `--daemon`, or (odd seeds) with
+/// RRDCACHED_ADDRESS.
+fn run_on(args: &[String], sock: &Path, base: &Path, via_env: bool) -> Out {
+    let addr = format!("unix:{}", sock.display());
+    if via_env {
+        return normalise(&rrdtool_env(base, args, Some(&addr)), sock, base);
+    }
     let mut a = args.to_vec();
-    a.insert(1, format!("unix:{}", sock.display()));
+    a.insert(1, addr);
     a.insert(1, s("--daemon"));
     normalise(&rrdtool(base, &a), sock, base)
 }
@@ -324,8 +375,9 @@ struct Mismatch {
 
 fn run_case(c: &Case, r: &Ringlet, d: &Rrdcached) -> Option<Mismatch> {
     for (i, cmd) in c.cmds.iter().enumerate() {
-        let a = run_on(cmd, &r.sock, &r.base);
-        let b = run_on(cmd, &d.sock, &d.base);
+        let env = c.seed % 2 == 1;
+        let a = run_on(cmd, &r.sock, &r.base, env);
+        let b = run_on(cmd, &d.sock, &d.base, env);
         if std::env::var_os("DAEMON_DIFF_PRINT").is_some() {
             eprintln!("$ {}\n{}{}[{}]", cmd.join(" "), b.stdout, b.stderr, b.code);
         }

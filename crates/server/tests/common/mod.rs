@@ -322,16 +322,23 @@ pub struct Out {
 
 /// Run `rrdtool` in `cwd` with TZ=UTC, LC_ALL=C.
 pub fn rrdtool(cwd: &Path, args: &[String]) -> Out {
-    let o = Command::new("rrdtool")
-        .args(args)
+    rrdtool_env(cwd, args, None)
+}
+
+/// Run `rrdtool` in `cwd` with TZ=UTC, LC_ALL=C and RRDCACHED_ADDRESS=`daemon` if given.
+pub fn rrdtool_env(cwd: &Path, args: &[String], daemon: Option<&str>) -> Out {
+    let mut c = Command::new("rrdtool");
+    c.args(args)
         .current_dir(cwd)
         .env("TZ", "UTC")
         .env("LC_ALL", "C")
         .env_remove("RRDCACHED_ADDRESS")
         .env_remove("RRDCACHED_STRIPPATH")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run rrdtool");
+        .stdin(Stdio::null());
+    if let Some(a) = daemon {
+        c.env("RRDCACHED_ADDRESS", a);
+    }
+    let o = c.output().expect("run rrdtool");
     Out {
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
