@@ -3,9 +3,9 @@
 //! The engine decides *when* and *where* bytes are written; this crate decides *what* they
 //! are, and docs/FORMAT.md describes the same bytes. Modules: [`crc32c`] (the checksum),
 //! [`bytes`] and [`bits`] (little-endian fields, varints, bit streams), [`decimal`] and
-//! [`sample`] (the per-series sample compression), [`rrdbin`] (one `Rrd` as bytes),
-//! [`frame`] (log superblock and record frames), [`record`] (a commit record's payload) and
-//! [`checkpoint`] (checkpoint files).
+//! [`sample`] (the per-series sample compression), [`rrdbin`] (one `Rrd` as bytes) with
+//! [`rows`] (its archive rows), [`frame`] (log superblock and record frames), [`record`] (a
+//! commit record's payload) and [`checkpoint`] (checkpoint files).
 
 pub mod bits;
 pub mod bytes;
@@ -14,6 +14,7 @@ pub mod crc32c;
 pub mod decimal;
 pub mod frame;
 pub mod record;
+pub mod rows;
 pub mod rrdbin;
 pub mod sample;
 
