@@ -17,12 +17,19 @@ struct Pair {
 
 impl Pair {
     fn start(tag: &str) -> Option<Pair> {
+        Pair::start_with(tag, &[])
+    }
+
+    /// Both daemons with the same options before `-l`.
+    fn start_with(tag: &str, before_listen: &[&str]) -> Option<Pair> {
         if !need(&["rrdcached"]) {
             return None;
         }
         let dir = TempDir::new(tag);
-        let r = Ringlet::start(dir.path(), &[]);
-        let c = Rrdcached::start(dir.path());
+        let mut extra = before_listen.to_vec();
+        extra.push("--");
+        let r = Ringlet::start(dir.path(), &extra);
+        let c = Rrdcached::start_with(dir.path(), before_listen);
         Some(Pair { _dir: dir, r, c })
     }
 
@@ -535,4 +542,98 @@ fn long_lines_get_an_error_and_the_connection_goes_on() {
         "-1 Line too long (more than 1048576 bytes)\n"
     );
     assert_eq!(read_reply(&mut s), "0 PONG\n");
+}
+
+#[test]
+fn permissions_refuse_like_rrdcached_inside_and_outside_batches() {
+    let Some(p) = Pair::start_with("perm", &["-P", "FLUSH,PENDING,BATCH"]) else {
+        return;
+    };
+    let out = p.same(&[
+        "UPDATE b.rrd 1:1",
+        "STATS",
+        "PENDING b.rrd",
+        "FLUSH nonexist.rrd",
+        "HELP",
+        "HELP STATS",
+        "BATCH",
+        "UPDATE b.rrd 1:1",
+        "FLUSH nonexist.rrd",
+        "STATS",
+        ".",
+        "QUIT",
+    ]);
+    assert!(
+        out.starts_with("-1 Permission denied.\n-1 Permission denied.\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn tcp_clients_with_relative_names_work() {
+    if !need(&["rrdtool"]) {
+        return;
+    }
+    let dir = TempDir::new("tcp");
+    // A free port: bind, read it, let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port");
+    let addr = format!("127.0.0.1:{port}");
+    let r = Ringlet::start(dir.path(), &["-l", &addr]);
+    let run = |args: &[&str]| {
+        let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        rrdtool_env(dir.path(), &a, Some(&addr))
+    };
+    let o = run(&[
+        "create",
+        "t.rrd",
+        "--start",
+        &T0.to_string(),
+        "--step",
+        "60",
+        "DS:x:GAUGE:120:U:U",
+        "RRA:AVERAGE:0.5:1:10",
+    ]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        r.base.join("t.rrd").is_file(),
+        "created under the base directory"
+    );
+    let o = run(&[
+        "update",
+        "t.rrd",
+        &format!("{}:5", t(60)),
+        &format!("{}:7", t(120)),
+    ]);
+    assert_eq!(o.code, 0, "{o:?}");
+    let o = run(&[
+        "fetch",
+        "t.rrd",
+        "AVERAGE",
+        "-s",
+        &T0.to_string(),
+        "-e",
+        &t(120).to_string(),
+    ]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stdout.contains(&format!(
+            "{}: 5.0000000000e+00\n{}: 7.0000000000e+00\n",
+            t(60),
+            t(120)
+        )),
+        "{}",
+        o.stdout
+    );
+    let o = run(&[
+        "update",
+        &r.base.join("t.rrd").display().to_string(),
+        &format!("{}:1", t(180)),
+    ]);
+    assert_eq!(
+        o.stderr,
+        "ERROR: absolute path names not allowed when talking to a remote daemon\n"
+    );
 }

@@ -152,6 +152,8 @@ pub struct Ringlet {
 }
 
 impl Ringlet {
+    /// `extra` goes after the standard options; options before a `"--"` in it go before
+    /// `-l` (so that `-P` applies to the socket).
     pub fn start(dir: &Path, extra: &[&str]) -> Ringlet {
         let sock = dir.join("r.sock");
         let base = dir.join("db");
@@ -163,8 +165,13 @@ impl Ringlet {
             .append(true)
             .open(&log)
             .expect("log file");
-        let mut args: Vec<String> = vec![
-            "-g".into(),
+        let (before, after): (Vec<&str>, Vec<&str>) = match extra.iter().position(|a| *a == "--") {
+            Some(i) => (extra[..i].to_vec(), extra[i + 1..].to_vec()),
+            None => (Vec::new(), extra.to_vec()),
+        };
+        let mut args: Vec<String> = vec!["-g".into()];
+        args.extend(before.iter().map(|s| s.to_string()));
+        args.extend([
             "-l".into(),
             format!("unix:{}", sock.display()),
             "-b".into(),
@@ -172,8 +179,8 @@ impl Ringlet {
             "-B".into(),
             "--store".into(),
             store.display().to_string(),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
+        ]);
+        args.extend(after.iter().map(|s| s.to_string()));
         let child = Command::new(RINGLET)
             .args(&args)
             .stdin(Stdio::null())
@@ -215,6 +222,11 @@ pub struct Rrdcached {
 
 impl Rrdcached {
     pub fn start(dir: &Path) -> Rrdcached {
+        Rrdcached::start_with(dir, &[])
+    }
+
+    /// With extra options before the listening socket (e.g. `-P` applies to it).
+    pub fn start_with(dir: &Path, extra: &[&str]) -> Rrdcached {
         let sock = dir.join("c.sock");
         let base = dir.join("dc");
         let journal = dir.join("j");
@@ -224,6 +236,7 @@ impl Rrdcached {
         let logf = std::fs::File::create(&log).expect("log file");
         let child = Command::new("rrdcached")
             .arg("-g")
+            .args(extra)
             .arg("-l")
             .arg(format!("unix:{}", sock.display()))
             .arg("-b")
