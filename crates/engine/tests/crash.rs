@@ -201,6 +201,7 @@ fn wrapping_workload(seed: u64) -> Vec<Op> {
 #[test]
 fn records_that_wrap_at_the_ring_end_survive_crashes() {
     let ring = 7 * 4096;
+    let mut cuts = 0;
     for seed in [5u64, 6] {
         let ops = wrapping_workload(seed);
         let clean = SimFs::new();
@@ -214,6 +215,7 @@ fn records_that_wrap_at_the_ring_end_survive_crashes() {
                 fs.set_fault(Fault::CrashAtSync(n));
                 let (committed, in_flight) = run_until_crash(&fs, &ops, ring);
                 let store = reopen(&fs.restart(torn), ring);
+                cuts += store.recovery().cut.is_some() as u32;
                 if same(&store, &committed).is_err() {
                     assert!(torn.is_some(), "crash at sync {n}: {:?}", store.recovery());
                     same(&store, &in_flight).unwrap_or_else(|e| panic!("sync {n} torn: {e}"));
@@ -221,4 +223,38 @@ fn records_that_wrap_at_the_ring_end_survive_crashes() {
             }
         }
     }
+    assert!(
+        cuts > 0,
+        "no torn record was ever cut: the torn crashes tested nothing"
+    );
+}
+
+#[test]
+fn a_crash_during_recovery_itself_loses_nothing_more() {
+    // Records of several pages, so that torn writes really tear them.
+    let ops = wrapping_workload(8);
+    let ring = 7 * 4096;
+    let clean = SimFs::new();
+    run_until_crash(&clean, &ops, ring);
+    let total = clean.syncs();
+    let mut cut_seen = 0;
+    for n in 1..=total {
+        let fs = SimFs::new();
+        fs.set_fault(Fault::CrashAtSync(n));
+        let (committed, in_flight) = run_until_crash(&fs, &ops, ring);
+        let torn = fs.restart(Some(n));
+        // Recovery's own syncs (zeroing a cut tail, re-extending the log) crash in turn.
+        for k in 1..=3 {
+            let again = torn.restart(None);
+            again.set_fault(Fault::CrashAtSync(k));
+            let _ = Store::open_with(Arc::new(again.clone()), Path::new(DIR), small_opts(ring));
+            let store = reopen(&again.restart(None), ring);
+            cut_seen += store.recovery().cut.is_some() as u32;
+            if same(&store, &committed).is_err() {
+                same(&store, &in_flight)
+                    .unwrap_or_else(|e| panic!("crash {n}, recovery crash {k}: {e}"));
+            }
+        }
+    }
+    assert!(cut_seen > 0, "no torn tail was ever recovered");
 }
