@@ -145,7 +145,7 @@ pub fn check_pid_file(p: &Path) -> Result<(), String> {
     };
     if let Ok(pid) = s.trim().parse::<libc::pid_t>() {
         // SAFETY: kill with signal 0 only checks for existence.
-        if pid > 0 && unsafe { libc::kill(pid, 0) } == 0 {
+        if pid > 0 && unsafe { libc::kill(pid, 0) } == 0 && !is_zombie(pid) {
             return Err(format!(
                 "pid file {} names running process {pid}",
                 p.display()
@@ -154,6 +154,18 @@ pub fn check_pid_file(p: &Path) -> Result<(), String> {
     }
     let _ = std::fs::remove_file(p);
     Ok(())
+}
+
+/// A process that has exited but was not reaped (its state in /proc is Z or X) is not
+/// running, though kill(pid, 0) still succeeds (containers whose init does not reap).
+fn is_zombie(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|st| {
+            st.rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next())
+        })
+        .is_some_and(|state| state == 'Z' || state == 'X')
 }
 
 fn gid_of(group: &str) -> Result<libc::gid_t, String> {

@@ -164,3 +164,79 @@ fn restart_after_restart_keeps_serving() {
         assert!(st.success());
     }
 }
+
+#[test]
+fn background_mode_writes_the_pid_file_and_stops_on_sigterm() {
+    let dir = TempDir::new("bg");
+    let sock = dir.path().join("bg.sock");
+    let pidf = dir.path().join("bg.pid");
+    let base = dir.path().join("db");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "-l".into(),
+            format!("unix:{}", sock.display()),
+            "-b".into(),
+            base.display().to_string(),
+            "-B".into(),
+            "-p".into(),
+            pidf.display().to_string(),
+            "--store".into(),
+            dir.path().join("store").display().to_string(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    // Without -g the command returns once the daemon serves.
+    let o = std::process::Command::new(RINGLET)
+        .args(args(&[]))
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{o:?}");
+    let pid: u32 = std::fs::read_to_string(&pidf)
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("a pid");
+    // Gone: files removed and the process exited (absent, or a zombie nobody reaps).
+    let stopped = || {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|st| st.rsplit_once(')').map(|(_, r)| r.trim_start().to_string()));
+        let exited = state.is_none_or(|r| r.starts_with('Z') || r.starts_with('X'));
+        !sock.exists() && !pidf.exists() && exited
+    };
+    // Whatever happens below, stop the daemon by its pid.
+    struct Guard(u32);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            signal(self.0, libc::SIGTERM);
+        }
+    }
+    let guard = Guard(pid);
+    let mut s = connect(&sock);
+    assert_eq!(request(&mut s, "PING"), "0 PONG\n");
+    setup(&sock, "a.rrd");
+    update(&sock, "a.rrd", 1, 10);
+    drop(s);
+    // A second daemon with the same pid file refuses to start.
+    let o = std::process::Command::new(RINGLET)
+        .args(args(&[]))
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("names running process"),
+        "{o:?}"
+    );
+    signal(pid, libc::SIGTERM);
+    let t0 = std::time::Instant::now();
+    while !stopped() && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(stopped(), "socket and pid file removed at exit");
+    std::mem::forget(guard);
+    // A stale pid file (the process is gone) does not stop a new start.
+    std::fs::write(&pidf, format!("{pid}\n")).unwrap();
+    let d = Ringlet::start(dir.path(), &["-p", &pidf.display().to_string()]);
+    assert_eq!(last(&d.sock, "a.rrd"), T0 + 100, "committed at SIGTERM");
+}
