@@ -348,8 +348,14 @@ fn stats(d: &Daemon) -> Response {
     Response::lines("Statistics follow", &lines)
 }
 
-/// C `strtol(s, NULL, 0)`: optional sign, `0x` hex, leading-0 octal, junk after ignored.
+/// C `strtol(s, NULL, 0)`: optional sign, `0x` hex, leading-0 octal, junk after ignored; an
+/// out-of-range number is clamped (C's LONG_MAX/LONG_MIN with ERANGE).
 fn strtol(s: &str) -> i64 {
+    strtol_checked(s).unwrap_or_else(|clamped| clamped)
+}
+
+/// [`strtol`], with `Err(clamped)` where C sets ERANGE.
+fn strtol_checked(s: &str) -> Result<i64, i64> {
     let t = s.trim_start();
     let (neg, t) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
@@ -363,22 +369,17 @@ fn strtol(s: &str) -> i64 {
     } else {
         (10, t)
     };
-    let mut n: i64 = 0;
+    // Past 2^64 the exact value no longer matters: it is out of range either way.
+    let cap: i128 = 1 << 64;
+    let mut n: i128 = 0;
     for c in digits.chars() {
         match c.to_digit(radix) {
-            Some(v) => {
-                n = n
-                    .saturating_mul(i64::from(radix))
-                    .saturating_add(i64::from(v))
-            }
+            Some(v) => n = (n * i128::from(radix) + i128::from(v)).min(cap),
             None => break,
         }
     }
-    if neg {
-        -n
-    } else {
-        n
-    }
+    let n = if neg { -n } else { n };
+    i64::try_from(n).map_err(|_| if neg { i64::MIN } else { i64::MAX })
 }
 
 /// What rrdcached's `rrd_fetch_r` call returns: the finest archive (it passes no
@@ -391,21 +392,43 @@ fn daemon_fetch(
     start: i64,
     end: i64,
 ) -> Result<rrd::fetch::FetchResult, String> {
-    let Some(rra) = rrd::fetch::choose_rra(rrd, cf, start, end, 0) else {
+    // Absurd times (the C arithmetic wraps) choose among archives as if they were merely huge.
+    const LIM: i64 = 1 << 62;
+    let (cs, ce) = (start.clamp(-LIM, LIM), end.clamp(-LIM, LIM));
+    let Some(rra) = rrd::fetch::choose_rra(rrd, cf, cs, ce, 0) else {
         return Err("the RRD does not contain an RRA matching the chosen CF".into());
     };
     let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt) as i64;
-    let s = start - start.rem_euclid(span);
-    let e = end + span - end.rem_euclid(span);
-    if e < s {
+    let s = start.wrapping_sub(start.rem_euclid(span));
+    let e = end.wrapping_add(span - end.rem_euclid(span));
+    // rrdtool sizes its buffer from (end - start) / step in unsigned C arithmetic (an end
+    // before the start wraps to a huge size, and the allocation fails unless the byte count
+    // wraps again to something an overcommitting malloc grants), then writes one row per
+    // step while the time is <= end. Beyond MAX_ROWS rows ringlet does not try.
+    const MAX_BYTES: u64 = 64 << 30;
+    const MAX_ROWS: i64 = 10_000_000;
+    let bytes = (e.wrapping_sub(s) as u64 / span as u64)
+        .wrapping_mul(rrd.ds_cnt() as u64)
+        .wrapping_mul(8);
+    if bytes > MAX_BYTES {
         return Err("malloc fetch data area".into());
+    }
+    // The row times add up in wrapping C arithmetic, compared signed.
+    let mut n: i64 = 0;
+    let mut t = s.wrapping_add(span);
+    while t <= e {
+        n += 1;
+        if n > MAX_ROWS {
+            return Err("malloc fetch data area".into());
+        }
+        t = t.wrapping_add(span);
     }
     let rra_end = rrd.rra_end(rra);
     let row_cnt = rrd.schema.rra[rra].row_cnt as i64;
-    let rows = (0..(e - s) / span)
+    let rows = (0..n)
         .map(|k| {
-            let t = s + (k + 1) * span;
-            let kept = t <= rra_end && (rra_end - t) / span < row_cnt;
+            let t = s.wrapping_add((k + 1) * span);
+            let kept = t <= rra_end && (rra_end.wrapping_sub(t)) / span < row_cnt;
             (0..rrd.ds_cnt())
                 .map(|d| {
                     if kept {
@@ -437,6 +460,29 @@ fn fetch(
     binary: bool,
     now: i64,
 ) -> Response {
+    // Times first, as rrdcached: only out-of-range numbers are refused. C's time arithmetic
+    // wraps; so does ringlet's.
+    let rel = |v: i64| if v <= 0 { now.wrapping_add(v) } else { v };
+    let start = match start.map(strtol_checked) {
+        None => now - 86400,
+        Some(Ok(v)) => rel(v),
+        Some(Err(_)) => {
+            return Response::err(format!(
+                "Cannot parse start time `{}': Only simple integers are allowed.",
+                start.unwrap_or_default()
+            ))
+        }
+    };
+    let end = match end.map(strtol_checked) {
+        None => now,
+        Some(Ok(v)) => rel(v),
+        Some(Err(_)) => {
+            return Response::err(format!(
+                "Cannot parse end time `{}': Only simple integers are allowed.",
+                end.unwrap_or_default()
+            ))
+        }
+    };
     let t = match d.resolve(file) {
         Ok(t) => t,
         Err(e) => return Response::err(e),
@@ -460,9 +506,6 @@ fn fetch(
             "rrd_fetch_r failed: unknown consolidation function '{cf}'"
         ));
     };
-    let rel = |v: i64| if v <= 0 { now + v } else { v };
-    let start = start.map_or(now - 86400, |s| rel(strtol(s)));
-    let end = end.map_or(now, |s| rel(strtol(s)));
     let r = match daemon_fetch(rrd, cf_v, start, end) {
         Ok(r) => r,
         Err(e) => return Response::err(format!("rrd_fetch_r failed: {e}")),
@@ -485,8 +528,9 @@ fn fetch(
     }
     let mut head = vec![
         "FlushVersion: 1".to_string(),
-        format!("Start: {}", r.start),
-        format!("End: {}", r.end),
+        // %lu, as rrdcached prints them.
+        format!("Start: {}", r.start as u64),
+        format!("End: {}", r.end as u64),
         format!("Step: {}", r.step),
         format!("DSCount: {}", cols.len()),
     ];
@@ -520,7 +564,7 @@ fn fetch(
             .join(" ")
     ));
     for (k, row) in r.rows.iter().enumerate() {
-        let t = r.start + (k as i64 + 1) * r.step as i64;
+        let t = r.start.wrapping_add((k as i64 + 1) * r.step as i64) as u64;
         let mut line = format!("{t:10}:");
         for &c in &cols {
             line.push(' ');
@@ -804,5 +848,9 @@ mod tests {
         assert_eq!(strtol("0x10"), 16);
         assert_eq!(strtol("010"), 8);
         assert_eq!(strtol("junk"), 0);
+        assert_eq!(strtol_checked("-9223372036854775808"), Ok(i64::MIN));
+        assert_eq!(strtol_checked("9223372036854775808"), Err(i64::MAX));
+        assert_eq!(strtol_checked("-99999999999999999999999"), Err(i64::MIN));
+        assert_eq!(strtol("0xffffffffffffffffffffffff"), i64::MAX);
     }
 }

@@ -131,12 +131,19 @@ fn spawn_acceptor(d: Arc<Daemon>, l: Listener, access: Arc<conn::Access>, max_co
             .stack_size(256 * 1024)
             .spawn(move || {
                 stream.set_write_timeout(Some(Duration::from_secs(30)));
-                if let Err(e) = conn::serve(&d, &access, stream) {
-                    if e.kind() != std::io::ErrorKind::BrokenPipe
-                        && e.kind() != std::io::ErrorKind::ConnectionReset
+                // A bug that panics ends this connection only; the slot is given back.
+                let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    conn::serve(&d, &access, stream)
+                }));
+                match served {
+                    Ok(Err(e))
+                        if e.kind() != std::io::ErrorKind::BrokenPipe
+                            && e.kind() != std::io::ErrorKind::ConnectionReset =>
                     {
                         log(&format!("connection closed: {e}"));
                     }
+                    Err(_) => log("connection closed: a request made the daemon panic"),
+                    _ => {}
                 }
                 active.fetch_sub(1, Ordering::SeqCst);
             });

@@ -308,3 +308,87 @@ fn a_client_that_never_reads_and_leaves_loses_nothing_it_was_told() {
     expect_values(&d.sock, "gone.rrd", n, |k| k as f64);
     assert_eq!(request(&mut s, "PING"), "0 PONG\n");
 }
+
+#[test]
+fn random_arguments_to_every_command_get_a_reply_and_keep_the_connection() {
+    let dir = TempDir::new("fuzz");
+    let d = Ringlet::start(dir.path(), &["-R"]);
+    let mut s = connect(&d.sock);
+    create(&mut s, "a.rrd");
+    let names: Vec<&str> = proto::COMMANDS
+        .iter()
+        .map(|c| c.name)
+        .filter(|n| !matches!(*n, "QUIT" | "BATCH" | "."))
+        .collect();
+    let pool = [
+        "a.rrd",
+        "b.rrd",
+        "sub/c.rrd",
+        "../x.rrd",
+        "/etc/passwd",
+        "/",
+        "",
+        "RECURSIVE",
+        "AVERAGE",
+        "MAX",
+        "FOO",
+        "0",
+        "-1",
+        "1",
+        "x",
+        "99999999999999999999999",
+        "-99999999999999999999999",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "0x7fffffffffffffff",
+        "1795200060",
+        "1795200060:1",
+        "1795200061.5:2",
+        "N:1",
+        "1795200070:U",
+        "1795200080:1e308",
+        "1795200090:-1e308",
+        "1795200100:nan",
+        "1795200110:inf",
+        "1:2:3:4",
+        "-b",
+        "-s",
+        "-O",
+        "-r",
+        "-t",
+        "-h",
+        "xsd",
+        "DS:x:GAUGE:10:U:U",
+        "DS:y:COUNTER:1:0:0",
+        "DS:x:COMPUTE:x,x,+",
+        "RRA:AVERAGE:0.5:1:10",
+        "RRA:MAX:2:0:0",
+        "RRA:HWPREDICT:10:0.1:0.0035:5",
+        "x",
+    ];
+    let mut g = Rng::new(4242);
+    for i in 0..3000 {
+        let mut line = (*g.pick(&names)).to_string();
+        if g.chance(50) {
+            line = line.to_lowercase();
+        }
+        for _ in 0..g.below(7) {
+            line.push(' ');
+            let tok: &str = g.pick(&pool);
+            line.push_str(tok);
+        }
+        s.write_all(format!("{line}\nPING\n").as_bytes()).unwrap();
+        let r = read_reply(&mut s);
+        assert!(!r.is_empty(), "no reply to {line:?} (line {i})");
+        assert_eq!(
+            read_reply(&mut s),
+            "0 PONG\n",
+            "after {line:?} (line {i}): {r}"
+        );
+    }
+    assert!(
+        d.log_text().lines().all(|l| !l.contains("panicked")),
+        "{}",
+        d.log_text()
+    );
+}
