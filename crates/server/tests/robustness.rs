@@ -374,7 +374,7 @@ fn random_arguments_to_every_command_get_a_reply_and_keep_the_connection() {
         }
         for _ in 0..g.below(7) {
             line.push(' ');
-            let tok: &str = g.pick(&pool);
+            let tok: &&str = g.pick(&pool);
             line.push_str(tok);
         }
         s.write_all(format!("{line}\nPING\n").as_bytes()).unwrap();
