@@ -20,7 +20,7 @@ use diff::compare::differences;
 use diff::exec::{rrdtool_available, run_case, Output, Tool};
 use diff::gen::generate;
 use diff::minimize::minimize;
-use diff::report::{reproducer, summary, CaseResult};
+use diff::report::{headline, reproducer, summary, CaseResult};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -98,6 +98,7 @@ fn compare_case(
         mismatches: Vec::new(),
         per_kind: BTreeMap::new(),
         reproducer: None,
+        headline: None,
     };
     for (i, step) in case.steps.iter().enumerate() {
         if only.as_ref().is_some_and(|o| !o.contains(&step.kind)) {
@@ -111,6 +112,7 @@ fn compare_case(
             e.1 += 1;
             if r.reproducer.is_none() {
                 r.reproducer = Some(reproducer(case, i, &d, rrd, ours));
+                r.headline = Some(headline(case, i, &d, rrd, ours));
             }
             r.mismatches.push((i, step.kind, d));
         }
@@ -153,6 +155,11 @@ fn ringlet_cli_matches_rrdtool_byte_for_byte() {
         failed.len(),
         summary(&results)
     );
+    for r in failed.iter().take(40) {
+        if let Some(h) = &r.headline {
+            eprintln!("{h}");
+        }
+    }
     let show = env_u64("DIFF_SHOW").unwrap_or(3) as usize;
     let shrink = std::env::var("DIFF_MINIMIZE").map_or(true, |v| v != "0");
     for r in failed.iter().take(show) {

@@ -17,6 +17,58 @@ pub struct CaseResult {
     pub per_kind: BTreeMap<Kind, (u64, u64)>,
     /// The reproducer of the first difference, if any.
     pub reproducer: Option<String>,
+    /// One line on the first difference: the command and the first differing output line.
+    pub headline: Option<String>,
+}
+
+/// The first line where `a` and `b` differ, as `"rrdtool: ... | ringlet: ..."`.
+fn first_differing_line(a: &[u8], b: &[u8]) -> String {
+    let (ta, tb) = (text(a), text(b));
+    let (mut la, mut lb) = (ta.lines(), tb.lines());
+    loop {
+        match (la.next(), lb.next()) {
+            (None, None) => return "(same lines; line endings differ)".to_string(),
+            (x, y) if x == y => continue,
+            (x, y) => {
+                let cut = |l: Option<&str>| {
+                    l.map_or("<none>".to_string(), |l| l.chars().take(90).collect())
+                };
+                return format!("rrdtool: {} | ringlet: {}", cut(x), cut(y));
+            }
+        }
+    }
+}
+
+/// The one-line summary of a step's difference.
+pub fn headline(
+    case: &Case,
+    at: usize,
+    fields: &[Field],
+    rrd: &[Output],
+    ours: &[Output],
+) -> String {
+    let step = &case.steps[at];
+    let (a, b) = (&rrd[at], &ours[at]);
+    let what = match fields.first() {
+        Some(Field::Status) => format!(
+            "exit {} vs {}; {}",
+            a.status,
+            b.status,
+            first_differing_line(&a.stderr, &b.stderr)
+        ),
+        Some(Field::Stderr) => first_differing_line(&a.stderr, &b.stderr),
+        _ => first_differing_line(
+            &comparable_stdout(step.kind, &a.stdout),
+            &comparable_stdout(step.kind, &b.stdout),
+        ),
+    };
+    format!(
+        "seed {} cmd {} {}: {}",
+        case.seed,
+        at + 1,
+        step.kind.word(),
+        what
+    )
 }
 
 fn text(b: &[u8]) -> String {

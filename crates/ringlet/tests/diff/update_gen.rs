@@ -126,7 +126,7 @@ impl<'a> UpdateGen<'a> {
                     let wide = rng.chance(0.4);
                     let rate = pick_rate(rng, &[1.0, 10.0, 1000.0, 100_000.0, 10_000_000.0], &d.max)
                         as u64;
-                    let near = rate.saturating_mul(step).saturating_mul(rng.range(1, 8));
+                    let near = rate.saturating_mul(step).saturating_mul(rng.range(1, 3));
                     let v = match (wide, rng.chance(0.5)) {
                         (false, true) => (1u64 << 32).saturating_sub(near.clamp(1, 1 << 31)),
                         (true, true) => u64::MAX - near,
