@@ -392,3 +392,90 @@ fn random_arguments_to_every_command_get_a_reply_and_keep_the_connection() {
         d.log_text()
     );
 }
+
+#[test]
+fn a_batch_of_ten_thousand_updates_is_answered_and_applied() {
+    // rrdcached #1188: clients hang after some hundred UPDATEs in a BATCH.
+    const N: i64 = 10_000;
+    let dir = TempDir::new("bigbatch");
+    let d = Ringlet::start(dir.path(), &[]);
+    let mut s = connect(&d.sock);
+    create(&mut s, "b.rrd");
+    let mut input = String::from("BATCH\n");
+    for k in 1..=N {
+        input.push_str(&format!("UPDATE b.rrd {}:{k}\n", T0 + k));
+    }
+    input.push_str(&format!("UPDATE b.rrd {}:0\n.\n", T0 + 1));
+    let out = converse(&d.sock, input.as_bytes());
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        format!(
+            "0 Go ahead.  End with dot '.' on its own line.\n1 errors\n{} illegal attempt to update using time {}.000000 when last update time is {}.000000 (minimum one second step)\n",
+            N + 1,
+            T0 + 1,
+            T0 + N
+        )
+    );
+    assert!(request(&mut s, "FLUSH b.rrd").starts_with("0 Successfully"));
+    expect_values(&d.sock, "b.rrd", N, |k| k as f64);
+}
+
+#[test]
+fn racing_updates_of_one_file_keep_every_accepted_value() {
+    const THREADS: usize = 32;
+    const EACH: usize = 200;
+    let dir = TempDir::new("race");
+    let d = Ringlet::start(dir.path(), &[]);
+    let mut s = connect(&d.sock);
+    let r = request(
+        &mut s,
+        &format!("CREATE r.rrd -b {T0} -s 1 DS:x:GAUGE:100000:U:U RRA:LAST:0.5:1:100000"),
+    );
+    assert_eq!(r, "0 RRD created OK\n");
+    let clock = std::sync::atomic::AtomicI64::new(1);
+    let accepted = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|sc| {
+        for _ in 0..THREADS {
+            sc.spawn(|| {
+                let mut c = connect(&d.sock);
+                for _ in 0..EACH {
+                    let k = clock.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let r = request(&mut c, &format!("UPDATE r.rrd {}:{k}", T0 + k));
+                    if r == "0 errors, enqueued 1 value(s).\n" {
+                        accepted.lock().unwrap().push(k);
+                    } else {
+                        assert!(r.starts_with("-1 illegal attempt to update"), "{r}");
+                    }
+                }
+            });
+        }
+    });
+    let mut accepted = accepted.into_inner().unwrap();
+    accepted.sort();
+    assert!(!accepted.is_empty());
+    assert!(request(&mut s, "FLUSH r.rrd").starts_with("0 Successfully"));
+    let n = (THREADS * EACH) as i64;
+    let rows = fetch_rows(&d.sock, "r.rrd", "LAST", T0, T0 + n);
+    // Row k is the value of the first accepted update at or after k (a gauge holds its value
+    // back to the previous update), so each accepted k reads as itself.
+    for k in &accepted {
+        let (_, v) = rows.iter().find(|(t, _)| *t == T0 + k).expect("row");
+        assert_eq!(v, &rrd::fmt::c_exp(*k as f64, 17), "accepted value {k}");
+    }
+    let last = *accepted.last().unwrap();
+    assert_eq!(request(&mut s, "LAST r.rrd"), format!("0 {}\n", T0 + last));
+}
+
+#[test]
+fn socket_mode_and_permissions_apply_to_the_following_socket() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("mode");
+    let d = Ringlet::start(dir.path(), &["-m", "0600", "-P", "PING", "--"]);
+    let mode = std::fs::metadata(&d.sock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let out = converse(&d.sock, b"PING\nSTATS\nHELP PING\nQUIT\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        "0 PONG\n-1 Permission denied.\n4 Help for PING\nUsage: PING\n\nPING given, PONG returned\n\n"
+    );
+}
