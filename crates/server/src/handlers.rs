@@ -708,8 +708,16 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
         // directory, but a directory that holds series counts as existing.
         let dir = t.abs.rsplit_once('/').map_or("", |(dir, _)| dir);
         let rel_dir = t.name.rsplit_once('/').map(|(dir, _)| format!("{dir}/"));
-        let known = rel_dir.is_none_or(|p| inner.store.names().iter().any(|n| n.starts_with(&p)));
-        if !dir.is_empty() && !Path::new(dir).is_dir() && !known {
+        let known = || {
+            rel_dir.as_ref().is_none_or(|p| {
+                inner
+                    .store
+                    .names()
+                    .iter()
+                    .any(|n| n.starts_with(p.as_str()))
+            })
+        };
+        if !dir.is_empty() && !Path::new(dir).is_dir() && !known() {
             return Response::err(format!(
                 "No permission to recursively create: {dir}\nDid you pass -R to the daemon?"
             ));
