@@ -89,9 +89,27 @@ pub fn handle(d: &Daemon, cmd: Command, now: i64) -> Reply {
     })
 }
 
+/// Why a file could not be brought into the store.
+enum Fail {
+    /// rrdcached's own message, sent as is.
+    Plain(String),
+    /// librrd's message: `RRD Error: ` or `rrd_fetch_r failed: ` goes before it.
+    Rrd(String),
+}
+
+impl Fail {
+    fn reply(self, rrd_prefix: &str) -> Response {
+        match self {
+            Fail::Plain(m) => Response::err(m),
+            Fail::Rrd(m) => Response::err(format!("{rrd_prefix}{m}")),
+        }
+    }
+}
+
 /// Make sure `t` is in the store, importing its `.rrd` file from disk on first sight (a
 /// client such as collectd creates files itself). Ok(false): no such series or file.
-fn ensure(inner: &mut Inner, t: &Target) -> Result<bool, String> {
+/// `update`: UPDATE's own check of a non-file, else librrd's failure to map it.
+fn ensure(inner: &mut Inner, t: &Target, update: bool) -> Result<bool, Fail> {
     if inner.store.get(&t.name).is_some() {
         return Ok(true);
     }
@@ -101,21 +119,41 @@ fn ensure(inner: &mut Inner, t: &Target) -> Result<bool, String> {
         Err(_) => return Ok(false),
     };
     if !meta.is_file() {
-        return Err(format!("Not a regular file: {}", t.abs));
+        return Err(if update {
+            Fail::Plain(format!("Not a regular file: {}", t.abs))
+        } else {
+            Fail::Rrd(format!("mmaping file '{}': No such device", t.abs))
+        });
     }
     import(inner, t, false)?;
     Ok(true)
 }
 
+/// librrd's message for a file it cannot load, where rrdtool's text is known; else
+/// ringlet's reader's.
+fn load_error(abs: &str, bytes: &[u8], e: &rrd::RrdError) -> String {
+    const STAT_HEAD: usize = 128;
+    if bytes.is_empty() {
+        format!("mmaping file '{abs}': Invalid argument")
+    } else if bytes.len() < STAT_HEAD {
+        "reached EOF while loading header rrd->stat_head".to_string()
+    } else if !bytes.starts_with(b"RRD\0") {
+        format!("'{abs}' is not an RRD file")
+    } else {
+        format!("{abs}: {e}")
+    }
+}
+
 /// Read `t`'s `.rrd` file into the store (replacing the series when `replace`).
-fn import(inner: &mut Inner, t: &Target, replace: bool) -> Result<(), String> {
+fn import(inner: &mut Inner, t: &Target, replace: bool) -> Result<(), Fail> {
     let path = Path::new(&t.abs);
-    let bytes = std::fs::read(path).map_err(|e| format!("Cannot read/write {}: {e}", t.abs))?;
-    let rrd = rrd::rrdfile::read(&bytes).map_err(|e| format!("RRD Error: {}: {e}", t.abs))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| Fail::Plain(format!("Cannot read/write {}: {}", t.abs, strerror(&e))))?;
+    let rrd = rrd::rrdfile::read(&bytes).map_err(|e| Fail::Rrd(load_error(&t.abs, &bytes, &e)))?;
     inner
         .store
         .create(&t.name, rrd, replace)
-        .map_err(|e| format!("RRD Error: {e}"))?;
+        .map_err(|e| Fail::Rrd(e.to_string()))?;
     remember_disk(inner, t);
     Ok(())
 }
@@ -144,10 +182,10 @@ fn strerror(e: &std::io::Error) -> String {
 
 fn resolve_known(d: &Daemon, inner: &mut Inner, file: &str) -> Result<Target, Response> {
     let t = d.resolve(file).map_err(Response::err)?;
-    match ensure(inner, &t) {
+    match ensure(inner, &t, true) {
         Ok(true) => Ok(t),
         Ok(false) => Err(Response::err(format!("No such file: {}", t.abs))),
-        Err(e) => Err(Response::err(e)),
+        Err(e) => Err(e.reply("RRD Error: ")),
     }
 }
 
@@ -294,7 +332,10 @@ fn forget(d: &Daemon, file: &str) -> Response {
     inner.suspended.remove(&t.name);
     let now = disk_stamp(&t);
     if now.is_some() && inner.disk.get(&t.name) != now.as_ref() {
-        if let Err(e) = import(&mut inner, &t, true).and_then(|()| d.commit(&mut inner).map(drop)) {
+        if let Err(e) = import(&mut inner, &t, true) {
+            return e.reply("RRD Error: ");
+        }
+        if let Err(e) = d.commit(&mut inner) {
             return Response::err(e);
         }
     }
@@ -488,7 +529,7 @@ fn fetch(
         Err(e) => return Response::err(e),
     };
     let mut inner = d.lock();
-    match ensure(&mut inner, &t) {
+    match ensure(&mut inner, &t, false) {
         Ok(true) => {}
         Ok(false) => {
             return Response::err(format!(
@@ -496,7 +537,7 @@ fn fetch(
                 t.abs
             ))
         }
-        Err(e) => return Response::err(e),
+        Err(e) => return e.reply("rrd_fetch_r failed: "),
     }
     let Some(rrd) = inner.store.get(&t.name) else {
         return Response::err(format!("No such file: {}", t.abs));
@@ -581,7 +622,7 @@ fn with_rrd(d: &Daemon, file: &str, f: impl FnOnce(&Target, &Rrd) -> Response) -
         Err(e) => return Response::err(e),
     };
     let mut inner = d.lock();
-    match ensure(&mut inner, &t) {
+    match ensure(&mut inner, &t, false) {
         Ok(true) => {}
         Ok(false) => {
             return Response::err(format!(
@@ -589,7 +630,7 @@ fn with_rrd(d: &Daemon, file: &str, f: impl FnOnce(&Target, &Rrd) -> Response) -
                 t.abs
             ))
         }
-        Err(e) => return Response::err(e),
+        Err(e) => return e.reply("RRD Error: "),
     }
     match inner.store.get(&t.name) {
         Some(rrd) => f(&t, rrd),

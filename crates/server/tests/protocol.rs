@@ -642,3 +642,35 @@ fn tcp_clients_with_relative_names_work() {
         "ERROR: absolute path names not allowed when talking to a remote daemon\n"
     );
 }
+
+#[test]
+fn files_that_are_not_rrds_get_librrds_errors() {
+    let Some(p) = Pair::start("notrrd") else {
+        return;
+    };
+    for base in [&p.r.base, &p.c.base] {
+        std::fs::write(base.join("junk.rrd"), "garbage\n").unwrap();
+        std::fs::write(base.join("empty.rrd"), "").unwrap();
+        std::fs::write(base.join("zero.rrd"), vec![0u8; 300]).unwrap();
+        std::fs::create_dir_all(base.join("dir.rrd")).unwrap();
+    }
+    let mut lines = Vec::new();
+    for f in ["junk.rrd", "empty.rrd", "zero.rrd", "dir.rrd"] {
+        for c in [
+            format!("UPDATE {f} {}:1", t(60)),
+            format!("FETCH {f} AVERAGE {T0} {}", t(60)),
+            format!("INFO {f}"),
+            format!("LAST {f}"),
+            format!("FIRST {f} 0"),
+            format!("FLUSH {f}"),
+            format!("PENDING {f}"),
+            format!("FORGET {f}"),
+        ] {
+            lines.push(c);
+        }
+    }
+    lines.push("PING".into());
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let out = p.same(&refs);
+    assert!(out.starts_with("-1 RRD Error: reached EOF while loading header rrd->stat_head\n"));
+}
