@@ -696,6 +696,7 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
     let mut start: Option<i64> = None;
     let mut step: Option<String> = None;
     let mut no_overwrite = d.no_overwrite;
+    let mut template: Option<Target> = None;
     let mut defs: Vec<String> = Vec::new();
     let mut it = args.iter();
     let usage = || proto::request::usage(proto::find("CREATE").expect("CREATE is in the table"));
@@ -704,12 +705,13 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
             defs.push(a.clone());
             continue;
         }
+        // rrdcached matches the first two characters only, and the value is always the
+        // next field (`-b1795200000` is `-b` followed by whatever comes next).
         let flag = a.get(..2).unwrap_or("");
-        let inline = a.get(2..).filter(|s| !s.is_empty()).map(str::to_string);
         match flag {
             "-O" => no_overwrite = true,
             "-b" | "-s" | "-r" | "-t" => {
-                let Some(v) = inline.or_else(|| it.next().cloned()) else {
+                let Some(v) = it.next().cloned() else {
                     return usage();
                 };
                 match flag {
@@ -721,9 +723,13 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
                         start = Some(b);
                     }
                     "-s" => step = Some(v),
+                    "-t" => match d.resolve(&v) {
+                        Ok(src) => template = Some(src),
+                        Err(e) => return Response::err(e),
+                    },
                     _ => {
                         return Response::err(
-                            "RRD Error: create --source/--template is not supported by ringlet yet",
+                            "RRD Error: create --source is not supported by ringlet yet",
                         )
                     }
                 }
@@ -738,12 +744,23 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
     if let Some(s) = step.filter(|s| strtol(s) > 0) {
         cargs.extend(["--step".to_string(), s]);
     }
+    if let Some(src) = &template {
+        cargs.extend(["--template".to_string(), src.abs.clone()]);
+    }
     cargs.extend(defs);
-    let req = match rrd::create::parse_create(&cargs, now) {
+    let mut inner = d.lock();
+    // The template's current definition, as a FLUSH before rrdtool's create would give.
+    let template_schema = match &template {
+        Some(src) => match ensure(&mut inner, src, false) {
+            Ok(true) => inner.store.get(&src.name).map(|r| r.schema.clone()),
+            _ => None,
+        },
+        None => None,
+    };
+    let req = match rrd::create::parse_create_with(&cargs, now, &mut |_| template_schema.clone()) {
         Ok(r) => r,
         Err(e) => return Response::err(format!("RRD Error: {}", e.msg)),
     };
-    let mut inner = d.lock();
     if !d.recursive_create {
         // rrdcached creates missing directories only with -R. ringlet's series need no
         // directory, but a directory that holds series counts as existing.

@@ -227,6 +227,21 @@ fn create_update_pending_fetch_first_last_info_match() {
         "FIRST b.rrd -1",
         "LAST b.rrd",
         "INFO b.rrd",
+        &format!("CREATE t.rrd -b {T0} -t b.rrd DS:z:GAUGE:120:0:1 RRA:MIN:0.5:1:5"),
+        "INFO t.rrd",
+        &format!("CREATE u.rrd -b{T0} -s60 DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10"),
+        &format!("CREATE v.rrd -b {T0} -Ox DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10"),
+        &format!("CREATE v.rrd -b {T0} -O DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10"),
+        &format!("CREATE x.rrd -b {T0} DS:x:FOO:1:U:U RRA:AVERAGE:0.5:1:10"),
+        &format!("CREATE x.rrd -b {T0} DS:x:GAUGE RRA:AVERAGE:0.5:1:10"),
+        &format!("CREATE x.rrd -b {T0} DS:x:GAUGE:10:U:U RRA:FOO:0.5:1:10"),
+        &format!("CREATE x.rrd -b {T0} DS:x:GAUGE:10:U:U DS:x:GAUGE:10:U:U RRA:AVERAGE:0.5:1:10"),
+        &format!("CREATE x.rrd -b {T0} DS:x:GAUGE:10:U:U RRA:AVERAGE:0.5:1:10 junk"),
+        &format!("CREATE x.rrd -b {T0} DS:x:GAUGE:10:U:U RRA:AVERAGE:0.5:1:0"),
+        &format!("CREATE x.rrd -b {T0} DS:x:GAUGE:10:U:U RRA:AVERAGE:1.5:1:10"),
+        &format!("CREATE x.rrd -b {T0} DS:c:COMPUTE:x,2,* RRA:AVERAGE:0.5:1:10"),
+        &format!("CREATE x.rrd -b {T0} -s abc DS:x:GAUGE:10:U:U RRA:AVERAGE:0.5:1:10"),
+        "INFO x.rrd",
     ];
     let (r, c) = p.both(&lines);
     // rrdtool starts each RRA at a random row: INFO's cur_row lines differ by design.
