@@ -80,7 +80,7 @@ rrdcached options (same meaning unless noted):
   -B             refuse names outside the base directory
   -R             CREATE may create directories (accepted; ringlet needs none)
   -O             CREATE never overwrites an existing RRD
-  -w SECS        commit interval = loss window (default 300)
+  -w SECS        commit interval = loss window (default 300; 5m, 1h, 1d... as rrdcached)
   -z SECS        write jitter (accepted, unused: ringlet writes one commit for all)
   -f SECS        idle sweep interval (accepted, unused)
   -t N           writer threads (accepted, unused: one sequential commit writer)
@@ -100,6 +100,32 @@ ringlet options:
   --max-connections N    concurrent connections (default 4096)
   -h, --help             this text
 ";
+
+/// rrdcached's durations: a positive number with an optional suffix (`5m`, `1h`, `2d`, `1w`,
+/// `1M`, `1y`), refused with its texts.
+fn duration(what: &str, v: &str) -> Result<u64, String> {
+    let digits = v.chars().take_while(char::is_ascii_digit).count();
+    let (n, suffix) = v.split_at(digits);
+    let Ok(n) = n.parse::<u64>() else {
+        return Err(format!(
+            "Invalid {what} {v}: value must be (suffixed) positive number"
+        ));
+    };
+    let unit = match suffix {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        "M" => 31 * 86_400,
+        "y" => 366 * 86_400,
+        _ => return Err(format!("Invalid {what} {v}: value has trailing garbage")),
+    };
+    if n == 0 {
+        return Err(format!("Invalid {what} {v}: value must be positive"));
+    }
+    Ok(n.saturating_mul(unit))
+}
 
 fn parse_addr(s: &str) -> Result<Addr, String> {
     if let Some(p) = s.strip_prefix("unix:") {
@@ -208,15 +234,15 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "-R" => c.recursive_create = true,
             "-O" => c.no_overwrite = true,
             "-w" | "--commit-interval" => {
-                c.commit_interval = num(value()?)?;
-                if c.commit_interval == 0 {
-                    return Err("Invalid write interval: 0".into());
-                }
+                c.commit_interval = duration("write interval", &value()?)?;
             }
-            "-z" | "-t" | "-a" => {
+            "-z" => {
+                duration("write delay", &value()?)?;
+            }
+            "-t" | "-a" => {
                 num(value()?)?;
             }
-            "-f" => c.flush_interval = num(value()?)?,
+            "-f" => c.flush_interval = duration("flush interval", &value()?)?,
             "-j" | "-V" => {
                 value()?;
             }
@@ -309,5 +335,23 @@ mod tests {
         assert_eq!(c.commit_interval, 120);
         assert_eq!(c.store, Some(PathBuf::from("/tmp/s")));
         assert_eq!(c.listen[0].mode, Some(0o660));
+    }
+
+    #[test]
+    fn durations_take_rrdcacheds_suffixes_and_texts() {
+        let c = parse(&args("-w 5m -f 2h -z 1d")).unwrap();
+        assert_eq!((c.commit_interval, c.flush_interval), (300, 7200));
+        assert_eq!(
+            parse(&args("-w 0")).unwrap_err(),
+            "Invalid write interval 0: value must be positive"
+        );
+        assert_eq!(
+            parse(&args("-w 10x")).unwrap_err(),
+            "Invalid write interval 10x: value has trailing garbage"
+        );
+        assert_eq!(
+            parse(&args("-f -5")).unwrap_err(),
+            "Invalid flush interval -5: value must be (suffixed) positive number"
+        );
     }
 }
