@@ -44,6 +44,11 @@ pub fn generate(seed: u64) -> Case {
         stdin: Stdin::Empty,
         expect: Expect::Ok,
     }];
+    if rng.chance(0.05) {
+        // rrdtool create overwrites by default.
+        feats.insert("create:overwrite");
+        steps.push(steps[0].clone());
+    }
     if rng.chance(0.15) {
         feats.insert("err:create");
         steps.push(bad_create(&mut rng, t0, &create_args(&steps[0])));
@@ -168,9 +173,16 @@ fn bad_create(rng: &mut Rng, t0: u64, good: &[String]) -> Step {
             "creating 'x.rrd': File exists",
         ),
     };
+    // On an existing file with --no-overwrite, rrdtool reports the file before any bad
+    // definition.
+    let (name, defs, msg) = if rng.chance(0.3) {
+        ("x.rrd", defs, "creating 'x.rrd': File exists")
+    } else {
+        (name, defs, msg)
+    };
     let mut args = vec!["create".to_string(), name.to_string()];
     if name == "x.rrd" {
-        args.push("--no-overwrite".to_string());
+        args.push(rng.pick(&["--no-overwrite", "-O"]).to_string());
     }
     args.extend([
         "--start".to_string(),
