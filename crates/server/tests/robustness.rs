@@ -479,3 +479,23 @@ fn socket_mode_and_permissions_apply_to_the_following_socket() {
         "0 PONG\n-1 Permission denied.\n4 Help for PING\nUsage: PING\n\nPING given, PONG returned\n\n"
     );
 }
+
+#[test]
+fn connections_past_the_limit_get_an_error_and_slots_come_back() {
+    let dir = TempDir::new("maxconn");
+    let d = Ringlet::start(dir.path(), &["--max-connections", "4"]);
+    // The start-up probe's connection may still be winding down.
+    std::thread::sleep(Duration::from_millis(200));
+    let mut held: Vec<_> = (0..4).map(|_| connect(&d.sock)).collect();
+    for s in held.iter_mut() {
+        assert_eq!(request(s, "PING"), "0 PONG\n");
+    }
+    let mut extra = connect(&d.sock);
+    let mut out = String::new();
+    extra.read_to_string(&mut out).unwrap();
+    assert_eq!(out, "-1 Too many connections\n");
+    drop(held);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut again = connect(&d.sock);
+    assert_eq!(request(&mut again, "PING"), "0 PONG\n");
+}
