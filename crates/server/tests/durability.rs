@@ -240,3 +240,40 @@ fn background_mode_writes_the_pid_file_and_stops_on_sigterm() {
     let d = Ringlet::start(dir.path(), &["-p", &pidf.display().to_string()]);
     assert_eq!(last(&d.sock, "a.rrd"), T0 + 100, "committed at SIGTERM");
 }
+
+#[test]
+fn a_file_tuned_by_rrdtool_is_taken_over_and_survives_restart() {
+    if !need(&["rrdtool"]) {
+        return;
+    }
+    let dir = TempDir::new("tune");
+    let mut d = Ringlet::start(dir.path(), &[]);
+    setup(&d.sock, "a.rrd");
+    update(&d.sock, "a.rrd", 1, 20);
+    // `rrdtool tune` through the daemon: FLUSH, change the file locally, FORGET.
+    let args: Vec<String> = ["tune", "a.rrd", "-h", "x:777"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let o = rrdtool_env(&d.base, &args, Some(&d.addr()));
+    assert_eq!(o.code, 0, "{o:?}");
+    let info = |sock: &Path| {
+        let mut s = connect(sock);
+        request(&mut s, "INFO a.rrd")
+    };
+    assert!(info(&d.sock).contains("\nds[x].minimal_heartbeat 1 777\n"));
+    update(&d.sock, "a.rrd", 21, 30);
+    let st = d
+        .proc
+        .stop(libc::SIGKILL, Duration::from_secs(10))
+        .expect("killed");
+    assert!(!st.success());
+    let d = Ringlet::start(dir.path(), &[]);
+    let i = info(&d.sock);
+    assert!(i.contains("\nds[x].minimal_heartbeat 1 777\n"), "{i}");
+    assert_eq!(
+        last(&d.sock, "a.rrd"),
+        T0 + 200,
+        "the tuned file's data, committed at FORGET"
+    );
+}

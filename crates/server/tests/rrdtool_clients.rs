@@ -220,8 +220,14 @@ fn gen(seed: u64) -> Case {
         // Reads.
         for _ in 0..g.below(3) {
             let lo = start - g.below(3) as i64 * step * 10;
-            let from = lo + g.below(((now as i64 - lo) + step * 3) as u64) as i64;
-            let to = from + 1 + g.below((step * 40) as u64) as i64;
+            let mut from = lo + g.below(((now as i64 - lo) + step * 3) as u64) as i64;
+            let mut to = from + 1 + g.below((step * 40) as u64) as i64;
+            if g.chance(15) {
+                // Far back and wide: past what the finest archives hold, so the archive
+                // choice weighs partial coverage.
+                from = now as i64 - g.below((step * 3000) as u64) as i64;
+                to = now as i64 - g.below((step * 50) as u64) as i64 + step;
+            }
             let cf = if g.chance(90) {
                 *g.pick(&rra_cfs)
             } else {
