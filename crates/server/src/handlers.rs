@@ -220,6 +220,7 @@ fn update(d: &Daemon, file: &str, values: &[String]) -> Response {
             Ok(s) => s,
             Err(e) => return Response::err(format!("{}: {}", t.abs, e.msg)),
         };
+        let commits = inner.store.stats().commits;
         if let Err(e) = inner.store.update(&t.name, &sample, &mut |_| {}) {
             let msg = match e {
                 engine::Error::Rrd(r) => r.msg,
@@ -227,12 +228,18 @@ fn update(d: &Daemon, file: &str, values: &[String]) -> Response {
             };
             return Response::err(format!("{}: {msg}", t.abs));
         }
+        n += 1;
+        if inner.store.stats().commits != commits {
+            // The store committed on its own (its pending size limit), this value included:
+            // nothing is pending any more.
+            inner.pending.clear();
+            continue;
+        }
         inner
             .pending
             .entry(t.name.clone())
             .or_default()
             .push(v.clone());
-        n += 1;
     }
     if n == 0 {
         return Response::err("No values updated.");
@@ -377,14 +384,14 @@ fn stats(d: &Daemon) -> Response {
             "UpdatesWritten: {}",
             s.updates_written.load(Ordering::Relaxed)
         ),
-        format!(
-            "DataSetsWritten: {}",
-            s.data_sets_written.load(Ordering::Relaxed)
-        ),
+        format!("DataSetsWritten: {}", inner.store.stats().samples_committed),
         format!("TreeNodesNumber: {nodes}"),
         format!("TreeDepth: {depth}"),
-        format!("JournalBytes: {}", s.journal_bytes.load(Ordering::Relaxed)),
-        format!("JournalRotate: {}", 0),
+        format!(
+            "JournalBytes: {}",
+            inner.store.stats().log_bytes + inner.store.stats().checkpoint_bytes
+        ),
+        format!("JournalRotate: {}", inner.store.stats().checkpoints),
     ];
     Response::lines("Statistics follow", &lines)
 }
