@@ -204,7 +204,8 @@ fn update(d: &Daemon, file: &str, values: &[String]) -> Response {
         // rrdcached's own check: a number, then ':', later than the last update.
         let stamp = v
             .split_once(':')
-            .and_then(|(ts, _)| rrd::num::strtodbl(ts).ok());
+            .and_then(|(ts, _)| rrd::num::strtodbl(ts).ok())
+            .filter(|t| t.is_finite());
         let Some(stamp) = stamp else {
             return Response::err(format!("Cannot find timestamp in '{v}'!"));
         };
