@@ -337,8 +337,14 @@ impl<'a> UpdateGen<'a> {
             }
             Val::Derive { v, rate } => {
                 let d = *rate * ivs as i64;
-                // Mostly upwards, as real DERIVE series (often min 0) go.
-                let step = rng.irange(-d / 3, d);
+                // Mostly upwards, as real DERIVE series (often min 0) go; sometimes flat
+                // (equal negative readings give rrdtool a rate of -0).
+                let step = if rng.chance(0.1) {
+                    feats.insert("derive-flat");
+                    0
+                } else {
+                    rng.irange(-d / 3, d)
+                };
                 if step < 0 {
                     feats.insert("derive-down");
                 }
