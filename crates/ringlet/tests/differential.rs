@@ -5,14 +5,22 @@
 //! one empty directory and to `ringlet --store DIR` in another; stdout, stderr and exit status
 //! of every command must be identical (info's layout keys excepted).
 //!
-//! Environment: `DIFF_CASES` (default 500 with CI=true or in release builds, 40 otherwise),
-//! `DIFF_SEED` (first seed, default 1; case i uses seed DIFF_SEED+i), `DIFF_ONLY=fetch,info`
-//! (compare only these commands; all still run), `DIFF_SKIP_FEATURES=tricky-number,...`
-//! (leave out cases with these generator features, to look past a known difference), `DIFF_THREADS` (default 2), `DIFF_SHOW`
-//! (reproducers printed, default 3, each shrunk unless `DIFF_MINIMIZE=0`), `DIFF_RINGLET` (another
-//! binary to test in place of this build's ringlet, called as `BIN --store DIR <command> ...`), `DIFF_GEN_CASES` (cases of the generator self-check,
-//! default 100 with CI=true or in release builds, 40 otherwise; coverage checked from 100), `DIFF_PRINT` (the self-check prints every command with rrdtool's output). rrdtool must be on PATH; without it the tests fail under CI=true and are
-//! skipped otherwise.
+//! Environment:
+//! - `DIFF_CASES`: cases to run (default 500 with CI=true or in release builds, 40 otherwise).
+//! - `DIFF_SEED`: first seed (default 1); case i uses seed DIFF_SEED+i. One case:
+//!   `DIFF_SEED=1234 DIFF_CASES=1`.
+//! - `DIFF_ONLY=fetch,info`: compare only these commands (all still run).
+//! - `DIFF_SKIP_FEATURES=tricky-number,...`: leave out cases with these generator features, to
+//!   look past a known difference.
+//! - `DIFF_THREADS` (default 2); `DIFF_SHOW`: reproducers printed (default 3), each shrunk
+//!   unless `DIFF_MINIMIZE=0`.
+//! - `DIFF_RINGLET`: another binary to test instead of this build's, run as
+//!   `BIN --store DIR <command> ...`.
+//! - `DIFF_GEN_CASES`: cases of the generator self-check (default 100 with CI=true or in
+//!   release builds, 40 otherwise; feature coverage is checked from 100); `DIFF_PRINT`: the
+//!   self-check prints every command with rrdtool's output.
+//!
+//! rrdtool must be on PATH; without it the tests fail under CI=true and are skipped otherwise.
 
 mod diff;
 
