@@ -38,7 +38,11 @@ pub fn dump_xml(rrd: &Rrd, header: &str) -> String {
         }
     }
     let schema = &rrd.schema;
-    let _ = writeln!(o, "\t<version>{}</version>", file_version(rrd));
+    let _ = writeln!(
+        o,
+        "\t<version>{}</version>",
+        crate::rrdfile::version(&rrd.schema)
+    );
     let _ = writeln!(o, "\t<step>{}</step> <!-- Seconds -->", schema.step);
     let _ = writeln!(
         o,
@@ -115,21 +119,6 @@ pub fn dump_xml(rrd: &Rrd, header: &str) -> String {
     }
     o.push_str("</rrd>\n");
     o
-}
-
-/// The file format version rrdtool writes: `0005` when a DCOUNTER or DDERIVE DS exists (they
-/// need the 1.6 format), else `0003`.
-pub fn file_version(rrd: &Rrd) -> &'static str {
-    if rrd
-        .schema
-        .ds
-        .iter()
-        .any(|d| matches!(d.kind, DsType::DCounter | DsType::DDerive))
-    {
-        "0005"
-    } else {
-        "0003"
-    }
 }
 
 /// `YYYY-MM-DD HH:MM:SS` of a Unix time, in UTC (proleptic Gregorian).

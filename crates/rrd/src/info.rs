@@ -5,8 +5,8 @@
 //! (`rrd_version`, `header_size`, `cur_row`) get plausible values: the version rrdtool would
 //! write, the x86-64 header size of the same schema, and ringlet's own ring position.
 
-use crate::dump::file_version;
 use crate::fmt::info_num;
+use crate::rrdfile;
 use crate::schema::DsType;
 use crate::Rrd;
 
@@ -35,25 +35,20 @@ impl InfoValue {
     }
 }
 
-/// Bytes of rrdtool's header for this schema on x86-64: `stat_head` 128, `ds_def` 120 and
-/// `rra_def` 120 each, `live_head` 16, `pdp_prep` 112 per DS, `cdp_prep` 80 per DS and RRA,
-/// `rra_ptr` 8 per RRA.
-pub fn header_size(rrd: &Rrd) -> u64 {
-    let ds = rrd.ds_cnt() as u64;
-    let rra = rrd.schema.rra.len() as u64;
-    128 + 120 * ds + 120 * rra + 16 + 112 * ds + 80 * ds * rra + 8 * rra
-}
-
 /// The keys and values `rrdtool info <filename>` prints, in order.
 pub fn info(rrd: &Rrd, filename: &str) -> Vec<(String, InfoValue)> {
     use InfoValue::*;
     let mut out: Vec<(String, InfoValue)> = Vec::new();
     let mut put = |k: String, v: InfoValue| out.push((k, v));
     put("filename".into(), Str(filename.to_string()));
-    put("rrd_version".into(), Str(file_version(rrd).to_string()));
+    put(
+        "rrd_version".into(),
+        Str(rrdfile::version(&rrd.schema).to_string()),
+    );
     put("step".into(), Count(rrd.schema.step));
     put("last_update".into(), Int(rrd.last_up));
-    put("header_size".into(), Count(header_size(rrd)));
+    let size = rrdfile::header_size(rrd.ds_cnt(), rrd.schema.rra.len());
+    put("header_size".into(), Count(size as u64));
     for (i, (d, p)) in rrd.schema.ds.iter().zip(&rrd.pdp).enumerate() {
         let k = |f: &str| format!("ds[{}].{f}", d.name);
         put(k("index"), Count(i as u64));
@@ -141,9 +136,10 @@ rra[1].cdp_prep[2].value = NaN\nrra[1].cdp_prep[2].unknown_datapoints = 3\n";
 
     #[test]
     fn header_size_matches_x86_64_layout() {
-        assert_eq!(
-            header_size(&new_rrd("b.rrd DS:x:GAUGE:120:0:100 RRA:AVERAGE:0.5:1:10")),
-            584
-        );
+        let rrd = new_rrd("b.rrd DS:x:GAUGE:120:0:100 RRA:AVERAGE:0.5:1:10");
+        let size = info(&rrd, "b.rrd")
+            .into_iter()
+            .find(|(k, _)| k == "header_size");
+        assert_eq!(size.map(|(_, v)| v), Some(InfoValue::Count(584)));
     }
 }
