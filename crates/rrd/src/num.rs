@@ -195,14 +195,15 @@ pub fn rrd_diff(a: &str, b: &str) -> f64 {
     if na != nb {
         return f64::NAN;
     }
-    // Same sign: a - b = sign * (|a| - |b|).
+    // Same sign: a - b = sign * (|a| - |b|). Equal negative operands give -0, as rrdtool's
+    // string subtraction does ("-571" - "-571" is -0.0, and the sign shows in info and fetch).
     let (mag, neg) = if va >= vb {
         (va - vb, na)
     } else {
         (vb - va, !na)
     };
     let v = accumulate_digits(mag);
-    if neg && mag != 0 {
+    if neg {
         -v
     } else {
         v
@@ -231,6 +232,17 @@ fn accumulate_digits(v: u128) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // rrdtool create x.rrd -b 1797498030 -s 1 DS:a:DERIVE:2:U:U RRA:MAX:0.5:1:5
+    // rrdtool update x.rrd 1797498042:-571 1797498043:-571 -> info ds[a].value = -0.0000000000e+00
+    #[test]
+    fn equal_negative_readings_differ_by_negative_zero() {
+        assert!(rrd_diff("-571", "-571").is_sign_negative());
+        assert_eq!(rrd_diff("-571", "-571"), 0.0);
+        assert!(rrd_diff("571", "571").is_sign_positive());
+        assert_eq!(rrd_diff("-3", "-13"), 10.0);
+        assert_eq!(rrd_diff("-13", "-3"), -10.0);
+    }
 
     fn val(s: &str) -> f64 {
         strtodbl(s).unwrap()

@@ -386,7 +386,9 @@ impl<'a> Reader<'a> {
                 if n < t.len() && !t.as_bytes()[n].is_ascii_whitespace() {
                     return Err(self.ling(&format!("get_xml_double from '{}' Success", t)));
                 }
-                Ok(v)
+                // rrdtool restore stores every unknown as its DNAN (sign bit set), whatever
+                // the spelling (`NaN`, `nan`, `-nan`).
+                Ok(if v.is_nan() { crate::num::DNAN } else { v })
             }
         }
     }
