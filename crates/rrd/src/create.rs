@@ -88,15 +88,18 @@ fn err(msg: impl Into<String>) -> RrdError {
 
 /// Parse `rrdtool create`'s arguments (everything after the word `create`).
 pub fn parse_create(args: &[String], now: i64) -> Result<CreateRequest, RrdError> {
-    parse_create_with(args, now, &mut |_| None)
+    parse_create_with(args, now, &mut |_| None, &mut |_| false)
 }
 
-/// [`parse_create`] with `--template` support: `template` returns the schema of an existing
-/// RRD, or `None` when there is none (`Cannot open template RRD <name>`).
+/// [`parse_create`] with the store's answers: `template` returns the schema of an existing
+/// RRD, or `None` when there is none (`Cannot open template RRD <name>`); `exists` says
+/// whether the file to create exists, asked only with `--no-overwrite`, right after the
+/// options are read and before any definition is checked, as rrdtool does.
 pub fn parse_create_with(
     args: &[String],
     now: i64,
     template: &mut dyn FnMut(&str) -> Option<Schema>,
+    exists: &mut dyn FnMut(&str) -> bool,
 ) -> Result<CreateRequest, RrdError> {
     let mut template_name: Option<String> = None;
     let mut start_spec: Option<String> = None;
@@ -173,6 +176,13 @@ pub fn parse_create_with(
                 template_name = Some(val);
             }
             _ => return Err(err("ringlet does not support --daemon")),
+        }
+    }
+    if no_overwrite {
+        if let Some(name) = positional.first() {
+            if exists(name) {
+                return Err(err(format!("creating '{name}': File exists")));
+            }
         }
     }
     let base = match &template_name {
@@ -422,17 +432,23 @@ mod tests {
             .split_whitespace()
             .map(String::from)
             .collect();
-        let r =
-            parse_create_with(&args, NOW, &mut |n| (n == "t.rrd").then(|| base.clone())).unwrap();
+        let r = parse_create_with(
+            &args,
+            NOW,
+            &mut |n| (n == "t.rrd").then(|| base.clone()),
+            &mut |_| false,
+        )
+        .unwrap();
         assert_eq!(r.schema.step, 10);
         assert_eq!(r.schema.ds.len(), 2);
         assert_eq!((r.schema.rra[1].pdp_cnt, r.schema.rra[1].row_cnt), (6, 60));
         let mut with_step = args.clone();
         with_step.push("--step=20".into());
-        let r = parse_create_with(&with_step, NOW, &mut |_| Some(base.clone())).unwrap();
+        let r = parse_create_with(&with_step, NOW, &mut |_| Some(base.clone()), &mut |_| false)
+            .unwrap();
         assert_eq!(r.schema.step, 20);
         assert_eq!(
-            parse_create_with(&args, NOW, &mut |_| None)
+            parse_create_with(&args, NOW, &mut |_| None, &mut |_| false)
                 .unwrap_err()
                 .msg,
             "Cannot open template RRD t.rrd"

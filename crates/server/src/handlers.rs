@@ -765,7 +765,12 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
         },
         None => None,
     };
-    let req = match rrd::create::parse_create_with(&cargs, now, &mut |_| template_schema.clone()) {
+    let req = match rrd::create::parse_create_with(
+        &cargs,
+        now,
+        &mut |_| template_schema.clone(),
+        &mut |_| false,
+    ) {
         Ok(r) => r,
         Err(e) => return Response::err(format!("RRD Error: {}", e.msg)),
     };

@@ -12,27 +12,39 @@ pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
     if args.iter().any(|a| a == "-d" || a.starts_with("--daemon")) {
         return Outcome::err(NO_DAEMON);
     }
-    // Parse without the store first; open it only when the arguments are good or name a
-    // template (`-t other.rrd`) that must be read from it.
-    let mut wants_template = false;
-    let first = rrd::create::parse_create_with(args, ctx.now.0, &mut |_| {
-        wants_template = true;
-        None
-    });
+    // Parse without the store first; open it only when the arguments are good, name a
+    // template (`-t other.rrd`) that must be read from it, or ask (`-O`) whether the file
+    // exists: rrdtool answers "File exists" before it checks any definition.
+    let needs_store = std::cell::Cell::new(false);
+    let first = rrd::create::parse_create_with(
+        args,
+        ctx.now.0,
+        &mut |_| {
+            needs_store.set(true);
+            None
+        },
+        &mut |_| {
+            needs_store.set(true);
+            false
+        },
+    );
+    let needs_store = needs_store.get();
     if let Err(e) = &first {
-        if !wants_template {
+        if !needs_store {
             return Outcome::err(e.msg.clone());
         }
     }
     with_store(ctx, |st| {
         let req = match first {
-            Ok(r) => r,
-            Err(_) => {
+            Ok(r) if !needs_store => r,
+            _ => {
+                let mut exists = |t: &str| store::normalize(t).is_ok_and(|n| st.get(&n).is_some());
                 let mut from_store = |t: &str| {
                     let name = store::normalize(t).ok()?;
                     st.get(&name).map(|r| r.schema.clone())
                 };
-                match rrd::create::parse_create_with(args, ctx.now.0, &mut from_store) {
+                match rrd::create::parse_create_with(args, ctx.now.0, &mut from_store, &mut exists)
+                {
                     Ok(r) => r,
                     Err(e) => return Outcome::err(e.msg),
                 }
