@@ -14,15 +14,19 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 const USAGE: &str = "\
-usage: engine-load create --store DIR [--series N] [--step SECS] [--start EPOCH] [--seed N]
-       engine-load run    --store DIR [--duration 6h] [--commit 5m] [--seed N]
+usage: engine-load create     --store DIR [--series N] [--step SECS] [--start EPOCH] [--seed N]
+       engine-load run        --store DIR [--duration 6h] [--commit 5m] [--seed N]
+       engine-load open       --store DIR
+       engine-load checkpoint --store DIR
 
 create: make N series (default 3000) named host<h>/m<i>.rrd, a third each of 2-decimal gauges,
         counters and constants, each with DS:value:<GAUGE|COUNTER>:<2*step>:U:U and the archives
         AVERAGE 1 PDP x 1 day, AVERAGE and MAX of 20 PDPs x 1 week; then commit and close.
 run:    continue every series from its last update, one value per series per step, for
         --duration of virtual time, committing at every --commit boundary; then close.
-        Prints samples, commits, bytes the engine reported writing, and wall-clock rates.";
+        Prints samples, commits, bytes the engine reported writing, and wall-clock rates.
+open:   open the store (checkpoint + replay) and print how long recovery took.
+checkpoint: write a checkpoint now and print its size.";
 
 struct Args {
     cmd: String,
@@ -201,6 +205,28 @@ fn run(a: &Args) -> Result<(), String> {
     Ok(())
 }
 
+fn open(a: &Args) -> Result<(), String> {
+    let t = Instant::now();
+    let store = Store::open(&a.store, Options::default()).map_err(|e| e.to_string())?;
+    let r = store.recovery();
+    println!(
+        "open_s={:.3} series={} checkpoint_generation={} records_replayed={} samples_replayed={}",
+        t.elapsed().as_secs_f64(),
+        store.names().len(),
+        r.checkpoint_generation,
+        r.records_replayed,
+        r.samples_replayed
+    );
+    store.close().map_err(|e| e.to_string())
+}
+
+fn checkpoint(a: &Args) -> Result<(), String> {
+    let mut store = Store::open(&a.store, Options::default()).map_err(|e| e.to_string())?;
+    let bytes = store.checkpoint().map_err(|e| e.to_string())?;
+    println!("checkpoint_bytes={bytes} series={}", store.names().len());
+    store.close().map_err(|e| e.to_string())
+}
+
 fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(a) => a,
@@ -215,6 +241,8 @@ fn main() -> ExitCode {
     let r = match args.cmd.as_str() {
         "create" => create(&args),
         "run" => run(&args),
+        "open" => open(&args),
+        "checkpoint" => checkpoint(&args),
         other => Err(format!("unknown command {other}\n{USAGE}")),
     };
     match r {
