@@ -235,7 +235,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
     sys::block_signals();
     let d = Arc::new(Daemon::open(cfg, store_dir)?);
     let rep = d.lock().store.recovery().clone();
-    log(&format!("store {} opened: {rep:?}", store_dir.display()));
+    log(&describe_recovery(store_dir, &rep));
     let mut sockets = Vec::new();
     let mut bound = Vec::new();
     for l in &cfg.listen {
@@ -269,6 +269,36 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
         }
     });
     Ok((d, sockets))
+}
+
+/// One line for the log about what opening the store found.
+fn describe_recovery(dir: &Path, r: &engine::recovery::RecoveryReport) -> String {
+    if r.created {
+        return format!("created a new store in {}", dir.display());
+    }
+    let mut s = format!(
+        "opened store {}: checkpoint generation {}, replayed {} commits ({} samples)",
+        dir.display(),
+        r.checkpoint_generation,
+        r.records_replayed,
+        r.samples_replayed
+    );
+    if !r.invalid_checkpoints.is_empty() {
+        s += &format!(
+            "; invalid checkpoints skipped: {}",
+            r.invalid_checkpoints.join(", ")
+        );
+    }
+    if let Some(c) = &r.cut {
+        s += &format!(
+            "; WARNING: log cut at file offset {} ({}): what followed was torn or corrupt and is not served",
+            c.file_offset, c.reason
+        );
+    }
+    if r.samples_refused > 0 {
+        s += &format!("; WARNING: {} replayed samples refused", r.samples_refused);
+    }
+    s
 }
 
 fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf]) {
