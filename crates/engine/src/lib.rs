@@ -101,6 +101,37 @@ impl Default for Options {
     }
 }
 
+/// Parse a size such as `65536`, `512k`, `64M` or `1G` (powers of 1024), as given for the log
+/// ring. At least 64 KiB.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1u64 << 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 1 << 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("invalid size '{s}' (use e.g. 65536, 512k, 64M, 1G)"))?;
+    let bytes = n
+        .checked_mul(mult)
+        .ok_or_else(|| format!("size '{s}' is too large"))?;
+    if bytes < 64 << 10 {
+        return Err(format!("size '{s}' is below the minimum of 64k"));
+    }
+    Ok(bytes)
+}
+
+/// The log ring size for a store created now, as the binaries read it: `$RINGLET_LOG_SIZE`
+/// (e.g. `64M`) when set, else the default. An existing store keeps the size it has.
+pub fn log_size_from_env() -> Result<u64, String> {
+    match std::env::var("RINGLET_LOG_SIZE") {
+        Ok(v) if !v.is_empty() => parse_size(&v).map_err(|e| format!("RINGLET_LOG_SIZE: {e}")),
+        _ => Ok(Options::default().log_bytes),
+    }
+}
+
 /// What one commit wrote.
 #[derive(Debug, Clone, Default)]
 pub struct CommitStats {
@@ -400,6 +431,21 @@ impl Store {
     pub fn close(mut self) -> Result<(), Error> {
         self.commit()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert!(parse_size("1k").unwrap_err().contains("minimum"));
+        assert!(parse_size("lots").unwrap_err().contains("invalid size"));
     }
 }
 

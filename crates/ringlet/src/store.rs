@@ -53,6 +53,7 @@ pub fn normalize(given: &str) -> Result<String, String> {
 pub fn open(dir: &Path) -> Result<Store, String> {
     let opts = Options {
         commit_interval: None,
+        log_bytes: engine::log_size_from_env()?,
         ..Options::default()
     };
     Store::open(dir, opts).map_err(|e| message(&e, ""))

@@ -60,6 +60,9 @@ pub struct Config {
     pub max_line: usize,
     /// `--max-connections`.
     pub max_connections: usize,
+    /// `--log-size`: log ring size for a store created now (None: `$RINGLET_LOG_SIZE`, else
+    /// the engine's default).
+    pub log_size: Option<u64>,
 }
 
 pub const HELP: &str = "\
@@ -98,6 +101,8 @@ ringlet options:
   --commit-interval SECS same as -w
   --max-line BYTES       longest request line (default 1048576; rrdcached: 8191)
   --max-connections N    concurrent connections (default 4096)
+  --log-size SIZE        log ring size when the store is created (default 64M, or
+                         $RINGLET_LOG_SIZE): a larger ring means rarer checkpoints
   -h, --help             this text
 ";
 
@@ -184,6 +189,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         store: None,
         max_line: 1 << 20,
         max_connections: 4096,
+        log_size: None,
     };
     let (mut perms, mut sock_group, mut sock_mode) = (None, None, None);
     let mut it = args.iter();
@@ -254,6 +260,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "-U" => c.user = Some(value()?),
             "--store" => c.store = Some(PathBuf::from(value()?)),
             "--max-line" => c.max_line = num(value()?)?.max(64) as usize,
+            "--log-size" => c.log_size = Some(engine::parse_size(&value()?)?),
             "--max-connections" => c.max_connections = num(value()?)?.max(1) as usize,
             _ => return Err(format!("unknown option '{a}' (see ringlet serve --help)")),
         }

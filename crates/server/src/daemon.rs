@@ -83,6 +83,10 @@ impl Daemon {
             store_dir,
             Options {
                 commit_interval: None,
+                log_bytes: match cfg.log_size {
+                    Some(n) => n,
+                    None => engine::log_size_from_env()?,
+                },
                 ..Options::default()
             },
         )
