@@ -60,6 +60,10 @@ pub fn run_case(
             Tool::Ringlet(bin) => {
                 let mut c = Command::new(bin);
                 c.arg("--store").arg(&store);
+                // A small log ring: each case makes a fresh store, and the default 64 MiB
+                // zero-filled log per case would only cost disk writes (and exercises the
+                // ring's wrap and checkpoints less).
+                c.env("RINGLET_LOG_SIZE", "256k");
                 c
             }
         };
