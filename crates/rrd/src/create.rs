@@ -68,16 +68,6 @@ pub fn scaled_duration(token: &str, divisor: u64) -> Result<u64, &'static str> {
     Ok(value)
 }
 
-/// The Holt-Winters consolidation functions, which ringlet refuses.
-const HOLT_WINTERS: [&str; 6] = [
-    "HWPREDICT",
-    "MHWPREDICT",
-    "SEASONAL",
-    "DEVSEASONAL",
-    "DEVPREDICT",
-    "FAILURES",
-];
-
 /// Most archive values (rows x DS, all archives) one RRD may hold: ringlet keeps an RRD's rows
 /// in memory, so larger schemas fail as rrdtool fails when it cannot allocate its file (1 GiB).
 pub const MAX_VALUES: u64 = 1 << 27;
@@ -330,7 +320,7 @@ fn parse_rra(body: &str, step: u64) -> Result<RraDef, RrdError> {
         .count()
         .min(19);
     let cf_name = &body[..cf_len];
-    if HOLT_WINTERS.contains(&cf_name) {
+    if crate::schema::HOLT_WINTERS.contains(&cf_name) {
         return Err(err(format!(
             "ringlet does not support {cf_name} RRAs (Holt-Winters) yet"
         )));

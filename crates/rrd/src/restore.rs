@@ -17,16 +17,6 @@ mod xml;
 
 use xml::{xml_err, Ev, Reader};
 
-/// Consolidation functions of the Holt-Winters family, which ringlet does not support.
-const HW_CFS: [&str; 6] = [
-    "HWPREDICT",
-    "MHWPREDICT",
-    "SEASONAL",
-    "DEVSEASONAL",
-    "DEVPREDICT",
-    "FAILURES",
-];
-
 /// One archive as read, before it becomes schema and state.
 struct RraIn {
     def: RraDef,
@@ -270,7 +260,7 @@ fn read_rra(rd: &mut Reader, ds_cnt: usize) -> Result<RraIn, RrdError> {
         match tag.as_str() {
             "cf" => {
                 let t = rd.text("cf")?;
-                if HW_CFS.contains(&t.as_str()) {
+                if crate::schema::HOLT_WINTERS.contains(&t.as_str()) {
                     return Err(RrdError::new(format!(
                         "restore: Holt-Winters archives ({}) are not supported",
                         t

@@ -90,6 +90,17 @@ impl Cf {
     }
 }
 
+/// The Holt-Winters consolidation functions: rrdtool has them; ringlet refuses them (in
+/// `create`, `restore` and `.rrd` import) until it can reproduce their results.
+pub const HOLT_WINTERS: [&str; 6] = [
+    "HWPREDICT",
+    "MHWPREDICT",
+    "SEASONAL",
+    "DEVSEASONAL",
+    "DEVPREDICT",
+    "FAILURES",
+];
+
 /// One round-robin archive.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RraDef {
