@@ -58,7 +58,7 @@ pub fn serve<S: Read + Write>(d: &Daemon, access: &Access, mut sock: S) -> io::R
         let mut consumed = 0;
         while let Some(pos) = buf[consumed..].iter().position(|&b| b == b'\n') {
             let line_end = consumed + pos;
-            let line = String::from_utf8_lossy(&buf[consumed..line_end]).into_owned();
+            let line = String::from_utf8_lossy(&buf[consumed..line_end]);
             if !run_line(d, access, &line, &mut batch, &mut out) {
                 sock.write_all(&out)?;
                 return Ok(());

@@ -25,7 +25,7 @@ pub fn handle(d: &Daemon, cmd: Command, now: i64) -> Reply {
         Command::Quit => return Reply::Close,
         Command::Ping => Response::ok("PONG"),
         Command::Help { topic } => proto::request::help(topic.as_deref()),
-        Command::Update { file, values } => update(d, &file, &values),
+        Command::Update { file, values } => update(d, &file, values),
         Command::Flush { file } => flush(d, &file),
         Command::FlushAll => {
             let mut inner = d.lock();
@@ -180,22 +180,50 @@ fn strerror(e: &std::io::Error) -> String {
     }
 }
 
-fn resolve_known(d: &Daemon, inner: &mut Inner, file: &str) -> Result<Target, Response> {
-    let t = d.resolve(file).map_err(Response::err)?;
-    match ensure(inner, &t, true) {
-        Ok(true) => Ok(t),
+/// UPDATE's check that `t` is a series (imported from its file on first sight).
+fn known(inner: &mut Inner, t: &Target) -> Result<(), Response> {
+    match ensure(inner, t, true) {
+        Ok(true) => Ok(()),
         Ok(false) => Err(Response::err(format!("No such file: {}", t.abs))),
         Err(e) => Err(e.reply("RRD Error: ")),
     }
 }
 
-fn update(d: &Daemon, file: &str, values: &[String]) -> Response {
+fn update(d: &Daemon, file: &str, values: Vec<String>) -> Response {
     d.stats.updates_received.fetch_add(1, Ordering::Relaxed);
-    let mut inner = d.lock();
-    let t = match resolve_known(d, &mut inner, file) {
+    // The name is resolved before taking the lock: every update holds it, so what can be
+    // done outside is.
+    let t = match d.resolve(file) {
         Ok(t) => t,
-        Err(r) => return r,
+        Err(e) => return Response::err(e),
     };
+    let mut inner = d.lock();
+    if let Err(r) = known(&mut inner, &t) {
+        return r;
+    }
+    // Values accepted since the last commit, added to the file's pending list in one lookup
+    // when the command ends, whatever its outcome.
+    let mut accepted: Vec<String> = Vec::with_capacity(values.len());
+    let reply = apply_values(&mut inner, &t, values, &mut accepted);
+    if !accepted.is_empty() {
+        match inner.pending.get_mut(&t.name) {
+            Some(list) => list.append(&mut accepted),
+            None => {
+                inner.pending.insert(t.name, accepted);
+            }
+        }
+    }
+    reply
+}
+
+/// Apply UPDATE's values in order, stopping at the first refused one; each accepted value
+/// is pushed on `accepted` (emptied when the store commits on its own).
+fn apply_values(
+    inner: &mut Inner,
+    t: &Target,
+    values: Vec<String>,
+    accepted: &mut Vec<String>,
+) -> Response {
     let mut n = 0;
     for v in values {
         let Some(rrd) = inner.store.get(&t.name) else {
@@ -217,7 +245,7 @@ fn update(d: &Daemon, file: &str, values: &[String]) -> Response {
         }
         // ringlet checks the values now (rrdcached only when it writes, dropping the file's
         // later values on a bad one): an error here refuses this value and the rest.
-        let sample = match rrd::update::parse_update_arg(&rrd.schema, v, None, (0, 0)) {
+        let sample = match rrd::update::parse_update_arg(&rrd.schema, &v, None, (0, 0)) {
             Ok(s) => s,
             Err(e) => return Response::err(format!("{}: {}", t.abs, e.msg)),
         };
@@ -234,13 +262,10 @@ fn update(d: &Daemon, file: &str, values: &[String]) -> Response {
             // The store committed on its own (its pending size limit), this value included:
             // nothing is pending any more.
             inner.pending.clear();
+            accepted.clear();
             continue;
         }
-        inner
-            .pending
-            .entry(t.name.clone())
-            .or_default()
-            .push(v.clone());
+        accepted.push(v);
     }
     if n == 0 {
         return Response::err("No values updated.");
