@@ -5,7 +5,8 @@
 # mode (UPDATE lines, BATCH blocks) it starts a fresh daemon in its own temp directory
 # (-g -b DIR -w 300; rrdcached also -B -j JOURNAL), CREATEs the series through the daemon,
 # then times daemon-load's updates and reads the daemon's CPU (utime+stime) and peak RSS
-# (VmHWM) from /proc. Each daemon is stopped by its pid afterwards, also on failure.
+# (VmHWM) from /proc, then times FLUSHALL until every series is written (the work both
+# daemons defer to -w: rrdcached writes the .rrd files, ringlet commits). Each daemon is stopped by its pid afterwards, also on failure.
 # Each run ends with a FETCH check of 5 series against the values sent (rrdcached writes
 # the file first on FETCH).
 #
@@ -87,7 +88,7 @@ for daemon in ringlet rrdcached; do
             wait_for "$READY"
             "$LOAD" --connect "$ADDR" --create --series "$SERIES" --updates "$UPDATES" \
                 --conns "$CONNS" --mode "$mode" --pid "$PID" \
-                --label "$daemon/$transport" --check 5 "${EXTRA[@]}" | tee "$D/out"
+                --label "$daemon/$transport" --flush --check 5 "${EXTRA[@]}" | tee "$D/out"
             grep '^RESULT' "$D/out" >>"$RESULTS"
             stop_daemon
             rm -rf "$D"
@@ -96,13 +97,13 @@ for daemon in ringlet rrdcached; do
 done
 
 echo
-echo "| daemon/socket | mode | updates | seconds | updates/s | daemon CPU s per 100k | peak RSS MB | errors |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| daemon/socket | mode | updates | seconds | updates/s | daemon CPU s per 100k | peak RSS MB | errors | FLUSHALL s | FLUSHALL CPU s |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 while read -r line; do
     declare -A f=()
     for kv in ${line#RESULT }; do f[${kv%%=*}]=${kv#*=}; done
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "${f[label]}" "${f[mode]}" \
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "${f[label]}" "${f[mode]}" \
         "${f[updates]}" "${f[seconds]}" "${f[rate]}" "${f[cpu_per_100k]:--}" \
-        "$(( ${f[rss_kb]:-0} / 1024 ))" "${f[errors]}"
+        "$(( ${f[rss_kb]:-0} / 1024 ))" "${f[errors]}" "${f[flush_seconds]:--}" "${f[flush_cpu]:--}"
     unset f
 done <"$RESULTS"

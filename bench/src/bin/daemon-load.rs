@@ -37,6 +37,9 @@ usage: daemon-load --connect unix:/path|host:port [options]
   --seed N              value generator seed (default 1)
   --pid PID             report the daemon's CPU seconds and peak RSS from /proc/PID
   --check K             afterwards FETCH K series and compare with the values sent
+  --flush               afterwards send FLUSHALL and time it (until STATS UpdatesWritten has
+                        grown by N): the deferred write work (rrdcached writes the .rrd
+                        files, ringlet commits its log), with the daemon's CPU for it
   --label TEXT          put TEXT in the RESULT line
 
 Prints updates, seconds, updates/s, errors (the first error reply is printed), and a
@@ -63,6 +66,7 @@ struct Args {
     seed: u64,
     pid: Option<u32>,
     check: u64,
+    flush: bool,
     label: String,
 }
 
@@ -81,6 +85,7 @@ fn parse_args() -> Result<Args, String> {
         seed: 1,
         pid: None,
         check: 0,
+        flush: false,
         label: String::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -89,6 +94,10 @@ fn parse_args() -> Result<Args, String> {
             "-h" | "--help" => return Err(String::new()),
             "--create" => {
                 a.create = true;
+                continue;
+            }
+            "--flush" => {
+                a.flush = true;
                 continue;
             }
             _ => {}
@@ -467,6 +476,47 @@ fn clk_tck() -> u64 {
         .unwrap_or(100)
 }
 
+/// STATS' UpdatesWritten.
+fn updates_written(s: &mut Stream, r: &mut BufReader<Stream>) -> Result<u64, String> {
+    s.write_all(b"STATS\n").map_err(|e| e.to_string())?;
+    let mut status = String::new();
+    r.read_line(&mut status).map_err(|e| e.to_string())?;
+    let n: i64 = status
+        .split_once(' ')
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or(-1);
+    let mut written = None;
+    for _ in 0..n.max(0) {
+        let mut l = String::new();
+        r.read_line(&mut l).map_err(|e| e.to_string())?;
+        if let Some(v) = l.trim_end().strip_prefix("UpdatesWritten: ") {
+            written = v.parse().ok();
+        }
+    }
+    written.ok_or_else(|| format!("STATS without UpdatesWritten: {}", status.trim_end()))
+}
+
+/// FLUSHALL, then wait until every series has been written; returns seconds.
+fn flush_all(a: &Args) -> Result<f64, String> {
+    let mut s = Stream::connect(&a.connect).map_err(|e| format!("connect: {e}"))?;
+    let mut r = BufReader::new(s.try_clone().map_err(|e| e.to_string())?);
+    let before = updates_written(&mut s, &mut r)?;
+    let t0 = Instant::now();
+    s.write_all(b"FLUSHALL\n").map_err(|e| e.to_string())?;
+    let mut status = String::new();
+    r.read_line(&mut status).map_err(|e| e.to_string())?;
+    if !status.starts_with("0 ") {
+        return Err(format!("FLUSHALL: {}", status.trim_end()));
+    }
+    while updates_written(&mut s, &mut r)? < before + a.series {
+        if t0.elapsed().as_secs() > 600 {
+            return Err("FLUSHALL: not all series written after 600 s".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(t0.elapsed().as_secs_f64())
+}
+
 /// FETCH K series and compare every row with the values the generator sent.
 fn check(a: &Args, steps: u64) -> Result<(), String> {
     let mut s = Stream::connect(&a.connect).map_err(|e| format!("connect: {e}"))?;
@@ -582,6 +632,19 @@ fn run(a: &Args) -> Result<bool, String> {
             hwm / 1024
         );
         result += &format!(" cpu={cpu:.2} cpu_per_100k={per100k:.3} rss_kb={hwm}");
+    }
+    if a.flush {
+        let c0 = a.pid.and_then(cpu_ticks);
+        let fsecs = flush_all(a)?;
+        let c1 = a.pid.and_then(cpu_ticks);
+        print!("flushall: {fsecs:.3} s");
+        result += &format!(" flush_seconds={fsecs:.3}");
+        if let (Some(b), Some(e)) = (c0, c1) {
+            let cpu = (e - b) as f64 / clk_tck() as f64;
+            print!(", daemon {cpu:.2} CPU s");
+            result += &format!(" flush_cpu={cpu:.2}");
+        }
+        println!();
     }
     println!("{result}");
     if a.check > 0 {
