@@ -229,6 +229,15 @@ impl Store {
         self.reg.names()
     }
 
+    /// Number of RRDs (without listing them).
+    pub fn len(&self) -> usize {
+        self.reg.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.reg.is_empty()
+    }
+
     /// Counters since open.
     pub fn stats(&self) -> &StoreStats {
         &self.stats

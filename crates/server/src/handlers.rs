@@ -389,7 +389,7 @@ fn queue(d: &Daemon) -> Response {
 fn stats(d: &Daemon) -> Response {
     let inner = d.lock();
     let s = &d.stats;
-    let nodes = inner.store.names().len() as u64;
+    let nodes = inner.store.len() as u64;
     let depth = if nodes == 0 {
         0
     } else {
