@@ -24,28 +24,14 @@ pub fn store_dir(flag: Option<&str>) -> PathBuf {
     Path::new(&home).join(".local/share/ringlet")
 }
 
-/// The store name of the RRD file name `given`.
+/// The store name of the RRD file name `given` (`engine::normalize_name`), with the message
+/// rrdtool-style commands print when it names none.
 pub fn normalize(given: &str) -> Result<String, String> {
-    let mut parts: Vec<&str> = Vec::new();
-    for c in given.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                return Err(format!(
-                    "opening '{given}': '..' is not allowed in ringlet RRD names"
-                ))
-            }
-            c => parts.push(c),
+    engine::normalize_name(given).map_err(|e| match e {
+        engine::BadName::DotDot => {
+            format!("opening '{given}': '..' is not allowed in ringlet RRD names")
         }
-    }
-    if parts.is_empty() {
-        return Err(format!("opening '{given}': No such file or directory"));
-    }
-    let joined = parts.join("/");
-    Ok(if given.starts_with('/') {
-        format!("/{joined}")
-    } else {
-        joined
+        engine::BadName::Empty => format!("opening '{given}': No such file or directory"),
     })
 }
 

@@ -133,7 +133,7 @@ impl Daemon {
             Some(base) => abs.strip_prefix(&format!("{base}/")).unwrap_or(&abs),
             None => &abs,
         };
-        let name = normalize(rel).ok_or_else(|| format!("{abs}: Permission denied"))?;
+        let name = engine::normalize_name(rel).map_err(|_| format!("{abs}: Permission denied"))?;
         Ok(Target { abs, name })
     }
 
@@ -163,28 +163,6 @@ impl Daemon {
         inner.pending.clear();
         Ok(st.samples as u64)
     }
-}
-
-/// Normalise a relative or absolute path into a store name: drop empty and `.` components;
-/// `None` when it has `..` or nothing left.
-pub fn normalize(path: &str) -> Option<String> {
-    let mut parts = Vec::new();
-    for c in path.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => return None,
-            c => parts.push(c),
-        }
-    }
-    if parts.is_empty() {
-        return None;
-    }
-    let joined = parts.join("/");
-    Some(if path.starts_with('/') {
-        format!("/{joined}")
-    } else {
-        joined
-    })
 }
 
 #[cfg(test)]

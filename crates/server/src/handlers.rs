@@ -557,121 +557,114 @@ fn fetch(
             ))
         }
     };
-    let t = match d.resolve(file) {
-        Ok(t) => t,
-        Err(e) => return Response::err(e),
-    };
-    let mut inner = d.lock();
-    match ensure(&mut inner, &t, false) {
-        Ok(true) => {}
-        Ok(false) => {
+    with_rrd_as(d, file, "rrd_fetch_r failed: ", |t, rrd| {
+        let Some(cf_v) = Cf::from_name(cf) else {
             return Response::err(format!(
-                "rrd_fetch_r failed: opening '{}': No such file or directory",
-                t.abs
-            ))
-        }
-        Err(e) => return e.reply("rrd_fetch_r failed: "),
-    }
-    let Some(rrd) = inner.store.get(&t.name) else {
-        return Response::err(format!("No such file: {}", t.abs));
-    };
-    let Some(cf_v) = Cf::from_name(cf) else {
-        return Response::err(format!(
-            "rrd_fetch_r failed: unknown consolidation function '{cf}'"
-        ));
-    };
-    let r = match daemon_fetch(rrd, cf_v, start, end) {
-        Ok(r) => r,
-        Err(e) => return Response::err(format!("rrd_fetch_r failed: {e}")),
-    };
-    if columns.len() > r.ds_names.len() {
-        return Response::err("too many fields given - duplicates!");
-    }
-    let mut cols: Vec<usize> = Vec::new();
-    for c in columns {
-        let Some(i) = r.ds_names.iter().position(|n| n == c) else {
-            return Response::err(format!("field {c} not found in {}", t.abs));
+                "rrd_fetch_r failed: unknown consolidation function '{cf}'"
+            ));
         };
-        if cols.contains(&i) {
-            return Response::err(format!("field {c} already used"));
+        let r = match daemon_fetch(rrd, cf_v, start, end) {
+            Ok(r) => r,
+            Err(e) => return Response::err(format!("rrd_fetch_r failed: {e}")),
+        };
+        if columns.len() > r.ds_names.len() {
+            return Response::err("too many fields given - duplicates!");
         }
-        cols.push(i);
-    }
-    if cols.is_empty() {
-        cols = (0..r.ds_names.len()).collect();
-    }
-    let mut head = vec![
-        "FlushVersion: 1".to_string(),
-        // %lu, as rrdcached prints them.
-        format!("Start: {}", r.start as u64),
-        format!("End: {}", r.end as u64),
-        format!("Step: {}", r.step),
-        format!("DSCount: {}", cols.len()),
-    ];
-    if binary {
-        let mut body = Vec::new();
-        for l in &head {
-            body.extend_from_slice(l.as_bytes());
-            body.push(b'\n');
-        }
-        for &c in &cols {
-            body.extend_from_slice(
-                format!(
-                    "DSName-{}: BinaryData {} 8 LITTLE\n",
-                    r.ds_names[c],
-                    r.rows.len()
-                )
-                .as_bytes(),
-            );
-            for row in &r.rows {
-                body.extend_from_slice(&row[c].to_le_bytes());
+        let mut cols: Vec<usize> = Vec::new();
+        for c in columns {
+            let Some(i) = r.ds_names.iter().position(|n| n == c) else {
+                return Response::err(format!("field {c} not found in {}", t.abs));
+            };
+            if cols.contains(&i) {
+                return Response::err(format!("field {c} already used"));
             }
-            body.push(b'\n');
+            cols.push(i);
         }
-        return Response::raw((head.len() + cols.len()) as i64, "Success", body);
-    }
-    head.push(format!(
-        "DSName: {}",
-        cols.iter()
-            .map(|&c| r.ds_names[c].as_str())
-            .collect::<Vec<_>>()
-            .join(" ")
-    ));
-    for (k, row) in r.rows.iter().enumerate() {
-        let t = r.start.wrapping_add((k as i64 + 1) * r.step as i64) as u64;
-        let mut line = format!("{t:10}:");
-        for &c in &cols {
-            line.push(' ');
-            line.push_str(&c_exp(row[c], 17));
+        if cols.is_empty() {
+            cols = (0..r.ds_names.len()).collect();
         }
-        head.push(line);
-    }
-    Response::lines("Success", &head)
+        let mut head = vec![
+            "FlushVersion: 1".to_string(),
+            // %lu, as rrdcached prints them.
+            format!("Start: {}", r.start as u64),
+            format!("End: {}", r.end as u64),
+            format!("Step: {}", r.step),
+            format!("DSCount: {}", cols.len()),
+        ];
+        if binary {
+            let mut body = Vec::new();
+            for l in &head {
+                body.extend_from_slice(l.as_bytes());
+                body.push(b'\n');
+            }
+            for &c in &cols {
+                body.extend_from_slice(
+                    format!(
+                        "DSName-{}: BinaryData {} 8 LITTLE\n",
+                        r.ds_names[c],
+                        r.rows.len()
+                    )
+                    .as_bytes(),
+                );
+                for row in &r.rows {
+                    body.extend_from_slice(&row[c].to_le_bytes());
+                }
+                body.push(b'\n');
+            }
+            return Response::raw((head.len() + cols.len()) as i64, "Success", body);
+        }
+        head.push(format!(
+            "DSName: {}",
+            cols.iter()
+                .map(|&c| r.ds_names[c].as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+        for (k, row) in r.rows.iter().enumerate() {
+            let t = r.start.wrapping_add((k as i64 + 1) * r.step as i64) as u64;
+            let mut line = format!("{t:10}:");
+            for &c in &cols {
+                line.push(' ');
+                line.push_str(&c_exp(row[c], 17));
+            }
+            head.push(line);
+        }
+        Response::lines("Success", &head)
+    })
 }
 
-fn with_rrd(d: &Daemon, file: &str, f: impl FnOnce(&Target, &Rrd) -> Response) -> Response {
+/// Run `f` on the RRD a client named, importing its `.rrd` file on first sight. Errors are
+/// librrd's, after `prefix` (`RRD Error: `, or FETCH's `rrd_fetch_r failed: `).
+fn with_rrd_as(
+    d: &Daemon,
+    file: &str,
+    prefix: &str,
+    f: impl FnOnce(&Target, &Rrd) -> Response,
+) -> Response {
     let t = match d.resolve(file) {
         Ok(t) => t,
         Err(e) => return Response::err(e),
     };
     let mut inner = d.lock();
+    let missing = || {
+        Response::err(format!(
+            "{prefix}opening '{}': No such file or directory",
+            t.abs
+        ))
+    };
     match ensure(&mut inner, &t, false) {
         Ok(true) => {}
-        Ok(false) => {
-            return Response::err(format!(
-                "RRD Error: opening '{}': No such file or directory",
-                t.abs
-            ))
-        }
-        Err(e) => return e.reply("RRD Error: "),
+        Ok(false) => return missing(),
+        Err(e) => return e.reply(prefix),
     }
     match inner.store.get(&t.name) {
         Some(rrd) => f(&t, rrd),
-        None => Response::err(format!(
-            "RRD Error: opening '{}': No such file or directory",
-            t.abs
-        )),
+        None => missing(),
     }
+}
+
+fn with_rrd(d: &Daemon, file: &str, f: impl FnOnce(&Target, &Rrd) -> Response) -> Response {
+    with_rrd_as(d, file, "RRD Error: ", f)
 }
 
 fn info(d: &Daemon, file: &str) -> Response {
