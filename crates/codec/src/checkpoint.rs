@@ -14,7 +14,7 @@
 
 use crate::bytes::{ByteReader, ByteWriter, DecodeError};
 use crate::crc32c::crc32c;
-use crate::rrdbin::{decode_rrd, encode_rrd};
+use crate::rrdbin::{encode_rrd, read_image};
 use rrd::Rrd;
 
 pub const CK_MAGIC: [u8; 8] = *b"RINGCKP1";
@@ -153,10 +153,7 @@ pub fn decode_checkpoint_payload(
     for _ in 0..n {
         let id = r.varint()?;
         let name = r.str()?;
-        let img = r.bytes()?;
-        let mut ir = ByteReader::new(img);
-        let rrd = decode_rrd(&mut ir)?;
-        ir.finish()?;
+        let rrd = read_image(&mut r)?;
         series.push(SeriesImage { id, name, rrd });
     }
     r.finish()?;

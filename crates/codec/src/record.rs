@@ -13,7 +13,7 @@
 //! [`crate::sample::SeriesCodec`], which the reader holds; this module leaves it as bytes.
 
 use crate::bytes::{ByteReader, ByteWriter, DecodeError};
-use crate::rrdbin::{decode_rrd, encode_rrd};
+use crate::rrdbin::{encode_rrd, read_image};
 use rrd::Rrd;
 
 const TAG_CREATE: u8 = 1;
@@ -103,10 +103,7 @@ pub fn decode_record(payload: &[u8]) -> Result<Vec<Entry<'_>>, DecodeError> {
             TAG_CREATE => {
                 let id = r.varint()?;
                 let name = r.str()?;
-                let img = r.bytes()?;
-                let mut ir = ByteReader::new(img);
-                let rrd = decode_rrd(&mut ir)?;
-                ir.finish()?;
+                let rrd = read_image(&mut r)?;
                 Entry::Create {
                     id,
                     name,

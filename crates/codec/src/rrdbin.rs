@@ -113,6 +113,16 @@ fn count(r: &mut ByteReader, item: usize) -> Result<usize, DecodeError> {
     r.len(max)
 }
 
+/// Read one length-prefixed image (as checkpoints and create entries store it): the bytes,
+/// decoded by [`decode_rrd`], with nothing left over.
+pub fn read_image(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
+    let img = r.bytes()?;
+    let mut ir = ByteReader::new(img);
+    let rrd = decode_rrd(&mut ir)?;
+    ir.finish()?;
+    Ok(rrd)
+}
+
 /// Read one image written by [`encode_rrd`].
 pub fn decode_rrd(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
     let step = r.u64()?;
