@@ -22,6 +22,7 @@ usage: engine-load create     --store DIR [--series N] [--step SECS] [--start EP
 create: make N series (default 3000) named host<h>/m<i>.rrd, a third each of 2-decimal gauges,
         counters and constants, each with DS:value:<GAUGE|COUNTER>:<2*step>:U:U and the archives
         AVERAGE 1 PDP x 1 day, AVERAGE and MAX of 20 PDPs x 1 week; then commit and close.
+        The log ring is $RINGLET_LOG_SIZE (e.g. 512M) or the engine's default (64M).
 run:    continue every series from its last update, one value per series per step, for
         --duration of virtual time, committing at every --commit boundary; then close.
         Prints samples, commits, bytes the engine reported writing, and wall-clock rates.
@@ -119,7 +120,11 @@ fn schema(kind: &str, step: u64) -> Schema {
 }
 
 fn create(a: &Args) -> Result<(), String> {
-    let mut store = Store::open(&a.store, Options::default()).map_err(|e| e.to_string())?;
+    let opts = Options {
+        log_bytes: engine::log_size_from_env()?,
+        ..Options::default()
+    };
+    let mut store = Store::open(&a.store, opts).map_err(|e| e.to_string())?;
     let mut rng = Rng::new(a.seed);
     for i in 0..a.series {
         let s = Series::new(i, &mut rng);
@@ -194,12 +199,16 @@ fn run(a: &Args) -> Result<(), String> {
     let st = store.commit().map_err(|e| e.to_string())?;
     bytes += st.bytes;
     commits += u64::from(st.samples > 0);
+    let ss = store.stats().clone();
     store.close().map_err(|e| e.to_string())?;
     let secs = began.elapsed().as_secs_f64();
     println!(
         "samples={samples} commits={commits} engine_bytes={bytes} engine_bytes_per_sample={:.3} \
-         wall_s={secs:.2} samples_per_s={:.0}",
+         log_bytes={} checkpoints={} checkpoint_bytes={} wall_s={secs:.2} samples_per_s={:.0}",
         bytes as f64 / samples.max(1) as f64,
+        ss.log_bytes,
+        ss.checkpoints,
+        ss.checkpoint_bytes,
         samples as f64 / secs
     );
     Ok(())

@@ -4,13 +4,18 @@
 //! 0  magic "RINGCKP1"  8 version u32  12 flags u32 (0)  16 generation u64
 //! 24 log_lsn u64 (replay the log from here)   32 log_seq u64 (seq of the record at log_lsn)
 //! 40 payload_len u64   48 payload_crc u32   52 header_crc u32 over bytes 0..52
-//! 56 payload = next_id varint, series_count varint,
+//! 56 payload = next_id varint, complete_lsn varint, series_count varint,
 //!              per series: id varint, name (varint len, UTF-8), image (varint len, RRD image)
 //! ```
 //!
 //! Two checkpoint files alternate; the valid one (both CRCs pass) with the higher generation
 //! wins. Bytes past `56 + payload_len` are leftovers of an older, longer checkpoint and mean
 //! nothing.
+//!
+//! A checkpoint may be *lagged*: it holds the state as of `log_lsn`, written later when the
+//! log had reached `complete_lsn`, and archive rows that replaying the log from `log_lsn` to
+//! `complete_lsn` rewrites are left out of it (stored as unknown). Such a checkpoint is only
+//! complete once replay has reached `complete_lsn`; for a plain one the two are equal.
 
 use crate::bytes::{ByteReader, ByteWriter, DecodeError};
 use crate::crc32c::crc32c;
@@ -18,7 +23,7 @@ use crate::rrdbin::{encode_rrd, read_image};
 use rrd::Rrd;
 
 pub const CK_MAGIC: [u8; 8] = *b"RINGCKP1";
-pub const CK_VERSION: u32 = 1;
+pub const CK_VERSION: u32 = 2;
 pub const CK_MAGIC_OFFSET: usize = 0;
 pub const CK_VERSION_OFFSET: usize = CK_MAGIC_OFFSET + CK_MAGIC.len();
 pub const CK_FLAGS_OFFSET: usize = CK_VERSION_OFFSET + size_of::<u32>();
@@ -52,10 +57,13 @@ pub struct SeriesImage {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CheckpointState {
     pub next_id: u64,
+    /// Replay must reach this log position before the state is whole (see the module doc).
+    pub complete_lsn: u64,
     pub series: Vec<SeriesImage>,
 }
 
-/// A whole checkpoint file's bytes, from borrowed series.
+/// A whole checkpoint file's bytes, from borrowed series (a plain checkpoint: complete at
+/// `log_lsn`).
 pub fn encode_checkpoint<'a>(
     generation: u64,
     log_lsn: u64,
@@ -63,32 +71,79 @@ pub fn encode_checkpoint<'a>(
     next_id: u64,
     series: impl ExactSizeIterator<Item = (u64, &'a str, &'a Rrd)>,
 ) -> Vec<u8> {
-    let mut w = ByteWriter::new();
-    w.raw(&[0; CK_HEADER_LEN]);
-    w.varint(next_id);
-    w.varint(series.len() as u64);
-    let mut img = ByteWriter::new();
+    let mut w = CheckpointWriter::new(generation, log_lsn, log_seq, next_id, log_lsn, series.len());
     for (id, name, rrd) in series {
-        w.varint(id);
-        w.str(name);
-        img.buf.clear();
-        encode_rrd(&mut img, rrd);
-        w.bytes(&img.buf);
+        w.series(id, name, rrd);
     }
-    let mut b = w.buf;
-    let payload_len = (b.len() - CK_HEADER_LEN) as u64;
-    let payload_crc = crc32c(&b[CK_HEADER_LEN..]);
-    b[CK_MAGIC_OFFSET..CK_VERSION_OFFSET].copy_from_slice(&CK_MAGIC);
-    b[CK_VERSION_OFFSET..CK_FLAGS_OFFSET].copy_from_slice(&CK_VERSION.to_le_bytes());
-    b[CK_FLAGS_OFFSET..CK_GENERATION_OFFSET].copy_from_slice(&0u32.to_le_bytes());
-    b[CK_GENERATION_OFFSET..CK_LOG_LSN_OFFSET].copy_from_slice(&generation.to_le_bytes());
-    b[CK_LOG_LSN_OFFSET..CK_LOG_SEQ_OFFSET].copy_from_slice(&log_lsn.to_le_bytes());
-    b[CK_LOG_SEQ_OFFSET..CK_PAYLOAD_LEN_OFFSET].copy_from_slice(&log_seq.to_le_bytes());
-    b[CK_PAYLOAD_LEN_OFFSET..CK_PAYLOAD_CRC_OFFSET].copy_from_slice(&payload_len.to_le_bytes());
-    b[CK_PAYLOAD_CRC_OFFSET..CK_HEADER_CRC_OFFSET].copy_from_slice(&payload_crc.to_le_bytes());
-    let hcrc = crc32c(&b[..CK_HEADER_CRC_OFFSET]);
-    b[CK_HEADER_CRC_OFFSET..CK_HEADER_LEN].copy_from_slice(&hcrc.to_le_bytes());
-    b
+    w.finish()
+}
+
+/// Builds a checkpoint one series at a time, so a caller can make each image on the fly.
+pub struct CheckpointWriter {
+    w: ByteWriter,
+    img: ByteWriter,
+    generation: u64,
+    log_lsn: u64,
+    log_seq: u64,
+    left: usize,
+}
+
+impl CheckpointWriter {
+    /// Start a checkpoint of `count` series: state as of `log_lsn` (whose record has sequence
+    /// number `log_seq`), whole once replay reaches `complete_lsn` (>= `log_lsn`).
+    pub fn new(
+        generation: u64,
+        log_lsn: u64,
+        log_seq: u64,
+        next_id: u64,
+        complete_lsn: u64,
+        count: usize,
+    ) -> Self {
+        debug_assert!(complete_lsn >= log_lsn);
+        let mut w = ByteWriter::new();
+        w.raw(&[0; CK_HEADER_LEN]);
+        w.varint(next_id);
+        w.varint(complete_lsn);
+        w.varint(count as u64);
+        CheckpointWriter {
+            w,
+            img: ByteWriter::new(),
+            generation,
+            log_lsn,
+            log_seq,
+            left: count,
+        }
+    }
+
+    /// Add one series (exactly `count` calls in all).
+    pub fn series(&mut self, id: u64, name: &str, rrd: &Rrd) {
+        debug_assert!(self.left > 0, "more series than announced");
+        self.left = self.left.saturating_sub(1);
+        self.w.varint(id);
+        self.w.str(name);
+        self.img.buf.clear();
+        encode_rrd(&mut self.img, rrd);
+        self.w.bytes(&self.img.buf);
+    }
+
+    /// The file's bytes: header, then payload.
+    pub fn finish(self) -> Vec<u8> {
+        debug_assert_eq!(self.left, 0, "fewer series than announced");
+        let mut b = self.w.buf;
+        let payload_len = (b.len() - CK_HEADER_LEN) as u64;
+        let payload_crc = crc32c(&b[CK_HEADER_LEN..]);
+        b[CK_MAGIC_OFFSET..CK_VERSION_OFFSET].copy_from_slice(&CK_MAGIC);
+        b[CK_VERSION_OFFSET..CK_FLAGS_OFFSET].copy_from_slice(&CK_VERSION.to_le_bytes());
+        b[CK_FLAGS_OFFSET..CK_GENERATION_OFFSET].copy_from_slice(&0u32.to_le_bytes());
+        b[CK_GENERATION_OFFSET..CK_LOG_LSN_OFFSET].copy_from_slice(&self.generation.to_le_bytes());
+        b[CK_LOG_LSN_OFFSET..CK_LOG_SEQ_OFFSET].copy_from_slice(&self.log_lsn.to_le_bytes());
+        b[CK_LOG_SEQ_OFFSET..CK_PAYLOAD_LEN_OFFSET].copy_from_slice(&self.log_seq.to_le_bytes());
+        b[CK_PAYLOAD_LEN_OFFSET..CK_PAYLOAD_CRC_OFFSET].copy_from_slice(&payload_len.to_le_bytes());
+        b[CK_PAYLOAD_CRC_OFFSET..CK_HEADER_CRC_OFFSET].copy_from_slice(&payload_crc.to_le_bytes());
+        let hcrc = crc32c(&b[..CK_HEADER_CRC_OFFSET]);
+        b[CK_HEADER_CRC_OFFSET..CK_HEADER_LEN].copy_from_slice(&hcrc.to_le_bytes());
+        b
+    }
 }
 
 /// Parse and check a checkpoint header.
@@ -148,6 +203,13 @@ pub fn decode_checkpoint_payload(
     }
     let mut r = ByteReader::new(payload);
     let next_id = r.varint()?;
+    let complete_lsn = r.varint()?;
+    if complete_lsn < h.log_lsn {
+        return Err(DecodeError::new(
+            CK_HEADER_LEN,
+            "checkpoint completion point before its log position",
+        ));
+    }
     let n = r.len(payload.len())?;
     let mut series = Vec::with_capacity(n);
     for _ in 0..n {
@@ -157,7 +219,11 @@ pub fn decode_checkpoint_payload(
         series.push(SeriesImage { id, name, rrd });
     }
     r.finish()?;
-    Ok(CheckpointState { next_id, series })
+    Ok(CheckpointState {
+        next_id,
+        complete_lsn,
+        series,
+    })
 }
 
 #[cfg(test)]
@@ -180,7 +246,7 @@ mod tests {
         assert_eq!((h.generation, h.log_lsn, h.log_seq), (9, 8192, 4));
         let body = &b[CK_HEADER_LEN..];
         let st = decode_checkpoint_payload(&h, body).unwrap();
-        assert_eq!(st.next_id, 6);
+        assert_eq!((st.next_id, st.complete_lsn), (6, 8192));
         assert_eq!(st.series.len(), 2);
         assert_eq!(st.series[1].name, "y/z");
         for at in [0, 20, 40, 53] {

@@ -5,7 +5,12 @@
 //! entry   = 1 Create  : id varint, name (varint len, UTF-8), image (varint len, RRD image)
 //!         | 2 Remove  : id varint
 //!         | 3 Samples : id varint, sample_count varint, chunk (varint len, sample bit stream)
+//!         | 4 Reseed  : (nothing) only ever the first entry
 //! ```
+//!
+//! Reseed says that every series' codec was seeded afresh from its RRD, as the RRD stood
+//! before this record, before any sample of the record was encoded (the engine does this when
+//! it takes a snapshot for a later checkpoint, so replay can start at that record).
 //!
 //! Series are named by a numeric id that is never reused (a re-created name gets a new id), so
 //! entries of different series commute; entries of one series appear in the order they
@@ -19,6 +24,7 @@ use rrd::Rrd;
 const TAG_CREATE: u8 = 1;
 const TAG_REMOVE: u8 = 2;
 const TAG_SAMPLES: u8 = 3;
+const TAG_RESEED: u8 = 4;
 
 /// One entry, as decoded.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +42,8 @@ pub enum Entry<'a> {
         count: u64,
         chunk: &'a [u8],
     },
+    /// Every codec was reseeded from its RRD before this record's samples were encoded.
+    Reseed,
 }
 
 /// Builds a record payload entry by entry.
@@ -43,6 +51,7 @@ pub enum Entry<'a> {
 pub struct RecordWriter {
     entries: u64,
     body: ByteWriter,
+    reseed: bool,
 }
 
 impl RecordWriter {
@@ -50,8 +59,16 @@ impl RecordWriter {
         RecordWriter::default()
     }
 
+    /// Whether no entry was added (a pending [`RecordWriter::reseed`] alone does not count:
+    /// it means nothing without samples after it).
     pub fn is_empty(&self) -> bool {
         self.entries == 0
+    }
+
+    /// Mark the record as the first after a codec reseed: [`RecordWriter::finish`] puts a
+    /// Reseed entry before all others.
+    pub fn reseed(&mut self) {
+        self.reseed = true;
     }
 
     /// Bytes of the entries so far.
@@ -86,7 +103,10 @@ impl RecordWriter {
     /// The finished payload.
     pub fn finish(&self) -> Vec<u8> {
         let mut w = ByteWriter::new();
-        w.varint(self.entries);
+        w.varint(self.entries + u64::from(self.reseed));
+        if self.reseed {
+            w.u8(TAG_RESEED);
+        }
         w.raw(&self.body.buf);
         w.buf
     }
@@ -116,6 +136,7 @@ pub fn decode_record(payload: &[u8]) -> Result<Vec<Entry<'_>>, DecodeError> {
                 count: r.varint()?,
                 chunk: r.bytes()?,
             },
+            TAG_RESEED if out.is_empty() => Entry::Reseed,
             _ => {
                 return Err(DecodeError::new(
                     r.pos() - 1,
@@ -161,6 +182,27 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn reseed_comes_first_and_only_first() {
+        let mut w = RecordWriter::new();
+        w.remove(2);
+        assert!(!w.is_empty());
+        w.reseed();
+        let payload = w.finish();
+        let e = decode_record(&payload).unwrap();
+        assert_eq!(e, vec![Entry::Reseed, Entry::Remove { id: 2 }]);
+        let mut alone = RecordWriter::new();
+        alone.reseed();
+        assert!(alone.is_empty());
+        // A Reseed anywhere but first is not a record this writer makes: refused.
+        let mut bad = ByteWriter::new();
+        bad.varint(2);
+        bad.u8(TAG_REMOVE);
+        bad.varint(2);
+        bad.u8(TAG_RESEED);
+        assert!(decode_record(&bad.buf).is_err());
     }
 
     #[test]

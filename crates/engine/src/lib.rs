@@ -18,16 +18,18 @@ pub mod replay;
 pub mod ring;
 pub mod series;
 pub mod sim;
+pub mod snapshot;
 pub mod vfs;
 
 pub use recovery::{Cut, RecoveryReport};
 pub use vfs::{RealFs, VFile, Vfs};
 
-use codec::checkpoint::encode_checkpoint;
+use codec::checkpoint::{encode_checkpoint, CheckpointWriter};
 use codec::frame::{encode_record, framed_len, KIND_COMMIT, PAGE};
 use codec::record::RecordWriter;
 use rrd::{ApplyError, RowWrite, Rrd, RrdError, Sample};
 use series::Registry;
+use snapshot::Snapshot;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -202,11 +204,15 @@ pub struct Store {
     /// anything at or after `ckpt_lsn`.
     ckpt_lsn: u64,
     ckpt_gen: u64,
+    /// The state at a past commit boundary, for the next (lagged) checkpoint.
+    snap: Option<Snapshot>,
     /// Creates, removes (and the samples that preceded a removal), in order.
     pending: RecordWriter,
     pending_bytes: usize,
     last_commit: Instant,
     failed: bool,
+    /// What failed after a commit had become durable (a lagged checkpoint), for the caller.
+    deferred_error: Option<String>,
     report: RecoveryReport,
     stats: StoreStats,
 }
@@ -237,10 +243,12 @@ impl Store {
             next_seq: r.next_seq,
             ckpt_lsn: r.ckpt_lsn,
             ckpt_gen: r.ckpt_gen,
+            snap: None,
             pending: RecordWriter::new(),
             pending_bytes: 0,
             last_commit: Instant::now(),
             failed: false,
+            deferred_error: None,
             report: r.report,
             stats: StoreStats::default(),
         })
@@ -283,6 +291,12 @@ impl Store {
             .filter_map(|&id| self.reg.by_id(id))
             .map(|s| s.count)
             .sum()
+    }
+
+    /// Why the store refuses writes, when a checkpoint failed after its commit had become
+    /// durable (the commit returned Ok; later writes get `Error::PreviousIo`).
+    pub fn deferred_error(&self) -> Option<&str> {
+        self.deferred_error.as_deref()
     }
 
     fn writable(&self) -> Result<(), Error> {
@@ -348,7 +362,16 @@ impl Store {
         let Some(s) = self.reg.by_id_mut(id) else {
             return Err(Error::NotFound(name.to_string()));
         };
-        let outcome = match s.rrd.apply(sample, sink) {
+        let series::Series {
+            rrd, rows_written, ..
+        } = s;
+        let mut count_rows = |w: RowWrite| {
+            if w.ds == 0 {
+                rows_written[w.rra] += 1;
+            }
+            sink(w)
+        };
+        let outcome = match rrd.apply(sample, &mut count_rows) {
             Ok(()) => Ok(()),
             Err(ApplyError::Rejected(e)) => return Err(Error::Rrd(e)),
             Err(ApplyError::Partial(e)) => Err(Error::Rrd(e)),
@@ -413,21 +436,86 @@ impl Store {
         let payload = rec.finish();
         let framed = framed_len(payload.len());
         let too_big = payload.len() > u32::MAX as usize;
-        let result = if too_big || self.end_lsn + framed > self.ckpt_lsn + self.log.cap {
-            // The ring would overwrite what the newest checkpoint still needs (or the record
-            // is too large to frame): write a new checkpoint holding this commit's effect
-            // instead of the record.
-            self.write_checkpoint().map(|n| stats.bytes = n)
-        } else {
-            self.append(&payload, framed).map(|()| stats.bytes = framed)
-        };
-        if let Err(e) = result {
-            self.failed = true;
-            return Err(e);
+        match self.write_commit(&payload, framed, too_big) {
+            Ok(n) => stats.bytes = n,
+            Err(e) => {
+                self.failed = true;
+                return Err(e);
+            }
         }
         self.stats.commits += 1;
         self.stats.samples_committed += stats.samples as u64;
         Ok(stats)
+    }
+
+    /// Put one commit's record on disk; returns the bytes written (record and any
+    /// checkpoint). The record goes after the last one if the ring has room before the newest
+    /// checkpoint's start; otherwise (or if it is too large to frame) a full checkpoint
+    /// holding this commit's effect is written instead of the record. After an appended
+    /// record, [`Store::after_append`] keeps the ring ahead with lagged checkpoints.
+    fn write_commit(&mut self, payload: &[u8], framed: u64, too_big: bool) -> Result<u64, Error> {
+        if too_big || self.end_lsn + framed > self.ckpt_lsn + self.log.cap {
+            return self.write_checkpoint();
+        }
+        self.append(payload, framed)?;
+        // The commit is durable now, whatever happens to the checkpoint: a failure there
+        // leaves the store refusing writes (like any failed write) but this commit stands.
+        match self.after_append() {
+            Ok(n) => Ok(framed + n),
+            Err(e) => {
+                self.failed = true;
+                self.deferred_error = Some(e.to_string());
+                Ok(framed)
+            }
+        }
+    }
+
+    /// With nothing pending (a commit just ended), the in-memory state is the committed one:
+    /// take a snapshot once the log since the newest checkpoint fills half the ring, and write
+    /// the lagged checkpoint of that snapshot once it fills seven eighths. So a checkpoint
+    /// comes every half ring of log and frees half the ring, replay from it rebuilds the
+    /// archive rows written in the last three eighths of the ring before it, and the last
+    /// eighth is headroom for the next records. Returns the checkpoint bytes written.
+    fn after_append(&mut self) -> Result<u64, Error> {
+        let used = self.end_lsn - self.ckpt_lsn;
+        let cap = self.log.cap;
+        let mut written = 0;
+        if used >= cap - cap / 8 {
+            if let Some(snap) = self.snap.take() {
+                written = self.write_lagged_checkpoint(snap)?;
+            }
+        }
+        if self.snap.is_none() && self.end_lsn - self.ckpt_lsn >= cap / 2 {
+            self.snap = Some(Snapshot::take(&self.reg, self.end_lsn, self.next_seq));
+            self.reg.reseed_all();
+            self.pending.reseed();
+        }
+        Ok(written)
+    }
+
+    /// Write the checkpoint of `snap` (replay starts at its position; complete at the log's
+    /// end now); returns its size.
+    fn write_lagged_checkpoint(&mut self, snap: Snapshot) -> Result<u64, Error> {
+        let generation = self.ckpt_gen + 1;
+        let mut w = CheckpointWriter::new(
+            generation,
+            snap.lsn,
+            snap.seq,
+            snap.next_id,
+            self.end_lsn,
+            snap.series.len(),
+        );
+        for s in &snap.series {
+            let now = self.reg.by_id(s.id).filter(|now| now.name == s.name);
+            w.series(s.id, &s.name, &Snapshot::image(s, now));
+        }
+        let bytes = w.finish();
+        ckptfile::write(self.vfs.as_ref(), &self.dir, generation, &bytes)?;
+        self.ckpt_gen = generation;
+        self.ckpt_lsn = snap.lsn;
+        self.stats.checkpoints += 1;
+        self.stats.checkpoint_bytes += bytes.len() as u64;
+        Ok(bytes.len() as u64)
     }
 
     fn append(&mut self, payload: &[u8], framed: u64) -> Result<(), Error> {
@@ -455,6 +543,7 @@ impl Store {
         ckptfile::write(self.vfs.as_ref(), &self.dir, generation, &bytes)?;
         self.ckpt_gen = generation;
         self.ckpt_lsn = self.end_lsn;
+        self.snap = None;
         self.reg.reseed_all();
         self.stats.checkpoints += 1;
         self.stats.checkpoint_bytes += bytes.len() as u64;

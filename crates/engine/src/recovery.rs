@@ -33,6 +33,9 @@ pub struct RecoveryReport {
     /// Generation and log position of the checkpoint loaded.
     pub checkpoint_generation: u64,
     pub checkpoint_lsn: u64,
+    /// Where replay had to reach for that checkpoint to be whole: past `checkpoint_lsn` for
+    /// a lagged checkpoint (see [`crate::snapshot`]), equal to it for a full one.
+    pub checkpoint_complete_lsn: u64,
     /// Checkpoint files that failed verification (the other one was used).
     pub invalid_checkpoints: Vec<String>,
     pub records_replayed: u64,
@@ -120,6 +123,7 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
         let p = crate::files::checkpoint(dir, 1);
         return Err(corrupt(&p, 0, "no valid checkpoint file"));
     };
+    let complete_lsn = ck.state.complete_lsn;
     let mut reg = Registry::new(ck.state.next_id);
     for s in ck.state.series {
         reg.insert(s.id, s.name, s.rrd);
@@ -128,6 +132,7 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
     let (ckpt_lsn, ckpt_gen) = (ck.header.log_lsn, ck.header.generation);
     report.checkpoint_generation = ckpt_gen;
     report.checkpoint_lsn = ckpt_lsn;
+    report.checkpoint_complete_lsn = complete_lsn;
     report.log_was_truncated = log.is_short()?;
 
     let (mut lsn, mut seq) = (ckpt_lsn, ck.header.log_seq);
@@ -163,6 +168,22 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
                 break;
             }
         }
+    }
+    if lsn < complete_lsn {
+        // A lagged checkpoint left out rows that the records up to complete_lsn rewrite; they
+        // were durable when it was written, so this is damage, not a torn tail.
+        let why = report
+            .cut
+            .as_ref()
+            .map_or("the log ends", |c| c.reason.as_str());
+        return Err(corrupt(
+            &log_path,
+            log.offset(lsn),
+            format!(
+                "{why} at log position {lsn}, before position {complete_lsn} that checkpoint \
+                 generation {ckpt_gen} needs"
+            ),
+        ));
     }
     let counts = replay(&mut reg, &records, &log_path)?;
     report.records_replayed = records.len() as u64;

@@ -5,7 +5,9 @@
 //! series' sample chunks in record order (the chunks of a series removed later are dropped:
 //! nothing observable depends on them). Pass 2 decodes and applies every series' chunks with
 //! `Rrd::apply`, series spread over the available cores, each series on one thread in order.
-//! The result is the same as applying every entry in log order.
+//! The result is the same as applying every entry in log order. A Reseed entry (the writer
+//! reseeded every codec from its RRD before that record) is honoured per series: before the
+//! first chunk at or after it, the series' codec is seeded from its RRD as replayed so far.
 
 use crate::series::{Registry, Series};
 use crate::Error;
@@ -48,6 +50,7 @@ type JobError = (usize, u64, String);
 /// Apply `records` (in log order) to `reg`.
 pub fn replay(reg: &mut Registry, records: &[Record], log: &Path) -> Result<Counts, Error> {
     let mut work: HashMap<u64, Vec<Chunk<'_>>> = HashMap::new();
+    let mut reseeds = Vec::new();
     for (i, rec) in records.iter().enumerate() {
         let at =
             |what: String| corrupt(log, rec.file_offset, format!("record {}: {what}", rec.seq));
@@ -67,6 +70,7 @@ pub fn replay(reg: &mut Registry, records: &[Record], log: &Path) -> Result<Coun
                     }
                     work.entry(id).or_default().push((i, chunk, count));
                 }
+                Entry::Reseed => reseeds.push(i),
             }
         }
     }
@@ -91,7 +95,10 @@ pub fn replay(reg: &mut Registry, records: &[Record], log: &Path) -> Result<Coun
     let results: Vec<Result<Counts, JobError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = buckets
             .into_iter()
-            .map(|(_, jobs)| scope.spawn(move || apply_jobs(jobs)))
+            .map(|(_, jobs)| {
+                let reseeds = &reseeds;
+                scope.spawn(move || apply_jobs(jobs, reseeds))
+            })
             .collect();
         handles
             .into_iter()
@@ -125,13 +132,21 @@ pub fn replay(reg: &mut Registry, records: &[Record], log: &Path) -> Result<Coun
 }
 
 /// Decode and apply the chunks of some series; an error names (record index, series, why).
+/// `reseeds` are the indexes of records that start with a Reseed entry, ascending.
 fn apply_jobs(
     jobs: Vec<(u64, &mut Series, Vec<Chunk<'_>>)>,
+    reseeds: &[usize],
 ) -> Result<Counts, (usize, u64, String)> {
     let mut counts = Counts::default();
     for (id, s, chunks) in jobs {
         let Series { codec, rrd, .. } = s;
+        // Index in `reseeds` of the first reseed this series has not passed yet.
+        let mut next = 0;
         for (i, bytes, count) in chunks {
+            if reseeds.get(next).is_some_and(|&r| r <= i) {
+                *codec = codec::sample::SeriesCodec::from_rrd(rrd);
+                next = reseeds.partition_point(|&r| r <= i);
+            }
             for_each_in_chunk(codec, bytes, count, |smp| {
                 match rrd.apply(smp, &mut |_| {}) {
                     Ok(()) | Err(rrd::ApplyError::Partial(_)) => counts.applied += 1,
@@ -140,6 +155,11 @@ fn apply_jobs(
                 Ok::<(), codec::DecodeError>(())
             })
             .map_err(|e| (i, id, e.to_string()))?;
+        }
+        // A reseed after the series' last chunk happened in the writer too: the codec that
+        // encodes its next samples is the reseeded one.
+        if next < reseeds.len() {
+            *codec = codec::sample::SeriesCodec::from_rrd(rrd);
         }
     }
     Ok(counts)

@@ -17,12 +17,17 @@ pub struct Series {
     /// Samples accepted since the last commit, encoded.
     pub chunk: BitWriter,
     pub count: u64,
+    /// Rows each archive has written since this process loaded the series (counted by the
+    /// writer only; a lagged checkpoint compares them with a snapshot's, see
+    /// [`crate::snapshot`]).
+    pub rows_written: Vec<u64>,
 }
 
 impl Series {
     fn new(name: String, rrd: Rrd) -> Series {
         Series {
             codec: SeriesCodec::from_rrd(&rrd),
+            rows_written: vec![0; rrd.rra.len()],
             name,
             rrd,
             chunk: BitWriter::new(),
@@ -121,7 +126,7 @@ impl Registry {
     }
 
     /// Seed every codec from its RRD and drop pending chunks (after a checkpoint, which holds
-    /// their effect).
+    /// their effect, or at a snapshot, taken right after a commit).
     pub fn reseed_all(&mut self) {
         for s in self.by_id.values_mut() {
             s.codec = SeriesCodec::from_rrd(&s.rrd);

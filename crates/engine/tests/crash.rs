@@ -51,7 +51,7 @@ fn crash_at_every_sync(seed: u64, rounds: usize, log_bytes: u64, torn: bool) {
     let (all, _) = run_until_crash(&clean, &ops, log_bytes);
     let total = clean.syncs();
     assert!(total > 10, "workload too small: {total} syncs");
-    let (mut checked, mut replayed, mut from_later_ckpt) = (0, 0, 0);
+    let (mut checked, mut replayed, mut from_later_ckpt, mut from_lagged) = (0, 0, 0, 0);
     for n in 1..=total {
         let fs = SimFs::new();
         fs.set_fault(Fault::CrashAtSync(n));
@@ -73,6 +73,8 @@ fn crash_at_every_sync(seed: u64, rounds: usize, log_bytes: u64, torn: bool) {
         }
         replayed += (store.recovery().records_replayed > 0) as u32;
         from_later_ckpt += (store.recovery().checkpoint_generation > 1) as u32;
+        let r = store.recovery();
+        from_lagged += (r.checkpoint_complete_lsn > r.checkpoint_lsn) as u32;
         drop(store);
         checked += 1;
     }
@@ -82,6 +84,10 @@ fn crash_at_every_sync(seed: u64, rounds: usize, log_bytes: u64, torn: bool) {
     assert!(
         from_later_ckpt > 0 || log_bytes >= 1 << 20,
         "no crash happened after a checkpoint"
+    );
+    assert!(
+        from_lagged > 0 || log_bytes >= 1 << 20,
+        "no crash recovered from a lagged checkpoint"
     );
     // Sanity: the workload really did commit something.
     assert!(!all.rrds.is_empty());

@@ -218,12 +218,35 @@ pub fn same(store: &Store, model: &Model) -> Result<(), String> {
         let got = store.get(n).ok_or_else(|| format!("{n} missing"))?;
         if rrd_bytes(got) != rrd_bytes(r) {
             return Err(format!(
-                "{n}: last_up {} vs {}, differs",
-                got.last_up, r.last_up
+                "{n}: last_up {} vs {}, differs in {}",
+                got.last_up,
+                r.last_up,
+                first_difference(got, r)
             ));
         }
     }
     Ok(())
+}
+
+/// Which part of two RRDs differs first (for failure messages).
+fn first_difference(a: &Rrd, b: &Rrd) -> String {
+    if format!("{:?}", a.pdp) != format!("{:?}", b.pdp) {
+        return format!("pdp_prep {:?} vs {:?}", a.pdp, b.pdp);
+    }
+    if format!("{:?}", a.cdp) != format!("{:?}", b.cdp) {
+        return "cdp_prep".into();
+    }
+    for (i, (x, y)) in a.rra.iter().zip(&b.rra).enumerate() {
+        if x.cur_row != y.cur_row {
+            return format!("rra {i} cur_row {} vs {}", x.cur_row, y.cur_row);
+        }
+        for (j, (p, q)) in x.rows.iter().zip(&y.rows).enumerate() {
+            if p.to_bits() != q.to_bits() {
+                return format!("rra {i} (cur_row {}) value {j}: {p} vs {q}", x.cur_row);
+            }
+        }
+    }
+    "schema or usec".into()
 }
 
 pub fn small_opts(log_bytes: u64) -> Options {

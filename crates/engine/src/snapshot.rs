@@ -1,0 +1,117 @@
+//! Lagged checkpoints: the small state of every series at a past commit boundary, kept in
+//! memory so the checkpoint written later (when the log ring needs room) can start replay
+//! there and leave out the archive rows that replay rewrites.
+//!
+//! A checkpoint at the current log end must hold every archive row, although the one-PDP
+//! archives are nothing but the logged samples consolidated: writing them again costs 8 bytes
+//! a row against the log's 1-2 bytes a sample. A lagged checkpoint holds the state as of the
+//! snapshot's position `S` instead, written when the log has reached `L > S`: the live state
+//! (`last_up`, `pdp_prep`, `cdp_prep`, each archive's `cur_row`) as it was at `S`, and each
+//! archive's rows as they are now, except the rows written between `S` and `L`, which are
+//! stored as unknown because replaying `S..L` writes them again. An archive that wrote at
+//! least its row count since `S` is left out whole. Rows not written since `S` are the same
+//! now as at `S`, so the image is exactly the state at `S` once replay has passed `L`
+//! (the checkpoint's `complete_lsn`; recovery refuses to serve a state that stops short).
+//!
+//! Replay from `S` decodes samples with codecs seeded from the RRDs at `S`, so taking a
+//! snapshot reseeds every codec, and the next record says so (a Reseed entry, see
+//! [`codec::record`]).
+
+use crate::series::{Registry, Series};
+use rrd::num::DNAN;
+use rrd::{RraData, Rrd};
+
+/// One series as it stood at the snapshot.
+pub struct SnapSeries {
+    pub id: u64,
+    pub name: String,
+    /// The RRD without rows (each archive's `rows` is empty; `cur_row` is kept).
+    pub head: Rrd,
+    /// Rows each archive had written when the snapshot was taken ([`Series::rows_written`]).
+    pub rows_written: Vec<u64>,
+}
+
+/// The registry's state at a commit boundary.
+pub struct Snapshot {
+    /// Log position of the first record after the snapshot.
+    pub lsn: u64,
+    /// Its sequence number.
+    pub seq: u64,
+    pub next_id: u64,
+    /// In id order.
+    pub series: Vec<SnapSeries>,
+}
+
+impl Snapshot {
+    /// Record the state of `reg` at log position `lsn` (nothing may be pending: the caller has
+    /// just committed).
+    pub fn take(reg: &Registry, lsn: u64, seq: u64) -> Snapshot {
+        let series = reg
+            .iter()
+            .map(|(id, s)| SnapSeries {
+                id,
+                name: s.name.clone(),
+                head: head_of(&s.rrd),
+                rows_written: s.rows_written.clone(),
+            })
+            .collect();
+        Snapshot {
+            lsn,
+            seq,
+            next_id: reg.next_id,
+            series,
+        }
+    }
+
+    /// The checkpoint image of `snap` given the series as it is now (`None` if it has been
+    /// removed since): the state at the snapshot with today's rows, minus those rewritten.
+    pub fn image(snap: &SnapSeries, now: Option<&Series>) -> Rrd {
+        let mut img = snap.head.clone();
+        let ds_cnt = img.schema.ds.len();
+        for (a, data) in img.rra.iter_mut().enumerate() {
+            let n = img.schema.rra[a].row_cnt;
+            let len = n as usize * ds_cnt;
+            let Some(now) = now else {
+                // Removed later in the log: replay drops it, the rows never show.
+                data.rows = vec![DNAN; len];
+                continue;
+            };
+            let written = now.rows_written[a].saturating_sub(snap.rows_written[a]);
+            let cur_now = now.rrd.rra[a].cur_row;
+            if written >= n {
+                data.rows = vec![DNAN; len];
+            } else if (data.cur_row + written) % n == cur_now {
+                data.rows = now.rrd.rra[a].rows.clone();
+                for k in 1..=written {
+                    let row = ((data.cur_row + k) % n) as usize;
+                    data.rows[row * ds_cnt..(row + 1) * ds_cnt].fill(DNAN);
+                }
+            } else {
+                // Cannot happen (rows are written one after another from cur_row): keep
+                // every row rather than guess. Replay still rewrites the recent ones.
+                debug_assert!(false, "archive {a}: row counter and cur_row disagree");
+                data.rows = now.rrd.rra[a].rows.clone();
+            }
+        }
+        img
+    }
+}
+
+/// `rrd` without its rows.
+fn head_of(rrd: &Rrd) -> Rrd {
+    Rrd {
+        schema: rrd.schema.clone(),
+        last_up: rrd.last_up,
+        last_up_usec: rrd.last_up_usec,
+        pdp: rrd.pdp.clone(),
+        cdp: rrd.cdp.clone(),
+        rra: rrd
+            .rra
+            .iter()
+            .map(|r| RraData {
+                cur_row: r.cur_row,
+                rows: Vec::new(),
+            })
+            .collect(),
+    }
+}
