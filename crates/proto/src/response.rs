@@ -61,10 +61,46 @@ impl Response {
 
     /// The reply as sent on the wire.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = format!("{} {}\n", self.status, self.message).into_bytes();
-        out.extend_from_slice(&self.body);
+        let mut out = Vec::with_capacity(self.message.len() + self.body.len() + 8);
+        self.write_to(&mut out);
         out
     }
+
+    /// Append the reply as sent on the wire to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        push_int(out, self.status);
+        out.push(b' ');
+        out.extend_from_slice(self.message.as_bytes());
+        out.push(b'\n');
+        out.extend_from_slice(&self.body);
+    }
+}
+
+/// Append UPDATE's success reply, `0 errors, enqueued N value(s).` (the status 0 reads as the
+/// error count), without building a [`Response`]: it is the reply to nearly every request.
+pub fn write_enqueued(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(b"0 errors, enqueued ");
+    push_int(out, n as i64);
+    out.extend_from_slice(b" value(s).\n");
+}
+
+/// Append `n` in decimal.
+fn push_int(out: &mut Vec<u8>, n: i64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut m = n.unsigned_abs();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 #[cfg(test)]
@@ -84,5 +120,21 @@ mod tests {
             b"-1 Unknown command: FOO\n"
         );
         assert_eq!(Response::ok("PONG").to_bytes(), b"0 PONG\n");
+    }
+
+    #[test]
+    fn the_enqueued_reply_is_rrdcacheds() {
+        let mut out = Vec::new();
+        write_enqueued(&mut out, 1);
+        write_enqueued(&mut out, 1234567890);
+        assert_eq!(
+            out,
+            b"0 errors, enqueued 1 value(s).\n0 errors, enqueued 1234567890 value(s).\n"
+        );
+        assert_eq!(
+            Response::raw(i64::MIN, "x", Vec::new()).to_bytes(),
+            b"-9223372036854775808 x\n"
+        );
+        assert_eq!(Response::lines("m", &["a"; 12]).to_bytes()[..5], *b"12 m\n");
     }
 }

@@ -1,20 +1,29 @@
-//! The daemon's shared state: the store, what each file has pending since the last commit,
-//! suspended files, counters; and how a client's file name becomes a store name.
+//! The daemon's shared state: the store, the ingest entries, suspended files, counters; how
+//! a client's file name becomes a store name; and how queued values reach the store.
 //!
-//! One mutex guards the store and the pending lists: an update is applied to the in-memory
-//! RRD at once (so reads see it) and becomes durable at the next commit, which writes every
-//! series in one record. rrdcached's vocabulary maps onto that: "pending" values are those
-//! accepted since the last commit, "flush" is a commit.
+//! Two kinds of lock. The store mutex ([`Inner`]) guards the store and what goes with it;
+//! UPDATE does not take it: values are checked and queued per series by [`crate::ingest`] on
+//! the connection thread. Queued values are applied to the store (`Store::update`: the
+//! consolidation and the log encoding) under the store lock, series by series in acceptance
+//! order: at a commit (the `-w` timer, FLUSH, FLUSHALL, shutdown), and before anything reads
+//! a series. A commit then writes every applied series in one record. rrdcached's vocabulary
+//! maps onto that: "pending" values are those accepted since the last commit, "flush" is a
+//! commit.
+//!
+//! Lock order: store, then an entry, then the list of entries with queued values. An index
+//! shard is never held while taking another lock.
 
 use crate::config::Config;
+use crate::ingest::{Entry, EntryState, Index, ACCEPTED};
 use engine::{Options, Store};
+use proto::Response;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-/// rrdcached's STATS counters (all monotonic except where noted).
+/// rrdcached's STATS counters, and ringlet's own (all monotonic).
 #[derive(Default)]
 pub struct Stats {
     pub updates_received: AtomicU64,
@@ -26,21 +35,31 @@ pub struct Stats {
     /// Bytes appended to the log.
     pub journal_bytes: AtomicU64,
     pub commits: AtomicU64,
+    /// Queued values whose application to the store did not give the outcome their check
+    /// at ingest gave (should not happen; each is logged).
+    pub apply_errors: AtomicU64,
 }
 
 pub struct Inner {
     pub store: Store,
-    /// Value strings accepted since the last commit, per store name, in order.
-    pub pending: BTreeMap<String, Vec<String>>,
     pub suspended: BTreeSet<String>,
     /// (mtime, length) of each `.rrd` file as ringlet last wrote or read it: a file that
     /// differs when a client sends FORGET was changed by someone else (`rrdtool tune`, a
     /// local create) and is read again.
     pub disk: BTreeMap<String, (Option<std::time::SystemTime>, u64)>,
+    /// Entries with values applied to the store since the last commit.
+    applied: Vec<Arc<Entry>>,
 }
 
 pub struct Daemon {
     inner: Mutex<Inner>,
+    /// Ingest entries by store name (and absolute name).
+    pub index: Index,
+    /// Entries that may have queued values, in the order they got their first one.
+    dirty: Mutex<Vec<Arc<Entry>>>,
+    /// Set once the store has failed a write: UPDATE refuses values from then on.
+    failed: AtomicBool,
+    failure: Mutex<String>,
     pub stats: Stats,
     /// `-b`, canonical, without a trailing slash.
     pub base: Option<String>,
@@ -58,6 +77,10 @@ pub struct Target {
     /// The store name.
     pub name: String,
 }
+
+/// Entries drained per hold of the store lock in [`Daemon::commit_all`]: readers get the lock
+/// between chunks.
+const DRAIN_CHUNK: usize = 256;
 
 impl Daemon {
     pub fn open(cfg: &Config, store_dir: &Path) -> Result<Daemon, String> {
@@ -94,10 +117,14 @@ impl Daemon {
         Ok(Daemon {
             inner: Mutex::new(Inner {
                 store,
-                pending: BTreeMap::new(),
                 disk: BTreeMap::new(),
                 suspended: BTreeSet::new(),
+                applied: Vec::new(),
             }),
+            index: Index::default(),
+            dirty: Mutex::new(Vec::new()),
+            failed: AtomicBool::new(false),
+            failure: Mutex::new(String::new()),
             stats: Stats::default(),
             base,
             restrict_base: cfg.restrict_base,
@@ -145,9 +172,129 @@ impl Daemon {
         }
     }
 
-    /// Commit everything pending. Returns the number of samples made durable.
+    /// Why UPDATE refuses values: the store failed a write (it refuses writes until reopened).
+    pub fn failure(&self) -> Option<String> {
+        if !self.failed.load(Ordering::Relaxed) {
+            return None;
+        }
+        Some(
+            self.failure
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        )
+    }
+
+    fn note_store_error(&self, e: &engine::Error) {
+        if matches!(e, engine::Error::Io(_) | engine::Error::PreviousIo) {
+            *self.failure.lock().unwrap_or_else(|p| p.into_inner()) =
+                engine::Error::PreviousIo.to_string();
+            self.failed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// List `e` as having queued values (its state says it is not listed yet).
+    pub fn dirty(&self, e: &Arc<Entry>) {
+        self.dirty
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(e.clone());
+    }
+
+    /// The entry of series `t`, created (and the `.rrd` file imported on first sight) if
+    /// needed. Errors are UPDATE's replies.
+    pub fn entry(&self, t: &Target) -> Result<Arc<Entry>, Response> {
+        let mut inner = self.lock();
+        crate::handlers::known(&mut inner, t)?;
+        if let Some(e) = self.index.get(&t.name) {
+            return Ok(e);
+        }
+        let Some(rrd) = inner.store.get(&t.name) else {
+            return Err(Response::err(format!("No such file: {}", t.abs)));
+        };
+        let e = Arc::new(Entry::new(t, rrd));
+        self.index.insert(&t.name, &e);
+        Ok(e)
+    }
+
+    /// Apply `name`'s queued values to the store (before a read or a FLUSH of it).
+    pub fn apply_series(&self, inner: &mut Inner, name: &str) {
+        if let Some(e) = self.index.get(name) {
+            let mut st = e.lock();
+            self.apply_queue(inner, &e, &mut st);
+        }
+    }
+
+    /// Apply an entry's queued values to the store, in order. A value whose outcome differs
+    /// from the one its check gave at ingest is counted and logged; the others go on.
+    fn apply_queue(&self, inner: &mut Inner, e: &Arc<Entry>, st: &mut EntryState) {
+        if st.queue.is_empty() {
+            return;
+        }
+        let queue = std::mem::take(&mut st.queue);
+        let mut bad = 0u64;
+        for line in queue.split_terminator('\n') {
+            let (flag, v) = (line.as_bytes()[0], &line[1..]);
+            let sample = match rrd::update::parse_update_arg(&st.shadow.schema, v, None, (0, 0)) {
+                Ok(s) => s,
+                Err(err) => {
+                    bad += 1;
+                    crate::log(&format!("{}: queued value {v} lost: {}", e.abs, err.msg));
+                    continue;
+                }
+            };
+            match inner.store.update(&e.name, &sample, &mut |_| {}) {
+                Ok(()) if flag == ACCEPTED => {}
+                Err(engine::Error::Rrd(_)) if flag != ACCEPTED => {}
+                Ok(()) => {
+                    bad += 1;
+                    crate::log(&format!(
+                        "{}: queued value {v} applied, though refused",
+                        e.abs
+                    ));
+                }
+                Err(err) => {
+                    bad += 1;
+                    self.note_store_error(&err);
+                    crate::log(&format!("{}: queued value {v} not applied: {err}", e.abs));
+                }
+            }
+        }
+        // Keep the allocation for the next values.
+        st.queue = queue;
+        st.queue.clear();
+        st.applied = st.pending.len();
+        st.applied_n = st.pending_n;
+        if !st.in_applied {
+            st.in_applied = true;
+            inner.applied.push(e.clone());
+        }
+        if bad > 0 {
+            self.stats.apply_errors.fetch_add(bad, Ordering::Relaxed);
+            // The shadow went its own way: start again from what the store has.
+            if let Some(rrd) = inner.store.get(&e.name) {
+                st.shadow = crate::ingest::shadow_of(rrd);
+            }
+        }
+    }
+
+    /// Forget `name`'s queued and pending values and restart its checks from the store's
+    /// series (after CREATE, FORGET, or a re-read file).
+    pub fn reset_series(&self, inner: &mut Inner, name: &str) {
+        if let (Some(e), Some(rrd)) = (self.index.get(name), inner.store.get(name)) {
+            e.lock().reset(rrd);
+        }
+    }
+
+    /// Commit what has been applied to the store. Returns the number of samples made durable.
     pub fn commit(&self, inner: &mut Inner) -> Result<u64, String> {
-        let st = inner.store.commit().map_err(|e| e.to_string())?;
+        let st = match inner.store.commit() {
+            Ok(st) => st,
+            Err(e) => {
+                self.note_store_error(&e);
+                return Err(e.to_string());
+            }
+        };
         if st.samples > 0 {
             self.stats.commits.fetch_add(1, Ordering::Relaxed);
         }
@@ -160,8 +307,55 @@ impl Daemon {
         self.stats
             .journal_bytes
             .fetch_add(st.bytes, Ordering::Relaxed);
-        inner.pending.clear();
+        // What was applied is durable: no longer pending.
+        for e in std::mem::take(&mut inner.applied) {
+            let mut s = e.lock();
+            let (cut, n) = (s.applied, s.applied_n);
+            s.pending.drain(..cut);
+            s.pending_n -= n;
+            s.applied = 0;
+            s.applied_n = 0;
+            s.in_applied = false;
+        }
         Ok(st.samples as u64)
+    }
+
+    /// Apply every queued value and commit: everything accepted before the call is durable
+    /// when it returns. The store lock is let go between chunks of series so that reads are
+    /// not held up by a long drain.
+    pub fn commit_all(&self) -> Result<u64, String> {
+        let mut budget = self.dirty.lock().unwrap_or_else(|p| p.into_inner()).len();
+        loop {
+            let mut inner = self.lock();
+            let chunk: Vec<Arc<Entry>> = {
+                let mut dirty = self.dirty.lock().unwrap_or_else(|p| p.into_inner());
+                let k = budget.min(DRAIN_CHUNK).min(dirty.len());
+                dirty.drain(..k).collect()
+            };
+            budget -= chunk.len();
+            for e in &chunk {
+                let mut st = e.lock();
+                st.in_dirty = false;
+                self.apply_queue(&mut inner, e, &mut st);
+            }
+            if budget == 0 || chunk.is_empty() {
+                return self.commit(&mut inner);
+            }
+        }
+    }
+
+    /// Entries with values accepted since the last commit, with their count, by name.
+    pub fn pending_series(&self, inner: &Inner) -> Vec<(Arc<Entry>, usize)> {
+        let mut all: Vec<Arc<Entry>> = self.dirty.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        all.extend(inner.applied.iter().cloned());
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        all.into_iter()
+            .filter_map(|e| {
+                let n = e.lock().pending_n;
+                (n > 0).then_some((e, n))
+            })
+            .collect()
     }
 }
 

@@ -5,10 +5,12 @@
 //! reads never wait for a write) docs/PROTOCOL.md says so.
 
 use crate::daemon::{Daemon, Inner, Target};
+use crate::ingest;
 use proto::{Command, Response};
 use rrd::fmt::c_exp;
 use rrd::info::InfoValue;
 use rrd::{Cf, Rrd};
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -25,15 +27,18 @@ pub fn handle(d: &Daemon, cmd: Command, now: i64) -> Reply {
         Command::Quit => return Reply::Close,
         Command::Ping => Response::ok("PONG"),
         Command::Help { topic } => proto::request::help(topic.as_deref()),
-        Command::Update { file, values } => update(d, &file, values),
-        Command::Flush { file } => flush(d, &file),
-        Command::FlushAll => {
-            let mut inner = d.lock();
-            match d.commit(&mut inner) {
-                Ok(_) => Response::ok("Started flush."),
-                Err(e) => Response::err(e),
+        Command::Update { file, values } => {
+            d.stats.updates_received.fetch_add(1, Ordering::Relaxed);
+            match update(d, &file, values.into_iter().map(Cow::Owned)) {
+                Ok(n) => Response::ok(format!("errors, enqueued {n} value(s).")),
+                Err(r) => r,
             }
         }
+        Command::Flush { file } => flush(d, &file),
+        Command::FlushAll => match d.commit_all() {
+            Ok(_) => Response::ok("Started flush."),
+            Err(e) => Response::err(e),
+        },
         Command::Pending { file } => pending(d, &file),
         Command::Forget { file } => forget(d, &file),
         Command::Queue => queue(d),
@@ -181,7 +186,7 @@ fn strerror(e: &std::io::Error) -> String {
 }
 
 /// UPDATE's check that `t` is a series (imported from its file on first sight).
-fn known(inner: &mut Inner, t: &Target) -> Result<(), Response> {
+pub(crate) fn known(inner: &mut Inner, t: &Target) -> Result<(), Response> {
     match ensure(inner, t, true) {
         Ok(true) => Ok(()),
         Ok(false) => Err(Response::err(format!("No such file: {}", t.abs))),
@@ -189,89 +194,15 @@ fn known(inner: &mut Inner, t: &Target) -> Result<(), Response> {
     }
 }
 
-fn update(d: &Daemon, file: &str, values: Vec<String>) -> Response {
-    d.stats.updates_received.fetch_add(1, Ordering::Relaxed);
-    // The name is resolved before taking the lock: every update holds it, so what can be
-    // done outside is.
-    let t = match d.resolve(file) {
-        Ok(t) => t,
-        Err(e) => return Response::err(e),
-    };
-    let mut inner = d.lock();
-    if let Err(r) = known(&mut inner, &t) {
-        return r;
-    }
-    // Values accepted since the last commit, added to the file's pending list in one lookup
-    // when the command ends, whatever its outcome.
-    let mut accepted: Vec<String> = Vec::with_capacity(values.len());
-    let reply = apply_values(&mut inner, &t, values, &mut accepted);
-    if !accepted.is_empty() {
-        match inner.pending.get_mut(&t.name) {
-            Some(list) => list.append(&mut accepted),
-            None => {
-                inner.pending.insert(t.name, accepted);
-            }
-        }
-    }
-    reply
-}
-
-/// Apply UPDATE's values in order, stopping at the first refused one; each accepted value
-/// is pushed on `accepted` (emptied when the store commits on its own).
-fn apply_values(
-    inner: &mut Inner,
-    t: &Target,
-    values: Vec<String>,
-    accepted: &mut Vec<String>,
-) -> Response {
-    let mut n = 0;
-    for v in values {
-        let Some(rrd) = inner.store.get(&t.name) else {
-            break;
-        };
-        // rrdcached's own check: a number, then ':', later than the last update.
-        let stamp = v
-            .split_once(':')
-            .and_then(|(ts, _)| rrd::num::strtodbl(ts).ok())
-            .filter(|t| t.is_finite());
-        let Some(stamp) = stamp else {
-            return Response::err(format!("Cannot find timestamp in '{v}'!"));
-        };
-        let last = rrd.last_up as f64 + rrd.last_up_usec as f64 / 1e6;
-        if stamp <= last {
-            return Response::err(format!(
-                "illegal attempt to update using time {stamp:.6} when last update time is {last:.6} (minimum one second step)"
-            ));
-        }
-        // ringlet checks the values now (rrdcached only when it writes, dropping the file's
-        // later values on a bad one): an error here refuses this value and the rest.
-        let sample = match rrd::update::parse_update_arg(&rrd.schema, &v, None, (0, 0)) {
-            Ok(s) => s,
-            Err(e) => return Response::err(format!("{}: {}", t.abs, e.msg)),
-        };
-        let commits = inner.store.stats().commits;
-        if let Err(e) = inner.store.update(&t.name, &sample, &mut |_| {}) {
-            let msg = match e {
-                engine::Error::Rrd(r) => r.msg,
-                other => other.to_string(),
-            };
-            return Response::err(format!("{}: {msg}", t.abs));
-        }
-        n += 1;
-        if inner.store.stats().commits != commits {
-            // The store committed on its own (its pending size limit), this value included:
-            // nothing is pending any more.
-            inner.pending.clear();
-            accepted.clear();
-            continue;
-        }
-        accepted.push(v);
-    }
-    if n == 0 {
-        return Response::err("No values updated.");
-    }
-    // rrdcached's "0 errors, enqueued N value(s).": the status 0 reads as the error count.
-    Response::ok(format!("errors, enqueued {n} value(s)."))
+/// UPDATE: check and queue the values (see [`crate::ingest`]). Ok: how many were accepted;
+/// the caller counts UpdatesReceived and sends rrdcached's `0 errors, enqueued N value(s).`.
+pub fn update<'a>(
+    d: &Daemon,
+    file: &str,
+    values: impl Iterator<Item = Cow<'a, str>>,
+) -> Result<usize, Response> {
+    let e = ingest::entry_for(d, file)?;
+    ingest::update(d, &e, values)
 }
 
 fn flush(d: &Daemon, file: &str) -> Response {
@@ -290,6 +221,7 @@ fn flush(d: &Daemon, file: &str) -> Response {
     if inner.suspended.contains(&t.name) {
         return Response::ok(format!("Successfully flushed {}.", t.abs));
     }
+    d.apply_series(&mut inner, &t.name);
     if let Err(e) = d.commit(&mut inner) {
         return Response::err(e);
     }
@@ -343,8 +275,11 @@ fn pending(d: &Daemon, file: &str) -> Response {
         Ok(t) => t,
         Err(e) => return Response::err(e),
     };
-    let inner = d.lock();
-    let vals = inner.pending.get(&t.name).cloned().unwrap_or_default();
+    let Some(e) = d.index.get(&t.name) else {
+        return Response::lines::<&str>("updates pending", &[]);
+    };
+    let st = e.lock();
+    let vals: Vec<&str> = st.pending.split_terminator('\n').collect();
     Response::lines("updates pending", &vals)
 }
 
@@ -357,17 +292,19 @@ fn forget(d: &Daemon, file: &str) -> Response {
     if inner.store.get(&t.name).is_none() {
         return Response::err("No such file or directory");
     }
-    // rrdcached drops the file's pending values here. ringlet keeps them: they are already
-    // applied and will be committed; FORGET only stops listing them as pending. But a file
-    // someone else changed since ringlet last wrote or read it (librrd sends FORGET after
-    // `rrdtool tune` and around a local create) is the new truth: it is read again.
-    inner.pending.remove(&t.name);
+    // As rrdcached, the file's values not yet written are dropped: those not yet applied to
+    // the store (a read or FLUSH applies them, as rrdcached's FETCH and FLUSH write them).
+    // Values applied are kept and will be committed. A file someone else changed since
+    // ringlet last wrote or read it (librrd sends FORGET after `rrdtool tune` and around a
+    // local create) is the new truth: it is read again.
+    d.reset_series(&mut inner, &t.name);
     inner.suspended.remove(&t.name);
     let now = disk_stamp(&t);
     if now.is_some() && inner.disk.get(&t.name) != now.as_ref() {
         if let Err(e) = import(&mut inner, &t, true) {
             return e.reply("RRD Error: ");
         }
+        d.reset_series(&mut inner, &t.name);
         if let Err(e) = d.commit(&mut inner) {
             return Response::err(e);
         }
@@ -377,11 +314,11 @@ fn forget(d: &Daemon, file: &str) -> Response {
 
 fn queue(d: &Daemon) -> Response {
     let inner = d.lock();
-    let lines: Vec<String> = inner
-        .pending
+    let lines: Vec<String> = d
+        .pending_series(&inner)
         .iter()
-        .filter(|(n, _)| !inner.suspended.contains(*n))
-        .map(|(n, v)| format!("{} {}", v.len(), d.abs_of(n)))
+        .filter(|(e, _)| !inner.suspended.contains(&e.name))
+        .map(|(e, n)| format!("{n} {}", d.abs_of(&e.name)))
         .collect();
     Response::lines("in queue.", &lines)
 }
@@ -395,7 +332,7 @@ fn stats(d: &Daemon) -> Response {
     } else {
         64 - nodes.leading_zeros() as u64
     };
-    let queue = inner.pending.len();
+    let queue = d.pending_series(&inner).len();
     let lines = [
         format!("QueueLength: {queue}"),
         format!(
@@ -657,6 +594,8 @@ fn with_rrd_as(
         Ok(false) => return missing(),
         Err(e) => return e.reply(prefix),
     }
+    // Reads see every accepted value.
+    d.apply_series(&mut inner, &t.name);
     match inner.store.get(&t.name) {
         Some(rrd) => f(&t, rrd),
         None => missing(),
@@ -825,7 +764,7 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
     if let Err(e) = inner.store.create(&t.name, rrd, true) {
         return Response::err(format!("RRD Error: {e}"));
     }
-    inner.pending.remove(&t.name);
+    d.reset_series(&mut inner, &t.name);
     remember_disk(&mut inner, &t);
     // rrdcached's file exists when it answers; ringlet's series is durable when it answers.
     if let Err(e) = d.commit(&mut inner) {

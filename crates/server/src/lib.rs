@@ -4,12 +4,13 @@
 //! rrdcached's command line ([`config`]), opens the store ([`daemon`]), binds the listeners,
 //! runs one thread per connection ([`conn`]) and one committer thread, and turns SIGTERM,
 //! SIGINT, SIGUSR1 and SIGUSR2 into a final commit and a clean exit. Command semantics live in
-//! [`handlers`]; the wire format in the `proto` crate.
+//! [`handlers`], UPDATE's check-and-queue in [`ingest`]; the wire format in the `proto` crate.
 
 pub mod config;
 pub mod conn;
 pub mod daemon;
 pub mod handlers;
+pub mod ingest;
 mod sys;
 
 use config::{Addr, Config};
@@ -169,8 +170,7 @@ impl ConnStream for std::net::TcpStream {
 }
 
 fn final_commit(d: &Daemon) {
-    let mut inner = d.lock();
-    match d.commit(&mut inner) {
+    match d.commit_all() {
         Ok(n) => log(&format!("committed {n} samples at shutdown")),
         Err(e) => log(&format!("final commit failed: {e}")),
     }
@@ -263,8 +263,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
         std::thread::sleep(dc.commit_interval);
         // Every -w seconds, whatever is pending (samples, and creates without samples);
         // a commit with nothing pending writes nothing.
-        let mut inner = dc.lock();
-        if let Err(e) = dc.commit(&mut inner) {
+        if let Err(e) = dc.commit_all() {
             log(&format!("commit failed: {e}"));
         }
     });

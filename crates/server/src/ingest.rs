@@ -1,0 +1,342 @@
+//! UPDATE without the store lock: the per-series ingest entries, their index, and the check
+//! and enqueueing of values on the connection thread.
+//!
+//! rrdcached answers an UPDATE after checking the timestamp and queueing the string; the file
+//! is written later. ringlet does the same, but checks each value completely first: every
+//! series has an [`Entry`] holding a *shadow* of its RRD (the schema's data sources, the last
+//! update time and the PDP state, no archives) advanced by every accepted value. Running
+//! `Rrd::apply` on the shadow gives exactly the outcome the real RRD will give when the queued
+//! value is applied (the archives never make an update fail), so a value is refused, or
+//! accepted, at once with rrdtool's message. Accepted values wait in the entry's queue as text
+//! until [`crate::daemon`] applies them to the store: at a commit, or before anything reads
+//! the series. Values of one series are queued and applied in acceptance order.
+//!
+//! Entries are created under the store lock when a series is first updated and are never
+//! removed (a replaced series resets its entry in place), so the index only grows with the
+//! store and a looked-up entry stays valid.
+
+use crate::daemon::{Daemon, Target};
+use proto::Response;
+use rrd::update::ApplyError;
+use rrd::{Rrd, Schema};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+/// Queue line flag: the value was accepted.
+pub const ACCEPTED: u8 = b'A';
+/// Queue line flag: applying the value fails after changing some state (the client was told;
+/// rrdtool keeps such partial updates, so it is applied and logged all the same).
+pub const PARTIAL: u8 = b'P';
+
+/// One series as ingest sees it.
+pub struct Entry {
+    /// Store name.
+    pub name: String,
+    /// The absolute name rrdcached prints for it.
+    pub abs: String,
+    state: Mutex<EntryState>,
+}
+
+/// What an entry holds; behind the entry's own mutex.
+pub struct EntryState {
+    /// The series' RRD without archives, as it will be once every queued value is applied.
+    pub shadow: Rrd,
+    /// Values accepted and not yet applied to the store: `<flag><value>\n` each.
+    pub queue: String,
+    /// Values accepted since the last commit, `<value>\n` each (PENDING, QUEUE).
+    pub pending: String,
+    pub pending_n: usize,
+    /// The prefix of `pending` (bytes, values) already applied to the store: the next commit
+    /// makes it durable.
+    pub applied: usize,
+    pub applied_n: usize,
+    /// Listed in the daemon's list of entries with queued values.
+    pub in_dirty: bool,
+    /// Listed in the daemon's list of entries applied since the last commit.
+    pub in_applied: bool,
+}
+
+impl Entry {
+    pub fn new(t: &Target, rrd: &Rrd) -> Entry {
+        Entry {
+            name: t.name.clone(),
+            abs: t.abs.clone(),
+            state: Mutex::new(EntryState {
+                shadow: shadow_of(rrd),
+                queue: String::new(),
+                pending: String::new(),
+                pending_n: 0,
+                applied: 0,
+                applied_n: 0,
+                in_dirty: false,
+                in_applied: false,
+            }),
+        }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, EntryState> {
+        // Every update of the state is complete before anything can panic.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl EntryState {
+    /// Forget every queued and pending value and take `rrd` (the store's series, everything
+    /// applied) as the new starting point: after CREATE, FORGET, or a re-read file.
+    pub fn reset(&mut self, rrd: &Rrd) {
+        self.shadow = shadow_of(rrd);
+        self.queue = String::new();
+        self.pending = String::new();
+        self.pending_n = 0;
+        self.applied = 0;
+        self.applied_n = 0;
+    }
+}
+
+/// `rrd` without its archives: what `Rrd::apply` needs to decide an update's outcome.
+pub fn shadow_of(rrd: &Rrd) -> Rrd {
+    Rrd {
+        schema: Schema {
+            step: rrd.schema.step,
+            ds: rrd.schema.ds.clone(),
+            rra: Vec::new(),
+        },
+        last_up: rrd.last_up,
+        last_up_usec: rrd.last_up_usec,
+        pdp: rrd.pdp.clone(),
+        cdp: Vec::new(),
+        rra: Vec::new(),
+    }
+}
+
+const SHARDS: usize = 16;
+
+/// Entries by store name, and by the absolute name clients send: a sharded map that
+/// connection threads read without the store lock.
+pub struct Index {
+    shards: Vec<RwLock<HashMap<Box<str>, Arc<Entry>>>>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+impl Default for Index {
+    fn default() -> Index {
+        Index {
+            shards: (0..SHARDS).map(|_| RwLock::new(HashMap::new())).collect(),
+            hasher: std::collections::hash_map::RandomState::new(),
+        }
+    }
+}
+
+impl Index {
+    fn shard(&self, key: &str) -> &RwLock<HashMap<Box<str>, Arc<Entry>>> {
+        let mut h = self.hasher.build_hasher();
+        h.write(key.as_bytes());
+        &self.shards[(h.finish() >> 59) as usize % SHARDS]
+    }
+
+    pub fn get(&self, key: &str) -> Option<Arc<Entry>> {
+        let g = self.shard(key).read().unwrap_or_else(|p| p.into_inner());
+        g.get(key).cloned()
+    }
+
+    /// Add `e` under `key` (a name that resolves to `e`'s series).
+    pub fn insert(&self, key: &str, e: &Arc<Entry>) {
+        let mut g = self.shard(key).write().unwrap_or_else(|p| p.into_inner());
+        g.entry(key.into()).or_insert_with(|| e.clone());
+    }
+
+    /// Every entry, once each (under its store name).
+    pub fn entries(&self) -> Vec<Arc<Entry>> {
+        let mut out = Vec::new();
+        for s in &self.shards {
+            let g = s.read().unwrap_or_else(|p| p.into_inner());
+            out.extend(
+                g.iter()
+                    .filter(|(k, e)| ***k == *e.name)
+                    .map(|(_, e)| e.clone()),
+            );
+        }
+        out
+    }
+}
+
+/// The entry of the file a client named, creating it on the series' first update (importing
+/// the `.rrd` file on first sight). Errors are UPDATE's replies.
+pub fn entry_for(d: &Daemon, file: &str) -> Result<Arc<Entry>, Response> {
+    if let Some(e) = d.index.get(file) {
+        return Ok(e);
+    }
+    let t = d.resolve(file).map_err(Response::err)?;
+    let e = d.entry(&t)?;
+    // Later updates naming the file the same way skip the resolution. Only the spellings
+    // that are the name or the absolute name are kept, so the index stays as large as the
+    // store.
+    if file == t.abs {
+        d.index.insert(file, &e);
+    }
+    Ok(e)
+}
+
+/// Check and queue one UPDATE's values, in order, stopping at the first refused one. Returns
+/// the number of values accepted, or the reply for the refused value (the values before it
+/// stay accepted, as before).
+pub fn update<'a>(
+    d: &Daemon,
+    e: &Arc<Entry>,
+    values: impl Iterator<Item = Cow<'a, str>>,
+) -> Result<usize, Response> {
+    let mut st = e.lock();
+    let was_empty = st.queue.is_empty();
+    let outcome = accept(d, e, &mut st, values);
+    if was_empty && !st.queue.is_empty() && !st.in_dirty {
+        st.in_dirty = true;
+        d.dirty(e);
+    }
+    match outcome {
+        Ok(0) => Err(Response::err("No values updated.")),
+        other => other,
+    }
+}
+
+fn accept<'a>(
+    d: &Daemon,
+    e: &Entry,
+    st: &mut EntryState,
+    values: impl Iterator<Item = Cow<'a, str>>,
+) -> Result<usize, Response> {
+    let mut n = 0;
+    for v in values {
+        let v: &str = &v;
+        // rrdcached's own check: a number, then ':', later than the last update.
+        let stamp = v
+            .split_once(':')
+            .and_then(|(ts, _)| rrd::num::strtodbl(ts).ok())
+            .filter(|t| t.is_finite());
+        let Some(stamp) = stamp else {
+            return Err(Response::err(format!("Cannot find timestamp in '{v}'!")));
+        };
+        let sh = &mut st.shadow;
+        let last = sh.last_up as f64 + sh.last_up_usec as f64 / 1e6;
+        if stamp <= last {
+            return Err(Response::err(format!(
+                "illegal attempt to update using time {stamp:.6} when last update time is {last:.6} (minimum one second step)"
+            )));
+        }
+        // ringlet checks the values now (rrdcached only when it writes, dropping the file's
+        // later values on a bad one): an error here refuses this value and the rest.
+        let sample = rrd::update::parse_update_arg(&sh.schema, v, None, (0, 0))
+            .map_err(|err| Response::err(format!("{}: {}", e.abs, err.msg)))?;
+        if let Some(msg) = d.failure() {
+            return Err(Response::err(format!("{}: {msg}", e.abs)));
+        }
+        let flag = match sh.apply(&sample, &mut |_| {}) {
+            Ok(()) => ACCEPTED,
+            Err(ApplyError::Rejected(err)) => {
+                return Err(Response::err(format!("{}: {}", e.abs, err.msg)))
+            }
+            Err(ApplyError::Partial(err)) => {
+                // Applied up to the failure, as rrdtool leaves it: queued to be applied and
+                // logged the same way, but not pending (it was refused).
+                push_line(&mut st.queue, PARTIAL, v);
+                return Err(Response::err(format!("{}: {}", e.abs, err.msg)));
+            }
+        };
+        push_line(&mut st.queue, flag, v);
+        st.pending.push_str(v);
+        st.pending.push('\n');
+        st.pending_n += 1;
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn push_line(q: &mut String, flag: u8, v: &str) {
+    q.push(flag as char);
+    q.push_str(v);
+    q.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: i64 = 1_790_000_000;
+
+    fn rrd(ds: &[&str]) -> Rrd {
+        let mut args: Vec<String> = ["x.rrd", "--start", &T.to_string(), "--step", "10"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(ds.iter().map(|s| s.to_string()));
+        args.push("RRA:AVERAGE:0.5:1:10".into());
+        let req = rrd::create::parse_create_with(&args, T, &mut |_| None, &mut |_| false)
+            .expect("create");
+        Rrd::new(req.schema, req.start)
+    }
+
+    fn sample(schema: &Schema, v: &str) -> rrd::update::Sample {
+        rrd::update::parse_update_arg(schema, v, None, (0, 0)).expect("parses")
+    }
+
+    #[test]
+    fn the_shadow_gives_the_real_outcome_and_state() {
+        let mut real = rrd(&[
+            "DS:a:COUNTER:20:U:U",
+            "DS:b:DDERIVE:20:U:U",
+            "DS:c:COMPUTE:a,b,+",
+        ]);
+        let mut sh = shadow_of(&real);
+        let mut outcomes = Vec::new();
+        for (dt, v) in [
+            (5, "10:1"),
+            (12, "abc:1"),
+            (30, "20:x"),
+            (31, "21:2"),
+            (200, "x:y"),
+            (205, "-1:3"),
+            (206, "30:4.5"),
+            (207, "31:zz"),
+            (208, "32:5"),
+        ] {
+            let v = format!("{}:{v}", T + dt);
+            let s = sample(&real.schema, &v);
+            let a = real.apply(&s, &mut |_| {});
+            let b = sh.apply(&s, &mut |_| {});
+            assert_eq!(a, b, "{v}");
+            // Debug text: NaN state compares equal.
+            assert_eq!(
+                format!("{:?}", (real.last_up, real.last_up_usec, &real.pdp)),
+                format!("{:?}", (sh.last_up, sh.last_up_usec, &sh.pdp)),
+                "{v}"
+            );
+            outcomes.push(match a {
+                Ok(()) => 'A',
+                Err(ApplyError::Rejected(_)) => 'R',
+                Err(ApplyError::Partial(_)) => 'P',
+            });
+        }
+        // Every kind of outcome was met.
+        let kinds: String = outcomes.iter().collect();
+        assert!(
+            kinds.contains('A') && kinds.contains('R') && kinds.contains('P'),
+            "{kinds}"
+        );
+    }
+
+    #[test]
+    fn index_keys_share_one_entry() {
+        let ix = Index::default();
+        let t = Target {
+            abs: "/b/x.rrd".into(),
+            name: "x.rrd".into(),
+        };
+        let e = Arc::new(Entry::new(&t, &rrd(&["DS:a:GAUGE:20:U:U"])));
+        ix.insert("x.rrd", &e);
+        ix.insert("/b/x.rrd", &e);
+        assert!(Arc::ptr_eq(&ix.get("/b/x.rrd").unwrap(), &e));
+        assert!(ix.get("y.rrd").is_none());
+        assert_eq!(ix.entries().len(), 1);
+    }
+}
