@@ -55,6 +55,7 @@ pub fn serve<S: Read + Write>(d: &Daemon, access: &Access, mut sock: S) -> io::R
         batch: None,
         update_ok: access.update_allowed(),
         received: 0,
+        local: Default::default(),
     };
     loop {
         let n = sock.read(&mut chunk)?;
@@ -126,6 +127,7 @@ struct Conn<'a> {
     update_ok: bool,
     /// UPDATE lines not yet added to the daemon's UpdatesReceived (once per read).
     received: u64,
+    local: crate::ingest::Local,
 }
 
 impl Conn<'_> {
@@ -165,7 +167,7 @@ impl Conn<'_> {
         }
         let file = f.next()?;
         self.received += 1;
-        Some(crate::handlers::update(self.d, &file, f))
+        Some(self.local.update(self.d, &file, f))
     }
 }
 

@@ -232,17 +232,19 @@ impl Daemon {
             return;
         }
         let queue = std::mem::take(&mut st.queue);
+        let mut sample = std::mem::replace(&mut st.scratch, crate::sample::scratch());
         let mut bad = 0u64;
         for line in queue.split_terminator('\n') {
             let (flag, v) = (line.as_bytes()[0], &line[1..]);
-            let sample = match rrd::update::parse_update_arg(&st.shadow.schema, v, None, (0, 0)) {
-                Ok(s) => s,
-                Err(err) => {
-                    bad += 1;
-                    crate::log(&format!("{}: queued value {v} lost: {}", e.abs, err.msg));
-                    continue;
-                }
+            let read = match crate::sample::stamp(v) {
+                Some(stamp) => crate::sample::read(&st.shadow.schema, v, stamp, &mut sample),
+                None => Err(rrd::RrdError::new("no timestamp")),
             };
+            if let Err(err) = read {
+                bad += 1;
+                crate::log(&format!("{}: queued value {v} lost: {}", e.abs, err.msg));
+                continue;
+            }
             match inner.store.update(&e.name, &sample, &mut |_| {}) {
                 Ok(()) if flag == ACCEPTED => {}
                 Err(engine::Error::Rrd(_)) if flag != ACCEPTED => {}
@@ -260,9 +262,7 @@ impl Daemon {
                 }
             }
         }
-        // Keep the allocation for the next values.
-        st.queue = queue;
-        st.queue.clear();
+        st.scratch = sample;
         st.applied = st.pending.len();
         st.applied_n = st.pending_n;
         if !st.in_applied {

@@ -16,12 +16,13 @@
 //! store and a looked-up entry stays valid.
 
 use crate::daemon::{Daemon, Target};
+use crate::sample;
 use proto::Response;
-use rrd::update::ApplyError;
+use rrd::update::{ApplyError, Sample};
 use rrd::{Rrd, Schema};
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 /// Queue line flag: the value was accepted.
@@ -56,6 +57,8 @@ pub struct EntryState {
     pub in_dirty: bool,
     /// Listed in the daemon's list of entries applied since the last commit.
     pub in_applied: bool,
+    /// Where values are read into, reused.
+    pub scratch: Sample,
 }
 
 impl Entry {
@@ -72,6 +75,7 @@ impl Entry {
                 applied_n: 0,
                 in_dirty: false,
                 in_applied: false,
+                scratch: sample::scratch(),
             }),
         }
     }
@@ -179,6 +183,58 @@ pub fn entry_for(d: &Daemon, file: &str) -> Result<Arc<Entry>, Response> {
     Ok(e)
 }
 
+/// Entries a connection has updated, by the file name it sent: looked up without any lock
+/// or shared counter. Valid for ever, since entries are never removed.
+#[derive(Default)]
+pub struct Local {
+    map: HashMap<Box<str>, Arc<Entry>, BuildHasherDefault<Fx>>,
+}
+
+/// Names a [`Local`] keeps before it starts again.
+const LOCAL_MAX: usize = 1 << 16;
+
+impl Local {
+    /// UPDATE `file` with `values` (see [`update`]).
+    pub fn update<'a>(
+        &mut self,
+        d: &Daemon,
+        file: &str,
+        values: impl Iterator<Item = Cow<'a, str>>,
+    ) -> Result<usize, Response> {
+        if let Some(e) = self.map.get(file) {
+            return update(d, e, values);
+        }
+        let e = entry_for(d, file)?;
+        if file == e.name || file == e.abs {
+            if self.map.len() >= LOCAL_MAX {
+                self.map.clear();
+            }
+            self.map.insert(file.into(), e.clone());
+        }
+        update(d, &e, values)
+    }
+}
+
+/// A fast hash for a connection's own names (the FxHash step): a client that chose names
+/// to collide would only slow itself down, and only with names of existing series.
+#[derive(Default)]
+pub struct Fx(u64);
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            self.0 =
+                (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// Check and queue one UPDATE's values, in order, stopping at the first refused one. Returns
 /// the number of values accepted, or the reply for the refused value (the values before it
 /// stay accepted, as before).
@@ -210,14 +266,10 @@ fn accept<'a>(
     for v in values {
         let v: &str = &v;
         // rrdcached's own check: a number, then ':', later than the last update.
-        let stamp = v
-            .split_once(':')
-            .and_then(|(ts, _)| rrd::num::strtodbl(ts).ok())
-            .filter(|t| t.is_finite());
-        let Some(stamp) = stamp else {
+        let Some(stamp) = sample::stamp(v) else {
             return Err(Response::err(format!("Cannot find timestamp in '{v}'!")));
         };
-        let sh = &mut st.shadow;
+        let sh = &st.shadow;
         let last = sh.last_up as f64 + sh.last_up_usec as f64 / 1e6;
         if stamp <= last {
             return Err(Response::err(format!(
@@ -226,12 +278,15 @@ fn accept<'a>(
         }
         // ringlet checks the values now (rrdcached only when it writes, dropping the file's
         // later values on a bad one): an error here refuses this value and the rest.
-        let sample = rrd::update::parse_update_arg(&sh.schema, v, None, (0, 0))
+        let EntryState {
+            shadow, scratch, ..
+        } = st;
+        sample::read(&shadow.schema, v, stamp, scratch)
             .map_err(|err| Response::err(format!("{}: {}", e.abs, err.msg)))?;
         if let Some(msg) = d.failure() {
             return Err(Response::err(format!("{}: {msg}", e.abs)));
         }
-        let flag = match sh.apply(&sample, &mut |_| {}) {
+        let flag = match shadow.apply(scratch, &mut |_| {}) {
             Ok(()) => ACCEPTED,
             Err(ApplyError::Rejected(err)) => {
                 return Err(Response::err(format!("{}: {}", e.abs, err.msg)))

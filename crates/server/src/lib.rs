@@ -11,6 +11,7 @@ pub mod conn;
 pub mod daemon;
 pub mod handlers;
 pub mod ingest;
+mod sample;
 mod sys;
 
 use config::{Addr, Config};

@@ -552,6 +552,42 @@ fn bad_values_are_refused_when_they_arrive() {
 }
 
 #[test]
+fn a_value_bad_for_a_later_ds_is_refused_and_kept_in_part() {
+    // rrdtool applies such a value up to the bad DS (the DS before it keep the new value as
+    // their last_ds) and logs it; ringlet refuses it at UPDATE time and applies it the same
+    // way when the queue reaches the store.
+    let Some(p) = Pair::start("partial") else {
+        return;
+    };
+    let mut s = connect(&p.r.sock);
+    request(&mut s, &create_b());
+    let base = p.r.base.display().to_string();
+    let r = request(
+        &mut s,
+        &format!("UPDATE b.rrd {}:1:100 {}:7:abc", t(60), t(120)),
+    );
+    assert_eq!(
+        r,
+        format!("-1 {base}/b.rrd: not a simple unsigned integer: 'abc'\n")
+    );
+    assert_eq!(
+        request(&mut s, "PENDING b.rrd"),
+        format!("1 updates pending\n{}:1:100\n", t(60))
+    );
+    let info = request(&mut s, "INFO b.rrd");
+    assert!(info.contains(&format!("\nlast_update 1 {}\n", t(60))), "{info}");
+    assert!(info.contains("\nds[x].last_ds 2 7\n"), "{info}");
+    assert!(info.contains("\nds[y].last_ds 2 100\n"), "{info}");
+    assert_eq!(
+        request(&mut s, &format!("UPDATE b.rrd {}:2:400", t(120))),
+        "0 errors, enqueued 1 value(s).\n"
+    );
+    let rows = fetch_rows(&p.r.sock, "b.rrd", "AVERAGE", T0, t(120));
+    assert_eq!(rows[1].0, t(120));
+    assert!(rows[1].1.starts_with("2.00000000000000000e+00 5.0000"), "{rows:?}");
+}
+
+#[test]
 fn long_lines_get_an_error_and_the_connection_goes_on() {
     let Some(p) = Pair::start("long") else { return };
     let long = format!("UPDATE b.rrd {}", "1:1 ".repeat(3000));
