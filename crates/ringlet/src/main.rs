@@ -26,6 +26,7 @@ Commands (arguments and output as rrdtool's; `ringlet <command>` shows its usage
   create, update, updatev, fetch, info, first, last, lastupdate, dump, restore, xport
 Daemon and pipe mode:
   serve    an rrdcached-compatible daemon over the same store
+  stats    print a running daemon's STATS (ringlet stats [-d|--daemon ADDR])
   -        read commands from stdin like `rrdtool -` (OK/ERROR after each; quit ends)
 
 RRD file names are names inside the store (e.g. `db/a.rrd`), not files on disk.
@@ -89,6 +90,9 @@ fn run(argv: &[String]) -> Outcome {
         };
     };
     let args = &argv[i + 1..];
+    if cmd == "stats" {
+        std::process::exit(server::client::stats(args));
+    }
     if cmd == "serve" {
         let code = server::run(args, store::store_dir(store_flag.as_deref()));
         std::process::exit(code);

@@ -132,7 +132,8 @@ fn duration(what: &str, v: &str) -> Result<u64, String> {
     Ok(n.saturating_mul(unit))
 }
 
-fn parse_addr(s: &str) -> Result<Addr, String> {
+/// An address as `-l` and librrd take it: `unix:/path`, `/path`, `host`, `host:port`, `[v6]:port`.
+pub fn parse_addr(s: &str) -> Result<Addr, String> {
     if let Some(p) = s.strip_prefix("unix:") {
         return Ok(Addr::Unix(PathBuf::from(p)));
     }

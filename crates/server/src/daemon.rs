@@ -61,6 +61,9 @@ pub struct Daemon {
     failed: AtomicBool,
     failure: Mutex<String>,
     pub stats: Stats,
+    /// fsyncs (and fdatasyncs) the store has made.
+    pub syncs: Arc<AtomicU64>,
+    pub started: std::time::Instant,
     /// `-b`, canonical, without a trailing slash.
     pub base: Option<String>,
     pub restrict_base: bool,
@@ -102,7 +105,12 @@ impl Daemon {
             }
             None => None,
         };
-        let store = Store::open(
+        let syncs = Arc::new(AtomicU64::new(0));
+        let fs = crate::iostats::CountingFs {
+            syncs: syncs.clone(),
+        };
+        let store = Store::open_with(
+            Arc::new(fs),
             store_dir,
             Options {
                 commit_interval: None,
@@ -126,6 +134,8 @@ impl Daemon {
             failed: AtomicBool::new(false),
             failure: Mutex::new(String::new()),
             stats: Stats::default(),
+            syncs,
+            started: std::time::Instant::now(),
             base,
             restrict_base: cfg.restrict_base,
             no_overwrite: cfg.no_overwrite,

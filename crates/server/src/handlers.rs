@@ -356,6 +356,17 @@ fn stats(d: &Daemon) -> Response {
         ),
         format!("JournalRotate: {}", inner.store.stats().checkpoints),
     ];
+    // ringlet's own, after rrdcached's (librrd ignores keys it does not know).
+    let load = crate::iostats::WriteLoad {
+        disk_bytes: crate::iostats::disk_bytes_written(),
+        fsyncs: d.syncs.load(Ordering::Relaxed),
+        commits: inner.store.stats().commits,
+        samples: inner.store.stats().samples_committed,
+        uptime_secs: d.started.elapsed().as_secs(),
+        apply_errors: s.apply_errors.load(Ordering::Relaxed),
+    };
+    let mut lines = lines.to_vec();
+    lines.extend(load.lines());
     Response::lines("Statistics follow", &lines)
 }
 

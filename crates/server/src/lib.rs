@@ -6,11 +6,13 @@
 //! SIGINT, SIGUSR1 and SIGUSR2 into a final commit and a clean exit. Command semantics live in
 //! [`handlers`], UPDATE's check-and-queue in [`ingest`]; the wire format in the `proto` crate.
 
+pub mod client;
 pub mod config;
 pub mod conn;
 pub mod daemon;
 pub mod handlers;
 pub mod ingest;
+pub mod iostats;
 mod sample;
 mod sys;
 

@@ -327,14 +327,49 @@ fn stats_has_rrdcacheds_nine_keys_in_order() {
             .collect()
     };
     let (r, c) = p.both(&["STATS"]);
-    assert_eq!(keys(&r), keys(&c));
-    assert_eq!(r.lines().next(), Some("9 Statistics follow"));
+    // rrdcached's nine first, in its order; ringlet's own after them (librrd skips keys it
+    // does not know).
+    assert_eq!(keys(&r)[..9], keys(&c));
+    assert_eq!(
+        keys(&r)[9..],
+        [
+            "DiskBytesWritten",
+            "Fsyncs",
+            "Commits",
+            "DiskBytesPerSample",
+            "DiskBytesPerDay",
+            "UptimeSeconds",
+            "ApplyErrors"
+        ]
+    );
+    assert_eq!(r.lines().next(), Some("16 Statistics follow"));
     assert_eq!(keys(&r)[0], "QueueLength");
-    // Values are numbers.
+    // Values are numbers: unsigned integers but for the bytes per sample.
     for l in r.lines().skip(1) {
         let v = l.split(": ").nth(1).expect("key: value");
-        assert!(v.parse::<u64>().is_ok(), "{l}");
+        if l.starts_with("DiskBytesPerSample: ") {
+            assert!(v.parse::<f64>().is_ok(), "{l}");
+        } else {
+            assert!(v.parse::<u64>().is_ok(), "{l}");
+        }
     }
+}
+
+#[test]
+fn ringlet_stats_reads_either_daemon() {
+    let Some(p) = Pair::start("statscli") else {
+        return;
+    };
+    let r = server::client::query(&format!("unix:{}", p.r.sock.display())).expect("ringlet");
+    let c = server::client::query(&p.c.sock.display().to_string()).expect("rrdcached");
+    assert_eq!(r.len(), 16, "{r:?}");
+    assert_eq!(c.len(), 9, "{c:?}");
+    assert!(r[0].starts_with("QueueLength: ") && c[0].starts_with("QueueLength: "));
+    let e = server::client::query("unix:/nonexistent/sock").unwrap_err();
+    assert!(
+        e.starts_with("cannot connect to unix:/nonexistent/sock: "),
+        "{e}"
+    );
 }
 
 #[test]
@@ -373,6 +408,17 @@ fn stats_counters_count_ringlets_commits() {
         !st.contains("JournalBytes: 0\n"),
         "the commit wrote log bytes: {st}"
     );
+    // CREATE and FLUSH each committed (one fdatasync or more each).
+    let num = |key: &str| -> u64 {
+        let l = st
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}: ")))
+            .unwrap_or_else(|| panic!("{key} in {st}"));
+        l.parse().expect("a number")
+    };
+    assert_eq!(num("Commits"), 2, "{st}");
+    assert!(num("Fsyncs") >= 2, "{st}");
+    assert_eq!(num("ApplyErrors"), 0, "{st}");
 }
 
 #[test]
@@ -575,7 +621,10 @@ fn a_value_bad_for_a_later_ds_is_refused_and_kept_in_part() {
         format!("1 updates pending\n{}:1:100\n", t(60))
     );
     let info = request(&mut s, "INFO b.rrd");
-    assert!(info.contains(&format!("\nlast_update 1 {}\n", t(60))), "{info}");
+    assert!(
+        info.contains(&format!("\nlast_update 1 {}\n", t(60))),
+        "{info}"
+    );
     assert!(info.contains("\nds[x].last_ds 2 7\n"), "{info}");
     assert!(info.contains("\nds[y].last_ds 2 100\n"), "{info}");
     assert_eq!(
@@ -584,7 +633,10 @@ fn a_value_bad_for_a_later_ds_is_refused_and_kept_in_part() {
     );
     let rows = fetch_rows(&p.r.sock, "b.rrd", "AVERAGE", T0, t(120));
     assert_eq!(rows[1].0, t(120));
-    assert!(rows[1].1.starts_with("2.00000000000000000e+00 5.0000"), "{rows:?}");
+    assert!(
+        rows[1].1.starts_with("2.00000000000000000e+00 5.0000"),
+        "{rows:?}"
+    );
 }
 
 #[test]

@@ -102,6 +102,7 @@ fn many_concurrent_connections_update_and_nothing_is_lost() {
         assert!(request(&mut s, &format!("FLUSH {file}")).starts_with("0 Successfully flushed"));
         expect_values(&d.sock, &file, VALUES, |k| (i as f64) * 1000.0 + k as f64);
     }
+    assert!(request(&mut s, "STATS").contains("\nApplyErrors: 0\n"));
     drop(s);
     // SIGTERM commits; a new daemon on the same store serves every value.
     let st = d
@@ -464,6 +465,9 @@ fn racing_updates_of_one_file_keep_every_accepted_value() {
     }
     let last = *accepted.last().unwrap();
     assert_eq!(request(&mut s, "LAST r.rrd"), format!("0 {}\n", T0 + last));
+    // Every queued value reached the store as its check at UPDATE time said it would.
+    let st = request(&mut s, "STATS");
+    assert!(st.contains("\nApplyErrors: 0\n"), "{st}");
 }
 
 #[test]

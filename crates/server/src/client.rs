@@ -1,0 +1,113 @@
+//! `ringlet stats`: ask a running daemon (ringlet serve or rrdcached) for its STATS and print
+//! them, one `Key: value` line each.
+//!
+//! The daemon is found as librrd finds it: `-d`/`--daemon ADDR`, else `$RRDCACHED_ADDRESS`,
+//! else `unix:/tmp/rrdcached.sock`.
+
+use crate::config::{parse_addr, Addr, DEFAULT_SOCKET};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::time::Duration;
+
+pub const USAGE: &str = "\
+usage: ringlet stats [-d|--daemon ADDR]
+
+Print the STATS of a running daemon (ringlet serve or rrdcached), one `Key: value` per
+line. ADDR: unix:/path, /path, host, host:port, [v6]:port; default $RRDCACHED_ADDRESS,
+else unix:/tmp/rrdcached.sock. ringlet serve adds what it wrote to disk after rrdcached's
+nine keys (docs/PROTOCOL.md).
+";
+
+/// Run `ringlet stats` with the arguments after `stats`. Returns the exit code.
+pub fn stats(args: &[String]) -> i32 {
+    let mut addr: Option<String> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return 0;
+            }
+            "-d" | "--daemon" => match it.next() {
+                Some(v) => addr = Some(v.clone()),
+                None => return fail(&format!("option requires an argument -- '{a}'")),
+            },
+            _ => match a.strip_prefix("--daemon=") {
+                Some(v) => addr = Some(v.to_string()),
+                None => {
+                    eprint!("{USAGE}");
+                    return 2;
+                }
+            },
+        }
+    }
+    let addr = addr
+        .or_else(|| std::env::var("RRDCACHED_ADDRESS").ok())
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| format!("unix:{DEFAULT_SOCKET}"));
+    match query(&addr) {
+        Ok(lines) => {
+            let mut out = std::io::stdout().lock();
+            for l in lines {
+                let _ = writeln!(out, "{l}");
+            }
+            0
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(msg: &str) -> i32 {
+    eprintln!("ERROR: {msg}");
+    1
+}
+
+trait Stream: Read + Write {}
+impl<T: Read + Write> Stream for T {}
+
+/// Send STATS to `addr`; the reply's lines.
+pub fn query(addr: &str) -> Result<Vec<String>, String> {
+    let parsed = parse_addr(addr)?;
+    let timeout = Some(Duration::from_secs(10));
+    let cant = |e: std::io::Error| format!("cannot connect to {addr}: {e}");
+    let mut s: Box<dyn Stream> = match &parsed {
+        Addr::Unix(p) => {
+            let s = std::os::unix::net::UnixStream::connect(p).map_err(cant)?;
+            s.set_read_timeout(timeout).map_err(cant)?;
+            Box::new(s)
+        }
+        Addr::Tcp(h, port) => {
+            let h = if h.contains(':') {
+                format!("[{h}]")
+            } else {
+                h.clone()
+            };
+            let s = std::net::TcpStream::connect(format!("{h}:{port}")).map_err(cant)?;
+            s.set_read_timeout(timeout).map_err(cant)?;
+            Box::new(s)
+        }
+    };
+    let io = |e: std::io::Error| format!("{addr}: {e}");
+    s.write_all(b"STATS\n").map_err(io)?;
+    let mut r = BufReader::new(s);
+    let mut status = String::new();
+    r.read_line(&mut status).map_err(io)?;
+    let (n, msg) = status
+        .trim_end()
+        .split_once(' ')
+        .ok_or_else(|| format!("{addr}: unexpected reply '{}'", status.trim_end()))?;
+    let n: i64 = n
+        .parse()
+        .map_err(|_| format!("{addr}: unexpected reply '{}'", status.trim_end()))?;
+    if n < 0 {
+        return Err(format!("{addr}: {msg}"));
+    }
+    let mut lines = Vec::new();
+    for _ in 0..n {
+        let mut l = String::new();
+        if r.read_line(&mut l).map_err(io)? == 0 {
+            return Err(format!("{addr}: the reply ended early"));
+        }
+        lines.push(l.trim_end_matches(['\r', '\n']).to_string());
+    }
+    Ok(lines)
+}
