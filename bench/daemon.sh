@@ -6,7 +6,9 @@
 # (-g -b DIR -w 300; rrdcached also -B -j JOURNAL), CREATEs the series through the daemon,
 # then times daemon-load's updates and reads the daemon's CPU (utime+stime) and peak RSS
 # (VmHWM) from /proc, then times FLUSHALL until every series is written (the work both
-# daemons defer to -w: rrdcached writes the .rrd files, ringlet commits). Each daemon is stopped by its pid afterwards, also on failure.
+# daemons defer to -w: rrdcached writes the .rrd files, ringlet applies its queues and
+# commits). For ringlet it also prints what `ringlet stats` reports it wrote. Each daemon is
+# stopped by its pid afterwards, also on failure.
 # Each run ends with a FETCH check of 5 series against the values sent (rrdcached writes
 # the file first on FETCH).
 #
@@ -90,6 +92,11 @@ for daemon in ringlet rrdcached; do
                 --conns "$CONNS" --mode "$mode" --pid "$PID" \
                 --label "$daemon/$transport" --flush --check 5 "${EXTRA[@]}" | tee "$D/out"
             grep '^RESULT' "$D/out" >>"$RESULTS"
+            if [ "$daemon" = ringlet ]; then
+                # What ringlet wrote (its own STATS keys; CREATE's .rrd files included).
+                "$RINGLET" stats -d "$ADDR" | grep -E '^(DiskBytes|Fsyncs|Commits|DataSets|ApplyErrors)' \
+                    | tr '\n' ' '; echo
+            fi
             stop_daemon
             rm -rf "$D"
         done
@@ -97,13 +104,18 @@ for daemon in ringlet rrdcached; do
 done
 
 echo
-echo "| daemon/socket | mode | updates | seconds | updates/s | daemon CPU s per 100k | peak RSS MB | errors | FLUSHALL s | FLUSHALL CPU s |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| daemon/socket | mode | updates | seconds | updates/s | daemon CPU s per 100k | peak RSS MB | errors | FLUSHALL s | FLUSHALL CPU s | CPU s per 100k incl. FLUSHALL |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 while read -r line; do
     declare -A f=()
     for kv in ${line#RESULT }; do f[${kv%%=*}]=${kv#*=}; done
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "${f[label]}" "${f[mode]}" \
+    total=-
+    if [ -n "${f[cpu]:-}" ] && [ -n "${f[flush_cpu]:-}" ]; then
+        total=$(awk -v c="${f[cpu]}" -v fc="${f[flush_cpu]}" -v u="${f[updates]}" \
+            'BEGIN { printf "%.3f", (c + fc) * 100000 / u }')
+    fi
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "${f[label]}" "${f[mode]}" \
         "${f[updates]}" "${f[seconds]}" "${f[rate]}" "${f[cpu_per_100k]:--}" \
-        "$(( ${f[rss_kb]:-0} / 1024 ))" "${f[errors]}" "${f[flush_seconds]:--}" "${f[flush_cpu]:--}"
+        "$(( ${f[rss_kb]:-0} / 1024 ))" "${f[errors]}" "${f[flush_seconds]:--}" "${f[flush_cpu]:--}" "$total"
     unset f
 done <"$RESULTS"
