@@ -1,8 +1,8 @@
 #!/bin/bash
 # daemon.sh: ingest throughput of ringlet serve and rrdcached, same machine, same run.
 #
-# For each daemon (ringlet, rrdcached), each transport (unix socket, 127.0.0.1 TCP) and each
-# mode (UPDATE lines, BATCH blocks) it starts a fresh daemon in its own temp directory
+# For each transport (unix socket, 127.0.0.1 TCP), mode (UPDATE lines, BATCH blocks) and daemon
+# (ringlet, then rrdcached, in turns) it starts a fresh daemon in its own temp directory
 # (-g -b DIR -w 300; rrdcached also -B -j JOURNAL), CREATEs the series through the daemon,
 # then times daemon-load's updates and reads the daemon's CPU (utime+stime) and peak RSS
 # (VmHWM) from /proc, then times FLUSHALL until every series is written (the work both
@@ -68,10 +68,12 @@ PORT=$((42000 + RANDOM % 2000))
 RESULTS=$WORK/results
 : >"$RESULTS"
 echo "series=$SERIES updates=$UPDATES conns=$CONNS cores=$(nproc) $(uname -r)"
-for daemon in ringlet rrdcached; do
-    [ -n "$ONLY" ] && [ "$ONLY" != "$daemon" ] && continue
-    for transport in unix tcp; do
-        for mode in update batch; do
+# The two daemons take turns on each workload, so that a busy moment on a shared machine
+# hits both alike.
+for transport in unix tcp; do
+    for mode in update batch; do
+        for daemon in ringlet rrdcached; do
+            [ -n "$ONLY" ] && [ "$ONLY" != "$daemon" ] && continue
             D=$WORK/$daemon-$transport-$mode
             mkdir -p "$D/base" "$D/journal"
             PORT=$((PORT + 1))
@@ -118,4 +120,5 @@ while read -r line; do
         "${f[updates]}" "${f[seconds]}" "${f[rate]}" "${f[cpu_per_100k]:--}" \
         "$(( ${f[rss_kb]:-0} / 1024 ))" "${f[errors]}" "${f[flush_seconds]:--}" "${f[flush_cpu]:--}" "$total"
     unset f
-done <"$RESULTS"
+done < <(for daemon in ringlet rrdcached; do for transport in unix tcp; do
+    grep " label=$daemon/$transport " "$RESULTS" || true; done; done)
