@@ -155,6 +155,8 @@ impl Conn<'_> {
                 return true;
             }
         }
+        // Anything else (STATS among them) sees every UPDATE before it counted.
+        self.count();
         run_line(self.d, self.access, line, &mut self.batch, out)
     }
 

@@ -385,8 +385,12 @@ fn stats_counters_count_ringlets_commits() {
         &format!("UPDATE b.rrd {}:1:1 {}:2:2", t(60), t(120)),
     );
     request(&mut s, &format!("UPDATE b.rrd {}:3:3", t(180)));
-    let st = request(&mut s, "STATS");
-    assert!(st.contains("\nUpdatesReceived: 2\n"), "{st}");
+    // Pipelined with the updates: they count already.
+    s.write_all(format!("UPDATE b.rrd {}:4:4\nSTATS\n", t(240)).as_bytes())
+        .unwrap();
+    assert_eq!(read_reply(&mut s), "0 errors, enqueued 1 value(s).\n");
+    let st = read_reply(&mut s);
+    assert!(st.contains("\nUpdatesReceived: 3\n"), "{st}");
     assert!(st.contains("\nQueueLength: 1\n"), "pending series: {st}");
     assert!(st.contains("\nUpdatesWritten: 0\n"), "{st}");
     assert_eq!(
@@ -400,8 +404,8 @@ fn stats_counters_count_ringlets_commits() {
         "one series committed: {st}"
     );
     assert!(
-        st.contains("\nDataSetsWritten: 3\n"),
-        "three samples committed: {st}"
+        st.contains("\nDataSetsWritten: 4\n"),
+        "four samples committed: {st}"
     );
     assert!(st.contains("\nQueueLength: 0\n"), "{st}");
     assert!(
