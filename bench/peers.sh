@@ -14,19 +14,24 @@
 # usage: bench/peers.sh --peer P --workload W [--fs ext4|ext4-1k|xfs|btrfs]
 #          [--mode realtime|accelerated] [--duration 10m] [--window 300] [--out FILE]
 #          [--scale F] [--cacti-rrds N] [--size 8G] [--note TEXT] [--writeback SECS|off]
+#          [--evict]
 #   P: rrdtool (direct, `rrdtool -` pipe), rrdcached (-w WINDOW), carbon, victoriametrics,
 #      prometheus, influxdb, ringlet (ringlet serve -w WINDOW)
 #   W: emoncms, collectd, ganglia, cacti
 # Accelerated runs sync the filesystem every SECS of virtual time (default: the kernel's
 # vm.dirty_expire_centisecs, 30 s), i.e. the kernel's periodic writeback at the accelerated
 # pace, without touching the global sysctls; `--writeback off` lets the page cache merge freely.
+# --evict drops the data files from the page cache after setup (posix_fadvise DONTNEED per
+# file), as for files written long ago: on kernels with large folios (6.18 here), files that
+# were just written sequentially sit in the cache in large folios, and a one-byte mmap store
+# then writes back the whole folio.
 # Prints one key=value line and appends it to FILE (--out). Needs root. Installs missing peers
 # from Debian with a policy-rc.d that forbids starting their services. Binaries: $FEED and
 # $RINGLET if set, else built with cargo into $CARGO_TARGET_DIR (or ./target), release.
 set -euo pipefail
 
 peer="" workload="" fs=ext4 mode=realtime duration=10m window=300 out="" scale=1
-cacti_rrds=1000 size="" note="" writeback=""
+cacti_rrds=1000 size="" note="" writeback="" evict=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --peer) peer=$2; shift 2 ;;
@@ -41,6 +46,7 @@ while [ $# -gt 0 ]; do
         --size) size=$2; shift 2 ;;
         --note) note=$2; shift 2 ;;
         --writeback) writeback=$2; shift 2 ;;
+        --evict) evict=1; shift ;;
         -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "peers.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -293,6 +299,17 @@ case "$peer" in
     victoriametrics|prometheus|influxdb) sleep 5 ;;
 esac
 setup_s=$(echo "$(date +%s.%N) - $t_setup" | bc)
+if [ -n "$evict" ]; then
+    sync -f "$MNT"
+    python3 - "$MNT" <<'PY'
+import os, sys
+for root, _, files in os.walk(sys.argv[1]):
+    for name in files:
+        fd = os.open(os.path.join(root, name), os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+PY
+fi
 
 # --- the measured run ----------------------------------------------------------------------
 sync -f "$MNT"
@@ -345,6 +362,7 @@ line+=" peak_rss_kb=$rss wall_s=$(printf '%.1f' "$wall") window_bytes=$win_bytes
 line+=" window_ios=$win_ios shutdown_bytes=$(( (s2 - s1) * 512 )) setup_s=$(printf '%.1f' "$setup_s")"
 line+=" late_steps=$(get late_steps) max_lag_s=$(get max_lag_s) load_start=$load_start"
 line+=" load_end=$load_end duration=$duration writeback=${writeback:-$([ "$mode" = accelerated ] && echo "$(( $(cat /proc/sys/vm/dirty_expire_centisecs) / 100 ))s" || echo kernel)}"
+[ -n "$evict" ] && line+=" evict=1"
 [ -n "$note" ] && line+=" note=${note// /_}"
 line+=" config=${config// /_}"
 echo "$line"
