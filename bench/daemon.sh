@@ -4,8 +4,9 @@
 # For each transport (unix socket, 127.0.0.1 TCP), mode (UPDATE lines, BATCH blocks) and daemon
 # (ringlet, then rrdcached, in turns) it starts a fresh daemon in its own temp directory
 # (-g -b DIR -w 300; rrdcached also -B -j JOURNAL), CREATEs the series through the daemon,
-# then times daemon-load's updates and reads the daemon's CPU (utime+stime) and peak RSS
-# (VmHWM) from /proc, then times FLUSHALL until every series is written (the work both
+# then times daemon-load's updates and reads the daemon's CPU (utime+stime), peak RSS
+# (VmHWM) and bytes written (write_bytes, up to the end of FLUSHALL) from /proc, then times
+# FLUSHALL until every series is written (the work both
 # daemons defer to -w: rrdcached writes the .rrd files, ringlet applies its queues and
 # commits). For ringlet it also prints what `ringlet stats` reports it wrote. Each daemon is
 # stopped by its pid afterwards, also on failure.
@@ -106,8 +107,8 @@ for transport in unix tcp; do
 done
 
 echo
-echo "| daemon/socket | mode | updates | seconds | updates/s | daemon CPU s per 100k | peak RSS MB | errors | FLUSHALL s | FLUSHALL CPU s | CPU s per 100k incl. FLUSHALL |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| daemon/socket | mode | updates | seconds | updates/s | daemon CPU s per 100k | peak RSS MB | errors | FLUSHALL s | FLUSHALL CPU s | CPU s per 100k incl. FLUSHALL | disk bytes per update incl. FLUSHALL |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 while read -r line; do
     declare -A f=()
     for kv in ${line#RESULT }; do f[${kv%%=*}]=${kv#*=}; done
@@ -116,9 +117,10 @@ while read -r line; do
         total=$(awk -v c="${f[cpu]}" -v fc="${f[flush_cpu]}" -v u="${f[updates]}" \
             'BEGIN { printf "%.3f", (c + fc) * 100000 / u }')
     fi
-    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "${f[label]}" "${f[mode]}" \
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "${f[label]}" "${f[mode]}" \
         "${f[updates]}" "${f[seconds]}" "${f[rate]}" "${f[cpu_per_100k]:--}" \
-        "$(( ${f[rss_kb]:-0} / 1024 ))" "${f[errors]}" "${f[flush_seconds]:--}" "${f[flush_cpu]:--}" "$total"
+        "$(( ${f[rss_kb]:-0} / 1024 ))" "${f[errors]}" "${f[flush_seconds]:--}" "${f[flush_cpu]:--}" "$total" \
+        "${f[disk_per_update]:--}"
     unset f
 done < <(for daemon in ringlet rrdcached; do for transport in unix tcp; do
     grep " label=$daemon/$transport " "$RESULTS" || true; done; done)

@@ -35,7 +35,8 @@ usage: daemon-load --connect unix:/path|host:port [options]
   --lines-per-batch L   batch mode: UPDATE lines per BATCH (default 1000)
   --start EPOCH         create -b, first update at EPOCH+10 (default 1790000000)
   --seed N              value generator seed (default 1)
-  --pid PID             report the daemon's CPU seconds and peak RSS from /proc/PID
+  --pid PID             report the daemon's CPU seconds, peak RSS and bytes written (write_bytes)
+                        from /proc/PID
   --check K             afterwards FETCH K series and compare with the values sent
   --flush               afterwards send FLUSHALL and time it (until STATS UpdatesWritten has
                         grown by N): the deferred write work (rrdcached writes the .rrd
@@ -460,6 +461,14 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
+/// `write_bytes` of /proc/PID/io: bytes the process caused to be written to storage (counted
+/// when pages are dirtied; 0 on tmpfs).
+fn write_bytes(pid: u32) -> Option<u64> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    let l = io.lines().find_map(|l| l.strip_prefix("write_bytes:"))?;
+    l.trim().parse().ok()
+}
+
 fn vm_hwm_kb(pid: u32) -> Option<u64> {
     let st = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let l = st.lines().find(|l| l.starts_with("VmHWM:"))?;
@@ -605,6 +614,7 @@ fn run(a: &Args) -> Result<bool, String> {
         Mode::Batch => 2,
     };
     let before = a.pid.and_then(cpu_ticks);
+    let written0 = a.pid.and_then(write_bytes);
     let (o, secs) = run_plans(a, plans, window)?;
     let after = a.pid.and_then(cpu_ticks);
     let rate = updates as f64 / secs;
@@ -645,6 +655,13 @@ fn run(a: &Args) -> Result<bool, String> {
             result += &format!(" flush_cpu={cpu:.2}");
         }
         println!();
+    }
+    // What the daemon wrote for the updates (and for FLUSHALL's work, if asked for).
+    if let (Some(w0), Some(w1)) = (written0, a.pid.and_then(write_bytes)) {
+        let bytes = w1.saturating_sub(w0);
+        let per = bytes as f64 / updates.max(1) as f64;
+        println!("daemon wrote {bytes} bytes to storage, {per:.2} per update");
+        result += &format!(" disk_bytes={bytes} disk_per_update={per:.2}");
     }
     println!("{result}");
     if a.check > 0 {
