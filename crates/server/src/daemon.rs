@@ -244,6 +244,8 @@ impl Daemon {
         let queue = std::mem::take(&mut st.queue);
         let mut sample = std::mem::replace(&mut st.scratch, crate::sample::scratch());
         let mut bad = 0u64;
+        // The first mismatch is logged with the count (a failed store fails every value).
+        let mut first: Option<String> = None;
         for line in queue.split_terminator('\n') {
             let (flag, v) = (line.as_bytes()[0], &line[1..]);
             let read = match crate::sample::stamp(v) {
@@ -252,7 +254,7 @@ impl Daemon {
             };
             if let Err(err) = read {
                 bad += 1;
-                crate::log(&format!("{}: queued value {v} lost: {}", e.abs, err.msg));
+                first.get_or_insert_with(|| format!("{v} lost: {}", err.msg));
                 continue;
             }
             match inner.store.update(&e.name, &sample, &mut |_| {}) {
@@ -260,15 +262,12 @@ impl Daemon {
                 Err(engine::Error::Rrd(_)) if flag != ACCEPTED => {}
                 Ok(()) => {
                     bad += 1;
-                    crate::log(&format!(
-                        "{}: queued value {v} applied, though refused",
-                        e.abs
-                    ));
+                    first.get_or_insert_with(|| format!("{v} applied, though refused"));
                 }
                 Err(err) => {
                     bad += 1;
                     self.note_store_error(&err);
-                    crate::log(&format!("{}: queued value {v} not applied: {err}", e.abs));
+                    first.get_or_insert_with(|| format!("{v} not applied: {err}"));
                 }
             }
         }
@@ -279,7 +278,11 @@ impl Daemon {
             st.in_applied = true;
             inner.applied.push(e.clone());
         }
-        if bad > 0 {
+        if let Some(what) = first {
+            crate::log(&format!(
+                "{}: {bad} queued value(s) did not apply as checked; first: {what}",
+                e.abs
+            ));
             self.stats.apply_errors.fetch_add(bad, Ordering::Relaxed);
             // The shadow went its own way: start again from what the store has.
             if let Some(rrd) = inner.store.get(&e.name) {
