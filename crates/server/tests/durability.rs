@@ -277,3 +277,95 @@ fn a_file_tuned_by_rrdtool_is_taken_over_and_survives_restart() {
         "the tuned file's data, committed at FORGET"
     );
 }
+
+/// Send `line` and read a one-line reply; None once the daemon is gone.
+fn try_request(s: &mut std::os::unix::net::UnixStream, line: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    s.write_all(format!("{line}\n").as_bytes()).ok()?;
+    let mut v = Vec::new();
+    let mut b = [0u8; 1];
+    while s.read(&mut b).ok()? == 1 {
+        v.push(b[0]);
+        if b[0] == b'\n' {
+            return Some(String::from_utf8_lossy(&v).into_owned());
+        }
+    }
+    None
+}
+
+#[test]
+fn flushes_under_load_keep_everything_acknowledged_before_them() {
+    // Writers keep updating while FLUSHALL and FLUSH come in; values are applied and
+    // committed while others are being queued. Everything answered before a FLUSHALL (or,
+    // for its file, a FLUSH) was answered must survive kill -9 right after it.
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::SeqCst};
+    const SERIES: usize = 12;
+    const WRITERS: usize = 3;
+    let dir = TempDir::new("flushload");
+    let mut d = Ringlet::start(dir.path(), &["-w", "3600"]);
+    let sock = d.sock.clone();
+    {
+        let mut s = connect(&sock);
+        for i in 0..SERIES {
+            let r = request(
+                &mut s,
+                &format!("CREATE f{i}.rrd -b {T0} -s 1 DS:x:GAUGE:100000:U:U RRA:LAST:0.5:1:10"),
+            );
+            assert_eq!(r, "0 RRD created OK\n");
+        }
+    }
+    let acked: Vec<AtomicI64> = (0..SERIES).map(|_| AtomicI64::new(0)).collect();
+    let stop = AtomicBool::new(false);
+    let mut durable = vec![0i64; SERIES];
+    std::thread::scope(|sc| {
+        for w in 0..WRITERS {
+            let (sock, acked, stop) = (&sock, &acked, &stop);
+            sc.spawn(move || {
+                let mut s = connect(sock);
+                let mut k = 1;
+                while !stop.load(SeqCst) {
+                    for i in (w..SERIES).step_by(WRITERS) {
+                        let line = format!("UPDATE f{i}.rrd {}:{k}", T0 + k);
+                        match try_request(&mut s, &line) {
+                            Some(r) if r == "0 errors, enqueued 1 value(s).\n" => {
+                                acked[i].store(k, SeqCst)
+                            }
+                            Some(r) => panic!("{line}: {r}"),
+                            None => return,
+                        }
+                    }
+                    k += 1;
+                }
+            });
+        }
+        let mut s = connect(&sock);
+        for round in 0..6 {
+            std::thread::sleep(Duration::from_millis(60));
+            let seen: Vec<i64> = acked.iter().map(|a| a.load(SeqCst)).collect();
+            if round % 2 == 0 {
+                assert_eq!(request(&mut s, "FLUSHALL"), "0 Started flush.\n");
+                durable = seen;
+            } else {
+                let i = round % SERIES;
+                let r = request(&mut s, &format!("FLUSH f{i}.rrd"));
+                assert!(r.starts_with("0 Successfully flushed"), "{r}");
+                durable[i] = durable[i].max(seen[i]);
+            }
+        }
+        let st = d
+            .proc
+            .stop(libc::SIGKILL, Duration::from_secs(10))
+            .expect("killed");
+        assert!(!st.success());
+        stop.store(true, SeqCst);
+    });
+    assert!(
+        durable.iter().all(|&k| k > 0),
+        "writers got going: {durable:?}"
+    );
+    let d = Ringlet::start(dir.path(), &["-w", "3600"]);
+    for (i, &k) in durable.iter().enumerate() {
+        let l = last(&d.sock, &format!("f{i}.rrd"));
+        assert!(l >= T0 + k, "f{i}.rrd: last {l} < {}", T0 + k);
+    }
+}
