@@ -59,6 +59,8 @@ pub struct Daemon {
     dirty: Mutex<Vec<Arc<Entry>>>,
     /// Set once the store has failed a write: UPDATE refuses values from then on.
     failed: AtomicBool,
+    /// Set when the final commit begins: UPDATE refuses values from then on.
+    closing: AtomicBool,
     failure: Mutex<String>,
     pub stats: Stats,
     /// fsyncs (and fdatasyncs) the store has made.
@@ -132,6 +134,7 @@ impl Daemon {
             index: Index::default(),
             dirty: Mutex::new(Vec::new()),
             failed: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             failure: Mutex::new(String::new()),
             stats: Stats::default(),
             syncs,
@@ -180,6 +183,22 @@ impl Daemon {
             Some(b) if !name.starts_with('/') => format!("{b}/{name}"),
             _ => name.to_string(),
         }
+    }
+
+    /// Whether the final commit has begun.
+    pub fn closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
+    }
+
+    /// The last commit, at shutdown: stop accepting values, wait for the UPDATEs under way
+    /// (each holds its entry's lock while it queues), then apply and commit everything, so
+    /// every value acknowledged is durable.
+    pub fn final_commit(&self) -> Result<u64, String> {
+        self.closing.store(true, Ordering::SeqCst);
+        for e in self.index.entries() {
+            drop(e.lock());
+        }
+        self.commit_all()
     }
 
     /// Why UPDATE refuses values: the store failed a write (it refuses writes until reopened).

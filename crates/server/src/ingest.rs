@@ -25,6 +25,9 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
+/// UPDATE's reply once the daemon has begun its final commit.
+pub const CLOSING: &str = "Shutting down: no more updates are accepted.";
+
 /// Queue line flag: the value was accepted.
 pub const ACCEPTED: u8 = b'A';
 /// Queue line flag: applying the value fails after changing some state (the client was told;
@@ -145,6 +148,20 @@ impl Index {
         g.get(key).cloned()
     }
 
+    /// Every entry, once each (the ones stored under their store name).
+    pub fn entries(&self) -> Vec<Arc<Entry>> {
+        let mut out = Vec::new();
+        for s in &self.shards {
+            let g = s.read().unwrap_or_else(|p| p.into_inner());
+            out.extend(
+                g.iter()
+                    .filter(|(k, e)| ***k == *e.name)
+                    .map(|(_, e)| e.clone()),
+            );
+        }
+        out
+    }
+
     /// Add `e` under `key` (a name that resolves to `e`'s series).
     pub fn insert(&self, key: &str, e: &Arc<Entry>) {
         let mut g = self.shard(key).write().unwrap_or_else(|p| p.into_inner());
@@ -230,6 +247,11 @@ pub fn update<'a>(
     values: impl Iterator<Item = Cow<'a, str>>,
 ) -> Result<usize, Response> {
     let mut st = e.lock();
+    // Checked under the entry's lock: once shutdown has set the flag and taken every entry's
+    // lock once, nothing more can be queued behind the final commit's back.
+    if d.closing() {
+        return Err(Response::err(CLOSING));
+    }
     let was_empty = st.queue.is_empty();
     let outcome = accept(d, e, &mut st, values);
     if was_empty && !st.queue.is_empty() && !st.in_dirty {

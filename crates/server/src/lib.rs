@@ -173,7 +173,7 @@ impl ConnStream for std::net::TcpStream {
 }
 
 fn final_commit(d: &Daemon) {
-    match d.commit_all() {
+    match d.final_commit() {
         Ok(n) => log(&format!("committed {n} samples at shutdown")),
         Err(e) => log(&format!("final commit failed: {e}")),
     }

@@ -293,50 +293,100 @@ fn try_request(s: &mut std::os::unix::net::UnixStream, line: &str) -> Option<Str
     None
 }
 
+const LOAD_SERIES: usize = 12;
+const WRITERS: usize = 3;
+
+/// CREATE f0.rrd..f11.rrd (step 1, so LAST is the exact last update time).
+fn create_load_series(sock: &Path) {
+    let mut s = connect(sock);
+    for i in 0..LOAD_SERIES {
+        let r = request(
+            &mut s,
+            &format!("CREATE f{i}.rrd -b {T0} -s 1 DS:x:GAUGE:100000:U:U RRA:LAST:0.5:1:10"),
+        );
+        assert_eq!(r, "0 RRD created OK\n");
+    }
+}
+
+/// One writer: UPDATE its share of the series one second further each round, recording in
+/// `acked` each time acknowledged, until `stop` or the daemon is gone. A daemon shutting
+/// down may refuse values (never acknowledge and lose them).
+fn writer(
+    sock: &Path,
+    w: usize,
+    acked: &[std::sync::atomic::AtomicI64],
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let mut s = connect(sock);
+    let mut k = 1;
+    while !stop.load(SeqCst) {
+        for i in (w..LOAD_SERIES).step_by(WRITERS) {
+            let line = format!("UPDATE f{i}.rrd {}:{k}", T0 + k);
+            match try_request(&mut s, &line) {
+                Some(r) if r == "0 errors, enqueued 1 value(s).\n" => acked[i].store(k, SeqCst),
+                Some(r) if r == "-1 Shutting down: no more updates are accepted.\n" => return,
+                Some(r) => panic!("{line}: {r}"),
+                None => return,
+            }
+        }
+        k += 1;
+    }
+}
+
+/// Every series' last update is at least its entry in `durable`.
+fn expect_lasts(dir: &Path, durable: &[i64]) {
+    let d = Ringlet::start(dir, &["-w", "3600"]);
+    for (i, &k) in durable.iter().enumerate() {
+        let l = last(&d.sock, &format!("f{i}.rrd"));
+        assert!(l >= T0 + k, "f{i}.rrd: last {l} < {}", T0 + k);
+    }
+}
+
+#[test]
+fn sigterm_under_load_keeps_every_acknowledged_value() {
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::SeqCst};
+    let dir = TempDir::new("termload");
+    let mut d = Ringlet::start(dir.path(), &["-w", "3600"]);
+    let sock = d.sock.clone();
+    create_load_series(&sock);
+    let acked: Vec<AtomicI64> = (0..LOAD_SERIES).map(|_| AtomicI64::new(0)).collect();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        for w in 0..WRITERS {
+            let (sock, acked, stop) = (&sock, &acked, &stop);
+            sc.spawn(move || writer(sock, w, acked, stop));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let st = d
+            .proc
+            .stop(libc::SIGTERM, Duration::from_secs(20))
+            .expect("exits on SIGTERM");
+        assert!(st.success(), "{st:?}");
+        stop.store(true, SeqCst);
+    });
+    let acked: Vec<i64> = acked.iter().map(|a| a.load(SeqCst)).collect();
+    assert!(acked.iter().all(|&k| k > 0), "writers got going: {acked:?}");
+    expect_lasts(dir.path(), &acked);
+}
+
 #[test]
 fn flushes_under_load_keep_everything_acknowledged_before_them() {
     // Writers keep updating while FLUSHALL and FLUSH come in; values are applied and
     // committed while others are being queued. Everything answered before a FLUSHALL (or,
     // for its file, a FLUSH) was answered must survive kill -9 right after it.
     use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::SeqCst};
-    const SERIES: usize = 12;
-    const WRITERS: usize = 3;
     let dir = TempDir::new("flushload");
     let mut d = Ringlet::start(dir.path(), &["-w", "3600"]);
     let sock = d.sock.clone();
-    {
-        let mut s = connect(&sock);
-        for i in 0..SERIES {
-            let r = request(
-                &mut s,
-                &format!("CREATE f{i}.rrd -b {T0} -s 1 DS:x:GAUGE:100000:U:U RRA:LAST:0.5:1:10"),
-            );
-            assert_eq!(r, "0 RRD created OK\n");
-        }
-    }
-    let acked: Vec<AtomicI64> = (0..SERIES).map(|_| AtomicI64::new(0)).collect();
+    create_load_series(&sock);
+    let acked: Vec<AtomicI64> = (0..LOAD_SERIES).map(|_| AtomicI64::new(0)).collect();
     let stop = AtomicBool::new(false);
-    let mut durable = vec![0i64; SERIES];
+    let mut durable = vec![0i64; LOAD_SERIES];
     std::thread::scope(|sc| {
         for w in 0..WRITERS {
             let (sock, acked, stop) = (&sock, &acked, &stop);
-            sc.spawn(move || {
-                let mut s = connect(sock);
-                let mut k = 1;
-                while !stop.load(SeqCst) {
-                    for i in (w..SERIES).step_by(WRITERS) {
-                        let line = format!("UPDATE f{i}.rrd {}:{k}", T0 + k);
-                        match try_request(&mut s, &line) {
-                            Some(r) if r == "0 errors, enqueued 1 value(s).\n" => {
-                                acked[i].store(k, SeqCst)
-                            }
-                            Some(r) => panic!("{line}: {r}"),
-                            None => return,
-                        }
-                    }
-                    k += 1;
-                }
-            });
+            sc.spawn(move || writer(sock, w, acked, stop));
         }
         let mut s = connect(&sock);
         for round in 0..6 {
@@ -346,7 +396,7 @@ fn flushes_under_load_keep_everything_acknowledged_before_them() {
                 assert_eq!(request(&mut s, "FLUSHALL"), "0 Started flush.\n");
                 durable = seen;
             } else {
-                let i = round % SERIES;
+                let i = round % LOAD_SERIES;
                 let r = request(&mut s, &format!("FLUSH f{i}.rrd"));
                 assert!(r.starts_with("0 Successfully flushed"), "{r}");
                 durable[i] = durable[i].max(seen[i]);
@@ -363,9 +413,5 @@ fn flushes_under_load_keep_everything_acknowledged_before_them() {
         durable.iter().all(|&k| k > 0),
         "writers got going: {durable:?}"
     );
-    let d = Ringlet::start(dir.path(), &["-w", "3600"]);
-    for (i, &k) in durable.iter().enumerate() {
-        let l = last(&d.sock, &format!("f{i}.rrd"));
-        assert!(l >= T0 + k, "f{i}.rrd: last {l} < {}", T0 + k);
-    }
+    expect_lasts(dir.path(), &durable);
 }
