@@ -56,6 +56,15 @@ pub fn stats(args: &[String]) -> i32 {
     }
 }
 
+/// An OS error as C's strerror says it (without Rust's " (os error N)").
+fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
 fn fail(msg: &str) -> i32 {
     eprintln!("ERROR: {msg}");
     1
@@ -68,7 +77,7 @@ impl<T: Read + Write> Stream for T {}
 pub fn query(addr: &str) -> Result<Vec<String>, String> {
     let parsed = parse_addr(addr)?;
     let timeout = Some(Duration::from_secs(10));
-    let cant = |e: std::io::Error| format!("cannot connect to {addr}: {e}");
+    let cant = |e: std::io::Error| format!("cannot connect to {addr}: {}", strerror(&e));
     let mut s: Box<dyn Stream> = match &parsed {
         Addr::Unix(p) => {
             let s = std::os::unix::net::UnixStream::connect(p).map_err(cant)?;
@@ -86,7 +95,7 @@ pub fn query(addr: &str) -> Result<Vec<String>, String> {
             Box::new(s)
         }
     };
-    let io = |e: std::io::Error| format!("{addr}: {e}");
+    let io = |e: std::io::Error| format!("{addr}: {}", strerror(&e));
     s.write_all(b"STATS\n").map_err(io)?;
     let mut r = BufReader::new(s);
     let mut status = String::new();
