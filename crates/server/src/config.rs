@@ -63,6 +63,8 @@ pub struct Config {
     /// `--log-size`: log ring size for a store created now (None: `$RINGLET_LOG_SIZE`, else
     /// the engine's default).
     pub log_size: Option<u64>,
+    /// `--queue-limit`: bytes of queued values that start a commit before `-w` is up.
+    pub queue_limit: u64,
 }
 
 pub const HELP: &str = "\
@@ -101,6 +103,8 @@ ringlet options:
   --commit-interval SECS same as -w
   --max-line BYTES       longest request line (default 1048576; rrdcached: 8191)
   --max-connections N    concurrent connections (default 4096)
+  --queue-limit BYTES    queued update text that starts a commit before -w is up
+                         (default 67108864): bounds the memory the queues take
   --log-size SIZE        log ring size when the store is created (default 64M, or
                          $RINGLET_LOG_SIZE): a larger ring means rarer checkpoints
   -h, --help             this text
@@ -191,6 +195,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         max_line: 1 << 20,
         max_connections: 4096,
         log_size: None,
+        queue_limit: 64 << 20,
     };
     let (mut perms, mut sock_group, mut sock_mode) = (None, None, None);
     let mut it = args.iter();
@@ -262,6 +267,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "--store" => c.store = Some(PathBuf::from(value()?)),
             "--max-line" => c.max_line = num(value()?)?.max(64) as usize,
             "--log-size" => c.log_size = Some(engine::parse_size(&value()?)?),
+            "--queue-limit" => c.queue_limit = num(value()?)?.max(1),
             "--max-connections" => c.max_connections = num(value()?)?.max(1) as usize,
             _ => return Err(format!("unknown option '{a}' (see ringlet serve --help)")),
         }

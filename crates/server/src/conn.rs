@@ -125,7 +125,8 @@ struct Conn<'a> {
     access: &'a Access,
     batch: Option<Batch>,
     update_ok: bool,
-    /// UPDATE lines not yet added to the daemon's UpdatesReceived (once per read).
+    /// UPDATE lines not yet added to the daemon's UpdatesReceived, and queued bytes not yet
+    /// counted (once per read).
     received: u64,
     local: crate::ingest::Local,
 }
@@ -135,6 +136,9 @@ impl Conn<'_> {
         if self.received > 0 {
             let s = &self.d.stats.updates_received;
             s.fetch_add(std::mem::take(&mut self.received), Ordering::Relaxed);
+        }
+        if self.local.queued > 0 {
+            self.d.queued(std::mem::take(&mut self.local.queued));
         }
     }
 

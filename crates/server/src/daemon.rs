@@ -20,8 +20,8 @@ use proto::Response;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// rrdcached's STATS counters, and ringlet's own (all monotonic).
 #[derive(Default)]
@@ -61,6 +61,12 @@ pub struct Daemon {
     failed: AtomicBool,
     /// Set when the final commit begins: UPDATE refuses values from then on.
     closing: AtomicBool,
+    /// Bytes queued since the last full commit began, and the limit that starts one early.
+    queued: AtomicU64,
+    queue_limit: u64,
+    /// Wakes the committer before `-w` is up (the queues reached the limit).
+    wake: Condvar,
+    woken: Mutex<bool>,
     failure: Mutex<String>,
     pub stats: Stats,
     /// fsyncs (and fdatasyncs) the store has made.
@@ -135,6 +141,10 @@ impl Daemon {
             dirty: Mutex::new(Vec::new()),
             failed: AtomicBool::new(false),
             closing: AtomicBool::new(false),
+            queued: AtomicU64::new(0),
+            queue_limit: cfg.queue_limit,
+            wake: Condvar::new(),
+            woken: Mutex::new(false),
             failure: Mutex::new(String::new()),
             stats: Stats::default(),
             syncs,
@@ -182,6 +192,44 @@ impl Daemon {
         match &self.base {
             Some(b) if !name.starts_with('/') => format!("{b}/{name}"),
             _ => name.to_string(),
+        }
+    }
+
+    /// Count `bytes` more of queued values; at the limit, wake the committer (as the store
+    /// commits on its own when its pending data reaches its size limit), so that the queues'
+    /// memory stays bounded whatever `-w` is.
+    pub fn queued(&self, bytes: u64) {
+        let before = self.queued.fetch_add(bytes, Ordering::Relaxed);
+        if before < self.queue_limit && before + bytes >= self.queue_limit {
+            *self.woken.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            self.wake.notify_one();
+        }
+    }
+
+    /// The committer thread: commit everything every `-w` seconds, and whenever the queues
+    /// reach their limit.
+    pub fn committer(&self) -> ! {
+        let mut due = Instant::now() + self.commit_interval;
+        loop {
+            let mut woken = self.woken.lock().unwrap_or_else(|p| p.into_inner());
+            while !*woken {
+                let now = Instant::now();
+                if now >= due {
+                    break;
+                }
+                woken = match self.wake.wait_timeout(woken, due - now) {
+                    Ok((g, _)) => g,
+                    Err(p) => p.into_inner().0,
+                };
+            }
+            *woken = false;
+            drop(woken);
+            // Whatever is pending (samples, and creates without samples); a commit with
+            // nothing pending writes nothing.
+            if let Err(e) = self.commit_all() {
+                crate::log(&format!("commit failed: {e}"));
+            }
+            due = Instant::now() + self.commit_interval;
         }
     }
 
@@ -356,6 +404,7 @@ impl Daemon {
     /// when it returns. The store lock is let go between chunks of series so that reads are
     /// not held up by a long drain.
     pub fn commit_all(&self) -> Result<u64, String> {
+        self.queued.store(0, Ordering::Relaxed);
         let mut budget = self.dirty.lock().unwrap_or_else(|p| p.into_inner()).len();
         loop {
             let mut inner = self.lock();

@@ -202,7 +202,10 @@ pub fn update<'a>(
     values: impl Iterator<Item = Cow<'a, str>>,
 ) -> Result<usize, Response> {
     let e = ingest::entry_for(d, file)?;
-    ingest::update(d, &e, values)
+    let mut queued = 0;
+    let r = ingest::update(d, &e, values, &mut queued);
+    d.queued(queued);
+    r
 }
 
 fn flush(d: &Daemon, file: &str) -> Response {

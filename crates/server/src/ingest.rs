@@ -191,6 +191,9 @@ pub fn entry_for(d: &Daemon, file: &str) -> Result<Arc<Entry>, Response> {
 #[derive(Default)]
 pub struct Local {
     map: HashMap<Box<str>, Arc<Entry>, BuildHasherDefault<Fx>>,
+    /// Bytes queued and not yet counted by [`Daemon::queued`] (the connection counts once
+    /// per read).
+    pub queued: u64,
 }
 
 /// Names a [`Local`] keeps before it starts again (a few hundred KB at most per connection).
@@ -205,7 +208,7 @@ impl Local {
         values: impl Iterator<Item = Cow<'a, str>>,
     ) -> Result<usize, Response> {
         if let Some(e) = self.map.get(file) {
-            return update(d, e, values);
+            return update(d, e, values, &mut self.queued);
         }
         let e = entry_for(d, file)?;
         if file == e.name || file == e.abs {
@@ -214,7 +217,7 @@ impl Local {
             }
             self.map.insert(file.into(), e.clone());
         }
-        update(d, &e, values)
+        update(d, &e, values, &mut self.queued)
     }
 }
 
@@ -241,10 +244,13 @@ impl Hasher for Fx {
 /// Check and queue one UPDATE's values, in order, stopping at the first refused one. Returns
 /// the number of values accepted, or the reply for the refused value (the values before it
 /// stay accepted, as before).
+/// `queued` grows by the bytes of memory the accepted values take; the caller passes it on
+/// to [`Daemon::queued`].
 pub fn update<'a>(
     d: &Daemon,
     e: &Arc<Entry>,
     values: impl Iterator<Item = Cow<'a, str>>,
+    queued: &mut u64,
 ) -> Result<usize, Response> {
     let mut st = e.lock();
     // Checked under the entry's lock: once shutdown has set the flag and taken every entry's
@@ -252,12 +258,14 @@ pub fn update<'a>(
     if d.closing() {
         return Err(Response::err(CLOSING));
     }
-    let was_empty = st.queue.is_empty();
+    let (was_empty, len) = (st.queue.is_empty(), st.queue.len());
     let outcome = accept(d, e, &mut st, values);
     if was_empty && !st.queue.is_empty() && !st.in_dirty {
         st.in_dirty = true;
         d.dirty(e);
     }
+    // The queue and the pending list each hold the text.
+    *queued += 2 * (st.queue.len() - len) as u64;
     match outcome {
         Ok(0) => Err(Response::err("No values updated.")),
         other => other,

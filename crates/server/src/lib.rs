@@ -262,14 +262,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
         spawn_acceptor(d.clone(), b, access, cfg.max_connections);
     }
     let dc = d.clone();
-    std::thread::spawn(move || loop {
-        std::thread::sleep(dc.commit_interval);
-        // Every -w seconds, whatever is pending (samples, and creates without samples);
-        // a commit with nothing pending writes nothing.
-        if let Err(e) = dc.commit_all() {
-            log(&format!("commit failed: {e}"));
-        }
-    });
+    std::thread::spawn(move || dc.committer());
     Ok((d, sockets))
 }
 

@@ -415,3 +415,29 @@ fn flushes_under_load_keep_everything_acknowledged_before_them() {
     );
     expect_lasts(dir.path(), &durable);
 }
+
+#[test]
+fn queues_past_their_limit_are_committed_before_the_interval() {
+    // --queue-limit bounds the memory the queues take: reaching it starts a commit, as the
+    // store commits on its own when its pending data reaches its limit.
+    let dir = TempDir::new("qlimit");
+    let mut d = Ringlet::start(dir.path(), &["-w", "3600", "--queue-limit", "2000"]);
+    setup(&d.sock, "a.rrd");
+    update(&d.sock, "a.rrd", 1, 200);
+    let mut s = connect(&d.sock);
+    let t0 = std::time::Instant::now();
+    // (Every time the queues reach the limit again, another commit.)
+    while request(&mut s, "STATS").contains("\nUpdatesWritten: 0\n") {
+        assert!(t0.elapsed() < Duration::from_secs(10), "no early commit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(s);
+    d.proc
+        .stop(libc::SIGKILL, Duration::from_secs(10))
+        .expect("killed");
+    let d = Ringlet::start(dir.path(), &["-w", "3600"]);
+    assert!(
+        last(&d.sock, "a.rrd") >= T0 + 10 * 40,
+        "the values up to the limit were committed without FLUSH"
+    );
+}
