@@ -104,7 +104,7 @@ ringlet options:
   --max-line BYTES       longest request line (default 1048576; rrdcached: 8191)
   --max-connections N    concurrent connections (default 4096)
   --queue-limit BYTES    queued update text that starts a commit before -w is up
-                         (default 67108864): bounds the memory the queues take
+                         (default 268435456): bounds the memory the queues take
   --log-size SIZE        log ring size when the store is created (default 64M, or
                          $RINGLET_LOG_SIZE): a larger ring means rarer checkpoints
   -h, --help             this text
@@ -195,7 +195,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         max_line: 1 << 20,
         max_connections: 4096,
         log_size: None,
-        queue_limit: 64 << 20,
+        queue_limit: 256 << 20,
     };
     let (mut perms, mut sock_group, mut sock_mode) = (None, None, None);
     let mut it = args.iter();
