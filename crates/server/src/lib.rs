@@ -7,6 +7,7 @@
 //! [`handlers`], UPDATE's check-and-queue in [`ingest`]; the wire format in the `proto` crate.
 
 pub mod client;
+pub mod commit;
 pub mod config;
 pub mod conn;
 pub mod daemon;

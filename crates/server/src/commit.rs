@@ -1,0 +1,215 @@
+//! How queued values reach the store and become durable: applying a series' queue,
+//! commits, the committer thread (`-w` and `--queue-limit`), and the last commit at shutdown.
+//!
+//! A queue is applied under the store lock, in acceptance order, by `Store::update`; each
+//! value's outcome is compared with the one its check at UPDATE time gave. A commit makes
+//! everything applied durable in one record and takes it off the PENDING lists. A full
+//! commit ([`Daemon::commit_all`]) first applies every queue, a chunk of series per hold of
+//! the store lock, so that everything acknowledged before it began is in the commit.
+
+use crate::daemon::{Daemon, Inner, DRAIN_CHUNK};
+use crate::ingest::{Entry, EntryState, ACCEPTED};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+impl Daemon {
+    /// Count `bytes` more of queued values; at the limit, wake the committer (as the store
+    /// commits on its own when its pending data reaches its size limit), so that the queues'
+    /// memory stays bounded whatever `-w` is.
+    pub fn queued(&self, bytes: u64) {
+        let before = self.queued.fetch_add(bytes, Ordering::Relaxed);
+        if before < self.queue_limit && before + bytes >= self.queue_limit {
+            *self.woken.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            self.wake.notify_one();
+        }
+    }
+
+    /// The committer thread: commit everything every `-w` seconds, and whenever the queues
+    /// reach their limit.
+    pub fn committer(&self) -> ! {
+        let mut due = Instant::now() + self.commit_interval;
+        loop {
+            let mut woken = self.woken.lock().unwrap_or_else(|p| p.into_inner());
+            while !*woken {
+                let now = Instant::now();
+                if now >= due {
+                    break;
+                }
+                woken = match self.wake.wait_timeout(woken, due - now) {
+                    Ok((g, _)) => g,
+                    Err(p) => p.into_inner().0,
+                };
+            }
+            *woken = false;
+            drop(woken);
+            // Whatever is pending (samples, and creates without samples); a commit with
+            // nothing pending writes nothing.
+            if let Err(e) = self.commit_all() {
+                crate::log(&format!("commit failed: {e}"));
+            }
+            due = Instant::now() + self.commit_interval;
+        }
+    }
+
+    /// Whether the final commit has begun.
+    pub fn closing(&self) -> bool {
+        self.closing.load(Ordering::SeqCst)
+    }
+
+    /// The last commit, at shutdown: stop accepting values, wait for the UPDATEs under way
+    /// (each holds its entry's lock while it queues), then apply and commit everything, so
+    /// every value acknowledged is durable.
+    pub fn final_commit(&self) -> Result<u64, String> {
+        self.closing.store(true, Ordering::SeqCst);
+        for e in self.index.entries() {
+            drop(e.lock());
+        }
+        self.commit_all()
+    }
+
+    /// Apply `name`'s queued values to the store (before a read or a FLUSH of it).
+    pub fn apply_series(&self, inner: &mut Inner, name: &str) {
+        if let Some(e) = self.index.get(name) {
+            let mut st = e.lock();
+            self.apply_queue(inner, &e, &mut st);
+        }
+    }
+
+    /// Apply an entry's queued values to the store, in order. A value whose outcome differs
+    /// from the one its check gave at ingest is counted and logged; the others go on.
+    fn apply_queue(&self, inner: &mut Inner, e: &Arc<Entry>, st: &mut EntryState) {
+        if st.queue.is_empty() {
+            return;
+        }
+        let queue = std::mem::take(&mut st.queue);
+        let mut sample = std::mem::replace(&mut st.scratch, crate::sample::scratch());
+        let mut bad = 0u64;
+        // The first mismatch is logged with the count (a failed store fails every value).
+        let mut first: Option<String> = None;
+        for line in queue.split_terminator('\n') {
+            let (flag, v) = (line.as_bytes()[0], &line[1..]);
+            let read = match crate::sample::stamp(v) {
+                Some(stamp) => crate::sample::read(&st.shadow.schema, v, stamp, &mut sample),
+                None => Err(rrd::RrdError::new("no timestamp")),
+            };
+            if let Err(err) = read {
+                bad += 1;
+                first.get_or_insert_with(|| format!("{v} lost: {}", err.msg));
+                continue;
+            }
+            match inner.store.update(&e.name, &sample, &mut |_| {}) {
+                Ok(()) if flag == ACCEPTED => {}
+                Err(engine::Error::Rrd(_)) if flag != ACCEPTED => {}
+                Ok(()) => {
+                    bad += 1;
+                    first.get_or_insert_with(|| format!("{v} applied, though refused"));
+                }
+                Err(err) => {
+                    bad += 1;
+                    self.note_store_error(&err);
+                    first.get_or_insert_with(|| format!("{v} not applied: {err}"));
+                }
+            }
+        }
+        st.scratch = sample;
+        st.applied = st.pending.len();
+        st.applied_n = st.pending_n;
+        if !st.in_applied {
+            st.in_applied = true;
+            inner.applied.push(e.clone());
+        }
+        if let Some(what) = first {
+            crate::log(&format!(
+                "{}: {bad} queued value(s) did not apply as checked; first: {what}",
+                e.abs
+            ));
+            self.stats.apply_errors.fetch_add(bad, Ordering::Relaxed);
+            // The shadow went its own way: start again from what the store has.
+            if let Some(rrd) = inner.store.get(&e.name) {
+                st.shadow = crate::ingest::shadow_of(rrd);
+            }
+        }
+    }
+
+    /// Forget `name`'s queued and pending values and restart its checks from the store's
+    /// series (after CREATE, FORGET, or a re-read file).
+    pub fn reset_series(&self, inner: &mut Inner, name: &str) {
+        if let (Some(e), Some(rrd)) = (self.index.get(name), inner.store.get(name)) {
+            e.lock().reset(rrd);
+        }
+    }
+
+    /// Commit what has been applied to the store. Returns the number of samples made durable.
+    pub fn commit(&self, inner: &mut Inner) -> Result<u64, String> {
+        let st = match inner.store.commit() {
+            Ok(st) => st,
+            Err(e) => {
+                self.note_store_error(&e);
+                return Err(e.to_string());
+            }
+        };
+        if st.samples > 0 {
+            self.stats.commits.fetch_add(1, Ordering::Relaxed);
+        }
+        self.stats
+            .updates_written
+            .fetch_add(st.series as u64, Ordering::Relaxed);
+        self.stats
+            .data_sets_written
+            .fetch_add(st.samples as u64, Ordering::Relaxed);
+        self.stats
+            .journal_bytes
+            .fetch_add(st.bytes, Ordering::Relaxed);
+        // What was applied is durable: no longer pending.
+        for e in std::mem::take(&mut inner.applied) {
+            let mut s = e.lock();
+            let (cut, n) = (s.applied, s.applied_n);
+            s.pending.drain(..cut);
+            s.pending_n -= n;
+            s.applied = 0;
+            s.applied_n = 0;
+            s.in_applied = false;
+        }
+        Ok(st.samples as u64)
+    }
+
+    /// Apply every queued value and commit: everything accepted before the call is durable
+    /// when it returns. The store lock is let go between chunks of series so that reads are
+    /// not held up by a long drain.
+    pub fn commit_all(&self) -> Result<u64, String> {
+        self.queued.store(0, Ordering::Relaxed);
+        let mut budget = self.dirty.lock().unwrap_or_else(|p| p.into_inner()).len();
+        loop {
+            let mut inner = self.lock();
+            let chunk: Vec<Arc<Entry>> = {
+                let mut dirty = self.dirty.lock().unwrap_or_else(|p| p.into_inner());
+                let k = budget.min(DRAIN_CHUNK).min(dirty.len());
+                dirty.drain(..k).collect()
+            };
+            budget -= chunk.len();
+            for e in &chunk {
+                let mut st = e.lock();
+                st.in_dirty = false;
+                self.apply_queue(&mut inner, e, &mut st);
+            }
+            if budget == 0 || chunk.is_empty() {
+                return self.commit(&mut inner);
+            }
+        }
+    }
+
+    /// Entries with values accepted since the last commit, with their count, by name.
+    pub fn pending_series(&self, inner: &Inner) -> Vec<(Arc<Entry>, usize)> {
+        let mut all: Vec<Arc<Entry>> = self.dirty.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        all.extend(inner.applied.iter().cloned());
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        all.into_iter()
+            .filter_map(|e| {
+                let n = e.lock().pending_n;
+                (n > 0).then_some((e, n))
+            })
+            .collect()
+    }
+}
