@@ -8,12 +8,13 @@
 # image are removed on exit, also on failure or Ctrl-C. In SETUP and RUN, $MNT is the mount.
 #
 # usage: bench/device.sh [--fs ext4|ext4-1k|xfs|btrfs] [--size 4G] [--samples N]
-#                        --setup 'CMD' --run 'CMD'
+#                        [--mount-opts OPTS] --setup 'CMD' --run 'CMD'
 #   --samples N   also print bytes and IOs per sample (N = samples RUN writes)
+#   --mount-opts  options for mount -o (e.g. lazytime); default: the filesystem's defaults
 # Needs root (losetup, mkfs, mount). Prints one line of key=value pairs.
 set -euo pipefail
 
-fs=ext4 size=4G setup=true run="" samples=0
+fs=ext4 size=4G setup=true run="" samples=0 mopts=
 while [ $# -gt 0 ]; do
   case "$1" in
     --fs) fs=$2; shift 2 ;;
@@ -21,7 +22,8 @@ while [ $# -gt 0 ]; do
     --setup) setup=$2; shift 2 ;;
     --run) run=$2; shift 2 ;;
     --samples) samples=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --mount-opts) mopts=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "device.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -48,7 +50,7 @@ case "$fs" in
   btrfs) mkfs.btrfs -q -f "$loop" ;;
   *) echo "device.sh: unknown filesystem $fs" >&2; exit 2 ;;
 esac
-mount "$loop" "$MNT"
+mount ${mopts:+-o "$mopts"} "$loop" "$MNT"
 export MNT
 dev=${loop#/dev/}
 
@@ -68,7 +70,7 @@ read -r w1 s1 f1 < <(snap)
 end_ns=$(date +%s%N)
 read -r ut st rss < "$tfile"
 bytes=$(( (s1 - s0) * 512 )) ios=$(( w1 - w0 )) flushes=$(( f1 - f0 ))
-line="fs=$fs dev_bytes=$bytes write_ios=$ios flushes=$flushes cpu_s=$(echo "$ut + $st" | bc) peak_rss_kb=$rss wall_s=$(( (end_ns - start_ns) / 1000000000 ))"
+line="fs=$fs${mopts:+ mount_opts=$mopts} dev_bytes=$bytes write_ios=$ios flushes=$flushes cpu_s=$(echo "$ut + $st" | bc) peak_rss_kb=$rss wall_s=$(( (end_ns - start_ns) / 1000000000 ))"
 if [ "$samples" -gt 0 ]; then
   line="$line samples=$samples bytes_per_sample=$(echo "scale=3; $bytes / $samples" | bc) ios_per_sample=$(echo "scale=6; $ios / $samples" | bc)"
 fi

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# fs-floor.sh: what the filesystem itself writes for the smallest possible commit.
+#
+# On a fresh filesystem on a loop device (as device.sh makes it), preallocates a 1 MiB file
+# (written, not sparse), then every INTERVAL seconds overwrites one 4 KiB block of it in place
+# and fdatasyncs (dd conv=notrunc,fdatasync), WRITES times; prints the device bytes per write
+# from /proc/diskstats after `sync -f`. Any store that makes a 4 KiB commit durable by
+# overwriting a file pays at least this per commit; with INTERVAL = the commit window it is
+# the floor of a lightly loaded store's write load (e.g. emoncms at -w 300).
+#
+# usage: bench/fs-floor.sh [--fs ext4|ext4-1k|xfs|btrfs] [--mount-opts OPTS]
+#                          [--writes 6] [--interval 10] [--direct]
+# Needs root. Removes its mount, loop device and image on exit, also on failure.
+set -euo pipefail
+
+fs=ext4 mopts="" writes=6 interval=10 oflag=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --fs) fs=$2; shift 2 ;;
+    --mount-opts) mopts=$2; shift 2 ;;
+    --writes) writes=$2; shift 2 ;;
+    --interval) interval=$2; shift 2 ;;
+    --direct) oflag=oflag=direct; shift ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "fs-floor.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[ "$(id -u)" = 0 ] || { echo "fs-floor.sh: needs root for losetup/mount" >&2; exit 2; }
+
+work=$(mktemp -d /var/tmp/ringlet-floor.XXXXXX)
+img=$work/image mnt=$work/mnt loop=""
+mkdir -p "$mnt"
+cleanup() {
+  set +e
+  mountpoint -q "$mnt" && umount "$mnt"
+  [ -n "$loop" ] && losetup -d "$loop"
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+truncate -s 1G "$img"
+loop=$(losetup -f --show --direct-io=on "$img")
+case "$fs" in
+  ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$loop" ;;
+  ext4-1k) mkfs.ext4 -q -F -b 1024 -E lazy_itable_init=0,lazy_journal_init=0 "$loop" ;;
+  xfs) mkfs.xfs -q -f "$loop" ;;
+  btrfs) mkfs.btrfs -q -f "$loop" ;;
+  *) echo "fs-floor.sh: unknown filesystem $fs" >&2; exit 2 ;;
+esac
+mount ${mopts:+-o "$mopts"} "$loop" "$mnt"
+dev=${loop#/dev/}
+snap() { awk -v d="$dev" '$3 == d { print $8, $10 }' /proc/diskstats; }
+
+dd if=/dev/zero of="$mnt/f" bs=1M count=1 conv=fdatasync status=none
+sync -f "$mnt"
+sleep 6 # let the journal's periodic commit of the setup pass
+read -r w0 s0 < <(snap)
+for i in $(seq 1 "$writes"); do
+  dd if=/dev/urandom of="$mnt/f" bs=4k count=1 seek=$((i % 256)) conv=notrunc,fdatasync \
+    $oflag status=none
+  sleep "$interval"
+done
+sync -f "$mnt"
+read -r w1 s1 < <(snap)
+bytes=$(( (s1 - s0) * 512 ))
+echo "fs=$fs${mopts:+ mount_opts=$mopts}${oflag:+ direct=1} writes=$writes interval_s=$interval" \
+  "dev_bytes=$bytes write_ios=$(( w1 - w0 )) bytes_per_write=$(( bytes / writes ))" \
+  "bytes_per_s_at_300s_window=$(echo "scale=1; $bytes / $writes / 300" | bc)"
