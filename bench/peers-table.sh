@@ -30,10 +30,12 @@ function parse(line,   n, i, kv, k) {
     }
 }
 function label() {
-    if (f["peer"] == "ringlet" || f["peer"] == "rrdcached") return f["peer"] " -w " f["window"]
+    if (f["peer"] == "ringlet" || f["peer"] == "rrdcached")
+        return f["peer"] " -w " f["window"] (f["evict"] == "1" ? ", evicted" : "")
     if (f["peer"] == "rrdtool") return "rrdtool (direct)"
     return f["peer"]
 }
+function ios(v) { return v >= 0.01 ? sprintf("%.3f", v) : sprintf("%.2g", v) }
 function num(v) { return v >= 100 ? commas(v) : sprintf("%.3g", v) }
 function modename() { return f["mode"] == "realtime" ? "real time" : "accelerated" }
 function group() { return modename() ", " f["workload"] }
@@ -50,15 +52,16 @@ awk "$PARSE"'
     parse($0)
     g = group()
     if (!(g in seen)) { seen[g] = 1; order[++ng] = g }
-    rows[g] = rows[g] sprintf("| %s | %s | %s | %s | %s | %s | **%s** | %s | %.4f | %s | %.1f | %.2f | %d | %s | %s | %s |\n",
+    rows[g] = rows[g] sprintf("| %s | %s | %s | %s | %s | %s | **%s** | %s | %s | %s | %.1f | %.2f | %d | %s | %s | %s |\n",
         substr(f["date"], 1, 10), label(), f["fs"], commas(f["series"]), commas(f["samples"]),
         commas(f["dev_bytes"]), num(f["bytes_per_sample"] + 0), commas(f["write_ios"]),
-        f["ios_per_sample"] + 0, commas(f["bytes_per_second"] + 0), f["cpu_s"] + 0,
+        ios(f["write_ios"] / f["samples"]), commas(f["bytes_per_second"] + 0), f["cpu_s"] + 0,
         f["cpu_us_per_sample"] + 0, f["peak_rss_kb"] / 1024, f["wall_s"],
         f["load_start"] "-" f["load_end"], (f["mode"] == "realtime" ? \
             "late steps " f["late_steps"] ", max lag " f["max_lag_s"] " s" : \
             "virtual " f["duration"] ", writeback every " f["writeback"]) \
-            (f["scale"] != "1" ? ", **series scaled x" f["scale"] "**" : ""))
+            (f["scale"] != "1" ? ", **series scaled x" f["scale"] "**" : "") \
+            (f["evict"] == "1" ? ", files evicted from the page cache after setup" : ""))
 }
 END {
     for (i = 1; i <= ng; i++) {
