@@ -88,7 +88,12 @@ impl Daemon {
         // The first mismatch is logged with the count (a failed store fails every value).
         let mut first: Option<String> = None;
         for line in queue.split_terminator('\n') {
-            let (flag, v) = (line.as_bytes()[0], &line[1..]);
+            // Each queued line is a one-byte flag then the value (ingest.rs); the flags are
+            // ASCII, so slicing after the first byte stays on a char boundary.
+            let Some(&flag) = line.as_bytes().first() else {
+                continue;
+            };
+            let v = &line[1..];
             let read = match crate::sample::stamp(v) {
                 Some(stamp) => crate::sample::read(&st.shadow.schema, v, stamp, &mut sample),
                 None => Err(rrd::RrdError::new("no timestamp")),
@@ -149,6 +154,14 @@ impl Daemon {
                 return Err(e.to_string());
             }
         };
+        if let Some(why) = inner.store.deferred_error() {
+            // The commit stands, but the checkpoint after it failed: the store refuses writes
+            // from now on, so stop accepting values now rather than at the next commit.
+            if !self.failed.load(Ordering::Relaxed) {
+                crate::log(&format!("checkpoint after a commit failed: {why}"));
+            }
+            self.note_store_error(&engine::Error::PreviousIo);
+        }
         if st.samples > 0 {
             self.stats.commits.fetch_add(1, Ordering::Relaxed);
         }
