@@ -72,6 +72,9 @@ pub struct Daemon {
     /// fsyncs (and fdatasyncs) the store has made.
     pub syncs: Arc<AtomicU64>,
     pub started: std::time::Instant,
+    /// The process's disk bytes written once the store was open (STATS projects from the
+    /// bytes after it).
+    pub disk_bytes_at_open: u64,
     /// `-b`, canonical, without a trailing slash.
     pub base: Option<String>,
     pub restrict_base: bool,
@@ -149,6 +152,7 @@ impl Daemon {
             stats: Stats::default(),
             syncs,
             started: std::time::Instant::now(),
+            disk_bytes_at_open: crate::iostats::disk_bytes_written(),
             base,
             restrict_base: cfg.restrict_base,
             no_overwrite: cfg.no_overwrite,

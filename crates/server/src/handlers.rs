@@ -362,6 +362,7 @@ fn stats(d: &Daemon) -> Response {
     // ringlet's own, after rrdcached's (librrd ignores keys it does not know).
     let load = crate::iostats::WriteLoad {
         disk_bytes: crate::iostats::disk_bytes_written(),
+        at_open: d.disk_bytes_at_open,
         fsyncs: d.syncs.load(Ordering::Relaxed),
         commits: inner.store.stats().commits,
         samples: inner.store.stats().samples_committed,
