@@ -166,6 +166,10 @@ pub fn log_size_from_env() -> Result<u64, String> {
     }
 }
 
+/// A series' handle ([`Store::series_id`]): its id, never reused in a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SeriesId(u64);
+
 /// What one commit wrote.
 #[derive(Debug, Clone, Default)]
 pub struct CommitStats {
@@ -347,6 +351,12 @@ impl Store {
         self.pending_bytes += self.pending.len() - before;
     }
 
+    /// The handle of `name`, for [`Store::update_id`]: valid until the series is removed or
+    /// re-created (a re-created name gets a new handle).
+    pub fn series_id(&self, name: &str) -> Option<SeriesId> {
+        self.reg.id(name).map(SeriesId)
+    }
+
     /// Apply one sample to `name` (see `Rrd::apply`) and queue it for the next commit.
     /// `Error::Rrd` carries rrdtool's message; a partially applied sample is still logged.
     pub fn update(
@@ -355,12 +365,25 @@ impl Store {
         sample: &Sample,
         sink: &mut dyn FnMut(RowWrite),
     ) -> Result<(), Error> {
-        self.writable()?;
-        let Some(id) = self.reg.id(name) else {
+        let Some(id) = self.series_id(name) else {
+            self.writable()?;
             return Err(Error::NotFound(name.to_string()));
         };
+        self.update_id(id, sample, sink)
+    }
+
+    /// [`Store::update`] by handle (one name lookup for many samples). A stale handle is
+    /// `Error::NotFound`.
+    pub fn update_id(
+        &mut self,
+        id: SeriesId,
+        sample: &Sample,
+        sink: &mut dyn FnMut(RowWrite),
+    ) -> Result<(), Error> {
+        self.writable()?;
+        let id = id.0;
         let Some(s) = self.reg.by_id_mut(id) else {
-            return Err(Error::NotFound(name.to_string()));
+            return Err(Error::NotFound(format!("series #{id}")));
         };
         let series::Series {
             rrd, rows_written, ..

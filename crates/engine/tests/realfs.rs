@@ -53,3 +53,36 @@ fn an_existing_store_keeps_its_ring_size() {
     let len = std::fs::metadata(files::log(&dir.0)).unwrap().len();
     assert_eq!(len, 4096 + (64 << 10));
 }
+
+#[test]
+fn a_series_handle_updates_until_its_name_is_recreated() {
+    let tmp = TempDir::new("handle");
+    let mut store = Store::open(&tmp.0, small_opts(1 << 20)).unwrap();
+    store.create("a.rrd", make_rrd(0), false).unwrap();
+    let old = store.series_id("a.rrd").unwrap();
+    let sample = |t: i64| rrd::Sample {
+        time: t,
+        usec: 0,
+        values: vec!["1".to_string(); store_ds(&make_rrd(0))],
+    };
+    store
+        .update_id(old, &sample(START + 10), &mut |_| {})
+        .unwrap();
+    assert_eq!(store.get("a.rrd").unwrap().last_up, START + 10);
+    store.create("a.rrd", make_rrd(0), true).unwrap();
+    let new = store.series_id("a.rrd").unwrap();
+    assert_ne!(old, new);
+    match store.update_id(old, &sample(START + 20), &mut |_| {}) {
+        Err(engine::Error::NotFound(_)) => {}
+        other => panic!("stale handle: {other:?}"),
+    }
+    store
+        .update_id(new, &sample(START + 20), &mut |_| {})
+        .unwrap();
+    assert_eq!(store.get("a.rrd").unwrap().last_up, START + 20);
+    assert!(store.series_id("b.rrd").is_none());
+}
+
+fn store_ds(r: &rrd::Rrd) -> usize {
+    r.schema.ds.len()
+}

@@ -87,6 +87,8 @@ impl Daemon {
         let mut bad = 0u64;
         // The first mismatch is logged with the count (a failed store fails every value).
         let mut first: Option<String> = None;
+        // One name lookup for the whole queue.
+        let id = inner.store.series_id(&e.name);
         for line in queue.split_terminator('\n') {
             // Each queued line is a one-byte flag then the value (ingest.rs); the flags are
             // ASCII, so slicing after the first byte stays on a char boundary.
@@ -103,7 +105,11 @@ impl Daemon {
                 first.get_or_insert_with(|| format!("{v} lost: {}", err.msg));
                 continue;
             }
-            match inner.store.update(&e.name, &sample, &mut |_| {}) {
+            let done = match id {
+                Some(id) => inner.store.update_id(id, &sample, &mut |_| {}),
+                None => inner.store.update(&e.name, &sample, &mut |_| {}),
+            };
+            match done {
                 Ok(()) if flag == ACCEPTED => {}
                 Err(engine::Error::Rrd(_)) if flag != ACCEPTED => {}
                 Ok(()) => {
