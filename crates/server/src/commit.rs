@@ -82,7 +82,9 @@ impl Daemon {
         if st.queue.is_empty() {
             return;
         }
-        let queue = std::mem::take(&mut st.queue);
+        // Taken out while it is applied (the entry stays locked, so nothing is queued
+        // meanwhile) and put back empty: its capacity serves the next window's values.
+        let mut queue = std::mem::take(&mut st.queue);
         let mut sample = std::mem::replace(&mut st.scratch, crate::sample::scratch());
         let mut bad = 0u64;
         // The first mismatch is logged with the count (a failed store fails every value).
@@ -124,6 +126,8 @@ impl Daemon {
             }
         }
         st.scratch = sample;
+        queue.clear();
+        st.queue = queue;
         st.applied = st.pending.len();
         st.applied_n = st.pending_n;
         if !st.in_applied {
