@@ -15,6 +15,7 @@ use std::time::Instant;
 
 const USAGE: &str = "\
 usage: engine-load create     --store DIR [--series N] [--step SECS] [--start EPOCH] [--seed N]
+                              [--rras default|gmetad]
        engine-load run        --store DIR [--duration 6h] [--commit 5m] [--seed N]
        engine-load open       --store DIR
        engine-load checkpoint --store DIR
@@ -22,7 +23,8 @@ usage: engine-load create     --store DIR [--series N] [--step SECS] [--start EP
 create: make N series (default 3000) named host<h>/m<i>.rrd, a third each of 2-decimal gauges,
         counters and constants, each with DS:value:<GAUGE|COUNTER>:<2*step>:U:U and the archives
         AVERAGE 1 PDP x 1 day, AVERAGE and MAX of 20 PDPs x 1 week; then commit and close.
-        The log ring is $RINGLET_LOG_SIZE (e.g. 512M) or the engine's default (64M).
+        --rras gmetad: gmetad's default archives instead (AVERAGE 1 x 5856, 4 x 20160,
+        40 x 52704). The log ring is $RINGLET_LOG_SIZE (e.g. 512M) or the engine's default (64M).
 run:    continue every series from its last update, one value per series per step, for
         --duration of virtual time, committing at every --commit boundary; then close.
         Prints samples, commits, bytes the engine reported writing, and wall-clock rates.
@@ -38,6 +40,7 @@ struct Args {
     duration: u64,
     commit: u64,
     seed: u64,
+    gmetad: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -55,6 +58,7 @@ fn parse_args() -> Result<Args, String> {
         duration: 6 * 3600,
         commit: 300,
         seed: 1,
+        gmetad: false,
     };
     while let Some(flag) = it.next() {
         let val = it.next().ok_or(format!("{flag} needs a value"))?;
@@ -70,6 +74,11 @@ fn parse_args() -> Result<Args, String> {
             "--duration" => a.duration = parse_duration(&val)?,
             "--commit" => a.commit = parse_duration(&val)?,
             "--seed" => a.seed = num()?,
+            "--rras" => match val.as_str() {
+                "default" => a.gmetad = false,
+                "gmetad" => a.gmetad = true,
+                _ => return Err(format!("--rras: default or gmetad, not {val}")),
+            },
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -92,7 +101,7 @@ fn index_of(name: &str) -> Option<u64> {
     Some(h.parse::<u64>().ok()? * 50 + m.parse::<u64>().ok()?)
 }
 
-fn schema(kind: &str, step: u64) -> Schema {
+fn schema(kind: &str, step: u64, gmetad: bool) -> Schema {
     let day = 86_400 / step;
     let week = 7 * 86_400 / (step * 20);
     let rra = |cf, pdp_cnt, row_cnt| RraDef {
@@ -100,6 +109,20 @@ fn schema(kind: &str, step: u64) -> Schema {
         xff: 0.5,
         pdp_cnt,
         row_cnt,
+    };
+    let rra = if gmetad {
+        // gmetad's defaults: AVERAGE 1 PDP x 5856, 4 x 20160, 40 x 52704 (78,720 rows).
+        vec![
+            rra(Cf::Average, 1, 5856),
+            rra(Cf::Average, 4, 20160),
+            rra(Cf::Average, 40, 52704),
+        ]
+    } else {
+        vec![
+            rra(Cf::Average, 1, day),
+            rra(Cf::Average, 20, week),
+            rra(Cf::Max, 20, week),
+        ]
     };
     Schema {
         step,
@@ -111,11 +134,7 @@ fn schema(kind: &str, step: u64) -> Schema {
             max: f64::NAN,
             rpn: None,
         }],
-        rra: vec![
-            rra(Cf::Average, 1, day),
-            rra(Cf::Average, 20, week),
-            rra(Cf::Max, 20, week),
-        ],
+        rra,
     }
 }
 
@@ -128,7 +147,7 @@ fn create(a: &Args) -> Result<(), String> {
     let mut rng = Rng::new(a.seed);
     for i in 0..a.series {
         let s = Series::new(i, &mut rng);
-        let rrd = Rrd::new(schema(s.kind.ds_type(), a.step), a.start);
+        let rrd = Rrd::new(schema(s.kind.ds_type(), a.step, a.gmetad), a.start);
         store
             .create(&name(i), rrd, true)
             .map_err(|e| e.to_string())?;
