@@ -56,20 +56,34 @@ fn le_u64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
-/// The superblock page for a ring of `ring_cap` bytes.
-pub fn encode_superblock(ring_cap: u64) -> Vec<u8> {
+/// Whether `page` can be a log's record alignment: a power of two from 512 to [`PAGE`].
+pub fn valid_page(page: u64) -> bool {
+    page.is_power_of_two() && (512..=PAGE).contains(&page)
+}
+
+/// The record alignment for a file system of block size `block`: the block size clamped to
+/// 512..=[`PAGE`] and rounded down to a power of two.
+pub fn page_for_block_size(block: u64) -> u64 {
+    let b = block.clamp(512, PAGE);
+    1 << (63 - b.leading_zeros())
+}
+
+/// The superblock (4 KiB) for a ring of `ring_cap` bytes whose records are aligned to `page`.
+pub fn encode_superblock(ring_cap: u64, page: u64) -> Vec<u8> {
+    debug_assert!(valid_page(page));
     let mut b = vec![0u8; PAGE as usize];
     b[SB_MAGIC_OFFSET..SB_VERSION_OFFSET].copy_from_slice(&SB_MAGIC);
     b[SB_VERSION_OFFSET..SB_PAGE_OFFSET].copy_from_slice(&SB_VERSION.to_le_bytes());
-    b[SB_PAGE_OFFSET..SB_RING_CAP_OFFSET].copy_from_slice(&(PAGE as u32).to_le_bytes());
+    b[SB_PAGE_OFFSET..SB_RING_CAP_OFFSET].copy_from_slice(&(page as u32).to_le_bytes());
     b[SB_RING_CAP_OFFSET..SB_CRC_OFFSET].copy_from_slice(&ring_cap.to_le_bytes());
     let crc = crate::crc32c::crc32c(&b[..SB_CRC_OFFSET]);
     b[SB_CRC_OFFSET..SB_LEN].copy_from_slice(&crc.to_le_bytes());
     b
 }
 
-/// The ring capacity a superblock declares, or why it is not a valid superblock.
-pub fn decode_superblock(b: &[u8]) -> Result<u64, &'static str> {
+/// The ring capacity and record alignment a superblock declares, or why it is not a valid
+/// superblock.
+pub fn decode_superblock(b: &[u8]) -> Result<(u64, u64), &'static str> {
     if b.len() < SB_LEN {
         return Err("superblock truncated");
     }
@@ -82,19 +96,20 @@ pub fn decode_superblock(b: &[u8]) -> Result<u64, &'static str> {
     if le_u32(b, SB_VERSION_OFFSET) != SB_VERSION {
         return Err("unsupported log version");
     }
-    if le_u32(b, SB_PAGE_OFFSET) as u64 != PAGE {
+    let page = le_u32(b, SB_PAGE_OFFSET) as u64;
+    if !valid_page(page) {
         return Err("unsupported page size");
     }
     let cap = le_u64(b, SB_RING_CAP_OFFSET);
     if cap == 0 || !cap.is_multiple_of(PAGE) {
-        return Err("ring capacity is not a positive multiple of the page size");
+        return Err("ring capacity is not a positive multiple of 4 KiB");
     }
-    Ok(cap)
+    Ok((cap, page))
 }
 
-/// Bytes a record with `payload_len` bytes of payload occupies in the ring.
-pub fn framed_len(payload_len: usize) -> u64 {
-    (REC_HEADER_LEN + payload_len).div_ceil(PAGE as usize) as u64 * PAGE
+/// Bytes a record with `payload_len` bytes of payload occupies in a ring aligned to `page`.
+pub fn framed_len(payload_len: usize, page: u64) -> u64 {
+    (REC_HEADER_LEN + payload_len).div_ceil(page as usize) as u64 * page
 }
 
 /// The fields of a record header.
@@ -118,9 +133,9 @@ pub enum HeaderScan {
     Garbage,
 }
 
-/// A record framed and padded, ready to be written at `lsn`.
-pub fn encode_record(kind: u8, seq: u64, lsn: u64, payload: &[u8]) -> Vec<u8> {
-    let len = framed_len(payload.len()) as usize;
+/// A record framed and padded to `page`, ready to be written at `lsn`.
+pub fn encode_record(kind: u8, seq: u64, lsn: u64, payload: &[u8], page: u64) -> Vec<u8> {
+    let len = framed_len(payload.len(), page) as usize;
     let mut b = Vec::with_capacity(len);
     b.extend_from_slice(&REC_MAGIC);
     b.push(kind);
@@ -190,7 +205,7 @@ mod tests {
 
     #[test]
     fn record_golden_bytes() {
-        let b = encode_record(KIND_COMMIT, 7, 8192, b"hi");
+        let b = encode_record(KIND_COMMIT, 7, 8192, b"hi", PAGE);
         assert_eq!(b.len(), PAGE as usize);
         assert_eq!(
             &b[..34],
@@ -204,8 +219,10 @@ mod tests {
     #[test]
     fn record_roundtrips_and_any_flipped_bit_is_caught() {
         let payload: Vec<u8> = (0..5000u32).map(|i| (i * 31) as u8).collect();
-        let b = encode_record(KIND_COMMIT, 3, 4096 * 5, &payload);
-        assert_eq!(b.len() as u64, framed_len(payload.len()));
+        let b = encode_record(KIND_COMMIT, 3, 4096 * 5, &payload, PAGE);
+        assert_eq!(b.len() as u64, framed_len(payload.len(), PAGE));
+        assert_eq!(framed_len(payload.len(), 1024), 5120);
+        assert_eq!(encode_record(KIND_COMMIT, 3, 0, &payload, 512).len(), 5120);
         let h: [u8; REC_HEADER_LEN] = b[..REC_HEADER_LEN].try_into().unwrap();
         let HeaderScan::Header(hdr) = scan_header(&h) else {
             panic!("not a header")
@@ -227,9 +244,26 @@ mod tests {
     }
 
     #[test]
+    fn pages_follow_the_block_size_within_512_to_4096() {
+        assert_eq!(page_for_block_size(4096), 4096);
+        assert_eq!(page_for_block_size(1024), 1024);
+        assert_eq!(page_for_block_size(65536), 4096);
+        assert_eq!(page_for_block_size(0), 512);
+        assert_eq!(page_for_block_size(3000), 2048);
+        assert!(valid_page(512) && valid_page(4096) && !valid_page(8192) && !valid_page(256));
+    }
+
+    #[test]
     fn superblock_roundtrips_and_rejects_damage() {
-        let b = encode_superblock(64 << 20);
-        assert_eq!(decode_superblock(&b), Ok(64 << 20));
+        let b = encode_superblock(64 << 20, PAGE);
+        assert_eq!(decode_superblock(&b), Ok((64 << 20, PAGE)));
+        let k = encode_superblock(1 << 20, 1024);
+        assert_eq!(decode_superblock(&k), Ok((1 << 20, 1024)));
+        let mut odd = encode_superblock(1 << 20, 1024);
+        odd[SB_PAGE_OFFSET] = 0x01; // 1025: not a power of two
+        let crc = crate::crc32c::crc32c(&odd[..SB_CRC_OFFSET]);
+        odd[SB_CRC_OFFSET..SB_LEN].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(decode_superblock(&odd), Err("unsupported page size"));
         let mut d = b.clone();
         d[SB_RING_CAP_OFFSET] ^= 0x10;
         assert!(decode_superblock(&d).is_err());

@@ -457,7 +457,7 @@ impl Store {
         }
         self.pending_bytes = 0;
         let payload = rec.finish();
-        let framed = framed_len(payload.len());
+        let framed = framed_len(payload.len(), self.log.page);
         let too_big = payload.len() > u32::MAX as usize;
         match self.write_commit(&payload, framed, too_big) {
             Ok(n) => stats.bytes = n,
@@ -542,7 +542,13 @@ impl Store {
     }
 
     fn append(&mut self, payload: &[u8], framed: u64) -> Result<(), Error> {
-        let bytes = encode_record(KIND_COMMIT, self.next_seq, self.end_lsn, payload);
+        let bytes = encode_record(
+            KIND_COMMIT,
+            self.next_seq,
+            self.end_lsn,
+            payload,
+            self.log.page,
+        );
         debug_assert_eq!(bytes.len() as u64, framed);
         self.log.write(self.end_lsn, &bytes)?;
         self.log.sync()?;

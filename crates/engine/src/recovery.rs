@@ -164,7 +164,7 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
             }
             Scan::End(End::Garbage { reason }) => {
                 report.cut = Some(cut_at(&log, lsn, reason));
-                zero_extent = codec::frame::PAGE;
+                zero_extent = log.page;
                 break;
             }
         }

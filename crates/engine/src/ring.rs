@@ -8,8 +8,8 @@
 use crate::files;
 use crate::vfs::{VFile, Vfs};
 use codec::frame::{
-    decode_superblock, encode_superblock, framed_len, scan_header, verify_record, HeaderScan,
-    RecordHeader, PAGE, REC_HEADER_LEN, RING_START,
+    decode_superblock, encode_superblock, framed_len, page_for_block_size, scan_header,
+    verify_record, HeaderScan, RecordHeader, PAGE, REC_HEADER_LEN, RING_START,
 };
 use std::io;
 use std::path::{Path, PathBuf};
@@ -44,6 +44,9 @@ pub struct LogRing {
     file: Box<dyn VFile>,
     pub path: PathBuf,
     pub cap: u64,
+    /// Records start and end on multiples of this (the file system's block size when the
+    /// log was created, 512..=4096), so a commit never rewrites a block of an earlier one.
+    pub page: u64,
 }
 
 fn write_zeros(f: &mut dyn VFile, from: u64, to: u64) -> io::Result<()> {
@@ -58,14 +61,16 @@ fn write_zeros(f: &mut dyn VFile, from: u64, to: u64) -> io::Result<()> {
 }
 
 impl LogRing {
-    /// Create `dir/log` with a ring of `cap` bytes: built as `log.tmp`, zero-filled, synced,
-    /// renamed into place, directory synced.
+    /// Create `dir/log` with a ring of `cap` bytes and records aligned to the file system's
+    /// block size: built as `log.tmp`, zero-filled, synced, renamed into place, directory
+    /// synced.
     pub fn create(vfs: &dyn Vfs, dir: &Path, cap: u64) -> io::Result<()> {
         let path = files::log(dir);
         let tmp = files::tmp(&path);
+        let page = page_for_block_size(vfs.block_size(dir)?);
         let mut f = vfs.open(&tmp, true)?;
         f.set_len(0)?;
-        f.write_at(&encode_superblock(cap), 0)?;
+        f.write_at(&encode_superblock(cap, page), 0)?;
         write_zeros(f.as_mut(), RING_START, RING_START + cap)?;
         f.sync_all()?;
         drop(f);
@@ -80,7 +85,12 @@ impl LogRing {
         let mut sb = vec![0u8; PAGE as usize];
         let n = file.read_at(&mut sb, 0)?;
         match decode_superblock(&sb[..n]) {
-            Ok(cap) => Ok(Ok(LogRing { file, path, cap })),
+            Ok((cap, page)) => Ok(Ok(LogRing {
+                file,
+                path,
+                cap,
+                page,
+            })),
             Err(why) => Ok(Err(why.to_string())),
         }
     }
@@ -169,7 +179,7 @@ impl LogRing {
         if n < REC_HEADER_LEN {
             return Ok(Scan::End(End::Torn {
                 reason: "log file truncated inside a record header".into(),
-                extent: PAGE,
+                extent: self.page,
             }));
         }
         let header = match scan_header(&h) {
@@ -195,11 +205,11 @@ impl LogRing {
                 reason: format!("sequence number {} where {seq} was expected", header.seq),
             }));
         }
-        let framed = framed_len(header.payload_len as usize);
+        let framed = framed_len(header.payload_len as usize, self.page);
         if lsn + framed > window_start + self.cap {
             return Ok(Scan::End(End::Torn {
                 reason: format!("record length {} overruns the ring", header.payload_len),
-                extent: PAGE,
+                extent: self.page,
             }));
         }
         let mut payload = vec![0u8; header.payload_len as usize];

@@ -52,6 +52,8 @@ struct State {
     writes: u64,
     fault: Option<Fault>,
     crashed: bool,
+    /// Block size reported to the store (0: 4096).
+    block_size: u64,
 }
 
 /// A shared handle on one simulated machine's disk.
@@ -72,6 +74,11 @@ impl SimFs {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves the state usable; ignore poisoning.
         self.st.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Report `n` as the file system's block size (the log's record alignment).
+    pub fn set_block_size(&self, n: u64) {
+        self.lock().block_size = n;
     }
 
     pub fn set_fault(&self, f: Fault) {
@@ -134,6 +141,7 @@ impl SimFs {
                 inodes,
                 names: st.durable_names.clone(),
                 durable_names: st.durable_names.clone(),
+                block_size: st.block_size,
                 ..State::default()
             })),
         }
@@ -257,6 +265,13 @@ impl VFile for SimFile {
 }
 
 impl Vfs for SimFs {
+    fn block_size(&self, _dir: &Path) -> io::Result<u64> {
+        Ok(match self.lock().block_size {
+            0 => 4096,
+            n => n,
+        })
+    }
+
     fn create_dir_all(&self, _dir: &Path) -> io::Result<()> {
         if self.lock().crashed {
             return Err(eio("crash"));

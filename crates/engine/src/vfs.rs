@@ -41,6 +41,10 @@ pub trait Vfs: Send + Sync {
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// An exclusive lock on `path` (created if absent); `None` if another holder has it.
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>>;
+    /// The file system's block size for files in `dir` (the log aligns records to it).
+    fn block_size(&self, _dir: &Path) -> io::Result<u64> {
+        Ok(4096)
+    }
 }
 
 /// The real file system (std::fs; `flock` for the lock).
@@ -87,6 +91,11 @@ impl VFile for RealFile {
 impl Vfs for RealFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)
+    }
+
+    fn block_size(&self, dir: &Path) -> io::Result<u64> {
+        use std::os::unix::fs::MetadataExt;
+        Ok(std::fs::metadata(dir)?.blksize())
     }
 
     fn exists(&self, path: &Path) -> io::Result<bool> {

@@ -78,7 +78,7 @@ fn last_record(log: &[u8], r: &engine::RecoveryReport) -> (u64, usize) {
         let h = &log[(RING_START + lsn) as usize..][..32];
         let len = u32::from_le_bytes(h[24..28].try_into().unwrap()) as usize;
         last = Some((lsn, len));
-        lsn += codec::frame::framed_len(len);
+        lsn += codec::frame::framed_len(len, codec::frame::PAGE);
     }
     last.expect("at least one record after the checkpoint")
 }
@@ -235,7 +235,13 @@ fn a_checksummed_record_that_does_not_decode_is_corrupt_not_a_tail() {
     // A well-framed record (right position, sequence and CRC) whose payload is nonsense:
     // not a torn write but a bug or damage, so open refuses instead of serving part of it.
     let seq = r.records_replayed; // the checkpoint was at seq 0
-    let rec = codec::frame::encode_record(codec::frame::KIND_COMMIT, seq, r.end_lsn, &[1, 9]);
+    let rec = codec::frame::encode_record(
+        codec::frame::KIND_COMMIT,
+        seq,
+        r.end_lsn,
+        &[1, 9],
+        codec::frame::PAGE,
+    );
     let mut log = fs.read_file(&log_path()).unwrap();
     let at = (RING_START + r.end_lsn) as usize;
     log[at..at + rec.len()].copy_from_slice(&rec);

@@ -68,6 +68,9 @@ impl Vfs for CountingFs {
     fn try_lock(&self, path: &Path) -> io::Result<Option<engine::vfs::LockGuard>> {
         RealFs.try_lock(path)
     }
+    fn block_size(&self, dir: &Path) -> io::Result<u64> {
+        RealFs.block_size(dir)
+    }
 }
 
 /// `write_bytes` of `/proc/self/io`; 0 where the kernel does not provide it.
