@@ -30,33 +30,21 @@ done
 [ -n "$run" ] || { echo "device.sh: --run is required" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "device.sh: needs root for losetup/mount" >&2; exit 2; }
 
+# shellcheck source=bench/loopfs.sh
+. "$(dirname "$0")/loopfs.sh"
 work=$(mktemp -d /var/tmp/ringlet-device.XXXXXX)
-img=$work/image MNT=$work/mnt loop=""
+img=$work/image MNT=$work/mnt
 mkdir -p "$MNT"
 cleanup() {
   set +e
-  mountpoint -q "$MNT" && umount "$MNT"
-  [ -n "$loop" ] && losetup -d "$loop"
+  loopfs_remove "$MNT"
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
 
-truncate -s "$size" "$img"
-loop=$(losetup -f --show --direct-io=on "$img")
-case "$fs" in
-  ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$loop" ;;
-  ext4-1k) mkfs.ext4 -q -F -b 1024 -E lazy_itable_init=0,lazy_journal_init=0 "$loop" ;;
-  xfs) mkfs.xfs -q -f "$loop" ;;
-  btrfs) mkfs.btrfs -q -f "$loop" ;;
-  *) echo "device.sh: unknown filesystem $fs" >&2; exit 2 ;;
-esac
-mount ${mopts:+-o "$mopts"} "$loop" "$MNT"
+loopfs_make "$img" "$size" "$fs" "$MNT" "$mopts"
 export MNT
-dev=${loop#/dev/}
-
-# Columns of /proc/diskstats after the name: reads, merged, sectors, ms, writes (col 8),
-# merged, sectors written (col 10), ...; flushes are column 19 on recent kernels.
-snap() { awk -v d="$dev" '$3 == d { print $8, $10, ($19 == "" ? 0 : $19) }' /proc/diskstats; }
+snap() { loopfs_snap; }
 
 bash -c "$setup"
 sync -f "$MNT"

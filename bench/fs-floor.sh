@@ -27,29 +27,20 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" = 0 ] || { echo "fs-floor.sh: needs root for losetup/mount" >&2; exit 2; }
 
+# shellcheck source=bench/loopfs.sh
+. "$(dirname "$0")/loopfs.sh"
 work=$(mktemp -d /var/tmp/ringlet-floor.XXXXXX)
-img=$work/image mnt=$work/mnt loop=""
+img=$work/image mnt=$work/mnt
 mkdir -p "$mnt"
 cleanup() {
   set +e
-  mountpoint -q "$mnt" && umount "$mnt"
-  [ -n "$loop" ] && losetup -d "$loop"
+  loopfs_remove "$mnt"
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
 
-truncate -s 1G "$img"
-loop=$(losetup -f --show --direct-io=on "$img")
-case "$fs" in
-  ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$loop" ;;
-  ext4-1k) mkfs.ext4 -q -F -b 1024 -E lazy_itable_init=0,lazy_journal_init=0 "$loop" ;;
-  xfs) mkfs.xfs -q -f "$loop" ;;
-  btrfs) mkfs.btrfs -q -f "$loop" ;;
-  *) echo "fs-floor.sh: unknown filesystem $fs" >&2; exit 2 ;;
-esac
-mount ${mopts:+-o "$mopts"} "$loop" "$mnt"
-dev=${loop#/dev/}
-snap() { awk -v d="$dev" '$3 == d { print $8, $10 }' /proc/diskstats; }
+loopfs_make "$img" 1G "$fs" "$mnt" "$mopts"
+snap() { loopfs_snap | cut -d' ' -f1,2; }
 
 dd if=/dev/zero of="$mnt/f" bs=1M count=1 conv=fdatasync status=none
 sync -f "$mnt"

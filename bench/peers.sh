@@ -102,8 +102,10 @@ case "$fs" in
 esac
 
 # --- the device ----------------------------------------------------------------------------
+# shellcheck source=bench/loopfs.sh
+. "$(dirname "$0")/loopfs.sh"
 work=$(mktemp -d /var/tmp/ringlet-peers.XXXXXX)
-img=$work/image MNT=$work/mnt RUN=$work/run loop="" PID=""
+img=$work/image MNT=$work/mnt RUN=$work/run PID=""
 mkdir -p "$MNT" "$RUN"
 stop_peer() {
     if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
@@ -118,30 +120,18 @@ stop_peer() {
 cleanup() {
     set +e
     stop_peer
-    mountpoint -q "$MNT" && umount "$MNT"
-    [ -n "$loop" ] && losetup -d "$loop"
+    loopfs_remove "$MNT"
     if [ -n "${KEEP_LOGS:-}" ]; then cp -r "$RUN" "$KEEP_LOGS" 2>/dev/null; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-truncate -s "$size" "$img"
-loop=$(losetup -f --show --direct-io=on "$img")
-case "$fs" in
-    ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$loop" ;;
-    ext4-1k) mkfs.ext4 -q -F -b 1024 -E lazy_itable_init=0,lazy_journal_init=0 "$loop" ;;
-    xfs) mkfs.xfs -q -f "$loop" ;;
-    btrfs) mkfs.btrfs -q -f "$loop" ;;
-    *) die "unknown filesystem $fs" ;;
-esac
-mount "$loop" "$MNT"
-dev=${loop#/dev/}
+loopfs_make "$img" "$size" "$fs" "$MNT"
 DATA=$MNT/data
 mkdir -p "$DATA"
 
-# diskstats after the name: writes completed (col 8), sectors written (col 10), flushes (19).
-snap() { awk -v d="$dev" '$3 == d { print $8, $10, ($19 == "" ? 0 : $19) }' /proc/diskstats; }
+snap() { loopfs_snap; }
 ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 hwm() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 TCK=$(getconf CLK_TCK)
