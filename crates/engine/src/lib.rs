@@ -529,13 +529,23 @@ impl Store {
             snap.series.len(),
         );
         for s in &snap.series {
-            let now = self.reg.by_id(s.id).filter(|now| now.name == s.name);
-            w.series(s.id, &s.name, &Snapshot::image(s, now));
+            // Ids are never reused: a series with this id now is the one snapshotted.
+            w.series(s.id, &s.name, &Snapshot::image(s, self.reg.by_id(s.id)));
         }
-        let bytes = w.finish();
-        ckptfile::write(self.vfs.as_ref(), &self.dir, generation, &bytes)?;
+        self.install_checkpoint(generation, snap.lsn, &w.finish())
+    }
+
+    /// Write checkpoint `generation` (replay from `lsn`) and make it the newest; returns its
+    /// size.
+    fn install_checkpoint(
+        &mut self,
+        generation: u64,
+        lsn: u64,
+        bytes: &[u8],
+    ) -> Result<u64, Error> {
+        ckptfile::write(self.vfs.as_ref(), &self.dir, generation, bytes)?;
         self.ckpt_gen = generation;
-        self.ckpt_lsn = snap.lsn;
+        self.ckpt_lsn = lsn;
         self.stats.checkpoints += 1;
         self.stats.checkpoint_bytes += bytes.len() as u64;
         Ok(bytes.len() as u64)
@@ -569,14 +579,10 @@ impl Store {
             self.reg.next_id,
             self.reg.iter().map(|(id, s)| (id, s.name.as_str(), &s.rrd)),
         );
-        ckptfile::write(self.vfs.as_ref(), &self.dir, generation, &bytes)?;
-        self.ckpt_gen = generation;
-        self.ckpt_lsn = self.end_lsn;
+        let n = self.install_checkpoint(generation, self.end_lsn, &bytes)?;
         self.snap = None;
         self.reg.reseed_all();
-        self.stats.checkpoints += 1;
-        self.stats.checkpoint_bytes += bytes.len() as u64;
-        Ok(bytes.len() as u64)
+        Ok(n)
     }
 
     /// Commit pending changes, then write a checkpoint now (it makes the log before it
