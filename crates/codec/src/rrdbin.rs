@@ -8,8 +8,8 @@
 //! allocates, and every enum code.
 
 use crate::bytes::{ByteReader, ByteWriter, DecodeError};
-use crate::rows::{decode_runs, encode_runs, MAX_VALUES};
-use rrd::{CdpPrep, Cf, DsDef, DsType, PdpPrep, RraData, RraDef, Rrd, Schema};
+use crate::rows::{decode_runs, encode_rows, MAX_VALUES};
+use rrd::{CdpPrep, Cf, DsDef, DsType, PdpPrep, Rows, RraData, RraDef, Rrd, Schema};
 
 fn ds_code(k: DsType) -> u8 {
     match k {
@@ -96,7 +96,7 @@ pub fn encode_rrd(w: &mut ByteWriter, rrd: &Rrd) {
     }
     for r in &rrd.rra {
         w.u64(r.cur_row);
-        encode_runs(w, &r.rows);
+        encode_rows(w, &r.rows);
     }
 }
 
@@ -201,7 +201,7 @@ pub fn decode_rrd(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
         if def.row_cnt > 0 && cur_row >= def.row_cnt {
             return Err(r.err("current row outside the archive"));
         }
-        let rows = decode_runs(r, n as usize)?;
+        let rows = Rows::from_values(ds_cnt, &decode_runs(r, n as usize)?);
         data.push(RraData { cur_row, rows });
     }
     Ok(Rrd {
@@ -256,7 +256,7 @@ pub(crate) mod tests {
         rrd.pdp[1].last_ds = "12345".into();
         rrd.pdp[2].val = -0.0;
         rrd.cdp[3].primary = f64::from_bits(0x7FF8_0000_0000_0001);
-        rrd.rra[2].rows[4] = 1.5;
+        rrd.rra[2].rows.set(4, 1.5);
         rrd.rra[2].cur_row = 3;
         rrd.last_up_usec = 250_000;
         rrd
@@ -295,14 +295,15 @@ pub(crate) mod tests {
             0.0,
         ];
         rrd.schema.rra[0].row_cnt = vals.len() as u64 * 10;
-        rrd.rra[0].rows = vals.iter().cycle().take(vals.len() * 70).copied().collect();
+        let cycled: Vec<f64> = vals.iter().cycle().take(vals.len() * 70).copied().collect();
+        rrd.rra[0].rows = Rows::from_values(rrd.ds_cnt(), &cycled);
         rrd.rra[0].cur_row = 0;
         let bytes = rrd_bytes(&rrd);
         let back = decode_rrd(&mut ByteReader::new(&bytes)).unwrap();
         assert!(bits_equal(&rrd, &back));
         let mut fresh = Rrd::new(rrd.schema.clone(), 0);
         fresh.schema.rra[3].row_cnt = 100_000;
-        fresh.rra[3].rows = vec![f64::NAN; 700_000];
+        fresh.rra[3].rows = Rows::from_values(fresh.ds_cnt(), &vec![f64::NAN; 700_000]);
         assert!(
             rrd_bytes(&fresh).len() < 2000,
             "{}",
@@ -339,20 +340,26 @@ pub(crate) mod tests {
         rrd.schema.rra[0].row_cnt = rows as u64;
         rrd.rra[0] = RraData {
             cur_row: 1,
-            rows: vals.clone(),
+            rows: Rows::from_values(ds_cnt, &vals),
         };
         let bytes = rrd_bytes(&rrd);
         let back = decode_rrd(&mut ByteReader::new(&bytes)).unwrap();
         assert!(bits_equal(&rrd, &back));
-        let got: Vec<u64> = back.rra[0].rows.iter().map(|v| v.to_bits()).collect();
+        let got: Vec<u64> = back.rra[0]
+            .rows
+            .to_vec()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
         let want: Vec<u64> = vals.iter().map(|v| v.to_bits()).collect();
         assert_eq!(got, want);
         // 400 two-decimal values: about 2 bytes each instead of 8.
         let mut plain = rrd.clone();
-        plain.rra[0]
-            .rows
-            .iter_mut()
-            .for_each(|v| *v = f64::from_bits(v.to_bits() ^ 1));
+        let flipped: Vec<f64> = vals
+            .iter()
+            .map(|v| f64::from_bits(v.to_bits() ^ 1))
+            .collect();
+        plain.rra[0].rows = Rows::from_values(ds_cnt, &flipped);
         assert!(rrd_bytes(&rrd).len() + 2000 < rrd_bytes(&plain).len());
     }
 
@@ -390,7 +397,7 @@ pub(crate) mod tests {
         };
         rrd.rra[0] = RraData {
             cur_row: 0,
-            rows: vec![1.0, f64::NAN, f64::NAN, f64::NAN],
+            rows: Rows::from_values(1, &[1.0, f64::NAN, f64::NAN, f64::NAN]),
         };
         let nan = f64::NAN.to_bits().to_le_bytes();
         let mut want: Vec<u8> = Vec::new();

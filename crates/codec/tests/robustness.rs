@@ -50,9 +50,11 @@ fn rrd() -> Rrd {
         ],
     };
     let mut r = Rrd::new(schema, 1_700_000_000);
-    for (i, v) in r.rra[0].rows.iter_mut().enumerate().step_by(3) {
+    let mut vals = r.rra[0].rows.to_vec();
+    for (i, v) in vals.iter_mut().enumerate().step_by(3) {
         *v = i as f64;
     }
+    r.rra[0].rows = rrd::Rows::from_values(r.ds_cnt(), &vals);
     r
 }
 

@@ -19,13 +19,13 @@
 
 use crate::series::{Registry, Series};
 use rrd::num::DNAN;
-use rrd::{RraData, Rrd};
+use rrd::{Rows, RraData, Rrd};
 
 /// One series as it stood at the snapshot.
 pub struct SnapSeries {
     pub id: u64,
     pub name: String,
-    /// The RRD without rows (each archive's `rows` is empty; `cur_row` is kept).
+    /// The RRD without rows (each archive's `rows` has no rows; `cur_row` is kept).
     pub head: Rrd,
     /// Rows each archive had written when the snapshot was taken ([`Series::rows_written`]).
     pub rows_written: Vec<u64>,
@@ -70,21 +70,20 @@ impl Snapshot {
         let ds_cnt = img.schema.ds.len();
         for (a, data) in img.rra.iter_mut().enumerate() {
             let n = img.schema.rra[a].row_cnt;
-            let len = n as usize * ds_cnt;
             let Some(now) = now else {
                 // Removed later in the log: replay drops it, the rows never show.
-                data.rows = vec![DNAN; len];
+                data.rows = Rows::filled(n, ds_cnt, DNAN);
                 continue;
             };
             let written = now.rows_written[a].saturating_sub(snap.rows_written[a]);
             let cur_now = now.rrd.rra[a].cur_row;
             if written >= n {
-                data.rows = vec![DNAN; len];
+                data.rows = Rows::filled(n, ds_cnt, DNAN);
             } else if (data.cur_row + written) % n == cur_now {
                 data.rows = now.rrd.rra[a].rows.clone();
                 for k in 1..=written {
                     let row = ((data.cur_row + k) % n) as usize;
-                    data.rows[row * ds_cnt..(row + 1) * ds_cnt].fill(DNAN);
+                    data.rows.fill_row(row, DNAN);
                 }
             } else {
                 // Cannot happen (rows are written one after another from cur_row): keep
@@ -110,7 +109,7 @@ fn head_of(rrd: &Rrd) -> Rrd {
             .iter()
             .map(|r| RraData {
                 cur_row: r.cur_row,
-                rows: Vec::new(),
+                rows: Rows::filled(0, r.rows.ds_cnt(), DNAN),
             })
             .collect(),
     }

@@ -201,10 +201,11 @@ fn wrapping_workload(seed: u64) -> Vec<Op> {
             let mut r = make_rrd(0);
             let rows = 500 + rng.below(1000);
             r.schema.rra[0].row_cnt = rows;
-            r.rra[0].rows = vec![f64::NAN; rows as usize];
-            for (i, v) in r.rra[0].rows.iter_mut().enumerate().step_by(7) {
+            let mut vals = vec![f64::NAN; rows as usize];
+            for (i, v) in vals.iter_mut().enumerate().step_by(7) {
                 *v = i as f64 * 0.5;
             }
+            r.rra[0].rows = rrd::Rows::from_values(r.ds_cnt(), &vals);
             ops.push(Op::Create("big".into(), r));
             last = START;
         }

@@ -181,11 +181,13 @@ fn main() {
     }
     for (ri, d) in r.schema.rra.iter().enumerate() {
         let data = &r.rra[ri];
+        let mut reader = data.rows.reader();
         let mut rows = Vec::new();
         for k in 0..d.row_cnt {
             let row = ((data.cur_row + 1 + k) % d.row_cnt) as usize;
             rows.push(
-                data.rows[row * n..(row + 1) * n]
+                reader
+                    .row(row)
                     .iter()
                     .map(|v| fmt(*v))
                     .collect::<Vec<_>>()

@@ -107,11 +107,19 @@ pub fn dump_xml(rrd: &Rrd, header: &str) -> String {
         o.push_str("\t\t</cdp_prep>\n\t\t<database>\n");
         let end = rrd.rra_end(i);
         let span = span as i64;
+        let mut reader = rrd.rra[i].rows.reader();
         for back in (0..def.row_cnt as i64).rev() {
             let t = end - back * span;
             let _ = write!(o, "\t\t\t<!-- {} UTC / {} --> <row>", utc_datetime(t), t);
-            for ds in 0..ds_cnt {
-                let _ = write!(o, "<v>{}</v>", rrd_exp(rrd.value_at(i, ds, t), 10));
+            match rrd.ring_row(i, t) {
+                Some(row) => {
+                    for v in reader.row(row) {
+                        let _ = write!(o, "<v>{}</v>", rrd_exp(*v, 10));
+                    }
+                }
+                None => (0..ds_cnt).for_each(|_| {
+                    let _ = write!(o, "<v>{}</v>", rrd_exp(crate::num::DNAN, 10));
+                }),
             }
             o.push_str("</row>\n");
         }

@@ -89,15 +89,11 @@ pub fn fetch(
     let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt) as i64;
     let s = start - start.rem_euclid(span);
     let e = end + span - end.rem_euclid(span);
-    let rra_end = rrd.rra_end(rra);
-    let row_cnt = rrd.schema.rra[rra].row_cnt as i64;
+    let mut reader = rrd.rra[rra].rows.reader();
     let rows = (0..(e - s) / span)
-        .map(|k| {
-            let t = s + (k + 1) * span;
-            let kept = t <= rra_end && (rra_end - t) / span < row_cnt;
-            (0..rrd.ds_cnt())
-                .map(|d| if kept { rrd.value_at(rra, d, t) } else { DNAN })
-                .collect()
+        .map(|k| match rrd.ring_row(rra, s + (k + 1) * span) {
+            Some(row) => reader.row(row).to_vec(),
+            None => vec![DNAN; rrd.ds_cnt()],
         })
         .collect();
     Ok(FetchResult {
@@ -158,7 +154,7 @@ mod tests {
         let mut r = Rrd::new(schema, last_up);
         // Fill every row with its archive index so the choice is visible.
         for (i, d) in r.rra.iter_mut().enumerate() {
-            d.rows.iter_mut().for_each(|v| *v = i as f64);
+            d.rows = crate::Rows::filled(d.rows.row_cnt(), d.rows.ds_cnt(), i as f64);
         }
         r
     }

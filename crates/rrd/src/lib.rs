@@ -16,6 +16,7 @@ pub mod info;
 pub mod num;
 pub mod parsetime;
 pub mod restore;
+pub mod rows;
 pub mod rpn;
 pub mod rrdfile;
 pub mod schema;
@@ -24,6 +25,7 @@ pub mod update;
 pub mod xport;
 
 pub use error::RrdError;
+pub use rows::Rows;
 pub use schema::{Cf, DsDef, DsType, RraDef, Schema};
 pub use state::{CdpPrep, PdpPrep, RraData, Rrd};
 pub use update::{ApplyError, RowWrite, Sample};

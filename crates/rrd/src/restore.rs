@@ -11,7 +11,7 @@
 //! libxml2 reading ahead in 512-byte chunks. Holt-Winters archives are refused.
 
 use crate::{rpn, rrdfile};
-use crate::{CdpPrep, Cf, DsDef, DsType, PdpPrep, RraData, RraDef, Rrd, RrdError, Schema};
+use crate::{CdpPrep, Cf, DsDef, DsType, PdpPrep, Rows, RraData, RraDef, Rrd, RrdError, Schema};
 
 mod xml;
 
@@ -101,7 +101,7 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
         cdp.extend(r.cdp);
         data.push(RraData {
             cur_row: row_cnt as u64 - 1,
-            rows,
+            rows: Rows::from_values(ds_cnt, &rows),
         });
     }
     Ok(Rrd {

@@ -21,6 +21,7 @@
 //!
 //! Holt-Winters archives and file versions before 0003 are refused.
 
+use crate::rows::Rows;
 use crate::schema::{Cf, DsDef, DsType, RraDef, Schema};
 use crate::state::{CdpPrep, PdpPrep, RraData, Rrd};
 use crate::RrdError;
@@ -265,10 +266,11 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
     for (def, cur_row) in rra.iter().zip(ptrs) {
         let n = def.row_cnt as usize * ds_cnt;
         let bytes = r.slice(off, n * 8)?;
-        let rows = bytes
+        let vals: Vec<f64> = bytes
             .chunks_exact(8)
             .map(|c| f64::from_bits(u64::from_le_bytes(c.try_into().expect("8 bytes"))))
             .collect();
+        let rows = Rows::from_values(ds_cnt, &vals);
         if cur_row >= def.row_cnt {
             return Err(RrdError::new("corrupt RRA pointer"));
         }
@@ -413,7 +415,7 @@ pub fn write(rrd: &Rrd) -> Result<Vec<u8>, RrdError> {
         off += PTR_SIZE;
     }
     for d in &rrd.rra {
-        for v in &d.rows {
+        for v in d.rows.to_vec() {
             put(&mut b, off, &v.to_le_bytes());
             off += 8;
         }

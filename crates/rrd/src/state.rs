@@ -5,6 +5,7 @@
 //! print them; `update` advances them; the engine persists them.
 
 use crate::num::DNAN;
+use crate::rows::Rows;
 use crate::schema::Schema;
 
 /// Per-DS state of the primary data point being built (rrdtool's `pdp_prep`).
@@ -36,8 +37,8 @@ pub struct CdpPrep {
 pub struct RraData {
     /// Index of the most recently written row.
     pub cur_row: u64,
-    /// `row_cnt * ds_cnt` values, row after row.
-    pub rows: Vec<f64>,
+    /// `row_cnt * ds_cnt` values, row after row, packed ([`Rows`]).
+    pub rows: Rows,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -86,7 +87,7 @@ impl Rrd {
             }
             rra.push(RraData {
                 cur_row: 0,
-                rows: vec![DNAN; r.row_cnt as usize * ds_cnt],
+                rows: Rows::filled(r.row_cnt, ds_cnt, DNAN),
             });
         }
         Rrd {
@@ -120,21 +121,29 @@ impl Rrd {
         self.rra_end(rra) - (def.row_cnt as i64 - 1) * span
     }
 
-    /// The value of archive `rra`, DS `ds`, at row `t` (a multiple of the row span); DNAN when
-    /// the row is outside the archive's retention.
-    pub fn value_at(&self, rra: usize, ds: usize, t: i64) -> f64 {
+    /// The ring row of archive `rra` that holds time `t` (a multiple of the row span), if the
+    /// archive keeps it.
+    pub fn ring_row(&self, rra: usize, t: i64) -> Option<usize> {
         let def = &self.schema.rra[rra];
         let span = (self.schema.step * def.pdp_cnt) as i64;
         let end = self.rra_end(rra);
         if t > end || t % span != 0 {
-            return DNAN;
+            return None;
         }
         let back = ((end - t) / span) as u64;
         if back >= def.row_cnt {
-            return DNAN;
+            return None;
         }
-        let data = &self.rra[rra];
-        let row = (data.cur_row + def.row_cnt - back) % def.row_cnt;
-        data.rows[row as usize * self.ds_cnt() + ds]
+        Some(((self.rra[rra].cur_row + def.row_cnt - back) % def.row_cnt) as usize)
+    }
+
+    /// The value of archive `rra`, DS `ds`, at row `t` (a multiple of the row span); DNAN when
+    /// the row is outside the archive's retention. For many rows, walk
+    /// [`Rows::reader`] with [`Rrd::ring_row`] instead.
+    pub fn value_at(&self, rra: usize, ds: usize, t: i64) -> f64 {
+        match self.ring_row(rra, t) {
+            Some(row) => self.rra[rra].rows.get(row * self.ds_cnt() + ds),
+            None => DNAN,
+        }
     }
 }

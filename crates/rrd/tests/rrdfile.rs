@@ -169,7 +169,9 @@ fn restore_matches_rrdtool_restore_bit_for_bit() {
         // Rotate our ring to rrdtool's cur_row so the raw rows line up.
         let n = o.rows.len() / ours.schema.ds.len();
         let shift = (t.cur_row + n as u64 - o.cur_row) % n as u64;
-        o.rows.rotate_right(shift as usize * ours.schema.ds.len());
+        let mut vals = o.rows.to_vec();
+        vals.rotate_right(shift as usize * ours.schema.ds.len());
+        o.rows = rrd::Rows::from_values(ours.schema.ds.len(), &vals);
         o.cur_row = t.cur_row;
     }
     assert_eq!(

@@ -240,7 +240,7 @@ fn first_difference(a: &Rrd, b: &Rrd) -> String {
         if x.cur_row != y.cur_row {
             return format!("rra {i} cur_row {} vs {}", x.cur_row, y.cur_row);
         }
-        for (j, (p, q)) in x.rows.iter().zip(&y.rows).enumerate() {
+        for (j, (p, q)) in x.rows.iter().zip(y.rows.iter()).enumerate() {
             if p.to_bits() != q.to_bits() {
                 return format!("rra {i} (cur_row {}) value {j}: {p} vs {q}", x.cur_row);
             }

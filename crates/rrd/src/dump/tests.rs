@@ -39,8 +39,7 @@ fn set_row(r: &mut Rrd, rra: usize, t: i64, vals: &[f64]) {
     let span = (r.schema.step * def.pdp_cnt) as i64;
     let back = ((r.rra_end(rra) - t) / span) as u64;
     let row = (r.rra[rra].cur_row + def.row_cnt - back) % def.row_cnt;
-    let n = r.ds_cnt();
-    r.rra[rra].rows[row as usize * n..row as usize * n + n].copy_from_slice(vals);
+    r.rra[rra].rows.set_row(row as usize, vals);
 }
 
 // TZ=UTC LC_ALL=C rrdtool create f.rrd --start 1000000123 --step 60 \

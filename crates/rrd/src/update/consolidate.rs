@@ -138,7 +138,7 @@ fn run_steps(
             for ds in 0..ds_cnt {
                 let c = &rrd.cdp[r * ds_cnt + ds];
                 let value = if k == 0 { c.primary } else { c.secondary };
-                data.rows[base + ds] = value;
+                data.rows.set(base + ds, value);
                 sink(RowWrite {
                     rra: r,
                     ds,

@@ -1,0 +1,553 @@
+//! Archive rows in memory: a ring of rows kept in packed chunks, with the one chunk being
+//! written held open as plain values.
+//!
+//! An `.rrd` file spends 8 bytes per row and DS however little the rows say. Held that way
+//! in memory, 26,000 RRDs with gmetad's archives take 16 GB, and every update lands on cold
+//! memory. Here an archive is cut into chunks of whole rows (about [`CHUNK_VALUES`] values
+//! each); a chunk whose values all have one bit pattern (a fresh archive's unknowns) is that
+//! pattern alone, any other is its values packed by [`encode_values`], the block encoding
+//! that checkpoints also use (docs/FORMAT.md, "Archive rows"). Rows are written one after
+//! another around the ring, so writes go to the open chunk; moving on packs it and opens the
+//! next. Every value comes back bit for bit.
+//!
+//! The block encoding lives here, not in `codec`, because both the store's bytes and this
+//! in-memory form use it; `codec` re-exports it with its reader and writer.
+
+use std::sync::Arc;
+
+/// About how many values a chunk holds: whole rows, at least one.
+pub const CHUNK_VALUES: usize = 256;
+
+/// Shortest run of equal values worth a repeat block.
+const MIN_RUN: usize = 3;
+/// Shortest run of short decimals worth a decimal block.
+const MIN_DECIMALS: usize = 4;
+/// Most fraction digits a decimal block may have.
+const MAX_SCALE: u8 = 6;
+const POW10: [f64; MAX_SCALE as usize + 1] = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
+
+const BLOCK_LITERAL: u64 = 0;
+const BLOCK_REPEAT: u64 = 1;
+const BLOCK_DECIMAL: u64 = 2;
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+fn unzigzag(u: u64) -> i64 {
+    (u >> 1) as i64 ^ -((u & 1) as i64)
+}
+
+/// `m` such that `m as f64 / 10^scale` is exactly `v` (bit for bit), if there is one with
+/// `|m| < 2^53`. The decoder computes the same IEEE division, so the value comes back exact.
+fn as_decimal(v: f64, scale: u8) -> Option<i64> {
+    let p = POW10[scale as usize];
+    let x = (v * p).round();
+    if !x.is_finite() || x.abs() >= 9.0e15 {
+        return None;
+    }
+    let m = x as i64;
+    ((m as f64 / p).to_bits() == v.to_bits()).then_some(m)
+}
+
+/// The smallest scale at which `v` is a short decimal.
+fn min_scale(v: f64) -> Option<u8> {
+    (0..=MAX_SCALE).find(|&s| as_decimal(v, s).is_some())
+}
+
+/// Append `vals` as blocks, each a varint header `n << 2 | kind` (n >= 1): kind 0, `n`
+/// literal f64 (little-endian); kind 1, one f64 repeated `n` times; kind 2, a scale byte then
+/// `n` varints `zz(m_i - m_(i-1))` (`m_(-1) = 0`), value `i` being `m_i as f64 / 10^scale`.
+/// Unknown rows of fresh archives cost a few bytes; rows that are short decimals (a
+/// 2-decimal gauge's PDPs, MAX and LAST rows) one or two bytes each.
+pub fn encode_values(vals: &[f64], out: &mut Vec<u8>) {
+    let run_at = |i: usize| {
+        let b = vals[i].to_bits();
+        vals[i..].iter().take_while(|v| v.to_bits() == b).count()
+    };
+    let flush = |out: &mut Vec<u8>, from: usize, to: usize| {
+        if from < to {
+            put_varint(out, (((to - from) as u64) << 2) | BLOCK_LITERAL);
+            vals[from..to]
+                .iter()
+                .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+        }
+    };
+    let mut ms = Vec::new();
+    let mut i = 0;
+    let mut lit_start = 0;
+    while i < vals.len() {
+        let run = run_at(i);
+        if run >= MIN_RUN {
+            flush(out, lit_start, i);
+            put_varint(out, ((run as u64) << 2) | BLOCK_REPEAT);
+            out.extend_from_slice(&vals[i].to_le_bytes());
+            i += run;
+            lit_start = i;
+            continue;
+        }
+        if let Some(scale) = min_scale(vals[i]) {
+            ms.clear();
+            ms.extend(vals[i..].iter().map_while(|&v| as_decimal(v, scale)));
+            if ms.len() >= MIN_DECIMALS {
+                flush(out, lit_start, i);
+                put_varint(out, ((ms.len() as u64) << 2) | BLOCK_DECIMAL);
+                out.push(scale);
+                let mut prev = 0i64;
+                for &m in &ms {
+                    put_varint(out, zigzag(m.wrapping_sub(prev)));
+                    prev = m;
+                }
+                i += ms.len();
+                lit_start = i;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    flush(out, lit_start, vals.len());
+}
+
+/// Why [`decode_values`] stopped: the byte offset in its input and what was wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackError {
+    pub offset: usize,
+    pub what: &'static str,
+}
+
+/// Read `n` values written by [`encode_values`] from the start of `buf`, appending them to
+/// `out`. Returns how many bytes they took.
+pub fn decode_values(buf: &[u8], n: usize, out: &mut Vec<f64>) -> Result<usize, PackError> {
+    let mut pos = 0usize;
+    let err = |offset: usize, what: &'static str| PackError { offset, what };
+    let varint = |pos: &mut usize| -> Result<u64, PackError> {
+        let start = *pos;
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let Some(&b) = buf.get(*pos) else {
+                return Err(err(start, "truncated varint"));
+            };
+            *pos += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(err(start, "varint too long"))
+    };
+    let f64_at = |pos: &mut usize| -> Result<f64, PackError> {
+        let b = buf
+            .get(*pos..*pos + 8)
+            .ok_or(err(*pos, "archive rows truncated"))?;
+        *pos += 8;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(f64::from_le_bytes(a))
+    };
+    let goal = out.len() + n;
+    out.reserve(n.min(buf.len()));
+    while out.len() < goal {
+        let at = pos;
+        let h = varint(&mut pos)?;
+        let len = (h >> 2) as usize;
+        if len == 0 || len > goal - out.len() {
+            return Err(err(at, "bad run length in archive rows"));
+        }
+        match h & 3 {
+            BLOCK_LITERAL => {
+                if len > (buf.len() - pos) / 8 {
+                    return Err(err(pos, "archive rows truncated"));
+                }
+                for _ in 0..len {
+                    out.push(f64_at(&mut pos)?);
+                }
+            }
+            BLOCK_REPEAT => {
+                let v = f64_at(&mut pos)?;
+                out.resize(out.len() + len, v);
+            }
+            BLOCK_DECIMAL => {
+                let Some(&scale) = buf.get(pos) else {
+                    return Err(err(pos, "archive rows truncated"));
+                };
+                pos += 1;
+                let Some(&p) = POW10.get(scale as usize) else {
+                    return Err(err(pos - 1, "bad decimal scale in archive rows"));
+                };
+                if len > buf.len() - pos {
+                    return Err(err(pos, "archive rows truncated"));
+                }
+                let mut m = 0i64;
+                for _ in 0..len {
+                    m = m.wrapping_add(unzigzag(varint(&mut pos)?));
+                    out.push(m as f64 / p);
+                }
+            }
+            _ => return Err(err(at, "unknown block kind in archive rows")),
+        }
+    }
+    Ok(pos)
+}
+
+/// One packed chunk: a single repeated bit pattern, or packed values.
+#[derive(Clone)]
+enum Chunk {
+    Fill(u64),
+    Packed(Arc<Vec<u8>>),
+}
+
+/// The open chunk: its index and its values.
+#[derive(Clone)]
+struct Open {
+    idx: usize,
+    vals: Vec<f64>,
+}
+
+/// The rows of one archive: `row_cnt` rows of `ds_cnt` values, row after row.
+#[derive(Clone)]
+pub struct Rows {
+    row_cnt: usize,
+    ds_cnt: usize,
+    chunk_rows: usize,
+    /// Every chunk, packed; the open one's entry is stale while it is open.
+    chunks: Vec<Chunk>,
+    open: Option<Open>,
+}
+
+impl Rows {
+    /// `row_cnt` rows of `ds_cnt` values, every one `v`.
+    pub fn filled(row_cnt: u64, ds_cnt: usize, v: f64) -> Rows {
+        let mut r = Rows::empty(row_cnt as usize, ds_cnt);
+        let n = r.row_cnt.div_ceil(r.chunk_rows);
+        r.chunks = vec![Chunk::Fill(v.to_bits()); n];
+        r
+    }
+
+    /// Rows from their values, row after row (`vals.len()` a multiple of `ds_cnt`; a
+    /// partial last row is dropped). `ds_cnt` 0 holds nothing.
+    pub fn from_values(ds_cnt: usize, vals: &[f64]) -> Rows {
+        let row_cnt = vals.len().checked_div(ds_cnt).unwrap_or(0);
+        let mut r = Rows::empty(row_cnt, ds_cnt);
+        let per = r.chunk_rows * ds_cnt;
+        r.chunks = (0..row_cnt.div_ceil(r.chunk_rows))
+            .map(|c| pack(&vals[c * per..((c + 1) * per).min(row_cnt * ds_cnt)]))
+            .collect();
+        r
+    }
+
+    fn empty(row_cnt: usize, ds_cnt: usize) -> Rows {
+        Rows {
+            row_cnt,
+            ds_cnt,
+            chunk_rows: (CHUNK_VALUES / ds_cnt.max(1)).max(1),
+            chunks: Vec::new(),
+            open: None,
+        }
+    }
+
+    pub fn row_cnt(&self) -> u64 {
+        self.row_cnt as u64
+    }
+
+    pub fn ds_cnt(&self) -> usize {
+        self.ds_cnt
+    }
+
+    /// Number of values, `row_cnt * ds_cnt`.
+    pub fn len(&self) -> usize {
+        self.row_cnt * self.ds_cnt
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Values in chunk `c`.
+    fn chunk_len(&self, c: usize) -> usize {
+        let rows = self.chunk_rows.min(self.row_cnt - c * self.chunk_rows);
+        rows * self.ds_cnt
+    }
+
+    /// The values of chunk `c` into `out` (cleared first).
+    fn unpack_into(&self, c: usize, out: &mut Vec<f64>) {
+        out.clear();
+        if let Some(o) = self.open.as_ref().filter(|o| o.idx == c) {
+            out.extend_from_slice(&o.vals);
+            return;
+        }
+        let n = self.chunk_len(c);
+        match &self.chunks[c] {
+            Chunk::Fill(b) => out.resize(n, f64::from_bits(*b)),
+            Chunk::Packed(bytes) => {
+                // Packed here from whole values: it always decodes.
+                if decode_values(bytes, n, out).is_err() {
+                    out.clear();
+                }
+                out.resize(n, f64::NAN);
+            }
+        }
+    }
+
+    /// Value `i` (row `i / ds_cnt`, DS `i % ds_cnt`); panics past the end, as a slice would.
+    pub fn get(&self, i: usize) -> f64 {
+        assert!(i < self.len(), "row value {i} out of {}", self.len());
+        let per = self.chunk_rows * self.ds_cnt;
+        let c = i / per;
+        match (&self.open, &self.chunks[c]) {
+            (Some(o), _) if o.idx == c => o.vals[i - c * per],
+            (_, Chunk::Fill(b)) => f64::from_bits(*b),
+            _ => {
+                let mut v = Vec::new();
+                self.unpack_into(c, &mut v);
+                v[i - c * per]
+            }
+        }
+    }
+
+    /// Open chunk `c` for writing (packing the one open before).
+    fn open_chunk(&mut self, c: usize) -> &mut Vec<f64> {
+        if self.open.as_ref().is_none_or(|o| o.idx != c) {
+            let mut vals = match self.open.take() {
+                Some(o) => {
+                    self.chunks[o.idx] = pack(&o.vals);
+                    o.vals
+                }
+                None => Vec::with_capacity(self.chunk_rows * self.ds_cnt),
+            };
+            self.unpack_into(c, &mut vals);
+            self.open = Some(Open { idx: c, vals });
+        }
+        &mut self.open.as_mut().expect("just opened").vals
+    }
+
+    /// Set value `i`; panics past the end, as a slice would.
+    pub fn set(&mut self, i: usize, v: f64) {
+        assert!(i < self.len(), "row value {i} out of {}", self.len());
+        let per = self.chunk_rows * self.ds_cnt;
+        let c = i / per;
+        self.open_chunk(c)[i - c * per] = v;
+    }
+
+    /// Set row `row` to `vals` (`ds_cnt` values).
+    pub fn set_row(&mut self, row: usize, vals: &[f64]) {
+        for (ds, &v) in vals.iter().enumerate().take(self.ds_cnt) {
+            self.set(row * self.ds_cnt + ds, v);
+        }
+    }
+
+    /// Set every value of row `row` to `v`.
+    pub fn fill_row(&mut self, row: usize, v: f64) {
+        for ds in 0..self.ds_cnt {
+            self.set(row * self.ds_cnt + ds, v);
+        }
+    }
+
+    /// Pack the open chunk, leaving nothing open (memory at rest is the packed size).
+    pub fn seal(&mut self) {
+        if let Some(o) = self.open.take() {
+            self.chunks[o.idx] = pack(&o.vals);
+        }
+    }
+
+    /// Every value, row after row.
+    pub fn to_vec(&self) -> Vec<f64> {
+        let mut out = Vec::with_capacity(self.len());
+        let mut buf = Vec::new();
+        for c in 0..self.chunks.len() {
+            self.unpack_into(c, &mut buf);
+            out.extend_from_slice(&buf);
+        }
+        out
+    }
+
+    /// Every value, row after row, by value.
+    pub fn iter(&self) -> std::vec::IntoIter<f64> {
+        self.to_vec().into_iter()
+    }
+
+    /// A reader that unpacks each chunk once for a walk through many rows.
+    pub fn reader(&self) -> RowReader<'_> {
+        RowReader {
+            rows: self,
+            chunk: usize::MAX,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Bytes of memory the rows take (packed chunks, the open chunk, the chunk table).
+    pub fn heap_bytes(&self) -> usize {
+        let packed: usize = self
+            .chunks
+            .iter()
+            .map(|c| match c {
+                Chunk::Fill(_) => 0,
+                Chunk::Packed(b) => b.capacity() + 16,
+            })
+            .sum();
+        let open = self.open.as_ref().map_or(0, |o| o.vals.capacity() * 8);
+        packed + open + self.chunks.capacity() * std::mem::size_of::<Chunk>()
+    }
+}
+
+/// A chunk holding `vals`.
+fn pack(vals: &[f64]) -> Chunk {
+    match vals.first() {
+        Some(v0) if vals.iter().all(|v| v.to_bits() == v0.to_bits()) => Chunk::Fill(v0.to_bits()),
+        None => Chunk::Fill(f64::NAN.to_bits()),
+        Some(_) => {
+            let mut out = Vec::with_capacity(vals.len() * 2);
+            encode_values(vals, &mut out);
+            out.shrink_to_fit();
+            Chunk::Packed(Arc::new(out))
+        }
+    }
+}
+
+/// Rows of one archive read one at a time, each chunk unpacked once while rows stay in it.
+pub struct RowReader<'a> {
+    rows: &'a Rows,
+    chunk: usize,
+    buf: Vec<f64>,
+}
+
+impl RowReader<'_> {
+    /// The values of row `row` (`< row_cnt`).
+    pub fn row(&mut self, row: usize) -> &[f64] {
+        let r = self.rows;
+        let c = row / r.chunk_rows;
+        if c != self.chunk {
+            r.unpack_into(c, &mut self.buf);
+            self.chunk = c;
+        }
+        let at = (row - c * r.chunk_rows) * r.ds_cnt;
+        &self.buf[at..at + r.ds_cnt]
+    }
+}
+
+impl PartialEq for Rows {
+    /// Equal when they hold the same values (compared as `f64`, as a `Vec<f64>` would).
+    fn eq(&self, other: &Rows) -> bool {
+        self.row_cnt == other.row_cnt
+            && self.ds_cnt == other.ds_cnt
+            && self.to_vec() == other.to_vec()
+    }
+}
+
+impl std::fmt::Debug for Rows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Rows({} x {}: {:?})",
+            self.row_cnt,
+            self.ds_cnt,
+            self.to_vec()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    fn mixed_values(n: usize, seed: u64) -> Vec<f64> {
+        let mut next = xorshift(seed);
+        (0..n)
+            .map(|_| match next() % 5 {
+                0 => f64::from_bits(next()),
+                1 => (next() % 100_000) as f64 / 100.0,
+                2 => -((next() % 1000) as f64) / 8.0,
+                3 => (next() % 1_000_000) as f64 / 1e6,
+                _ => f64::NAN,
+            })
+            .collect()
+    }
+
+    fn bits(v: &[f64]) -> Vec<u64> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    #[test]
+    fn packed_values_come_back_bit_for_bit() {
+        let vals = mixed_values(5000, 0x2545_F491_4F6C_DD1D);
+        let mut out = Vec::new();
+        encode_values(&vals, &mut out);
+        let mut back = Vec::new();
+        let used = decode_values(&out, vals.len(), &mut back).unwrap();
+        assert_eq!(used, out.len());
+        assert_eq!(bits(&back), bits(&vals));
+    }
+
+    #[test]
+    fn truncated_packing_is_an_error_not_a_panic() {
+        let vals = mixed_values(300, 7);
+        let mut out = Vec::new();
+        encode_values(&vals, &mut out);
+        for cut in [0, 1, out.len() / 2, out.len() - 1] {
+            let mut back = Vec::new();
+            assert!(decode_values(&out[..cut], vals.len(), &mut back).is_err());
+        }
+    }
+
+    #[test]
+    fn writes_around_the_ring_read_back_like_a_vec() {
+        // 3 DS: 85 rows a chunk; 1000 rows is 12 chunks, the last one short.
+        let (rows, ds) = (1000usize, 3usize);
+        let mut model = vec![f64::NAN; rows * ds];
+        let mut r = Rows::filled(rows as u64, ds, f64::NAN);
+        let vals = mixed_values(rows * ds * 3, 99);
+        let mut k = 0;
+        for lap in 0..3 {
+            for row in (0..rows).map(|i| (i + 400 * lap) % rows) {
+                for d in 0..ds {
+                    let v = vals[k % vals.len()];
+                    k += 1;
+                    model[row * ds + d] = v;
+                    r.set(row * ds + d, v);
+                }
+                if row % 97 == 0 {
+                    let i = (row * 7) % (rows * ds);
+                    assert_eq!(r.get(i).to_bits(), model[i].to_bits());
+                }
+            }
+            assert_eq!(bits(&r.to_vec()), bits(&model));
+        }
+        r.seal();
+        assert_eq!(bits(&r.to_vec()), bits(&model));
+        let mut rd = r.reader();
+        for row in (0..rows).rev() {
+            assert_eq!(bits(rd.row(row)), bits(&model[row * ds..row * ds + ds]));
+        }
+        let again = Rows::from_values(ds, &model);
+        assert_eq!(bits(&again.to_vec()), bits(&model));
+    }
+
+    #[test]
+    fn unknown_rows_take_almost_no_memory() {
+        // gmetad's longest archive: 52,704 rows, 421 KB as an .rrd file's rows.
+        let r = Rows::filled(52_704, 1, f64::NAN);
+        assert!(r.heap_bytes() < 4_000, "{}", r.heap_bytes());
+        let mut w = r.clone();
+        for i in 0..1000 {
+            w.set(i, (i % 10) as f64 / 4.0);
+        }
+        w.seal();
+        assert!(w.heap_bytes() < 8_000, "{}", w.heap_bytes());
+    }
+}
