@@ -5,8 +5,14 @@
 //! 24 log_lsn u64 (replay the log from here)   32 log_seq u64 (seq of the record at log_lsn)
 //! 40 payload_len u64   48 payload_crc u32   52 header_crc u32 over bytes 0..52
 //! 56 payload = next_id varint, complete_lsn varint, series_count varint,
-//!              per series: id varint, name (varint len, UTF-8), image (varint len, RRD image)
+//!              per series: id varint, name (varint len, UTF-8), image (varint len; version 3:
+//!              chunked RRD image, version 2: RRD image),
+//!              (version 3) segment_count varint, segment ids (varint deltas, ascending)
 //! ```
+//!
+//! Version 3 stores archive rows by chunk ([`crate::rrdbin::encode_rrd_chunked`]): a chunk
+//! sealed and stored in a segment file ([`crate::segment`]) costs nothing more here, so each
+//! row is written about once. Version 2 (every row in the image) is still read.
 //!
 //! Two checkpoint files alternate; the valid one (both CRCs pass) with the higher generation
 //! wins. Bytes past `56 + payload_len` are leftovers of an older, longer checkpoint and mean
@@ -19,11 +25,14 @@
 
 use crate::bytes::{ByteReader, ByteWriter, DecodeError};
 use crate::crc32c::crc32c;
-use crate::rrdbin::{encode_rrd, read_image};
+use crate::rrdbin::{decode_rrd, decode_rrd_chunked, encode_rrd_chunked, ChunkEntry};
+use rrd::rows::Keep;
 use rrd::Rrd;
 
 pub const CK_MAGIC: [u8; 8] = *b"RINGCKP1";
-pub const CK_VERSION: u32 = 2;
+pub const CK_VERSION: u32 = 3;
+/// The older version still read: every archive row in each image.
+pub const CK_VERSION_FULL_IMAGES: u32 = 2;
 pub const CK_MAGIC_OFFSET: usize = 0;
 pub const CK_VERSION_OFFSET: usize = CK_MAGIC_OFFSET + CK_MAGIC.len();
 pub const CK_FLAGS_OFFSET: usize = CK_VERSION_OFFSET + size_of::<u32>();
@@ -38,6 +47,7 @@ pub const CK_HEADER_LEN: usize = CK_HEADER_CRC_OFFSET + size_of::<u32>();
 /// The header fields of a checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CheckpointHeader {
+    pub version: u32,
     pub generation: u64,
     pub log_lsn: u64,
     pub log_seq: u64,
@@ -50,7 +60,11 @@ pub struct CheckpointHeader {
 pub struct SeriesImage {
     pub id: u64,
     pub name: String,
+    /// Version 2: the whole RRD. Version 3: the RRD without rows (each archive's `rows`
+    /// empty) and `chunks` says where they are.
     pub rrd: Rrd,
+    /// Version 3: per archive, one entry per chunk.
+    pub chunks: Option<Vec<Vec<ChunkEntry>>>,
 }
 
 /// The state a checkpoint holds.
@@ -59,6 +73,8 @@ pub struct CheckpointState {
     pub next_id: u64,
     /// Replay must reach this log position before the state is whole (see the module doc).
     pub complete_lsn: u64,
+    /// Segment files the images draw on, ascending (version 3).
+    pub segments: Vec<u64>,
     pub series: Vec<SeriesImage>,
 }
 
@@ -75,7 +91,7 @@ pub fn encode_checkpoint<'a>(
     for (id, name, rrd) in series {
         w.series(id, name, rrd);
     }
-    w.finish()
+    w.finish(&[])
 }
 
 /// Builds a checkpoint one series at a time, so a caller can make each image on the fly.
@@ -115,20 +131,52 @@ impl CheckpointWriter {
         }
     }
 
-    /// Add one series (exactly `count` calls in all).
+    /// Add one series with every archive row in the image (exactly `count` calls of this
+    /// and [`CheckpointWriter::series_chunked`] in all).
     pub fn series(&mut self, id: u64, name: &str, rrd: &Rrd) {
+        let chunks: Vec<Vec<ChunkEntry>> = rrd
+            .rra
+            .iter()
+            .map(|a| {
+                (0..a.rows.chunk_count())
+                    .map(|c| match a.rows.keep(c, rrd::rows::Fresh::NONE) {
+                        Keep::Fill(b) => ChunkEntry::Fill(b),
+                        Keep::Packed(p) => ChunkEntry::Inline(p.bytes().to_vec()),
+                        Keep::Values(v) => {
+                            let mut b = Vec::new();
+                            rrd::rows::encode_values(v, &mut b);
+                            ChunkEntry::Inline(b)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        self.series_chunked(id, name, rrd, &chunks);
+    }
+
+    /// Add one series: its head from `rrd`, its rows as `chunks` say (per archive, one
+    /// entry per chunk).
+    pub fn series_chunked(&mut self, id: u64, name: &str, rrd: &Rrd, chunks: &[Vec<ChunkEntry>]) {
         debug_assert!(self.left > 0, "more series than announced");
         self.left = self.left.saturating_sub(1);
         self.w.varint(id);
         self.w.str(name);
         self.img.buf.clear();
-        encode_rrd(&mut self.img, rrd);
+        encode_rrd_chunked(&mut self.img, rrd, chunks);
         self.w.bytes(&self.img.buf);
     }
 
-    /// The file's bytes: header, then payload.
-    pub fn finish(self) -> Vec<u8> {
+    /// The file's bytes: header, then payload, naming the segments the images draw on
+    /// (ascending).
+    pub fn finish(mut self, segments: &[u64]) -> Vec<u8> {
         debug_assert_eq!(self.left, 0, "fewer series than announced");
+        self.w.varint(segments.len() as u64);
+        let mut prev = 0;
+        for &id in segments {
+            debug_assert!(id > prev, "segment ids ascending");
+            self.w.varint(id.wrapping_sub(prev));
+            prev = id;
+        }
         let mut b = self.w.buf;
         let payload_len = (b.len() - CK_HEADER_LEN) as u64;
         let payload_crc = crc32c(&b[CK_HEADER_LEN..]);
@@ -169,13 +217,14 @@ pub fn decode_checkpoint_header(b: &[u8]) -> Result<CheckpointHeader, DecodeErro
             "checkpoint header checksum mismatch",
         ));
     }
-    if version != CK_VERSION || flags != 0 {
+    if !(version == CK_VERSION || version == CK_VERSION_FULL_IMAGES) || flags != 0 {
         return Err(DecodeError::new(
             CK_VERSION_OFFSET,
             "unsupported checkpoint version",
         ));
     }
     Ok(CheckpointHeader {
+        version,
         generation,
         log_lsn,
         log_seq,
@@ -215,13 +264,41 @@ pub fn decode_checkpoint_payload(
     for _ in 0..n {
         let id = r.varint()?;
         let name = r.str()?;
-        let rrd = read_image(&mut r)?;
-        series.push(SeriesImage { id, name, rrd });
+        let mut ir = ByteReader::new(r.bytes()?);
+        let (rrd, chunks) = if h.version >= CK_VERSION {
+            let (rrd, chunks) = decode_rrd_chunked(&mut ir)?;
+            (rrd, Some(chunks))
+        } else {
+            (decode_rrd(&mut ir)?, None)
+        };
+        ir.finish()?;
+        series.push(SeriesImage {
+            id,
+            name,
+            rrd,
+            chunks,
+        });
+    }
+    let mut segments = Vec::new();
+    if h.version >= CK_VERSION {
+        let n = r.len(payload.len())?;
+        let mut prev = 0u64;
+        for _ in 0..n {
+            let d = r.varint()?;
+            if d == 0 {
+                return Err(r.err("segment ids not ascending"));
+            }
+            prev = prev
+                .checked_add(d)
+                .ok_or_else(|| r.err("segment id overflow"))?;
+            segments.push(prev);
+        }
     }
     r.finish()?;
     Ok(CheckpointState {
         next_id,
         complete_lsn,
+        segments,
         series,
     })
 }
@@ -258,5 +335,73 @@ mod tests {
         d[100] ^= 1;
         assert!(decode_checkpoint_payload(&h, &d).is_err());
         assert!(decode_checkpoint_payload(&h, &body[..body.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn chunk_entries_and_segment_list_roundtrip() {
+        let rrd = sample_rrd();
+        let per = rrd::rows::chunk_rows_for(rrd.ds_cnt());
+        let chunks: Vec<Vec<ChunkEntry>> = rrd
+            .schema
+            .rra
+            .iter()
+            .enumerate()
+            .map(|(a, d)| {
+                (0..(d.row_cnt as usize).div_ceil(per))
+                    .map(|c| match (a + c) % 3 {
+                        0 => ChunkEntry::Segments,
+                        1 => ChunkEntry::Fill(f64::NAN.to_bits()),
+                        _ => ChunkEntry::Inline(vec![c as u8; c + 1]),
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut w = CheckpointWriter::new(2, 100, 7, 9, 300, 1);
+        w.series_chunked(4, "a/b", &rrd, &chunks);
+        let b = w.finish(&[3, 10, 11]);
+        let h = decode_checkpoint_header(&b).unwrap();
+        assert_eq!(h.version, CK_VERSION);
+        let st = decode_checkpoint_payload(&h, &b[CK_HEADER_LEN..]).unwrap();
+        assert_eq!(st.segments, vec![3, 10, 11]);
+        assert_eq!(st.complete_lsn, 300);
+        assert_eq!(st.series[0].chunks.as_ref(), Some(&chunks));
+        assert_eq!(
+            format!("{:?}", st.series[0].rrd.pdp),
+            format!("{:?}", rrd.pdp)
+        );
+        assert_eq!(st.series[0].rrd.rra[2].cur_row, rrd.rra[2].cur_row);
+    }
+
+    /// Version 2 files (every row in the image, no segment list) are still read.
+    #[test]
+    fn version_2_checkpoints_are_read() {
+        let rrd = sample_rrd();
+        let mut p = ByteWriter::new();
+        p.varint(6);
+        p.varint(8192);
+        p.varint(1);
+        p.varint(3);
+        p.str("x");
+        let mut img = ByteWriter::new();
+        crate::rrdbin::encode_rrd(&mut img, &rrd);
+        p.bytes(&img.buf);
+        let mut b = encode_checkpoint(9, 8192, 4, 6, std::iter::empty());
+        b.truncate(CK_HEADER_LEN);
+        b[CK_VERSION_OFFSET..CK_FLAGS_OFFSET].copy_from_slice(&2u32.to_le_bytes());
+        b[CK_PAYLOAD_LEN_OFFSET..CK_PAYLOAD_CRC_OFFSET]
+            .copy_from_slice(&(p.buf.len() as u64).to_le_bytes());
+        b[CK_PAYLOAD_CRC_OFFSET..CK_HEADER_CRC_OFFSET]
+            .copy_from_slice(&crc32c(&p.buf).to_le_bytes());
+        let hcrc = crc32c(&b[..CK_HEADER_CRC_OFFSET]);
+        b[CK_HEADER_CRC_OFFSET..CK_HEADER_LEN].copy_from_slice(&hcrc.to_le_bytes());
+        b.extend_from_slice(&p.buf);
+        let h = decode_checkpoint_header(&b).unwrap();
+        assert_eq!(h.version, 2);
+        let st = decode_checkpoint_payload(&h, &b[CK_HEADER_LEN..]).unwrap();
+        assert!(st.segments.is_empty() && st.series[0].chunks.is_none());
+        assert_eq!(
+            crate::rrdbin::rrd_bytes(&st.series[0].rrd),
+            crate::rrdbin::rrd_bytes(&rrd)
+        );
     }
 }

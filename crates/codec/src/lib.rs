@@ -17,5 +17,6 @@ pub mod record;
 pub mod rows;
 pub mod rrdbin;
 pub mod sample;
+pub mod segment;
 
 pub use bytes::DecodeError;

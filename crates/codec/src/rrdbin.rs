@@ -57,6 +57,15 @@ fn cf_kind(c: u8) -> Option<Cf> {
 
 /// Append the image of `rrd`.
 pub fn encode_rrd(w: &mut ByteWriter, rrd: &Rrd) {
+    encode_head(w, rrd);
+    for r in &rrd.rra {
+        w.u64(r.cur_row);
+        encode_rows(w, &r.rows);
+    }
+}
+
+/// Schema and live state: the image up to the archives.
+fn encode_head(w: &mut ByteWriter, rrd: &Rrd) {
     let s = &rrd.schema;
     w.u64(s.step);
     w.varint(s.ds.len() as u64);
@@ -94,9 +103,58 @@ pub fn encode_rrd(w: &mut ByteWriter, rrd: &Rrd) {
         w.f64(c.primary);
         w.f64(c.secondary);
     }
-    for r in &rrd.rra {
+}
+
+/// One chunk of archive rows in a chunked image (checkpoint version 3).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChunkEntry {
+    /// In the segments the checkpoint names ([`crate::segment`]).
+    Segments,
+    /// Every value has this bit pattern.
+    Fill(u64),
+    /// Packed values ([`rrd::rows::encode_values`]), here.
+    Inline(Vec<u8>),
+}
+
+const CHUNK_SEGMENTS: u64 = 0;
+const CHUNK_FILL: u64 = 1;
+const CHUNK_INLINE: u64 = 2;
+
+/// Append the chunked image of `rrd`: the head of [`encode_rrd`], then per archive its
+/// `cur_row` and its chunks (`chunks[a]`, one entry per chunk) in runs, each a varint header
+/// `n << 2 | kind`: kind 0, `n` chunks in the segments; kind 1, `n` chunks of one repeated
+/// f64 (its 8 bytes follow); kind 2, `n` chunks each given inline as a varint length and
+/// packed values. `rrd`'s rows are not read.
+pub fn encode_rrd_chunked(w: &mut ByteWriter, rrd: &Rrd, chunks: &[Vec<ChunkEntry>]) {
+    encode_head(w, rrd);
+    for (r, list) in rrd.rra.iter().zip(chunks) {
         w.u64(r.cur_row);
-        encode_rows(w, &r.rows);
+        let mut i = 0;
+        while i < list.len() {
+            let same = |e: &ChunkEntry| match (&list[i], e) {
+                (ChunkEntry::Segments, ChunkEntry::Segments) => true,
+                (ChunkEntry::Fill(a), ChunkEntry::Fill(b)) => a == b,
+                (ChunkEntry::Inline(_), ChunkEntry::Inline(_)) => true,
+                _ => false,
+            };
+            let n = list[i..].iter().take_while(|e| same(e)).count();
+            match &list[i] {
+                ChunkEntry::Segments => w.varint(((n as u64) << 2) | CHUNK_SEGMENTS),
+                ChunkEntry::Fill(b) => {
+                    w.varint(((n as u64) << 2) | CHUNK_FILL);
+                    w.u64(*b);
+                }
+                ChunkEntry::Inline(_) => {
+                    w.varint(((n as u64) << 2) | CHUNK_INLINE);
+                    for e in &list[i..i + n] {
+                        if let ChunkEntry::Inline(b) = e {
+                            w.bytes(b);
+                        }
+                    }
+                }
+            }
+            i += n;
+        }
     }
 }
 
@@ -125,6 +183,62 @@ pub fn read_image(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
 
 /// Read one image written by [`encode_rrd`].
 pub fn decode_rrd(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
+    let mut rrd = decode_head(r)?;
+    let ds_cnt = rrd.ds_cnt();
+    for (def, data) in rrd.schema.rra.iter().zip(rrd.rra.iter_mut()) {
+        data.cur_row = read_cur_row(r, def.row_cnt)?;
+        let n = def.row_cnt as usize * ds_cnt;
+        data.rows = Rows::from_values(ds_cnt, &decode_runs(r, n)?);
+    }
+    Ok(rrd)
+}
+
+/// Read one image written by [`encode_rrd_chunked`]: the RRD without rows (each archive's
+/// `rows` is empty), and each archive's chunk entries (one per chunk of [`Rows`]).
+pub fn decode_rrd_chunked(r: &mut ByteReader) -> Result<(Rrd, Vec<Vec<ChunkEntry>>), DecodeError> {
+    let mut rrd = decode_head(r)?;
+    let ds_cnt = rrd.ds_cnt();
+    let mut all = Vec::with_capacity(rrd.rra.len());
+    for (def, data) in rrd.schema.rra.iter().zip(rrd.rra.iter_mut()) {
+        data.cur_row = read_cur_row(r, def.row_cnt)?;
+        let want = (def.row_cnt as usize).div_ceil(rrd::rows::chunk_rows_for(ds_cnt));
+        let mut list = Vec::new();
+        while list.len() < want {
+            let h = r.varint()?;
+            let n = (h >> 2) as usize;
+            if n == 0 || n > want - list.len() {
+                return Err(r.err("bad chunk run length"));
+            }
+            match h & 3 {
+                CHUNK_SEGMENTS => list.resize(list.len() + n, ChunkEntry::Segments),
+                CHUNK_FILL => {
+                    let b = r.u64()?;
+                    list.resize(list.len() + n, ChunkEntry::Fill(b));
+                }
+                CHUNK_INLINE => {
+                    for _ in 0..n {
+                        list.push(ChunkEntry::Inline(r.bytes()?.to_vec()));
+                    }
+                }
+                _ => return Err(r.err("unknown chunk kind")),
+            }
+        }
+        all.push(list);
+    }
+    Ok((rrd, all))
+}
+
+/// An archive's `cur_row`, checked against its size.
+fn read_cur_row(r: &mut ByteReader, row_cnt: u64) -> Result<u64, DecodeError> {
+    let cur_row = r.u64()?;
+    if row_cnt > 0 && cur_row >= row_cnt {
+        return Err(r.err("current row outside the archive"));
+    }
+    Ok(cur_row)
+}
+
+/// Schema and live state; archives with every row unknown.
+fn decode_head(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
     let step = r.u64()?;
     if step == 0 {
         return Err(r.err("step is 0"));
@@ -191,19 +305,20 @@ pub fn decode_rrd(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
             secondary: r.f64()?,
         });
     }
-    let mut data = Vec::with_capacity(rra_cnt);
-    for def in &rra {
-        let cur_row = r.u64()?;
-        let n = (def.row_cnt as u128) * (ds_cnt as u128);
-        if n > MAX_VALUES {
-            return Err(r.err("archive too large"));
-        }
-        if def.row_cnt > 0 && cur_row >= def.row_cnt {
-            return Err(r.err("current row outside the archive"));
-        }
-        let rows = Rows::from_values(ds_cnt, &decode_runs(r, n as usize)?);
-        data.push(RraData { cur_row, rows });
+    if rra
+        .iter()
+        .any(|def| (def.row_cnt as u128) * (ds_cnt as u128) > MAX_VALUES)
+    {
+        return Err(r.err("archive too large"));
     }
+    // Rows come after the head; the callers put them in.
+    let data = rra
+        .iter()
+        .map(|_| RraData {
+            cur_row: 0,
+            rows: Rows::filled(0, ds_cnt, rrd::num::DNAN),
+        })
+        .collect();
     Ok(Rrd {
         schema: Schema { step, ds, rra },
         last_up,

@@ -5,6 +5,7 @@
 //! <dir>/log           superblock page + the commit-record ring (fixed size, zero-filled)
 //! <dir>/checkpoint.a  checkpoints of odd generation
 //! <dir>/checkpoint.b  checkpoints of even generation
+//! <dir>/seg-<id>      a segment: sealed archive chunks (id: 16 hex digits)
 //! <dir>/*.tmp         a file being created; renamed into place once complete and synced
 //! ```
 
@@ -42,4 +43,17 @@ pub fn tmp(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_os_string();
     s.push(TMP_SUFFIX);
     PathBuf::from(s)
+}
+
+pub const SEGMENT_PREFIX: &str = "seg-";
+
+/// The segment file numbered `id`.
+pub fn segment(dir: &Path, id: u64) -> PathBuf {
+    dir.join(format!("{SEGMENT_PREFIX}{id:016x}"))
+}
+
+/// The number of a segment file's name, if it is one.
+pub fn segment_id(name: &str) -> Option<u64> {
+    let hex = name.strip_prefix(SEGMENT_PREFIX)?;
+    (hex.len() == 16).then(|| u64::from_str_radix(hex, 16).ok())?
 }

@@ -16,6 +16,7 @@ pub mod files;
 pub mod recovery;
 pub mod replay;
 pub mod ring;
+pub mod segments;
 pub mod series;
 pub mod sim;
 pub mod snapshot;
@@ -24,7 +25,7 @@ pub mod vfs;
 pub use recovery::{Cut, RecoveryReport};
 pub use vfs::{RealFs, VFile, Vfs};
 
-use codec::checkpoint::{encode_checkpoint, CheckpointWriter};
+use codec::checkpoint::CheckpointWriter;
 use codec::frame::{encode_record, framed_len, KIND_COMMIT, PAGE};
 use codec::record::RecordWriter;
 use rrd::{ApplyError, RowWrite, Rrd, RrdError, Sample};
@@ -188,8 +189,10 @@ pub struct StoreStats {
     /// Bytes of log records written (framed, padded).
     pub log_bytes: u64,
     pub checkpoints: u64,
-    /// Bytes of checkpoints written.
+    /// Bytes of checkpoints written, their new segment files included.
     pub checkpoint_bytes: u64,
+    /// Of those, bytes of segment files (archive chunks stored once).
+    pub segment_bytes: u64,
 }
 
 /// A store directory, opened for reading and writing by this process alone.
@@ -208,6 +211,8 @@ pub struct Store {
     /// anything at or after `ckpt_lsn`.
     ckpt_lsn: u64,
     ckpt_gen: u64,
+    /// Segment files of stored archive chunks.
+    segs: segments::Segments,
     /// The state at a past commit boundary, for the next (lagged) checkpoint.
     snap: Option<Snapshot>,
     /// Creates, removes (and the samples that preceded a removal), in order.
@@ -247,6 +252,7 @@ impl Store {
             next_seq: r.next_seq,
             ckpt_lsn: r.ckpt_lsn,
             ckpt_gen: r.ckpt_gen,
+            segs: r.segs,
             snap: None,
             pending: RecordWriter::new(),
             pending_bytes: 0,
@@ -528,27 +534,46 @@ impl Store {
             self.end_lsn,
             snap.series.len(),
         );
+        let mut plan = self.segs.plan();
         for s in &snap.series {
             // Ids are never reused: a series with this id now is the one snapshotted.
-            w.series(s.id, &s.name, &Snapshot::image(s, self.reg.by_id(s.id)));
+            let entries = match self.reg.by_id(s.id) {
+                Some(now) => {
+                    let fresh = segments::fresh_rows(
+                        Some((&s.head, &s.rows_written)),
+                        &now.rrd,
+                        &now.rows_written,
+                    );
+                    plan.entries(s.id, &now.rrd, &fresh)
+                }
+                // Removed later in the log: replay drops it, its rows never show.
+                None => segments::unknown_entries(&s.head),
+            };
+            w.series_chunked(s.id, &s.name, &s.head, &entries);
         }
-        self.install_checkpoint(generation, snap.lsn, &w.finish())
+        let bytes = w.finish(&plan.live_ids());
+        self.install_checkpoint(generation, snap.lsn, &bytes, plan)
     }
 
     /// Write checkpoint `generation` (replay from `lsn`) and make it the newest; returns its
-    /// size.
+    /// size with its new segments'. The segments go first: the checkpoint names them.
     fn install_checkpoint(
         &mut self,
         generation: u64,
         lsn: u64,
         bytes: &[u8],
+        mut plan: segments::Plan,
     ) -> Result<u64, Error> {
+        self.segs.write(&mut plan, self.vfs.as_ref(), &self.dir)?;
         ckptfile::write(self.vfs.as_ref(), &self.dir, generation, bytes)?;
         self.ckpt_gen = generation;
         self.ckpt_lsn = lsn;
+        let n = bytes.len() as u64 + plan.bytes;
         self.stats.checkpoints += 1;
-        self.stats.checkpoint_bytes += bytes.len() as u64;
-        Ok(bytes.len() as u64)
+        self.stats.checkpoint_bytes += n;
+        self.stats.segment_bytes += plan.bytes;
+        self.segs.installed(plan, self.vfs.as_ref(), &self.dir);
+        Ok(n)
     }
 
     fn append(&mut self, payload: &[u8], framed: u64) -> Result<(), Error> {
@@ -572,14 +597,22 @@ impl Store {
     /// `end_lsn`; returns its size. Codec states restart from the RRDs.
     fn write_checkpoint(&mut self) -> Result<u64, Error> {
         let generation = self.ckpt_gen + 1;
-        let bytes = encode_checkpoint(
+        let mut w = CheckpointWriter::new(
             generation,
             self.end_lsn,
             self.next_seq,
             self.reg.next_id,
-            self.reg.iter().map(|(id, s)| (id, s.name.as_str(), &s.rrd)),
+            self.end_lsn,
+            self.reg.len(),
         );
-        let n = self.install_checkpoint(generation, self.end_lsn, &bytes)?;
+        let mut plan = self.segs.plan();
+        for (id, s) in self.reg.iter() {
+            let fresh = segments::fresh_rows(None, &s.rrd, &s.rows_written);
+            let entries = plan.entries(id, &s.rrd, &fresh);
+            w.series_chunked(id, &s.name, &s.rrd, &entries);
+        }
+        let bytes = w.finish(&plan.live_ids());
+        let n = self.install_checkpoint(generation, self.end_lsn, &bytes, plan)?;
         self.snap = None;
         self.reg.reseed_all();
         Ok(n)

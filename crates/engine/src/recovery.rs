@@ -9,10 +9,12 @@
 use crate::ckptfile;
 use crate::replay::{replay, Record};
 use crate::ring::{End, LogRing, Scan};
+use crate::segments::{self, Segments};
 use crate::series::Registry;
 use crate::vfs::Vfs;
 use crate::Error;
 use codec::checkpoint::encode_checkpoint;
+use rrd::Rows;
 use std::path::Path;
 
 /// Where and why the log was cut at recovery.
@@ -58,6 +60,7 @@ pub struct Recovered {
     pub next_seq: u64,
     pub ckpt_lsn: u64,
     pub ckpt_gen: u64,
+    pub segs: Segments,
     pub report: RecoveryReport,
 }
 
@@ -124,10 +127,26 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
         return Err(corrupt(&p, 0, "no valid checkpoint file"));
     };
     let complete_lsn = ck.state.complete_lsn;
+    let (segs, mut chunks) =
+        Segments::open(vfs, dir, &ck.state.segments).map_err(|why| corrupt(&ck.path, 0, why))?;
     let mut reg = Registry::new(ck.state.next_id);
     for s in ck.state.series {
-        reg.insert(s.id, s.name, s.rrd);
+        let mut rrd = s.rrd;
+        if let Some(entries) = s.chunks {
+            let ds_cnt = rrd.ds_cnt();
+            for (a, list) in entries.into_iter().enumerate() {
+                let row_cnt = rrd.schema.rra[a].row_cnt;
+                let rows = segments::parts(&mut chunks, s.id, a, list)
+                    .and_then(|p| Rows::from_parts(row_cnt, ds_cnt, p))
+                    .map_err(|why| corrupt(&ck.path, 0, format!("series {}: {why}", s.name)))?;
+                rrd.rra[a].rows = rows;
+            }
+        }
+        reg.insert(s.id, s.name, rrd);
     }
+    drop(chunks);
+    // Segments of a checkpoint that never became the newest (a crash while writing it).
+    segs.remove_unused(vfs, dir)?;
     reg.next_id = reg.next_id.max(ck.state.next_id);
     let (ckpt_lsn, ckpt_gen) = (ck.header.log_lsn, ck.header.generation);
     report.checkpoint_generation = ckpt_gen;
@@ -206,6 +225,7 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
         next_seq: seq,
         ckpt_lsn,
         ckpt_gen,
+        segs,
         report,
     })
 }

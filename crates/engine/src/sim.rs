@@ -2,7 +2,7 @@
 //!
 //! Every file keeps a *live* image (what reads see) and a *durable* image (what survives a
 //! crash): `sync_data`/`sync_all` copy live to durable; directory entries (creations,
-//! renames) become durable only at `sync_dir`. The test arms one fault:
+//! renames, removals) become durable only at `sync_dir`. The test arms one fault:
 //! [`Fault::CrashAtSync`] freezes the whole file system at the N-th sync (that sync does not
 //! happen; every later call fails, as if the process died), [`Fault::FailSync`] and
 //! [`Fault::FailWrite`] make the N-th sync or write return an error and carry on.
@@ -325,6 +325,30 @@ impl Vfs for SimFs {
         self.sync_point(&mut st)?;
         st.durable_names = st.names.clone();
         Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        let mut st = self.lock();
+        if st.crashed {
+            return Err(eio("crash"));
+        }
+        match st.names.remove(path) {
+            Some(_) => Ok(()),
+            None => Err(io::Error::from(io::ErrorKind::NotFound)),
+        }
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let st = self.lock();
+        if st.crashed {
+            return Err(eio("crash"));
+        }
+        Ok(st
+            .names
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect())
     }
 
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {

@@ -3,21 +3,22 @@
 //! there and leave out the archive rows that replay rewrites.
 //!
 //! A checkpoint at the current log end must hold every archive row, although the one-PDP
-//! archives are nothing but the logged samples consolidated: writing them again costs 8 bytes
-//! a row against the log's 1-2 bytes a sample. A lagged checkpoint holds the state as of the
-//! snapshot's position `S` instead, written when the log has reached `L > S`: the live state
-//! (`last_up`, `pdp_prep`, `cdp_prep`, each archive's `cur_row`) as it was at `S`, and each
-//! archive's rows as they are now, except the rows written between `S` and `L`, which are
-//! stored as unknown because replaying `S..L` writes them again. An archive that wrote at
-//! least its row count since `S` is left out whole. Rows not written since `S` are the same
-//! now as at `S`, so the image is exactly the state at `S` once replay has passed `L`
-//! (the checkpoint's `complete_lsn`; recovery refuses to serve a state that stops short).
+//! archives are nothing but the logged samples consolidated. A lagged checkpoint holds the
+//! state as of the snapshot's position `S` instead, written when the log has reached
+//! `L > S`: the live state (`last_up`, `pdp_prep`, `cdp_prep`, each archive's `cur_row`) as
+//! it was at `S`, and each archive's rows as they are now, by chunk
+//! ([`crate::segments::Plan::entries`]): a chunk whose rows were all written between `S`
+//! and `L` is left out (replaying `S..L` writes it again), a sealed chunk is named in the
+//! segments (stored there the first time), the open chunk is the version it was opened from
+//! if only such rows were written into it since, else its values. Rows not written since `S`
+//! are the same now as at `S`, so the image is exactly the state at `S` once replay has passed
+//! `L` (the checkpoint's `complete_lsn`; recovery refuses to serve a state that stops short).
 //!
 //! Replay from `S` decodes samples with codecs seeded from the RRDs at `S`, so taking a
 //! snapshot reseeds every codec, and the next record says so (a Reseed entry, see
 //! [`codec::record`]).
 
-use crate::series::{Registry, Series};
+use crate::series::Registry;
 use rrd::num::DNAN;
 use rrd::{Rows, RraData, Rrd};
 
@@ -27,7 +28,7 @@ pub struct SnapSeries {
     pub name: String,
     /// The RRD without rows (each archive's `rows` has no rows; `cur_row` is kept).
     pub head: Rrd,
-    /// Rows each archive had written when the snapshot was taken ([`Series::rows_written`]).
+    /// Rows each archive had written when the snapshot was taken ([`crate::series::Series::rows_written`]).
     pub rows_written: Vec<u64>,
 }
 
@@ -61,38 +62,6 @@ impl Snapshot {
             next_id: reg.next_id,
             series,
         }
-    }
-
-    /// The checkpoint image of `snap` given the series as it is now (`None` if it has been
-    /// removed since): the state at the snapshot with today's rows, minus those rewritten.
-    pub fn image(snap: &SnapSeries, now: Option<&Series>) -> Rrd {
-        let mut img = snap.head.clone();
-        let ds_cnt = img.schema.ds.len();
-        for (a, data) in img.rra.iter_mut().enumerate() {
-            let n = img.schema.rra[a].row_cnt;
-            let Some(now) = now else {
-                // Removed later in the log: replay drops it, the rows never show.
-                data.rows = Rows::filled(n, ds_cnt, DNAN);
-                continue;
-            };
-            let written = now.rows_written[a].saturating_sub(snap.rows_written[a]);
-            let cur_now = now.rrd.rra[a].cur_row;
-            if written >= n {
-                data.rows = Rows::filled(n, ds_cnt, DNAN);
-            } else if (data.cur_row + written) % n == cur_now {
-                data.rows = now.rrd.rra[a].rows.clone();
-                for k in 1..=written {
-                    let row = ((data.cur_row + k) % n) as usize;
-                    data.rows.fill_row(row, DNAN);
-                }
-            } else {
-                // Cannot happen (rows are written one after another from cur_row): keep
-                // every row rather than guess. Replay still rewrites the recent ones.
-                debug_assert!(false, "archive {a}: row counter and cur_row disagree");
-                data.rows = now.rrd.rra[a].rows.clone();
-            }
-        }
-        img
     }
 }
 

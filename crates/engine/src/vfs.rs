@@ -3,7 +3,7 @@
 //! The store touches files only through these calls, so tests can swap in
 //! [`crate::sim::SimFs`], which simulates crashes (at the N-th sync) and I/O errors. The
 //! calls are the few the store needs: positioned reads and writes, length, `fdatasync`,
-//! `fsync`, directory sync, atomic rename and an exclusive advisory lock.
+//! `fsync`, directory sync, atomic rename, removal, listing and an exclusive advisory lock.
 
 use std::any::Any;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -37,8 +37,12 @@ pub trait Vfs: Send + Sync {
     fn open(&self, path: &Path, create: bool) -> io::Result<Box<dyn VFile>>;
     /// Atomically replace `to` with `from`.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
-    /// Make the directory's entries (created and renamed files) durable.
+    /// Make the directory's entries (created, renamed and removed files) durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Remove a file's name (durable at the next [`Vfs::sync_dir`]).
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// The names of the entries in `dir`.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// An exclusive lock on `path` (created if absent); `None` if another holder has it.
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>>;
     /// The file system's block size for files in `dir` (the log aligns records to it).
@@ -118,6 +122,18 @@ impl Vfs for RealFs {
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         File::open(dir)?.sync_all()
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir)? {
+            out.push(e?.file_name().to_string_lossy().into_owned());
+        }
+        Ok(out)
     }
 
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {

@@ -84,15 +84,133 @@ fn lagged_checkpoints_leave_out_rewritten_rows_and_recover_exactly() {
     assert!(r.checkpoint_complete_lsn > r.checkpoint_lsn, "{r:?}");
     assert!(r.cut.is_none(), "{r:?}");
     assert_eq!(state(&store), want);
-    // A full checkpoint of the same state holds every row; the lagged ones left out the
-    // 1-PDP archive (50 rows rewritten every 50 steps, far less than a half ring of log).
-    let per_lagged = st.checkpoint_bytes / st.checkpoints;
-    let mut store = store;
-    let full = store.checkpoint().unwrap();
+    // The image of every row (what a checkpoint of version 2 wrote each time) against what
+    // each checkpoint wrote: the 1-PDP archive (50 rows rewritten every 50 steps, far less
+    // than a half ring of log) is left out, and the 10-PDP one's sealed chunk is stored once.
+    let per_ckpt = st.checkpoint_bytes / st.checkpoints;
+    let image: u64 = want.iter().map(|(_, b)| b.len() as u64).sum();
     assert!(
-        per_lagged * 10 < full * 9,
-        "lagged {per_lagged} bytes vs full {full} bytes"
+        per_ckpt * 10 < image * 9,
+        "{per_ckpt} bytes a checkpoint vs {image} bytes of images"
     );
+}
+
+/// Archives of several chunks (rrd::rows::CHUNK_VALUES values each): 1 PDP x 900 rows
+/// (rewritten every 900 updates, longer than the half ring a checkpoint comes after) and
+/// 10 PDP x 3000 rows (not full after the run).
+fn long_schema() -> Schema {
+    Schema {
+        step: 10,
+        ds: vec![ds("v", DsType::Gauge)],
+        rra: vec![rra(Cf::Average, 1, 900), rra(Cf::Max, 10, 3000)],
+    }
+}
+
+#[test]
+fn sealed_chunks_are_stored_once_in_segments() {
+    let tmp = TempDir::new("segments");
+    let opts = || small_opts(64 << 10);
+    let mut store = Store::open(&tmp.0, opts()).unwrap();
+    let series = 30;
+    for s in 0..series {
+        store
+            .create(
+                &format!("s{s}.rrd"),
+                Rrd::new(long_schema(), START - 10),
+                false,
+            )
+            .unwrap();
+    }
+    store.commit().unwrap();
+    let mut last = 0;
+    let mut per_ckpt = Vec::new();
+    for r in 0..12_000i64 {
+        for s in 0..series {
+            let v = 100.0 + ((r * 7 + s as i64 * 13) % 97) as f64 / 4.0;
+            let name = format!("s{s}.rrd");
+            store
+                .update(&name, &sample(START + r * 10, v), &mut |_| {})
+                .unwrap();
+        }
+        if r % 5 == 4 {
+            store.commit().unwrap();
+            let st = store.stats();
+            if st.checkpoint_bytes > last {
+                per_ckpt.push(st.checkpoint_bytes - last);
+                last = st.checkpoint_bytes;
+            }
+        }
+    }
+    let want = state(&store);
+    let image: u64 = want.iter().map(|(_, b)| b.len() as u64).sum();
+    assert!(per_ckpt.len() >= 6, "{per_ckpt:?}");
+    // Every checkpoint stores the state, the open chunks and what was sealed since the last
+    // one: well under the images of every row, which version 2 wrote each time.
+    for (i, &n) in per_ckpt.iter().enumerate() {
+        assert!(
+            n * 2 < image,
+            "checkpoint {i}: {n} bytes vs {image} bytes of images"
+        );
+    }
+    // Each sealed chunk is stored once: the segments hold about the packed size of every
+    // row written (the images' bytes per known value: about 2 here), not a multiple.
+    let known = series as f64 * (900.0 + 1200.0);
+    let per_value = image as f64 / known;
+    let values = series as f64 * (12_000.0 + 1_200.0);
+    let seg = store.stats().segment_bytes as f64;
+    assert!(
+        seg > 0.0 && seg < values * per_value * 1.3,
+        "{seg} segment bytes for {values} values of {per_value:.2} bytes"
+    );
+    // Segments whose chunks have all been overwritten are removed: the 1-PDP archive's
+    // chunks expire after 900 steps, so old segments of its class go.
+    let segs = || {
+        std::fs::read_dir(&tmp.0)
+            .unwrap()
+            .filter_map(|e| files::segment_id(&e.unwrap().file_name().to_string_lossy()))
+            .count()
+    };
+    // About 47 segments of the 1-PDP class were written (a chunk seals every 256 steps);
+    // live: at most 4 of them (900 rows is 4 chunks) and 5 of the 10-PDP class (1,200 rows).
+    assert!((1..=10).contains(&segs()), "{} segments", segs());
+    drop(store);
+    let store = Store::open(&tmp.0, opts()).unwrap();
+    assert!(store.recovery().checkpoint_lsn > 0);
+    assert_eq!(state(&store), want);
+    // A checkpoint right after open stores nothing new: every sealed chunk came from the
+    // segments and is still stored there.
+    let mut store = store;
+    let n = store.checkpoint().unwrap();
+    assert!(n * 3 < image, "{n} bytes vs {image}");
+    drop(store);
+    assert_eq!(state(&Store::open(&tmp.0, opts()).unwrap()), want);
+}
+
+#[test]
+fn a_missing_segment_fails_open() {
+    let tmp = TempDir::new("segments-missing");
+    let mut store = Store::open(&tmp.0, opts()).unwrap();
+    store
+        .create("a.rrd", Rrd::new(long_schema(), START - 10), false)
+        .unwrap();
+    for r in 0..2000i64 {
+        store
+            .update("a.rrd", &sample(START + r * 10, r as f64), &mut |_| {})
+            .unwrap();
+    }
+    store.checkpoint().unwrap();
+    drop(store);
+    let seg = std::fs::read_dir(&tmp.0)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| files::segment_id(&p.file_name().unwrap().to_string_lossy()).is_some())
+        .expect("a segment");
+    std::fs::remove_file(&seg).unwrap();
+    match Store::open(&tmp.0, opts()) {
+        Err(Error::Corrupt { what, .. }) => assert!(what.contains("seg-"), "{what}"),
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("opened without a segment it needs"),
+    }
 }
 
 #[test]

@@ -13,10 +13,17 @@
 //! The block encoding lives here, not in `codec`, because both the store's bytes and this
 //! in-memory form use it; `codec` re-exports it with its reader and writer.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// About how many values a chunk holds: whole rows, at least one.
 pub const CHUNK_VALUES: usize = 256;
+
+/// Rows per chunk for `ds_cnt` values a row: `CHUNK_VALUES / ds_cnt`, at least 1. Part of
+/// the checkpoint format (docs/FORMAT.md, "Chunked archive rows").
+pub fn chunk_rows_for(ds_cnt: usize) -> usize {
+    (CHUNK_VALUES / ds_cnt.max(1)).max(1)
+}
 
 /// Shortest run of equal values worth a repeat block.
 const MIN_RUN: usize = 3;
@@ -197,22 +204,93 @@ pub fn decode_values(buf: &[u8], n: usize, out: &mut Vec<f64>) -> Result<usize, 
     Ok(pos)
 }
 
-/// One packed chunk: a single repeated bit pattern, or packed values.
+/// Packed values of one sealed chunk, and the segment they were stored in (0: not yet).
+pub struct Packed {
+    bytes: Vec<u8>,
+    seg: AtomicU64,
+}
+
+impl Packed {
+    /// The values, as [`encode_values`] wrote them.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The segment that holds these bytes, once stored.
+    pub fn stored(&self) -> Option<u64> {
+        Some(self.seg.load(Ordering::Relaxed)).filter(|&s| s != 0)
+    }
+
+    /// Record that segment `seg` (non-zero) now durably holds these bytes.
+    pub fn mark_stored(&self, seg: u64) {
+        self.seg.store(seg, Ordering::Relaxed);
+    }
+}
+
+/// One chunk: a single repeated bit pattern, or packed values (immutable: a new version of
+/// the chunk is a new `Packed`).
 #[derive(Clone)]
 enum Chunk {
     Fill(u64),
-    Packed(Arc<Vec<u8>>),
+    Packed(Arc<Packed>),
 }
 
-/// The open chunk: its index and its values.
-#[derive(Clone)]
+/// The open chunk: its index, its values, the version it was opened from, and the rows
+/// (within the chunk) written since it was opened.
 struct Open {
     idx: usize,
     vals: Vec<f64>,
+    prev: Chunk,
+    written: Option<(usize, usize)>,
+}
+
+/// What a checkpoint must keep of one chunk so that replaying the log from a snapshot
+/// rebuilds it ([`Rows::keep`]).
+pub enum Keep<'a> {
+    /// Every value has this bit pattern.
+    Fill(u64),
+    /// Sealed packed values: already in a segment when [`Packed::stored`] says so, else to
+    /// be stored (then [`Packed::mark_stored`]).
+    Packed(&'a Arc<Packed>),
+    /// The open chunk's current values.
+    Values(&'a [f64]),
+}
+
+/// One chunk as a checkpoint gives it back ([`Rows::from_parts`]).
+pub enum Part {
+    Fill(u64),
+    /// Packed values and the segment they came from (0: none).
+    Packed(Vec<u8>, u64),
+    Values(Vec<f64>),
+}
+
+/// Ring rows written after a snapshot: `count` rows from `first` on, wrapping (`count` at
+/// least the row count: every row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fresh {
+    pub first: usize,
+    pub count: usize,
+}
+
+impl Fresh {
+    pub const NONE: Fresh = Fresh { first: 0, count: 0 };
+
+    /// Whether rows `lo..=hi` (no wrap, `< row_cnt`) were all written since the snapshot.
+    fn covers(&self, lo: usize, hi: usize, row_cnt: usize) -> bool {
+        if self.count >= row_cnt {
+            return true;
+        }
+        if self.count == 0 || hi < lo {
+            return false;
+        }
+        // Offsets from `first`, around the ring: the range must sit inside [0, count).
+        let off = |r: usize| (r + row_cnt - self.first % row_cnt) % row_cnt;
+        let (a, b) = (off(lo), off(hi));
+        a <= b && b < self.count
+    }
 }
 
 /// The rows of one archive: `row_cnt` rows of `ds_cnt` values, row after row.
-#[derive(Clone)]
 pub struct Rows {
     row_cnt: usize,
     ds_cnt: usize,
@@ -247,7 +325,7 @@ impl Rows {
         Rows {
             row_cnt,
             ds_cnt,
-            chunk_rows: (CHUNK_VALUES / ds_cnt.max(1)).max(1),
+            chunk_rows: chunk_rows_for(ds_cnt),
             chunks: Vec::new(),
             open: None,
         }
@@ -286,9 +364,9 @@ impl Rows {
         let n = self.chunk_len(c);
         match &self.chunks[c] {
             Chunk::Fill(b) => out.resize(n, f64::from_bits(*b)),
-            Chunk::Packed(bytes) => {
-                // Packed here from whole values: it always decodes.
-                if decode_values(bytes, n, out).is_err() {
+            Chunk::Packed(p) => {
+                // Packed here from whole values, or checked at load: it always decodes.
+                if decode_values(&p.bytes, n, out).is_err() {
                     out.clear();
                 }
                 out.resize(n, f64::NAN);
@@ -312,20 +390,37 @@ impl Rows {
         }
     }
 
-    /// Open chunk `c` for writing (packing the one open before).
-    fn open_chunk(&mut self, c: usize) -> &mut Vec<f64> {
+    /// Open chunk `c` for writing (sealing the one open before).
+    fn open_chunk(&mut self, c: usize) -> &mut Open {
         if self.open.as_ref().is_none_or(|o| o.idx != c) {
             let mut vals = match self.open.take() {
-                Some(o) => {
-                    self.chunks[o.idx] = pack(&o.vals);
-                    o.vals
-                }
+                Some(o) => self.seal_open(o),
                 None => Vec::with_capacity(self.chunk_rows * self.ds_cnt),
             };
             self.unpack_into(c, &mut vals);
-            self.open = Some(Open { idx: c, vals });
+            let prev = self.chunks[c].clone();
+            self.open = Some(Open {
+                idx: c,
+                vals,
+                prev,
+                written: None,
+            });
         }
-        &mut self.open.as_mut().expect("just opened").vals
+        self.open.as_mut().expect("just opened")
+    }
+
+    /// Pack `o` into its chunk, keeping the version it was opened from if nothing changed
+    /// (so a chunk already stored stays stored after replay rewrites the same values).
+    /// Returns its value buffer for reuse.
+    fn seal_open(&mut self, o: Open) -> Vec<f64> {
+        let new = pack(&o.vals);
+        let same = match (&new, &o.prev) {
+            (Chunk::Fill(a), Chunk::Fill(b)) => a == b,
+            (Chunk::Packed(a), Chunk::Packed(b)) => a.bytes == b.bytes,
+            _ => false,
+        };
+        self.chunks[o.idx] = if same { o.prev } else { new };
+        o.vals
     }
 
     /// Set value `i`; panics past the end, as a slice would.
@@ -333,7 +428,13 @@ impl Rows {
         assert!(i < self.len(), "row value {i} out of {}", self.len());
         let per = self.chunk_rows * self.ds_cnt;
         let c = i / per;
-        self.open_chunk(c)[i - c * per] = v;
+        let row = (i - c * per) / self.ds_cnt.max(1);
+        let o = self.open_chunk(c);
+        o.vals[i - c * per] = v;
+        o.written = Some(match o.written {
+            Some((lo, hi)) => (lo.min(row), hi.max(row)),
+            None => (row, row),
+        });
     }
 
     /// Set row `row` to `vals` (`ds_cnt` values).
@@ -353,8 +454,89 @@ impl Rows {
     /// Pack the open chunk, leaving nothing open (memory at rest is the packed size).
     pub fn seal(&mut self) {
         if let Some(o) = self.open.take() {
-            self.chunks[o.idx] = pack(&o.vals);
+            self.seal_open(o);
         }
+    }
+
+    /// Number of chunks.
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Rows per chunk (the last chunk may have fewer): `CHUNK_VALUES / ds_cnt`, at least 1.
+    pub fn chunk_rows(&self) -> usize {
+        self.chunk_rows
+    }
+
+    /// What a checkpoint must keep of chunk `c` when replay from its snapshot rewrites the
+    /// rows `fresh`: nothing that replay rebuilds whole (an unknown fill stands in), the
+    /// version the open chunk was opened from if only fresh rows were written into it since,
+    /// else the chunk as it is.
+    pub fn keep(&self, c: usize, fresh: Fresh) -> Keep<'_> {
+        let lo = c * self.chunk_rows;
+        let hi = (lo + self.chunk_rows).min(self.row_cnt) - 1;
+        fn sealed(ch: &Chunk) -> Keep<'_> {
+            match ch {
+                Chunk::Fill(b) => Keep::Fill(*b),
+                Chunk::Packed(p) => Keep::Packed(p),
+            }
+        }
+        let open = self.open.as_ref().filter(|o| o.idx == c);
+        let current = match open {
+            Some(o) => match o.written {
+                Some((a, b)) if fresh.covers(lo + a, lo + b, self.row_cnt) => sealed(&o.prev),
+                None => sealed(&o.prev),
+                Some(_) => Keep::Values(&o.vals),
+            },
+            None => sealed(&self.chunks[c]),
+        };
+        if fresh.covers(lo, hi, self.row_cnt) {
+            // Replay rewrites every row: anything will do; a stored version costs no more.
+            return match current {
+                Keep::Packed(p) if p.stored().is_some() => current,
+                _ => Keep::Fill(crate::num::DNAN.to_bits()),
+            };
+        }
+        current
+    }
+
+    /// Rows from a checkpoint's chunks (`parts.len()` must be the chunk count of `row_cnt`
+    /// rows of `ds_cnt` values, and every part the right number of values).
+    pub fn from_parts(row_cnt: u64, ds_cnt: usize, parts: Vec<Part>) -> Result<Rows, String> {
+        let mut r = Rows::empty(row_cnt as usize, ds_cnt);
+        let want = r.row_cnt.div_ceil(r.chunk_rows);
+        if parts.len() != want {
+            return Err(format!(
+                "{} chunks where the archive has {want}",
+                parts.len()
+            ));
+        }
+        let mut chunks = Vec::with_capacity(want);
+        let mut scratch = Vec::new();
+        for (c, part) in parts.into_iter().enumerate() {
+            let n = r.chunk_len(c);
+            chunks.push(match part {
+                Part::Fill(b) => Chunk::Fill(b),
+                Part::Values(v) if v.len() == n => pack(&v),
+                Part::Values(v) => {
+                    return Err(format!("chunk {c}: {} values, want {n}", v.len()));
+                }
+                Part::Packed(bytes, seg) => {
+                    scratch.clear();
+                    match decode_values(&bytes, n, &mut scratch) {
+                        Ok(used) if used == bytes.len() => {}
+                        Ok(_) => return Err(format!("chunk {c}: bytes after its values")),
+                        Err(e) => return Err(format!("chunk {c}: {}", e.what)),
+                    }
+                    Chunk::Packed(Arc::new(Packed {
+                        bytes,
+                        seg: AtomicU64::new(seg),
+                    }))
+                }
+            });
+        }
+        r.chunks = chunks;
+        Ok(r)
     }
 
     /// Every value, row after row.
@@ -389,7 +571,7 @@ impl Rows {
             .iter()
             .map(|c| match c {
                 Chunk::Fill(_) => 0,
-                Chunk::Packed(b) => b.capacity() + 16,
+                Chunk::Packed(p) => p.bytes.capacity() + 32,
             })
             .sum();
         let open = self.open.as_ref().map_or(0, |o| o.vals.capacity() * 8);
@@ -406,7 +588,10 @@ fn pack(vals: &[f64]) -> Chunk {
             let mut out = Vec::with_capacity(vals.len() * 2);
             encode_values(vals, &mut out);
             out.shrink_to_fit();
-            Chunk::Packed(Arc::new(out))
+            Chunk::Packed(Arc::new(Packed {
+                bytes: out,
+                seg: AtomicU64::new(0),
+            }))
         }
     }
 }
@@ -429,6 +614,38 @@ impl RowReader<'_> {
         }
         let at = (row - c * r.chunk_rows) * r.ds_cnt;
         &self.buf[at..at + r.ds_cnt]
+    }
+}
+
+impl Chunk {
+    /// The same values, not marked stored and shared with nothing.
+    fn detached(&self) -> Chunk {
+        match self {
+            Chunk::Fill(b) => Chunk::Fill(*b),
+            Chunk::Packed(p) => Chunk::Packed(Arc::new(Packed {
+                bytes: p.bytes.clone(),
+                seg: AtomicU64::new(0),
+            })),
+        }
+    }
+}
+
+impl Clone for Rows {
+    /// The same rows, sharing nothing: a store marks the chunks it has stored in its own
+    /// segments, and a copy (a template RRD created in several stores) starts unmarked.
+    fn clone(&self) -> Rows {
+        Rows {
+            row_cnt: self.row_cnt,
+            ds_cnt: self.ds_cnt,
+            chunk_rows: self.chunk_rows,
+            chunks: self.chunks.iter().map(Chunk::detached).collect(),
+            open: self.open.as_ref().map(|o| Open {
+                idx: o.idx,
+                vals: o.vals.clone(),
+                prev: o.prev.detached(),
+                written: o.written,
+            }),
+        }
     }
 }
 
@@ -536,6 +753,95 @@ mod tests {
         }
         let again = Rows::from_values(ds, &model);
         assert_eq!(bits(&again.to_vec()), bits(&model));
+    }
+
+    fn stored_seg(k: Keep<'_>) -> Option<Option<u64>> {
+        match k {
+            Keep::Packed(p) => Some(p.stored()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn keep_leaves_out_fresh_chunks_and_names_the_opened_version() {
+        // 1 DS: 256 rows a chunk, 4 chunks. Rows 1..=600 written: chunks 0 and 1 sealed,
+        // chunk 2 open with rows 512..=600 written into it.
+        let mut r = Rows::filled(1000, 1, f64::NAN);
+        for row in 1..=600 {
+            r.set(row, row as f64 * 0.25);
+        }
+        if let Keep::Packed(p) = r.keep(0, Fresh::NONE) {
+            p.mark_stored(5);
+        }
+        assert_eq!(stored_seg(r.keep(0, Fresh::NONE)), Some(Some(5)));
+        assert_eq!(stored_seg(r.keep(1, Fresh::NONE)), Some(None));
+        assert!(matches!(r.keep(2, Fresh::NONE), Keep::Values(v) if v[600 - 512] == 150.0));
+        assert!(matches!(r.keep(3, Fresh::NONE), Keep::Fill(_)));
+        // Since the snapshot, rows 500..=600: chunk 2 got only fresh rows, so its opened
+        // version (unknown) will do; chunk 1 has older rows and is kept.
+        let since = Fresh {
+            first: 500,
+            count: 101,
+        };
+        assert!(matches!(r.keep(2, since), Keep::Fill(b) if f64::from_bits(b).is_nan()));
+        assert_eq!(stored_seg(r.keep(1, since)), Some(None));
+        // Since row 590 only: chunk 2 has rows from before, so its values are kept.
+        assert!(matches!(
+            r.keep(
+                2,
+                Fresh {
+                    first: 590,
+                    count: 11
+                }
+            ),
+            Keep::Values(_)
+        ));
+        // Replay rewrites chunks 0 and 1 whole: the stored one is named, the other left out.
+        let wide = Fresh {
+            first: 0,
+            count: 601,
+        };
+        assert_eq!(stored_seg(r.keep(0, wide)), Some(Some(5)));
+        assert!(matches!(r.keep(1, wide), Keep::Fill(_)));
+        // Around the ring end: rows 900..=999 and 0..=300 cover chunk 0 (0..=255).
+        let wrap = Fresh {
+            first: 900,
+            count: 401,
+        };
+        assert!(wrap.covers(0, 255, 1000) && !wrap.covers(256, 511, 1000));
+    }
+
+    #[test]
+    fn parts_rebuild_the_rows_and_stored_chunks_stay_stored_when_rewritten_alike() {
+        let vals = mixed_values(1000, 3);
+        let mut r = Rows::from_values(1, &vals);
+        let parts: Vec<Part> = (0..r.chunk_count())
+            .map(|c| match r.keep(c, Fresh::NONE) {
+                Keep::Fill(b) => Part::Fill(b),
+                Keep::Packed(p) => Part::Packed(p.bytes().to_vec(), 9),
+                Keep::Values(v) => Part::Values(v.to_vec()),
+            })
+            .collect();
+        let mut back = Rows::from_parts(1000, 1, parts).unwrap();
+        assert_eq!(bits(&back.to_vec()), bits(&vals));
+        // Replay writes the same values again: the chunk is still the stored version.
+        for (row, &v) in vals.iter().enumerate().take(300).skip(256) {
+            back.set(row, v);
+        }
+        back.seal();
+        assert_eq!(stored_seg(back.keep(1, Fresh::NONE)), Some(Some(9)));
+        // A different value makes a new version, not stored.
+        back.set(260, 1.0);
+        back.seal();
+        assert_eq!(stored_seg(back.keep(1, Fresh::NONE)), Some(None));
+        // A copy is not marked: marks belong to the store that stored the chunk.
+        assert_eq!(stored_seg(back.clone().keep(0, Fresh::NONE)), Some(None));
+        assert_eq!(stored_seg(back.keep(0, Fresh::NONE)), Some(Some(9)));
+        // Wrong shapes are errors.
+        assert!(Rows::from_parts(1000, 1, vec![Part::Fill(0)]).is_err());
+        r.seal();
+        let bad = (0..4).map(|_| Part::Packed(vec![1, 2, 3], 1)).collect();
+        assert!(Rows::from_parts(1000, 1, bad).is_err());
     }
 
     #[test]

@@ -65,6 +65,12 @@ impl Vfs for CountingFs {
         self.syncs.fetch_add(1, Ordering::Relaxed);
         RealFs.sync_dir(dir)
     }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        RealFs.remove(path)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        RealFs.list(dir)
+    }
     fn try_lock(&self, path: &Path) -> io::Result<Option<engine::vfs::LockGuard>> {
         RealFs.try_lock(path)
     }
