@@ -14,7 +14,7 @@
 # usage: bench/peers.sh --peer P --workload W [--fs ext4|ext4-1k|xfs|btrfs]
 #          [--mode realtime|accelerated] [--duration 10m] [--window 300] [--out FILE]
 #          [--scale F] [--cacti-rrds N] [--size 8G] [--note TEXT] [--writeback SECS|off]
-#          [--evict]
+#          [--evict] [--no-settle]
 #   P: rrdtool (direct, `rrdtool -` pipe), rrdcached (-w WINDOW), carbon, victoriametrics,
 #      prometheus, influxdb, ringlet (ringlet serve -w WINDOW)
 #   W: emoncms, collectd, ganglia, cacti
@@ -25,13 +25,17 @@
 # file), as for files written long ago: on kernels with large folios (6.18 here), files that
 # were just written sequentially sit in the cache in large folios, and a one-byte mmap store
 # then writes back the whole folio.
+# After setup the filesystem is settled before counting starts: `sync -f`, then `fsfreeze -f`
+# and `-u`, which also writes back the metadata a sync leaves for later (xfs pushes the
+# inodes of the files setup created; ext4 checkpoints its journal), so it is not charged to
+# the run. --no-settle skips the freeze.
 # Prints one key=value line and appends it to FILE (--out). Needs root. Installs missing peers
 # from Debian with a policy-rc.d that forbids starting their services. Binaries: $FEED and
 # $RINGLET if set, else built with cargo into $CARGO_TARGET_DIR (or ./target), release.
 set -euo pipefail
 
 peer="" workload="" fs=ext4 mode=realtime duration=10m window=300 out="" scale=1
-cacti_rrds=1000 size="" note="" writeback="" evict=""
+cacti_rrds=1000 size="" note="" writeback="" evict="" settle=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --peer) peer=$2; shift 2 ;;
@@ -47,6 +51,7 @@ while [ $# -gt 0 ]; do
         --note) note=$2; shift 2 ;;
         --writeback) writeback=$2; shift 2 ;;
         --evict) evict=1; shift ;;
+        --no-settle) settle=""; shift ;;
         -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "peers.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -119,6 +124,7 @@ stop_peer() {
 # shellcheck disable=SC2317  # called by the trap
 cleanup() {
     set +e
+    mountpoint -q "$MNT" && fsfreeze -u "$MNT" 2>/dev/null  # in case we died frozen
     stop_peer
     loopfs_remove "$MNT"
     if [ -n "${KEEP_LOGS:-}" ]; then cp -r "$RUN" "$KEEP_LOGS" 2>/dev/null; fi
@@ -303,6 +309,10 @@ fi
 
 # --- the measured run ----------------------------------------------------------------------
 sync -f "$MNT"
+if [ -n "$settle" ]; then
+    fsfreeze -f "$MNT"
+    fsfreeze -u "$MNT"
+fi
 read -r w0 s0 f0 < <(snap)
 c0=0
 [ -n "$PID" ] && c0=$(ticks "$PID")
@@ -353,6 +363,7 @@ line+=" window_ios=$win_ios shutdown_bytes=$(( (s2 - s1) * 512 )) setup_s=$(prin
 line+=" late_steps=$(get late_steps) max_lag_s=$(get max_lag_s) load_start=$load_start"
 line+=" load_end=$load_end duration=$duration writeback=${writeback:-$([ "$mode" = accelerated ] && echo "$(( $(cat /proc/sys/vm/dirty_expire_centisecs) / 100 ))s" || echo kernel)}"
 [ -n "$evict" ] && line+=" evict=1"
+[ -z "$settle" ] && line+=" settle=no"
 [ -n "$note" ] && line+=" note=${note// /_}"
 line+=" config=${config// /_}"
 echo "$line"

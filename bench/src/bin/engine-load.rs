@@ -223,11 +223,13 @@ fn run(a: &Args) -> Result<(), String> {
     let secs = began.elapsed().as_secs_f64();
     println!(
         "samples={samples} commits={commits} engine_bytes={bytes} engine_bytes_per_sample={:.3} \
-         log_bytes={} checkpoints={} checkpoint_bytes={} wall_s={secs:.2} samples_per_s={:.0}",
+         log_bytes={} checkpoints={} checkpoint_bytes={} segment_bytes={} wall_s={secs:.2} \
+         samples_per_s={:.0}",
         bytes as f64 / samples.max(1) as f64,
         ss.log_bytes,
         ss.checkpoints,
         ss.checkpoint_bytes,
+        ss.segment_bytes,
         samples as f64 / secs
     );
     Ok(())
