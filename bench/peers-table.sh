@@ -61,7 +61,10 @@ awk "$PARSE"'
             "late steps " f["late_steps"] ", max lag " f["max_lag_s"] " s" : \
             "virtual " f["duration"] ", writeback every " f["writeback"]) \
             (f["scale"] != "1" ? ", **series scaled x" f["scale"] "**" : "") \
-            (f["evict"] == "1" ? ", files evicted from the page cache after setup" : ""))
+            (f["evict"] == "1" ? ", files evicted from the page cache after setup" : "") \
+            (index(f["note"], "settled") ? ", settled start (fsfreeze)" : "") \
+            (index(f["note"], "concurrent") ? ", beside another run" : "") \
+            (match(f["note"], /ringlet@[0-9a-f]+/) ? ", " substr(f["note"], RSTART, RLENGTH) : ""))
 }
 END {
     for (i = 1; i <= ng; i++) {
