@@ -79,13 +79,13 @@ impl Daemon {
     /// Apply an entry's queued values to the store, in order. A value whose outcome differs
     /// from the one its check gave at ingest is counted and logged; the others go on.
     fn apply_queue(&self, inner: &mut Inner, e: &Arc<Entry>, st: &mut EntryState) {
-        if st.queue.is_empty() {
+        if !st.unapplied() {
             return;
         }
-        // Taken out while it is applied (the entry stays locked, so nothing is queued
-        // meanwhile) and put back empty: its capacity serves the next window's values.
-        let mut queue = std::mem::take(&mut st.queue);
-        let mut sample = std::mem::replace(&mut st.scratch, crate::sample::scratch());
+        // The entry stays locked, so nothing is queued meanwhile. The lines stay in the
+        // queue, now applied, until the commit that makes them durable.
+        let queue = &st.queue[st.applied..];
+        let mut sample = std::mem::replace(&mut inner.scratch, crate::sample::scratch());
         let mut bad = 0u64;
         // The first mismatch is logged with the count (a failed store fails every value).
         let mut first: Option<String> = None;
@@ -125,10 +125,8 @@ impl Daemon {
                 }
             }
         }
-        st.scratch = sample;
-        queue.clear();
-        st.queue = queue;
-        st.applied = st.pending.len();
+        inner.scratch = sample;
+        st.applied = st.queue.len();
         st.applied_n = st.pending_n;
         if !st.in_applied {
             st.in_applied = true;
@@ -188,7 +186,7 @@ impl Daemon {
         for e in std::mem::take(&mut inner.applied) {
             let mut s = e.lock();
             let (cut, n) = (s.applied, s.applied_n);
-            s.pending.drain(..cut);
+            s.queue.drain(..cut);
             s.pending_n -= n;
             s.applied = 0;
             s.applied_n = 0;

@@ -49,6 +49,8 @@ pub struct Inner {
     pub disk: BTreeMap<String, (Option<std::time::SystemTime>, u64)>,
     /// Entries with values applied to the store since the last commit.
     pub(crate) applied: Vec<Arc<Entry>>,
+    /// Where queued values are read into when they are applied, reused.
+    pub(crate) scratch: rrd::update::Sample,
 }
 
 pub struct Daemon {
@@ -139,6 +141,7 @@ impl Daemon {
                 disk: BTreeMap::new(),
                 suspended: BTreeSet::new(),
                 applied: Vec::new(),
+                scratch: crate::sample::scratch(),
             }),
             index: Index::default(),
             dirty: Mutex::new(Vec::new()),

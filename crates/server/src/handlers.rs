@@ -203,7 +203,7 @@ pub fn update<'a>(
 ) -> Result<usize, Response> {
     let e = ingest::entry_for(d, file)?;
     let mut queued = 0;
-    let r = ingest::update(d, &e, values, &mut queued);
+    let r = ingest::update(d, &e, values, &mut queued, &mut crate::sample::scratch());
     d.queued(queued);
     r
 }
@@ -282,7 +282,7 @@ fn pending(d: &Daemon, file: &str) -> Response {
         return Response::lines::<&str>("updates pending", &[]);
     };
     let st = e.lock();
-    let vals: Vec<&str> = st.pending.split_terminator('\n').collect();
+    let vals: Vec<&str> = st.pending().collect();
     Response::lines("updates pending", &vals)
 }
 

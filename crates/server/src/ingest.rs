@@ -47,21 +47,20 @@ pub struct Entry {
 pub struct EntryState {
     /// The series' RRD without archives, as it will be once every queued value is applied.
     pub shadow: Rrd,
-    /// Values accepted and not yet applied to the store: `<flag><value>\n` each.
+    /// Values accepted since the last commit that made them durable, `<flag><value>\n` each:
+    /// the part after `applied` waits to be applied to the store; the lines flagged
+    /// [`ACCEPTED`] are the ones PENDING lists. One copy of the text serves both.
     pub queue: String,
-    /// Values accepted since the last commit, `<value>\n` each (PENDING, QUEUE).
-    pub pending: String,
+    /// Lines flagged [`ACCEPTED`] in `queue` (QUEUE's count).
     pub pending_n: usize,
-    /// The prefix of `pending` (bytes, values) already applied to the store: the next commit
-    /// makes it durable.
+    /// The prefix of `queue` (bytes, accepted values) already applied to the store: the next
+    /// commit makes it durable.
     pub applied: usize,
     pub applied_n: usize,
     /// Listed in the daemon's list of entries with queued values.
     pub in_dirty: bool,
     /// Listed in the daemon's list of entries applied since the last commit.
     pub in_applied: bool,
-    /// Where values are read into, reused.
-    pub scratch: Sample,
 }
 
 impl Entry {
@@ -72,13 +71,11 @@ impl Entry {
             state: Mutex::new(EntryState {
                 shadow: shadow_of(rrd),
                 queue: String::new(),
-                pending: String::new(),
                 pending_n: 0,
                 applied: 0,
                 applied_n: 0,
                 in_dirty: false,
                 in_applied: false,
-                scratch: sample::scratch(),
             }),
         }
     }
@@ -90,12 +87,24 @@ impl Entry {
 }
 
 impl EntryState {
+    /// Whether values wait to be applied to the store.
+    pub fn unapplied(&self) -> bool {
+        self.queue.len() > self.applied
+    }
+
+    /// The values PENDING lists: accepted since the last commit, in order.
+    pub fn pending(&self) -> impl Iterator<Item = &str> {
+        self.queue
+            .split_terminator('\n')
+            .filter(|l| l.as_bytes().first() == Some(&ACCEPTED))
+            .map(|l| &l[1..])
+    }
+
     /// Forget every queued and pending value and take `rrd` (the store's series, everything
     /// applied) as the new starting point: after CREATE, FORGET, or a re-read file.
     pub fn reset(&mut self, rrd: &Rrd) {
         self.shadow = shadow_of(rrd);
         self.queue = String::new();
-        self.pending = String::new();
         self.pending_n = 0;
         self.applied = 0;
         self.applied_n = 0;
@@ -188,12 +197,24 @@ pub fn entry_for(d: &Daemon, file: &str) -> Result<Arc<Entry>, Response> {
 
 /// Entries a connection has updated, by the file name it sent: looked up without any lock
 /// or shared counter. Valid for ever, since entries are never removed.
-#[derive(Default)]
 pub struct Local {
     map: HashMap<Box<str>, Arc<Entry>, BuildHasherDefault<Fx>>,
     /// Bytes queued and not yet counted by [`Daemon::queued`] (the connection counts once
     /// per read).
     pub queued: u64,
+    /// Where values are read into, reused for every series (a buffer per series would be one
+    /// more cold cache line per UPDATE).
+    scratch: Sample,
+}
+
+impl Default for Local {
+    fn default() -> Local {
+        Local {
+            map: HashMap::default(),
+            queued: 0,
+            scratch: sample::scratch(),
+        }
+    }
 }
 
 /// Names a [`Local`] keeps before it starts again. A client that updates every series in turn
@@ -212,7 +233,7 @@ impl Local {
         values: impl Iterator<Item = Cow<'a, str>>,
     ) -> Result<usize, Response> {
         if let Some(e) = self.map.get(file) {
-            return update(d, e, values, &mut self.queued);
+            return update(d, e, values, &mut self.queued, &mut self.scratch);
         }
         let e = entry_for(d, file)?;
         if file == e.name || file == e.abs {
@@ -221,7 +242,7 @@ impl Local {
             }
             self.map.insert(file.into(), e.clone());
         }
-        update(d, &e, values, &mut self.queued)
+        update(d, &e, values, &mut self.queued, &mut self.scratch)
     }
 }
 
@@ -249,12 +270,13 @@ impl Hasher for Fx {
 /// the number of values accepted, or the reply for the refused value (the values before it
 /// stay accepted, as before).
 /// `queued` grows by the bytes of memory the accepted values take; the caller passes it on
-/// to [`Daemon::queued`].
+/// to [`Daemon::queued`]. `scratch` is where each value is read into.
 pub fn update<'a>(
     d: &Daemon,
     e: &Arc<Entry>,
     values: impl Iterator<Item = Cow<'a, str>>,
     queued: &mut u64,
+    scratch: &mut Sample,
 ) -> Result<usize, Response> {
     let mut st = e.lock();
     // Checked under the entry's lock: once shutdown has set the flag and taken every entry's
@@ -262,14 +284,13 @@ pub fn update<'a>(
     if d.closing() {
         return Err(Response::err(CLOSING));
     }
-    let (was_empty, len) = (st.queue.is_empty(), st.queue.len());
-    let outcome = accept(d, e, &mut st, values);
-    if was_empty && !st.queue.is_empty() && !st.in_dirty {
+    let (was_applied, len) = (!st.unapplied(), st.queue.len());
+    let outcome = accept(d, e, &mut st, values, scratch);
+    if was_applied && st.unapplied() && !st.in_dirty {
         st.in_dirty = true;
         d.dirty(e);
     }
-    // The queue and the pending list each hold the text.
-    *queued += 2 * (st.queue.len() - len) as u64;
+    *queued += (st.queue.len() - len) as u64;
     match outcome {
         Ok(0) => Err(Response::err("No values updated.")),
         other => other,
@@ -281,6 +302,7 @@ fn accept<'a>(
     e: &Entry,
     st: &mut EntryState,
     values: impl Iterator<Item = Cow<'a, str>>,
+    scratch: &mut Sample,
 ) -> Result<usize, Response> {
     let mut n = 0;
     for v in values {
@@ -298,9 +320,7 @@ fn accept<'a>(
         }
         // ringlet checks the values now (rrdcached only when it writes, dropping the file's
         // later values on a bad one): an error here refuses this value and the rest.
-        let EntryState {
-            shadow, scratch, ..
-        } = st;
+        let shadow = &mut st.shadow;
         sample::read(&shadow.schema, v, stamp, scratch)
             .map_err(|err| Response::err(format!("{}: {}", e.abs, err.msg)))?;
         if let Some(msg) = d.failure() {
@@ -319,8 +339,6 @@ fn accept<'a>(
             }
         };
         push_line(&mut st.queue, flag, v);
-        st.pending.push_str(v);
-        st.pending.push('\n');
         st.pending_n += 1;
         n += 1;
     }

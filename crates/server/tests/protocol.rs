@@ -203,6 +203,9 @@ fn create_update_pending_fetch_first_last_info_match() {
         "PENDING b.rrd",
         "PENDING nonexist.rrd",
         "LAST b.rrd",
+        // ringlet applied the queue for LAST; the values stay pending until committed.
+        &format!("UPDATE b.rrd {}:4:600", t(420)),
+        "PENDING b.rrd",
         "FLUSH b.rrd",
         "PENDING b.rrd",
         &format!("FETCH b.rrd AVERAGE {T0} {}", t(300)),
