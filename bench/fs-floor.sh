@@ -9,11 +9,13 @@
 # the floor of a lightly loaded store's write load (e.g. emoncms at -w 300).
 #
 # usage: bench/fs-floor.sh [--fs ext4|ext4-1k|xfs|btrfs] [--mount-opts OPTS]
-#                          [--writes 6] [--interval 10] [--direct]
+#                          [--writes 6] [--interval 10] [--direct] [--nocow]
+# --nocow makes the file with `chattr +C` (btrfs: overwritten in place, no data checksums;
+# other filesystems refuse or ignore the flag) before it is written.
 # Needs root. Removes its mount, loop device and image on exit, also on failure.
 set -euo pipefail
 
-fs=ext4 mopts="" writes=6 interval=10 oflag=""
+fs=ext4 mopts="" writes=6 interval=10 oflag="" nocow=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --fs) fs=$2; shift 2 ;;
@@ -21,7 +23,8 @@ while [ $# -gt 0 ]; do
     --writes) writes=$2; shift 2 ;;
     --interval) interval=$2; shift 2 ;;
     --direct) oflag=oflag=direct; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --nocow) nocow=1; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "fs-floor.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -42,6 +45,10 @@ trap cleanup EXIT INT TERM
 loopfs_make "$img" 1G "$fs" "$mnt" "$mopts"
 snap() { loopfs_snap | cut -d' ' -f1,2; }
 
+if [ -n "$nocow" ]; then
+  touch "$mnt/f"
+  chattr +C "$mnt/f" 2>/dev/null || echo "fs-floor.sh: chattr +C refused on $fs" >&2
+fi
 dd if=/dev/zero of="$mnt/f" bs=1M count=1 conv=fdatasync status=none
 sync -f "$mnt"
 sleep 6 # let the journal's periodic commit of the setup pass
@@ -54,6 +61,6 @@ done
 sync -f "$mnt"
 read -r w1 s1 < <(snap)
 bytes=$(( (s1 - s0) * 512 ))
-echo "fs=$fs${mopts:+ mount_opts=$mopts}${oflag:+ direct=1} writes=$writes interval_s=$interval" \
+echo "fs=$fs${mopts:+ mount_opts=$mopts}${oflag:+ direct=1}${nocow:+ nocow=1} writes=$writes interval_s=$interval" \
   "dev_bytes=$bytes write_ios=$(( w1 - w0 )) bytes_per_write=$(( bytes / writes ))" \
   "bytes_per_s_at_300s_window=$(echo "scale=1; $bytes / $writes / 300" | bc)"
