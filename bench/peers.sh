@@ -110,7 +110,7 @@ esac
 # shellcheck source=bench/loopfs.sh
 . "$(dirname "$0")/loopfs.sh"
 work=$(mktemp -d /var/tmp/ringlet-peers.XXXXXX)
-img=$work/image MNT=$work/mnt RUN=$work/run PID=""
+img=$work/image MNT=$work/mnt RUN=$work/run PID="" FEED_PID=""
 mkdir -p "$MNT" "$RUN"
 stop_peer() {
     if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
@@ -125,6 +125,7 @@ stop_peer() {
 cleanup() {
     set +e
     mountpoint -q "$MNT" && fsfreeze -u "$MNT" 2>/dev/null  # in case we died frozen
+    [ -n "$FEED_PID" ] && kill "$FEED_PID" 2>/dev/null && wait "$FEED_PID" 2>/dev/null
     stop_peer
     loopfs_remove "$MNT"
     if [ -n "${KEEP_LOGS:-}" ]; then cp -r "$RUN" "$KEEP_LOGS" 2>/dev/null; fi
@@ -138,6 +139,16 @@ DATA=$MNT/data
 mkdir -p "$DATA"
 
 snap() { loopfs_snap; }
+# feed in the background, so that a TERM to this script ends the run at once (bash runs a
+# trap only once its foreground child has exited) and the cleanup stops feed too.
+run_feed() {
+    "$FEED" "$@" &
+    FEED_PID=$!
+    local rc=0
+    wait "$FEED_PID" || rc=$?
+    FEED_PID=""
+    return "$rc"
+}
 ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 hwm() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 TCK=$(getconf CLK_TCK)
@@ -281,7 +292,7 @@ esac
 
 # --- setup: series creation (RRD peers) or one warm-up step (index-based peers) ------------
 t_setup=$(date +%s.%N)
-"$FEED" "${common[@]}" --proto "$proto" --target "$target" --dir "$DATA" --phase setup \
+run_feed "${common[@]}" --proto "$proto" --target "$target" --dir "$DATA" --phase setup \
     >"$RUN/setup.out"
 case "$peer" in
     carbon) # carbon creates the files and writes the warm-up point from its cache
@@ -327,7 +338,7 @@ if [ "$mode" = accelerated ]; then
         *) feed_mode+=(--syncfs "$MNT" --sync-every "$writeback") ;;
     esac
 fi
-"$FEED" "${common[@]}" --proto "$proto" --target "$target" --dir "$DATA" --phase run \
+run_feed "${common[@]}" --proto "$proto" --target "$target" --dir "$DATA" --phase run \
     "${feed_mode[@]}" --duration "$duration" >"$RUN/run.out" || {
     cat "$RUN/run.out" >&2; tail -20 "$RUN/log" >&2 2>/dev/null; die "feed failed"; }
 t1=$(date +%s.%N)
