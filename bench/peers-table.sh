@@ -62,9 +62,9 @@ awk "$PARSE"'
             "virtual " f["duration"] ", writeback every " f["writeback"]) \
             (f["scale"] != "1" ? ", **series scaled x" f["scale"] "**" : "") \
             (f["evict"] == "1" ? ", files evicted from the page cache after setup" : "") \
-            (index(f["note"], "settled") ? ", settled start (fsfreeze)" : "") \
+            (f["settle"] == "yes" || index(f["note"], "settled") ? ", settled start (fsfreeze)" : "") \
             (index(f["note"], "concurrent") ? ", beside another run" : "") \
-            (match(f["note"], /ringlet@[0-9a-f]+/) ? ", " substr(f["note"], RSTART, RLENGTH) : ""))
+            (f["peer"] == "ringlet" && match(f["note"], /ringlet@[0-9a-f]+/) ? ", " substr(f["note"], RSTART, RLENGTH) : ""))
 }
 END {
     for (i = 1; i <= ng; i++) {

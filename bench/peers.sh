@@ -374,7 +374,7 @@ line+=" window_ios=$win_ios shutdown_bytes=$(( (s2 - s1) * 512 )) setup_s=$(prin
 line+=" late_steps=$(get late_steps) max_lag_s=$(get max_lag_s) load_start=$load_start"
 line+=" load_end=$load_end duration=$duration writeback=${writeback:-$([ "$mode" = accelerated ] && echo "$(( $(cat /proc/sys/vm/dirty_expire_centisecs) / 100 ))s" || echo kernel)}"
 [ -n "$evict" ] && line+=" evict=1"
-[ -z "$settle" ] && line+=" settle=no"
+line+=" settle=$([ -n "$settle" ] && echo yes || echo no)"
 [ -n "$note" ] && line+=" note=${note// /_}"
 line+=" config=${config// /_}"
 echo "$line"
