@@ -3,7 +3,8 @@
 //! The store touches files only through these calls, so tests can swap in
 //! [`crate::sim::SimFs`], which simulates crashes (at the N-th sync) and I/O errors. The
 //! calls are the few the store needs: positioned reads and writes, length, `fdatasync`,
-//! `fsync`, directory sync, atomic rename, removal, listing and an exclusive advisory lock.
+//! `fsync`, directory sync, atomic rename, removal, listing, an exclusive advisory lock, and
+//! the no-copy-on-write flag for the log.
 
 use std::any::Any;
 use std::fs::{File, OpenOptions, TryLockError};
