@@ -62,7 +62,7 @@ awk "$PARSE"'
             "virtual " f["duration"] ", writeback every " f["writeback"]) \
             (f["scale"] != "1" ? ", **series scaled x" f["scale"] "**" : "") \
             (f["evict"] == "1" ? ", files evicted from the page cache after setup" : "") \
-            (f["settle"] == "yes" || index(f["note"], "settled") ? ", settled start (fsfreeze)" : "") \
+            (f["settle"] == "yes" ? ", settled start (fsfreeze)" : "") \
             (index(f["note"], "concurrent") ? ", beside another run" : "") \
             (f["peer"] == "ringlet" && match(f["note"], /ringlet@[0-9a-f]+/) ? ", " substr(f["note"], RSTART, RLENGTH) : ""))
 }

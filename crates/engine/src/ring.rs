@@ -73,7 +73,7 @@ impl LogRing {
         // The ring is overwritten in place lap after lap: on btrfs, copy-on-write would move
         // every rewritten block and update the extent and checksum trees at each commit.
         // The flag only takes on an empty file.
-        f.no_cow()?;
+        f.no_cow();
         f.write_at(&encode_superblock(cap, page), 0)?;
         write_zeros(f.as_mut(), RING_START, RING_START + cap)?;
         f.sync_all()?;

@@ -27,11 +27,9 @@ pub trait VFile: Send {
     fn sync_all(&mut self) -> io::Result<()>;
     /// Ask the file system to overwrite this (still empty) file in place rather than copy
     /// each written block elsewhere: btrfs's `chattr +C` (`FS_NOCOW_FL`), which also drops
-    /// its data checksums (every log record carries its own CRC32C). Best effort: Ok(false)
-    /// where the file system has no such flag or refuses it.
-    fn no_cow(&mut self) -> io::Result<bool> {
-        Ok(false)
-    }
+    /// its data checksums (every log record carries its own CRC32C). Best effort: nothing
+    /// happens where the file system has no such flag or refuses it.
+    fn no_cow(&mut self) {}
 }
 
 /// A held lock; dropping it releases the lock.
@@ -76,21 +74,18 @@ const FS_NOCOW_FL: libc::c_long = 0x0080_0000;
 
 impl VFile for RealFile {
     #[cfg(target_os = "linux")]
-    fn no_cow(&mut self) -> io::Result<bool> {
+    fn no_cow(&mut self) {
         use std::os::fd::AsRawFd;
         let fd = self.0.as_raw_fd();
         let mut flags: libc::c_long = 0;
         // SAFETY: both ioctls read or write one `long` through a pointer to a live local.
-        if unsafe { libc::ioctl(fd, FS_IOC_GETFLAGS as _, &mut flags) } != 0 {
-            return Ok(false); // no inode flags here (tmpfs, ...)
+        // A failure of either (no inode flags here, flag refused) leaves the file as it is.
+        if unsafe { libc::ioctl(fd, FS_IOC_GETFLAGS as _, &mut flags) } == 0
+            && flags & FS_NOCOW_FL == 0
+        {
+            flags |= FS_NOCOW_FL;
+            unsafe { libc::ioctl(fd, FS_IOC_SETFLAGS as _, &flags) };
         }
-        if flags & FS_NOCOW_FL != 0 {
-            return Ok(true);
-        }
-        flags |= FS_NOCOW_FL;
-        // SAFETY: as above.
-        let done = unsafe { libc::ioctl(fd, FS_IOC_SETFLAGS as _, &flags) } == 0;
-        Ok(done)
     }
 
     fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {
