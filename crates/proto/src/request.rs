@@ -78,6 +78,18 @@ pub enum Command {
         file: String,
         header: Option<String>,
     },
+    /// ringlet's own: run a `ringlet` CLI command in the daemon (the CLI beside it).
+    Run {
+        /// The client's clock: seconds and microseconds, as given.
+        now: String,
+        usec: String,
+        cmd: String,
+        args: Vec<String>,
+    },
+    /// ringlet's own: a piece of the next RUN's input (`restore`'s XML), in hex.
+    RunInput {
+        hex: String,
+    },
 }
 
 /// `-1 Usage: <syntax>`.
@@ -160,6 +172,18 @@ pub fn parse(line: &str) -> Result<(&'static CommandSpec, Command), Response> {
                 header,
             }
         }
+        "RUN" => {
+            if rest.len() < 3 {
+                return Err(usage(spec));
+            }
+            Command::Run {
+                now: rest[0].clone(),
+                usec: rest[1].clone(),
+                cmd: rest[2].clone(),
+                args: rest[3..].to_vec(),
+            }
+        }
+        "RUNINPUT" => Command::RunInput { hex: file(0)? },
         other => unreachable!("command {other} in the table but not parsed"),
     };
     Ok((spec, cmd))

@@ -1,7 +1,8 @@
 //! The one command table: names, where each command may be used, syntax and help text.
 //!
 //! The order is rrdcached 1.7.2's (`HELP` lists commands in this order; an index into this
-//! table is the permission bit of `-P`), followed by TUNE (1.8) and DUMP (1.9). The syntax
+//! table is the permission bit of `-P`), followed by TUNE (1.8), DUMP (1.9) and ringlet's own RUN
+//! and RUNINPUT (the `ringlet` CLI beside a daemon). The syntax
 //! lines and help texts are the protocol's user-visible strings, reproduced so that clients
 //! and people see what they know.
 
@@ -354,6 +355,30 @@ pub static COMMANDS: &[CommandSpec] = &[
         [
             "",
             "The DUMP command prints an RRD file as XML, as 'rrdtool dump' does.",
+            "",
+        ]
+    ),
+    spec_new!(
+        "RUN",
+        C,
+        Some("RUN <seconds> <microseconds> <command> [<argument> ...]"),
+        [
+            "",
+            "ringlet's own: runs a `ringlet` (rrdtool) command on the daemon's store, at",
+            "the client's time, as `ringlet <command>` would without a daemon. The reply",
+            "holds its standard output (lines starting with o), its error (e) and a file",
+            "to write (p: the path, f: its lines); the status line gives their lengths.",
+            "",
+        ]
+    ),
+    spec_new!(
+        "RUNINPUT",
+        C,
+        Some("RUNINPUT <hex>"),
+        [
+            "",
+            "ringlet's own: adds bytes (in hex) to the input of the next RUN on this",
+            "connection (the XML of `restore`).",
             "",
         ]
     ),

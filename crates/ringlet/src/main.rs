@@ -3,59 +3,23 @@
 //! `ringlet [--store DIR] <command> <rrdtool's arguments>` prints what rrdtool 1.7.2 prints
 //! for the same arguments (stdout byte for byte, `ERROR: <message>` on stderr, exit status 1
 //! on failure), so scripts can swap the binary name. This file reads the global options and
-//! the clock and dispatches (`serve` goes to the `server` crate); [`commands`] does the work,
-//! [`store`] picks the store and names,
-//! [`getopt`] parses options like GNU getopt, [`usage`] holds the per-command usage texts.
+//! the clock, decides where a command runs, and dispatches (`serve` goes to the `server`
+//! crate, the commands to the `cli` crate).
+//!
+//! Where a command runs: with `--daemon ADDR` or `$RRDCACHED_ADDRESS`, in that daemon
+//! (`server::remote`); else, when the store is held by a running `ringlet serve`, in that
+//! daemon, found by the address it records in the store; else on the store itself. The
+//! output is the same in every case.
 
-mod commands;
-mod getopt;
+mod export;
 mod pipe;
-mod store;
-mod usage;
 
-use commands::{Ctx, Outcome};
+use cli::{Ctx, Outcome};
 use std::io::Write;
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-const HELP: &str = "\
-ringlet - an RRD-exact metrics store (rrdtool 1.7.2 compatible command line)
-
-Usage: ringlet [--store DIR] command command_options
-
-Commands (arguments and output as rrdtool's; `ringlet <command>` shows its usage):
-  create, update, updatev, fetch, info, first, last, lastupdate, dump, restore, xport
-Daemon and pipe mode:
-  serve    an rrdcached-compatible daemon over the same store
-  stats    print a running daemon's STATS (ringlet stats [-d|--daemon ADDR])
-  -        read commands from stdin like `rrdtool -` (OK/ERROR after each; quit ends)
-
-RRD file names are names inside the store (e.g. `db/a.rrd`), not files on disk.
-The store is DIR, else $RINGLET_STORE, else $XDG_DATA_HOME/ringlet,
-else ~/.local/share/ringlet.
-
-Not supported yet: --daemon, Holt-Winters archives, create --source,
-graph, tune, resize.
-";
-
-/// rrdtool commands ringlet does not implement.
-const NOT_YET: &[&str] = &[
-    "graph",
-    "graphv",
-    "tune",
-    "resize",
-    "list",
-    "flushcached",
-    "modify",
-];
-
-fn usage_text(cmd: &str, body: &str) -> String {
-    format!(
-        "ringlet {} (rrdtool 1.7.2 compatible)\n\nUsage: ringlet [--store DIR] {cmd} command_options\n{body}",
-        env!("CARGO_PKG_VERSION")
-    )
-}
-
-fn now() -> (i64, i64) {
+pub(crate) fn now() -> (i64, i64) {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -69,10 +33,7 @@ fn run(argv: &[String]) -> Outcome {
         let a = &argv[i];
         if a == "--store" {
             let Some(v) = argv.get(i + 1) else {
-                return Outcome {
-                    stdout: String::new(),
-                    error: Some("option requires argument -- 'store'".into()),
-                };
+                return Outcome::err("option requires argument -- 'store'");
             };
             store_flag = Some(v.clone());
             i += 2;
@@ -84,76 +45,43 @@ fn run(argv: &[String]) -> Outcome {
         }
     }
     let Some(cmd) = argv.get(i).map(String::as_str) else {
-        return Outcome {
-            stdout: HELP.into(),
-            error: None,
-        };
+        return Outcome::ok(cli::HELP.into());
     };
     let args = &argv[i + 1..];
     if cmd == "stats" {
         std::process::exit(server::client::stats(args));
     }
+    let dir = cli::store::store_dir(store_flag.as_deref());
     if cmd == "serve" {
-        let code = server::run(args, store::store_dir(store_flag.as_deref()));
-        std::process::exit(code);
+        std::process::exit(server::run(args, dir));
     }
-    let dir = store::store_dir(store_flag.as_deref());
+    if cmd == "export" {
+        std::process::exit(export::run(args, &dir));
+    }
     if cmd == "-" {
         std::process::exit(pipe::run(&dir));
     }
-    dispatch(cmd, args, &dir, None)
+    let (flag, args) = cli::take_daemon(cmd, args);
+    match daemon_for(flag, &dir) {
+        Some(addr) => remote(&addr, cmd, &args),
+        None => cli::dispatch(cmd, &args, &Ctx::local(&dir, now())),
+    }
 }
 
-/// Run one rrdtool command (`cmd` and its arguments) on the store in `dir`, or on `shared`,
-/// the store pipe mode keeps open.
-pub(crate) fn dispatch(
-    cmd: &str,
-    args: &[String],
-    dir: &std::path::Path,
-    shared: Option<&std::cell::RefCell<engine::Store>>,
-) -> Outcome {
-    if matches!(cmd, "--help" | "-h" | "help" | "--version" | "-v") {
-        return Outcome {
-            stdout: HELP.into(),
-            error: None,
-        };
-    }
-    if NOT_YET.contains(&cmd) {
-        return Outcome {
-            stdout: String::new(),
-            error: Some(format!("ringlet does not support '{cmd}' yet")),
-        };
-    }
-    let Some(body) = usage::usage_of(cmd) else {
-        return Outcome {
-            stdout: HELP.into(),
-            error: None,
-        };
-    };
-    // rrdtool prints a command's usage when it gets no arguments at all; ringlet also for --help.
-    if args.is_empty() || args.iter().any(|a| a == "--help") {
-        return Outcome {
-            stdout: usage_text(cmd, body),
-            error: None,
-        };
-    }
-    let ctx = Ctx {
-        store_dir: dir,
-        now: now(),
-        shared,
-    };
-    match cmd {
-        "create" => commands::create(&ctx, args),
-        "update" => commands::update(&ctx, args, false),
-        "updatev" => commands::update(&ctx, args, true),
-        "fetch" => commands::fetch_cmd(&ctx, args),
-        "info" => commands::info(&ctx, args),
-        "first" => commands::first(&ctx, args),
-        "last" => commands::last(&ctx, args),
-        "lastupdate" => commands::lastupdate(&ctx, args),
-        "dump" => commands::dump(&ctx, args),
-        "restore" => commands::restore(&ctx, args),
-        _ => commands::xport(&ctx, args),
+/// The daemon a command goes to: `--daemon`, else `$RRDCACHED_ADDRESS`, else the one that
+/// holds the store (its recorded address, if it answers).
+pub(crate) fn daemon_for(flag: Option<String>, dir: &Path) -> Option<String> {
+    flag.or_else(|| std::env::var("RRDCACHED_ADDRESS").ok())
+        .filter(|a| !a.is_empty())
+        .or_else(|| server::remote::holder(dir))
+}
+
+/// Run `cmd` in the daemon at `addr`, reading `restore`'s input here and writing `dump`'s
+/// output file here.
+pub(crate) fn remote(addr: &str, cmd: &str, args: &[String]) -> Outcome {
+    match server::remote::Client::connect(addr) {
+        Ok(mut c) => c.run(cmd, args, now()),
+        Err(e) => Outcome::err(e),
     }
 }
 

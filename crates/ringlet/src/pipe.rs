@@ -1,48 +1,21 @@
 //! Pipe mode, `ringlet -`: rrdtool's "REMOTE CONTROL". Commands are read from stdin one line
 //! at a time, with the same arguments as on the command line; after each one the output, then
 //! `OK u:<user> s:<system> r:<real>` (running totals in seconds), or `ERROR: <message>`, is
-//! written to stdout. `quit` or end of input ends. The store stays open and locked for the
-//! whole session; every command commits before its `OK`. rrdtool's file-system commands
-//! (`cd`, `mkdir`, `pwd`, `ls`) are refused: names are store names.
+//! written to stdout. `quit` or end of input ends. rrdtool's file-system commands (`cd`,
+//! `mkdir`, `pwd`, `ls`) are refused: names are store names.
+//!
+//! Where the commands run: a line's own `--daemon ADDR` (Cacti adds one to each line when it
+//! is set up for rrdcached), else the daemon of `$RRDCACHED_ADDRESS` or the one that holds the
+//! store, over one connection each; else the store, open and locked for the whole session,
+//! every command committed before its `OK`.
 
-use crate::dispatch;
+use cli::{split_args, Ctx, Outcome};
+use server::remote::Client;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::time::Instant;
-
-/// Split a line into arguments: whitespace separates, `"..."` and `'...'` group (quotes
-/// removed).
-pub fn split_args(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut in_arg = false;
-    let mut quote: Option<char> = None;
-    for c in line.chars() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => cur.push(c),
-            None if c == '"' || c == '\'' => {
-                quote = Some(c);
-                in_arg = true;
-            }
-            None if c.is_whitespace() => {
-                if in_arg {
-                    out.push(std::mem::take(&mut cur));
-                    in_arg = false;
-                }
-            }
-            None => {
-                cur.push(c);
-                in_arg = true;
-            }
-        }
-    }
-    if in_arg {
-        out.push(cur);
-    }
-    out
-}
 
 /// User and system CPU seconds of this process (from /proc; 0 where unavailable).
 fn cpu_times() -> (f64, f64) {
@@ -61,13 +34,18 @@ fn cpu_times() -> (f64, f64) {
 /// Run pipe mode on the store in `dir`; the process exit status.
 pub fn run(dir: &Path) -> i32 {
     let started = Instant::now();
-    let store = match crate::store::open(dir) {
-        Ok(s) => RefCell::new(s),
-        Err(e) => {
-            eprintln!("ERROR: {e}");
-            return 1;
-        }
+    let default = crate::daemon_for(None, dir);
+    let mut store = match &default {
+        Some(_) => None,
+        None => match cli::store::open(dir) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("ERROR: {e}");
+                return 1;
+            }
+        },
     };
+    let mut clients: HashMap<String, Client> = HashMap::new();
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout().lock();
     for line in stdin.lock().lines() {
@@ -76,13 +54,41 @@ pub fn run(dir: &Path) -> i32 {
         let out = match args.split_first() {
             Some((cmd, _)) if cmd == "quit" => break,
             Some((cmd, _)) if matches!(cmd.as_str(), "cd" | "mkdir" | "pwd" | "ls") => {
-                crate::commands::Outcome {
-                    stdout: String::new(),
-                    error: Some(format!("ringlet does not support '{cmd}' in pipe mode")),
+                Outcome::err(format!("ringlet does not support '{cmd}' in pipe mode"))
+            }
+            Some((cmd, rest)) => {
+                let (flag, rest) = cli::take_daemon(cmd, rest);
+                match (flag.or_else(|| default.clone()), store.as_mut()) {
+                    (Some(addr), _) => {
+                        let client = match clients.get_mut(&addr) {
+                            Some(c) => Ok(c),
+                            None => Client::connect(&addr)
+                                .map(|c| clients.entry(addr.clone()).or_insert(c)),
+                        };
+                        match client {
+                            Ok(c) => {
+                                let out = c.run(cmd, &rest, crate::now());
+                                if out.error.as_deref().is_some_and(|e| e.starts_with(&addr)) {
+                                    // The connection broke: the next line connects again.
+                                    clients.remove(&addr);
+                                }
+                                out
+                            }
+                            Err(e) => Outcome::err(e),
+                        }
+                    }
+                    (None, Some(st)) => {
+                        let cell = RefCell::new(st);
+                        let ctx = Ctx {
+                            shared: Some(&cell),
+                            ..Ctx::local(dir, crate::now())
+                        };
+                        cli::dispatch(cmd, &rest, &ctx)
+                    }
+                    (None, None) => Outcome::err("no store and no daemon"),
                 }
             }
-            Some((cmd, rest)) => dispatch(cmd, rest, dir, Some(&store)),
-            None => dispatch("help", &[], dir, Some(&store)),
+            None => Outcome::ok(cli::HELP.into()),
         };
         let mut text = out.stdout;
         match out.error {
@@ -97,25 +103,11 @@ pub fn run(dir: &Path) -> i32 {
             break;
         }
     }
-    match store.into_inner().close() {
-        Ok(()) => 0,
-        Err(e) => {
+    match store.map(engine::Store::close) {
+        Some(Err(e)) => {
             eprintln!("ERROR: {e}");
             1
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split_args;
-
-    #[test]
-    fn quotes_group_and_disappear() {
-        assert_eq!(
-            split_args(r#"update a.rrd "1700009300:1:1"  'x y' N:2"#),
-            ["update", "a.rrd", "1700009300:1:1", "x y", "N:2"]
-        );
-        assert!(split_args("   ").is_empty());
+        _ => 0,
     }
 }

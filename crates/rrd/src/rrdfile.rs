@@ -160,6 +160,30 @@ pub fn header_size(ds_cnt: usize, rra_cnt: usize) -> usize {
         + rra_cnt * PTR_SIZE
 }
 
+/// What the start of a `.rrd` file says without reading its rows: the DS and RRA counts and
+/// the last update (seconds), from the first [`peek_len`] bytes. Used to tell a stale copy of
+/// a series from a file someone changed, without reading whole files.
+pub fn peek(bytes: &[u8]) -> Result<(usize, usize, i64), RrdError> {
+    let r = Reader { b: bytes };
+    if r.slice(STAT_COOKIE, 4)? != COOKIE {
+        return Err(RrdError::new("not an RRD file"));
+    }
+    let ds_cnt = r.u64(STAT_DS_CNT)? as usize;
+    let rra_cnt = r.u64(STAT_RRA_CNT)? as usize;
+    if ds_cnt == 0 || rra_cnt == 0 || ds_cnt > 65_536 || rra_cnt > 65_536 {
+        return Err(RrdError::new("corrupt RRD header"));
+    }
+    let last = r.i64(STAT_SIZE + ds_cnt * DS_SIZE + rra_cnt * RRA_SIZE)?;
+    Ok((ds_cnt, rra_cnt, last))
+}
+
+/// How many bytes [`peek`] needs for a file whose stat header (the first 128 bytes) is `head`.
+pub fn peek_len(head: &[u8]) -> usize {
+    let r = Reader { b: head };
+    let n = |off| r.u64(off).map_or(0, |v| v.min(65_536) as usize);
+    STAT_SIZE + n(STAT_DS_CNT) * DS_SIZE + n(STAT_RRA_CNT) * RRA_SIZE + LIVE_SIZE
+}
+
 /// Parse a `.rrd` file.
 pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
     let r = Reader { b: bytes };

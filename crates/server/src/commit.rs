@@ -78,7 +78,7 @@ impl Daemon {
 
     /// Apply an entry's queued values to the store, in order. A value whose outcome differs
     /// from the one its check gave at ingest is counted and logged; the others go on.
-    fn apply_queue(&self, inner: &mut Inner, e: &Arc<Entry>, st: &mut EntryState) {
+    pub(crate) fn apply_queue(&self, inner: &mut Inner, e: &Arc<Entry>, st: &mut EntryState) {
         if !st.unapplied() {
             return;
         }
@@ -142,6 +142,19 @@ impl Daemon {
             if let Some(rrd) = inner.store.get(&e.name) {
                 st.shadow = crate::ingest::shadow_of(rrd);
             }
+        }
+    }
+
+    /// Apply every queued value to the store, in one hold of the store lock (before a read
+    /// that may touch any series: the CLI's commands run in the daemon). The entries go to the
+    /// applied list; the next commit makes them durable.
+    pub(crate) fn apply_all(&self, inner: &mut Inner) {
+        let all: Vec<Arc<Entry>> =
+            std::mem::take(&mut *self.dirty.lock().unwrap_or_else(|p| p.into_inner()));
+        for e in &all {
+            let mut st = e.lock();
+            st.in_dirty = false;
+            self.apply_queue(inner, e, &mut st);
         }
     }
 

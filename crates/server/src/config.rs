@@ -14,6 +14,18 @@ pub enum Addr {
     Tcp(String, u16),
 }
 
+impl std::fmt::Display for Addr {
+    /// As `RRDCACHED_ADDRESS` and `--daemon` take it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Addr::Unix(p) => write!(f, "unix:{}", p.display()),
+            Addr::Tcp(h, port) if h.contains(':') => write!(f, "[{h}]:{port}"),
+            Addr::Tcp(h, port) if h.is_empty() => write!(f, "localhost:{port}"),
+            Addr::Tcp(h, port) => write!(f, "{h}:{port}"),
+        }
+    }
+}
+
 pub const DEFAULT_PORT: u16 = 42217;
 pub const DEFAULT_SOCKET: &str = "/tmp/rrdcached.sock";
 
@@ -74,6 +86,17 @@ A drop-in replacement for rrdcached: point collectd, Ganglia, Munin, Cacti or
 `rrdtool --daemon` at it. Updates are kept in memory and committed to the store in one
 fsynced write every -w seconds (the loss window); FLUSH makes a file durable at once.
 
+Files under -b: the store holds the data. Each series gets a small placeholder at its
+path (a few lines of text naming the store and this daemon's address), so clients that
+stat() a file before creating it keep working; tools that open it get an error, never
+old numbers. A real .rrd file found there is imported, then moved to STORE/imported/
+(its path under -b kept) and replaced by a placeholder. `ringlet export DIR` writes
+real .rrd files.
+
+The `ringlet` CLI on the same store (or given --daemon / $RRDCACHED_ADDRESS) runs its
+commands in this daemon (the RUN request) and prints what it prints alone; the daemon
+records its address in STORE/daemon while it runs.
+
 rrdcached options (same meaning unless noted):
   -l ADDR        listen on ADDR: unix:/path, /path, host, host:port, [v6]:port
                  (repeatable; default unix:/tmp/rrdcached.sock; TCP port default 42217)
@@ -99,7 +122,8 @@ rrdcached options (same meaning unless noted):
   -a N           allocation chunk (accepted, unused)
 
 ringlet options:
-  --store DIR            store directory (default: $RINGLET_STORE, else the user's data dir)
+  --store DIR            store directory (default: $RINGLET_STORE, else /var/lib/ringlet
+                         as root, else $XDG_DATA_HOME/ringlet or ~/.local/share/ringlet)
   --commit-interval SECS same as -w
   --max-line BYTES       longest request line (default 1048576; rrdcached: 8191)
   --max-connections N    concurrent connections (default 4096)

@@ -56,6 +56,7 @@ pub fn serve<S: Read + Write>(d: &Daemon, access: &Access, mut sock: S) -> io::R
         update_ok: access.update_allowed(),
         received: 0,
         local: Default::default(),
+        input: None,
     };
     loop {
         let n = sock.read(&mut chunk)?;
@@ -129,6 +130,8 @@ struct Conn<'a> {
     /// counted (once per read).
     received: u64,
     local: crate::ingest::Local,
+    /// Input sent ahead of the next RUN (RUNINPUT), and whether any was.
+    input: Option<Vec<u8>>,
 }
 
 impl Conn<'_> {
@@ -161,7 +164,62 @@ impl Conn<'_> {
         }
         // Anything else (STATS among them) sees every UPDATE before it counted.
         self.count();
+        if self.batch.is_none() {
+            if let Some(r) = self.run(line) {
+                r.write_to(out);
+                return true;
+            }
+        }
         run_line(self.d, self.access, line, &mut self.batch, out)
+    }
+
+    /// RUN and RUNINPUT (the CLI beside the daemon, remote.rs), which use the connection's
+    /// input; None for any other line.
+    fn run(&mut self, line: &str) -> Option<Response> {
+        let head = line.split(' ').next().unwrap_or("");
+        if !head.eq_ignore_ascii_case("RUN") && !head.eq_ignore_ascii_case("RUNINPUT") {
+            return None;
+        }
+        let (spec, cmd) = match proto::parse(line) {
+            Ok(x) => x,
+            Err(r) => return Some(r),
+        };
+        if !allowed(self.access, spec) {
+            return Some(Response::err("Permission denied."));
+        }
+        Some(match cmd {
+            Command::RunInput { hex } => {
+                let input = self.input.get_or_insert_with(Vec::new);
+                if input.len() + hex.len() / 2 > crate::remote::MAX_INPUT {
+                    self.input = None;
+                    return Some(Response::err(format!(
+                        "RUNINPUT: more than {} bytes of input",
+                        crate::remote::MAX_INPUT
+                    )));
+                }
+                match crate::remote::unhex(&hex, input) {
+                    Ok(()) => Response::ok(format!("{} bytes of input", input.len())),
+                    Err(e) => {
+                        self.input = None;
+                        Response::err(e)
+                    }
+                }
+            }
+            Command::Run {
+                now,
+                usec,
+                cmd,
+                args,
+            } => {
+                // Input that is not UTF-8 is no XML the command could read: none.
+                let text = self.input.take().and_then(|i| String::from_utf8(i).ok());
+                let (Ok(now), Ok(usec)) = (now.parse::<i64>(), usec.parse::<i64>()) else {
+                    return Some(proto::request::usage(spec));
+                };
+                crate::remote::serve(self.d, (now, usec), &cmd, &args, text.as_deref())
+            }
+            _ => return None,
+        })
     }
 
     /// UPDATE with a file name, straight from the line's fields; None for any other line.

@@ -51,6 +51,8 @@ pub struct Inner {
     pub(crate) applied: Vec<Arc<Entry>>,
     /// Where queued values are read into when they are applied, reused.
     pub(crate) scratch: rrd::update::Sample,
+    /// What placeholders say, and where imported files go.
+    pub places: crate::placeholder::Places,
 }
 
 pub struct Daemon {
@@ -142,6 +144,12 @@ impl Daemon {
                 suspended: BTreeSet::new(),
                 applied: Vec::new(),
                 scratch: crate::sample::scratch(),
+                places: crate::placeholder::Places::new(
+                    store_dir,
+                    cfg.listen
+                        .first()
+                        .map_or_else(String::new, |l| l.addr.to_string()),
+                ),
             }),
             index: Index::default(),
             dirty: Mutex::new(Vec::new()),
@@ -235,7 +243,7 @@ impl Daemon {
     /// needed. Errors are UPDATE's replies.
     pub fn entry(&self, t: &Target) -> Result<Arc<Entry>, Response> {
         let mut inner = self.lock();
-        crate::handlers::known(&mut inner, t)?;
+        crate::handlers::known(self, &mut inner, t)?;
         if let Some(e) = self.index.get(&t.name) {
             return Ok(e);
         }
@@ -252,13 +260,22 @@ impl Daemon {
 mod tests {
     use super::*;
 
-    fn daemon(base: Option<&str>, restrict: bool) -> Daemon {
+    /// Removes the test's directory (a store's 64 MiB log among it) when dropped.
+    struct Cleanup(std::path::PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn daemon(base: Option<&str>, restrict: bool) -> (Daemon, Cleanup) {
         let dir = std::env::temp_dir().join(format!(
             "ringlet-daemon-test-{}-{}",
             std::process::id(),
             base.unwrap_or("none").replace('/', "_")
         ));
         let _ = std::fs::remove_dir_all(&dir);
+        let cleanup = Cleanup(dir.clone());
         let mut cfg = crate::config::parse(&[]).expect("defaults");
         cfg.restrict_base = restrict;
         cfg.base = base.map(|b| {
@@ -266,12 +283,15 @@ mod tests {
             std::fs::create_dir_all(&p).unwrap();
             p
         });
-        Daemon::open(&cfg, &dir.join("store")).expect("opens")
+        (
+            Daemon::open(&cfg, &dir.join("store")).expect("opens"),
+            cleanup,
+        )
     }
 
     #[test]
     fn relative_and_absolute_names_meet_in_one_series() {
-        let d = daemon(Some("db"), true);
+        let (d, _c) = daemon(Some("db"), true);
         let base = d.base.clone().unwrap();
         let a = d.resolve("x/./a.rrd").unwrap();
         let b = d.resolve(&format!("{base}/x/a.rrd")).unwrap();
@@ -282,7 +302,7 @@ mod tests {
 
     #[test]
     fn restricted_base_refuses_escapes_with_rrdcacheds_text() {
-        let d = daemon(Some("db2"), true);
+        let (d, _c) = daemon(Some("db2"), true);
         let base = d.base.clone().unwrap();
         assert_eq!(
             d.resolve("../x.rrd").unwrap_err(),
@@ -296,7 +316,7 @@ mod tests {
 
     #[test]
     fn unrestricted_absolute_names_outside_base_are_kept_whole() {
-        let d = daemon(Some("db3"), false);
+        let (d, _c) = daemon(Some("db3"), false);
         assert_eq!(d.resolve("/srv/x.rrd").unwrap().name, "/srv/x.rrd");
     }
 }

@@ -6,6 +6,7 @@
 
 use crate::daemon::{Daemon, Inner, Target};
 use crate::ingest;
+use crate::placeholder;
 use proto::{Command, Response};
 use rrd::fmt::c_exp;
 use rrd::info::InfoValue;
@@ -88,6 +89,8 @@ pub fn handle(d: &Daemon, cmd: Command, now: i64) -> Reply {
         }
         Command::Dump { file, header } => dump(d, &file, header.as_deref()),
         Command::Tune { .. } => Response::err("RRD Error: TUNE is not supported by ringlet yet"),
+        // Served by the connection, which holds the input (conn.rs); not in a batch.
+        Command::Run { .. } | Command::RunInput { .. } => Response::err("Can't use 'RUN' here."),
         // Context checks in the connection refuse these before they get here.
         Command::Wrote { .. } => Response::err("Can't use 'WROTE' here."),
         Command::Batch | Command::BatchEnd => Response::err("Can't use 'BATCH' here."),
@@ -114,7 +117,7 @@ impl Fail {
 /// Make sure `t` is in the store, importing its `.rrd` file from disk on first sight (a
 /// client such as collectd creates files itself). Ok(false): no such series or file.
 /// `update`: UPDATE's own check of a non-file, else librrd's failure to map it.
-fn ensure(inner: &mut Inner, t: &Target, update: bool) -> Result<bool, Fail> {
+fn ensure(d: &Daemon, inner: &mut Inner, t: &Target, update: bool) -> Result<bool, Fail> {
     if inner.store.get(&t.name).is_some() {
         return Ok(true);
     }
@@ -130,7 +133,16 @@ fn ensure(inner: &mut Inner, t: &Target, update: bool) -> Result<bool, Fail> {
             Fail::Rrd(format!("mmaping file '{}': No such device", t.abs))
         });
     }
-    import(inner, t, false)?;
+    if placeholder::inspect(path) == placeholder::Found::Placeholder {
+        // A placeholder whose series is gone (another store, or one reset by hand).
+        return Err(Fail::Rrd(format!(
+            "'{}' is a ringlet placeholder, and the store {} has no series '{}'",
+            t.abs,
+            inner.places.store.display(),
+            t.name
+        )));
+    }
+    import(d, inner, t, false)?;
     Ok(true)
 }
 
@@ -149,16 +161,34 @@ fn load_error(abs: &str, bytes: &[u8], e: &rrd::RrdError) -> String {
     }
 }
 
-/// Read `t`'s `.rrd` file into the store (replacing the series when `replace`).
-fn import(inner: &mut Inner, t: &Target, replace: bool) -> Result<(), Fail> {
+/// Read `t`'s `.rrd` file into the store (replacing the series when `replace`), commit, then
+/// move the file aside and leave a placeholder at its path (`placeholder::move_aside`): the
+/// file is not deleted before the store holds its data durably.
+fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -> Result<(), Fail> {
     let path = Path::new(&t.abs);
     let bytes = std::fs::read(path)
         .map_err(|e| Fail::Plain(format!("Cannot read/write {}: {}", t.abs, strerror(&e))))?;
     let rrd = rrd::rrdfile::read(&bytes).map_err(|e| Fail::Rrd(load_error(&t.abs, &bytes, &e)))?;
+    drop(bytes);
     inner
         .store
         .create(&t.name, rrd, replace)
         .map_err(|e| Fail::Rrd(e.to_string()))?;
+    d.reset_series(inner, &t.name);
+    d.commit(inner).map_err(Fail::Rrd)?;
+    match placeholder::move_aside(&inner.places, path, &t.abs, &t.name) {
+        Ok(dest) => crate::log(&format!(
+            "imported {} into the store; the file is now at {}",
+            t.abs,
+            dest.display()
+        )),
+        // The series is in the store and the file still at its path: nothing is lost, but a
+        // later change of the file would be read again (FORGET).
+        Err(e) => crate::log(&format!(
+            "imported {} into the store, but could not move it aside: {e}",
+            t.abs
+        )),
+    }
     remember_disk(inner, t);
     Ok(())
 }
@@ -169,7 +199,7 @@ fn disk_stamp(t: &Target) -> Option<(Option<std::time::SystemTime>, u64)> {
     Some((m.modified().ok(), m.len()))
 }
 
-fn remember_disk(inner: &mut Inner, t: &Target) {
+pub(crate) fn remember_disk(inner: &mut Inner, t: &Target) {
     match disk_stamp(t) {
         Some(s) => inner.disk.insert(t.name.clone(), s),
         None => inner.disk.remove(&t.name),
@@ -186,8 +216,8 @@ fn strerror(e: &std::io::Error) -> String {
 }
 
 /// UPDATE's check that `t` is a series (imported from its file on first sight).
-pub(crate) fn known(inner: &mut Inner, t: &Target) -> Result<(), Response> {
-    match ensure(inner, t, true) {
+pub(crate) fn known(d: &Daemon, inner: &mut Inner, t: &Target) -> Result<(), Response> {
+    match ensure(d, inner, t, true) {
         Ok(true) => Ok(()),
         Ok(false) => Err(Response::err(format!("No such file: {}", t.abs))),
         Err(e) => Err(e.reply("RRD Error: ")),
@@ -225,52 +255,23 @@ fn flush(d: &Daemon, file: &str) -> Response {
         return Response::ok(format!("Successfully flushed {}.", t.abs));
     }
     d.apply_series(&mut inner, &t.name);
+    // The commit is the flush: nothing is written under the base directory.
     if let Err(e) = d.commit(&mut inner) {
-        return Response::err(e);
-    }
-    if let Err(e) = export(&mut inner, &t) {
         return Response::err(e);
     }
     Response::ok(format!("Successfully flushed {}.", t.abs))
 }
 
-/// Keep an existing `.rrd` file current after a FLUSH, so tools that read files directly
-/// (`rrdtool lastupdate`, `dump`, `tune`) see what the daemon has. Files that do not exist on
-/// disk are not created: the store is the data.
-fn export(inner: &mut Inner, t: &Target) -> Result<(), String> {
+/// Put the placeholder of a new series `t` at its path (its directory made first: under -R,
+/// or where series already live under that name).
+pub(crate) fn write_placeholder(inner: &Inner, t: &Target) -> Result<(), String> {
     let path = Path::new(&t.abs);
-    if !path.is_file() {
-        return Ok(());
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("RRD Error: creating '{}': {}", t.abs, strerror(&e)))?;
     }
-    let Some(rrd) = inner.store.get(&t.name) else {
-        return Ok(());
-    };
-    let bytes = rrd::rrdfile::write(rrd).map_err(|e| format!("RRD Error: {e}"))?;
-    write_in_place(path, &bytes).map_err(|e| format!("Cannot read/write {}: {e}", t.abs))?;
-    remember_disk(inner, t);
-    Ok(())
-}
-
-/// Write a new `.rrd` file for `t` (its directory made first under -R).
-fn write_new(d: &Daemon, t: &Target, rrd: &Rrd) -> Result<(), String> {
-    let path = Path::new(&t.abs);
-    let bytes = rrd::rrdfile::write(rrd).map_err(|e| format!("RRD Error: {e}"))?;
-    if d.recursive_create {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("RRD Error: creating '{}': {}", t.abs, strerror(&e)))?;
-        }
-    }
-    std::fs::write(path, &bytes)
+    placeholder::write(&inner.places, path, &t.abs, &t.name)
         .map_err(|e| format!("RRD Error: creating '{}': {}", t.abs, strerror(&e)))
-}
-
-fn write_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
-    f.write_all(bytes)?;
-    f.set_len(bytes.len() as u64)?;
-    Ok(())
 }
 
 fn pending(d: &Daemon, file: &str) -> Response {
@@ -303,8 +304,11 @@ fn forget(d: &Daemon, file: &str) -> Response {
     d.reset_series(&mut inner, &t.name);
     inner.suspended.remove(&t.name);
     let now = disk_stamp(&t);
-    if now.is_some() && inner.disk.get(&t.name) != now.as_ref() {
-        if let Err(e) = import(&mut inner, &t, true) {
+    if now.is_some()
+        && inner.disk.get(&t.name) != now.as_ref()
+        && placeholder::inspect(Path::new(&t.abs)) == placeholder::Found::Rrd
+    {
+        if let Err(e) = import(d, &mut inner, &t, true) {
             return e.reply("RRD Error: ");
         }
         d.reset_series(&mut inner, &t.name);
@@ -604,7 +608,7 @@ fn with_rrd_as(
             t.abs
         ))
     };
-    match ensure(&mut inner, &t, false) {
+    match ensure(d, &mut inner, &t, false) {
         Ok(true) => {}
         Ok(false) => return missing(),
         Err(e) => return e.reply(prefix),
@@ -731,7 +735,7 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
     let mut inner = d.lock();
     // The template's current definition, as a FLUSH before rrdtool's create would give.
     let template_schema = match &template {
-        Some(src) => match ensure(&mut inner, src, false) {
+        Some(src) => match ensure(d, &mut inner, src, false) {
             Ok(true) => inner.store.get(&src.name).map(|r| r.schema.clone()),
             _ => None,
         },
@@ -771,9 +775,9 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
         return Response::err(format!("RRD Error: creating '{}': File exists", t.abs));
     }
     let rrd = Rrd::new(req.schema, req.start);
-    // The file too, as rrdcached makes it: clients read it locally (`update --template`,
-    // `lastupdate`, `dump`, `tune`), and FLUSH keeps it current.
-    if let Err(e) = write_new(d, &t, &rrd) {
+    // A placeholder at the file's path, not a copy: clients that stat() the file before
+    // creating it find it; the store is the data (placeholder.rs).
+    if let Err(e) = write_placeholder(&inner, &t) {
         return Response::err(e);
     }
     if let Err(e) = inner.store.create(&t.name, rrd, true) {

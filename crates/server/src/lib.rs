@@ -14,6 +14,8 @@ pub mod daemon;
 pub mod handlers;
 pub mod ingest;
 pub mod iostats;
+pub mod placeholder;
+pub mod remote;
 mod sample;
 mod sys;
 
@@ -240,6 +242,27 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
     let d = Arc::new(Daemon::open(cfg, store_dir)?);
     let rep = d.lock().store.recovery().clone();
     log(&describe_recovery(store_dir, &rep));
+    // Before serving: every series under -b has its placeholder, and copies that earlier
+    // versions wrote are gone (a stat-then-create client must not create a series again).
+    let t0 = std::time::Instant::now();
+    let places = d.lock().places.clone();
+    let fixed = placeholder::repair(&d, &places);
+    if fixed.written + fixed.copies_replaced > 0 || !fixed.moved_aside.is_empty() {
+        log(&format!(
+            "placeholders: {} written, {} full-size copies replaced ({} bytes freed), {} changed files moved aside, in {:.1} s",
+            fixed.written,
+            fixed.copies_replaced,
+            fixed.copy_bytes,
+            fixed.moved_aside.len(),
+            t0.elapsed().as_secs_f64()
+        ));
+    }
+    for (name, dest) in &fixed.moved_aside {
+        log(&format!(
+            "{name}: the file at its path differed from the store (changed by hand?); kept at {}",
+            dest.display()
+        ));
+    }
     let mut sockets = Vec::new();
     let mut bound = Vec::new();
     for l in &cfg.listen {
@@ -253,6 +276,20 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
     if let Some(p) = &cfg.pid_file {
         std::fs::write(p, format!("{}\n", std::process::id()))
             .map_err(|e| format!("cannot write pid file {}: {e}", p.display()))?;
+    }
+    // Where a `ringlet` CLI on this store finds the daemon: the first unix socket, else the
+    // first TCP address.
+    let first = cfg
+        .listen
+        .iter()
+        .find(|l| matches!(l.addr, Addr::Unix(_)))
+        .or(cfg.listen.first());
+    if let Some(l) = first {
+        if let Err(e) = remote::record(store_dir, &l.addr.to_string()) {
+            log(&format!(
+                "cannot record the daemon's address in the store: {e}"
+            ));
+        }
     }
     sys::drop_privileges(cfg.group.as_deref(), cfg.user.as_deref())?;
     for (b, allowed) in bound {
@@ -309,6 +346,7 @@ fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf]) {
         }
     }
     final_commit(d);
+    let _ = std::fs::remove_file(remote::address_file(&d.lock().places.store));
     for s in sockets {
         let _ = std::fs::remove_file(s);
     }

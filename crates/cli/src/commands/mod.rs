@@ -10,7 +10,7 @@ mod read;
 mod write;
 
 pub use read::{dump, fetch_cmd, first, info, last, lastupdate, xport};
-pub use write::{create, restore, update};
+pub use write::{create, restore, restore_input, update, update_target};
 
 use crate::getopt::Opt;
 use crate::store;
@@ -20,23 +20,27 @@ use std::cell::RefCell;
 use std::path::Path;
 
 /// What a command printed, and its error.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
     pub stdout: String,
     pub error: Option<String>,
+    /// A file the command writes (`dump x.rrd out.xml`): path and contents. Written by the
+    /// command itself, except inside the daemon ([`Ctx::remote`]), where it goes back to the
+    /// client, which writes it on its side (and reports `cannot write to` itself).
+    pub file: Option<(String, String)>,
 }
 
 impl Outcome {
-    pub(crate) fn ok(stdout: String) -> Outcome {
+    pub fn ok(stdout: String) -> Outcome {
         Outcome {
             stdout,
-            error: None,
+            ..Outcome::default()
         }
     }
-    pub(crate) fn err(msg: impl Into<String>) -> Outcome {
+    pub fn err(msg: impl Into<String>) -> Outcome {
         Outcome {
-            stdout: String::new(),
             error: Some(msg.into()),
+            ..Outcome::default()
         }
     }
 }
@@ -46,12 +50,41 @@ pub struct Ctx<'a> {
     pub store_dir: &'a Path,
     /// Wall clock: seconds and microseconds.
     pub now: (i64, i64),
-    /// Pipe mode (`ringlet -`): the store stays open across commands; each command commits.
-    pub shared: Option<&'a RefCell<Store>>,
+    /// A store already open: pipe mode (`ringlet -`) keeps it across commands, and the daemon
+    /// lends its own. None: the command opens `store_dir` and closes it.
+    pub shared: Option<&'a RefCell<&'a mut Store>>,
+    /// Commit after each command on a shared store (pipe mode); the daemon commits itself.
+    pub commit_each: bool,
+    /// Run inside `ringlet serve` for a client beside it: files are the client's, so the
+    /// input of `restore` comes from the client (`input`) and files to write go back to it.
+    pub remote: bool,
+    /// `restore`'s XML when `remote` (None: the client could not read it).
+    pub input: Option<&'a str>,
+    /// Names of the series the command created or changed (the daemon refreshes them).
+    pub written: RefCell<Vec<String>>,
 }
 
-pub(crate) const NO_DAEMON: &str =
-    "ringlet does not support --daemon (rrdcached) on the command line";
+impl<'a> Ctx<'a> {
+    /// A command that opens the store in `dir` for itself.
+    pub fn local(store_dir: &'a Path, now: (i64, i64)) -> Ctx<'a> {
+        Ctx {
+            store_dir,
+            now,
+            shared: None,
+            commit_each: true,
+            remote: false,
+            input: None,
+            written: RefCell::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn wrote(&self, name: &str) {
+        self.written.borrow_mut().push(name.to_string());
+    }
+}
+
+/// A `--daemon` option the binary did not take off before the command (it takes them all).
+pub(crate) const NO_DAEMON: &str = "--daemon is not allowed here";
 
 pub(crate) fn opt(long: &'static str, short: char, takes_value: bool) -> Opt {
     Opt {
@@ -62,13 +95,15 @@ pub(crate) fn opt(long: &'static str, short: char, takes_value: bool) -> Opt {
 }
 
 /// Run `f` on the opened store and close it (committing) afterwards, even if `f` failed.
-pub(crate) fn with_store(ctx: &Ctx, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
+pub fn with_store(ctx: &Ctx, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
     if let Some(cell) = ctx.shared {
         let mut st = cell.borrow_mut();
         let mut out = f(&mut st);
-        if let Err(e) = st.commit() {
-            if out.error.is_none() {
-                out.error = Some(e.to_string());
+        if ctx.commit_each {
+            if let Err(e) = st.commit() {
+                if out.error.is_none() {
+                    out.error = Some(e.to_string());
+                }
             }
         }
         return out;
@@ -96,7 +131,7 @@ pub(crate) fn reading(ctx: &Ctx, given: &str, f: impl FnOnce(&mut Store) -> Outc
 }
 
 /// Load an RRD for reading, with rrdtool's "opening" error.
-pub(crate) fn load<'s>(st: &'s Store, given: &str) -> Result<&'s Rrd, String> {
+pub fn load<'s>(st: &'s Store, given: &str) -> Result<&'s Rrd, String> {
     let name = store::normalize(given)?;
     st.get(&name)
         .ok_or_else(|| format!("opening '{given}': No such file or directory"))

@@ -56,7 +56,10 @@ pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
         };
         let rrd = Rrd::new(req.schema, req.start);
         match st.create(&name, rrd, !req.no_overwrite) {
-            Ok(()) => Outcome::default(),
+            Ok(()) => {
+                ctx.wrote(&name);
+                Outcome::default()
+            }
             Err(e) => Outcome::err(store::message(&e, &req.name)),
         }
     })
@@ -93,6 +96,7 @@ pub fn update(ctx: &Ctx, args: &[String], verbose: bool) -> Outcome {
         Ok(n) => n,
         Err(e) => return Outcome::err(e),
     };
+    ctx.wrote(&name);
     let mut out = reading(ctx, given, |st| {
         let mut rows: Vec<RowWrite> = Vec::new();
         let res = apply_updates(
@@ -131,6 +135,7 @@ pub fn update(ctx: &Ctx, args: &[String], verbose: bool) -> Outcome {
         Outcome {
             stdout: text,
             error: res.err(),
+            file: None,
         }
     });
     if verbose && out.stdout.is_empty() {
@@ -195,7 +200,11 @@ pub fn restore(ctx: &Ctx, args: &[String]) -> Outcome {
         Ok(n) => n,
         Err(e) => return Outcome::err(e),
     };
-    let read = if xml_path == "-" {
+    let read = if ctx.remote {
+        ctx.input
+            .map(str::to_string)
+            .ok_or_else(|| std::io::Error::other("no input"))
+    } else if xml_path == "-" {
         std::io::read_to_string(std::io::stdin())
     } else {
         std::fs::read_to_string(xml_path)
@@ -209,7 +218,35 @@ pub fn restore(ctx: &Ctx, args: &[String]) -> Outcome {
     };
     let force = p.has("force-overwrite");
     with_store(ctx, |st| match st.create(&name, rrd, force) {
-        Ok(()) => Outcome::default(),
+        Ok(()) => {
+            ctx.wrote(&name);
+            Outcome::default()
+        }
         Err(e) => Outcome::err(store::message(&e, given)),
     })
+}
+
+/// The file `restore` reads its XML from (`-`: standard input), when its arguments are good:
+/// a client beside the daemon reads it on its side.
+pub fn restore_input(args: &[String]) -> Option<String> {
+    let spec = [
+        opt("range-check", 'r', false),
+        opt("force-overwrite", 'f', false),
+    ];
+    let p = getopt::parse(args, &spec).ok()?;
+    match p.positional.as_slice() {
+        [xml, _] => Some(xml.clone()),
+        _ => None,
+    }
+}
+
+/// The store name `update`/`updatev` writes, when its arguments name one.
+pub fn update_target(args: &[String]) -> Option<String> {
+    let spec = [
+        opt("template", 't', true),
+        opt("skip-past-updates", 's', false),
+        opt("daemon", 'd', true),
+    ];
+    let p = getopt::parse(args, &spec).ok()?;
+    store::normalize(p.positional.first()?).ok()
 }

@@ -252,6 +252,10 @@ pub fn dump(ctx: &Ctx, args: &[String]) -> Outcome {
         let xml = rrd::dump::dump_xml(rrd, &header);
         match out_file {
             None => Outcome::ok(xml),
+            Some(path) if ctx.remote => Outcome {
+                file: Some((path, xml)),
+                ..Outcome::default()
+            },
             Some(path) => match std::fs::write(&path, xml) {
                 Ok(()) => Outcome::default(),
                 Err(e) => Outcome::err(format!("cannot write to {path}: {e}")),

@@ -1,21 +1,38 @@
 //! Which store a CLI invocation uses, and how RRD file names become store names.
 //!
-//! The store is `--store DIR`, else `$RINGLET_STORE`, else `$XDG_DATA_HOME/ringlet`, else
-//! `~/.local/share/ringlet`. An RRD's name is the path given on the command line, normalised:
+//! The store is `--store DIR`, else `$RINGLET_STORE`, else for root [`SYSTEM_STORE`]
+//! (`/var/lib/ringlet`: a system daemon's data does not belong in root's home directory), else
+//! `$XDG_DATA_HOME/ringlet`, else `~/.local/share/ringlet`. An RRD's name is the path given on the command line, normalised:
 //! `./` and empty components dropped (`a//b` is `a/b`), `..` refused, a leading `/` kept.
 //! Messages always quote the name as the user typed it, like rrdtool.
 
 use engine::{Error, Options, Store};
 use std::path::{Path, PathBuf};
 
+/// Root's store when neither `--store` nor `$RINGLET_STORE` names one.
+pub const SYSTEM_STORE: &str = "/var/lib/ringlet";
+
 /// The store directory from the command line or the environment.
 pub fn store_dir(flag: Option<&str>) -> PathBuf {
+    store_dir_for(flag, is_root())
+}
+
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // /proc/self belongs to the process's effective user.
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+fn store_dir_for(flag: Option<&str>, root: bool) -> PathBuf {
     if let Some(d) = flag {
         return PathBuf::from(d);
     }
     let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     if let Some(d) = env("RINGLET_STORE") {
         return PathBuf::from(d);
+    }
+    if root {
+        return PathBuf::from(SYSTEM_STORE);
     }
     if let Some(d) = env("XDG_DATA_HOME") {
         return Path::new(&d).join("ringlet");
@@ -71,5 +88,14 @@ mod tests {
     #[test]
     fn store_flag_wins() {
         assert_eq!(store_dir(Some("/tmp/s")), PathBuf::from("/tmp/s"));
+        assert_eq!(store_dir_for(Some("/tmp/s"), true), PathBuf::from("/tmp/s"));
+    }
+
+    #[test]
+    fn root_gets_the_system_store() {
+        if std::env::var_os("RINGLET_STORE").is_none() {
+            assert_eq!(store_dir_for(None, true), PathBuf::from(SYSTEM_STORE));
+            assert_ne!(store_dir_for(None, false), PathBuf::from(SYSTEM_STORE));
+        }
     }
 }

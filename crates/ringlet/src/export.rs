@@ -1,0 +1,226 @@
+//! `ringlet export OUTDIR [NAME-GLOB ...]`: real `.rrd` files, byte for byte what rrdtool
+//! 1.7.2 holds for the same updates (`rrd::rrdfile::write`), one per series, at
+//! `OUTDIR/<name>`, so a user can go back to rrdcached or hand files to any tool.
+//!
+//! Runs where the store is: in the daemon that holds it (or `--daemon`/`$RRDCACHED_ADDRESS`),
+//! else on the store itself. Each file is written beside its final name, synced and renamed,
+//! so a file that exists is whole: `--resume` skips the ones an interrupted run wrote.
+//! Existing files are never overwritten without `--force`.
+
+use cli::{Ctx, Outcome};
+use server::remote::Client;
+use std::cell::RefCell;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub const USAGE: &str = "\
+usage: ringlet [--store DIR] export [--force|-f] [--resume|-r] [--daemon|-d ADDR]
+                               OUTDIR [NAME-GLOB ...]
+
+Write every series of the store (or those whose names match a glob: * any characters,
+/ too; ? one; [a-z] one of a set) as a real .rrd file at OUTDIR/<name>, byte for byte
+what rrdtool 1.7.2 would hold for the same updates. Use it to go back to rrdcached or
+to hand files to any tool that reads .rrd files.
+
+Beside a running `ringlet serve`, the series are read through the daemon (found as for
+every command: --daemon, $RRDCACHED_ADDRESS, or the address the store records), with
+every value it has accepted.
+
+  -f, --force    overwrite files that exist
+  -r, --resume   skip files that exist (an interrupted export: each file is written
+                 whole, then renamed into place)
+  -q, --quiet    no progress bar
+";
+
+/// Where the commands run.
+enum Source {
+    Daemon(Client),
+    Store(Box<engine::Store>),
+}
+
+impl Source {
+    fn run(&mut self, dir: &Path, cmd: &str, args: &[String]) -> Outcome {
+        match self {
+            Source::Daemon(c) => c.run(cmd, args, crate::now()),
+            Source::Store(st) => {
+                let cell = RefCell::new(&mut **st);
+                let ctx = Ctx {
+                    shared: Some(&cell),
+                    commit_each: false,
+                    ..Ctx::local(dir, crate::now())
+                };
+                cli::dispatch(cmd, args, &ctx)
+            }
+        }
+    }
+}
+
+fn fail(msg: &str) -> i32 {
+    eprintln!("ERROR: {msg}");
+    1
+}
+
+/// Run `ringlet export` with the arguments after `export`; the exit status.
+pub fn run(args: &[String], dir: &Path) -> i32 {
+    let (mut force, mut resume, mut quiet) = (false, false, false);
+    let mut daemon: Option<String> = None;
+    let mut pos: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return 0;
+            }
+            "-f" | "--force" => force = true,
+            "-r" | "--resume" => resume = true,
+            "-q" | "--quiet" => quiet = true,
+            "-d" | "--daemon" => match it.next() {
+                Some(v) => daemon = Some(v.clone()),
+                None => return fail("option requires an argument -- 'daemon'"),
+            },
+            "--" => pos.extend(it.by_ref().cloned()),
+            s if s.starts_with("--daemon=") => daemon = Some(s["--daemon=".len()..].into()),
+            s if s.starts_with('-') && s.len() > 1 => {
+                eprint!("{USAGE}");
+                return fail(&format!("unknown option '{s}'"));
+            }
+            _ => pos.push(a.clone()),
+        }
+    }
+    if force && resume {
+        return fail("--force and --resume: choose one");
+    }
+    let Some((out, globs)) = pos.split_first() else {
+        eprint!("{USAGE}");
+        return 2;
+    };
+    let out = PathBuf::from(out);
+    let mut src = match crate::daemon_for(daemon, dir) {
+        Some(addr) => match Client::connect(&addr) {
+            Ok(c) => Source::Daemon(c),
+            Err(e) => return fail(&e),
+        },
+        None if !dir.exists() => return fail(&format!("no store at {}", dir.display())),
+        None => match cli::store::open(dir) {
+            Ok(s) => Source::Store(Box::new(s)),
+            Err(e) => return fail(&e),
+        },
+    };
+    let listed = src.run(dir, cli::EXPORT_NAMES, globs);
+    if let Some(e) = listed.error {
+        return fail(&e);
+    }
+    let names: Vec<String> = listed.stdout.lines().map(String::from).collect();
+    if names.is_empty() {
+        return fail(&if globs.is_empty() {
+            "the store holds no series".to_string()
+        } else {
+            format!("no series matches {}", globs.join(" "))
+        });
+    }
+    let target = |n: &str| out.join(n.trim_start_matches('/'));
+    let existing: Vec<&String> = names.iter().filter(|n| target(n).exists()).collect();
+    if !existing.is_empty() && !force && !resume {
+        return fail(&format!(
+            "{} of the {} files exist already (first: {}): --resume skips them, --force overwrites them",
+            existing.len(),
+            names.len(),
+            target(existing[0]).display()
+        ));
+    }
+    let bar = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(names.len() as u64)
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} exporting [{bar:30}] {pos}/{len} series, {msg} ({eta} left)",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    let (mut written, mut skipped, mut bytes, mut failed) = (0u64, 0u64, 0u64, 0u64);
+    for name in &names {
+        let path = target(name);
+        if resume && path.exists() {
+            skipped += 1;
+            bar.inc(1);
+            continue;
+        }
+        let got = src.run(dir, cli::EXPORT_FILE, std::slice::from_ref(name));
+        let res = match got.error {
+            Some(e) => Err(e),
+            None => unhex(got.stdout.trim_end())
+                .and_then(|b| write_whole(&path, &b).map(|()| b.len() as u64)),
+        };
+        match res {
+            Ok(n) => {
+                written += 1;
+                bytes += n;
+                bar.set_message(human(bytes));
+            }
+            Err(e) => {
+                failed += 1;
+                bar.suspend(|| eprintln!("ERROR: {name}: {e}"));
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    if let Source::Store(st) = src {
+        if let Err(e) = (*st).close() {
+            return fail(&e.to_string());
+        }
+    }
+    let mut line = format!(
+        "exported {written} series ({}) to {}",
+        human(bytes),
+        out.display()
+    );
+    if skipped > 0 {
+        line += &format!(", {skipped} skipped (already there)");
+    }
+    if failed > 0 {
+        line += &format!(", {failed} failed");
+    }
+    println!("{line}");
+    i32::from(failed > 0)
+}
+
+fn human(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} bytes"),
+    }
+}
+
+fn unhex(h: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(h.len() / 2);
+    server::remote::unhex(h, &mut out)?;
+    Ok(out)
+}
+
+/// Write `bytes` at `path` whole: beside it, synced, renamed into place.
+fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(err)?;
+    }
+    let mut tmp = path.as_os_str().to_os_string();
+    tmp.push(".ringlet-export-tmp");
+    let tmp = PathBuf::from(tmp);
+    let r = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r.map_err(err)
+}

@@ -1,0 +1,408 @@
+//! The `ringlet` CLI beside a running `ringlet serve` on the same store prints what it prints
+//! on the store alone: every command (create, update, updatev, fetch, xport, info, first,
+//! last, lastupdate, dump to stdout and to a file, restore from a file and from stdin, pipe
+//! mode), errors included, whether the daemon is found through the address the store
+//! records, `$RRDCACHED_ADDRESS`, or `--daemon`. Also: values a client queued through the
+//! daemon are seen at once, and `ringlet export` writes rrdtool's own bytes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ringlet");
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// A directory removed on drop.
+struct Dir(PathBuf);
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let p = std::env::temp_dir().join(format!(
+            "ringlet-beside-{tag}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Dir(p)
+    }
+}
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `ringlet serve` on `dir/store`, stopped by its pid (SIGTERM) when dropped.
+struct Daemon {
+    child: Child,
+    sock: PathBuf,
+}
+impl Daemon {
+    fn start(dir: &Path) -> Daemon {
+        let sock = dir.join("s.sock");
+        std::fs::create_dir_all(dir.join("base")).unwrap();
+        let log = std::fs::File::create(dir.join("serve.log")).unwrap();
+        let child = Command::new(BIN)
+            .args(["serve", "-g", "-w", "3600", "-R", "-l"])
+            .arg(format!("unix:{}", sock.display()))
+            .arg("-b")
+            .arg(dir.join("base"))
+            .arg("--store")
+            .arg(dir.join("store"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("ringlet serve");
+        let t0 = Instant::now();
+        while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "daemon did not start"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Daemon { child, sock }
+    }
+    fn addr(&self) -> String {
+        format!("unix:{}", self.sock.display())
+    }
+}
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the pid of our own child.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug, PartialEq)]
+struct Out {
+    stdout: String,
+    stderr: String,
+    code: i32,
+}
+
+/// How the CLI reaches the store.
+#[derive(Clone, Copy, Debug)]
+enum Way {
+    Alone,
+    Found,
+    Env,
+    Flag,
+}
+
+fn ringlet(dir: &Path, way: Way, addr: &str, args: &[&str], stdin: Option<&str>) -> Out {
+    let mut c = Command::new(BIN);
+    c.env_remove("RRDCACHED_ADDRESS")
+        .env("TZ", "UTC")
+        .current_dir(dir)
+        .arg("--store")
+        .arg(dir.join("store"));
+    let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    match way {
+        Way::Env => {
+            c.env("RRDCACHED_ADDRESS", addr);
+        }
+        // rrdtool's place for it: after the command's name (restore has none).
+        Way::Flag if args.len() > 1 && args[0] != "restore" && args[0] != "-" => {
+            args.insert(1, addr.to_string());
+            args.insert(1, "--daemon".into());
+        }
+        Way::Flag if args[0] == "-" => {
+            c.env("RRDCACHED_ADDRESS", addr);
+        }
+        _ => {}
+    }
+    c.args(&args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    if let Some(s) = stdin {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    // Pipe mode's CPU and wall times differ from run to run.
+    let mask = |b: &[u8]| {
+        String::from_utf8_lossy(b)
+            .split_inclusive('\n')
+            .map(|l| if l.starts_with("OK u:") { "OK\n" } else { l })
+            .collect::<String>()
+    };
+    Out {
+        stdout: mask(&o.stdout),
+        stderr: mask(&o.stderr),
+        code: o.status.code().unwrap_or(-1),
+    }
+}
+
+const PIPE: &str = "\
+update p.rrd 1700000060:5
+fetch p.rrd AVERAGE -s 1700000000 -e 1700000120
+update p.rrd 1700000030:1
+last p.rrd
+fetch p.rrd AVERAGE --daemon unix:/nonexistent/s.sock
+bogus
+quit
+";
+
+/// The session every way runs; what each command printed, and the files it wrote.
+fn session(way: Way) -> (Vec<(String, Out)>, Vec<String>) {
+    let dir = Dir::new(&format!("{way:?}").to_lowercase());
+    let d = match way {
+        Way::Alone => None,
+        _ => Some(Daemon::start(&dir.0)),
+    };
+    let addr = d.as_ref().map(Daemon::addr).unwrap_or_default();
+    std::fs::write(
+        dir.0.join("in.xml"),
+        "not xml, restore's own error is the test",
+    )
+    .unwrap();
+    let schema = "--start 1700000000 --step 60 DS:x:GAUGE:120:0:100 DS:y:COUNTER:120:U:U RRA:AVERAGE:0.5:1:10 RRA:MAX:0.5:5:4 RRA:LAST:0.5:1:5";
+    let cmds: Vec<String> = vec![
+        format!("create a.rrd {schema}"),
+        format!("create a.rrd -O {schema}"),
+        "create p.rrd --start 1700000000 --step 60 DS:v:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10".into(),
+        "create bad.rrd DS:x:GAUGE".into(),
+        "update a.rrd 1700000060:1:100 1700000120:3:400".into(),
+        "updatev a.rrd 1700000180:3:500 1700000300:U:700".into(),
+        "update a.rrd -t y:x 1700000360:900:7".into(),
+        "update a.rrd 1700000100:1:1".into(),
+        "updatev a.rrd 1700000420:abc:1".into(),
+        "update missing.rrd 1700000060:1".into(),
+        "fetch a.rrd AVERAGE -s 1700000000 -e 1700000600".into(),
+        "fetch a.rrd MAX -r 300 -s 1700000000 -e 1700000600".into(),
+        "fetch a.rrd MIN -s 1700000000 -e 1700000600".into(),
+        "fetch missing.rrd AVERAGE".into(),
+        "xport -s 1700000000 -e 1700000600 DEF:a=a.rrd:x:AVERAGE CDEF:b=a,2,* XPORT:a:x XPORT:b:twice".into(),
+        "xport --json -s 1700000000 -e 1700000600 DEF:a=a.rrd:y:AVERAGE XPORT:a".into(),
+        "info a.rrd".into(),
+        "first a.rrd --rraindex 1".into(),
+        "first a.rrd --rraindex 9".into(),
+        "last a.rrd".into(),
+        "lastupdate a.rrd".into(),
+        "dump a.rrd".into(),
+        "dump -h none a.rrd out.xml".into(),
+        "dump a.rrd /nonexistent/dir/out.xml".into(),
+        "restore out.xml b.rrd".into(),
+        "restore out.xml b.rrd".into(),
+        "restore -f out.xml b.rrd".into(),
+        "restore in.xml c.rrd".into(),
+        "restore nothere.xml c.rrd".into(),
+        "info b.rrd".into(),
+        "fetch".into(),
+        "graph x.png".into(),
+    ];
+    let mut outs = Vec::new();
+    for c in &cmds {
+        let args: Vec<&str> = c.split(' ').collect();
+        outs.push((c.clone(), ringlet(&dir.0, way, &addr, &args, None)));
+    }
+    let xml = std::fs::read_to_string(dir.0.join("out.xml")).unwrap_or_default();
+    // restore from stdin
+    let c = "restore - s.rrd";
+    let args: Vec<&str> = c.split(' ').collect();
+    outs.push((c.into(), ringlet(&dir.0, way, &addr, &args, Some(&xml))));
+    outs.push((
+        "info s.rrd".into(),
+        ringlet(&dir.0, way, &addr, &["info", "s.rrd"], None),
+    ));
+    outs.push(("-".into(), ringlet(&dir.0, way, &addr, &["-"], Some(PIPE))));
+    if let Some(d) = &d {
+        // What the daemon itself serves agrees, and the CLI's series have placeholders.
+        let ph = std::fs::read_to_string(dir.0.join("base/a.rrd")).unwrap();
+        assert!(ph.starts_with("ringlet placeholder:"), "{ph}");
+        assert!(d.sock.exists());
+    }
+    let files = vec![xml];
+    (outs, files)
+}
+
+#[test]
+fn the_cli_beside_the_daemon_prints_what_it_prints_alone() {
+    let (alone, alone_files) = session(Way::Alone);
+    // The session means something: data, errors, files.
+    let get = |c: &str| &alone.iter().find(|(k, _)| k == c).unwrap().1;
+    assert!(get("fetch a.rrd AVERAGE -s 1700000000 -e 1700000600")
+        .stdout
+        .contains(": 3.0000000000e+00"));
+    assert_eq!(get("update a.rrd 1700000100:1:1").code, 1);
+    assert!(alone_files[0].contains("<rrd>"));
+    assert_eq!(get("info s.rrd").code, 0);
+    for way in [Way::Found, Way::Env, Way::Flag] {
+        let (beside, files) = session(way);
+        for ((c, a), (_, b)) in alone.iter().zip(&beside) {
+            assert_eq!(a, b, "{way:?}: `{c}` differs");
+        }
+        assert_eq!(alone_files, files, "{way:?}: the files dump wrote");
+    }
+}
+
+fn raw(sock: &Path, line: &str) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+    s.write_all(format!("{line}\n").as_bytes()).unwrap();
+    let mut r = BufReader::new(s);
+    let mut l = String::new();
+    r.read_line(&mut l).unwrap();
+    l
+}
+
+#[test]
+fn the_cli_sees_values_queued_in_the_daemon_and_its_updates_are_checked_in_order() {
+    let dir = Dir::new("queued");
+    let d = Daemon::start(&dir.0);
+    let run = |args: &[&str]| ringlet(&dir.0, Way::Found, "", args, None);
+    let c = "create q.rrd --start 1700000000 --step 60 DS:v:GAUGE:120:U:U RRA:LAST:0.5:1:10";
+    assert_eq!(run(&c.split(' ').collect::<Vec<_>>()).code, 0);
+    // A client (collectd, gmetad) queues a value through the protocol; not yet committed.
+    assert_eq!(
+        raw(&d.sock, "UPDATE q.rrd 1700000060:42"),
+        "0 errors, enqueued 1 value(s).\n"
+    );
+    let f = run(&[
+        "fetch",
+        "q.rrd",
+        "LAST",
+        "-s",
+        "1700000000",
+        "-e",
+        "1700000120",
+    ]);
+    assert!(
+        f.stdout.contains("1700000040: 4.2000000000e+01"),
+        "{}",
+        f.stdout
+    );
+    // The CLI's update goes after the queued value; the daemon's check follows it.
+    assert_eq!(run(&["update", "q.rrd", "1700000120:43"]).code, 0);
+    assert_eq!(
+        raw(&d.sock, "UPDATE q.rrd 1700000120:44"),
+        "-1 illegal attempt to update using time 1700000120.000000 when last update time is 1700000120.000000 (minimum one second step)\n"
+    );
+    assert_eq!(
+        raw(&d.sock, "UPDATE q.rrd 1700000180:45"),
+        "0 errors, enqueued 1 value(s).\n"
+    );
+    let l = run(&["lastupdate", "q.rrd"]);
+    assert_eq!(l.stdout, " v\n\n1700000180: 45\n");
+    // A daemon that is not ringlet: a clear error.
+    let o = ringlet(
+        &dir.0,
+        Way::Flag,
+        "unix:/nonexistent/x.sock",
+        &["last", "q.rrd"],
+        None,
+    );
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr
+            .starts_with("ERROR: Unable to connect to rrdcached: "),
+        "{o:?}"
+    );
+    // The daemon gone, the CLI opens the store itself and finds everything committed.
+    drop(d);
+    let l = run(&["lastupdate", "q.rrd"]);
+    assert_eq!(l.stdout, " v\n\n1700000180: 45\n", "{l:?}");
+}
+
+#[test]
+fn export_writes_rrdtools_own_bytes() {
+    if Command::new("rrdtool").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "CI installs rrdtool");
+        return;
+    }
+    let dir = Dir::new("export");
+    let d = Daemon::start(&dir.0);
+    let rrdtool = |args: &[&str], cwd: &Path| {
+        let o = Command::new("rrdtool")
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        o.stdout
+    };
+    // A file created by rrdtool (as collectd does), taken over by the daemon at first
+    // update; the same file kept aside and fed the same updates by rrdtool itself.
+    let mirror = dir.0.join("mirror");
+    std::fs::create_dir_all(&mirror).unwrap();
+    let create = [
+        "create",
+        "m.rrd",
+        "--start",
+        "1700000000",
+        "--step",
+        "60",
+        "DS:x:GAUGE:120:0:100",
+        "DS:c:COUNTER:120:U:U",
+        "RRA:AVERAGE:0.5:1:50",
+        "RRA:MAX:0.5:5:20",
+        "RRA:MIN:0.5:12:10",
+        "RRA:LAST:0.5:1:5",
+    ];
+    rrdtool(&create, &dir.0.join("base"));
+    std::fs::copy(dir.0.join("base/m.rrd"), mirror.join("m.rrd")).unwrap();
+    let mut updates = Vec::new();
+    let mut c = 1000u64;
+    for k in 1..=120u64 {
+        c += (k * 37) % 500;
+        updates.push(format!(
+            "{}:{}:{c}",
+            1_700_000_000 + 60 * k - (k % 3),
+            (k * 13) % 100
+        ));
+    }
+    for u in &updates {
+        assert_eq!(
+            raw(&d.sock, &format!("UPDATE m.rrd {u}")),
+            "0 errors, enqueued 1 value(s).\n"
+        );
+    }
+    let mut args = vec!["update", "m.rrd"];
+    args.extend(updates.iter().map(String::as_str));
+    rrdtool(&args, &mirror);
+    // Through the daemon, and on the store alone after it stops: the same bytes as rrdtool's.
+    let run = |out: &str, extra: &[&str]| {
+        let mut a = vec!["export", "-q", out];
+        a.extend(extra);
+        ringlet(&dir.0, Way::Found, "", &a, None)
+    };
+    let o = run("exp", &["m*"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.starts_with("exported 1 series ("), "{o:?}");
+    let want = std::fs::read(mirror.join("m.rrd")).unwrap();
+    assert_eq!(std::fs::read(dir.0.join("exp/m.rrd")).unwrap(), want);
+    assert_eq!(
+        rrdtool(&["dump", "exp/m.rrd"], &dir.0),
+        rrdtool(&["dump", "m.rrd"], &mirror)
+    );
+    // Existing files: refused, resumed, or overwritten only when told.
+    let again = run("exp", &[]);
+    assert_eq!(again.code, 1);
+    assert!(again.stderr.contains("exist already"), "{again:?}");
+    assert_eq!(std::fs::read(dir.0.join("exp/m.rrd")).unwrap(), want);
+    let resumed = run("exp", &["--resume"]);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    assert!(
+        resumed.stdout.ends_with("1 skipped (already there)\n"),
+        "{resumed:?}"
+    );
+    drop(d);
+    let o = run("exp", &["--force"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(std::fs::read(dir.0.join("exp/m.rrd")).unwrap(), want);
+    let none = run("exp2", &["nothing*"]);
+    assert_eq!(none.code, 1);
+    assert_eq!(none.stderr, "ERROR: no series matches nothing*\n");
+}

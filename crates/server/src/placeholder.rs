@@ -1,0 +1,283 @@
+//! What the daemon leaves under the base directory: one small placeholder file per series.
+//!
+//! The store is the data; the `.rrd` paths under `-b` exist so that clients that `stat()` a
+//! file before creating it (gmetad, collectd's `CreateFiles`, Munin, Cacti) find their series
+//! and `ls` shows the tree. A placeholder is a few lines of text (more than 128 bytes, so
+//! librrd answers `'<file>' is not an RRD file` rather than reading numbers from it; less than
+//! one file-system block) that tell a person who opens it where the series lives and how to
+//! read it. The daemon never rewrites a placeholder at FLUSH or commit.
+//!
+//! A real `.rrd` file found at a series' path is the user's: it is imported (on first sight,
+//! as before), the import committed, then it is moved aside into `<store>/imported/` (a hard
+//! link where the file systems allow, else a copy) and a placeholder is renamed over its path,
+//! so the path never goes missing. Full-size copies that ringlet 0.1 wrote at CREATE and FLUSH
+//! are replaced by placeholders when the daemon opens the store ([`repair`]).
+
+use crate::daemon::Daemon;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The first bytes of every placeholder.
+pub const MAGIC: &[u8] = b"ringlet placeholder:";
+
+/// A placeholder is never larger than this (one block of the smallest common file system).
+pub const MAX_LEN: u64 = 1024;
+
+/// Where placeholders point people to, and where imported files go.
+#[derive(Debug, Clone)]
+pub struct Places {
+    /// The store directory.
+    pub store: PathBuf,
+    /// Where imported `.rrd` files are moved: `<store>/imported`.
+    pub aside: PathBuf,
+    /// The daemon's first address, as `RRDCACHED_ADDRESS` takes it.
+    pub address: String,
+}
+
+impl Places {
+    pub fn new(store: &Path, address: String) -> Places {
+        Places {
+            store: store.to_path_buf(),
+            aside: imported_dir(store),
+            address,
+        }
+    }
+
+    /// The placeholder's text for series `name` at `abs`.
+    pub fn text(&self, abs: &str, name: &str) -> String {
+        let store = self.store.display();
+        let mut s = format!(
+            "ringlet placeholder: not an RRD file.\n\
+             The series '{name}' lives in the ringlet store {store}\n\
+             and is served by `ringlet serve` at {addr}. Read it through the daemon:\n  \
+             RRDCACHED_ADDRESS={addr} rrdtool fetch {abs} AVERAGE\n  \
+             ringlet --store {store} fetch {name} AVERAGE\n\
+             Real .rrd files: ringlet --store {store} export DIR\n",
+            addr = self.address
+        );
+        // Very long names: keep the first line and the pointer to the store within a block.
+        if s.len() as u64 > MAX_LEN {
+            s = format!(
+                "ringlet placeholder: not an RRD file.\n\
+                 This series lives in the ringlet store {store}, served at {}.\n\
+                 Read it through the daemon (RRDCACHED_ADDRESS), or write real .rrd files\n\
+                 with `ringlet export DIR`.\n",
+                self.address
+            );
+            s.truncate(MAX_LEN as usize - 1);
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// `<store>/imported`: where `.rrd` files imported from the base directory are kept.
+pub fn imported_dir(store: &Path) -> PathBuf {
+    store.join("imported")
+}
+
+/// Whether `bytes` (the start of a file) are a placeholder.
+pub fn is_placeholder(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+}
+
+/// What the file at `path` is.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Found {
+    Missing,
+    /// An empty file (at a series' path: a placeholder a power cut left unwritten).
+    Empty,
+    Placeholder,
+    /// A file that starts as an RRD does.
+    Rrd,
+    /// Anything else (a directory, another kind of file).
+    Other,
+}
+
+pub fn inspect(path: &Path) -> Found {
+    let Ok(m) = std::fs::symlink_metadata(path) else {
+        return Found::Missing;
+    };
+    if !m.is_file() {
+        return Found::Other;
+    }
+    if m.len() == 0 {
+        return Found::Empty;
+    }
+    let mut head = [0u8; 20];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    if is_placeholder(&head[..n]) {
+        Found::Placeholder
+    } else if head[..n].starts_with(b"RRD\0") {
+        Found::Rrd
+    } else {
+        Found::Other
+    }
+}
+
+/// A temporary name beside `path` (same directory, so a rename replaces it atomically).
+fn tmp_beside(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".ringlet-tmp-{}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// Put a placeholder at `path` (written beside it, then renamed over it).
+pub fn write(places: &Places, path: &Path, abs: &str, name: &str) -> std::io::Result<()> {
+    let tmp = tmp_beside(path);
+    let r = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(places.text(abs, name).as_bytes())?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
+/// A free name for `name` under the imported directory: `<aside>/<name>`, else with `.1`,
+/// `.2`, ... after it.
+fn aside_path(places: &Places, name: &str) -> PathBuf {
+    let rel = name.trim_start_matches('/');
+    let first = places.aside.join(rel);
+    if std::fs::symlink_metadata(&first).is_err() {
+        return first;
+    }
+    (1u32..)
+        .map(|i| places.aside.join(format!("{rel}.{i}")))
+        .find(|p| std::fs::symlink_metadata(p).is_err())
+        .unwrap_or(first)
+}
+
+/// Move the user's file at `path` (series `name`) aside into the imported directory and put a
+/// placeholder at `path`. The file is linked (or copied and synced) before the placeholder
+/// replaces it, so a crash leaves the file in one place or both, never neither. Returns where
+/// the file went.
+pub fn move_aside(places: &Places, path: &Path, abs: &str, name: &str) -> std::io::Result<PathBuf> {
+    let dest = aside_path(places, name);
+    if let Some(dir) = dest.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    if std::fs::hard_link(path, &dest).is_err() {
+        // Another file system (or no links): copy, and make the copy durable before the
+        // original goes.
+        let tmp = tmp_beside(&dest);
+        std::fs::copy(path, &tmp)?;
+        std::fs::File::open(&tmp)?.sync_all()?;
+        std::fs::rename(&tmp, &dest)?;
+    }
+    if let Some(dir) = dest.parent() {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    write(places, path, abs, name)?;
+    Ok(dest)
+}
+
+/// What [`repair`] did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Repaired {
+    /// Placeholders written where the path was missing or empty.
+    pub written: u64,
+    /// Full-size copies of earlier versions replaced (the store held all they had).
+    pub copies_replaced: u64,
+    /// Bytes those copies took.
+    pub copy_bytes: u64,
+    /// Files that differed from the store, moved aside.
+    pub moved_aside: Vec<(String, PathBuf)>,
+}
+
+/// At open, before serving: every series under the base directory gets its placeholder.
+/// A missing or empty file gets a placeholder (so a stat-then-create client does not create
+/// the series again over its data); a full-size `.rrd` copy is replaced when the store holds
+/// everything it has (same DS and RRA counts, last update not later than the store's), and
+/// otherwise moved aside, since someone changed it. Series with absolute names outside the
+/// base directory are left alone.
+pub fn repair(d: &Daemon, places: &Places) -> Repaired {
+    let mut out = Repaired::default();
+    let Some(base) = &d.base else {
+        return out;
+    };
+    let names: Vec<String> = d
+        .lock()
+        .store
+        .names()
+        .into_iter()
+        .filter(|n| !n.starts_with('/'))
+        .collect();
+    for name in names {
+        let abs = format!("{base}/{name}");
+        let path = Path::new(&abs);
+        match inspect(path) {
+            Found::Placeholder | Found::Other => {}
+            Found::Empty => {
+                if write(places, path, &abs, &name).is_ok() {
+                    out.written += 1;
+                }
+            }
+            Found::Missing => {
+                if let Some(dir) = path.parent() {
+                    if std::fs::create_dir_all(dir).is_err() {
+                        continue;
+                    }
+                }
+                if write(places, path, &abs, &name).is_ok() {
+                    out.written += 1;
+                }
+            }
+            Found::Rrd => {
+                let len = std::fs::metadata(path).map_or(0, |m| m.len());
+                let stale = {
+                    let inner = d.lock();
+                    match (inner.store.get(&name), peek_file(path)) {
+                        (Some(rrd), Some((ds, rra, last))) => {
+                            ds == rrd.schema.ds.len()
+                                && rra == rrd.schema.rra.len()
+                                && last <= rrd.last_up
+                        }
+                        _ => false,
+                    }
+                };
+                if stale {
+                    if write(places, path, &abs, &name).is_ok() {
+                        out.copies_replaced += 1;
+                        out.copy_bytes += len;
+                    }
+                } else if let Ok(dest) = move_aside(places, path, &abs, &name) {
+                    out.moved_aside.push((name.clone(), dest));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The DS and RRA counts and last update of the `.rrd` file at `path`, from its header.
+fn peek_file(path: &Path) -> Option<(usize, usize, i64)> {
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut head = vec![0u8; 128];
+    f.read_exact(&mut head).ok()?;
+    let need = rrd::rrdfile::peek_len(&head);
+    head.resize(need, 0);
+    f.read_exact(&mut head[128..]).ok()?;
+    rrd::rrdfile::peek(&head).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_is_a_placeholder_between_librrds_header_and_a_block() {
+        let p = Places::new(Path::new("/var/lib/ringlet"), "unix:/tmp/r.sock".into());
+        for name in ["a.rrd", &"d/".repeat(600)] {
+            let t = p.text(&format!("/b/{name}"), name);
+            assert!(is_placeholder(t.as_bytes()), "{t}");
+            assert!(t.len() >= 128 && t.len() as u64 <= MAX_LEN, "{}", t.len());
+        }
+        assert!(!is_placeholder(b"RRD\x000003"));
+    }
+}

@@ -1,0 +1,446 @@
+//! The `ringlet` CLI beside a running daemon: the `RUN` request, both sides.
+//!
+//! A store is held by one process. So that every `ringlet` command works while `ringlet serve`
+//! holds the store (and with rrdtool's `--daemon ADDR` / `$RRDCACHED_ADDRESS`), the CLI sends
+//! its command line to the daemon, which runs the very same code (the `cli` crate) on its own
+//! store, after applying the queued values the command reads, and sends back what the command
+//! printed. The output is therefore byte for byte what `ringlet <command>` prints on the store
+//! alone. Files stay on the client's side: `restore`'s XML is read by the client and sent
+//! ahead (`RUNINPUT`), and `dump x.rrd out.xml` writes `out.xml` on the client.
+//!
+//! Wire format (docs/PROTOCOL.md, 18): `RUN <secs> <usecs> <command> <args...>` with the
+//! protocol's backslash escapes; the reply is `<n> <out> <err> <file>` (the byte lengths of
+//! stdout, of the error message and of the file, `-1` for none) and `n` lines, each a
+//! one-letter tag and a line of text: `o` stdout, `e` the error, `p` the file's path, `f` the
+//! file. A text is its lines joined by newlines, plus one if its length says so.
+//!
+//! The daemon records its address in `<store>/daemon` while it runs ([`record`]), so that a
+//! CLI on the same store finds it ([`holder`]).
+
+use crate::config::{parse_addr, Addr};
+use crate::daemon::{Daemon, Inner, Target};
+use cli::{Ctx, Outcome};
+use proto::Response;
+use std::cell::RefCell;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Most input a connection may send ahead of one RUN.
+pub const MAX_INPUT: usize = 256 << 20;
+
+/// Input bytes per RUNINPUT line (twice that in hex).
+const INPUT_CHUNK: usize = 32 * 1024;
+
+/// `<store>/daemon`: the address of the daemon that holds the store.
+pub fn address_file(store: &Path) -> PathBuf {
+    store.join("daemon")
+}
+
+/// Record the daemon's address in the store (removed at a clean exit; a stale one is found
+/// out by the CLI when nothing answers there).
+pub fn record(store: &Path, addr: &str) -> std::io::Result<()> {
+    let path = address_file(store);
+    let tmp = store.join("daemon.tmp");
+    std::fs::write(&tmp, format!("{addr}\n"))?;
+    std::fs::rename(tmp, path)
+}
+
+/// The address of a running daemon that holds the store in `dir`, if one answers there.
+pub fn holder(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(address_file(dir)).ok()?;
+    let addr = text.lines().next()?.trim().to_string();
+    Client::connect(&addr).ok().map(|_| addr)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const H: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(H[(b >> 4) as usize] as char);
+        s.push(H[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// Append the bytes `h` (hex; `-` for none) stands for to `out`.
+pub fn unhex(h: &str, out: &mut Vec<u8>) -> Result<(), String> {
+    let v = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    };
+    if h == "-" {
+        return Ok(());
+    }
+    if !h.len().is_multiple_of(2) {
+        return Err("RUNINPUT: odd number of hex digits".into());
+    }
+    for p in h.as_bytes().chunks(2) {
+        match (v(p[0]), v(p[1])) {
+            (Some(a), Some(b)) => out.push(a << 4 | b),
+            _ => return Err("RUNINPUT: not hex".into()),
+        }
+    }
+    Ok(())
+}
+
+/// The protocol's escaping of one field (the inverse of `proto::tokenize`).
+fn escape(field: &str) -> String {
+    let mut s = String::with_capacity(field.len());
+    for c in field.chars() {
+        if c == ' ' || c == '\\' {
+            s.push('\\');
+        }
+        s.push(c);
+    }
+    s
+}
+
+/// A text's lines as the reply carries them (none for an empty text).
+fn text_lines(t: &str) -> impl Iterator<Item = &str> {
+    let body = t.strip_suffix('\n').unwrap_or(t);
+    let lines = if t.is_empty() { None } else { Some(body) };
+    lines.into_iter().flat_map(|b| b.split('\n'))
+}
+
+/// The text of `lines`, `len` bytes long.
+fn join(lines: &[String], len: i64) -> Option<String> {
+    if len < 0 {
+        return None;
+    }
+    let mut s = lines.join("\n");
+    if s.len() as i64 + 1 == len {
+        s.push('\n');
+    }
+    Some(s)
+}
+
+/// The reply to a RUN: what the command printed.
+pub fn encode(out: &Outcome) -> Response {
+    let mut lines: Vec<String> = text_lines(&out.stdout).map(|l| format!("o{l}")).collect();
+    let len = |t: Option<&str>| t.map_or(-1, |t| t.len() as i64);
+    if let Some(e) = &out.error {
+        lines.extend(text_lines(e).map(|l| format!("e{l}")));
+    }
+    if let Some((path, text)) = &out.file {
+        lines.push(format!("p{path}"));
+        lines.extend(text_lines(text).map(|l| format!("f{l}")));
+    }
+    Response::lines(
+        format!(
+            "{} {} {}",
+            out.stdout.len(),
+            len(out.error.as_deref()),
+            len(out.file.as_ref().map(|f| f.1.as_str()))
+        ),
+        &lines,
+    )
+}
+
+/// The command printed, from a RUN reply's status message and lines.
+pub fn decode(message: &str, lines: &[String]) -> Result<Outcome, String> {
+    let lens: Vec<i64> = message
+        .split(' ')
+        .map(|v| v.parse::<i64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("unexpected reply to RUN: {message}"))?;
+    let [out_len, err_len, file_len] = lens[..] else {
+        return Err(format!("unexpected reply to RUN: {message}"));
+    };
+    let pick = |tag: char| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| l.starts_with(tag))
+            .map(|l| l[1..].to_string())
+            .collect()
+    };
+    let path = pick('p').into_iter().next();
+    Ok(Outcome {
+        stdout: join(&pick('o'), out_len).unwrap_or_default(),
+        error: join(&pick('e'), err_len),
+        file: match (path, join(&pick('f'), file_len)) {
+            (Some(p), Some(t)) => Some((p, t)),
+            _ => None,
+        },
+    })
+}
+
+trait Stream: Read + Write + Send {}
+impl<T: Read + Write + Send> Stream for T {}
+
+/// A connection to a daemon for RUN requests.
+pub struct Client {
+    addr: String,
+    r: BufReader<Box<dyn Stream>>,
+}
+
+/// An OS error as C's strerror says it (without Rust's " (os error N)").
+fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+impl Client {
+    /// Connect as librrd does, with its error text.
+    pub fn connect(addr: &str) -> Result<Client, String> {
+        let parsed = parse_addr(addr)?;
+        let cant = |e: std::io::Error| format!("Unable to connect to rrdcached: {}", strerror(&e));
+        let s: Box<dyn Stream> = match &parsed {
+            Addr::Unix(p) => Box::new(std::os::unix::net::UnixStream::connect(p).map_err(cant)?),
+            Addr::Tcp(h, port) => {
+                let h = if h.contains(':') {
+                    format!("[{h}]")
+                } else {
+                    h.clone()
+                };
+                let s = std::net::TcpStream::connect(format!("{h}:{port}")).map_err(cant)?;
+                let _ = s.set_nodelay(true);
+                Box::new(s)
+            }
+        };
+        Ok(Client {
+            addr: addr.to_string(),
+            r: BufReader::new(s),
+        })
+    }
+
+    fn send(&mut self, line: &str) -> Result<(), String> {
+        let w = self.r.get_mut();
+        w.write_all(line.as_bytes())
+            .and_then(|_| w.write_all(b"\n"))
+            .map_err(|e| format!("{}: {}", self.addr, strerror(&e)))
+    }
+
+    /// Read one reply: its status number, message and lines.
+    fn reply(&mut self) -> Result<(i64, String, Vec<String>), String> {
+        let io = |e: std::io::Error| strerror(&e);
+        let mut status = String::new();
+        if self.r.read_line(&mut status).map_err(io)? == 0 {
+            return Err(format!("{}: the daemon closed the connection", self.addr));
+        }
+        let status = status.trim_end_matches(['\n', '\r']);
+        let (n, msg) = status.split_once(' ').unwrap_or((status, ""));
+        let n: i64 = n
+            .parse()
+            .map_err(|_| format!("{}: unexpected reply '{status}'", self.addr))?;
+        let mut lines = Vec::new();
+        for _ in 0..n.max(0) {
+            let mut l = String::new();
+            if self.r.read_line(&mut l).map_err(io)? == 0 {
+                return Err(format!("{}: the reply ended early", self.addr));
+            }
+            if l.ends_with('\n') {
+                l.pop();
+            }
+            lines.push(l);
+        }
+        Ok((n, msg.to_string(), lines))
+    }
+
+    /// Run `cmd` with `args` in the daemon at the time `now`: what it printed. `restore`'s
+    /// input is read here; a file `dump` writes is written here.
+    pub fn run(&mut self, cmd: &str, args: &[String], now: (i64, i64)) -> Outcome {
+        match self.try_run(cmd, args, now) {
+            Ok(out) => out,
+            Err(e) => Outcome::err(e),
+        }
+    }
+
+    fn try_run(&mut self, cmd: &str, args: &[String], now: (i64, i64)) -> Result<Outcome, String> {
+        if std::iter::once(cmd)
+            .chain(args.iter().map(String::as_str))
+            .any(|a| a.contains(['\n', '\r']))
+        {
+            return Err("an argument with a line break cannot be sent to the daemon".into());
+        }
+        let mut inputs = 0;
+        if cmd == "restore" {
+            // As the command would read it: a file that cannot be read is its own error,
+            // which the daemon reports when no input came.
+            let input = cli::commands::restore_input(args).and_then(|p| {
+                if p == "-" {
+                    std::io::read_to_string(std::io::stdin()).ok()
+                } else {
+                    std::fs::read_to_string(p).ok()
+                }
+            });
+            if let Some(text) = input {
+                if text.len() > MAX_INPUT {
+                    return Err(format!(
+                        "the input is larger than the daemon takes ({MAX_INPUT} bytes)"
+                    ));
+                }
+                for chunk in text.as_bytes().chunks(INPUT_CHUNK) {
+                    self.send(&format!("RUNINPUT {}", hex(chunk)))?;
+                    inputs += 1;
+                }
+                if text.is_empty() {
+                    self.send("RUNINPUT -")?;
+                    inputs += 1;
+                }
+            }
+        }
+        let mut line = format!("RUN {} {} {}", now.0, now.1, escape(cmd));
+        for a in args {
+            line.push(' ');
+            line.push_str(&escape(a));
+        }
+        self.send(&line)?;
+        for _ in 0..inputs {
+            let (n, msg, _) = self.reply()?;
+            if n < 0 {
+                return Err(format!("{}: {msg}", self.addr));
+            }
+        }
+        let (n, msg, lines) = self.reply()?;
+        if n < 0 {
+            if msg.starts_with("Unknown command") {
+                return Err(format!(
+                    "the daemon at {} is not ringlet serve ({msg}): ringlet's commands run only in its own daemon",
+                    self.addr
+                ));
+            }
+            return Err(format!("{}: {msg}", self.addr));
+        }
+        let mut out = decode(&msg, &lines)?;
+        if let Some((path, text)) = out.file.take() {
+            if let Err(e) = std::fs::write(&path, text) {
+                out.error = Some(format!("cannot write to {path}: {e}"));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The daemon's side of RUN: run the command on the store as `ringlet <cmd>` would, after
+/// applying the queued values it may read, and make what it wrote current for UPDATE's checks
+/// (and durable, for create and restore, as CREATE is).
+pub fn serve(
+    d: &Daemon,
+    now: (i64, i64),
+    cmd: &str,
+    args: &[String],
+    input: Option<&str>,
+) -> Response {
+    if cli::writes(cmd) {
+        if d.closing() {
+            return Response::err("Shutting down: no more updates are accepted.");
+        }
+        if let Some(why) = d.failure() {
+            return Response::err(why);
+        }
+    }
+    // An update's series: its entry stays locked while the command runs, so that no UPDATE
+    // is checked against the state before it.
+    let target = match cmd {
+        "update" | "updatev" => cli::commands::update_target(args),
+        _ => None,
+    };
+    let mut inner = d.lock();
+    let entry = target.as_ref().and_then(|n| d.index.get(n));
+    let mut held = entry.as_ref().map(|e| e.lock());
+    match (&entry, held.as_mut()) {
+        (Some(e), Some(st)) => d.apply_queue(&mut inner, e, st),
+        _ if target.is_none() => d.apply_all(&mut inner),
+        _ => {}
+    }
+    let store_dir = inner.places.store.clone();
+    let (mut out, written) = {
+        let cell = RefCell::new(&mut inner.store);
+        let ctx = Ctx {
+            store_dir: &store_dir,
+            now,
+            shared: Some(&cell),
+            commit_each: false,
+            remote: true,
+            input,
+            written: RefCell::new(Vec::new()),
+        };
+        let out = cli::dispatch(cmd, args, &ctx);
+        (out, ctx.written.into_inner())
+    };
+    if let (Some(name), Some(st)) = (&target, held.as_mut()) {
+        if let Some(rrd) = inner.store.get(name) {
+            st.shadow = crate::ingest::shadow_of(rrd);
+        }
+    }
+    drop(held);
+    if matches!(cmd, "create" | "restore") && !written.is_empty() {
+        for name in &written {
+            d.reset_series(&mut inner, name);
+            placeholder_for(d, &mut inner, name);
+        }
+        if let Err(e) = d.commit(&mut inner) {
+            out.error.get_or_insert(e);
+        }
+    }
+    encode(&out)
+}
+
+/// The placeholder of a series the CLI created, when its name is under the base directory.
+fn placeholder_for(d: &Daemon, inner: &mut Inner, name: &str) {
+    let Some(base) = &d.base else { return };
+    if name.starts_with('/') {
+        return;
+    }
+    let t = Target {
+        abs: format!("{base}/{name}"),
+        name: name.to_string(),
+    };
+    if let Err(e) = crate::handlers::write_placeholder(inner, &t) {
+        crate::log(&format!("{}: no placeholder: {e}", t.abs));
+    }
+    crate::handlers::remember_disk(inner, &t);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_survive_the_reply_exactly() {
+        for (out, err, file) in [
+            ("", None, None),
+            ("a\n", Some("x"), None),
+            (
+                "a\n\nb",
+                Some("two\nlines\n"),
+                Some(("o.xml", "<x>\n</x>\n")),
+            ),
+            ("\n", Some(""), Some(("p", ""))),
+        ] {
+            let o = Outcome {
+                stdout: out.into(),
+                error: err.map(String::from),
+                file: file.map(|(p, t)| (p.to_string(), t.to_string())),
+            };
+            let r = encode(&o);
+            let bytes = String::from_utf8(r.to_bytes()).unwrap();
+            let mut it = bytes.split_terminator('\n');
+            let status = it.next().unwrap();
+            let (_, msg) = status.split_once(' ').unwrap();
+            let lines: Vec<String> = it.map(String::from).collect();
+            assert_eq!(decode(msg, &lines).unwrap(), o, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn hex_and_escapes_round_trip() {
+        let mut v = Vec::new();
+        unhex(&hex(b"<a b='c'>\r\n\\"), &mut v).unwrap();
+        assert_eq!(v, b"<a b='c'>\r\n\\");
+        assert!(unhex("zz", &mut v).is_err());
+        let f: Vec<String> = proto::tokenize::fields(&escape("a b\\c"));
+        assert_eq!(f, ["a b\\c"]);
+    }
+
+    #[test]
+    fn a_text_the_reply_cannot_tell_from_its_length_is_not_made_up() {
+        assert_eq!(join(&[], -1), None);
+        assert_eq!(join(&["x".into()], 2).as_deref(), Some("x\n"));
+    }
+}

@@ -1,0 +1,187 @@
+//! What the daemon leaves under `-b` (docs/PROTOCOL.md, deviation 16): one small placeholder
+//! per series, never a copy; a stat-then-create client creates each series once; a real file
+//! is imported, then moved aside; full-size copies of earlier versions become placeholders
+//! when the store opens, and nothing the store holds is lost on the way.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::time::Duration;
+
+const T0: i64 = 1_795_200_000;
+
+/// Bytes and files under `dir` (recursively), and how many of the files are placeholders.
+fn tree(dir: &Path) -> (u64, usize, usize) {
+    let (mut bytes, mut files, mut ph) = (0, 0, 0);
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                todo.push(e.path());
+            } else {
+                bytes += m.len();
+                files += 1;
+                if std::fs::read(e.path())
+                    .unwrap()
+                    .starts_with(b"ringlet placeholder:")
+                {
+                    ph += 1;
+                }
+            }
+        }
+    }
+    (bytes, files, ph)
+}
+
+const DEFS: &str =
+    "DS:x:GAUGE:20:U:U RRA:AVERAGE:0.5:6:1440 RRA:AVERAGE:0.5:60:4320 RRA:AVERAGE:0.5:360:8760";
+
+/// A gmetad-like client: stat the file, CREATE it if missing, then UPDATE it.
+fn stat_then_create(r: &Ringlet, n: usize, t: i64) -> usize {
+    let mut s = connect(&r.sock);
+    let mut created = 0;
+    for i in 0..n {
+        let rel = format!("h{}/m{i}.rrd", i % 7);
+        if !r.base.join(&rel).exists() {
+            let reply = request(&mut s, &format!("CREATE {rel} -b {T0} -s 10 {DEFS}"));
+            assert_eq!(reply, "0 RRD created OK\n");
+            created += 1;
+        }
+        let reply = request(&mut s, &format!("UPDATE {rel} {t}:{i}"));
+        assert_eq!(reply, "0 errors, enqueued 1 value(s).\n", "{rel}");
+    }
+    created
+}
+
+#[test]
+fn create_leaves_only_placeholders_and_stat_then_create_clients_create_once() {
+    let dir = TempDir::new("ph-create");
+    let n = 300;
+    let mut r = Ringlet::start(dir.path(), &["-R"]);
+    assert_eq!(stat_then_create(&r, n, T0 + 10), n);
+    let (bytes, files, ph) = tree(&r.base);
+    assert_eq!(
+        (files, ph),
+        (n, n),
+        "one placeholder per series, nothing else"
+    );
+    // At most one block per series (the real rrdtool file for these archives: 116 KB).
+    assert!(bytes <= 1024 * n as u64, "{bytes} bytes under -b");
+    // FLUSH and FLUSHALL write nothing under -b.
+    let mut s = connect(&r.sock);
+    assert_eq!(
+        request(&mut s, "FLUSH h0/m0.rrd"),
+        format!("0 Successfully flushed {}/h0/m0.rrd.\n", r.base.display())
+    );
+    request(&mut s, "FLUSHALL");
+    assert_eq!(tree(&r.base), (bytes, files, ph));
+    // The second round finds every file: no CREATE.
+    assert_eq!(stat_then_create(&r, n, T0 + 20), 0);
+    drop(s);
+    // A placeholder lost in a power cut (missing, or empty) is put back at open, so the
+    // client does not create the series again over its data.
+    r.proc.stop(libc::SIGTERM, Duration::from_secs(10)).unwrap();
+    std::fs::remove_file(r.base.join("h1/m1.rrd")).unwrap();
+    std::fs::write(r.base.join("h2/m2.rrd"), "").unwrap();
+    let r = Ringlet::start(dir.path(), &["-R"]);
+    assert!(
+        r.log_text().contains("placeholders: 2 written"),
+        "{}",
+        r.log_text()
+    );
+    assert_eq!(stat_then_create(&r, n, T0 + 30), 0);
+    let rows = fetch_rows(&r.sock, "h1/m1.rrd", "AVERAGE", T0, T0 + 60);
+    assert!(!rows.is_empty());
+}
+
+#[test]
+fn a_file_a_client_created_is_imported_then_moved_aside() {
+    if !need(&["rrdtool"]) {
+        return;
+    }
+    let dir = TempDir::new("ph-import");
+    let r = Ringlet::start(dir.path(), &[]);
+    // collectd's CreateFiles: librrd creates the file locally, then values go to the daemon.
+    let args: Vec<String> =
+        format!("create c.rrd --start {T0} --step 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:100")
+            .split(' ')
+            .map(String::from)
+            .collect();
+    assert_eq!(rrdtool(&r.base, &args).code, 0);
+    let original = std::fs::read(r.base.join("c.rrd")).unwrap();
+    let mut s = connect(&r.sock);
+    assert_eq!(
+        request(&mut s, &format!("UPDATE c.rrd {}:7", T0 + 10)),
+        "0 errors, enqueued 1 value(s).\n"
+    );
+    let kept = r.store.join("imported/c.rrd");
+    assert_eq!(
+        std::fs::read(&kept).unwrap(),
+        original,
+        "the user's file, intact"
+    );
+    let ph = std::fs::read_to_string(r.base.join("c.rrd")).unwrap();
+    assert!(ph.starts_with("ringlet placeholder:"), "{ph}");
+    assert!(r.log_text().contains(&kept.display().to_string()));
+    let rows = fetch_rows(&r.sock, "c.rrd", "LAST", T0, T0 + 10);
+    let at = rows.iter().find(|r| r.0 == T0 + 10).expect("row at T0+10");
+    assert!(at.1.starts_with("7.0"), "{rows:?}");
+    // A second file created at the same name later goes beside the first.
+    drop(s);
+    let dir2 = r.store.join("imported");
+    let mut s = connect(&r.sock);
+    std::fs::remove_file(r.base.join("c.rrd")).unwrap();
+    assert_eq!(rrdtool(&r.base, &args).code, 0);
+    assert_eq!(request(&mut s, "FORGET c.rrd"), "0 Gone!\n");
+    assert!(dir2.join("c.rrd.1").exists());
+}
+
+#[test]
+fn full_size_copies_of_earlier_versions_become_placeholders_and_nothing_is_lost() {
+    if !need(&["rrdtool"]) {
+        return;
+    }
+    let dir = TempDir::new("ph-old");
+    let mut r = Ringlet::start(dir.path(), &[]);
+    let mut s = connect(&r.sock);
+    for f in ["old.rrd", "tuned.rrd"] {
+        let reply = request(
+            &mut s,
+            &format!("CREATE {f} -b {T0} -s 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:100"),
+        );
+        assert_eq!(reply, "0 RRD created OK\n");
+        for k in 1..=5 {
+            request(&mut s, &format!("UPDATE {f} {}:{k}", T0 + 10 * k));
+        }
+    }
+    request(&mut s, "FLUSHALL");
+    let before = fetch_rows(&r.sock, "old.rrd", "LAST", T0, T0 + 60);
+    drop(s);
+    r.proc.stop(libc::SIGTERM, Duration::from_secs(10)).unwrap();
+    // What ringlet 0.1 left: a full copy as of an earlier FLUSH (older than the store)...
+    let mk = |name: &str, start: i64| {
+        let a: Vec<String> =
+            format!("create {name} --start {start} --step 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:100")
+                .split(' ')
+                .map(String::from)
+                .collect();
+        assert_eq!(rrdtool(&r.base, &a).code, 0);
+    };
+    mk("old.rrd", T0 + 20);
+    // ... and one someone changed since (newer than the store: not ours to delete).
+    mk("tuned.rrd", T0 + 500);
+    let tuned = std::fs::read(r.base.join("tuned.rrd")).unwrap();
+    let r = Ringlet::start(dir.path(), &[]);
+    let log = r.log_text();
+    assert!(log.contains("1 full-size copies replaced"), "{log}");
+    assert!(log.contains("1 changed files moved aside"), "{log}");
+    let (_, files, ph) = tree(&r.base);
+    assert_eq!((files, ph), (2, 2));
+    assert_eq!(
+        std::fs::read(r.store.join("imported/tuned.rrd")).unwrap(),
+        tuned
+    );
+    assert_eq!(fetch_rows(&r.sock, "old.rrd", "LAST", T0, T0 + 60), before);
+}
