@@ -25,6 +25,7 @@ Daemon, export and pipe mode:
   serve    an rrdcached-compatible daemon over the same store (ringlet serve --help)
   stats    print a running daemon's STATS (ringlet stats [-d|--daemon ADDR])
   export   write real .rrd files (ringlet export --help)
+  repair   open a store whose log is damaged, cutting it there (ringlet repair --help)
   -        read commands from stdin like `rrdtool -` (OK/ERROR after each; quit ends)
 
 RRD file names are names inside the store (e.g. `db/a.rrd`), not files on disk.

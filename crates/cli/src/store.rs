@@ -3,7 +3,9 @@
 //! The store is `--store DIR`, else `$RINGLET_STORE`, else for root [`SYSTEM_STORE`]
 //! (`/var/lib/ringlet`: a system daemon's data does not belong in root's home directory), else
 //! `$XDG_DATA_HOME/ringlet`, else `~/.local/share/ringlet`. An RRD's name is the path given on the command line, normalised:
-//! `./` and empty components dropped (`a//b` is `a/b`), `..` refused, a leading `/` kept.
+//! `./` and empty components dropped (`a//b` is `a/b`), `..` refused, a leading `/` kept,
+//! except that a path under the base directory (`-b`) of the daemon that serves the store
+//! (recorded in `<store>/base`) is relative to it, as the daemon names it.
 //! Messages always quote the name as the user typed it, like rrdtool.
 
 use engine::{Error, Options, Store};
@@ -42,14 +44,47 @@ fn store_dir_for(flag: Option<&str>, root: bool) -> PathBuf {
 }
 
 /// The store name of the RRD file name `given` (`engine::normalize_name`), with the message
-/// rrdtool-style commands print when it names none.
+/// rrdtool-style commands print when it names none. A path under the base directory of the
+/// daemon that serves the store ([`load_base`]) names its series as the daemon does, so
+/// `ringlet fetch /var/lib/rrd/h/cpu.rrd` and `ringlet fetch h/cpu.rrd` are one series.
 pub fn normalize(given: &str) -> Result<String, String> {
-    engine::normalize_name(given).map_err(|e| match e {
+    let name = engine::normalize_name(given).map_err(|e| match e {
         engine::BadName::DotDot => {
             format!("opening '{given}': '..' is not allowed in ringlet RRD names")
         }
         engine::BadName::Empty => format!("opening '{given}': No such file or directory"),
-    })
+    })?;
+    let base = BASE.read().unwrap_or_else(|p| p.into_inner());
+    if let Some(rel) = base
+        .as_deref()
+        .and_then(|b| name.strip_prefix(b))
+        .and_then(|r| r.strip_prefix('/'))
+        .filter(|r| !r.is_empty())
+    {
+        return Ok(rel.to_string());
+    }
+    Ok(name)
+}
+
+/// The base directory (`-b`) of the daemon that serves the store, as it records it.
+static BASE: std::sync::RwLock<Option<String>> = std::sync::RwLock::new(None);
+
+/// `<store>/base`: the daemon's `-b` (canonical), kept while the daemon is stopped too.
+pub fn base_file(dir: &Path) -> PathBuf {
+    dir.join("base")
+}
+
+/// Names under `base` are relative to it from now on in this process ([`normalize`]).
+pub fn set_base(base: Option<&str>) {
+    *BASE.write().unwrap_or_else(|p| p.into_inner()) = base
+        .map(|b| b.trim_end_matches('/').to_string())
+        .filter(|b| !b.is_empty());
+}
+
+/// Take the base directory the store's daemon recorded, if any.
+pub fn load_base(dir: &Path) {
+    let b = std::fs::read_to_string(base_file(dir)).ok();
+    set_base(b.as_deref().and_then(|t| t.lines().next()));
 }
 
 /// Open the store for one invocation: commits happen only when the command closes it.
@@ -83,6 +118,22 @@ mod tests {
         assert_eq!(normalize("/srv/a.rrd").unwrap(), "/srv/a.rrd");
         assert!(normalize("../a.rrd").is_err());
         assert!(normalize("db/../a.rrd").is_err());
+    }
+
+    #[test]
+    fn paths_under_the_daemons_base_are_its_names() {
+        set_base(Some("/var/lib/rrd/"));
+        assert_eq!(normalize("/var/lib/rrd/h/cpu.rrd").unwrap(), "h/cpu.rrd");
+        assert_eq!(
+            normalize("/var/lib/rrdx/a.rrd").unwrap(),
+            "/var/lib/rrdx/a.rrd"
+        );
+        assert_eq!(normalize("h/cpu.rrd").unwrap(), "h/cpu.rrd");
+        set_base(None);
+        assert_eq!(
+            normalize("/var/lib/rrd/h/cpu.rrd").unwrap(),
+            "/var/lib/rrd/h/cpu.rrd"
+        );
     }
 
     #[test]

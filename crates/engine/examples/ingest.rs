@@ -76,6 +76,7 @@ fn main() {
         commit_interval: None,
         max_pending_bytes: usize::MAX,
         log_bytes: 64 << 20,
+        repair: false,
     };
     let dir = std::env::temp_dir().join(format!("ringlet-ingest-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -92,6 +92,10 @@ pub struct Options {
     /// Size of the log ring when a store is created (rounded up to 4 KiB pages; an existing
     /// store keeps the size it was created with).
     pub log_bytes: u64,
+    /// Open a store whose log is damaged before its end by cutting it at the damage (the
+    /// committed records after it are dropped and counted in the recovery report's cut);
+    /// without it such a store does not open (`Error::Corrupt`). `ringlet repair`.
+    pub repair: bool,
 }
 
 impl Default for Options {
@@ -100,6 +104,7 @@ impl Default for Options {
             commit_interval: Some(Duration::from_secs(300)),
             max_pending_bytes: 64 << 20,
             log_bytes: 64 << 20,
+            repair: false,
         }
     }
 }
@@ -220,6 +225,9 @@ pub struct Store {
     pending_bytes: usize,
     last_commit: Instant,
     failed: bool,
+    /// Set while a commit or an update is changing the store: still set afterwards only if
+    /// one panicked half way (the store then refuses writes, as after a failed write).
+    busy: bool,
     /// What failed after a commit had become durable (a lagged checkpoint), for the caller.
     deferred_error: Option<String>,
     report: RecoveryReport,
@@ -240,8 +248,9 @@ impl Store {
             return Err(Error::Locked(dir.to_path_buf()));
         };
         let ring_cap = opts.log_bytes.max(PAGE).div_ceil(PAGE) * PAGE;
-        let r = recovery::recover(vfs.as_ref(), dir, ring_cap)?;
-        Ok(Store {
+        let r = recovery::recover(vfs.as_ref(), dir, ring_cap, opts.repair)?;
+        let needs_checkpoint = r.needs_checkpoint;
+        let mut store = Store {
             vfs,
             dir: dir.to_path_buf(),
             opts,
@@ -258,10 +267,15 @@ impl Store {
             pending_bytes: 0,
             last_commit: Instant::now(),
             failed: false,
+            busy: false,
             deferred_error: None,
             report: r.report,
             stats: StoreStats::default(),
-        })
+        };
+        if needs_checkpoint {
+            store.checkpoint()?;
+        }
+        Ok(store)
     }
 
     /// What recovery found when this store was opened (checkpoint used, records replayed,
@@ -309,8 +323,14 @@ impl Store {
         self.deferred_error.as_deref()
     }
 
+    /// Whether the store refuses writes (a failed write or fsync, or a commit or update that
+    /// panicked half way): the owner should stop accepting data it cannot commit.
+    pub fn refuses_writes(&self) -> bool {
+        self.writable().is_err()
+    }
+
     fn writable(&self) -> Result<(), Error> {
-        if self.failed {
+        if self.failed || self.busy {
             Err(Error::PreviousIo)
         } else {
             Ok(())
@@ -387,6 +407,19 @@ impl Store {
         sink: &mut dyn FnMut(RowWrite),
     ) -> Result<(), Error> {
         self.writable()?;
+        // As in commit: a panic half way (the RRD changed, the log not) stops writes.
+        self.busy = true;
+        let r = self.update_inner(id, sample, sink);
+        self.busy = false;
+        r
+    }
+
+    fn update_inner(
+        &mut self,
+        id: SeriesId,
+        sample: &Sample,
+        sink: &mut dyn FnMut(RowWrite),
+    ) -> Result<(), Error> {
         let id = id.0;
         let Some(s) = self.reg.by_id_mut(id) else {
             return Err(Error::NotFound(format!("series #{id}")));
@@ -444,6 +477,16 @@ impl Store {
     /// Make everything accepted so far durable: one appended record, one fdatasync.
     pub fn commit(&mut self) -> Result<CommitStats, Error> {
         self.writable()?;
+        // A panic from here on (a bug) leaves `busy` set and the store refusing writes, as a
+        // failed write does: the pending data may be half taken, and must not be dropped
+        // silently while later commits go on.
+        self.busy = true;
+        let r = self.commit_inner();
+        self.busy = false;
+        r
+    }
+
+    fn commit_inner(&mut self) -> Result<CommitStats, Error> {
         self.last_commit = Instant::now();
         if self.pending.is_empty() && self.reg.dirty.is_empty() {
             return Ok(CommitStats::default());

@@ -62,6 +62,9 @@ pub struct Recovered {
     pub ckpt_gen: u64,
     pub segs: Segments,
     pub report: RecoveryReport,
+    /// A repair dropped records: a full checkpoint must be written before anything else, so
+    /// that the log continues from it with sequence numbers past the dropped ones.
+    pub needs_checkpoint: bool,
 }
 
 fn corrupt(file: &Path, offset: u64, what: impl Into<String>) -> Error {
@@ -109,8 +112,10 @@ fn init_if_fresh(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<bool, Error
     Ok(true)
 }
 
-/// The whole open procedure after the lock is held.
-pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Error> {
+/// The whole open procedure after the lock is held. `repair`: where committed records follow
+/// damage in the log, cut there anyway (dropping them, and saying so in the report) instead
+/// of refusing to open.
+pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64, repair: bool) -> Result<Recovered, Error> {
     let mut report = RecoveryReport {
         created: init_if_fresh(vfs, dir, ring_cap)?,
         ..RecoveryReport::default()
@@ -155,8 +160,9 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
     report.log_was_truncated = log.is_short()?;
 
     let (mut lsn, mut seq) = (ckpt_lsn, ck.header.log_seq);
-    let mut zero_extent = 0;
     let mut records = Vec::new();
+    // Why the scan stopped where it did, when that was not a plain end.
+    let mut stop: Option<String> = None;
     loop {
         if lsn - ckpt_lsn >= log.cap {
             break;
@@ -176,14 +182,15 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
                 seq += 1;
             }
             Scan::End(End::Clean) => break,
-            Scan::End(End::Torn { reason, extent }) => {
-                report.cut = Some(cut_at(&log, lsn, reason));
-                zero_extent = extent;
+            Scan::End(End::Torn { reason, .. }) => {
+                // A record for this position that fails its checksum: the tail a crash tore,
+                // unless committed records follow (below).
+                report.cut = Some(cut_at(&log, lsn, reason.clone()));
+                stop = Some(reason);
                 break;
             }
             Scan::End(End::Garbage { reason }) => {
-                report.cut = Some(cut_at(&log, lsn, reason));
-                zero_extent = log.page;
+                stop = Some(reason);
                 break;
             }
         }
@@ -191,10 +198,7 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
     if lsn < complete_lsn {
         // A lagged checkpoint left out rows that the records up to complete_lsn rewrite; they
         // were durable when it was written, so this is damage, not a torn tail.
-        let why = report
-            .cut
-            .as_ref()
-            .map_or("the log ends", |c| c.reason.as_str());
+        let why = stop.as_deref().unwrap_or("the log ends");
         return Err(corrupt(
             &log_path,
             log.offset(lsn),
@@ -204,6 +208,54 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
             ),
         ));
     }
+    // Fail closed: the log ends here only if no committed record lies beyond. One that does
+    // means the damage is not a torn tail but rot (or a checkpoint whose log was overwritten
+    // since: the newer checkpoint was lost), and stopping here would roll back commits.
+    let window_end = ckpt_lsn + log.cap;
+    let after = log.records_after(lsn, window_end, seq, usize::MAX)?;
+    let mut skip_to_seq = seq;
+    if let Some(&(at, first_seq)) = after.first() {
+        let why = stop
+            .clone()
+            .unwrap_or_else(|| "the log seems to end".into());
+        let last_seq = after.iter().map(|r| r.1).max().unwrap_or(first_seq);
+        if !repair {
+            return Err(corrupt(
+                &log_path,
+                log.offset(lsn),
+                format!(
+                    "{why} at log position {lsn}, but {} committed record(s) follow it (the first, sequence number {first_seq}, at position {at}): opening here would lose them. `ringlet repair` cuts the log at the damage and reports what is lost",
+                    after.len()
+                ),
+            ));
+        }
+        report.cut = Some(cut_at(
+            &log,
+            lsn,
+            format!(
+                "{why}; repair dropped {} committed record(s) after it (sequence numbers {first_seq} to {last_seq})",
+                after.len()
+            ),
+        ));
+        // The next commit's sequence number passes the dropped ones, so no later scan can
+        // take them for live records; the damaged page is cleared so that it is not reported
+        // again (the only bytes recovery ever clears, and only when asked to repair).
+        skip_to_seq = last_seq + 1;
+        log.zero(lsn, log.page)?;
+    } else if let (None, Some(why)) = (&report.cut, &stop) {
+        // Garbage with nothing after it: the end of the log, with bytes of an older lap or
+        // of a torn write after it. Reported only when it looks like a damaged record header.
+        let mut h = [0u8; codec::frame::REC_HEADER_LEN];
+        if log.read(lsn, &mut h)? == h.len() && h.starts_with(&codec::frame::REC_MAGIC) {
+            let earlier = matches!(
+                codec::frame::scan_header(&h),
+                codec::frame::HeaderScan::Header(hd) if hd.lsn < lsn || hd.seq < seq
+            );
+            if !earlier {
+                report.cut = Some(cut_at(&log, lsn, why.clone()));
+            }
+        }
+    }
     let counts = replay(&mut reg, &records, &log_path)?;
     report.records_replayed = records.len() as u64;
     report.samples_replayed = counts.applied;
@@ -212,21 +264,19 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<Recovered, Er
     if report.log_was_truncated {
         log.restore_len()?;
     }
-    if zero_extent > 0 {
-        // Zero the bad bytes so that no later scan can take them for a record.
-        let room = (ckpt_lsn + log.cap).saturating_sub(lsn);
-        log.zero(lsn, zero_extent.min(room))?;
-    }
+    // Nothing is zeroed: bytes after the end are never taken for records (their sequence
+    // numbers are behind, or their checksums fail), and are overwritten as the log goes on.
     report.end_lsn = lsn;
     Ok(Recovered {
         log,
         reg,
         end_lsn: lsn,
-        next_seq: seq,
+        next_seq: seq.max(skip_to_seq),
         ckpt_lsn,
         ckpt_gen,
         segs,
         report,
+        needs_checkpoint: skip_to_seq > seq,
     })
 }
 

@@ -172,6 +172,57 @@ impl LogRing {
         self.sync()
     }
 
+    /// The committed records that lie past `from` in the ring window ending at `window_end`:
+    /// at each page boundary, a well-formed header whose sequence number is at least
+    /// `min_seq`, written for this position in this lap or a later one, whose checksum
+    /// holds. Records of earlier laps (lower sequence numbers) and garbage are passed over.
+    /// A writer appends in order and syncs each record before the next, so a valid record
+    /// here means the damage at `from` is not the end of the log. At most `limit` are
+    /// returned, as (position, sequence number). Reads the ring in 1 MiB pieces.
+    pub fn records_after(
+        &self,
+        from: u64,
+        window_end: u64,
+        min_seq: u64,
+        limit: usize,
+    ) -> io::Result<Vec<(u64, u64)>> {
+        const PIECE: u64 = 1 << 20;
+        let mut found = Vec::new();
+        let mut buf = vec![0u8; PIECE as usize];
+        let mut pos = from.next_multiple_of(self.page);
+        'outer: while pos < window_end && found.len() < limit {
+            let n = (window_end - pos).min(PIECE) as usize;
+            let got = self.read(pos, &mut buf[..n])?;
+            let mut off = 0usize;
+            while off + REC_HEADER_LEN <= got {
+                let at = pos + off as u64;
+                let mut h = [0u8; REC_HEADER_LEN];
+                h.copy_from_slice(&buf[off..off + REC_HEADER_LEN]);
+                let mut next = off + self.page as usize;
+                if let HeaderScan::Header(hd) = scan_header(&h) {
+                    let here = hd.lsn >= at && (hd.lsn - at).is_multiple_of(self.cap);
+                    if here && hd.seq >= min_seq && u64::from(hd.payload_len) < self.cap {
+                        let mut payload = vec![0u8; hd.payload_len as usize];
+                        let got = self.read(at + REC_HEADER_LEN as u64, &mut payload)?;
+                        if got == payload.len() && verify_record(&h, &hd, &payload) {
+                            found.push((at, hd.seq));
+                            if found.len() >= limit {
+                                break 'outer;
+                            }
+                            next = off + framed_len(payload.len(), self.page) as usize;
+                        }
+                    }
+                }
+                off = next;
+            }
+            if got < n {
+                break;
+            }
+            pos += off.max(n) as u64;
+        }
+        Ok(found)
+    }
+
     /// Look for the record `(lsn, seq)`. `window_start` is the checkpoint's position: a record
     /// may not reach `window_start + cap`.
     pub fn scan(&self, lsn: u64, seq: u64, window_start: u64) -> io::Result<Scan> {

@@ -26,6 +26,8 @@ pub enum Fault {
     FailSync(u64),
     /// The N-th write returns EIO without writing; the file system goes on.
     FailWrite(u64),
+    /// The N-th write panics without writing (a bug in the middle of a commit).
+    PanicAtWrite(u64),
 }
 
 #[derive(Debug, Clone)]
@@ -88,6 +90,11 @@ impl SimFs {
     /// Syncs performed so far (including the faulted one).
     pub fn syncs(&self) -> u64 {
         self.lock().syncs
+    }
+
+    /// Writes performed so far (including a faulted one).
+    pub fn writes(&self) -> u64 {
+        self.lock().writes
     }
 
     pub fn crashed(&self) -> bool {
@@ -230,6 +237,10 @@ impl VFile for SimFile {
         st.writes += 1;
         if st.fault == Some(Fault::FailWrite(st.writes)) {
             return Err(eio("write error"));
+        }
+        if st.fault == Some(Fault::PanicAtWrite(st.writes)) {
+            drop(st);
+            panic!("simulated panic in a write");
         }
         let ino = &mut st.inodes[self.ino];
         write_into(&mut ino.live, off, buf);

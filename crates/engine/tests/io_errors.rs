@@ -103,3 +103,36 @@ fn failed_checkpoint_sync_makes_the_store_refuse_writes() {
     assert!(matches!(store.checkpoint(), Err(Error::Io(_))));
     assert_refuses_everything(&mut store);
 }
+
+#[test]
+fn a_commit_that_panics_half_way_leaves_the_store_refusing_writes() {
+    // Issue 18, defect 6: a panic inside Store::commit after it took the pending data
+    // dropped that record and left the store writable.
+    let fs = SimFs::new();
+    let mut store =
+        Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(1 << 20)).unwrap();
+    store.create("a", make_rrd(0), false).unwrap();
+    store.update("a", &sample(START + 15), &mut |_| {}).unwrap();
+    store.commit().unwrap();
+    let durable = store.get("a").cloned().unwrap();
+    store.update("a", &sample(START + 30), &mut |_| {}).unwrap();
+    fs.set_fault(Fault::PanicAtWrite(fs.writes() + 1));
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| store.commit()));
+    std::panic::set_hook(hook);
+    assert!(r.is_err(), "the commit panicked");
+    fs.set_fault(Fault::None);
+    assert_refuses_everything(&mut store);
+    drop(store);
+    let store = Store::open_with(
+        Arc::new(fs.restart(None)),
+        Path::new(DIR),
+        small_opts(1 << 20),
+    )
+    .unwrap();
+    assert_eq!(
+        codec::rrdbin::rrd_bytes(store.get("a").unwrap()),
+        codec::rrdbin::rrd_bytes(&durable)
+    );
+}

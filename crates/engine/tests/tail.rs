@@ -1,6 +1,8 @@
 //! Damage to the log tail (garbage, flipped bits, truncation) is detected by checksum, cut,
-//! reported, zeroed, and never served; damage to the newest checkpoint falls back to the
-//! older one plus the log.
+//! reported, and never served; damage before the end, with committed records after it, makes
+//! open refuse (`Error::Corrupt`) unless asked to repair, which cuts there and says what was
+//! dropped; damage to the newest checkpoint falls back to the older one plus the log, unless
+//! that log was overwritten since. Recovery zeroes nothing.
 
 mod common;
 
@@ -44,33 +46,40 @@ fn log_path() -> std::path::PathBuf {
 }
 
 #[test]
-fn garbage_after_the_last_record_is_cut_and_reported() {
+fn garbage_after_the_last_record_is_the_end_and_loses_nothing() {
     let fs = SimFs::new();
     let states = committed_states(&fs, 11);
     let end = open(&fs).recovery().end_lsn;
-    let mut log = fs.read_file(&log_path()).unwrap();
-    let at = (RING_START + end) as usize;
-    for (i, b) in log[at..at + 700].iter_mut().enumerate() {
-        *b = (i * 37 + 1) as u8;
+    for magic in [false, true] {
+        let mut log = fs.read_file(&log_path()).unwrap();
+        let at = (RING_START + end) as usize;
+        for (i, b) in log[at..at + 700].iter_mut().enumerate() {
+            *b = (i * 37 + 1) as u8;
+        }
+        if magic {
+            // What looks like a damaged record header is reported (nothing follows it).
+            log[at..at + 4].copy_from_slice(&codec::frame::REC_MAGIC);
+        }
+        fs.write_file(&log_path(), log.clone());
+        let store = open(&fs);
+        match (magic, store.recovery().cut.clone()) {
+            (false, None) => {}
+            (true, Some(cut)) => {
+                assert_eq!(cut.lsn, end);
+                assert_eq!(cut.file_offset, RING_START + end);
+            }
+            other => panic!("{other:?}"),
+        }
+        same(&store, states.last().unwrap()).unwrap();
+        drop(store);
+        assert_eq!(
+            fs.read_file(&log_path()).unwrap(),
+            log,
+            "recovery wrote nothing"
+        );
     }
-    fs.write_file(&log_path(), log);
-    let store = open(&fs);
-    let cut = store
-        .recovery()
-        .cut
-        .clone()
-        .expect("garbage must be reported");
-    assert_eq!(cut.lsn, end);
-    assert_eq!(cut.file_offset, RING_START + end);
-    same(&store, states.last().unwrap()).unwrap();
-    drop(store);
-    // The cut was zeroed: the next open finds a clean end.
-    let store = open(&fs);
-    assert_eq!(store.recovery().cut, None);
-    same(&store, states.last().unwrap()).unwrap();
 }
 
-/// Start and payload length of the last record replayed, found by walking the headers.
 fn last_record(log: &[u8], r: &engine::RecoveryReport) -> (u64, usize) {
     let mut last = None;
     let mut lsn = r.checkpoint_lsn;
@@ -202,29 +211,181 @@ fn no_valid_checkpoint_is_an_error_not_an_empty_store() {
     );
 }
 
+fn open_repairing(fs: &SimFs) -> Result<Store, engine::Error> {
+    let mut o = small_opts(RING);
+    o.repair = true;
+    Store::open_with(Arc::new(fs.clone()), Path::new(DIR), o)
+}
+
 #[test]
-fn random_damage_anywhere_in_the_log_serves_a_committed_prefix() {
+fn random_damage_anywhere_in_the_log_fails_closed_or_loses_only_the_torn_tail() {
     let fs = SimFs::new();
     let states = committed_states(&fs, 18);
     let r = open(&fs).recovery().clone();
     assert_eq!(r.checkpoint_lsn, 0, "the whole history must be in the log");
     let pristine = fs.read_file(&log_path()).unwrap();
+    let last = states.len() - 1;
     let mut rng = Rng::new(99);
-    for _ in 0..60 {
+    let (mut refused, mut tail) = (0, 0);
+    for _ in 0..200 {
+        // A machine of its own for each flip (a repair writes a checkpoint).
+        let fs = fs.restart(None);
         let mut log = pristine.clone();
         let at = (RING_START + rng.below(r.end_lsn)) as usize;
         log[at] ^= 1 << rng.below(8);
-        fs.write_file(&log_path(), log);
-        let store = open(&fs);
-        let rep = store.recovery();
-        let k = rep.records_replayed as usize;
-        same(&store, &states[k]).unwrap_or_else(|e| panic!("flip at {at}: {e}"));
-        assert_eq!(
-            rep.cut.is_some(),
-            k < states.len() - 1,
-            "flip at {at}: {rep:?}"
-        );
+        fs.write_file(&log_path(), log.clone());
+        let opened = Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(RING));
+        match opened {
+            Ok(store) => {
+                // Only the last record may go, and then it is reported.
+                let rep = store.recovery();
+                let k = rep.records_replayed as usize;
+                same(&store, &states[k]).unwrap_or_else(|e| panic!("flip at {at}: {e}"));
+                assert!(
+                    k == last || (k == last - 1 && rep.cut.is_some()),
+                    "flip at {at}: {rep:?}"
+                );
+                tail += usize::from(k < last);
+            }
+            Err(engine::Error::Corrupt { offset, what, .. }) => {
+                refused += 1;
+                assert!(
+                    offset <= at as u64,
+                    "flip at {at} reported at {offset}: {what}"
+                );
+                assert!(what.contains("committed record(s) follow it"), "{what}");
+                assert_eq!(fs.read_file(&log_path()).unwrap(), log, "nothing zeroed");
+                // Repair cuts at the damage and says what it dropped; the store opens from
+                // then on, with the same state.
+                let store = open_repairing(&fs).unwrap();
+                let rep = store.recovery().clone();
+                let k = rep.records_replayed as usize;
+                same(&store, &states[k]).unwrap();
+                let cut = rep.cut.expect("repair reports its cut");
+                assert!(cut.reason.contains("repair dropped"), "{}", cut.reason);
+                drop(store);
+                let store = open(&fs);
+                same(&store, &states[k]).unwrap();
+                assert_eq!(store.recovery().cut, None, "after the repair's checkpoint");
+            }
+            Err(e) => panic!("flip at {at}: {e}"),
+        }
     }
+    // Most flips land in the padding that aligns records to pages (not served, harmless).
+    assert!(refused > 0, "refused {refused}, tail {tail}");
+}
+
+#[test]
+fn bit_rot_in_a_record_header_after_the_ring_wrapped_fails_closed() {
+    // Issue 18, defect 1 (../shared/repro/engine_header_bitrot.rs): one flipped bit in a
+    // record header after the first lap was taken for the clean end; 6 committed records
+    // were dropped with no cut reported.
+    const SMALL: u64 = 64 << 10;
+    let fs = SimFs::new();
+    let opts = || small_opts(SMALL);
+    let mut store = Store::open_with(Arc::new(fs.clone()), Path::new(DIR), opts()).unwrap();
+    store.create("a", make_rrd(0), false).unwrap();
+    store.commit().unwrap();
+    let mut t = START;
+    for _ in 0..60 {
+        t += 15;
+        let s = rrd::Sample {
+            time: t,
+            usec: 0,
+            values: vec!["1.5".into()],
+        };
+        store.update("a", &s, &mut |_| {}).unwrap();
+        store.commit().unwrap();
+    }
+    drop(store);
+    let r = Store::open_with(Arc::new(fs.clone()), Path::new(DIR), opts())
+        .unwrap()
+        .recovery()
+        .clone();
+    assert!(
+        r.checkpoint_lsn >= SMALL && r.records_replayed >= 3,
+        "{r:?}"
+    );
+    let lsn = r.checkpoint_complete_lsn + 4096;
+    assert!(lsn < r.end_lsn);
+    let off = (RING_START + lsn % SMALL) as usize;
+    let mut log = fs.read_file(&log_path()).unwrap();
+    log[off] ^= 0x01;
+    fs.write_file(&log_path(), log.clone());
+    match Store::open_with(Arc::new(fs.clone()), Path::new(DIR), opts()) {
+        Err(engine::Error::Corrupt { offset, what, .. }) => {
+            assert_eq!(offset, off as u64, "{what}");
+            assert!(what.contains(&format!("log position {lsn}")), "{what}");
+        }
+        Err(e) => panic!("{e}"),
+        Ok(s) => panic!("opened: {:?}", s.recovery()),
+    }
+    assert_eq!(fs.read_file(&log_path()).unwrap(), log, "nothing zeroed");
+    let mut o = opts();
+    o.repair = true;
+    let s = Store::open_with(Arc::new(fs.clone()), Path::new(DIR), o).unwrap();
+    let cut = s.recovery().cut.clone().expect("reported");
+    assert_eq!(cut.lsn, lsn);
+    assert!(cut.reason.contains("repair dropped"), "{}", cut.reason);
+    assert!(s.get("a").unwrap().last_up < t);
+}
+
+#[test]
+fn a_damaged_newest_checkpoint_whose_older_log_was_overwritten_fails_closed() {
+    // Issue 18, defect 2 (../shared/repro/engine_checkpoint_fallback.rs): open fell back to
+    // the older checkpoint, cut its log where a newer lap had overwritten it (zeroing a page
+    // of live log) and served 19 committed records fewer.
+    const SMALL: u64 = 64 << 10;
+    let fs = SimFs::new();
+    let open_small = || Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(SMALL));
+    let mut store = open_small().unwrap();
+    store.create("a", make_rrd(0), false).unwrap();
+    store.commit().unwrap();
+    let mut t = START;
+    let mut step = |store: &mut Store| {
+        t += 15;
+        let s = rrd::Sample {
+            time: t,
+            usec: 0,
+            values: vec!["1.5".into()],
+        };
+        store.update("a", &s, &mut |_| {}).unwrap();
+        store.commit().unwrap();
+    };
+    for _ in 0..48 {
+        step(&mut store);
+    }
+    store.checkpoint().unwrap();
+    drop(store);
+    let r = open_small().unwrap().recovery().clone();
+    let (g_old, l_old) = (r.checkpoint_generation, r.checkpoint_lsn);
+    // Commit until a lagged checkpoint g+1 is the newest and the ring has overwritten the
+    // older checkpoint's log, before g+2 replaces the older file.
+    let mut store = open_small().unwrap();
+    loop {
+        step(&mut store);
+        drop(store);
+        store = open_small().unwrap();
+        let r = store.recovery().clone();
+        if r.checkpoint_generation == g_old + 1 && r.end_lsn > l_old + SMALL + 4096 {
+            break;
+        }
+        assert!(r.checkpoint_generation <= g_old + 1, "overshot: {r:?}");
+    }
+    drop(store);
+    let p = files::checkpoint(Path::new(DIR), g_old + 1);
+    let mut ck = fs.read_file(&p).unwrap();
+    ck[60] ^= 0x10;
+    fs.write_file(&p, ck);
+    let log = fs.read_file(&log_path()).unwrap();
+    match open_small() {
+        Err(engine::Error::Corrupt { what, .. }) => {
+            assert!(what.contains("committed record(s) follow it"), "{what}")
+        }
+        Err(e) => panic!("{e}"),
+        Ok(s) => panic!("rolled back: {:?}", s.recovery()),
+    }
+    assert_eq!(fs.read_file(&log_path()).unwrap(), log, "nothing zeroed");
 }
 
 #[test]

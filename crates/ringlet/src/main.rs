@@ -52,8 +52,12 @@ fn run(argv: &[String]) -> Outcome {
         std::process::exit(server::client::stats(args));
     }
     let dir = cli::store::store_dir(store_flag.as_deref());
+    cli::store::load_base(&dir);
     if cmd == "serve" {
         std::process::exit(server::run(args, dir));
+    }
+    if cmd == "repair" {
+        std::process::exit(repair(args, &dir));
     }
     if cmd == "export" {
         std::process::exit(export::run(args, &dir));
@@ -82,6 +86,72 @@ pub(crate) fn remote(addr: &str, cmd: &str, args: &[String]) -> Outcome {
     match server::remote::Client::connect(addr) {
         Ok(mut c) => c.run(cmd, args, now()),
         Err(e) => Outcome::err(e),
+    }
+}
+
+const REPAIR_USAGE: &str = "\
+usage: ringlet [--store DIR] repair
+
+Open a store whose log is damaged before its end (a store that `ringlet serve` and every
+command refuse to open, naming the damage): cut the log at the damage, drop the committed
+records after it, say how many, and write a checkpoint so that the store opens from then
+on. A store that opens as it is is left alone. Stop the daemon that holds the store first.
+";
+
+/// `ringlet repair`: the exit status.
+fn repair(args: &[String], dir: &Path) -> i32 {
+    if !args.is_empty() {
+        print!("{REPAIR_USAGE}");
+        return i32::from(!args.iter().any(|a| a == "--help" || a == "-h")) * 2;
+    }
+    if !dir.exists() {
+        eprintln!("ERROR: no store at {}", dir.display());
+        return 1;
+    }
+    let mut opts = engine::Options {
+        commit_interval: None,
+        ..engine::Options::default()
+    };
+    // A store that opens as it is needs no repair.
+    match engine::Store::open(dir, opts.clone()) {
+        Ok(s) => {
+            println!("{}: opens as it is, nothing to repair", dir.display());
+            // Not closed: closing writes a checkpoint, and a healthy store is left as it is.
+            drop(s);
+            return 0;
+        }
+        Err(engine::Error::Corrupt { .. }) => {}
+        Err(e) => {
+            eprintln!("ERROR: {e}");
+            return 1;
+        }
+    }
+    opts.repair = true;
+    match engine::Store::open(dir, opts) {
+        Ok(s) => {
+            let r = s.recovery().clone();
+            match &r.cut {
+                Some(c) => println!(
+                    "{}: log cut at position {} (file offset {}): {}",
+                    dir.display(),
+                    c.lsn,
+                    c.file_offset,
+                    c.reason
+                ),
+                None => println!("{}: repaired", dir.display()),
+            }
+            match s.close() {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("ERROR: {e}");
+                    1
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("ERROR: cannot repair: {e}");
+            1
+        }
     }
 }
 

@@ -296,6 +296,9 @@ fn the_cli_sees_values_queued_in_the_daemon_and_its_updates_are_checked_in_order
     );
     let l = run(&["lastupdate", "q.rrd"]);
     assert_eq!(l.stdout, " v\n\n1700000180: 45\n");
+    // The path under -b, as rrdtool's users write it, names the same series.
+    let abs = dir.0.join("base/q.rrd").display().to_string();
+    assert_eq!(run(&["lastupdate", &abs]), l);
     // A daemon that is not ringlet: a clear error.
     let o = ringlet(
         &dir.0,
@@ -314,6 +317,15 @@ fn the_cli_sees_values_queued_in_the_daemon_and_its_updates_are_checked_in_order
     drop(d);
     let l = run(&["lastupdate", "q.rrd"]);
     assert_eq!(l.stdout, " v\n\n1700000180: 45\n", "{l:?}");
+    assert_eq!(
+        run(&["lastupdate", &abs]),
+        l,
+        "the base the daemon recorded"
+    );
+    // Without the daemon nothing reads the placeholder itself as data.
+    let other = Dir::new("other");
+    let o = ringlet(&other.0, Way::Alone, "", &["fetch", &abs, "LAST"], None);
+    assert_eq!((o.code, o.stdout.as_str()), (1, ""), "{o:?}");
 }
 
 #[test]
@@ -405,4 +417,67 @@ fn export_writes_rrdtools_own_bytes() {
     let none = run("exp2", &["nothing*"]);
     assert_eq!(none.code, 1);
     assert_eq!(none.stderr, "ERROR: no series matches nothing*\n");
+}
+
+#[test]
+fn a_log_damaged_before_its_end_is_refused_until_repaired() {
+    let dir = Dir::new("repair");
+    let run = |args: &[&str]| ringlet(&dir.0, Way::Alone, "", args, None);
+    // Commits that stay in the log: a daemon FLUSHes each update, then dies (kill -9)
+    // before any checkpoint covers them.
+    let mut d = Daemon::start(&dir.0);
+    let c = "CREATE r.rrd -b 1700000000 -s 60 DS:v:GAUGE:120:U:U RRA:LAST:0.5:1:100";
+    assert_eq!(raw(&d.sock, c), "0 RRD created OK\n");
+    for k in 1..=5 {
+        let u = format!("UPDATE r.rrd {}:{k}", 1_700_000_000 + 60 * k);
+        assert_eq!(raw(&d.sock, &u), "0 errors, enqueued 1 value(s).\n");
+        assert!(raw(&d.sock, "FLUSH r.rrd").starts_with("0 Successfully flushed"));
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(d.child.id() as libc::pid_t, libc::SIGKILL);
+    }
+    let _ = d.child.wait();
+    assert_eq!(
+        run(&["repair"]).stdout,
+        format!(
+            "{}: opens as it is, nothing to repair\n",
+            dir.0.join("store").display()
+        )
+    );
+    // Rot in the payload of the third record (one commit per update).
+    let log = dir.0.join("store/log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let starts: Vec<usize> = (4096..bytes.len() - 4)
+        .step_by(512)
+        .filter(|&i| &bytes[i..i + 4] == b"RLR1")
+        .collect();
+    assert!(starts.len() >= 6, "{starts:?}");
+    bytes[starts[2] + 33] ^= 0x08;
+    std::fs::write(&log, &bytes).unwrap();
+    let f = run(&["lastupdate", "r.rrd"]);
+    assert_eq!((f.code, f.stdout.as_str()), (1, ""), "{f:?}");
+    assert!(
+        f.stderr.contains("committed record(s) follow it") && f.stderr.contains("ringlet repair"),
+        "{f:?}"
+    );
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        bytes,
+        "a refused open changes nothing"
+    );
+    let r = run(&["repair"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("committed record(s) after it"), "{r:?}");
+    let f = run(&["lastupdate", "r.rrd"]);
+    assert_eq!(f.code, 0, "{f:?}");
+    assert!(
+        f.stdout.as_str() < " v\n\n1700000300: 5\n",
+        "records dropped: {f:?}"
+    );
+    assert_eq!(run(&["update", "r.rrd", "1700000600:9"]).code, 0);
+    assert_eq!(
+        run(&["lastupdate", "r.rrd"]).stdout,
+        " v\n\n1700000600: 9\n"
+    );
 }

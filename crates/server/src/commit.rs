@@ -44,9 +44,13 @@ impl Daemon {
             *woken = false;
             drop(woken);
             // Whatever is pending (samples, and creates without samples); a commit with
-            // nothing pending writes nothing.
-            if let Err(e) = self.commit_all() {
-                crate::log(&format!("commit failed: {e}"));
+            // nothing pending writes nothing. A panic (a bug) must not end the thread
+            // silently: the daemon stops accepting values it may not be able to commit.
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.commit_all()));
+            match done {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => crate::log(&format!("commit failed: {e}")),
+                Err(_) => self.panicked("the committer"),
             }
             due = Instant::now() + self.commit_interval;
         }
@@ -166,6 +170,18 @@ impl Daemon {
         }
     }
 
+    /// After a panic (a bug) in `what`: values accepted from now on might never be committed,
+    /// so UPDATE refuses them, with the reason, until the daemon is restarted (which replays
+    /// the log: everything committed is kept). Logged.
+    pub(crate) fn panicked(&self, what: &str) {
+        let why = format!(
+            "{what} panicked (a bug; see the log); no more updates are accepted: restart the daemon"
+        );
+        crate::log(&why);
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = why;
+        self.failed.store(true, Ordering::SeqCst);
+    }
+
     /// Commit what has been applied to the store. Returns the number of samples made durable.
     pub fn commit(&self, inner: &mut Inner) -> Result<u64, String> {
         let st = match inner.store.commit() {
@@ -212,6 +228,9 @@ impl Daemon {
     /// when it returns. The store lock is let go between chunks of series so that reads are
     /// not held up by a long drain.
     pub fn commit_all(&self) -> Result<u64, String> {
+        if crate::fail_point("commit-panic") {
+            panic!("fail point commit-panic");
+        }
         self.queued.store(0, Ordering::Relaxed);
         let mut budget = self.dirty.lock().unwrap_or_else(|p| p.into_inner()).len();
         loop {

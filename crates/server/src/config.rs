@@ -199,8 +199,52 @@ fn parse_perms(s: &str) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
+/// Short options that take a value (rrdcached 1.7.2's getopt string).
+const SHORT_WITH_VALUE: &str = "lsmPbwztafjVpoGU";
+/// Long options that take a value.
+const LONG_WITH_VALUE: &[&str] = &[
+    "--store",
+    "--max-line",
+    "--log-size",
+    "--queue-limit",
+    "--max-connections",
+    "--commit-interval",
+];
+
+/// Split bundled short options as getopt does: `-gB` is `-g -B`, `-gw300` is `-g -w 300`
+/// (the first option that takes a value takes the rest of the bundle, or the next
+/// argument, whatever it looks like).
+fn unbundle(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut value_next = false;
+    for a in args {
+        if value_next || !a.starts_with('-') || a.starts_with("--") || a.len() <= 2 {
+            value_next = !value_next
+                && ((a.len() == 2 && a.starts_with('-') && SHORT_WITH_VALUE.contains(&a[1..]))
+                    || LONG_WITH_VALUE.contains(&a.as_str()));
+            out.push(a.clone());
+            continue;
+        }
+        let body = &a[1..];
+        for (i, ch) in body.char_indices() {
+            out.push(format!("-{ch}"));
+            if SHORT_WITH_VALUE.contains(ch) {
+                let rest = &body[i + ch.len_utf8()..];
+                if rest.is_empty() {
+                    value_next = true;
+                } else {
+                    out.push(rest.to_string());
+                }
+                break;
+            }
+        }
+    }
+    out
+}
+
 /// Parse `ringlet serve`'s arguments. `Err("")` means: print the help text and exit 0.
 pub fn parse(args: &[String]) -> Result<Config, String> {
+    let args = &unbundle(args)[..];
     let mut c = Config {
         listen: Vec::new(),
         base: None,
@@ -369,6 +413,21 @@ mod tests {
 
     #[test]
     fn inline_values_and_long_options() {
+        let c = parse(&args("-gB -b /tmp/x")).unwrap();
+        assert!(
+            c.foreground && c.restrict_base,
+            "-gB is -g -B, as getopt has it"
+        );
+        let c = parse(&args("-gBRw60 -Ol/tmp/y -P FLUSH -b -dir")).unwrap();
+        assert!(c.foreground && c.restrict_base && c.recursive_create && c.no_overwrite);
+        assert_eq!(c.commit_interval, 60);
+        assert_eq!(c.listen[0].addr, Addr::Unix(PathBuf::from("/tmp/y")));
+        assert_eq!(
+            c.base,
+            Some(PathBuf::from("-dir")),
+            "a value may start with -"
+        );
+        assert!(parse(&args("-gX")).unwrap_err().contains("'-X'"));
         let c = parse(&args("-w120 --store=/tmp/s -m 0660 -l /x")).unwrap();
         assert_eq!(c.commit_interval, 120);
         assert_eq!(c.store, Some(PathBuf::from("/tmp/s")));

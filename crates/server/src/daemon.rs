@@ -199,7 +199,30 @@ impl Daemon {
             None => &abs,
         };
         let name = engine::normalize_name(rel).map_err(|_| format!("{abs}: Permission denied"))?;
+        if self.restrict_base && !name.starts_with('/') {
+            self.no_links(&name)
+                .map_err(|_| format!("{abs}: Permission denied"))?;
+        }
         Ok(Target { abs, name })
+    }
+
+    /// Under `-B`: no component of `name` below the base directory may be a symbolic link
+    /// (`base/link -> /elsewhere` would take CREATE, the import of a file, FLUSH and FORGET
+    /// outside it). Components that do not exist end the check: nothing is under them.
+    pub(crate) fn no_links(&self, name: &str) -> Result<(), ()> {
+        let Some(base) = &self.base else {
+            return Ok(());
+        };
+        let mut p = std::path::PathBuf::from(base);
+        for c in name.split('/') {
+            p.push(c);
+            match std::fs::symlink_metadata(&p) {
+                Ok(m) if m.file_type().is_symlink() => return Err(()),
+                Ok(_) => {}
+                Err(_) => return Ok(()),
+            }
+        }
+        Ok(())
     }
 
     /// The absolute name of a store name, for replies that list files.

@@ -267,7 +267,7 @@ fn flush(d: &Daemon, file: &str) -> Response {
 pub(crate) fn write_placeholder(inner: &Inner, t: &Target) -> Result<(), String> {
     let path = Path::new(&t.abs);
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
+        placeholder::mkdir_p(dir)
             .map_err(|e| format!("RRD Error: creating '{}': {}", t.abs, strerror(&e)))?;
     }
     placeholder::write(&inner.places, path, &t.abs, &t.name)
@@ -513,7 +513,7 @@ fn fetch(
             ))
         }
     };
-    with_rrd_as(d, file, "rrd_fetch_r failed: ", |t, rrd| {
+    with_rrd_copy(d, file, "rrd_fetch_r failed: ", |t, rrd| {
         let Some(cf_v) = Cf::from_name(cf) else {
             return Response::err(format!(
                 "rrd_fetch_r failed: unknown consolidation function '{cf}'"
@@ -625,8 +625,29 @@ fn with_rrd(d: &Daemon, file: &str, f: impl FnOnce(&Target, &Rrd) -> Response) -
     with_rrd_as(d, file, "RRD Error: ", f)
 }
 
+/// [`with_rrd_as`] for a reply that takes long to build (FETCH, DUMP and INFO of large
+/// archives: millions of rows): `f` runs on a copy taken under the store lock, after the lock
+/// is let go, so other clients are not held up meanwhile. The copy is the packed archives
+/// (about a byte or two a value), far cheaper than the reply.
+fn with_rrd_copy(
+    d: &Daemon,
+    file: &str,
+    prefix: &str,
+    f: impl FnOnce(&Target, &Rrd) -> Response,
+) -> Response {
+    let mut copy: Option<(Target, Rrd)> = None;
+    let r = with_rrd_as(d, file, prefix, |t, rrd| {
+        copy = Some((t.clone(), rrd.clone()));
+        Response::ok("")
+    });
+    match copy {
+        Some((t, rrd)) => f(&t, &rrd),
+        None => r,
+    }
+}
+
 fn info(d: &Daemon, file: &str) -> Response {
-    with_rrd(d, file, |t, rrd| {
+    with_rrd_copy(d, file, "RRD Error: ", |t, rrd| {
         let lines: Vec<String> = rrd::info::info(rrd, &t.abs)
             .into_iter()
             .map(|(k, v)| match v {
@@ -665,7 +686,7 @@ fn last(d: &Daemon, file: &str) -> Response {
 }
 
 fn dump(d: &Daemon, file: &str, header: Option<&str>) -> Response {
-    with_rrd(d, file, |_, rrd| {
+    with_rrd_copy(d, file, "RRD Error: ", |_, rrd| {
         let xml = rrd::dump::dump_xml(rrd, header.unwrap_or("dtd"));
         let lines: Vec<&str> = xml.lines().collect();
         Response::lines("Success", &lines)
@@ -802,8 +823,11 @@ fn list(d: &Daemon, recursive: bool, path: &str) -> Response {
     if path.split('/').any(|c| c == "..") {
         return Response::err(format!("Cannot read: {shown}"));
     }
-    let inner = d.lock();
     let dir = path.trim_start_matches('/').trim_end_matches('/');
+    if d.restrict_base && !dir.is_empty() && d.no_links(dir).is_err() {
+        return Response::err(format!("Cannot read: {shown}"));
+    }
+    let inner = d.lock();
     let mut names = inner.store.names();
     drop(inner);
     names.retain(|n| !n.starts_with('/'));
@@ -853,19 +877,22 @@ fn list(d: &Daemon, recursive: bool, path: &str) -> Response {
 }
 
 /// Add the `.rrd` files under `dir` (names relative to the walk's root, prefixed by `rel`).
-/// Symbolic links are not followed.
+/// Symbolic links are not followed. Iterative: the tree's depth is the clients' to choose.
 fn disk_rrds(dir: &Path, rel: &str, out: &mut Vec<String>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Ok(ft) = e.file_type() else { continue };
-        let full = format!("{rel}{name}");
-        if ft.is_dir() {
-            disk_rrds(&e.path(), &format!("{full}/"), out);
-        } else if ft.is_file() && name.ends_with(".rrd") {
-            out.push(full);
+    let mut todo = vec![(dir.to_path_buf(), rel.to_string())];
+    while let Some((dir, rel)) = todo.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Ok(ft) = e.file_type() else { continue };
+            let full = format!("{rel}{name}");
+            if ft.is_dir() {
+                todo.push((e.path(), format!("{full}/")));
+            } else if ft.is_file() && name.ends_with(".rrd") {
+                out.push(full);
+            }
         }
     }
 }

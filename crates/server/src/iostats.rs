@@ -98,7 +98,7 @@ fn write_bytes(io: &str) -> Option<u64> {
 pub struct WriteLoad {
     pub disk_bytes: u64,
     /// `disk_bytes` when the store had been opened (creating a store zero-fills its log
-    /// ring; recovery may zero a cut tail): left out of the projections.
+    /// ring): left out of the projections.
     pub at_open: u64,
     pub fsyncs: u64,
     pub commits: u64,

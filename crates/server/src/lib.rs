@@ -31,6 +31,16 @@ use std::time::Duration;
 
 static LOG: Mutex<Option<std::fs::File>> = Mutex::new(None);
 
+/// A test hook: `RINGLET_FAIL_POINT=<name>` makes the point of that name fire once (the
+/// daemon's tests use `commit-panic` to panic in the committer). Unset, it costs one load.
+pub(crate) fn fail_point(name: &str) -> bool {
+    use std::sync::atomic::AtomicBool;
+    static POINT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    static FIRED: AtomicBool = AtomicBool::new(false);
+    let p = POINT.get_or_init(|| std::env::var("RINGLET_FAIL_POINT").ok());
+    p.as_deref() == Some(name) && !FIRED.swap(true, Ordering::SeqCst)
+}
+
 /// Log one line: to the `-o` file if given, else to stderr.
 pub fn log(msg: &str) {
     let ts = std::time::SystemTime::now()
@@ -103,8 +113,15 @@ fn describe(l: &Listener) -> String {
     }
 }
 
-fn spawn_acceptor(d: Arc<Daemon>, l: Listener, access: Arc<conn::Access>, max_conns: usize) {
-    let active = Arc::new(AtomicUsize::new(0));
+/// Accept connections on `l`, one thread each. `active` counts the daemon's connections on
+/// every listener: at `max_conns` a new one gets `-1 Too many connections` and is closed.
+fn spawn_acceptor(
+    d: Arc<Daemon>,
+    l: Listener,
+    access: Arc<conn::Access>,
+    active: Arc<AtomicUsize>,
+    max_conns: usize,
+) {
     std::thread::spawn(move || loop {
         let stream: Box<dyn ConnStream> = match &l {
             Listener::Unix(s, _) => match s.accept() {
@@ -127,13 +144,18 @@ fn spawn_acceptor(d: Arc<Daemon>, l: Listener, access: Arc<conn::Access>, max_co
                 }
             },
         };
-        if active.load(Ordering::SeqCst) >= max_conns {
+        // Take a slot, or refuse: one count for every listener.
+        if active
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max_conns).then_some(n + 1)
+            })
+            .is_err()
+        {
             let mut s = stream;
             let _ = s.write_all(b"-1 Too many connections\n");
             continue;
         }
-        active.fetch_add(1, Ordering::SeqCst);
-        let (d, access, active) = (d.clone(), access.clone(), active.clone());
+        let (d, access, slot) = (d.clone(), access.clone(), active.clone());
         let spawned = std::thread::Builder::new()
             .stack_size(256 * 1024)
             .spawn(move || {
@@ -149,12 +171,21 @@ fn spawn_acceptor(d: Arc<Daemon>, l: Listener, access: Arc<conn::Access>, max_co
                     {
                         log(&format!("connection closed: {e}"));
                     }
-                    Err(_) => log("connection closed: a request made the daemon panic"),
+                    Err(_) => {
+                        log("connection closed: a request made the daemon panic");
+                        // A panic half way through a commit or an update leaves the store
+                        // refusing writes: then stop accepting values too.
+                        if d.lock().store.refuses_writes() {
+                            d.panicked("a request");
+                        }
+                    }
                     _ => {}
                 }
-                active.fetch_sub(1, Ordering::SeqCst);
+                slot.fetch_sub(1, Ordering::SeqCst);
             });
         if let Err(e) = spawned {
+            // The closure (and the connection in it) is gone: give its slot back.
+            active.fetch_sub(1, Ordering::SeqCst);
             log(&format!("cannot start a connection thread: {e}"));
         }
     });
@@ -239,9 +270,29 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
     }
     // Signals are handled by one thread with sigwait: block them before any thread starts.
     sys::block_signals();
+    let ids = sys::ids(cfg.group.as_deref(), cfg.user.as_deref())?;
     let d = Arc::new(Daemon::open(cfg, store_dir)?);
     let rep = d.lock().store.recovery().clone();
     log(&describe_recovery(store_dir, &rep));
+    // The CLI names series under -b as the daemon does (cli::store::normalize), here for
+    // RUN and, through the file, for a CLI on the store while the daemon is stopped.
+    cli::store::set_base(d.base.as_deref());
+    let base_file = cli::store::base_file(store_dir);
+    let recorded = match &d.base {
+        Some(b) => std::fs::write(&base_file, format!("{b}\n")),
+        None => std::fs::remove_file(&base_file).or_else(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        }),
+    };
+    if let Err(e) = recorded {
+        log(&format!(
+            "cannot record the base directory in the store: {e}"
+        ));
+    }
     // Before serving: every series under -b has its placeholder, and copies that earlier
     // versions wrote are gone (a stat-then-create client must not create a series again).
     let t0 = std::time::Instant::now();
@@ -291,13 +342,20 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
             ));
         }
     }
-    sys::drop_privileges(cfg.group.as_deref(), cfg.user.as_deref())?;
+    // -U/-G: the store was opened (and locked) as root; its files become the user's, so that
+    // the checkpoints and segments written from now on can replace them. The base directory
+    // must be writable by the user, as for rrdcached.
+    if let Some(ids) = &ids {
+        sys::give(store_dir, ids)?;
+        sys::drop_privileges(ids)?;
+    }
+    let active = Arc::new(AtomicUsize::new(0));
     for (b, allowed) in bound {
         let access = Arc::new(conn::Access {
             allowed,
             max_line: cfg.max_line,
         });
-        spawn_acceptor(d.clone(), b, access, cfg.max_connections);
+        spawn_acceptor(d.clone(), b, access, active.clone(), cfg.max_connections);
     }
     let dc = d.clone();
     std::thread::spawn(move || dc.committer());

@@ -71,6 +71,28 @@ impl Places {
     }
 }
 
+/// `mkdir -p` without recursion: a client's name may be thousands of directories deep, and a
+/// connection thread's stack is small (std's `create_dir_all` recurses once per level).
+pub fn mkdir_p(dir: &Path) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(d) = at {
+        if d.as_os_str().is_empty() || d.is_dir() {
+            break;
+        }
+        missing.push(d);
+        at = d.parent();
+    }
+    for d in missing.into_iter().rev() {
+        match std::fs::create_dir(d) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// `<store>/imported`: where `.rrd` files imported from the base directory are kept.
 pub fn imported_dir(store: &Path) -> PathBuf {
     store.join("imported")
@@ -160,7 +182,7 @@ fn aside_path(places: &Places, name: &str) -> PathBuf {
 pub fn move_aside(places: &Places, path: &Path, abs: &str, name: &str) -> std::io::Result<PathBuf> {
     let dest = aside_path(places, name);
     if let Some(dir) = dest.parent() {
-        std::fs::create_dir_all(dir)?;
+        mkdir_p(dir)?;
     }
     if std::fs::hard_link(path, &dest).is_err() {
         // Another file system (or no links): copy, and make the copy durable before the
@@ -220,7 +242,7 @@ pub fn repair(d: &Daemon, places: &Places) -> Repaired {
             }
             Found::Missing => {
                 if let Some(dir) = path.parent() {
-                    if std::fs::create_dir_all(dir).is_err() {
+                    if mkdir_p(dir).is_err() {
                         continue;
                     }
                 }

@@ -189,32 +189,99 @@ pub fn chgrp(path: &Path, group: &str) -> Result<(), String> {
         .map_err(|e| format!("chgrp {}: {e}", path.display()))
 }
 
-/// `-G`, `-U`: switch group, then user.
-pub fn drop_privileges(group: Option<&str>, user: Option<&str>) -> Result<(), String> {
-    if let Some(g) = group {
-        let gid = gid_of(g)?;
-        // SAFETY: setgid with a valid gid.
-        if unsafe { libc::setgid(gid) } != 0 {
-            return Err(format!("setgid {g}: {}", std::io::Error::last_os_error()));
+/// Who the daemon becomes with `-U`/`-G`: user id, group id, and the user's name for its
+/// supplementary groups.
+#[derive(Debug, Clone)]
+pub struct Ids {
+    pub uid: Option<libc::uid_t>,
+    pub gid: Option<libc::gid_t>,
+    user: Option<CString>,
+}
+
+/// Resolve `-G group` and `-U user` (names or numbers). A user without `-G` takes the user's
+/// primary group, as login does.
+pub fn ids(group: Option<&str>, user: Option<&str>) -> Result<Option<Ids>, String> {
+    if group.is_none() && user.is_none() {
+        return Ok(None);
+    }
+    let mut out = Ids {
+        uid: None,
+        gid: group.map(gid_of).transpose()?,
+        user: None,
+    };
+    if let Some(u) = user {
+        let c = CString::new(u).map_err(|_| format!("invalid user '{u}'"))?;
+        // SAFETY: getpwnam/getpwuid return static storage or null; read at once.
+        let p = match u.parse::<libc::uid_t>() {
+            Ok(n) => unsafe { libc::getpwuid(n) },
+            Err(_) => unsafe { libc::getpwnam(c.as_ptr()) },
+        };
+        if p.is_null() {
+            match u.parse::<libc::uid_t>() {
+                // A bare number with no passwd entry: that uid, no groups of its own.
+                Ok(n) => out.uid = Some(n),
+                Err(_) => return Err(format!("unknown user '{u}'")),
+            }
+        } else {
+            // SAFETY: p is non-null; its strings are C strings.
+            unsafe {
+                out.uid = Some((*p).pw_uid);
+                out.gid = out.gid.or(Some((*p).pw_gid));
+                out.user = Some(std::ffi::CStr::from_ptr((*p).pw_name).to_owned());
+            }
         }
     }
-    if let Some(u) = user {
-        let uid = match u.parse() {
-            Ok(n) => n,
-            Err(_) => {
-                let c = CString::new(u).map_err(|_| format!("invalid user '{u}'"))?;
-                // SAFETY: getpwnam returns static storage or null.
-                let p = unsafe { libc::getpwnam(c.as_ptr()) };
-                if p.is_null() {
-                    return Err(format!("unknown user '{u}'"));
-                }
-                // SAFETY: p is non-null.
-                unsafe { (*p).pw_uid }
+    Ok(Some(out))
+}
+
+/// Give the store directory (and what is in it, one level down) to the daemon's user before
+/// it drops root, so that it can write checkpoints, segments and imported files.
+pub fn give(dir: &Path, ids: &Ids) -> Result<(), String> {
+    let own = |p: &Path| {
+        std::os::unix::fs::chown(p, ids.uid, ids.gid)
+            .map_err(|e| format!("chown {}: {e}", p.display()))
+    };
+    own(dir)?;
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let rd = std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+        for e in rd.flatten() {
+            let p = e.path();
+            own(&p)?;
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(p);
             }
+        }
+    }
+    Ok(())
+}
+
+/// `-G`, `-U`: switch the supplementary groups, the group, then the user, for good.
+pub fn drop_privileges(ids: &Ids) -> Result<(), String> {
+    if let Some(gid) = ids.gid {
+        // The supplementary groups are root's until replaced: the user's own (initgroups),
+        // else the one group.
+        // SAFETY: valid C string and gid; setgroups with a one-element array.
+        let r = match &ids.user {
+            Some(u) => unsafe { libc::initgroups(u.as_ptr(), gid) },
+            None => unsafe { libc::setgroups(1, &gid) },
         };
+        if r != 0 {
+            return Err(format!("setgroups: {}", std::io::Error::last_os_error()));
+        }
+        // SAFETY: setgid with a valid gid.
+        if unsafe { libc::setgid(gid) } != 0 {
+            return Err(format!("setgid {gid}: {}", std::io::Error::last_os_error()));
+        }
+    }
+    if let Some(uid) = ids.uid {
         // SAFETY: setuid with a valid uid.
         if unsafe { libc::setuid(uid) } != 0 {
-            return Err(format!("setuid {u}: {}", std::io::Error::last_os_error()));
+            return Err(format!("setuid {uid}: {}", std::io::Error::last_os_error()));
+        }
+        // SAFETY: getuid never fails.
+        if uid != 0 && unsafe { libc::setuid(0) } == 0 {
+            return Err("could not drop root: setuid(0) still works".into());
         }
     }
     Ok(())

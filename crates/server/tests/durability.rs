@@ -475,3 +475,90 @@ fn queues_past_their_limit_are_committed_before_the_interval() {
         "the values up to the limit were committed without FLUSH"
     );
 }
+
+#[test]
+fn a_daemon_that_drops_to_another_user_keeps_checkpointing() {
+    // Issue 18, defect 5: with -U nobody the store stayed root's, so the second checkpoint
+    // failed with a permission error and every later write was refused.
+    // SAFETY: geteuid never fails.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(!in_ci(), "CI runs as root");
+        eprintln!("not root: -U not tested");
+        return;
+    }
+    let dir = TempDir::new("setuid");
+    // A tiny ring: a checkpoint every few commits.
+    let args = ["-U", "nobody", "--log-size", "64K"];
+    let mut d = Ringlet::start(dir.path(), &args);
+    std::os::unix::fs::chown(&d.base, Some(65534), Some(65534)).unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", d.proc.pid())).unwrap();
+    let uid_line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    assert!(
+        uid_line.split_whitespace().skip(1).all(|u| u == "65534"),
+        "{uid_line}"
+    );
+    let groups = status.lines().find(|l| l.starts_with("Groups:")).unwrap();
+    assert!(
+        !groups.split_whitespace().any(|g| g == "0"),
+        "root's groups kept: {groups}"
+    );
+    let files: Vec<String> = (0..8).map(|i| format!("s{i}.rrd")).collect();
+    for f in &files {
+        setup(&d.sock, f);
+    }
+    let mut s = connect(&d.sock);
+    for round in 0..60 {
+        for f in &files {
+            update(&d.sock, f, 1 + round * 20, 20 + round * 20);
+        }
+        assert_eq!(request(&mut s, "FLUSHALL"), "0 Started flush.\n");
+    }
+    let stats = request(&mut s, "STATS");
+    let rotations: u64 = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("JournalRotate: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{stats}"));
+    assert!(rotations >= 3, "checkpoints: {stats}");
+    assert_eq!(last(&d.sock, "s7.rrd"), T0 + 12000);
+    let before = snapshot(&d.sock, "s7.rrd");
+    d.proc.stop(libc::SIGTERM, Duration::from_secs(10)).unwrap();
+    let d = Ringlet::start(dir.path(), &args);
+    assert_eq!(snapshot(&d.sock, "s7.rrd"), before);
+}
+
+#[test]
+fn a_panic_in_the_committer_stops_updates_openly_and_loses_nothing_committed() {
+    // Issue 18, defect 6: nothing supervised the committer thread; a panic there stopped
+    // commits silently while UPDATE went on answering "0 errors".
+    let dir = TempDir::new("committer-panic");
+    let mut d = Ringlet::start_env(
+        dir.path(),
+        &["-w", "1"],
+        &[("RINGLET_FAIL_POINT", "commit-panic")],
+    );
+    setup(&d.sock, "a.rrd");
+    let mut s = connect(&d.sock);
+    // The committer's first full commit panics (the fail point fires once).
+    let t0 = std::time::Instant::now();
+    let mut k = 0;
+    let refused = loop {
+        k += 1;
+        let r = request(&mut s, &format!("UPDATE a.rrd {}:1:100", T0 + 10 * k));
+        if r.starts_with("-1 ") {
+            break r;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "UPDATE never refused: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(refused.contains("panicked"), "{refused}");
+    assert!(d.log_text().contains("panicked (a bug"), "{}", d.log_text());
+    // Still serving reads; what was committed survives a restart.
+    assert_eq!(request(&mut s, "PING"), "0 PONG\n");
+    d.proc.stop(libc::SIGKILL, Duration::from_secs(10)).unwrap();
+    let d = Ringlet::start(dir.path(), &[]);
+    assert_eq!(last(&d.sock, "a.rrd"), T0);
+}

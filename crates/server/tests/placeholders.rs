@@ -185,3 +185,58 @@ fn full_size_copies_of_earlier_versions_become_placeholders_and_nothing_is_lost(
     );
     assert_eq!(fetch_rows(&r.sock, "old.rrd", "LAST", T0, T0 + 60), before);
 }
+
+#[test]
+fn a_symbolic_link_inside_the_base_directory_does_not_escape_it() {
+    // Issue 18, defect 4: with base/link -> /elsewhere, CREATE link/x.rrd under -B answered
+    // OK and wrote /elsewhere/x.rrd.
+    if !need(&["rrdtool"]) {
+        return;
+    }
+    let dir = TempDir::new("ph-link");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let r = Ringlet::start(dir.path(), &[]);
+    std::os::unix::fs::symlink(&elsewhere, r.base.join("link")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("f.rrd"), r.base.join("f.rrd")).unwrap();
+    // A real file outside, reachable only through the links.
+    let a: Vec<String> =
+        format!("create f.rrd --start {T0} --step 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:10")
+            .split(' ')
+            .map(String::from)
+            .collect();
+    assert_eq!(rrdtool(&elsewhere, &a).code, 0);
+    let outside = std::fs::read(elsewhere.join("f.rrd")).unwrap();
+    let mut s = connect(&r.sock);
+    let b = r.base.display();
+    for (line, shown) in [
+        (
+            format!("CREATE link/x.rrd -b {T0} -s 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:10"),
+            "link/x.rrd",
+        ),
+        (format!("UPDATE link/f.rrd {}:1", T0 + 10), "link/f.rrd"),
+        (format!("UPDATE f.rrd {}:1", T0 + 10), "f.rrd"),
+        ("FETCH f.rrd LAST".to_string(), "f.rrd"),
+        ("INFO link/f.rrd".to_string(), "link/f.rrd"),
+        ("FLUSH link/f.rrd".to_string(), "link/f.rrd"),
+        ("FORGET f.rrd".to_string(), "f.rrd"),
+    ] {
+        assert_eq!(
+            request(&mut s, &line),
+            format!("-1 {b}/{shown}: Permission denied\n"),
+            "{line}"
+        );
+    }
+    assert_eq!(
+        request(&mut s, "LIST /link"),
+        format!("-1 Cannot read: {b}/link\n"),
+        "nor listed"
+    );
+    assert!(!elsewhere.join("x.rrd").exists(), "nothing written outside");
+    assert_eq!(
+        std::fs::read(elsewhere.join("f.rrd")).unwrap(),
+        outside,
+        "nor moved"
+    );
+    assert!(!r.store.join("imported").exists(), "nor imported");
+}

@@ -119,6 +119,34 @@ fn many_concurrent_connections_update_and_nothing_is_lost() {
 }
 
 #[test]
+fn a_name_thousands_of_directories_deep_does_not_kill_the_daemon() {
+    // Issue 18, defect 0: CREATE d/d/.../x.rrd under -R then LIST / overflowed a connection
+    // thread's stack (recursion per directory level) and aborted the whole process.
+    let dir = TempDir::new("deep");
+    let mut r = Ringlet::start(dir.path(), &["-R"]);
+    let mut s = connect(&r.sock);
+    let room = 4000 - r.base.display().to_string().len();
+    let deep = format!("{}x.rrd", "d/".repeat(room / 2));
+    let reply = request(
+        &mut s,
+        &format!("CREATE {deep} -b {T0} -s 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:10"),
+    );
+    assert_eq!(reply, "0 RRD created OK\n");
+    for line in ["LIST /", "LIST RECURSIVE /", "LIST RECURSIVE /d/d/d"] {
+        let reply = request(&mut s, line);
+        assert!(reply.starts_with("1 RRDs\n"), "{line}: {reply}");
+    }
+    let mut s = connect(&r.sock);
+    assert_eq!(request(&mut s, "PING"), "0 PONG\n");
+    assert!(r.proc.alive());
+    // And the daemon restarts on it (placeholders are checked at open).
+    r.proc.stop(libc::SIGTERM, Duration::from_secs(10)).unwrap();
+    let r = Ringlet::start(dir.path(), &["-R"]);
+    let mut s = connect(&r.sock);
+    assert!(request(&mut s, &format!("LAST {deep}")).starts_with("0 "));
+}
+
+#[test]
 fn garbage_gets_errors_and_other_clients_are_served() {
     let dir = TempDir::new("garbage");
     let d = Ringlet::start(dir.path(), &[]);
@@ -502,4 +530,77 @@ fn connections_past_the_limit_get_an_error_and_slots_come_back() {
     std::thread::sleep(Duration::from_millis(200));
     let mut again = connect(&d.sock);
     assert_eq!(request(&mut again, "PING"), "0 PONG\n");
+}
+
+#[test]
+fn a_client_that_sends_a_byte_at_a_time_holds_up_nobody() {
+    // Issue 18, defect 8: slow clients must not hold other clients up.
+    let dir = TempDir::new("slowwriter");
+    let d = Ringlet::start(dir.path(), &[]);
+    let mut s = connect(&d.sock);
+    create(&mut s, "slow.rrd");
+    let sock = d.sock.clone();
+    let slow = std::thread::spawn(move || {
+        let mut c = connect(&sock);
+        for b in format!("UPDATE slow.rrd {}:1\n", T0 + 10).bytes() {
+            c.write_all(&[b]).unwrap();
+            std::thread::sleep(Duration::from_millis(60));
+        }
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(c), &mut line).unwrap();
+        line
+    });
+    let mut worst = Duration::ZERO;
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(1) {
+        let t = Instant::now();
+        assert_eq!(request(&mut s, "PING"), "0 PONG\n");
+        worst = worst.max(t.elapsed());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(worst < Duration::from_millis(500), "a PING took {worst:?}");
+    assert_eq!(slow.join().unwrap(), "0 errors, enqueued 1 value(s).\n");
+}
+
+#[test]
+fn the_connection_limit_is_the_daemons_not_each_listeners() {
+    // Issue 18, defect 8: the cap was counted per listener (10,000 connections over three
+    // sockets made 10,003 threads).
+    let dir = TempDir::new("maxconn2");
+    let second = dir.path().join("second.sock");
+    let l2 = format!("unix:{}", second.display());
+    let mut d = Ringlet::start(dir.path(), &["--max-connections", "6", "-l", &l2]);
+    std::thread::sleep(Duration::from_millis(200));
+    let threads = |pid: u32| -> usize {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        s.lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let idle = threads(d.proc.pid());
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for i in 0..10 {
+        let sock = if i % 2 == 0 { &d.sock } else { &second };
+        let mut s = connect(sock);
+        use std::io::Write;
+        // A refused connection may be closed before the request goes out.
+        let _ = s.write_all(b"PING\n");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(&mut s), &mut line).unwrap();
+        match line.as_str() {
+            "0 PONG\n" => held.push(s),
+            "-1 Too many connections\n" => refused += 1,
+            other => panic!("{other}"),
+        }
+    }
+    assert_eq!((held.len(), refused), (6, 4), "6 in all, over both sockets");
+    assert!(
+        threads(d.proc.pid()) <= idle + 6,
+        "a thread per connection, no more"
+    );
+    assert!(d.proc.alive());
 }

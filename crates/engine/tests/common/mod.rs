@@ -254,6 +254,7 @@ pub fn small_opts(log_bytes: u64) -> Options {
         commit_interval: None,
         max_pending_bytes: usize::MAX,
         log_bytes,
+        repair: false,
     }
 }
 

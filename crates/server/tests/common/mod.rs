@@ -155,6 +155,11 @@ impl Ringlet {
     /// `extra` goes after the standard options; options before a `"--"` in it go before
     /// `-l` (so that `-P` applies to the socket).
     pub fn start(dir: &Path, extra: &[&str]) -> Ringlet {
+        Ringlet::start_env(dir, extra, &[])
+    }
+
+    /// [`Ringlet::start`] with environment variables for the daemon.
+    pub fn start_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Ringlet {
         let sock = dir.join("r.sock");
         let base = dir.join("db");
         let store = dir.join("store");
@@ -182,6 +187,7 @@ impl Ringlet {
         ]);
         args.extend(after.iter().map(|s| s.to_string()));
         let child = Command::new(RINGLET)
+            .envs(env.iter().copied())
             .args(&args)
             .stdin(Stdio::null())
             .stdout(logf.try_clone().expect("log"))
