@@ -411,7 +411,8 @@ impl Store {
         self.busy = true;
         let r = self.update_inner(id, sample, sink);
         self.busy = false;
-        r
+        r?;
+        self.maybe_commit()
     }
 
     fn update_inner(
@@ -450,8 +451,7 @@ impl Store {
         if first {
             self.reg.dirty.push(id);
         }
-        outcome?;
-        self.maybe_commit()
+        outcome
     }
 
     /// Whether a commit is due: changes are pending and the size limit or the commit

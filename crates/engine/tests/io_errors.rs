@@ -136,3 +136,20 @@ fn a_commit_that_panics_half_way_leaves_the_store_refusing_writes() {
         codec::rrdbin::rrd_bytes(&durable)
     );
 }
+
+#[test]
+fn updates_that_reach_the_size_limit_commit_on_their_own() {
+    // The guard against a panic half way (the store's busy flag) must not stop the commit
+    // that an update starts when the pending bytes reach their limit.
+    let fs = SimFs::new();
+    let mut o = small_opts(1 << 20);
+    o.max_pending_bytes = 64;
+    let mut store = Store::open_with(Arc::new(fs.clone()), Path::new(DIR), o).unwrap();
+    store.create("a", make_rrd(0), false).unwrap();
+    for k in 1..=200 {
+        store
+            .update("a", &sample(START + 15 * k), &mut |_| {})
+            .unwrap_or_else(|e| panic!("update {k}: {e}"));
+    }
+    assert!(store.stats().commits >= 2, "{:?}", store.stats());
+}

@@ -79,6 +79,18 @@ pub struct Config {
     pub queue_limit: u64,
 }
 
+impl Config {
+    /// The address a client on this machine should use: the first unix socket, else the
+    /// first TCP address (recorded in the store, named in placeholders).
+    pub fn client_address(&self) -> Option<String> {
+        self.listen
+            .iter()
+            .find(|l| matches!(l.addr, Addr::Unix(_)))
+            .or(self.listen.first())
+            .map(|l| l.addr.to_string())
+    }
+}
+
 pub const HELP: &str = "\
 usage: ringlet serve [options]
 

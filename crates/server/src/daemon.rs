@@ -146,9 +146,7 @@ impl Daemon {
                 scratch: crate::sample::scratch(),
                 places: crate::placeholder::Places::new(
                     store_dir,
-                    cfg.listen
-                        .first()
-                        .map_or_else(String::new, |l| l.addr.to_string()),
+                    cfg.client_address().unwrap_or_default(),
                 ),
             }),
             index: Index::default(),

@@ -330,13 +330,8 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
     }
     // Where a `ringlet` CLI on this store finds the daemon: the first unix socket, else the
     // first TCP address.
-    let first = cfg
-        .listen
-        .iter()
-        .find(|l| matches!(l.addr, Addr::Unix(_)))
-        .or(cfg.listen.first());
-    if let Some(l) = first {
-        if let Err(e) = remote::record(store_dir, &l.addr.to_string()) {
+    if let Some(addr) = cfg.client_address() {
+        if let Err(e) = remote::record(store_dir, &addr) {
             log(&format!(
                 "cannot record the daemon's address in the store: {e}"
             ));

@@ -384,7 +384,9 @@ pub fn serve(
 /// The placeholder of a series the CLI created, when its name is under the base directory.
 fn placeholder_for(d: &Daemon, inner: &mut Inner, name: &str) {
     let Some(base) = &d.base else { return };
-    if name.starts_with('/') {
+    // Absolute names are outside the base directory; under -B no placeholder goes through
+    // a symbolic link inside it either.
+    if name.starts_with('/') || (d.restrict_base && d.no_links(name).is_err()) {
         return;
     }
     let t = Target {
