@@ -6,8 +6,9 @@
 # 1x5856, 4x20160, 40x52704) spread over hosts/ directories like Ganglia's tree, pipelined 100 at a
 # time. It prints the wall time, bytes (apparent and allocated) and files under -b and in the
 # store, and the size of one real .rrd file rrdtool makes for the same definition, times N
-# (what rrdcached, or ringlet 0.1's copies, would hold under -b). The daemon is stopped by its
-# pid at the end, also on failure, and the directory removed.
+# (what rrdcached, or ringlet 0.1's copies, would hold under -b), and how long a restart takes
+# until the daemon answers (it checks every placeholder before serving). The daemon is stopped
+# by its pid at the end, also on failure, and the directory removed.
 #
 # usage: bench/create.sh [--series N] [--rras gmetad|collectd]   (default 26000, gmetad)
 set -euo pipefail
@@ -71,6 +72,21 @@ EOF
 T1=$(date +%s.%N)
 
 kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
+# A restart: open, then every placeholder checked before serving; timed until PING answers.
+T2=$(date +%s.%N)
+"$RINGLET" serve -g -R -w 300 -l "unix:$WORK/s.sock" -b "$WORK/base" --store "$WORK/store" \
+    >>"$WORK/serve.log" 2>&1 &
+PID=$!
+until /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"PING\n")
+sys.exit(0 if s.recv(16).startswith(b"0 PONG") else 1)' "$WORK/s.sock" 2>/dev/null; do
+    kill -0 "$PID" 2>/dev/null || { cat "$WORK/serve.log" >&2; exit 1; }
+    sleep 0.02
+done
+T3=$(date +%s.%N)
+RSS=$(awk '/VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$PID/status")
+kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
 rrdtool create "$WORK/one.rrd" -s "$STEP" -b 1795200000 $DEFS
 ONE=$(stat -c %s "$WORK/one.rrd")
 files=$(find "$WORK/base" -type f | wc -l)
@@ -78,4 +94,5 @@ echo "create.sh: $SERIES series ($RRAS archives) created through ringlet serve"
 awk -v a="$T0" -v b="$T1" -v n="$SERIES" 'BEGIN { printf "  CREATE wall time: %.1f s (%.2f ms per series)\n", b - a, (b - a) * 1000 / n }'
 echo "  under -b:  $files files, $(du -sb "$WORK/base" | cut -f1) bytes apparent, $(du -sk "$WORK/base" | cut -f1) KiB allocated (directories included)"
 echo "  the store: $(du -sb "$WORK/store" | cut -f1) bytes apparent, $(du -sk "$WORK/store" | cut -f1) KiB allocated"
+awk -v a="$T2" -v b="$T3" -v r="$RSS" 'BEGIN { printf "  restart until PING answers (open, placeholders checked): %.2f s; RSS then %d MB\n", b - a, r }'
 echo "  one rrdtool file of this definition: $ONE bytes; x $SERIES = $((ONE * SERIES)) bytes (what full-size copies take)"
