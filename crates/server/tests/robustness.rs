@@ -604,3 +604,57 @@ fn the_connection_limit_is_the_daemons_not_each_listeners() {
     );
     assert!(d.proc.alive());
 }
+
+#[test]
+fn run_requests_keep_the_protocols_rules() {
+    // RUN (the CLI beside the daemon) is a command like the others: -P, BATCH, usage errors,
+    // bad input, and what it runs cannot reach the daemon's files.
+    let dir = TempDir::new("run");
+    let d = Ringlet::start(dir.path(), &["-P", "PING", "--"]);
+    let out = converse(&d.sock, b"RUN 1700000000 0 info x.rrd\nRUNINPUT 00\nPING\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        "-1 Permission denied.\n-1 Permission denied.\n0 PONG\n"
+    );
+    drop(d);
+    let dir = TempDir::new("run2");
+    let d = Ringlet::start(dir.path(), &[]);
+    let out = converse(
+        &d.sock,
+        b"RUN 1700000000\nRUNINPUT zz\nRUNINPUT abc\nBATCH\nRUN 1700000000 0 last x.rrd\n.\nPING\n",
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        "-1 Usage: RUN <seconds> <microseconds> <command> [<argument> ...]\n\
+         -1 RUNINPUT: not hex\n\
+         -1 RUNINPUT: odd number of hex digits\n\
+         0 Go ahead.  End with dot '.' on its own line.\n\
+         1 errors\n1 Can't use 'RUN' here.\n\
+         0 PONG\n"
+    );
+    // A dump to a file is written by the client, never by the daemon.
+    let mut s = connect(&d.sock);
+    create(&mut s, "x.rrd");
+    let target = dir.path().join("written-by-daemon.xml");
+    let r = request(
+        &mut s,
+        &format!("RUN 1700000000 0 dump x.rrd {}", target.display()),
+    );
+    let status: Vec<&str> = r.lines().next().unwrap().split(' ').collect();
+    assert_eq!(
+        &status[1..3],
+        ["0", "-1"],
+        "no output, no error, a file: {status:?}"
+    );
+    assert!(!target.exists(), "the daemon wrote a client's file");
+    // Input a RUN did not use is gone with it.
+    let out = converse(
+        &d.sock,
+        b"RUNINPUT 3c3e\nRUN 1700000000 0 info x.rrd\nRUN 1700000000 0 restore - y.rrd\n",
+    );
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.ends_with("eCould not create xml reader for: -\n"),
+        "{text}"
+    );
+}
