@@ -302,6 +302,15 @@ impl Store {
         self.reg.is_empty()
     }
 
+    /// Bytes of the heap that archive rows take, over every series (`rrd::Rows::heap_bytes`):
+    /// sealed chunks read from segment files are in the page cache, not here.
+    pub fn archive_heap_bytes(&self) -> usize {
+        self.reg
+            .iter()
+            .map(|(_, s)| s.rrd.rra.iter().map(|r| r.rows.heap_bytes()).sum::<usize>())
+            .sum()
+    }
+
     /// Counters since open.
     pub fn stats(&self) -> &StoreStats {
         &self.stats

@@ -17,15 +17,16 @@ use crate::files;
 use crate::vfs::Vfs;
 use codec::rrdbin::ChunkEntry;
 use codec::segment::{decode_segment, SegmentWriter};
-use rrd::rows::{encode_values, Fresh, Keep, Packed, Part};
+use rrd::rows::{encode_values, Fresh, Keep, Packed, Part, SharedBytes};
 use rrd::Rrd;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Chunk bytes by (series id, archive, chunk): the newest segment's version and its id.
-pub type ChunkMap = HashMap<(u64, u32, u32), (u64, Vec<u8>)>;
+/// Where each chunk's bytes are, by (series id, archive, chunk): the newest segment's id,
+/// that segment's mapped bytes, and the chunk's offset and length in them.
+pub type ChunkMap = HashMap<(u64, u32, u32), (u64, SharedBytes, usize, usize)>;
 
 /// The segments of one checkpoint being written.
 pub struct Plan {
@@ -184,22 +185,27 @@ impl Segments {
         Ok(())
     }
 
-    /// The segments of a checkpoint naming `live`: read and check them all, and number new
-    /// ones after every segment file present.
+    /// The segments of a checkpoint naming `live`: map and check them all, and number new
+    /// ones after every segment file present. The chunks stay in the mapped files (read
+    /// through the page cache when a read needs them), not on the heap.
     pub fn open(vfs: &dyn Vfs, dir: &Path, live: &[u64]) -> Result<(Segments, ChunkMap), String> {
         let mut map = ChunkMap::new();
         for &id in live {
             let path = files::segment(dir, id);
             let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-            let f = vfs.open(&path, false).map_err(|e| err(&e))?;
-            let len = f.len().map_err(|e| err(&e))?;
-            let mut b = vec![0u8; len as usize];
-            let n = f.read_at(&mut b, 0).map_err(|e| err(&e))?;
-            b.truncate(n);
-            for ch in decode_segment(&b, id).map_err(|e| err(&e))? {
+            let mapped = vfs.map(&path).map_err(|e| err(&e))?;
+            let shared: SharedBytes = Arc::new(Shared(mapped.clone()));
+            let all: &[u8] = (*mapped).as_ref();
+            for ch in decode_segment(all, id).map_err(|e| err(&e))? {
+                let start = ch.bytes.as_ptr() as usize - all.as_ptr() as usize;
                 // Segments are read in ascending order: a later one holds the newer version.
-                map.insert((ch.series, ch.archive, ch.chunk), (id, ch.bytes.to_vec()));
+                map.insert(
+                    (ch.series, ch.archive, ch.chunk),
+                    (id, shared.clone(), start, ch.bytes.len()),
+                );
             }
+            // The check read every page: they stay in the page cache, not in the process.
+            mapped.release();
         }
         let mut next_id = live.iter().max().map_or(1, |m| m + 1);
         if let Ok(names) = vfs.list(dir) {
@@ -212,6 +218,15 @@ impl Segments {
             next_id,
         };
         Ok((segs, map))
+    }
+}
+
+/// A mapped segment as the bytes chunks share.
+struct Shared(Arc<dyn crate::vfs::Mapping>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        (*self.0).as_ref()
     }
 }
 
@@ -241,7 +256,12 @@ pub fn parts(
             ChunkEntry::Fill(b) => Ok(Part::Fill(b)),
             ChunkEntry::Inline(bytes) => Ok(Part::Packed(bytes, 0)),
             ChunkEntry::Segments => match map.remove(&(id, a as u32, c as u32)) {
-                Some((seg, bytes)) => Ok(Part::Packed(bytes, seg)),
+                Some((seg, buf, start, len)) => Ok(Part::Shared {
+                    buf,
+                    start,
+                    len,
+                    seg,
+                }),
                 None => Err(format!(
                     "series {id} archive {a} chunk {c} is in none of the checkpoint's segments"
                 )),

@@ -11,6 +11,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 
 /// A file opened for reading and writing.
 #[allow(clippy::len_without_is_empty)]
@@ -54,6 +55,65 @@ pub trait Vfs: Send + Sync {
     /// The file system's block size for files in `dir` (the log aligns records to it).
     fn block_size(&self, _dir: &Path) -> io::Result<u64> {
         Ok(4096)
+    }
+
+    /// The whole of an immutable file (a segment) in memory, to read chunks from: the real
+    /// file system maps it (pages come from the page cache when read, and count against the
+    /// process only while touched); this default reads it.
+    fn map(&self, path: &Path) -> io::Result<Arc<dyn Mapping>> {
+        let f = self.open(path, false)?;
+        let len = f.len()?;
+        let mut b = vec![0u8; len as usize];
+        let n = f.read_at(&mut b, 0)?;
+        b.truncate(n);
+        Ok(Arc::new(b))
+    }
+}
+
+/// An immutable file's bytes ([`Vfs::map`]).
+pub trait Mapping: AsRef<[u8]> + Send + Sync {
+    /// The bytes were read through once (a check of the whole file): let the process's
+    /// share of them go, leaving them to the page cache (a mapping's pages).
+    fn release(&self) {}
+}
+
+impl Mapping for Vec<u8> {}
+
+/// A read-only shared mapping of a whole file. The file must not shrink while it is mapped
+/// (a segment file never changes once written; removing it leaves the mapping valid).
+struct Mmap {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value until it is dropped.
+unsafe impl Send for Mmap {}
+// SAFETY: as above: shared reads of immutable memory.
+unsafe impl Sync for Mmap {}
+
+impl AsRef<[u8]> for Mmap {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: ptr..ptr+len is a live PROT_READ mapping for as long as self lives.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+    }
+}
+
+impl Mapping for Mmap {
+    fn release(&self) {
+        // SAFETY: the range is this mapping; MADV_DONTNEED on a shared file mapping drops
+        // the pages from this process, and later reads fault them in again from the file.
+        unsafe {
+            libc::madvise(self.ptr, self.len, libc::MADV_DONTNEED);
+        }
+    }
+}
+
+impl Drop for Mmap {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the mapping this value owns, once.
+        unsafe {
+            libc::munmap(self.ptr, self.len);
+        }
     }
 }
 
@@ -123,6 +183,30 @@ impl VFile for RealFile {
 }
 
 impl Vfs for RealFs {
+    fn map(&self, path: &Path) -> io::Result<Arc<dyn Mapping>> {
+        use std::os::fd::AsRawFd;
+        let f = File::open(path)?;
+        let len = f.metadata()?.len() as usize;
+        if len == 0 {
+            return Ok(Arc::new(Vec::new()));
+        }
+        // SAFETY: a fresh read-only shared mapping of an open file; checked for failure.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Arc::new(Mmap { ptr, len }))
+    }
+
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)
     }

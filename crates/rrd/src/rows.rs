@@ -204,16 +204,46 @@ pub fn decode_values(buf: &[u8], n: usize, out: &mut Vec<f64>) -> Result<usize, 
     Ok(pos)
 }
 
+/// Bytes that live outside the heap and are shared by many chunks: a segment file mapped
+/// into memory by the store, whose pages the kernel keeps in its page cache and reads in
+/// when a chunk is read. `rrd` does no I/O; the store hands these over.
+pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// Where a sealed chunk's packed values are.
+#[derive(Clone)]
+enum PackedBytes {
+    /// On the heap.
+    Owned(Vec<u8>),
+    /// `len` bytes at `start` of a shared buffer (a mapped segment file).
+    Shared {
+        buf: SharedBytes,
+        start: usize,
+        len: usize,
+    },
+}
+
+impl PackedBytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            PackedBytes::Owned(v) => v,
+            PackedBytes::Shared { buf, start, len } => {
+                let all: &[u8] = (**buf).as_ref();
+                all.get(*start..start + len).unwrap_or(&[])
+            }
+        }
+    }
+}
+
 /// Packed values of one sealed chunk, and the segment they were stored in (0: not yet).
 pub struct Packed {
-    bytes: Vec<u8>,
+    bytes: PackedBytes,
     seg: AtomicU64,
 }
 
 impl Packed {
     /// The values, as [`encode_values`] wrote them.
     pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+        self.bytes.as_slice()
     }
 
     /// The segment that holds these bytes, once stored.
@@ -261,6 +291,14 @@ pub enum Part {
     Fill(u64),
     /// Packed values and the segment they came from (0: none).
     Packed(Vec<u8>, u64),
+    /// Packed values left where they are: `len` bytes at `start` of the mapped segment `seg`
+    /// (checked by the segment's checksum when the store opened it; decoded when read).
+    Shared {
+        buf: SharedBytes,
+        start: usize,
+        len: usize,
+        seg: u64,
+    },
     Values(Vec<f64>),
 }
 
@@ -366,7 +404,7 @@ impl Rows {
             Chunk::Fill(b) => out.resize(n, f64::from_bits(*b)),
             Chunk::Packed(p) => {
                 // Packed here from whole values, or checked at load: it always decodes.
-                if decode_values(&p.bytes, n, out).is_err() {
+                if decode_values(p.bytes(), n, out).is_err() {
                     out.clear();
                 }
                 out.resize(n, f64::NAN);
@@ -416,7 +454,7 @@ impl Rows {
         let new = pack(&o.vals);
         let same = match (&new, &o.prev) {
             (Chunk::Fill(a), Chunk::Fill(b)) => a == b,
-            (Chunk::Packed(a), Chunk::Packed(b)) => a.bytes == b.bytes,
+            (Chunk::Packed(a), Chunk::Packed(b)) => a.bytes() == b.bytes(),
             _ => false,
         };
         self.chunks[o.idx] = if same { o.prev } else { new };
@@ -529,7 +567,21 @@ impl Rows {
                         Err(e) => return Err(format!("chunk {c}: {}", e.what)),
                     }
                     Chunk::Packed(Arc::new(Packed {
-                        bytes,
+                        bytes: PackedBytes::Owned(bytes),
+                        seg: AtomicU64::new(seg),
+                    }))
+                }
+                Part::Shared {
+                    buf,
+                    start,
+                    len,
+                    seg,
+                } => {
+                    if (*buf).as_ref().len() < start.saturating_add(len) {
+                        return Err(format!("chunk {c}: past the end of its segment"));
+                    }
+                    Chunk::Packed(Arc::new(Packed {
+                        bytes: PackedBytes::Shared { buf, start, len },
                         seg: AtomicU64::new(seg),
                     }))
                 }
@@ -571,7 +623,11 @@ impl Rows {
             .iter()
             .map(|c| match c {
                 Chunk::Fill(_) => 0,
-                Chunk::Packed(p) => p.bytes.capacity() + 32,
+                Chunk::Packed(p) => match &p.bytes {
+                    PackedBytes::Owned(v) => v.capacity() + 32,
+                    // In the page cache, not on the heap.
+                    PackedBytes::Shared { .. } => 32,
+                },
             })
             .sum();
         let open = self.open.as_ref().map_or(0, |o| o.vals.capacity() * 8);
@@ -589,7 +645,7 @@ fn pack(vals: &[f64]) -> Chunk {
             encode_values(vals, &mut out);
             out.shrink_to_fit();
             Chunk::Packed(Arc::new(Packed {
-                bytes: out,
+                bytes: PackedBytes::Owned(out),
                 seg: AtomicU64::new(0),
             }))
         }
@@ -841,6 +897,56 @@ mod tests {
         assert!(Rows::from_parts(1000, 1, vec![Part::Fill(0)]).is_err());
         r.seal();
         let bad = (0..4).map(|_| Part::Packed(vec![1, 2, 3], 1)).collect();
+        assert!(Rows::from_parts(1000, 1, bad).is_err());
+    }
+
+    #[test]
+    fn chunks_left_in_a_shared_buffer_read_back_exactly_and_stay_off_the_heap() {
+        let vals = mixed_values(1000, 3);
+        let r = Rows::from_values(1, &vals);
+        // The packed chunks laid end to end in one buffer, as a segment file holds them.
+        let mut file = vec![0xAAu8; 7];
+        let mut places = Vec::new();
+        for c in 0..r.chunk_count() {
+            match r.keep(c, Fresh::NONE) {
+                Keep::Packed(p) => {
+                    places.push(Some((file.len(), p.bytes().len())));
+                    file.extend_from_slice(p.bytes());
+                }
+                _ => places.push(None),
+            }
+        }
+        let buf: SharedBytes = Arc::new(file);
+        let parts: Vec<Part> = (0..r.chunk_count())
+            .map(|c| match (places[c], r.keep(c, Fresh::NONE)) {
+                (Some((start, len)), _) => Part::Shared {
+                    buf: buf.clone(),
+                    start,
+                    len,
+                    seg: 4,
+                },
+                (None, Keep::Fill(b)) => Part::Fill(b),
+                (None, _) => unreachable!("sealed rows are packed or filled"),
+            })
+            .collect();
+        let back = Rows::from_parts(1000, 1, parts).unwrap();
+        assert_eq!(bits(&back.to_vec()), bits(&vals));
+        assert!(
+            back.heap_bytes() < r.heap_bytes() / 4,
+            "{} vs {}",
+            back.heap_bytes(),
+            r.heap_bytes()
+        );
+        assert_eq!(stored_seg(back.keep(0, Fresh::NONE)), Some(Some(4)));
+        // A range past the buffer's end is refused, not read.
+        let bad = (0..r.chunk_count())
+            .map(|_| Part::Shared {
+                buf: buf.clone(),
+                start: 1 << 20,
+                len: 8,
+                seg: 4,
+            })
+            .collect();
         assert!(Rows::from_parts(1000, 1, bad).is_err());
     }
 

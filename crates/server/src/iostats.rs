@@ -71,6 +71,9 @@ impl Vfs for CountingFs {
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         RealFs.list(dir)
     }
+    fn map(&self, path: &Path) -> io::Result<std::sync::Arc<dyn engine::vfs::Mapping>> {
+        RealFs.map(path)
+    }
     fn try_lock(&self, path: &Path) -> io::Result<Option<engine::vfs::LockGuard>> {
         RealFs.try_lock(path)
     }
