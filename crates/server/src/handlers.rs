@@ -514,6 +514,11 @@ fn fetch(
         }
     };
     with_rrd_copy(d, file, "rrd_fetch_r failed: ", |t, rrd| {
+        // A test hook: a reply that takes long to build (the daemon's tests check that
+        // other clients are served meanwhile).
+        if crate::fail_point("slow-fetch") {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+        }
         let Some(cf_v) = Cf::from_name(cf) else {
             return Response::err(format!(
                 "rrd_fetch_r failed: unknown consolidation function '{cf}'"

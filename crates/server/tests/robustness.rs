@@ -658,3 +658,33 @@ fn run_requests_keep_the_protocols_rules() {
         "{text}"
     );
 }
+
+#[test]
+fn a_fetch_being_answered_does_not_hold_up_other_clients() {
+    // Issue 18, defect 7: FETCH built its whole reply under the store lock, so a second
+    // client's LAST waited for it. With the reply built slowly (a test hook makes it take
+    // 1.5 s), LAST must be answered before the FETCH is.
+    let dir = TempDir::new("slowfetch");
+    let d = Ringlet::start_env(dir.path(), &[], &[("RINGLET_FAIL_POINT", "slow-fetch")]);
+    let mut s = connect(&d.sock);
+    create(&mut s, "big.rrd");
+    create(&mut s, "small.rrd");
+    let sock = d.sock.clone();
+    let fetch = std::thread::spawn(move || {
+        let mut c = connect(&sock);
+        let r = request(&mut c, &format!("FETCH big.rrd AVERAGE {T0} {}", T0 + 3600));
+        (Instant::now(), r)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    let r = request(&mut s, "LAST small.rrd");
+    let waited = sent.elapsed();
+    assert!(r.starts_with("0 "), "{r}");
+    let (_, fr) = fetch.join().unwrap();
+    assert!(fr.contains(" Success\n"), "{fr}");
+    // Held behind the lock, LAST would wait out the rest of the 1.5 s (about 1.2 s).
+    assert!(
+        waited < Duration::from_millis(700),
+        "LAST waited {waited:?} for the FETCH"
+    );
+}
