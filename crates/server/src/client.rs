@@ -4,8 +4,9 @@
 //! The daemon is found as librrd finds it: `-d`/`--daemon ADDR`, else `$RRDCACHED_ADDRESS`,
 //! else `unix:/tmp/rrdcached.sock`.
 
-use crate::config::{parse_addr, Addr, DEFAULT_SOCKET};
-use std::io::{BufRead, BufReader, Read, Write};
+use crate::config::{parse_addr, DEFAULT_SOCKET};
+use crate::strerror;
+use std::io::{BufRead, BufReader, Write};
 use std::time::Duration;
 
 pub const USAGE: &str = "\
@@ -56,45 +57,17 @@ pub fn stats(args: &[String]) -> i32 {
     }
 }
 
-/// An OS error as C's strerror says it (without Rust's " (os error N)").
-fn strerror(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error ") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
-}
-
 fn fail(msg: &str) -> i32 {
     eprintln!("ERROR: {msg}");
     1
 }
 
-trait Stream: Read + Write {}
-impl<T: Read + Write> Stream for T {}
-
 /// Send STATS to `addr`; the reply's lines.
 pub fn query(addr: &str) -> Result<Vec<String>, String> {
     let parsed = parse_addr(addr)?;
     let timeout = Some(Duration::from_secs(10));
-    let cant = |e: std::io::Error| format!("cannot connect to {addr}: {}", strerror(&e));
-    let mut s: Box<dyn Stream> = match &parsed {
-        Addr::Unix(p) => {
-            let s = std::os::unix::net::UnixStream::connect(p).map_err(cant)?;
-            s.set_read_timeout(timeout).map_err(cant)?;
-            Box::new(s)
-        }
-        Addr::Tcp(h, port) => {
-            let h = if h.contains(':') {
-                format!("[{h}]")
-            } else {
-                h.clone()
-            };
-            let s = std::net::TcpStream::connect(format!("{h}:{port}")).map_err(cant)?;
-            s.set_read_timeout(timeout).map_err(cant)?;
-            Box::new(s)
-        }
-    };
+    let mut s = crate::remote::connect_stream(&parsed, timeout)
+        .map_err(|e| format!("cannot connect to {addr}: {}", strerror(&e)))?;
     let io = |e: std::io::Error| format!("{addr}: {}", strerror(&e));
     s.write_all(b"STATS\n").map_err(io)?;
     let mut r = BufReader::new(s);

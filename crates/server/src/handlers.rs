@@ -7,6 +7,7 @@
 use crate::daemon::{Daemon, Inner, Target};
 use crate::ingest;
 use crate::placeholder;
+use crate::strerror;
 use proto::{Command, Response};
 use rrd::fmt::c_exp;
 use rrd::info::InfoValue;
@@ -204,15 +205,6 @@ pub(crate) fn remember_disk(inner: &mut Inner, t: &Target) {
         Some(s) => inner.disk.insert(t.name.clone(), s),
         None => inner.disk.remove(&t.name),
     };
-}
-
-/// An OS error as C's strerror says it (without Rust's " (os error N)").
-fn strerror(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error ") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 /// UPDATE's check that `t` is a series (imported from its file on first sight).

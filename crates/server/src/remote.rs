@@ -19,6 +19,7 @@
 
 use crate::config::{parse_addr, Addr};
 use crate::daemon::{Daemon, Inner, Target};
+use crate::strerror;
 use cli::{Ctx, Outcome};
 use proto::Response;
 use std::cell::RefCell;
@@ -166,7 +167,7 @@ pub fn decode(message: &str, lines: &[String]) -> Result<Outcome, String> {
     })
 }
 
-trait Stream: Read + Write + Send {}
+pub(crate) trait Stream: Read + Write + Send {}
 impl<T: Read + Write + Send> Stream for T {}
 
 /// A connection to a daemon for RUN requests.
@@ -175,33 +176,38 @@ pub struct Client {
     r: BufReader<Box<dyn Stream>>,
 }
 
-/// An OS error as C's strerror says it (without Rust's " (os error N)").
-fn strerror(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error ") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
+/// A connection to a daemon's address as `-l` and librrd take it (`unix:/path`, `/path`,
+/// `host`, `host:port`, `[v6]:port`), parsed.
+pub(crate) fn connect_stream(
+    addr: &Addr,
+    read_timeout: Option<std::time::Duration>,
+) -> std::io::Result<Box<dyn Stream>> {
+    Ok(match addr {
+        Addr::Unix(p) => {
+            let s = std::os::unix::net::UnixStream::connect(p)?;
+            s.set_read_timeout(read_timeout)?;
+            Box::new(s)
+        }
+        Addr::Tcp(h, port) => {
+            let h = if h.contains(':') {
+                format!("[{h}]")
+            } else {
+                h.clone()
+            };
+            let s = std::net::TcpStream::connect(format!("{h}:{port}"))?;
+            s.set_read_timeout(read_timeout)?;
+            let _ = s.set_nodelay(true);
+            Box::new(s)
+        }
+    })
 }
 
 impl Client {
     /// Connect as librrd does, with its error text.
     pub fn connect(addr: &str) -> Result<Client, String> {
         let parsed = parse_addr(addr)?;
-        let cant = |e: std::io::Error| format!("Unable to connect to rrdcached: {}", strerror(&e));
-        let s: Box<dyn Stream> = match &parsed {
-            Addr::Unix(p) => Box::new(std::os::unix::net::UnixStream::connect(p).map_err(cant)?),
-            Addr::Tcp(h, port) => {
-                let h = if h.contains(':') {
-                    format!("[{h}]")
-                } else {
-                    h.clone()
-                };
-                let s = std::net::TcpStream::connect(format!("{h}:{port}")).map_err(cant)?;
-                let _ = s.set_nodelay(true);
-                Box::new(s)
-            }
-        };
+        let s = connect_stream(&parsed, None)
+            .map_err(|e| format!("Unable to connect to rrdcached: {}", strerror(&e)))?;
         Ok(Client {
             addr: addr.to_string(),
             r: BufReader::new(s),
