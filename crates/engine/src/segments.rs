@@ -194,7 +194,7 @@ impl Segments {
             let path = files::segment(dir, id);
             let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
             let mapped = vfs.map(&path).map_err(|e| err(&e))?;
-            let shared: SharedBytes = Arc::new(Shared(mapped.clone()));
+            let shared: SharedBytes = mapped.clone();
             let all: &[u8] = (*mapped).as_ref();
             for ch in decode_segment(all, id).map_err(|e| err(&e))? {
                 let start = ch.bytes.as_ptr() as usize - all.as_ptr() as usize;
@@ -218,15 +218,6 @@ impl Segments {
             next_id,
         };
         Ok((segs, map))
-    }
-}
-
-/// A mapped segment as the bytes chunks share.
-struct Shared(Arc<dyn crate::vfs::Mapping>);
-
-impl AsRef<[u8]> for Shared {
-    fn as_ref(&self) -> &[u8] {
-        (*self.0).as_ref()
     }
 }
 

@@ -275,6 +275,17 @@ fn random_damage_anywhere_in_the_log_fails_closed_or_loses_only_the_torn_tail() 
     assert!(refused > 0, "refused {refused}, tail {tail}");
 }
 
+/// Update series "a" at `t` and commit: one record in the log.
+fn commit_one(store: &mut Store, t: i64) {
+    let s = rrd::Sample {
+        time: t,
+        usec: 0,
+        values: vec!["1.5".into()],
+    };
+    store.update("a", &s, &mut |_| {}).unwrap();
+    store.commit().unwrap();
+}
+
 #[test]
 fn bit_rot_in_a_record_header_after_the_ring_wrapped_fails_closed() {
     // Issue 18, defect 1 (../shared/repro/engine_header_bitrot.rs): one flipped bit in a
@@ -289,13 +300,7 @@ fn bit_rot_in_a_record_header_after_the_ring_wrapped_fails_closed() {
     let mut t = START;
     for _ in 0..60 {
         t += 15;
-        let s = rrd::Sample {
-            time: t,
-            usec: 0,
-            values: vec!["1.5".into()],
-        };
-        store.update("a", &s, &mut |_| {}).unwrap();
-        store.commit().unwrap();
+        commit_one(&mut store, t);
     }
     drop(store);
     let r = Store::open_with(Arc::new(fs.clone()), Path::new(DIR), opts())
@@ -344,13 +349,7 @@ fn a_damaged_newest_checkpoint_whose_older_log_was_overwritten_fails_closed() {
     let mut t = START;
     let mut step = |store: &mut Store| {
         t += 15;
-        let s = rrd::Sample {
-            time: t,
-            usec: 0,
-            values: vec!["1.5".into()],
-        };
-        store.update("a", &s, &mut |_| {}).unwrap();
-        store.commit().unwrap();
+        commit_one(store, t);
     };
     for _ in 0..48 {
         step(&mut store);

@@ -97,12 +97,12 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
     };
     let out = PathBuf::from(out);
     let mut src = match crate::daemon_for(daemon, dir) {
-        Some(addr) => match Client::connect(&addr) {
-            Ok(c) => Source::Daemon(c),
-            Err(e) => return fail(&e),
-        },
-        None if !dir.exists() => return fail(&format!("no store at {}", dir.display())),
-        None => match cli::store::open(dir) {
+        crate::Daemon::At(_, c) => Source::Daemon(c),
+        crate::Daemon::Unreachable(_, e) => return fail(&e),
+        crate::Daemon::None if !dir.exists() => {
+            return fail(&format!("no store at {}", dir.display()))
+        }
+        crate::Daemon::None => match cli::store::open(dir) {
             Ok(s) => Source::Store(Box::new(s)),
             Err(e) => return fail(&e),
         },
@@ -200,7 +200,7 @@ fn human(b: u64) -> String {
 
 fn unhex(h: &str) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(h.len() / 2);
-    server::remote::unhex(h, &mut out)?;
+    cli::unhex(h, &mut out)?;
     Ok(out)
 }
 

@@ -67,25 +67,41 @@ fn run(argv: &[String]) -> Outcome {
     }
     let (flag, args) = cli::take_daemon(cmd, args);
     match daemon_for(flag, &dir) {
-        Some(addr) => remote(&addr, cmd, &args),
-        None => cli::dispatch(cmd, &args, &Ctx::local(&dir, now())),
+        // Run in the daemon: `restore`'s input is read here, `dump`'s file written here.
+        Daemon::At(_, mut c) => c.run(cmd, &args, now()),
+        Daemon::Unreachable(_, e) => Outcome::err(e),
+        Daemon::None => cli::dispatch(cmd, &args, &Ctx::local(&dir, now())),
     }
 }
 
-/// The daemon a command goes to: `--daemon`, else `$RRDCACHED_ADDRESS`, else the one that
-/// holds the store (its recorded address, if it answers).
-pub(crate) fn daemon_for(flag: Option<String>, dir: &Path) -> Option<String> {
-    flag.or_else(|| std::env::var("RRDCACHED_ADDRESS").ok())
-        .filter(|a| !a.is_empty())
-        .or_else(|| server::remote::holder(dir))
+/// Where a command goes.
+pub(crate) enum Daemon {
+    /// The daemon at this address, connected.
+    At(String, server::remote::Client),
+    /// The daemon named by `--daemon` or `$RRDCACHED_ADDRESS` does not answer (the error).
+    Unreachable(String, String),
+    /// No daemon: the store itself.
+    None,
 }
 
-/// Run `cmd` in the daemon at `addr`, reading `restore`'s input here and writing `dump`'s
-/// output file here.
-pub(crate) fn remote(addr: &str, cmd: &str, args: &[String]) -> Outcome {
-    match server::remote::Client::connect(addr) {
-        Ok(mut c) => c.run(cmd, args, now()),
-        Err(e) => Outcome::err(e),
+/// The daemon a command goes to: `--daemon`, else `$RRDCACHED_ADDRESS`, else the one that
+/// holds the store (its recorded address, if it answers; one connection either way).
+pub(crate) fn daemon_for(flag: Option<String>, dir: &Path) -> Daemon {
+    let named = flag
+        .or_else(|| std::env::var("RRDCACHED_ADDRESS").ok())
+        .filter(|a| !a.is_empty());
+    if let Some(addr) = named {
+        return match server::remote::Client::connect(&addr) {
+            Ok(c) => Daemon::At(addr, c),
+            Err(e) => Daemon::Unreachable(addr, e),
+        };
+    }
+    match server::remote::recorded(dir) {
+        Some(addr) => match server::remote::Client::connect(&addr) {
+            Ok(c) => Daemon::At(addr, c),
+            Err(_) => Daemon::None,
+        },
+        None => Daemon::None,
     }
 }
 

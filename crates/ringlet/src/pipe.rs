@@ -34,7 +34,16 @@ fn cpu_times() -> (f64, f64) {
 /// Run pipe mode on the store in `dir`; the process exit status.
 pub fn run(dir: &Path) -> i32 {
     let started = Instant::now();
-    let default = crate::daemon_for(None, dir);
+    let mut clients: HashMap<String, Client> = HashMap::new();
+    let default = match crate::daemon_for(None, dir) {
+        crate::Daemon::At(addr, c) => {
+            clients.insert(addr.clone(), c);
+            Some(addr)
+        }
+        // Each line reports it, as it would with the address on the line.
+        crate::Daemon::Unreachable(addr, _) => Some(addr),
+        crate::Daemon::None => None,
+    };
     let mut store = match &default {
         Some(_) => None,
         None => match cli::store::open(dir) {
@@ -45,7 +54,6 @@ pub fn run(dir: &Path) -> i32 {
             }
         },
     };
-    let mut clients: HashMap<String, Client> = HashMap::new();
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout().lock();
     for line in stdin.lock().lines() {

@@ -6,7 +6,7 @@
 
 use crate::config::{parse_addr, DEFAULT_SOCKET};
 use crate::strerror;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::time::Duration;
 
 pub const USAGE: &str = "\
@@ -66,30 +66,14 @@ fn fail(msg: &str) -> i32 {
 pub fn query(addr: &str) -> Result<Vec<String>, String> {
     let parsed = parse_addr(addr)?;
     let timeout = Some(Duration::from_secs(10));
-    let mut s = crate::remote::connect_stream(&parsed, timeout)
+    let s = crate::remote::connect_stream(&parsed, timeout)
         .map_err(|e| format!("cannot connect to {addr}: {}", strerror(&e)))?;
-    let io = |e: std::io::Error| format!("{addr}: {}", strerror(&e));
-    s.write_all(b"STATS\n").map_err(io)?;
-    let mut r = BufReader::new(s);
-    let mut status = String::new();
-    r.read_line(&mut status).map_err(io)?;
-    let (n, msg) = status
-        .trim_end()
-        .split_once(' ')
-        .ok_or_else(|| format!("{addr}: unexpected reply '{}'", status.trim_end()))?;
-    let n: i64 = n
-        .parse()
-        .map_err(|_| format!("{addr}: unexpected reply '{}'", status.trim_end()))?;
+    let (n, msg, lines) = crate::remote::Client::on(addr, s).request("STATS")?;
     if n < 0 {
         return Err(format!("{addr}: {msg}"));
     }
-    let mut lines = Vec::new();
-    for _ in 0..n {
-        let mut l = String::new();
-        if r.read_line(&mut l).map_err(io)? == 0 {
-            return Err(format!("{addr}: the reply ended early"));
-        }
-        lines.push(l.trim_end_matches(['\r', '\n']).to_string());
-    }
-    Ok(lines)
+    Ok(lines
+        .into_iter()
+        .map(|l| l.trim_end_matches('\r').to_string())
+        .collect())
 }

@@ -594,10 +594,18 @@ fn with_rrd_as(
     prefix: &str,
     f: impl FnOnce(&Target, &Rrd) -> Response,
 ) -> Response {
-    let t = match d.resolve(file) {
-        Ok(t) => t,
-        Err(e) => return Response::err(e),
-    };
+    locked_rrd(d, file, prefix, f).unwrap_or_else(|r| r)
+}
+
+/// [`with_rrd_as`]'s work: under the store lock, with the series' queue applied, `f`'s
+/// result, or the error reply.
+fn locked_rrd<R>(
+    d: &Daemon,
+    file: &str,
+    prefix: &str,
+    f: impl FnOnce(&Target, &Rrd) -> R,
+) -> Result<R, Response> {
+    let t = d.resolve(file).map_err(Response::err)?;
     let mut inner = d.lock();
     let missing = || {
         Response::err(format!(
@@ -607,14 +615,14 @@ fn with_rrd_as(
     };
     match ensure(d, &mut inner, &t, false) {
         Ok(true) => {}
-        Ok(false) => return missing(),
-        Err(e) => return e.reply(prefix),
+        Ok(false) => return Err(missing()),
+        Err(e) => return Err(e.reply(prefix)),
     }
     // Reads see every accepted value.
     d.apply_series(&mut inner, &t.name);
     match inner.store.get(&t.name) {
-        Some(rrd) => f(&t, rrd),
-        None => missing(),
+        Some(rrd) => Ok(f(&t, rrd)),
+        None => Err(missing()),
     }
 }
 
@@ -632,14 +640,9 @@ fn with_rrd_copy(
     prefix: &str,
     f: impl FnOnce(&Target, &Rrd) -> Response,
 ) -> Response {
-    let mut copy: Option<(Target, Rrd)> = None;
-    let r = with_rrd_as(d, file, prefix, |t, rrd| {
-        copy = Some((t.clone(), rrd.clone()));
-        Response::ok("")
-    });
-    match copy {
-        Some((t, rrd)) => f(&t, &rrd),
-        None => r,
+    match locked_rrd(d, file, prefix, |t, rrd| (t.clone(), rrd.clone())) {
+        Ok((t, rrd)) => f(&t, &rrd),
+        Err(r) => r,
     }
 }
 

@@ -15,7 +15,7 @@
 //! file. A text is its lines joined by newlines, plus one if its length says so.
 //!
 //! The daemon records its address in `<store>/daemon` while it runs ([`record`]), so that a
-//! CLI on the same store finds it ([`holder`]).
+//! CLI on the same store finds it ([`recorded`]).
 
 use crate::config::{parse_addr, Addr};
 use crate::daemon::{Daemon, Inner, Target};
@@ -46,44 +46,16 @@ pub fn record(store: &Path, addr: &str) -> std::io::Result<()> {
     std::fs::rename(tmp, path)
 }
 
-/// The address of a running daemon that holds the store in `dir`, if one answers there.
-pub fn holder(dir: &Path) -> Option<String> {
+/// The address recorded in the store in `dir` by the daemon that holds it (stale if that
+/// daemon was killed: nothing answers there then).
+pub fn recorded(dir: &Path) -> Option<String> {
     let text = std::fs::read_to_string(address_file(dir)).ok()?;
-    let addr = text.lines().next()?.trim().to_string();
-    Client::connect(&addr).ok().map(|_| addr)
+    Some(text.lines().next()?.trim().to_string()).filter(|a| !a.is_empty())
 }
 
-fn hex(bytes: &[u8]) -> String {
-    const H: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(H[(b >> 4) as usize] as char);
-        s.push(H[(b & 15) as usize] as char);
-    }
-    s
-}
-
-/// Append the bytes `h` (hex; `-` for none) stands for to `out`.
+/// Append the bytes RUNINPUT's `h` stands for to `out` (`cli::unhex`, with its error).
 pub fn unhex(h: &str, out: &mut Vec<u8>) -> Result<(), String> {
-    let v = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    };
-    if h == "-" {
-        return Ok(());
-    }
-    if !h.len().is_multiple_of(2) {
-        return Err("RUNINPUT: odd number of hex digits".into());
-    }
-    for p in h.as_bytes().chunks(2) {
-        match (v(p[0]), v(p[1])) {
-            (Some(a), Some(b)) => out.push(a << 4 | b),
-            _ => return Err("RUNINPUT: not hex".into()),
-        }
-    }
-    Ok(())
+    cli::unhex(h, out).map_err(|e| format!("RUNINPUT: {e}"))
 }
 
 /// The protocol's escaping of one field (the inverse of `proto::tokenize`).
@@ -208,10 +180,21 @@ impl Client {
         let parsed = parse_addr(addr)?;
         let s = connect_stream(&parsed, None)
             .map_err(|e| format!("Unable to connect to rrdcached: {}", strerror(&e)))?;
-        Ok(Client {
+        Ok(Client::on(addr, s))
+    }
+
+    /// A client of the daemon at `addr` over a stream already connected.
+    pub(crate) fn on(addr: &str, s: Box<dyn Stream>) -> Client {
+        Client {
             addr: addr.to_string(),
             r: BufReader::new(s),
-        })
+        }
+    }
+
+    /// Send one request line and read its reply: status number, message and lines.
+    pub(crate) fn request(&mut self, line: &str) -> Result<(i64, String, Vec<String>), String> {
+        self.send(line)?;
+        self.reply()
     }
 
     fn send(&mut self, line: &str) -> Result<(), String> {
@@ -223,7 +206,8 @@ impl Client {
 
     /// Read one reply: its status number, message and lines.
     fn reply(&mut self) -> Result<(i64, String, Vec<String>), String> {
-        let io = |e: std::io::Error| strerror(&e);
+        let addr = &self.addr;
+        let io = |e: std::io::Error| format!("{addr}: {}", strerror(&e));
         let mut status = String::new();
         if self.r.read_line(&mut status).map_err(io)? == 0 {
             return Err(format!("{}: the daemon closed the connection", self.addr));
@@ -281,7 +265,7 @@ impl Client {
                     ));
                 }
                 for chunk in text.as_bytes().chunks(INPUT_CHUNK) {
-                    self.send(&format!("RUNINPUT {}", hex(chunk)))?;
+                    self.send(&format!("RUNINPUT {}", cli::hex(chunk)))?;
                     inputs += 1;
                 }
                 if text.is_empty() {
@@ -375,7 +359,7 @@ pub fn serve(
         }
     }
     drop(held);
-    if matches!(cmd, "create" | "restore") && !written.is_empty() {
+    if !written.is_empty() {
         for name in &written {
             d.reset_series(&mut inner, name);
             placeholder_for(d, &mut inner, name);
@@ -439,7 +423,7 @@ mod tests {
     #[test]
     fn hex_and_escapes_round_trip() {
         let mut v = Vec::new();
-        unhex(&hex(b"<a b='c'>\r\n\\"), &mut v).unwrap();
+        unhex(&cli::hex(b"<a b='c'>\r\n\\"), &mut v).unwrap();
         assert_eq!(v, b"<a b='c'>\r\n\\");
         assert!(unhex("zz", &mut v).is_err());
         let f: Vec<String> = proto::tokenize::fields(&escape("a b\\c"));

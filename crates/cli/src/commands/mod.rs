@@ -60,7 +60,8 @@ pub struct Ctx<'a> {
     pub remote: bool,
     /// `restore`'s XML when `remote` (None: the client could not read it).
     pub input: Option<&'a str>,
-    /// Names of the series the command created or changed (the daemon refreshes them).
+    /// Names of the series the command created (create, restore): the daemon gives them
+    /// placeholders and fresh ingest state.
     pub written: RefCell<Vec<String>>,
 }
 

@@ -96,7 +96,6 @@ pub fn update(ctx: &Ctx, args: &[String], verbose: bool) -> Outcome {
         Ok(n) => n,
         Err(e) => return Outcome::err(e),
     };
-    ctx.wrote(&name);
     let mut out = reading(ctx, given, |st| {
         let mut rows: Vec<RowWrite> = Vec::new();
         let res = apply_updates(
