@@ -142,6 +142,11 @@ impl CheckpointWriter {
                     .map(|c| match a.rows.keep(c, rrd::rows::Fresh::NONE) {
                         Keep::Fill(b) => ChunkEntry::Fill(b),
                         Keep::Packed(p) => ChunkEntry::Inline(p.bytes().to_vec()),
+                        // Read from its segment (unreadable: unknown, as a read serves it).
+                        Keep::Stored(_) => match a.rows.packed_bytes(c) {
+                            Some(b) => ChunkEntry::Inline(b),
+                            None => ChunkEntry::Fill(rrd::num::DNAN.to_bits()),
+                        },
                         Keep::Values(v) => {
                             let mut b = Vec::new();
                             rrd::rows::encode_values(v, &mut b);

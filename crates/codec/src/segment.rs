@@ -1,5 +1,22 @@
 //! The bytes of a segment file: sealed archive chunks, each stored once.
 //!
+//! Version 2 (written now) has an index, so that a store opens without reading the chunks
+//! and a read checks only the chunk it needs:
+//!
+//! ```text
+//! 0  magic "RINGSEG1"  8 version u32 (2)  12 class u32  16 id u64
+//! 24 count u64         32 keys_crc u32    36 header_crc u32 over bytes 0..36
+//! 40 keys: count x (series u64, archive u32, chunk u32), strictly ascending
+//! 40 + 16 count  locs: count x (offset u64 from the file's start, len u32, crc u32)
+//! then the chunks' packed values (rrd::rows block encoding), in key order
+//! ```
+//!
+//! `keys_crc` is CRC32C of the keys; a loc's `crc` is CRC32C of its ordinal (u32), its
+//! offset and length, then the chunk's bytes, so a damaged loc or chunk is caught when that
+//! chunk is read ([`SegView::chunk`]).
+//!
+//! Version 1 (still read):
+//!
 //! ```text
 //! 0  magic "RINGSEG1"  8 version u32 (1)  12 class u32  16 id u64
 //! 24 payload_len u64   32 payload_crc u32  36 header_crc u32 over bytes 0..36
@@ -13,13 +30,16 @@
 //! them. `class` groups chunks that expire together (docs/FORMAT.md, "Segments"); readers
 //! need not look at it.
 
-use crate::bytes::{ByteReader, ByteWriter, DecodeError};
-use crate::crc32c::crc32c;
+use crate::bytes::{ByteReader, DecodeError};
+use crate::crc32c::{crc32c, Crc32c};
 
 pub const SEG_MAGIC: [u8; 8] = *b"RINGSEG1";
-pub const SEG_VERSION: u32 = 1;
+/// The version written.
+pub const SEG_VERSION: u32 = 2;
 pub const SEG_HEADER_LEN: usize = 40;
 const SEG_HEADER_CRC_OFFSET: usize = 36;
+const KEY_LEN: usize = 16;
+const LOC_LEN: usize = 16;
 
 /// One chunk in a segment, borrowed from the file's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,21 +50,27 @@ pub struct SegChunk<'a> {
     pub bytes: &'a [u8],
 }
 
+/// A chunk's key: (series id, archive, chunk index).
+pub type SegKey = (u64, u32, u32);
+
 /// Builds a segment one chunk at a time.
 pub struct SegmentWriter {
-    w: ByteWriter,
     id: u64,
     class: u32,
-    count: u64,
+    keys: Vec<SegKey>,
+    /// Each chunk's (start, end) in `data`, in the order added.
+    spans: Vec<(usize, usize)>,
+    data: Vec<u8>,
 }
 
 impl SegmentWriter {
     pub fn new(id: u64, class: u32) -> Self {
         SegmentWriter {
-            w: ByteWriter::new(),
             id,
             class,
-            count: 0,
+            keys: Vec::new(),
+            spans: Vec::new(),
+            data: Vec::new(),
         }
     }
 
@@ -52,36 +78,72 @@ impl SegmentWriter {
         self.id
     }
 
-    /// Add one chunk's packed values.
-    pub fn chunk(&mut self, series: u64, archive: u32, chunk: u32, bytes: &[u8]) {
-        self.w.varint(series);
-        self.w.varint(u64::from(archive));
-        self.w.varint(u64::from(chunk));
-        self.w.bytes(bytes);
-        self.count += 1;
+    /// Add one chunk's packed values; returns its position among the chunks added. Keys are
+    /// distinct (a checkpoint stores a chunk once).
+    pub fn chunk(&mut self, series: u64, archive: u32, chunk: u32, bytes: &[u8]) -> usize {
+        self.keys.push((series, archive, chunk));
+        let start = self.data.len();
+        self.data.extend_from_slice(bytes);
+        self.spans.push((start, self.data.len()));
+        self.keys.len() - 1
     }
 
-    /// The file's bytes.
-    pub fn finish(self) -> Vec<u8> {
-        let mut payload = ByteWriter::new();
-        payload.varint(self.count);
-        payload.raw(&self.w.buf);
-        let mut b = Vec::with_capacity(SEG_HEADER_LEN + payload.buf.len());
+    /// The file's bytes, and the ordinal in the file of each chunk, in the order added.
+    pub fn finish(self) -> (Vec<u8>, Vec<u32>) {
+        let n = self.keys.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_unstable_by_key(|&i| self.keys[i]);
+        let mut ords = vec![0u32; n];
+        for (ord, &i) in order.iter().enumerate() {
+            ords[i] = ord as u32;
+        }
+        let index_end = SEG_HEADER_LEN + n * (KEY_LEN + LOC_LEN);
+        let mut b = Vec::with_capacity(index_end + self.data.len());
         b.extend_from_slice(&SEG_MAGIC);
         b.extend_from_slice(&SEG_VERSION.to_le_bytes());
         b.extend_from_slice(&self.class.to_le_bytes());
         b.extend_from_slice(&self.id.to_le_bytes());
-        b.extend_from_slice(&(payload.buf.len() as u64).to_le_bytes());
-        b.extend_from_slice(&crc32c(&payload.buf).to_le_bytes());
+        b.extend_from_slice(&(n as u64).to_le_bytes());
+        b.extend_from_slice(&[0; 8]); // keys_crc and header_crc, below
+        for &i in &order {
+            let (s, a, c) = self.keys[i];
+            b.extend_from_slice(&s.to_le_bytes());
+            b.extend_from_slice(&a.to_le_bytes());
+            b.extend_from_slice(&c.to_le_bytes());
+        }
+        let keys_crc = crc32c(&b[SEG_HEADER_LEN..]);
+        b[32..36].copy_from_slice(&keys_crc.to_le_bytes());
         let hcrc = crc32c(&b[..SEG_HEADER_CRC_OFFSET]);
-        b.extend_from_slice(&hcrc.to_le_bytes());
-        b.extend_from_slice(&payload.buf);
-        b
+        b[36..40].copy_from_slice(&hcrc.to_le_bytes());
+        let mut off = index_end as u64;
+        for (ord, &i) in order.iter().enumerate() {
+            let (s, e) = self.spans[i];
+            let len = (e - s) as u32;
+            let crc = loc_crc(ord as u32, off, len, &self.data[s..e]);
+            b.extend_from_slice(&off.to_le_bytes());
+            b.extend_from_slice(&len.to_le_bytes());
+            b.extend_from_slice(&crc.to_le_bytes());
+            off += u64::from(len);
+        }
+        for &i in &order {
+            let (s, e) = self.spans[i];
+            b.extend_from_slice(&self.data[s..e]);
+        }
+        (b, ords)
     }
 }
 
-/// Check a whole segment file and list its chunks; `id` is the number its name carries.
-pub fn decode_segment(b: &[u8], id: u64) -> Result<Vec<SegChunk<'_>>, DecodeError> {
+fn loc_crc(ord: u32, off: u64, len: u32, bytes: &[u8]) -> u32 {
+    let mut c = Crc32c::new();
+    c.update(&ord.to_le_bytes());
+    c.update(&off.to_le_bytes());
+    c.update(&len.to_le_bytes());
+    c.update(bytes);
+    c.finish()
+}
+
+/// The header of a segment file: its version and, for version 2, its chunk count.
+fn header(b: &[u8], id: u64) -> Result<(u32, u64), DecodeError> {
     if b.len() < SEG_HEADER_LEN {
         return Err(DecodeError::new(b.len(), "segment header truncated"));
     }
@@ -92,8 +154,8 @@ pub fn decode_segment(b: &[u8], id: u64) -> Result<Vec<SegChunk<'_>>, DecodeErro
     let version = r.u32()?;
     let _class = r.u32()?;
     let file_id = r.u64()?;
-    let payload_len = r.u64()?;
-    let payload_crc = r.u32()?;
+    let count_or_len = r.u64()?;
+    let _ = r.u32()?;
     let header_crc = r.u32()?;
     if crc32c(&b[..SEG_HEADER_CRC_OFFSET]) != header_crc {
         return Err(DecodeError::new(
@@ -101,12 +163,135 @@ pub fn decode_segment(b: &[u8], id: u64) -> Result<Vec<SegChunk<'_>>, DecodeErro
             "segment header checksum mismatch",
         ));
     }
-    if version != SEG_VERSION {
+    if version != 1 && version != 2 {
         return Err(DecodeError::new(8, "unsupported segment version"));
     }
     if file_id != id {
         return Err(DecodeError::new(16, "segment id does not match its name"));
     }
+    Ok((version, count_or_len))
+}
+
+/// The version of a segment file whose header checks (1 or 2).
+pub fn segment_version(b: &[u8], id: u64) -> Result<u32, DecodeError> {
+    header(b, id).map(|h| h.0)
+}
+
+/// A version 2 segment whose header and keys are checked; its chunks are checked when read.
+#[derive(Debug, Clone, Copy)]
+pub struct SegView<'a> {
+    b: &'a [u8],
+    count: usize,
+}
+
+impl<'a> SegView<'a> {
+    /// Check the header and the keys of a version 2 segment (not the chunks).
+    pub fn open(b: &'a [u8], id: u64) -> Result<SegView<'a>, DecodeError> {
+        let (version, count) = header(b, id)?;
+        if version != 2 {
+            return Err(DecodeError::new(8, "not a version 2 segment"));
+        }
+        usize::try_from(count)
+            .ok()
+            .and_then(|n| n.checked_mul(KEY_LEN + LOC_LEN))
+            .and_then(|n| n.checked_add(SEG_HEADER_LEN))
+            .filter(|&end| end <= b.len())
+            .ok_or_else(|| DecodeError::new(24, "segment index truncated"))?;
+        let count = count as usize;
+        let keys = &b[SEG_HEADER_LEN..SEG_HEADER_LEN + count * KEY_LEN];
+        let want = u32::from_le_bytes(b[32..36].try_into().expect("4 bytes"));
+        if crc32c(keys) != want {
+            return Err(DecodeError::new(
+                SEG_HEADER_LEN,
+                "segment keys checksum mismatch",
+            ));
+        }
+        let v = SegView { b, count };
+        for i in 1..count {
+            if v.key(i - 1) >= v.key(i) {
+                return Err(DecodeError::new(
+                    SEG_HEADER_LEN + i * KEY_LEN,
+                    "segment keys out of order",
+                ));
+            }
+        }
+        Ok(v)
+    }
+
+    /// A view without the checks of [`SegView::open`], for a file that passed them once.
+    pub fn trusted(b: &'a [u8]) -> Option<SegView<'a>> {
+        let count = usize::try_from(u64::from_le_bytes(b.get(24..32)?.try_into().ok()?)).ok()?;
+        let end = count
+            .checked_mul(KEY_LEN + LOC_LEN)?
+            .checked_add(SEG_HEADER_LEN)?;
+        (end <= b.len()).then_some(SegView { b, count })
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The key of chunk `ord` (< len).
+    pub fn key(&self, ord: usize) -> SegKey {
+        let k = &self.b[SEG_HEADER_LEN + ord * KEY_LEN..][..KEY_LEN];
+        (
+            u64::from_le_bytes(k[0..8].try_into().expect("8 bytes")),
+            u32::from_le_bytes(k[8..12].try_into().expect("4 bytes")),
+            u32::from_le_bytes(k[12..16].try_into().expect("4 bytes")),
+        )
+    }
+
+    /// The ordinal of the chunk with `key`, if the segment has it.
+    pub fn find(&self, key: SegKey) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.count);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.key(mid).cmp(&key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    /// The checked bytes of chunk `ord`: (offset in the file, length).
+    pub fn chunk(&self, ord: usize) -> Result<(usize, usize), DecodeError> {
+        if ord >= self.count {
+            return Err(DecodeError::new(24, "no such chunk in the segment"));
+        }
+        let at = SEG_HEADER_LEN + self.count * KEY_LEN + ord * LOC_LEN;
+        let l = &self.b[at..at + LOC_LEN];
+        let off = u64::from_le_bytes(l[0..8].try_into().expect("8 bytes"));
+        let len = u32::from_le_bytes(l[8..12].try_into().expect("4 bytes"));
+        let crc = u32::from_le_bytes(l[12..16].try_into().expect("4 bytes"));
+        let start = usize::try_from(off)
+            .ok()
+            .filter(|&s| {
+                s.checked_add(len as usize)
+                    .is_some_and(|e| e <= self.b.len())
+            })
+            .ok_or_else(|| DecodeError::new(at, "segment chunk past the end of the file"))?;
+        let bytes = &self.b[start..start + len as usize];
+        if loc_crc(ord as u32, off, len, bytes) != crc {
+            return Err(DecodeError::new(start, "segment chunk checksum mismatch"));
+        }
+        Ok((start, len as usize))
+    }
+}
+
+/// Check a whole version 1 segment file and list its chunks; `id` is the number its name
+/// carries.
+pub fn decode_segment(b: &[u8], id: u64) -> Result<Vec<SegChunk<'_>>, DecodeError> {
+    let (version, payload_len) = header(b, id)?;
+    if version != 1 {
+        return Err(DecodeError::new(8, "not a version 1 segment"));
+    }
+    let payload_crc = u32::from_le_bytes(b[32..36].try_into().expect("4 bytes"));
     let payload = &b[SEG_HEADER_LEN..];
     if payload.len() as u64 != payload_len {
         return Err(DecodeError::new(
@@ -139,6 +324,30 @@ pub fn decode_segment(b: &[u8], id: u64) -> Result<Vec<SegChunk<'_>>, DecodeErro
     Ok(out)
 }
 
+/// A version 1 segment's bytes (what stores before version 2 wrote), for tests of old
+/// stores.
+pub fn encode_v1_segment(id: u64, class: u32, chunks: &[SegChunk<'_>]) -> Vec<u8> {
+    let mut payload = crate::bytes::ByteWriter::new();
+    payload.varint(chunks.len() as u64);
+    for c in chunks {
+        payload.varint(c.series);
+        payload.varint(u64::from(c.archive));
+        payload.varint(u64::from(c.chunk));
+        payload.bytes(c.bytes);
+    }
+    let mut b = Vec::with_capacity(SEG_HEADER_LEN + payload.buf.len());
+    b.extend_from_slice(&SEG_MAGIC);
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&class.to_le_bytes());
+    b.extend_from_slice(&id.to_le_bytes());
+    b.extend_from_slice(&(payload.buf.len() as u64).to_le_bytes());
+    b.extend_from_slice(&crc32c(&payload.buf).to_le_bytes());
+    let hcrc = crc32c(&b[..SEG_HEADER_CRC_OFFSET]);
+    b.extend_from_slice(&hcrc.to_le_bytes());
+    b.extend_from_slice(&payload.buf);
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,18 +355,68 @@ mod tests {
     #[test]
     fn segment_roundtrips_and_damage_is_caught() {
         let mut w = SegmentWriter::new(7, 16);
-        w.chunk(3, 0, 5, b"abc");
-        w.chunk(300, 2, 70_000, &[9; 200]);
-        let b = w.finish();
-        let got = decode_segment(&b, 7).unwrap();
-        assert_eq!(got.len(), 2);
-        assert_eq!((got[0].series, got[0].archive, got[0].chunk), (3, 0, 5));
-        assert_eq!(got[0].bytes, b"abc");
-        assert_eq!(
-            (got[1].series, got[1].chunk, got[1].bytes.len()),
-            (300, 70_000, 200)
-        );
-        assert!(decode_segment(&b, 8).is_err(), "wrong id");
+        assert_eq!(w.chunk(300, 2, 70_000, &[9; 200]), 0);
+        assert_eq!(w.chunk(3, 0, 5, b"abc"), 1);
+        let (b, ords) = w.finish();
+        assert_eq!(ords, vec![1, 0], "sorted by key");
+        let v = SegView::open(&b, 7).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v.key(0), (3, 0, 5));
+        assert_eq!(v.find((300, 2, 70_000)), Some(1));
+        assert_eq!(v.find((300, 2, 69_999)), None);
+        let (s, l) = v.chunk(0).unwrap();
+        assert_eq!(&b[s..s + l], b"abc");
+        let (s, l) = v.chunk(1).unwrap();
+        assert_eq!(&b[s..s + l], &[9; 200]);
+        assert_eq!(segment_version(&b, 7).unwrap(), 2);
+        assert!(SegView::open(&b, 8).is_err(), "wrong id");
+        // Header and keys: caught at open.
+        for at in [0, 9, 20, 30, 37, 45, 60] {
+            let mut d = b.clone();
+            d[at] ^= 2;
+            assert!(SegView::open(&d, 7).is_err(), "byte {at}");
+        }
+        // Locs and chunk bytes: caught when that chunk is read.
+        let locs = SEG_HEADER_LEN + 2 * KEY_LEN;
+        for at in [
+            locs,
+            locs + 9,
+            locs + 13,
+            locs + LOC_LEN + 2,
+            b.len() - 1,
+            b.len() - 201,
+        ] {
+            let mut d = b.clone();
+            d[at] ^= 4;
+            let v = SegView::open(&d, 7).unwrap();
+            assert!(v.chunk(0).is_err() || v.chunk(1).is_err(), "byte {at}");
+        }
+        assert!(SegView::open(&b[..locs + 3], 7).is_err(), "index cut short");
+        let short = &b[..b.len() - 1];
+        let v = SegView::open(short, 7).unwrap();
+        assert!(v.chunk(1).is_err(), "chunk cut short");
+    }
+
+    #[test]
+    fn version_one_still_reads() {
+        let chunks = [
+            SegChunk {
+                series: 3,
+                archive: 0,
+                chunk: 5,
+                bytes: b"abc",
+            },
+            SegChunk {
+                series: 300,
+                archive: 2,
+                chunk: 70_000,
+                bytes: &[9; 200],
+            },
+        ];
+        let b = encode_v1_segment(7, 16, &chunks);
+        assert_eq!(segment_version(&b, 7).unwrap(), 1);
+        assert_eq!(decode_segment(&b, 7).unwrap(), chunks.to_vec());
+        assert!(SegView::open(&b, 7).is_err());
         for at in [0, 9, 20, 37, 45, b.len() - 1] {
             let mut d = b.clone();
             d[at] ^= 2;

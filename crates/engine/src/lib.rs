@@ -311,6 +311,15 @@ impl Store {
             .sum()
     }
 
+    /// Stored chunks that failed their checksum (or whose segment was gone) when read since
+    /// open: they were read as unknown.
+    pub fn damaged_chunks(&self) -> u64 {
+        self.segs
+            .table
+            .damaged
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Counters since open.
     pub fn stats(&self) -> &StoreStats {
         &self.stats
@@ -624,7 +633,26 @@ impl Store {
         self.stats.checkpoints += 1;
         self.stats.checkpoint_bytes += n;
         self.stats.segment_bytes += plan.bytes;
-        self.segs.installed(plan, self.vfs.as_ref(), &self.dir);
+        // The chunks just stored leave the heap; segments no chunk names any more are let go.
+        for m in self.segs.installed(plan, self.vfs.as_ref(), &self.dir) {
+            let Some(s) = self.reg.by_id_mut(m.series) else {
+                continue;
+            };
+            let rows = &mut s.rrd.rra[m.archive].rows;
+            match &m.heap {
+                Some(p) => rows.settle(m.chunk, p, m.seg, m.ord),
+                None => {
+                    rows.place(m.chunk, m.seg, m.ord);
+                }
+            }
+        }
+        let mut used = std::collections::BTreeSet::new();
+        for (_, s) in self.reg.iter() {
+            for a in &s.rrd.rra {
+                a.rows.segments_used(&mut used);
+            }
+        }
+        self.segs.retain(&used);
         Ok(n)
     }
 

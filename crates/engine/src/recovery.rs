@@ -132,24 +132,25 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64, repair: bool) -> Result
         return Err(corrupt(&p, 0, "no valid checkpoint file"));
     };
     let complete_lsn = ck.state.complete_lsn;
-    let (segs, mut chunks) =
+    let segs =
         Segments::open(vfs, dir, &ck.state.segments).map_err(|why| corrupt(&ck.path, 0, why))?;
     let mut reg = Registry::new(ck.state.next_id);
+    reg.src = Some(segs.source());
     for s in ck.state.series {
         let mut rrd = s.rrd;
         if let Some(entries) = s.chunks {
             let ds_cnt = rrd.ds_cnt();
             for (a, list) in entries.into_iter().enumerate() {
                 let row_cnt = rrd.schema.rra[a].row_cnt;
-                let rows = segments::parts(&mut chunks, s.id, a, list)
-                    .and_then(|p| Rows::from_parts(row_cnt, ds_cnt, p))
+                let rows = Rows::from_parts(row_cnt, ds_cnt, segments::parts(list))
                     .map_err(|why| corrupt(&ck.path, 0, format!("series {}: {why}", s.name)))?;
                 rrd.rra[a].rows = rows;
             }
         }
         reg.insert(s.id, s.name, rrd);
     }
-    drop(chunks);
+    segs.place(&mut reg)
+        .map_err(|why| corrupt(&ck.path, 0, why))?;
     // Segments of a checkpoint that never became the newest (a crash while writing it).
     segs.remove_unused(vfs, dir)?;
     reg.next_id = reg.next_id.max(ck.state.next_id);

@@ -14,39 +14,118 @@
 //! and every segment it names; segments no checkpoint names are removed at open.
 
 use crate::files;
-use crate::vfs::Vfs;
+use crate::series::Registry;
+use crate::vfs::{Mapping, Vfs};
 use codec::rrdbin::ChunkEntry;
-use codec::segment::{decode_segment, SegmentWriter};
-use rrd::rows::{encode_values, Fresh, Keep, Packed, Part, SharedBytes};
+use codec::segment::{decode_segment, segment_version, SegView, SegmentWriter};
+use rrd::rows::{encode_values, ChunkSource, Fresh, Keep, Packed, Part, SharedBytes};
 use rrd::Rrd;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
-/// Where each chunk's bytes are, by (series id, archive, chunk): the newest segment's id,
-/// that segment's mapped bytes, and the chunk's offset and length in them.
-pub type ChunkMap = HashMap<(u64, u32, u32), (u64, SharedBytes, usize, usize)>;
+/// The mapped segment files that stored chunks are read from, by id: the store's
+/// [`ChunkSource`]. A segment stays here while a chunk in memory may name it, even after
+/// its file is removed (a mapping outlives the name).
+#[derive(Default)]
+pub struct SegTable {
+    maps: RwLock<HashMap<u32, Arc<dyn Mapping>>>,
+    /// Chunks that failed their checksum (or whose segment was gone) when read.
+    pub damaged: AtomicU64,
+}
+
+impl SegTable {
+    fn insert(&self, id: u32, m: Arc<dyn Mapping>) {
+        self.maps.write().expect("segment table").insert(id, m);
+    }
+
+    fn get(&self, id: u32) -> Option<Arc<dyn Mapping>> {
+        self.maps.read().expect("segment table").get(&id).cloned()
+    }
+
+    /// Keep only the mappings of `ids`.
+    fn retain(&self, ids: &BTreeSet<u64>) {
+        self.maps
+            .write()
+            .expect("segment table")
+            .retain(|id, _| ids.contains(&u64::from(*id)));
+    }
+}
+
+impl ChunkSource for SegTable {
+    fn chunk(&self, seg: u32, ord: u32) -> Option<(SharedBytes, usize, usize)> {
+        let found = self.get(seg).and_then(|m| {
+            let all: &[u8] = (*m).as_ref();
+            let (start, len) = SegView::trusted(all)?.chunk(ord as usize).ok()?;
+            let shared: SharedBytes = m.clone();
+            Some((shared, start, len))
+        });
+        if found.is_none() && self.damaged.fetch_add(1, Ordering::Relaxed) == 0 {
+            eprintln!(
+                "ringlet: stored chunk {ord} of segment {seg} is damaged or missing; \
+                 its rows read as unknown (further damage is counted, not logged)"
+            );
+        }
+        found
+    }
+}
+
+/// A chunk going into a new segment: where it is in memory (series id, archive, chunk; the
+/// heap version, if it is one) and where it goes (segment id, its position in the writer,
+/// then its ordinal in the file).
+struct Mark {
+    series: u64,
+    archive: usize,
+    chunk: usize,
+    heap: Option<Arc<Packed>>,
+    seg: u64,
+    pos: usize,
+}
+
+/// A chunk now durably in a segment, to drop from the heap ([`rrd::Rows::settle`], or
+/// [`rrd::Rows::place`] for one moved out of a removed segment).
+pub struct Settled {
+    pub series: u64,
+    pub archive: usize,
+    pub chunk: usize,
+    pub heap: Option<Arc<Packed>>,
+    pub seg: u32,
+    pub ord: u32,
+}
 
 /// The segments of one checkpoint being written.
 pub struct Plan {
     next_id: u64,
     writers: BTreeMap<u32, SegmentWriter>,
-    /// Chunks going into the new segments, to mark stored once they are durable.
-    marks: Vec<(Arc<Packed>, u64)>,
+    marks: Vec<Mark>,
+    /// Segments whose files are present (the newest checkpoint's).
+    present: BTreeSet<u64>,
     /// Segments the checkpoint's images draw on.
     pub live: BTreeSet<u64>,
     /// Bytes of the new segment files.
     pub bytes: u64,
+    /// Each new segment's ordinals, by the position a chunk was added at.
+    ords: HashMap<u64, Vec<u32>>,
 }
 
 /// The store's segments.
-#[derive(Debug)]
 pub struct Segments {
     /// Segments the newest checkpoint draws on.
     pub live: BTreeSet<u64>,
     /// Number for the next new segment.
     pub next_id: u64,
+    /// The mapped segments chunks are read from.
+    pub table: Arc<SegTable>,
+    /// Segments of version 1 (read whole at open, their chunks held by their mappings).
+    old: Vec<(u64, Arc<dyn Mapping>)>,
+}
+
+impl std::fmt::Debug for Segments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Segments({:?}, next {})", self.live, self.next_id)
+    }
 }
 
 /// The retention class of archive `a`: log2 of the seconds it spans, rounded up.
@@ -80,9 +159,37 @@ pub fn fresh_rows(head: Option<(&Rrd, &[u64])>, now: &Rrd, rows_now: &[u64]) -> 
 }
 
 impl Plan {
+    /// Add `bytes` (chunk `c` of archive `a` of series `id`) to this plan's segment of
+    /// `class`; returns the segment's id.
+    fn store(
+        &mut self,
+        class: u32,
+        id: u64,
+        a: usize,
+        c: usize,
+        bytes: &[u8],
+        heap: Option<Arc<Packed>>,
+    ) -> u64 {
+        let next_id = &mut self.next_id;
+        let w = self.writers.entry(class).or_insert_with(|| {
+            *next_id += 1;
+            SegmentWriter::new(*next_id - 1, class)
+        });
+        let pos = w.chunk(id, a as u32, c as u32, bytes);
+        self.marks.push(Mark {
+            series: id,
+            archive: a,
+            chunk: c,
+            heap,
+            seg: w.id(),
+            pos,
+        });
+        w.id()
+    }
+
     /// The chunk entries of series `id` as `rows_of` holds it now, given the rows replay
     /// rewrites (`fresh`, per archive). Sealed chunks not stored yet go into this plan's
-    /// segments.
+    /// segments, and so do stored ones whose segment file is gone.
     pub fn entries(&mut self, id: u64, now: &Rrd, fresh: &[Fresh]) -> Vec<Vec<ChunkEntry>> {
         let mut all = Vec::with_capacity(now.rra.len());
         for (a, data) in now.rra.iter().enumerate() {
@@ -98,22 +205,27 @@ impl Plan {
                         ChunkEntry::Inline(b)
                     }
                     Keep::Packed(p) => {
-                        let seg = match p.stored() {
+                        let seg = match p.stored().filter(|s| self.present.contains(s)) {
                             Some(seg) => seg,
-                            None => {
-                                let next_id = &mut self.next_id;
-                                let w = self.writers.entry(class).or_insert_with(|| {
-                                    *next_id += 1;
-                                    SegmentWriter::new(*next_id - 1, class)
-                                });
-                                w.chunk(id, a as u32, c as u32, p.bytes());
-                                self.marks.push((p.clone(), w.id()));
-                                w.id()
-                            }
+                            None => self.store(class, id, a, c, p.bytes(), Some(p.clone())),
                         };
                         self.live.insert(seg);
                         ChunkEntry::Segments
                     }
+                    Keep::Stored(seg) if self.present.contains(&seg) => {
+                        self.live.insert(seg);
+                        ChunkEntry::Segments
+                    }
+                    Keep::Stored(_) => match rows.packed_bytes(c) {
+                        // Its file was removed while a version the checkpoint did not keep
+                        // still pointed at it: store it again.
+                        Some(b) => {
+                            let seg = self.store(class, id, a, c, &b, None);
+                            self.live.insert(seg);
+                            ChunkEntry::Segments
+                        }
+                        None => ChunkEntry::Fill(rrd::num::DNAN.to_bits()),
+                    },
                 });
             }
             all.push(list);
@@ -135,37 +247,74 @@ impl Segments {
             next_id: self.next_id.max(1),
             writers: BTreeMap::new(),
             marks: Vec::new(),
+            present: self.live.clone(),
             live: BTreeSet::new(),
             bytes: 0,
+            ords: HashMap::new(),
         }
     }
 
-    /// Write the plan's new segments and make them durable (each file, then the directory).
+    /// The source stored chunks are read from.
+    pub fn source(&self) -> Arc<dyn ChunkSource> {
+        self.table.clone()
+    }
+
+    /// Write the plan's new segments and make them durable (each file, then the directory);
+    /// map them for reading.
     pub fn write(&mut self, plan: &mut Plan, vfs: &dyn Vfs, dir: &Path) -> io::Result<()> {
         self.next_id = self.next_id.max(plan.next_id);
         if plan.writers.is_empty() {
             return Ok(());
         }
         for (_, w) in std::mem::take(&mut plan.writers) {
-            let path = files::segment(dir, w.id());
-            let bytes = w.finish();
+            let id = w.id();
+            let path = files::segment(dir, id);
+            let (bytes, ords) = w.finish();
             let mut f = vfs.open(&path, true)?;
             f.set_len(0)?;
             f.write_at(&bytes, 0)?;
             f.sync_all()?;
             plan.bytes += bytes.len() as u64;
+            plan.ords.insert(id, ords);
+            let id32 = u32::try_from(id)
+                .map_err(|_| io::Error::other(format!("segment id {id} out of range")))?;
+            self.table.insert(id32, vfs.map(&path)?);
         }
         vfs.sync_dir(dir)
     }
 
     /// The plan's checkpoint is durable: mark its new chunks stored and remove the segments
-    /// it no longer draws on (best effort: a leftover is removed at the next open).
-    pub fn installed(&mut self, plan: Plan, vfs: &dyn Vfs, dir: &Path) {
-        for (p, seg) in plan.marks {
-            p.mark_stored(seg);
+    /// it no longer draws on (best effort: a leftover is removed at the next open). Returns
+    /// the chunks the store can now drop from its heap.
+    pub fn installed(&mut self, plan: Plan, vfs: &dyn Vfs, dir: &Path) -> Vec<Settled> {
+        let mut out = Vec::with_capacity(plan.marks.len());
+        for m in plan.marks {
+            if let Some(p) = &m.heap {
+                p.mark_stored(m.seg);
+            }
+            let ord = plan.ords.get(&m.seg).and_then(|o| o.get(m.pos).copied());
+            if let (Ok(seg), Some(ord)) = (u32::try_from(m.seg), ord) {
+                out.push(Settled {
+                    series: m.series,
+                    archive: m.archive,
+                    chunk: m.chunk,
+                    heap: m.heap,
+                    seg,
+                    ord,
+                });
+            }
         }
         self.live = plan.live;
         let _ = self.remove_unused(vfs, dir);
+        out
+    }
+
+    /// Drop the mappings of segments that neither the newest checkpoint nor any chunk in
+    /// memory (`used`) names.
+    pub fn retain(&mut self, used: &BTreeSet<u64>) {
+        let keep: BTreeSet<u64> = used.union(&self.live).copied().collect();
+        self.table.retain(&keep);
+        self.old.retain(|(id, _)| keep.contains(id));
     }
 
     /// Remove every segment file the newest checkpoint does not name.
@@ -185,26 +334,27 @@ impl Segments {
         Ok(())
     }
 
-    /// The segments of a checkpoint naming `live`: map and check them all, and number new
-    /// ones after every segment file present. The chunks stay in the mapped files (read
-    /// through the page cache when a read needs them), not on the heap.
-    pub fn open(vfs: &dyn Vfs, dir: &Path, live: &[u64]) -> Result<(Segments, ChunkMap), String> {
-        let mut map = ChunkMap::new();
+    /// The segments of a checkpoint naming `live`: map them and check their headers and
+    /// indexes (version 2; a version 1 segment is checked whole), and number new ones after
+    /// every segment file present. No chunk is read: they stay in the mapped files, read
+    /// through the page cache when a read needs them.
+    pub fn open(vfs: &dyn Vfs, dir: &Path, live: &[u64]) -> Result<Segments, String> {
+        let table = Arc::new(SegTable::default());
+        let mut old = Vec::new();
         for &id in live {
             let path = files::segment(dir, id);
             let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
             let mapped = vfs.map(&path).map_err(|e| err(&e))?;
-            let shared: SharedBytes = mapped.clone();
             let all: &[u8] = (*mapped).as_ref();
-            for ch in decode_segment(all, id).map_err(|e| err(&e))? {
-                let start = ch.bytes.as_ptr() as usize - all.as_ptr() as usize;
-                // Segments are read in ascending order: a later one holds the newer version.
-                map.insert(
-                    (ch.series, ch.archive, ch.chunk),
-                    (id, shared.clone(), start, ch.bytes.len()),
-                );
+            if segment_version(all, id).map_err(|e| err(&e))? == 1 {
+                decode_segment(all, id).map_err(|e| err(&e))?;
+                old.push((id, mapped.clone()));
+            } else {
+                SegView::open(all, id).map_err(|e| err(&e))?;
+                let id32 = u32::try_from(id).map_err(|_| err(&"segment id out of range"))?;
+                table.insert(id32, mapped.clone());
             }
-            // The check read every page: they stay in the page cache, not in the process.
+            // The check read these pages: they stay in the page cache, not in the process.
             mapped.release();
         }
         let mut next_id = live.iter().max().map_or(1, |m| m + 1);
@@ -213,12 +363,90 @@ impl Segments {
                 next_id = next_id.max(id + 1);
             }
         }
-        let segs = Segments {
+        Ok(Segments {
             live: live.iter().copied().collect(),
             next_id,
-        };
-        Ok((segs, map))
+            table,
+            old,
+        })
     }
+
+    /// Find the chunks a checkpoint has "in the segments" (placeholders in the rows of the
+    /// series in `reg`): each is the one with its key in the highest-numbered segment that
+    /// has it. Reads the segments' keys, not their chunks; fails if one is in none.
+    pub fn place(&self, reg: &mut Registry) -> Result<(), String> {
+        for &id in &self.live {
+            if let Some((_, m)) = self.old.iter().find(|(o, _)| *o == id) {
+                let all: &[u8] = (**m).as_ref();
+                let shared: SharedBytes = m.clone();
+                let chunks = decode_segment(all, id).map_err(|e| e.to_string())?;
+                for ch in chunks {
+                    let Some(rows) = rows_of(reg, ch.series, ch.archive) else {
+                        continue;
+                    };
+                    let start = ch.bytes.as_ptr() as usize - all.as_ptr() as usize;
+                    rows.place_shared(
+                        ch.chunk as usize,
+                        shared.clone(),
+                        start,
+                        ch.bytes.len(),
+                        id,
+                    )?;
+                }
+                m.release();
+                continue;
+            }
+            let (Ok(id32), Some(m)) = (
+                u32::try_from(id),
+                u32::try_from(id).ok().and_then(|i| self.table.get(i)),
+            ) else {
+                return Err(format!("segment {id} is not open"));
+            };
+            let all: &[u8] = (*m).as_ref();
+            let view =
+                SegView::trusted(all).ok_or_else(|| format!("segment {id}: index truncated"))?;
+            for ord in 0..view.len() {
+                let (series, a, c) = view.key(ord);
+                if let Some(rows) = rows_of(reg, series, a) {
+                    rows.place(c as usize, id32, ord as u32);
+                }
+            }
+            m.release();
+        }
+        for (_, s) in reg.iter() {
+            for (a, data) in s.rrd.rra.iter().enumerate() {
+                if let Some(c) = data.rows.unplaced() {
+                    return Err(format!(
+                        "series {}: archive {a} chunk {c} is in none of the checkpoint's segments",
+                        s.name
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The rows of archive `a` of series `id`, if it has them.
+fn rows_of(reg: &mut Registry, id: u64, a: u32) -> Option<&mut rrd::Rows> {
+    reg.by_id_mut(id)?
+        .rrd
+        .rra
+        .get_mut(a as usize)
+        .map(|r| &mut r.rows)
+}
+
+/// A checkpoint's chunk entries as parts of [`rrd::Rows::from_parts`] (chunks in the
+/// segments are placed afterwards, [`Segments::place`]).
+pub fn parts(entries: Vec<ChunkEntry>) -> Vec<Part> {
+    entries
+        .into_iter()
+        .map(|e| match e {
+            ChunkEntry::Fill(b) => Part::Fill(b),
+            ChunkEntry::Inline(bytes) => Part::Packed(bytes, 0),
+            ChunkEntry::Segments => Part::InSegments,
+        })
+        .collect()
 }
 
 /// Entries for a series whose rows do not matter (every chunk unknown).
@@ -229,34 +457,6 @@ pub fn unknown_entries(head: &Rrd) -> Vec<Vec<ChunkEntry>> {
         .iter()
         .map(|d| {
             vec![ChunkEntry::Fill(rrd::num::DNAN.to_bits()); (d.row_cnt as usize).div_ceil(per)]
-        })
-        .collect()
-}
-
-/// Rows for series `id`'s archive `a` from its checkpoint entries and the segments.
-pub fn parts(
-    map: &mut ChunkMap,
-    id: u64,
-    a: usize,
-    entries: Vec<ChunkEntry>,
-) -> Result<Vec<Part>, String> {
-    entries
-        .into_iter()
-        .enumerate()
-        .map(|(c, e)| match e {
-            ChunkEntry::Fill(b) => Ok(Part::Fill(b)),
-            ChunkEntry::Inline(bytes) => Ok(Part::Packed(bytes, 0)),
-            ChunkEntry::Segments => match map.remove(&(id, a as u32, c as u32)) {
-                Some((seg, buf, start, len)) => Ok(Part::Shared {
-                    buf,
-                    start,
-                    len,
-                    seg,
-                }),
-                None => Err(format!(
-                    "series {id} archive {a} chunk {c} is in none of the checkpoint's segments"
-                )),
-            },
         })
         .collect()
 }

@@ -7,8 +7,10 @@
 
 use codec::bits::BitWriter;
 use codec::sample::{EncodeError, SeriesCodec};
+use rrd::rows::ChunkSource;
 use rrd::{Rrd, Sample};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 pub struct Series {
     pub name: String,
@@ -57,6 +59,8 @@ pub struct Registry {
     /// Series with pending samples (each once; ids of since-removed series are skipped).
     pub dirty: Vec<u64>,
     pub next_id: u64,
+    /// Where the store's stored chunks are read from; every series' rows read through it.
+    pub src: Option<Arc<dyn ChunkSource>>,
 }
 
 impl Registry {
@@ -99,7 +103,12 @@ impl Registry {
     }
 
     /// Insert a series under `id` (replaying a log entry or creating a new one).
-    pub fn insert(&mut self, id: u64, name: String, rrd: Rrd) {
+    pub fn insert(&mut self, id: u64, name: String, mut rrd: Rrd) {
+        if let Some(src) = &self.src {
+            for a in &mut rrd.rra {
+                a.rows.adopt(src);
+            }
+        }
         if let Some(old) = self.by_name.insert(name.clone(), id) {
             self.by_id.remove(&old);
         }

@@ -257,12 +257,28 @@ impl Packed {
     }
 }
 
-/// One chunk: a single repeated bit pattern, or packed values (immutable: a new version of
-/// the chunk is a new `Packed`).
+/// Where the store keeps chunks it has stored: its segment files. `rrd` does no I/O; a store
+/// gives its archives one ([`Rows::adopt`]) and they read stored chunks through it.
+pub trait ChunkSource: Send + Sync {
+    /// The packed bytes of chunk `ord` of segment `seg`, checked against their checksum:
+    /// `len` bytes at `start` of the buffer. `None` if the segment is gone or the bytes are
+    /// damaged (the source reports it); the chunk then reads as unknown.
+    fn chunk(&self, seg: u32, ord: u32) -> Option<(SharedBytes, usize, usize)>;
+}
+
+/// One chunk: a single repeated bit pattern, packed values on the heap (immutable: a new
+/// version of the chunk is a new `Packed`), or a chunk stored in a segment file, which costs
+/// no memory beyond this entry and is read through the page cache when needed.
 #[derive(Clone)]
 enum Chunk {
     Fill(u64),
     Packed(Arc<Packed>),
+    /// Chunk `ord` of segment `seg`; `seg` 0: "in the segments", not yet found (only while
+    /// a store opens).
+    Stored {
+        seg: u32,
+        ord: u32,
+    },
 }
 
 /// The open chunk: its index, its values, the version it was opened from, and the rows
@@ -284,6 +300,8 @@ pub enum Keep<'a> {
     Packed(&'a Arc<Packed>),
     /// The open chunk's current values.
     Values(&'a [f64]),
+    /// Stored in this segment.
+    Stored(u64),
 }
 
 /// One chunk as a checkpoint gives it back ([`Rows::from_parts`]).
@@ -300,6 +318,8 @@ pub enum Part {
         seg: u64,
     },
     Values(Vec<f64>),
+    /// In one of the store's segments, to be found there ([`Rows::place`]).
+    InSegments,
 }
 
 /// Ring rows written after a snapshot: `count` rows from `first` on, wrapping (`count` at
@@ -336,6 +356,8 @@ pub struct Rows {
     /// Every chunk, packed; the open one's entry is stale while it is open.
     chunks: Vec<Chunk>,
     open: Option<Open>,
+    /// Where stored chunks are read from.
+    src: Option<Arc<dyn ChunkSource>>,
 }
 
 impl Rows {
@@ -366,6 +388,7 @@ impl Rows {
             chunk_rows: chunk_rows_for(ds_cnt),
             chunks: Vec::new(),
             open: None,
+            src: None,
         }
     }
 
@@ -399,16 +422,47 @@ impl Rows {
             out.extend_from_slice(&o.vals);
             return;
         }
-        let n = self.chunk_len(c);
-        match &self.chunks[c] {
-            Chunk::Fill(b) => out.resize(n, f64::from_bits(*b)),
-            Chunk::Packed(p) => {
-                // Packed here from whole values, or checked at load: it always decodes.
-                if decode_values(p.bytes(), n, out).is_err() {
-                    out.clear();
-                }
-                out.resize(n, f64::NAN);
+        self.unpack_chunk(&self.chunks[c], self.chunk_len(c), out);
+    }
+
+    /// The `n` values of `ch` into `out` (empty).
+    fn unpack_chunk(&self, ch: &Chunk, n: usize, out: &mut Vec<f64>) {
+        let ok = match ch {
+            Chunk::Fill(b) => {
+                out.resize(n, f64::from_bits(*b));
+                true
             }
+            // Packed here from whole values, or checked at load: it always decodes.
+            Chunk::Packed(p) => decode_values(p.bytes(), n, out).is_ok(),
+            Chunk::Stored { .. } => self
+                .with_stored(ch, |b| decode_values(b, n, out).is_ok())
+                .unwrap_or(false),
+        };
+        if !ok {
+            // A stored chunk that is gone or damaged (its source reported it): unknown,
+            // never its damaged bytes.
+            out.clear();
+        }
+        out.resize(n, f64::NAN);
+    }
+
+    /// Run `f` on the checked bytes of stored chunk `ch`.
+    fn with_stored<T>(&self, ch: &Chunk, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
+        let Chunk::Stored { seg, ord } = *ch else {
+            return None;
+        };
+        let (buf, start, len) = self.src.as_ref()?.chunk(seg, ord)?;
+        let all: &[u8] = (*buf).as_ref();
+        Some(f(all.get(start..start + len)?))
+    }
+
+    /// The packed bytes of chunk `c` as it stands sealed (`None` for a fill, or a stored
+    /// chunk that cannot be read).
+    pub fn packed_bytes(&self, c: usize) -> Option<Vec<u8>> {
+        match &self.chunks[c] {
+            Chunk::Fill(_) => None,
+            Chunk::Packed(p) => Some(p.bytes().to_vec()),
+            ch @ Chunk::Stored { .. } => self.with_stored(ch, |b| b.to_vec()),
         }
     }
 
@@ -455,6 +509,9 @@ impl Rows {
         let same = match (&new, &o.prev) {
             (Chunk::Fill(a), Chunk::Fill(b)) => a == b,
             (Chunk::Packed(a), Chunk::Packed(b)) => a.bytes() == b.bytes(),
+            (Chunk::Packed(a), prev @ Chunk::Stored { .. }) => {
+                self.with_stored(prev, |b| b == a.bytes()).unwrap_or(false)
+            }
             _ => false,
         };
         self.chunks[o.idx] = if same { o.prev } else { new };
@@ -517,6 +574,7 @@ impl Rows {
             match ch {
                 Chunk::Fill(b) => Keep::Fill(*b),
                 Chunk::Packed(p) => Keep::Packed(p),
+                Chunk::Stored { seg, .. } => Keep::Stored(u64::from(*seg)),
             }
         }
         let open = self.open.as_ref().filter(|o| o.idx == c);
@@ -532,6 +590,7 @@ impl Rows {
             // Replay rewrites every row: anything will do; a stored version costs no more.
             return match current {
                 Keep::Packed(p) if p.stored().is_some() => current,
+                Keep::Stored(_) => current,
                 _ => Keep::Fill(crate::num::DNAN.to_bits()),
             };
         }
@@ -576,19 +635,113 @@ impl Rows {
                     start,
                     len,
                     seg,
-                } => {
-                    if (*buf).as_ref().len() < start.saturating_add(len) {
-                        return Err(format!("chunk {c}: past the end of its segment"));
-                    }
-                    Chunk::Packed(Arc::new(Packed {
-                        bytes: PackedBytes::Shared { buf, start, len },
-                        seg: AtomicU64::new(seg),
-                    }))
-                }
+                } => shared_chunk(buf, start, len, seg).map_err(|e| format!("chunk {c}: {e}"))?,
+                Part::InSegments => Chunk::Stored { seg: 0, ord: 0 },
             });
         }
         r.chunks = chunks;
         Ok(r)
+    }
+
+    /// Read stored chunks through `src` (the store these rows now belong to). Chunks
+    /// stored by another source (rows copied from another store) are read into memory
+    /// first, as not stored.
+    pub fn adopt(&mut self, src: &Arc<dyn ChunkSource>) {
+        let same = self
+            .src
+            .as_ref()
+            .is_some_and(|s| std::ptr::addr_eq(Arc::as_ptr(s), Arc::as_ptr(src)));
+        if !same && self.src.is_some() {
+            let mut moved = Vec::new();
+            for (c, ch) in self.chunks.iter().enumerate() {
+                if let Chunk::Stored { .. } = ch {
+                    let n = self.chunk_len(c);
+                    let mut vals = Vec::with_capacity(n);
+                    self.unpack_chunk(ch, n, &mut vals);
+                    moved.push((c, pack(&vals)));
+                }
+            }
+            for (c, ch) in moved {
+                self.chunks[c] = ch;
+            }
+            if let Some(mut o) = self.open.take() {
+                if let Chunk::Stored { .. } = o.prev {
+                    let mut vals = Vec::new();
+                    self.unpack_chunk(&o.prev, o.vals.len(), &mut vals);
+                    o.prev = pack(&vals);
+                }
+                self.open = Some(o);
+            }
+        }
+        self.src = Some(src.clone());
+    }
+
+    /// Chunk `c`, marked "in the segments" by a checkpoint, is chunk `ord` of segment `seg`
+    /// (segments are placed in ascending order: the newest wins). Returns false, changing
+    /// nothing, if the checkpoint had the chunk elsewhere.
+    pub fn place(&mut self, c: usize, seg: u32, ord: u32) -> bool {
+        match self.chunks.get_mut(c) {
+            Some(ch @ Chunk::Stored { .. }) => {
+                *ch = Chunk::Stored { seg, ord };
+                true
+            }
+            Some(Chunk::Packed(p)) if p.stored().is_some() => {
+                self.chunks[c] = Chunk::Stored { seg, ord };
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Like [`Rows::place`] for a chunk of an old (version 1) segment, held in its mapping.
+    pub fn place_shared(
+        &mut self,
+        c: usize,
+        buf: SharedBytes,
+        start: usize,
+        len: usize,
+        seg: u64,
+    ) -> Result<bool, String> {
+        let placeable = match self.chunks.get(c) {
+            Some(Chunk::Stored { .. }) => true,
+            Some(Chunk::Packed(p)) => p.stored().is_some(),
+            _ => false,
+        };
+        if placeable {
+            self.chunks[c] = shared_chunk(buf, start, len, seg)?;
+        }
+        Ok(placeable)
+    }
+
+    /// The first chunk still "in the segments" but found in none.
+    pub fn unplaced(&self) -> Option<usize> {
+        self.chunks
+            .iter()
+            .position(|ch| matches!(ch, Chunk::Stored { seg: 0, .. }))
+    }
+
+    /// Heap chunk `p` (chunk `c`) is now durably chunk `ord` of segment `seg`: drop it from
+    /// the heap (where it is still this version).
+    pub fn settle(&mut self, c: usize, p: &Arc<Packed>, seg: u32, ord: u32) {
+        let is_p = |ch: &Chunk| matches!(ch, Chunk::Packed(q) if Arc::ptr_eq(q, p));
+        if self.chunks.get(c).is_some_and(is_p) {
+            self.chunks[c] = Chunk::Stored { seg, ord };
+        }
+        if let Some(o) = self.open.as_mut().filter(|o| o.idx == c && is_p(&o.prev)) {
+            o.prev = Chunk::Stored { seg, ord };
+        }
+    }
+
+    /// Add every segment a chunk of these rows (or a version an open chunk came from) is
+    /// read from to `out`.
+    pub fn segments_used(&self, out: &mut impl Extend<u64>) {
+        let seg = |ch: &Chunk| match ch {
+            Chunk::Stored { seg, .. } => Some(u64::from(*seg)),
+            Chunk::Packed(p) => p.stored(),
+            Chunk::Fill(_) => None,
+        };
+        out.extend(self.chunks.iter().filter_map(seg));
+        out.extend(self.open.as_ref().and_then(|o| seg(&o.prev)));
     }
 
     /// Every value, row after row.
@@ -628,11 +781,23 @@ impl Rows {
                     // In the page cache, not on the heap.
                     PackedBytes::Shared { .. } => 32,
                 },
+                Chunk::Stored { .. } => 0,
             })
             .sum();
         let open = self.open.as_ref().map_or(0, |o| o.vals.capacity() * 8);
         packed + open + self.chunks.capacity() * std::mem::size_of::<Chunk>()
     }
+}
+
+/// A chunk of `len` bytes at `start` of `buf` (a mapped version 1 segment), stored in `seg`.
+fn shared_chunk(buf: SharedBytes, start: usize, len: usize, seg: u64) -> Result<Chunk, String> {
+    if (*buf).as_ref().len() < start.saturating_add(len) {
+        return Err("past the end of its segment".into());
+    }
+    Ok(Chunk::Packed(Arc::new(Packed {
+        bytes: PackedBytes::Shared { buf, start, len },
+        seg: AtomicU64::new(seg),
+    })))
 }
 
 /// A chunk holding `vals`.
@@ -674,10 +839,15 @@ impl RowReader<'_> {
 }
 
 impl Chunk {
-    /// The same values, not marked stored and shared with nothing.
+    /// The same values, not marked stored and shared with nothing (a stored chunk stays a
+    /// reference: [`Rows::adopt`] reads it if the copy goes to another store).
     fn detached(&self) -> Chunk {
         match self {
             Chunk::Fill(b) => Chunk::Fill(*b),
+            Chunk::Stored { seg, ord } => Chunk::Stored {
+                seg: *seg,
+                ord: *ord,
+            },
             Chunk::Packed(p) => Chunk::Packed(Arc::new(Packed {
                 bytes: p.bytes.clone(),
                 seg: AtomicU64::new(0),
@@ -701,6 +871,7 @@ impl Clone for Rows {
                 prev: o.prev.detached(),
                 written: o.written,
             }),
+            src: self.src.clone(),
         }
     }
 }
@@ -867,6 +1038,65 @@ mod tests {
         assert!(wrap.covers(0, 255, 1000) && !wrap.covers(256, 511, 1000));
     }
 
+    /// A source holding packed chunks as segment `seg` ordinal `ord`, at keys (seg, ord).
+    struct Src(std::collections::HashMap<(u32, u32), Vec<u8>>);
+
+    impl ChunkSource for Src {
+        fn chunk(&self, seg: u32, ord: u32) -> Option<(SharedBytes, usize, usize)> {
+            let b = self.0.get(&(seg, ord))?.clone();
+            let len = b.len();
+            Some((Arc::new(b), 0, len))
+        }
+    }
+
+    #[test]
+    fn stored_chunks_are_read_through_the_source_and_leave_the_heap() {
+        let vals = mixed_values(1000, 5);
+        let mut packed = std::collections::HashMap::new();
+        for c in 0..4 {
+            let mut b = Vec::new();
+            encode_values(&vals[c * 256..((c + 1) * 256).min(1000)], &mut b);
+            packed.insert((7, c as u32), b);
+        }
+        let src: Arc<dyn ChunkSource> = Arc::new(Src(packed));
+        let parts = (0..4).map(|_| Part::InSegments).collect();
+        let mut r = Rows::from_parts(1000, 1, parts).unwrap();
+        r.adopt(&src);
+        assert_eq!(r.unplaced(), Some(0));
+        for c in 0..4 {
+            assert!(r.place(c, 7, c as u32));
+        }
+        assert_eq!(r.unplaced(), None);
+        assert_eq!(bits(&r.to_vec()), bits(&vals));
+        assert_eq!(r.heap_bytes(), 4 * std::mem::size_of::<Chunk>());
+        let mut used = Vec::new();
+        r.segments_used(&mut used);
+        assert_eq!(used, vec![7; 4]);
+        // Rewritten alike: still the stored version; changed: a heap version, which a store
+        // settles once it has stored it.
+        r.set(300, vals[300]);
+        r.seal();
+        assert!(matches!(r.keep(1, Fresh::NONE), Keep::Stored(7)));
+        r.set(300, 1.5);
+        r.seal();
+        let Keep::Packed(p) = r.keep(1, Fresh::NONE) else {
+            panic!("a new version is on the heap");
+        };
+        let p = p.clone();
+        assert!(r.heap_bytes() > 4 * std::mem::size_of::<Chunk>());
+        r.settle(1, &p, 8, 0);
+        assert!(matches!(r.keep(1, Fresh::NONE), Keep::Stored(8)));
+        // A copy shares the stored chunks; adopted by another store it reads them first.
+        let mut copy = r.clone();
+        let other: Arc<dyn ChunkSource> = Arc::new(Src(Default::default()));
+        copy.adopt(&other);
+        assert_eq!(copy.get(0).to_bits(), vals[0].to_bits());
+        assert!(matches!(copy.keep(0, Fresh::NONE), Keep::Packed(_)));
+        // Segment 8 is not in the source: the chunk reads as unknown, never as other bytes.
+        assert!(r.get(300).is_nan() && r.get(256).is_nan());
+        assert_eq!(r.get(0).to_bits(), vals[0].to_bits());
+    }
+
     #[test]
     fn parts_rebuild_the_rows_and_stored_chunks_stay_stored_when_rewritten_alike() {
         let vals = mixed_values(1000, 3);
@@ -876,6 +1106,7 @@ mod tests {
                 Keep::Fill(b) => Part::Fill(b),
                 Keep::Packed(p) => Part::Packed(p.bytes().to_vec(), 9),
                 Keep::Values(v) => Part::Values(v.to_vec()),
+                Keep::Stored(_) => Part::InSegments,
             })
             .collect();
         let mut back = Rows::from_parts(1000, 1, parts).unwrap();
