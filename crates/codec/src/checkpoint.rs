@@ -60,11 +60,9 @@ pub struct CheckpointHeader {
 pub struct SeriesImage {
     pub id: u64,
     pub name: String,
-    /// Version 2: the whole RRD. Version 3: the RRD without rows (each archive's `rows`
-    /// empty) and `chunks` says where they are.
+    /// The whole RRD; version 3: chunks "in the segments" are placeholders to find there
+    /// ([`rrd::Rows::place`]).
     pub rrd: Rrd,
-    /// Version 3: per archive, one entry per chunk.
-    pub chunks: Option<Vec<Vec<ChunkEntry>>>,
 }
 
 /// The state a checkpoint holds.
@@ -149,7 +147,7 @@ impl CheckpointWriter {
                         },
                         Keep::Values(v) => {
                             let mut b = Vec::new();
-                            rrd::rows::encode_values(v, &mut b);
+                            rrd::rows::encode_values(&v, &mut b);
                             ChunkEntry::Inline(b)
                         }
                     })
@@ -270,19 +268,13 @@ pub fn decode_checkpoint_payload(
         let id = r.varint()?;
         let name = r.str()?;
         let mut ir = ByteReader::new(r.bytes()?);
-        let (rrd, chunks) = if h.version >= CK_VERSION {
-            let (rrd, chunks) = decode_rrd_chunked(&mut ir)?;
-            (rrd, Some(chunks))
+        let rrd = if h.version >= CK_VERSION {
+            decode_rrd_chunked(&mut ir)?
         } else {
-            (decode_rrd(&mut ir)?, None)
+            decode_rrd(&mut ir)?
         };
         ir.finish()?;
-        series.push(SeriesImage {
-            id,
-            name,
-            rrd,
-            chunks,
-        });
+        series.push(SeriesImage { id, name, rrd });
     }
     let mut segments = Vec::new();
     if h.version >= CK_VERSION {
@@ -356,7 +348,13 @@ mod tests {
                     .map(|c| match (a + c) % 3 {
                         0 => ChunkEntry::Segments,
                         1 => ChunkEntry::Fill(f64::NAN.to_bits()),
-                        _ => ChunkEntry::Inline(vec![c as u8; c + 1]),
+                        _ => {
+                            let mut b = Vec::new();
+                            let n = per.min(d.row_cnt as usize - c * per) * rrd.ds_cnt();
+                            let vals: Vec<f64> = (0..n).map(|i| (i + c) as f64 * 1.5).collect();
+                            rrd::rows::encode_values(&vals, &mut b);
+                            ChunkEntry::Inline(b)
+                        }
                     })
                     .collect()
             })
@@ -369,7 +367,18 @@ mod tests {
         let st = decode_checkpoint_payload(&h, &b[CK_HEADER_LEN..]).unwrap();
         assert_eq!(st.segments, vec![3, 10, 11]);
         assert_eq!(st.complete_lsn, 300);
-        assert_eq!(st.series[0].chunks.as_ref(), Some(&chunks));
+        let back = &st.series[0].rrd;
+        for (a, list) in chunks.iter().enumerate() {
+            let mut rows = back.rra[a].rows.clone();
+            for (c, e) in list.iter().enumerate() {
+                let got = match rows.packed_bytes(c) {
+                    Some(b) => ChunkEntry::Inline(b),
+                    None if rows.place(c, 1) => ChunkEntry::Segments,
+                    None => ChunkEntry::Fill(rows.get(c * per * rrd.ds_cnt()).to_bits()),
+                };
+                assert_eq!(&got, e, "archive {a} chunk {c}");
+            }
+        }
         assert_eq!(
             format!("{:?}", st.series[0].rrd.pdp),
             format!("{:?}", rrd.pdp)
@@ -403,7 +412,7 @@ mod tests {
         let h = decode_checkpoint_header(&b).unwrap();
         assert_eq!(h.version, 2);
         let st = decode_checkpoint_payload(&h, &b[CK_HEADER_LEN..]).unwrap();
-        assert!(st.segments.is_empty() && st.series[0].chunks.is_none());
+        assert!(st.segments.is_empty());
         assert_eq!(
             crate::rrdbin::rrd_bytes(&st.series[0].rrd),
             crate::rrdbin::rrd_bytes(&rrd)

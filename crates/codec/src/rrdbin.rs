@@ -9,6 +9,7 @@
 
 use crate::bytes::{ByteReader, ByteWriter, DecodeError};
 use crate::rows::{decode_runs, encode_rows, MAX_VALUES};
+use rrd::rows::Part;
 use rrd::{CdpPrep, Cf, DsDef, DsType, PdpPrep, Rows, RraData, RraDef, Rrd, Schema};
 
 fn ds_code(k: DsType) -> u8 {
@@ -193,39 +194,52 @@ pub fn decode_rrd(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
     Ok(rrd)
 }
 
-/// Read one image written by [`encode_rrd_chunked`]: the RRD without rows (each archive's
-/// `rows` is empty), and each archive's chunk entries (one per chunk of [`Rows`]).
-pub fn decode_rrd_chunked(r: &mut ByteReader) -> Result<(Rrd, Vec<Vec<ChunkEntry>>), DecodeError> {
+/// Read one image written by [`encode_rrd_chunked`]: the RRD with its rows as the entries
+/// give them, chunks "in the segments" left as placeholders to find there
+/// ([`rrd::Rows::place`]; [`rrd::Rows::unplaced`] names one not found).
+pub fn decode_rrd_chunked(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
     let mut rrd = decode_head(r)?;
     let ds_cnt = rrd.ds_cnt();
-    let mut all = Vec::with_capacity(rrd.rra.len());
     for (def, data) in rrd.schema.rra.iter().zip(rrd.rra.iter_mut()) {
         data.cur_row = read_cur_row(r, def.row_cnt)?;
-        let want = (def.row_cnt as usize).div_ceil(rrd::rows::chunk_rows_for(ds_cnt));
-        let mut list = Vec::new();
-        while list.len() < want {
+        let mut rows = Rows::unknown(def.row_cnt, ds_cnt);
+        let want = rows.chunk_count();
+        let mut c = 0;
+        while c < want {
             let h = r.varint()?;
             let n = (h >> 2) as usize;
-            if n == 0 || n > want - list.len() {
+            if n == 0 || n > want - c {
                 return Err(r.err("bad chunk run length"));
             }
+            let at = r.pos();
+            let put = |rows: &mut Rows, c: usize, p: Part| {
+                rows.put(c, p).map_err(|e| DecodeError::new(at, e))
+            };
             match h & 3 {
-                CHUNK_SEGMENTS => list.resize(list.len() + n, ChunkEntry::Segments),
+                CHUNK_SEGMENTS => {
+                    for i in c..c + n {
+                        put(&mut rows, i, Part::InSegments)?;
+                    }
+                }
                 CHUNK_FILL => {
                     let b = r.u64()?;
-                    list.resize(list.len() + n, ChunkEntry::Fill(b));
+                    for i in c..c + n {
+                        put(&mut rows, i, Part::Fill(b))?;
+                    }
                 }
                 CHUNK_INLINE => {
-                    for _ in 0..n {
-                        list.push(ChunkEntry::Inline(r.bytes()?.to_vec()));
+                    for i in c..c + n {
+                        let bytes = r.bytes()?.to_vec();
+                        put(&mut rows, i, Part::Packed(bytes, 0))?;
                     }
                 }
                 _ => return Err(r.err("unknown chunk kind")),
             }
+            c += n;
         }
-        all.push(list);
+        data.rows = rows;
     }
-    Ok((rrd, all))
+    Ok(rrd)
 }
 
 /// An archive's `cur_row`, checked against its size.

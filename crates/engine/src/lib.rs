@@ -640,9 +640,9 @@ impl Store {
             };
             let rows = &mut s.rrd.rra[m.archive].rows;
             match &m.heap {
-                Some(p) => rows.settle(m.chunk, p, m.seg, m.ord),
+                Some(p) => rows.settle(m.chunk, p, m.seg),
                 None => {
-                    rows.place(m.chunk, m.seg, m.ord);
+                    rows.place(m.chunk, m.seg);
                 }
             }
         }

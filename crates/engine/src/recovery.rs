@@ -9,12 +9,11 @@
 use crate::ckptfile;
 use crate::replay::{replay, Record};
 use crate::ring::{End, LogRing, Scan};
-use crate::segments::{self, Segments};
+use crate::segments::Segments;
 use crate::series::Registry;
 use crate::vfs::Vfs;
 use crate::Error;
 use codec::checkpoint::encode_checkpoint;
-use rrd::Rows;
 use std::path::Path;
 
 /// Where and why the log was cut at recovery.
@@ -137,17 +136,7 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64, repair: bool) -> Result
     let mut reg = Registry::new(ck.state.next_id);
     reg.src = Some(segs.source());
     for s in ck.state.series {
-        let mut rrd = s.rrd;
-        if let Some(entries) = s.chunks {
-            let ds_cnt = rrd.ds_cnt();
-            for (a, list) in entries.into_iter().enumerate() {
-                let row_cnt = rrd.schema.rra[a].row_cnt;
-                let rows = Rows::from_parts(row_cnt, ds_cnt, segments::parts(list))
-                    .map_err(|why| corrupt(&ck.path, 0, format!("series {}: {why}", s.name)))?;
-                rrd.rra[a].rows = rows;
-            }
-        }
-        reg.insert(s.id, s.name, rrd);
+        reg.insert(s.id, s.name, s.rrd);
     }
     segs.place(&mut reg)
         .map_err(|why| corrupt(&ck.path, 0, why))?;

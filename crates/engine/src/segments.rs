@@ -18,7 +18,7 @@ use crate::series::Registry;
 use crate::vfs::{Mapping, Vfs};
 use codec::rrdbin::ChunkEntry;
 use codec::segment::{decode_segment, segment_version, SegView, SegmentWriter};
-use rrd::rows::{encode_values, ChunkSource, Fresh, Keep, Packed, Part, SharedBytes};
+use rrd::rows::{encode_values, ChunkSource, Fresh, Keep, Packed, SharedBytes};
 use rrd::Rrd;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
@@ -55,16 +55,17 @@ impl SegTable {
 }
 
 impl ChunkSource for SegTable {
-    fn chunk(&self, seg: u32, ord: u32) -> Option<(SharedBytes, usize, usize)> {
+    fn chunk(&self, seg: u32, key: (u64, u32, u32)) -> Option<(SharedBytes, usize, usize)> {
         let found = self.get(seg).and_then(|m| {
             let all: &[u8] = (*m).as_ref();
-            let (start, len) = SegView::trusted(all)?.chunk(ord as usize).ok()?;
+            let view = SegView::trusted(all)?;
+            let (start, len) = view.chunk(view.find(key)?).ok()?;
             let shared: SharedBytes = m.clone();
             Some((shared, start, len))
         });
         if found.is_none() && self.damaged.fetch_add(1, Ordering::Relaxed) == 0 {
             eprintln!(
-                "ringlet: stored chunk {ord} of segment {seg} is damaged or missing; \
+                "ringlet: stored chunk {key:?} of segment {seg} is damaged or missing; \
                  its rows read as unknown (further damage is counted, not logged)"
             );
         }
@@ -73,15 +74,13 @@ impl ChunkSource for SegTable {
 }
 
 /// A chunk going into a new segment: where it is in memory (series id, archive, chunk; the
-/// heap version, if it is one) and where it goes (segment id, its position in the writer,
-/// then its ordinal in the file).
+/// heap version, if it is one) and the segment it goes to.
 struct Mark {
     series: u64,
     archive: usize,
     chunk: usize,
     heap: Option<Arc<Packed>>,
     seg: u64,
-    pos: usize,
 }
 
 /// A chunk now durably in a segment, to drop from the heap ([`rrd::Rows::settle`], or
@@ -92,7 +91,6 @@ pub struct Settled {
     pub chunk: usize,
     pub heap: Option<Arc<Packed>>,
     pub seg: u32,
-    pub ord: u32,
 }
 
 /// The segments of one checkpoint being written.
@@ -106,8 +104,6 @@ pub struct Plan {
     pub live: BTreeSet<u64>,
     /// Bytes of the new segment files.
     pub bytes: u64,
-    /// Each new segment's ordinals, by the position a chunk was added at.
-    ords: HashMap<u64, Vec<u32>>,
 }
 
 /// The store's segments.
@@ -175,14 +171,13 @@ impl Plan {
             *next_id += 1;
             SegmentWriter::new(*next_id - 1, class)
         });
-        let pos = w.chunk(id, a as u32, c as u32, bytes);
+        w.chunk(id, a as u32, c as u32, bytes);
         self.marks.push(Mark {
             series: id,
             archive: a,
             chunk: c,
             heap,
             seg: w.id(),
-            pos,
         });
         w.id()
     }
@@ -201,7 +196,7 @@ impl Plan {
                     Keep::Fill(b) => ChunkEntry::Fill(b),
                     Keep::Values(v) => {
                         let mut b = Vec::new();
-                        encode_values(v, &mut b);
+                        encode_values(&v, &mut b);
                         ChunkEntry::Inline(b)
                     }
                     Keep::Packed(p) => {
@@ -250,7 +245,6 @@ impl Segments {
             present: self.live.clone(),
             live: BTreeSet::new(),
             bytes: 0,
-            ords: HashMap::new(),
         }
     }
 
@@ -269,13 +263,12 @@ impl Segments {
         for (_, w) in std::mem::take(&mut plan.writers) {
             let id = w.id();
             let path = files::segment(dir, id);
-            let (bytes, ords) = w.finish();
+            let (bytes, _) = w.finish();
             let mut f = vfs.open(&path, true)?;
             f.set_len(0)?;
             f.write_at(&bytes, 0)?;
             f.sync_all()?;
             plan.bytes += bytes.len() as u64;
-            plan.ords.insert(id, ords);
             let id32 = u32::try_from(id)
                 .map_err(|_| io::Error::other(format!("segment id {id} out of range")))?;
             self.table.insert(id32, vfs.map(&path)?);
@@ -292,15 +285,13 @@ impl Segments {
             if let Some(p) = &m.heap {
                 p.mark_stored(m.seg);
             }
-            let ord = plan.ords.get(&m.seg).and_then(|o| o.get(m.pos).copied());
-            if let (Ok(seg), Some(ord)) = (u32::try_from(m.seg), ord) {
+            if let Ok(seg) = u32::try_from(m.seg) {
                 out.push(Settled {
                     series: m.series,
                     archive: m.archive,
                     chunk: m.chunk,
                     heap: m.heap,
                     seg,
-                    ord,
                 });
             }
         }
@@ -408,7 +399,7 @@ impl Segments {
             for ord in 0..view.len() {
                 let (series, a, c) = view.key(ord);
                 if let Some(rows) = rows_of(reg, series, a) {
-                    rows.place(c as usize, id32, ord as u32);
+                    rows.place(c as usize, id32);
                 }
             }
             m.release();
@@ -434,19 +425,6 @@ fn rows_of(reg: &mut Registry, id: u64, a: u32) -> Option<&mut rrd::Rows> {
         .rra
         .get_mut(a as usize)
         .map(|r| &mut r.rows)
-}
-
-/// A checkpoint's chunk entries as parts of [`rrd::Rows::from_parts`] (chunks in the
-/// segments are placed afterwards, [`Segments::place`]).
-pub fn parts(entries: Vec<ChunkEntry>) -> Vec<Part> {
-    entries
-        .into_iter()
-        .map(|e| match e {
-            ChunkEntry::Fill(b) => Part::Fill(b),
-            ChunkEntry::Inline(bytes) => Part::Packed(bytes, 0),
-            ChunkEntry::Segments => Part::InSegments,
-        })
-        .collect()
 }
 
 /// Entries for a series whose rows do not matter (every chunk unknown).

@@ -105,8 +105,8 @@ impl Registry {
     /// Insert a series under `id` (replaying a log entry or creating a new one).
     pub fn insert(&mut self, id: u64, name: String, mut rrd: Rrd) {
         if let Some(src) = &self.src {
-            for a in &mut rrd.rra {
-                a.rows.adopt(src);
+            for (a, data) in rrd.rra.iter_mut().enumerate() {
+                data.rows.adopt(src, id, a as u32);
             }
         }
         if let Some(old) = self.by_name.insert(name.clone(), id) {

@@ -89,7 +89,7 @@ fn a_checkpoint_moves_the_chunks_it_stores_off_the_heap() {
     st.close().unwrap();
     let st = Store::open(&dir.0, opts()).unwrap();
     assert_eq!(bits(&read_all(&st, 10)), bits(&want));
-    assert_eq!(st.archive_heap_bytes(), after);
+    assert_eq!(st.archive_heap_bytes(), after, "as after the checkpoint");
 }
 
 #[test]

@@ -1,14 +1,17 @@
-//! Archive rows in memory: a ring of rows kept in packed chunks, with the one chunk being
-//! written held open as plain values.
+//! Archive rows in memory: a ring of rows kept in chunks, most of them stored in the store's
+//! segment files and read from there when needed.
 //!
 //! An `.rrd` file spends 8 bytes per row and DS however little the rows say. Held that way
 //! in memory, 26,000 RRDs with gmetad's archives take 16 GB, and every update lands on cold
 //! memory. Here an archive is cut into chunks of whole rows (about [`CHUNK_VALUES`] values
-//! each); a chunk whose values all have one bit pattern (a fresh archive's unknowns) is that
-//! pattern alone, any other is its values packed by [`encode_values`], the block encoding
-//! that checkpoints also use (docs/FORMAT.md, "Archive rows"). Rows are written one after
-//! another around the ring, so writes go to the open chunk; moving on packs it and opens the
-//! next. Every value comes back bit for bit.
+//! each). A chunk is one of: a single repeated bit pattern (a fresh archive's unknowns: no
+//! memory beyond its table entry), stored in a segment file (4 bytes: the segment's number;
+//! the bytes are read through the page cache via the store's [`ChunkSource`] when a read
+//! needs them), or its values packed by [`encode_values`] on the heap (sealed since the last
+//! checkpoint stored chunks; docs/FORMAT.md, "Archive rows"). Rows are written one after
+//! another around the ring, so writes go to the open chunk, which holds only the values
+//! written into it since it was opened; moving on packs it. Every value comes back bit for
+//! bit.
 //!
 //! The block encoding lives here, not in `codec`, because both the store's bytes and this
 //! in-memory form use it; `codec` re-exports it with its reader and writer.
@@ -260,33 +263,33 @@ impl Packed {
 /// Where the store keeps chunks it has stored: its segment files. `rrd` does no I/O; a store
 /// gives its archives one ([`Rows::adopt`]) and they read stored chunks through it.
 pub trait ChunkSource: Send + Sync {
-    /// The packed bytes of chunk `ord` of segment `seg`, checked against their checksum:
-    /// `len` bytes at `start` of the buffer. `None` if the segment is gone or the bytes are
-    /// damaged (the source reports it); the chunk then reads as unknown.
-    fn chunk(&self, seg: u32, ord: u32) -> Option<(SharedBytes, usize, usize)>;
+    /// The packed bytes of the chunk with `key` (series id, archive, chunk index) in
+    /// segment `seg`, checked against their checksum: `len` bytes at `start` of the buffer.
+    /// `None` if the segment is gone, lacks the key, or the bytes are damaged (the source
+    /// reports it); the chunk then reads as unknown.
+    fn chunk(&self, seg: u32, key: (u64, u32, u32)) -> Option<(SharedBytes, usize, usize)>;
 }
 
-/// One chunk: a single repeated bit pattern, packed values on the heap (immutable: a new
-/// version of the chunk is a new `Packed`), or a chunk stored in a segment file, which costs
-/// no memory beyond this entry and is read through the page cache when needed.
+/// One chunk, by value: a single repeated bit pattern, packed values on the heap (immutable:
+/// a new version of the chunk is a new `Packed`), or stored in a segment file (read through
+/// the page cache when needed).
 #[derive(Clone)]
 enum Chunk {
     Fill(u64),
     Packed(Arc<Packed>),
-    /// Chunk `ord` of segment `seg`; `seg` 0: "in the segments", not yet found (only while
-    /// a store opens).
-    Stored {
-        seg: u32,
-        ord: u32,
-    },
+    Stored(u32),
 }
 
-/// The open chunk: its index, its values, the version it was opened from, and the rows
-/// (within the chunk) written since it was opened.
+/// The open chunk: its index, the version it was opened from, the values written since
+/// (`vals`, the chunk's values from index `start` on; the others are still `prev`'s), and
+/// the rows (within the chunk) written since it was opened. Rows are written in order, so
+/// `vals` grows by appending and holds only what was written; a write elsewhere first
+/// brings in every value (`start` 0, `vals` whole).
 struct Open {
     idx: usize,
-    vals: Vec<f64>,
     prev: Chunk,
+    start: usize,
+    vals: Vec<f64>,
     written: Option<(usize, usize)>,
 }
 
@@ -295,11 +298,11 @@ struct Open {
 pub enum Keep<'a> {
     /// Every value has this bit pattern.
     Fill(u64),
-    /// Sealed packed values: already in a segment when [`Packed::stored`] says so, else to
-    /// be stored (then [`Packed::mark_stored`]).
-    Packed(&'a Arc<Packed>),
+    /// Sealed packed values on the heap: already in a segment when [`Packed::stored`] says
+    /// so, else to be stored (then [`Rows::settle`]).
+    Packed(Arc<Packed>),
     /// The open chunk's current values.
-    Values(&'a [f64]),
+    Values(std::borrow::Cow<'a, [f64]>),
     /// Stored in this segment.
     Stored(u64),
 }
@@ -348,24 +351,41 @@ impl Fresh {
     }
 }
 
+/// Where stored chunks of these rows are read: the store's source and the rows' key there.
+#[derive(Clone)]
+struct Source {
+    src: Arc<dyn ChunkSource>,
+    series: u64,
+    archive: u32,
+}
+
+/// `segs` entry of a chunk a checkpoint has "in the segments", not yet found.
+const UNPLACED: u32 = u32::MAX;
+
 /// The rows of one archive: `row_cnt` rows of `ds_cnt` values, row after row.
+///
+/// Memory: 4 bytes a chunk (the segment holding it), plus the chunks that are not stored
+/// and not the archive's common fill (on the heap until a checkpoint stores them), plus the
+/// open chunk's values.
 pub struct Rows {
     row_cnt: usize,
     ds_cnt: usize,
     chunk_rows: usize,
-    /// Every chunk, packed; the open one's entry is stale while it is open.
-    chunks: Vec<Chunk>,
+    /// Per chunk: the segment that holds it (`1..UNPLACED`), or 0: it is in `other`, or
+    /// else every value is `fill`. The open chunk's entry is stale while it is open.
+    segs: Vec<u32>,
+    /// Chunks neither stored nor `fill`, by index, ascending (never `Chunk::Stored`).
+    other: Vec<(u32, Chunk)>,
+    fill: u64,
     open: Option<Open>,
-    /// Where stored chunks are read from.
-    src: Option<Arc<dyn ChunkSource>>,
+    src: Option<Source>,
 }
 
 impl Rows {
     /// `row_cnt` rows of `ds_cnt` values, every one `v`.
     pub fn filled(row_cnt: u64, ds_cnt: usize, v: f64) -> Rows {
         let mut r = Rows::empty(row_cnt as usize, ds_cnt);
-        let n = r.row_cnt.div_ceil(r.chunk_rows);
-        r.chunks = vec![Chunk::Fill(v.to_bits()); n];
+        r.fill = v.to_bits();
         r
     }
 
@@ -375,18 +395,25 @@ impl Rows {
         let row_cnt = vals.len().checked_div(ds_cnt).unwrap_or(0);
         let mut r = Rows::empty(row_cnt, ds_cnt);
         let per = r.chunk_rows * ds_cnt;
-        r.chunks = (0..row_cnt.div_ceil(r.chunk_rows))
-            .map(|c| pack(&vals[c * per..((c + 1) * per).min(row_cnt * ds_cnt)]))
-            .collect();
+        for c in 0..r.segs.len() {
+            r.set_chunk(
+                c,
+                pack(&vals[c * per..((c + 1) * per).min(row_cnt * ds_cnt)]),
+            );
+        }
         r
     }
 
+    /// Every chunk a fill of unknowns.
     fn empty(row_cnt: usize, ds_cnt: usize) -> Rows {
+        let chunk_rows = chunk_rows_for(ds_cnt);
         Rows {
             row_cnt,
             ds_cnt,
-            chunk_rows: chunk_rows_for(ds_cnt),
-            chunks: Vec::new(),
+            chunk_rows,
+            segs: vec![0; row_cnt.div_ceil(chunk_rows)],
+            other: Vec::new(),
+            fill: crate::num::DNAN.to_bits(),
             open: None,
             src: None,
         }
@@ -415,18 +442,74 @@ impl Rows {
         rows * self.ds_cnt
     }
 
+    /// Sealed chunk `c` as it stands (stale for the open chunk).
+    fn chunk(&self, c: usize) -> Chunk {
+        match self.segs[c] {
+            0 => match self.other.binary_search_by_key(&(c as u32), |e| e.0) {
+                Ok(i) => self.other[i].1.clone(),
+                Err(_) => Chunk::Fill(self.fill),
+            },
+            seg => Chunk::Stored(seg),
+        }
+    }
+
+    /// Make sealed chunk `c` be `ch`.
+    fn set_chunk(&mut self, c: usize, ch: Chunk) {
+        self.put_chunk(c, ch);
+        // Chunks leave `other` as checkpoints store them: give the room back.
+        if self.other.capacity() > 2 * self.other.len() {
+            self.other.shrink_to_fit();
+        }
+    }
+
+    fn put_chunk(&mut self, c: usize, ch: Chunk) {
+        let at = self.other.binary_search_by_key(&(c as u32), |e| e.0);
+        match ch {
+            Chunk::Stored(seg) => {
+                self.segs[c] = seg;
+                if let Ok(i) = at {
+                    self.other.remove(i);
+                }
+            }
+            Chunk::Fill(b) if b == self.fill => {
+                self.segs[c] = 0;
+                if let Ok(i) = at {
+                    self.other.remove(i);
+                }
+            }
+            ch => {
+                self.segs[c] = 0;
+                match at {
+                    Ok(i) => self.other[i].1 = ch,
+                    Err(i) => self.other.insert(i, (c as u32, ch)),
+                }
+            }
+        }
+    }
+
     /// The values of chunk `c` into `out` (cleared first).
     fn unpack_into(&self, c: usize, out: &mut Vec<f64>) {
         out.clear();
         if let Some(o) = self.open.as_ref().filter(|o| o.idx == c) {
-            out.extend_from_slice(&o.vals);
+            self.open_values(o, out);
             return;
         }
-        self.unpack_chunk(&self.chunks[c], self.chunk_len(c), out);
+        self.unpack_chunk(c, &self.chunk(c), out);
     }
 
-    /// The `n` values of `ch` into `out` (empty).
-    fn unpack_chunk(&self, ch: &Chunk, n: usize, out: &mut Vec<f64>) {
+    /// The open chunk's current values into `out` (empty).
+    fn open_values(&self, o: &Open, out: &mut Vec<f64>) {
+        if o.start == 0 && o.vals.len() == self.chunk_len(o.idx) {
+            out.extend_from_slice(&o.vals);
+        } else {
+            self.unpack_chunk(o.idx, &o.prev, out);
+            out[o.start..o.start + o.vals.len()].copy_from_slice(&o.vals);
+        }
+    }
+
+    /// The values of `ch`, a version of chunk `c`, into `out` (empty).
+    fn unpack_chunk(&self, c: usize, ch: &Chunk, out: &mut Vec<f64>) {
+        let n = self.chunk_len(c);
         let ok = match ch {
             Chunk::Fill(b) => {
                 out.resize(n, f64::from_bits(*b));
@@ -434,8 +517,8 @@ impl Rows {
             }
             // Packed here from whole values, or checked at load: it always decodes.
             Chunk::Packed(p) => decode_values(p.bytes(), n, out).is_ok(),
-            Chunk::Stored { .. } => self
-                .with_stored(ch, |b| decode_values(b, n, out).is_ok())
+            Chunk::Stored(_) => self
+                .with_stored(c, ch, |b| decode_values(b, n, out).is_ok())
                 .unwrap_or(false),
         };
         if !ok {
@@ -446,12 +529,13 @@ impl Rows {
         out.resize(n, f64::NAN);
     }
 
-    /// Run `f` on the checked bytes of stored chunk `ch`.
-    fn with_stored<T>(&self, ch: &Chunk, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
-        let Chunk::Stored { seg, ord } = *ch else {
+    /// Run `f` on the checked bytes of `ch`, a stored version of chunk `c`.
+    fn with_stored<T>(&self, c: usize, ch: &Chunk, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
+        let Chunk::Stored(seg) = *ch else {
             return None;
         };
-        let (buf, start, len) = self.src.as_ref()?.chunk(seg, ord)?;
+        let s = self.src.as_ref()?;
+        let (buf, start, len) = s.src.chunk(seg, (s.series, s.archive, c as u32))?;
         let all: &[u8] = (*buf).as_ref();
         Some(f(all.get(start..start + len)?))
     }
@@ -459,10 +543,10 @@ impl Rows {
     /// The packed bytes of chunk `c` as it stands sealed (`None` for a fill, or a stored
     /// chunk that cannot be read).
     pub fn packed_bytes(&self, c: usize) -> Option<Vec<u8>> {
-        match &self.chunks[c] {
+        match self.chunk(c) {
             Chunk::Fill(_) => None,
             Chunk::Packed(p) => Some(p.bytes().to_vec()),
-            ch @ Chunk::Stored { .. } => self.with_stored(ch, |b| b.to_vec()),
+            ch @ Chunk::Stored(_) => self.with_stored(c, &ch, |b| b.to_vec()),
         }
     }
 
@@ -471,9 +555,17 @@ impl Rows {
         assert!(i < self.len(), "row value {i} out of {}", self.len());
         let per = self.chunk_rows * self.ds_cnt;
         let c = i / per;
-        match (&self.open, &self.chunks[c]) {
-            (Some(o), _) if o.idx == c => o.vals[i - c * per],
-            (_, Chunk::Fill(b)) => f64::from_bits(*b),
+        if let Some(o) = self.open.as_ref().filter(|o| o.idx == c) {
+            let j = i - c * per;
+            if j >= o.start && j < o.start + o.vals.len() {
+                return o.vals[j - o.start];
+            }
+            let mut v = Vec::new();
+            self.unpack_chunk(c, &o.prev, &mut v);
+            return v[j];
+        }
+        match self.chunk(c) {
+            Chunk::Fill(b) => f64::from_bits(b),
             _ => {
                 let mut v = Vec::new();
                 self.unpack_into(c, &mut v);
@@ -487,14 +579,15 @@ impl Rows {
         if self.open.as_ref().is_none_or(|o| o.idx != c) {
             let mut vals = match self.open.take() {
                 Some(o) => self.seal_open(o),
-                None => Vec::with_capacity(self.chunk_rows * self.ds_cnt),
+                None => Vec::new(),
             };
-            self.unpack_into(c, &mut vals);
-            let prev = self.chunks[c].clone();
+            vals.clear();
+            let prev = self.chunk(c);
             self.open = Some(Open {
                 idx: c,
-                vals,
                 prev,
+                start: 0,
+                vals,
                 written: None,
             });
         }
@@ -505,17 +598,24 @@ impl Rows {
     /// (so a chunk already stored stays stored after replay rewrites the same values).
     /// Returns its value buffer for reuse.
     fn seal_open(&mut self, o: Open) -> Vec<f64> {
-        let new = pack(&o.vals);
+        let mut all = Vec::with_capacity(self.chunk_len(o.idx));
+        self.open_values(&o, &mut all);
+        let new = pack(&all);
         let same = match (&new, &o.prev) {
             (Chunk::Fill(a), Chunk::Fill(b)) => a == b,
             (Chunk::Packed(a), Chunk::Packed(b)) => a.bytes() == b.bytes(),
-            (Chunk::Packed(a), prev @ Chunk::Stored { .. }) => {
-                self.with_stored(prev, |b| b == a.bytes()).unwrap_or(false)
-            }
+            (Chunk::Packed(a), prev @ Chunk::Stored(_)) => self
+                .with_stored(o.idx, prev, |b| b == a.bytes())
+                .unwrap_or(false),
             _ => false,
         };
-        self.chunks[o.idx] = if same { o.prev } else { new };
-        o.vals
+        self.set_chunk(o.idx, if same { o.prev } else { new });
+        let mut buf = o.vals;
+        buf.clear();
+        if buf.capacity() > self.chunk_rows * self.ds_cnt / 4 {
+            buf = Vec::new();
+        }
+        buf
     }
 
     /// Set value `i`; panics past the end, as a slice would.
@@ -523,9 +623,28 @@ impl Rows {
         assert!(i < self.len(), "row value {i} out of {}", self.len());
         let per = self.chunk_rows * self.ds_cnt;
         let c = i / per;
-        let row = (i - c * per) / self.ds_cnt.max(1);
-        let o = self.open_chunk(c);
-        o.vals[i - c * per] = v;
+        let j = i - c * per;
+        let row = j / self.ds_cnt.max(1);
+        self.open_chunk(c);
+        let mut o = self.open.take().expect("just opened");
+        if o.vals.is_empty() {
+            o.start = j;
+        }
+        let end = o.start + o.vals.len();
+        if j == end {
+            o.vals.push(v);
+        } else if j >= o.start && j < end {
+            o.vals[j - o.start] = v;
+        } else {
+            // Not in order: every value in memory from now on.
+            let mut all = Vec::with_capacity(self.chunk_len(c));
+            self.open_values(&o, &mut all);
+            all[j] = v;
+            o.start = 0;
+            o.vals = all;
+        }
+        self.open = Some(o);
+        let o = self.open.as_mut().expect("put back");
         o.written = Some(match o.written {
             Some((lo, hi)) => (lo.min(row), hi.max(row)),
             None => (row, row),
@@ -555,7 +674,7 @@ impl Rows {
 
     /// Number of chunks.
     pub fn chunk_count(&self) -> usize {
-        self.chunks.len()
+        self.segs.len()
     }
 
     /// Rows per chunk (the last chunk may have fewer): `CHUNK_VALUES / ds_cnt`, at least 1.
@@ -570,26 +689,35 @@ impl Rows {
     pub fn keep(&self, c: usize, fresh: Fresh) -> Keep<'_> {
         let lo = c * self.chunk_rows;
         let hi = (lo + self.chunk_rows).min(self.row_cnt) - 1;
-        fn sealed(ch: &Chunk) -> Keep<'_> {
+        fn sealed(ch: Chunk) -> Keep<'static> {
             match ch {
-                Chunk::Fill(b) => Keep::Fill(*b),
+                Chunk::Fill(b) => Keep::Fill(b),
                 Chunk::Packed(p) => Keep::Packed(p),
-                Chunk::Stored { seg, .. } => Keep::Stored(u64::from(*seg)),
+                Chunk::Stored(seg) => Keep::Stored(u64::from(seg)),
             }
         }
         let open = self.open.as_ref().filter(|o| o.idx == c);
         let current = match open {
             Some(o) => match o.written {
-                Some((a, b)) if fresh.covers(lo + a, lo + b, self.row_cnt) => sealed(&o.prev),
-                None => sealed(&o.prev),
-                Some(_) => Keep::Values(&o.vals),
+                Some((a, b)) if fresh.covers(lo + a, lo + b, self.row_cnt) => {
+                    sealed(o.prev.clone())
+                }
+                None => sealed(o.prev.clone()),
+                Some(_) if o.start == 0 && o.vals.len() == self.chunk_len(c) => {
+                    Keep::Values(std::borrow::Cow::Borrowed(&o.vals))
+                }
+                Some(_) => {
+                    let mut all = Vec::with_capacity(self.chunk_len(c));
+                    self.open_values(o, &mut all);
+                    Keep::Values(std::borrow::Cow::Owned(all))
+                }
             },
-            None => sealed(&self.chunks[c]),
+            None => sealed(self.chunk(c)),
         };
         if fresh.covers(lo, hi, self.row_cnt) {
             // Replay rewrites every row: anything will do; a stored version costs no more.
             return match current {
-                Keep::Packed(p) if p.stored().is_some() => current,
+                Keep::Packed(ref p) if p.stored().is_some() => current,
                 Keep::Stored(_) => current,
                 _ => Keep::Fill(crate::num::DNAN.to_bits()),
             };
@@ -600,97 +728,113 @@ impl Rows {
     /// Rows from a checkpoint's chunks (`parts.len()` must be the chunk count of `row_cnt`
     /// rows of `ds_cnt` values, and every part the right number of values).
     pub fn from_parts(row_cnt: u64, ds_cnt: usize, parts: Vec<Part>) -> Result<Rows, String> {
-        let mut r = Rows::empty(row_cnt as usize, ds_cnt);
-        let want = r.row_cnt.div_ceil(r.chunk_rows);
+        let mut r = Rows::unknown(row_cnt, ds_cnt);
+        let want = r.segs.len();
         if parts.len() != want {
             return Err(format!(
                 "{} chunks where the archive has {want}",
                 parts.len()
             ));
         }
-        let mut chunks = Vec::with_capacity(want);
-        let mut scratch = Vec::new();
         for (c, part) in parts.into_iter().enumerate() {
-            let n = r.chunk_len(c);
-            chunks.push(match part {
-                Part::Fill(b) => Chunk::Fill(b),
-                Part::Values(v) if v.len() == n => pack(&v),
-                Part::Values(v) => {
-                    return Err(format!("chunk {c}: {} values, want {n}", v.len()));
-                }
-                Part::Packed(bytes, seg) => {
-                    scratch.clear();
-                    match decode_values(&bytes, n, &mut scratch) {
-                        Ok(used) if used == bytes.len() => {}
-                        Ok(_) => return Err(format!("chunk {c}: bytes after its values")),
-                        Err(e) => return Err(format!("chunk {c}: {}", e.what)),
-                    }
-                    Chunk::Packed(Arc::new(Packed {
-                        bytes: PackedBytes::Owned(bytes),
-                        seg: AtomicU64::new(seg),
-                    }))
-                }
-                Part::Shared {
-                    buf,
-                    start,
-                    len,
-                    seg,
-                } => shared_chunk(buf, start, len, seg).map_err(|e| format!("chunk {c}: {e}"))?,
-                Part::InSegments => Chunk::Stored { seg: 0, ord: 0 },
-            });
+            r.put(c, part)?;
         }
-        r.chunks = chunks;
         Ok(r)
     }
 
-    /// Read stored chunks through `src` (the store these rows now belong to). Chunks
-    /// stored by another source (rows copied from another store) are read into memory
-    /// first, as not stored.
-    pub fn adopt(&mut self, src: &Arc<dyn ChunkSource>) {
-        let same = self
-            .src
-            .as_ref()
-            .is_some_and(|s| std::ptr::addr_eq(Arc::as_ptr(s), Arc::as_ptr(src)));
+    /// `row_cnt` rows of `ds_cnt` values, every one unknown (to [`Rows::put`] chunks into).
+    pub fn unknown(row_cnt: u64, ds_cnt: usize) -> Rows {
+        Rows::empty(row_cnt as usize, ds_cnt)
+    }
+
+    /// Make chunk `c` (< [`Rows::chunk_count`]) be `part`, as a checkpoint gives it back.
+    pub fn put(&mut self, c: usize, part: Part) -> Result<(), String> {
+        if c >= self.segs.len() {
+            return Err(format!("chunk {c} past the archive's {}", self.segs.len()));
+        }
+        let n = self.chunk_len(c);
+        let ch = match part {
+            Part::Fill(b) => Chunk::Fill(b),
+            Part::Values(v) if v.len() == n => pack(&v),
+            Part::Values(v) => {
+                return Err(format!("chunk {c}: {} values, want {n}", v.len()));
+            }
+            Part::Packed(mut bytes, seg) => {
+                let mut scratch = Vec::with_capacity(n);
+                match decode_values(&bytes, n, &mut scratch) {
+                    Ok(used) if used == bytes.len() => {}
+                    Ok(_) => return Err(format!("chunk {c}: bytes after its values")),
+                    Err(e) => return Err(format!("chunk {c}: {}", e.what)),
+                }
+                bytes.shrink_to_fit();
+                Chunk::Packed(Arc::new(Packed {
+                    bytes: PackedBytes::Owned(bytes),
+                    seg: AtomicU64::new(seg),
+                }))
+            }
+            Part::Shared {
+                buf,
+                start,
+                len,
+                seg,
+            } => shared_chunk(buf, start, len, seg).map_err(|e| format!("chunk {c}: {e}"))?,
+            Part::InSegments => Chunk::Stored(UNPLACED),
+        };
+        self.set_chunk(c, ch);
+        Ok(())
+    }
+
+    /// Read stored chunks through `src` (the store these rows now belong to), as archive
+    /// `archive` of series `series` there. Chunks stored under another source or key (rows
+    /// copied from another store or series) are read into memory first, as not stored.
+    pub fn adopt(&mut self, src: &Arc<dyn ChunkSource>, series: u64, archive: u32) {
+        let same = self.src.as_ref().is_some_and(|s| {
+            std::ptr::addr_eq(Arc::as_ptr(&s.src), Arc::as_ptr(src))
+                && s.series == series
+                && s.archive == archive
+        });
         if !same && self.src.is_some() {
-            let mut moved = Vec::new();
-            for (c, ch) in self.chunks.iter().enumerate() {
-                if let Chunk::Stored { .. } = ch {
-                    let n = self.chunk_len(c);
-                    let mut vals = Vec::with_capacity(n);
-                    self.unpack_chunk(ch, n, &mut vals);
-                    moved.push((c, pack(&vals)));
+            for c in 0..self.segs.len() {
+                if let ch @ Chunk::Stored(_) = self.chunk(c) {
+                    let mut vals = Vec::new();
+                    self.unpack_chunk(c, &ch, &mut vals);
+                    self.set_chunk(c, pack(&vals));
                 }
             }
-            for (c, ch) in moved {
-                self.chunks[c] = ch;
-            }
             if let Some(mut o) = self.open.take() {
-                if let Chunk::Stored { .. } = o.prev {
+                if let Chunk::Stored(_) = o.prev {
                     let mut vals = Vec::new();
-                    self.unpack_chunk(&o.prev, o.vals.len(), &mut vals);
+                    self.unpack_chunk(o.idx, &o.prev, &mut vals);
                     o.prev = pack(&vals);
                 }
                 self.open = Some(o);
             }
         }
-        self.src = Some(src.clone());
+        self.src = Some(Source {
+            src: src.clone(),
+            series,
+            archive,
+        });
     }
 
-    /// Chunk `c`, marked "in the segments" by a checkpoint, is chunk `ord` of segment `seg`
-    /// (segments are placed in ascending order: the newest wins). Returns false, changing
-    /// nothing, if the checkpoint had the chunk elsewhere.
-    pub fn place(&mut self, c: usize, seg: u32, ord: u32) -> bool {
-        match self.chunks.get_mut(c) {
-            Some(ch @ Chunk::Stored { .. }) => {
-                *ch = Chunk::Stored { seg, ord };
-                true
-            }
-            Some(Chunk::Packed(p)) if p.stored().is_some() => {
-                self.chunks[c] = Chunk::Stored { seg, ord };
-                true
-            }
-            _ => false,
+    /// Whether chunk `c` may be placed: a checkpoint had it "in the segments".
+    fn placeable(&self, c: usize) -> bool {
+        match self.segs.get(c) {
+            None => false,
+            Some(0) => matches!(self.chunk(c), Chunk::Packed(p) if p.stored().is_some()),
+            Some(_) => true,
         }
+    }
+
+    /// Chunk `c`, marked "in the segments" by a checkpoint, is in segment `seg` (segments
+    /// are placed in ascending order: the newest wins). Returns false, changing nothing, if
+    /// the checkpoint had the chunk elsewhere.
+    pub fn place(&mut self, c: usize, seg: u32) -> bool {
+        let ok = seg != 0 && seg != UNPLACED && self.placeable(c);
+        if ok {
+            self.set_chunk(c, Chunk::Stored(seg));
+        }
+        ok
     }
 
     /// Like [`Rows::place`] for a chunk of an old (version 1) segment, held in its mapping.
@@ -702,33 +846,30 @@ impl Rows {
         len: usize,
         seg: u64,
     ) -> Result<bool, String> {
-        let placeable = match self.chunks.get(c) {
-            Some(Chunk::Stored { .. }) => true,
-            Some(Chunk::Packed(p)) => p.stored().is_some(),
-            _ => false,
-        };
-        if placeable {
-            self.chunks[c] = shared_chunk(buf, start, len, seg)?;
+        let ok = self.placeable(c);
+        if ok {
+            self.set_chunk(c, shared_chunk(buf, start, len, seg)?);
         }
-        Ok(placeable)
+        Ok(ok)
     }
 
     /// The first chunk still "in the segments" but found in none.
     pub fn unplaced(&self) -> Option<usize> {
-        self.chunks
-            .iter()
-            .position(|ch| matches!(ch, Chunk::Stored { seg: 0, .. }))
+        self.segs.iter().position(|&s| s == UNPLACED)
     }
 
-    /// Heap chunk `p` (chunk `c`) is now durably chunk `ord` of segment `seg`: drop it from
-    /// the heap (where it is still this version).
-    pub fn settle(&mut self, c: usize, p: &Arc<Packed>, seg: u32, ord: u32) {
+    /// Heap chunk `p` (chunk `c`) is now durably in segment `seg`: drop it from the heap
+    /// (where it is still this version).
+    pub fn settle(&mut self, c: usize, p: &Arc<Packed>, seg: u32) {
         let is_p = |ch: &Chunk| matches!(ch, Chunk::Packed(q) if Arc::ptr_eq(q, p));
-        if self.chunks.get(c).is_some_and(is_p) {
-            self.chunks[c] = Chunk::Stored { seg, ord };
+        if seg == 0 || seg == UNPLACED || c >= self.segs.len() {
+            return;
+        }
+        if is_p(&self.chunk(c)) {
+            self.set_chunk(c, Chunk::Stored(seg));
         }
         if let Some(o) = self.open.as_mut().filter(|o| o.idx == c && is_p(&o.prev)) {
-            o.prev = Chunk::Stored { seg, ord };
+            o.prev = Chunk::Stored(seg);
         }
     }
 
@@ -736,11 +877,17 @@ impl Rows {
     /// read from to `out`.
     pub fn segments_used(&self, out: &mut impl Extend<u64>) {
         let seg = |ch: &Chunk| match ch {
-            Chunk::Stored { seg, .. } => Some(u64::from(*seg)),
+            Chunk::Stored(seg) => Some(u64::from(*seg)),
             Chunk::Packed(p) => p.stored(),
             Chunk::Fill(_) => None,
         };
-        out.extend(self.chunks.iter().filter_map(seg));
+        out.extend(
+            self.segs
+                .iter()
+                .filter(|&&s| s != 0 && s != UNPLACED)
+                .map(|&s| u64::from(s)),
+        );
+        out.extend(self.other.iter().filter_map(|(_, ch)| seg(ch)));
         out.extend(self.open.as_ref().and_then(|o| seg(&o.prev)));
     }
 
@@ -748,7 +895,7 @@ impl Rows {
     pub fn to_vec(&self) -> Vec<f64> {
         let mut out = Vec::with_capacity(self.len());
         let mut buf = Vec::new();
-        for c in 0..self.chunks.len() {
+        for c in 0..self.segs.len() {
             self.unpack_into(c, &mut buf);
             out.extend_from_slice(&buf);
         }
@@ -769,23 +916,25 @@ impl Rows {
         }
     }
 
-    /// Bytes of memory the rows take (packed chunks, the open chunk, the chunk table).
+    /// Bytes of memory the rows take (the chunk table, heap chunks, the open chunk).
     pub fn heap_bytes(&self) -> usize {
         let packed: usize = self
-            .chunks
+            .other
             .iter()
-            .map(|c| match c {
-                Chunk::Fill(_) => 0,
+            .map(|(_, c)| match c {
                 Chunk::Packed(p) => match &p.bytes {
                     PackedBytes::Owned(v) => v.capacity() + 32,
                     // In the page cache, not on the heap.
                     PackedBytes::Shared { .. } => 32,
                 },
-                Chunk::Stored { .. } => 0,
+                _ => 0,
             })
             .sum();
         let open = self.open.as_ref().map_or(0, |o| o.vals.capacity() * 8);
-        packed + open + self.chunks.capacity() * std::mem::size_of::<Chunk>()
+        packed
+            + open
+            + self.segs.capacity() * 4
+            + self.other.capacity() * std::mem::size_of::<(u32, Chunk)>()
     }
 }
 
@@ -840,14 +989,11 @@ impl RowReader<'_> {
 
 impl Chunk {
     /// The same values, not marked stored and shared with nothing (a stored chunk stays a
-    /// reference: [`Rows::adopt`] reads it if the copy goes to another store).
+    /// reference: [`Rows::adopt`] reads it if the copy goes to another store or series).
     fn detached(&self) -> Chunk {
         match self {
             Chunk::Fill(b) => Chunk::Fill(*b),
-            Chunk::Stored { seg, ord } => Chunk::Stored {
-                seg: *seg,
-                ord: *ord,
-            },
+            Chunk::Stored(seg) => Chunk::Stored(*seg),
             Chunk::Packed(p) => Chunk::Packed(Arc::new(Packed {
                 bytes: p.bytes.clone(),
                 seg: AtomicU64::new(0),
@@ -857,18 +1003,25 @@ impl Chunk {
 }
 
 impl Clone for Rows {
-    /// The same rows, sharing nothing: a store marks the chunks it has stored in its own
-    /// segments, and a copy (a template RRD created in several stores) starts unmarked.
+    /// The same rows, sharing no heap chunk: a store marks the chunks it has stored in its
+    /// own segments, and a copy (a template RRD created in several stores) starts unmarked.
     fn clone(&self) -> Rows {
         Rows {
             row_cnt: self.row_cnt,
             ds_cnt: self.ds_cnt,
             chunk_rows: self.chunk_rows,
-            chunks: self.chunks.iter().map(Chunk::detached).collect(),
+            segs: self.segs.clone(),
+            other: self
+                .other
+                .iter()
+                .map(|(c, ch)| (*c, ch.detached()))
+                .collect(),
+            fill: self.fill,
             open: self.open.as_ref().map(|o| Open {
                 idx: o.idx,
-                vals: o.vals.clone(),
                 prev: o.prev.detached(),
+                start: o.start,
+                vals: o.vals.clone(),
                 written: o.written,
             }),
             src: self.src.clone(),
@@ -982,6 +1135,47 @@ mod tests {
         assert_eq!(bits(&again.to_vec()), bits(&model));
     }
 
+    #[test]
+    fn the_open_chunk_holds_only_what_was_written_and_writes_anywhere_stay_exact() {
+        let (rows, ds) = (1000usize, 2usize);
+        let vals = mixed_values(rows * ds, 7);
+        let mut model = vals.clone();
+        let mut r = Rows::from_values(ds, &vals);
+        let at_rest = r.heap_bytes();
+        // Rows written in order: the open chunk holds the written values only.
+        for row in 300..310 {
+            for d in 0..ds {
+                let v = (row * 10 + d) as f64;
+                model[row * ds + d] = v;
+                r.set(row * ds + d, v);
+            }
+        }
+        assert!(
+            r.heap_bytes() < at_rest + 64 * 8,
+            "{} after 10 rows, {at_rest} at rest",
+            r.heap_bytes()
+        );
+        assert_eq!(bits(&r.to_vec()), bits(&model));
+        assert_eq!(r.get(299 * ds).to_bits(), model[299 * ds].to_bits());
+        assert_eq!(r.get(305 * ds + 1).to_bits(), model[305 * ds + 1].to_bits());
+        // What a checkpoint keeps of it is every value of the chunk.
+        let c = 300 / r.chunk_rows();
+        let Keep::Values(kept) = r.keep(c, Fresh::NONE) else {
+            panic!("rows written before the snapshot: the values");
+        };
+        let lo = c * r.chunk_rows() * ds;
+        assert_eq!(bits(&kept), bits(&model[lo..lo + kept.len()]));
+        // Out of order (before, then after a gap, then overwriting): still exact.
+        for (i, v) in [(299 * ds, 1.25), (320 * ds + 1, -3.0), (301 * ds, 9.5)] {
+            model[i] = v;
+            r.set(i, v);
+            assert_eq!(r.get(i).to_bits(), v.to_bits());
+            assert_eq!(bits(&r.to_vec()), bits(&model));
+        }
+        r.seal();
+        assert_eq!(bits(&r.to_vec()), bits(&model));
+    }
+
     fn stored_seg(k: Keep<'_>) -> Option<Option<u64>> {
         match k {
             Keep::Packed(p) => Some(p.stored()),
@@ -1038,12 +1232,13 @@ mod tests {
         assert!(wrap.covers(0, 255, 1000) && !wrap.covers(256, 511, 1000));
     }
 
-    /// A source holding packed chunks as segment `seg` ordinal `ord`, at keys (seg, ord).
+    /// A source holding packed chunks of series 1 archive 0, by (segment, chunk index).
     struct Src(std::collections::HashMap<(u32, u32), Vec<u8>>);
 
     impl ChunkSource for Src {
-        fn chunk(&self, seg: u32, ord: u32) -> Option<(SharedBytes, usize, usize)> {
-            let b = self.0.get(&(seg, ord))?.clone();
+        fn chunk(&self, seg: u32, key: (u64, u32, u32)) -> Option<(SharedBytes, usize, usize)> {
+            assert_eq!((key.0, key.1), (1, 0));
+            let b = self.0.get(&(seg, key.2))?.clone();
             let len = b.len();
             Some((Arc::new(b), 0, len))
         }
@@ -1061,14 +1256,18 @@ mod tests {
         let src: Arc<dyn ChunkSource> = Arc::new(Src(packed));
         let parts = (0..4).map(|_| Part::InSegments).collect();
         let mut r = Rows::from_parts(1000, 1, parts).unwrap();
-        r.adopt(&src);
+        r.adopt(&src, 1, 0);
         assert_eq!(r.unplaced(), Some(0));
         for c in 0..4 {
-            assert!(r.place(c, 7, c as u32));
+            assert!(r.place(c, 7));
         }
         assert_eq!(r.unplaced(), None);
         assert_eq!(bits(&r.to_vec()), bits(&vals));
-        assert_eq!(r.heap_bytes(), 4 * std::mem::size_of::<Chunk>());
+        assert_eq!(
+            r.heap_bytes(),
+            4 * 4,
+            "a stored chunk is its segment number"
+        );
         let mut used = Vec::new();
         r.segments_used(&mut used);
         assert_eq!(used, vec![7; 4]);
@@ -1083,13 +1282,13 @@ mod tests {
             panic!("a new version is on the heap");
         };
         let p = p.clone();
-        assert!(r.heap_bytes() > 4 * std::mem::size_of::<Chunk>());
-        r.settle(1, &p, 8, 0);
+        assert!(r.heap_bytes() > 4 * 4);
+        r.settle(1, &p, 8);
         assert!(matches!(r.keep(1, Fresh::NONE), Keep::Stored(8)));
         // A copy shares the stored chunks; adopted by another store it reads them first.
         let mut copy = r.clone();
         let other: Arc<dyn ChunkSource> = Arc::new(Src(Default::default()));
-        copy.adopt(&other);
+        copy.adopt(&other, 1, 0);
         assert_eq!(copy.get(0).to_bits(), vals[0].to_bits());
         assert!(matches!(copy.keep(0, Fresh::NONE), Keep::Packed(_)));
         // Segment 8 is not in the source: the chunk reads as unknown, never as other bytes.
