@@ -8,19 +8,26 @@
 #   - a one-day fetch of one series: the CLI on the store alone, the CLI beside the daemon,
 #     `rrdtool fetch --daemon` against the daemon, and `rrdtool fetch` of the same series
 #     exported as a .rrd file (`ringlet export`): wall seconds and peak RSS (/usr/bin/time),
-#     the best of 3 runs, warm page cache.
+#     the best of 3 runs, warm page cache;
+#   - with --load D (default 10m; 0: none): the real-time Ganglia load of bench/peers.sh (feed
+#     --workload ganglia, its 10-second updates) sent to those series through the daemon for D,
+#     then the daemon's RSS (and peak), feed's RESULT line (late steps), and the open after
+#     kill -9 (replaying the load's log).
 # Everything lives in a directory of its own (under $SCRATCH when run by
 # ../shared/bin/bounded); the daemon is stopped by its pid at the end, also on failure.
 #
-# usage: bench/scale.sh [--series N] [--days "1 30 365"]     (default 260: 1/100 of 26,000)
+# usage: bench/scale.sh [--series N] [--days "1 30 365"] [--load 10m]
+#        (default 260 series: 1/100 of 26,000)
 set -euo pipefail
 SERIES=260
 DAYS="1 30 365"
+LOAD=10m
 while [ $# -gt 0 ]; do
     case "$1" in
         --series) SERIES=$2; shift 2 ;;
         --days) DAYS=$2; shift 2 ;;
-        *) echo "usage: $0 [--series N] [--days \"1 30 365\"]" >&2; exit 2 ;;
+        --load) LOAD=$2; shift 2 ;;
+        *) echo "usage: $0 [--series N] [--days \"1 30 365\"] [--load 10m]" >&2; exit 2 ;;
     esac
 done
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +35,7 @@ TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 (cd "$ROOT" && cargo build --release -q -p ringlet -p ringlet-bench)
 RINGLET=$TARGET/release/ringlet
 SYNTH=$TARGET/release/synth
+FEED=$TARGET/release/feed
 WORK=$(mktemp -d "${SCRATCH:-${TMPDIR:-/tmp}}/ringlet-scale.XXXXXX")
 PID=""
 cleanup() {
@@ -90,6 +98,16 @@ for D in $DAYS; do
     FIRST_OPEN=$OPEN; FIRST_RSS=$RSS; FIRST_HWM=$HWM
     BESIDE=$(best "$RINGLET" --store "$WORK/store" fetch "$NAME" AVERAGE -s $((END - 86400)) -e "$END")
     VIA=$(cd "$WORK/base" && best rrdtool fetch --daemon "unix:$WORK/s.sock" "$NAME" AVERAGE -s $((END - 86400)) -e "$END")
+    if [ "$LOAD" != 0 ]; then
+        RES=$("$FEED" --workload ganglia --proto rrdcached --target "unix:$WORK/s.sock" --phase run \
+            --realtime --duration "$LOAD" --scale "$(awk -v n="$SERIES" 'BEGIN { printf "%.9f", n / 26000 }')" \
+            --names synth | grep '^RESULT' || true)
+        LRSS=$(awk '/VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$PID/status")
+        LHWM=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$PID/status")
+        kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""
+        start_daemon
+        echo "  $D days, after $LOAD of the Ganglia load: RSS ${LRSS} MB (peak ${LHWM} MB); open after kill -9 ${OPEN} s (RSS ${RSS} MB); feed: ${RES#RESULT }"
+    fi
     stop_daemon
     start_daemon
     stop_daemon

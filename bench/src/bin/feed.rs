@@ -47,6 +47,8 @@ usage: feed --workload emoncms|collectd|ganglia|cacti --proto P --target ADDR [o
   --cacti-rrds N        cacti: number of RRDs (default 1000; 2 series each)
   --dir DIR             pipe: working directory of `rrdtool -` (the RRD files)
   --seed N              value generator seed (default 1)
+  --names synth         RRD names as bench/src/bin/synth.rs makes them
+                        (cluster/host<i/20>/metric<i>.rrd), to load a synthesized store
   --db NAME             influx: database (default bench)
   --syncfs PATH         accelerated: sync the filesystem of PATH every --sync-every seconds
                         of virtual time, once the peer has taken what was sent (emulates the
@@ -124,6 +126,8 @@ impl Schema {
 /// One series (one RRD file): its step, schema and one generator per value column.
 struct Entry {
     id: u64,
+    /// Named as `synth` names its series (`cluster/host<id/20>/metric<id>.rrd`).
+    synth_names: bool,
     step: i64,
     schema: Schema,
     cols: Vec<(Series, Rng)>,
@@ -131,6 +135,9 @@ struct Entry {
 
 impl Entry {
     fn rrd_name(&self) -> String {
+        if self.synth_names {
+            return format!("cluster/host{}/metric{}.rrd", self.id / 20, self.id);
+        }
         format!("s{}.rrd", self.id)
     }
 
@@ -175,6 +182,7 @@ fn workload(name: &str, scale: f64, cacti_rrds: u64, seed: u64) -> Result<Vec<En
             };
             out.push(Entry {
                 id,
+                synth_names: false,
                 step,
                 schema,
                 cols,
@@ -207,6 +215,7 @@ struct Args {
     cacti_rrds: u64,
     dir: String,
     seed: u64,
+    synth_names: bool,
     db: String,
     syncfs: Option<String>,
     sync_every: i64,
@@ -226,6 +235,7 @@ fn parse_args() -> Result<Args, String> {
         cacti_rrds: 1000,
         dir: ".".into(),
         seed: 1,
+        synth_names: false,
         db: "bench".into(),
         syncfs: None,
         sync_every: dirty_expire_secs(),
@@ -282,6 +292,8 @@ fn parse_args() -> Result<Args, String> {
             "--cacti-rrds" => a.cacti_rrds = num()?.max(1),
             "--dir" => a.dir = v.clone(),
             "--seed" => a.seed = num()?,
+            "--names" if v == "synth" => a.synth_names = true,
+            "--names" => return Err(format!("--names: only `synth`, not {v}")),
             "--db" => a.db = v.clone(),
             "--syncfs" => a.syncfs = Some(v.clone()),
             "--sync-every" => a.sync_every = parse_duration(&v)?.max(1) as i64,
@@ -857,7 +869,10 @@ fn gcd(a: i64, b: i64) -> i64 {
 }
 
 fn run(a: Args) -> Result<String, String> {
-    let series = workload(&a.workload, a.scale, a.cacti_rrds, a.seed)?;
+    let mut series = workload(&a.workload, a.scale, a.cacti_rrds, a.seed)?;
+    for e in &mut series {
+        e.synth_names = a.synth_names;
+    }
     let tick = series.iter().fold(0, |g, e| gcd(g, e.step)).max(1);
     let max_step = series.iter().map(|e| e.step).max().unwrap_or(tick);
     let start = a

@@ -97,6 +97,18 @@ pub fn open(dir: &Path) -> Result<Store, String> {
     Store::open(dir, opts).map_err(|e| message(&e, ""))
 }
 
+/// Open the store to read series `name` alone (given by the user as `given`): only its state
+/// is loaded, nothing is written (docs/ARCHITECTURE.md, "Reading one series").
+pub fn open_reading(dir: &Path, name: &str, given: &str) -> Result<Store, String> {
+    let opts = Options {
+        commit_interval: None,
+        log_bytes: engine::log_size_from_env()?,
+        only: Some(vec![name.to_string()]),
+        ..Options::default()
+    };
+    Store::open(dir, opts).map_err(|e| message(&e, given))
+}
+
 /// rrdtool's text for an engine error about the RRD the user called `given`.
 pub fn message(e: &Error, given: &str) -> String {
     match e {

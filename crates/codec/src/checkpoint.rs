@@ -241,6 +241,16 @@ pub fn decode_checkpoint_payload(
     h: &CheckpointHeader,
     payload: &[u8],
 ) -> Result<CheckpointState, DecodeError> {
+    decode_checkpoint_payload_of(h, payload, None)
+}
+
+/// [`decode_checkpoint_payload`] keeping only the series whose names `keep` accepts (the
+/// others are checked by the payload's checksum, then skipped without decoding).
+pub fn decode_checkpoint_payload_of(
+    h: &CheckpointHeader,
+    payload: &[u8],
+    keep: Option<&dyn Fn(&str) -> bool>,
+) -> Result<CheckpointState, DecodeError> {
     if payload.len() as u64 != h.payload_len {
         return Err(DecodeError::new(
             CK_HEADER_LEN,
@@ -267,7 +277,11 @@ pub fn decode_checkpoint_payload(
     for _ in 0..n {
         let id = r.varint()?;
         let name = r.str()?;
-        let mut ir = ByteReader::new(r.bytes()?);
+        let image = r.bytes()?;
+        if keep.is_some_and(|k| !k(&name)) {
+            continue;
+        }
+        let mut ir = ByteReader::new(image);
         let rrd = if h.version >= CK_VERSION {
             decode_rrd_chunked(&mut ir)?
         } else {

@@ -11,9 +11,10 @@
 //! then the chunks' packed values (rrd::rows block encoding), in key order
 //! ```
 //!
-//! `keys_crc` is CRC32C of the keys; a loc's `crc` is CRC32C of its ordinal (u32), its
-//! offset and length, then the chunk's bytes, so a damaged loc or chunk is caught when that
-//! chunk is read ([`SegView::chunk`]).
+//! `keys_crc` is CRC32C of the keys; a loc's `crc` is CRC32C of its key (16 bytes as in
+//! the keys), its ordinal (u32), offset and length, then the chunk's bytes, so a damaged key,
+//! loc or chunk is caught when that chunk is read ([`SegView::chunk`]) even by a reader that
+//! did not check every key (one that opens a single series).
 //!
 //! Version 1 (still read):
 //!
@@ -119,7 +120,7 @@ impl SegmentWriter {
         for (ord, &i) in order.iter().enumerate() {
             let (s, e) = self.spans[i];
             let len = (e - s) as u32;
-            let crc = loc_crc(ord as u32, off, len, &self.data[s..e]);
+            let crc = loc_crc(self.keys[i], ord as u32, off, len, &self.data[s..e]);
             b.extend_from_slice(&off.to_le_bytes());
             b.extend_from_slice(&len.to_le_bytes());
             b.extend_from_slice(&crc.to_le_bytes());
@@ -133,8 +134,11 @@ impl SegmentWriter {
     }
 }
 
-fn loc_crc(ord: u32, off: u64, len: u32, bytes: &[u8]) -> u32 {
+fn loc_crc(key: SegKey, ord: u32, off: u64, len: u32, bytes: &[u8]) -> u32 {
     let mut c = Crc32c::new();
+    c.update(&key.0.to_le_bytes());
+    c.update(&key.1.to_le_bytes());
+    c.update(&key.2.to_le_bytes());
     c.update(&ord.to_le_bytes());
     c.update(&off.to_le_bytes());
     c.update(&len.to_le_bytes());
@@ -218,7 +222,18 @@ impl<'a> SegView<'a> {
         Ok(v)
     }
 
-    /// A view without the checks of [`SegView::open`], for a file that passed them once.
+    /// A view with only the header checked (not the keys): [`SegView::chunk`] still checks
+    /// the key of what it returns. For a file that passed [`SegView::open`], or a reader of
+    /// a few chunks.
+    pub fn header_checked(b: &'a [u8], id: u64) -> Result<SegView<'a>, DecodeError> {
+        let (version, _) = header(b, id)?;
+        if version != 2 {
+            return Err(DecodeError::new(8, "not a version 2 segment"));
+        }
+        SegView::trusted(b).ok_or_else(|| DecodeError::new(24, "segment index truncated"))
+    }
+
+    /// A view of a file whose header was checked before.
     pub fn trusted(b: &'a [u8]) -> Option<SegView<'a>> {
         let count = usize::try_from(u64::from_le_bytes(b.get(24..32)?.try_into().ok()?)).ok()?;
         let end = count
@@ -277,7 +292,7 @@ impl<'a> SegView<'a> {
             })
             .ok_or_else(|| DecodeError::new(at, "segment chunk past the end of the file"))?;
         let bytes = &self.b[start..start + len as usize];
-        if loc_crc(ord as u32, off, len, bytes) != crc {
+        if loc_crc(self.key(ord), ord as u32, off, len, bytes) != crc {
             return Err(DecodeError::new(start, "segment chunk checksum mismatch"));
         }
         Ok((start, len as usize))
@@ -392,6 +407,11 @@ mod tests {
             assert!(v.chunk(0).is_err() || v.chunk(1).is_err(), "byte {at}");
         }
         assert!(SegView::open(&b[..locs + 3], 7).is_err(), "index cut short");
+        // A reader that checks only the header still never takes a damaged key's chunk.
+        let mut d = b.clone();
+        d[SEG_HEADER_LEN + KEY_LEN + 3] ^= 1;
+        let v = SegView::header_checked(&d, 7).unwrap();
+        assert!(v.chunk(1).is_err() && v.chunk(0).is_ok());
         let short = &b[..b.len() - 1];
         let v = SegView::open(short, 7).unwrap();
         assert!(v.chunk(1).is_err(), "chunk cut short");

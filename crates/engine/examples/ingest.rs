@@ -77,6 +77,7 @@ fn main() {
         max_pending_bytes: usize::MAX,
         log_bytes: 64 << 20,
         repair: false,
+        only: None,
     };
     let dir = std::env::temp_dir().join(format!("ringlet-ingest-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -9,7 +9,7 @@
 use crate::files;
 use crate::vfs::Vfs;
 use codec::checkpoint::{
-    decode_checkpoint_header, decode_checkpoint_payload, CheckpointHeader, CheckpointState,
+    decode_checkpoint_header, decode_checkpoint_payload_of, CheckpointHeader, CheckpointState,
     CK_HEADER_LEN,
 };
 use std::io;
@@ -23,7 +23,7 @@ pub struct Loaded {
 }
 
 /// Read and verify one checkpoint file; `Ok(Err(why))` if it is invalid.
-fn load_one(vfs: &dyn Vfs, path: &Path) -> io::Result<Result<Loaded, String>> {
+fn load_one(vfs: &dyn Vfs, path: &Path, keep: Keep<'_>) -> io::Result<Result<Loaded, String>> {
     let f = vfs.open(path, false)?;
     let len = f.len()?;
     let mut head = vec![0u8; CK_HEADER_LEN];
@@ -41,7 +41,7 @@ fn load_one(vfs: &dyn Vfs, path: &Path) -> io::Result<Result<Loaded, String>> {
     let mut payload = vec![0u8; header.payload_len as usize];
     let n = f.read_at(&mut payload, CK_HEADER_LEN as u64)?;
     payload.truncate(n);
-    match decode_checkpoint_payload(&header, &payload) {
+    match decode_checkpoint_payload_of(&header, &payload, keep) {
         Ok(state) => Ok(Ok(Loaded {
             path: path.to_path_buf(),
             header,
@@ -63,13 +63,25 @@ pub fn any_exists(vfs: &dyn Vfs, dir: &Path) -> io::Result<bool> {
 
 /// The valid checkpoint with the highest generation, and a note for each invalid file.
 pub fn load_newest(vfs: &dyn Vfs, dir: &Path) -> io::Result<(Option<Loaded>, Vec<String>)> {
+    load_newest_of(vfs, dir, None)
+}
+
+/// Which series a checkpoint is read for (`None`: all).
+pub type Keep<'a> = Option<&'a dyn Fn(&str) -> bool>;
+
+/// [`load_newest`] decoding only the series `keep` accepts.
+pub fn load_newest_of(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    keep: Keep<'_>,
+) -> io::Result<(Option<Loaded>, Vec<String>)> {
     let mut best: Option<Loaded> = None;
     let mut notes = Vec::new();
     for p in files::checkpoints(dir) {
         if !vfs.exists(&p)? {
             continue;
         }
-        match load_one(vfs, &p)? {
+        match load_one(vfs, &p, keep)? {
             Ok(l) => {
                 if best
                     .as_ref()

@@ -48,6 +48,8 @@ pub enum Error {
     Locked(std::path::PathBuf),
     /// An earlier fsync or write failed; the store refuses writes until reopened.
     PreviousIo,
+    /// The store was opened to read a few series (`Options::only`).
+    ReadOnly,
     /// On-disk data that fails its checksum or framing where it must not (not a torn tail).
     Corrupt {
         file: std::path::PathBuf,
@@ -65,6 +67,7 @@ impl std::fmt::Display for Error {
             Error::NotFound(n) => write!(f, "opening '{n}': No such file or directory"),
             Error::Locked(p) => write!(f, "store {} is locked by another process", p.display()),
             Error::PreviousIo => write!(f, "an earlier write to the store failed; reopen it"),
+            Error::ReadOnly => write!(f, "the store was opened read-only"),
             Error::Corrupt { file, offset, what } => {
                 write!(f, "{}: corrupt at offset {offset}: {what}", file.display())
             }
@@ -96,6 +99,10 @@ pub struct Options {
     /// committed records after it are dropped and counted in the recovery report's cut);
     /// without it such a store does not open (`Error::Corrupt`). `ringlet repair`.
     pub repair: bool,
+    /// Open read-only with these series alone (a command that reads them): only their
+    /// state is loaded and replayed, nothing is written, and every write is refused
+    /// (`Error::ReadOnly`). `None`: the whole store, read-write.
+    pub only: Option<Vec<String>>,
 }
 
 impl Default for Options {
@@ -105,6 +112,7 @@ impl Default for Options {
             max_pending_bytes: 64 << 20,
             log_bytes: 64 << 20,
             repair: false,
+            only: None,
         }
     }
 }
@@ -243,13 +251,25 @@ impl Store {
 
     /// [`Store::open`] through a given file system (tests pass a [`sim::SimFs`]).
     pub fn open_with(vfs: Arc<dyn Vfs>, dir: &Path, opts: Options) -> Result<Store, Error> {
-        vfs.create_dir_all(dir)?;
+        if let Some(names) = &opts.only {
+            if !vfs.exists(dir)? {
+                return Err(Error::NotFound(names.first().cloned().unwrap_or_default()));
+            }
+        } else {
+            vfs.create_dir_all(dir)?;
+        }
         let Some(lock) = vfs.try_lock(&files::lock(dir))? else {
             return Err(Error::Locked(dir.to_path_buf()));
         };
         let ring_cap = opts.log_bytes.max(PAGE).div_ceil(PAGE) * PAGE;
-        let r = recovery::recover(vfs.as_ref(), dir, ring_cap, opts.repair)?;
-        let needs_checkpoint = r.needs_checkpoint;
+        let r = recovery::recover(
+            vfs.as_ref(),
+            dir,
+            ring_cap,
+            opts.repair,
+            opts.only.as_deref(),
+        )?;
+        let needs_checkpoint = r.needs_checkpoint && opts.only.is_none();
         let mut store = Store {
             vfs,
             dir: dir.to_path_buf(),
@@ -348,7 +368,9 @@ impl Store {
     }
 
     fn writable(&self) -> Result<(), Error> {
-        if self.failed || self.busy {
+        if self.opts.only.is_some() {
+            Err(Error::ReadOnly)
+        } else if self.failed || self.busy {
             Err(Error::PreviousIo)
         } else {
             Ok(())
@@ -494,6 +516,10 @@ impl Store {
 
     /// Make everything accepted so far durable: one appended record, one fdatasync.
     pub fn commit(&mut self) -> Result<CommitStats, Error> {
+        if self.opts.only.is_some() {
+            // Nothing can be pending: every write was refused.
+            return Ok(CommitStats::default());
+        }
         self.writable()?;
         // A panic from here on (a bug) leaves `busy` set and the store refusing writes, as a
         // failed write does: the pending data may be half taken, and must not be dropped
@@ -625,6 +651,10 @@ impl Store {
         bytes: &[u8],
         mut plan: segments::Plan,
     ) -> Result<u64, Error> {
+        if self.opts.only.is_some() {
+            // A store opened for a few series must never write a checkpoint of them alone.
+            return Err(Error::ReadOnly);
+        }
         self.segs.write(&mut plan, self.vfs.as_ref(), &self.dir)?;
         ckptfile::write(self.vfs.as_ref(), &self.dir, generation, bytes)?;
         self.ckpt_gen = generation;
@@ -701,6 +731,7 @@ impl Store {
     /// Commit pending changes, then write a checkpoint now (it makes the log before it
     /// reusable and shortens the next recovery).
     pub fn checkpoint(&mut self) -> Result<u64, Error> {
+        self.writable()?;
         self.commit()?;
         self.write_checkpoint().inspect_err(|_| self.failed = true)
     }

@@ -114,7 +114,23 @@ fn init_if_fresh(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<bool, Error
 /// The whole open procedure after the lock is held. `repair`: where committed records follow
 /// damage in the log, cut there anyway (dropping them, and saying so in the report) instead
 /// of refusing to open.
-pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64, repair: bool) -> Result<Recovered, Error> {
+///
+/// `only`: open for reading these series alone (a CLI command that reads one series):
+/// nothing is written (no store is created, no file removed or restored), only their images
+/// are decoded, their stored chunks found by key, and their log entries replayed.
+pub fn recover(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    ring_cap: u64,
+    repair: bool,
+    only: Option<&[String]>,
+) -> Result<Recovered, Error> {
+    if let Some(names) = only {
+        if !ckptfile::any_exists(vfs, dir)? {
+            let first = names.first().cloned().unwrap_or_default();
+            return Err(Error::NotFound(first));
+        }
+    }
     let mut report = RecoveryReport {
         created: init_if_fresh(vfs, dir, ring_cap)?,
         ..RecoveryReport::default()
@@ -124,24 +140,36 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64, repair: bool) -> Result
         return Err(corrupt(&log_path, 0, "log file missing"));
     }
     let mut log = LogRing::open(vfs, dir)?.map_err(|why| corrupt(&log_path, 0, why))?;
-    let (loaded, notes) = ckptfile::load_newest(vfs, dir)?;
+    let keep_name = |n: &str| only.is_none_or(|names| names.iter().any(|x| x == n));
+    let keep: ckptfile::Keep<'_> = match only {
+        Some(_) => Some(&keep_name),
+        None => None,
+    };
+    let (loaded, notes) = ckptfile::load_newest_of(vfs, dir, keep)?;
     report.invalid_checkpoints = notes;
     let Some(ck) = loaded else {
         let p = crate::files::checkpoint(dir, 1);
         return Err(corrupt(&p, 0, "no valid checkpoint file"));
     };
     let complete_lsn = ck.state.complete_lsn;
-    let segs =
-        Segments::open(vfs, dir, &ck.state.segments).map_err(|why| corrupt(&ck.path, 0, why))?;
+    let segs = Segments::open(vfs, dir, &ck.state.segments, only.is_some())
+        .map_err(|why| corrupt(&ck.path, 0, why))?;
     let mut reg = Registry::new(ck.state.next_id);
     reg.src = Some(segs.source());
     for s in ck.state.series {
         reg.insert(s.id, s.name, s.rrd);
     }
-    segs.place(&mut reg)
-        .map_err(|why| corrupt(&ck.path, 0, why))?;
+    if let Some(names) = only {
+        reg.only = Some(names.to_vec());
+        segs.place_few(&mut reg)
+    } else {
+        segs.place(&mut reg)
+    }
+    .map_err(|why| corrupt(&ck.path, 0, why))?;
     // Segments of a checkpoint that never became the newest (a crash while writing it).
-    segs.remove_unused(vfs, dir)?;
+    if only.is_none() {
+        segs.remove_unused(vfs, dir)?;
+    }
     reg.next_id = reg.next_id.max(ck.state.next_id);
     let (ckpt_lsn, ckpt_gen) = (ck.header.log_lsn, ck.header.generation);
     report.checkpoint_generation = ckpt_gen;
@@ -251,7 +279,7 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path, ring_cap: u64, repair: bool) -> Result
     report.samples_replayed = counts.applied;
     report.samples_refused = counts.refused;
     drop(records);
-    if report.log_was_truncated {
+    if report.log_was_truncated && only.is_none() {
         log.restore_len()?;
     }
     // Nothing is zeroed: bytes after the end are never taken for records (their sequence

@@ -57,7 +57,14 @@ pub fn replay(reg: &mut Registry, records: &[Record], log: &Path) -> Result<Coun
         let entries = decode_record(&rec.payload).map_err(|e| at(e.to_string()))?;
         for e in entries {
             match e {
-                Entry::Create { id, name, rrd } => reg.insert(id, name, *rrd),
+                Entry::Create { id, name, rrd } => {
+                    if reg.only.as_ref().is_none_or(|o| o.contains(&name)) {
+                        reg.insert(id, name, *rrd);
+                    }
+                }
+                // Opened for a few series: the others' entries are not theirs to check.
+                Entry::Remove { id } | Entry::Samples { id, .. }
+                    if reg.only.is_some() && reg.by_id(id).is_none() => {}
                 Entry::Remove { id } => {
                     if reg.remove(id).is_none() {
                         return Err(at(format!("removal of unknown series {id}")));

@@ -329,7 +329,10 @@ impl Segments {
     /// indexes (version 2; a version 1 segment is checked whole), and number new ones after
     /// every segment file present. No chunk is read: they stay in the mapped files, read
     /// through the page cache when a read needs them.
-    pub fn open(vfs: &dyn Vfs, dir: &Path, live: &[u64]) -> Result<Segments, String> {
+    ///
+    /// `few`: the store opens for a few series: only headers are checked (each chunk read
+    /// checks its own key and bytes), see [`Segments::place_few`].
+    pub fn open(vfs: &dyn Vfs, dir: &Path, live: &[u64], few: bool) -> Result<Segments, String> {
         let table = Arc::new(SegTable::default());
         let mut old = Vec::new();
         for &id in live {
@@ -340,6 +343,10 @@ impl Segments {
             if segment_version(all, id).map_err(|e| err(&e))? == 1 {
                 decode_segment(all, id).map_err(|e| err(&e))?;
                 old.push((id, mapped.clone()));
+            } else if few {
+                SegView::header_checked(all, id).map_err(|e| err(&e))?;
+                let id32 = u32::try_from(id).map_err(|_| err(&"segment id out of range"))?;
+                table.insert(id32, mapped.clone());
             } else {
                 SegView::open(all, id).map_err(|e| err(&e))?;
                 let id32 = u32::try_from(id).map_err(|_| err(&"segment id out of range"))?;
@@ -366,6 +373,18 @@ impl Segments {
     /// series in `reg`): each is the one with its key in the highest-numbered segment that
     /// has it. Reads the segments' keys, not their chunks; fails if one is in none.
     pub fn place(&self, reg: &mut Registry) -> Result<(), String> {
+        self.place_in(reg, false)
+    }
+
+    /// [`Segments::place`] for a registry holding a few series: each of their chunks is
+    /// looked up by key in the segments, newest first (a binary search in each), instead of
+    /// reading every segment's keys.
+    pub fn place_few(&self, reg: &mut Registry) -> Result<(), String> {
+        self.place_in(reg, true)
+    }
+
+    fn place_in(&self, reg: &mut Registry, few: bool) -> Result<(), String> {
+        let mut v2 = Vec::new();
         for &id in &self.live {
             if let Some((_, m)) = self.old.iter().find(|(o, _)| *o == id) {
                 let all: &[u8] = (**m).as_ref();
@@ -393,6 +412,10 @@ impl Segments {
             ) else {
                 return Err(format!("segment {id} is not open"));
             };
+            if few {
+                v2.push((id32, m));
+                continue;
+            }
             let all: &[u8] = (*m).as_ref();
             let view =
                 SegView::trusted(all).ok_or_else(|| format!("segment {id}: index truncated"))?;
@@ -403,6 +426,26 @@ impl Segments {
                 }
             }
             m.release();
+        }
+        if few {
+            v2.reverse();
+            let views: Vec<(u32, SegView<'_>)> = v2
+                .iter()
+                .filter_map(|(id, m)| Some((*id, SegView::trusted((**m).as_ref())?)))
+                .collect();
+            for (sid, s) in reg.iter_mut() {
+                for (a, data) in s.rrd.rra.iter_mut().enumerate() {
+                    for c in 0..data.rows.chunk_count() {
+                        if !data.rows.is_placeable(c) {
+                            continue;
+                        }
+                        let key = (sid, a as u32, c as u32);
+                        if let Some((id, _)) = views.iter().find(|(_, v)| v.find(key).is_some()) {
+                            data.rows.place(c, *id);
+                        }
+                    }
+                }
+            }
         }
         for (_, s) in reg.iter() {
             for (a, data) in s.rrd.rra.iter().enumerate() {

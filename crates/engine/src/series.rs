@@ -61,6 +61,8 @@ pub struct Registry {
     pub next_id: u64,
     /// Where the store's stored chunks are read from; every series' rows read through it.
     pub src: Option<Arc<dyn ChunkSource>>,
+    /// Opened for reading these series alone: replay skips the entries of others.
+    pub only: Option<Vec<String>>,
 }
 
 impl Registry {

@@ -818,6 +818,10 @@ impl Rows {
     }
 
     /// Whether chunk `c` may be placed: a checkpoint had it "in the segments".
+    pub fn is_placeable(&self, c: usize) -> bool {
+        self.placeable(c)
+    }
+
     fn placeable(&self, c: usize) -> bool {
         match self.segs.get(c) {
             None => false,

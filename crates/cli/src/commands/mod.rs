@@ -131,6 +131,25 @@ pub(crate) fn reading(ctx: &Ctx, given: &str, f: impl FnOnce(&mut Store) -> Outc
     with_store(ctx, f)
 }
 
+/// [`reading`] for a command that reads RRD `given` and writes nothing: on its own, the
+/// store is opened for that series alone ([`store::open_reading`]).
+pub(crate) fn read_one(ctx: &Ctx, given: &str, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
+    if ctx.shared.is_some() {
+        return with_store(ctx, f);
+    }
+    if !ctx.store_dir.exists() {
+        return Outcome::err(format!("opening '{given}': No such file or directory"));
+    }
+    let name = match store::normalize(given) {
+        Ok(n) => n,
+        Err(e) => return Outcome::err(e),
+    };
+    match store::open_reading(ctx.store_dir, &name, given) {
+        Ok(mut st) => f(&mut st),
+        Err(e) => Outcome::err(e),
+    }
+}
+
 /// Load an RRD for reading, with rrdtool's "opening" error.
 pub fn load<'s>(st: &'s Store, given: &str) -> Result<&'s Rrd, String> {
     let name = store::normalize(given)?;

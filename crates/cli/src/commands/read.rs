@@ -1,7 +1,7 @@
 //! The commands that only read: `fetch`, `info`, `first`, `last`, `lastupdate`, `dump`,
 //! `xport`. They never create a missing store.
 
-use super::{load, opt, reading, with_store, Ctx, Outcome, NO_DAEMON};
+use super::{load, opt, read_one, with_store, Ctx, Outcome, NO_DAEMON};
 use crate::getopt;
 use rrd::fetch::{fetch, format_fetch};
 use rrd::parsetime::{parse_time, resolve_pair, Base, TimeSpec, MIN_TIME};
@@ -68,7 +68,7 @@ pub fn fetch_cmd(ctx: &Ctx, args: &[String]) -> Outcome {
         return Outcome::err(format!("unknown consolidation function '{cf_name}'"));
     };
     let align = p.has("align-start");
-    reading(ctx, given, |st| {
+    read_one(ctx, given, |st| {
         let rrd = match load(st, given) {
             Ok(r) => r,
             Err(e) => return Outcome::err(e),
@@ -103,7 +103,7 @@ pub fn info(ctx: &Ctx, args: &[String]) -> Outcome {
         Ok(g) => g,
         Err(e) => return Outcome::err(e),
     };
-    reading(ctx, &given, |st| match load(st, &given) {
+    read_one(ctx, &given, |st| match load(st, &given) {
         Ok(rrd) => Outcome::ok(rrd::info::format_info(&rrd::info::info(rrd, &given))),
         Err(e) => Outcome::err(e),
     })
@@ -125,7 +125,7 @@ pub fn last(ctx: &Ctx, args: &[String]) -> Outcome {
         Ok(g) => g,
         Err(e) => return minus_one(Outcome::err(e)),
     };
-    minus_one(reading(ctx, &given, |st| match load(st, &given) {
+    minus_one(read_one(ctx, &given, |st| match load(st, &given) {
         Ok(rrd) => Outcome::ok(format!("{}\n", rrd.last_up)),
         Err(e) => Outcome::err(e),
     }))
@@ -152,7 +152,7 @@ pub fn first(ctx: &Ctx, args: &[String]) -> Outcome {
             "usage rrdtool first [--rraindex number] [--daemon|-d <addr>] file.rrd",
         ));
     };
-    minus_one(reading(ctx, &given, |st| {
+    minus_one(read_one(ctx, &given, |st| {
         let rrd = match load(st, &given) {
             Ok(r) => r,
             Err(e) => return Outcome::err(e),
@@ -198,7 +198,7 @@ pub fn lastupdate(ctx: &Ctx, args: &[String]) -> Outcome {
         Ok(g) => g,
         Err(e) => return Outcome::err(e),
     };
-    reading(ctx, &given, |st| {
+    read_one(ctx, &given, |st| {
         let rrd = match load(st, &given) {
             Ok(r) => r,
             Err(e) => return Outcome::err(e),
@@ -244,7 +244,7 @@ pub fn dump(ctx: &Ctx, args: &[String]) -> Outcome {
         [f, x] => (f.clone(), Some(x.clone())),
         _ => return Outcome::err(DUMP_USAGE),
     };
-    reading(ctx, &given, |st| {
+    read_one(ctx, &given, |st| {
         let rrd = match load(st, &given) {
             Ok(r) => r,
             Err(e) => return Outcome::err(e),

@@ -255,6 +255,7 @@ pub fn small_opts(log_bytes: u64) -> Options {
         max_pending_bytes: usize::MAX,
         log_bytes,
         repair: false,
+        only: None,
     }
 }
 

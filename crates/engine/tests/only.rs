@@ -1,0 +1,116 @@
+//! A store opened to read a few series (`Options::only`, what a CLI command that reads one
+//! series does on its own): it holds exactly their state, bit for bit as a whole open has
+//! it (checkpoint images, stored chunks found by key, their log entries replayed), writes
+//! nothing, and refuses every write.
+
+mod common;
+
+use common::*;
+use engine::{Error, Options, Store};
+use rrd::{Cf, DsType, Rrd, Sample, Schema};
+
+/// Every file of the store, by name, with its bytes.
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn only(names: &[&str]) -> Options {
+    Options {
+        only: Some(names.iter().map(|n| n.to_string()).collect()),
+        ..small_opts(64 << 10)
+    }
+}
+
+#[test]
+fn one_series_opens_alone_exactly_and_read_only() {
+    let dir = TempDir::new("only");
+    // A small ring: checkpoints (lagged and full) and segments come and go; the last
+    // commits stay in the log.
+    let mut st = Store::open(&dir.0, small_opts(64 << 10)).unwrap();
+    let mut model = Model::default();
+    let mut ops = workload(11, 3000);
+    // Archives of several chunks, written long enough to be stored in segments.
+    let schema = Schema {
+        step: 10,
+        ds: vec![ds("v", DsType::Gauge)],
+        rra: vec![rra(Cf::Average, 1, 900), rra(Cf::Max, 10, 3000)],
+    };
+    for s in 0..5 {
+        ops.push(Op::Create(
+            format!("long{s}.rrd"),
+            Rrd::new(schema.clone(), START - 10),
+        ));
+    }
+    for r in 0..4000i64 {
+        for s in 0..5 {
+            let v = 100.0 + ((r * 7 + s * 13) % 97) as f64 / 4.0;
+            ops.push(Op::Update(
+                format!("long{s}.rrd"),
+                Sample {
+                    time: START + r * 10,
+                    usec: 0,
+                    values: vec![format!("{v:.2}")],
+                },
+            ));
+        }
+        if r % 7 == 6 {
+            ops.push(Op::Commit);
+        }
+    }
+    ops.push(Op::Commit);
+    for op in ops {
+        run_op(&mut st, &op).unwrap();
+        model.apply(&op);
+    }
+    st.close().unwrap();
+    assert!(
+        files(&dir.0).iter().any(|(n, _)| n.starts_with("seg-")),
+        "the workload stored chunks"
+    );
+    let before = files(&dir.0);
+    for (name, want) in &model.rrds {
+        let mut st = Store::open(&dir.0, only(&[name])).unwrap();
+        assert_eq!(st.names(), vec![name.clone()]);
+        let got = st.get(name).unwrap();
+        assert_eq!(
+            codec::rrdbin::rrd_bytes(got),
+            codec::rrdbin::rrd_bytes(want),
+            "{name}"
+        );
+        let s = Sample {
+            time: got.last_up + 60,
+            usec: 0,
+            values: vec!["1".into(); got.ds_cnt()],
+        };
+        assert!(matches!(
+            st.update(name, &s, &mut |_| {}),
+            Err(Error::ReadOnly)
+        ));
+        assert!(matches!(st.remove(name), Err(Error::ReadOnly)));
+        assert!(matches!(st.checkpoint(), Err(Error::ReadOnly)));
+        st.close().unwrap();
+    }
+    // A name the store lacks: an empty store to read, not an error.
+    let st = Store::open(&dir.0, only(&["nope.rrd"])).unwrap();
+    assert!(st.get("nope.rrd").is_none() && st.is_empty());
+    drop(st);
+    assert!(files(&dir.0) == before, "a read-only open wrote nothing");
+    // No store at all: nothing is created.
+    let missing = dir.0.join("missing");
+    assert!(matches!(
+        Store::open(&missing, only(&["a.rrd"])),
+        Err(Error::NotFound(_))
+    ));
+    assert!(!missing.exists());
+}
