@@ -51,6 +51,14 @@ fn load_one(vfs: &dyn Vfs, path: &Path, keep: Keep<'_>) -> io::Result<Result<Loa
     }
 }
 
+/// The generation a checkpoint file's header claims (0 if the header is not valid).
+fn generation_of(vfs: &dyn Vfs, path: &Path) -> io::Result<u64> {
+    let f = vfs.open(path, false)?;
+    let mut head = vec![0u8; CK_HEADER_LEN];
+    let n = f.read_at(&mut head, 0)?;
+    Ok(decode_checkpoint_header(&head[..n]).map_or(0, |h| h.generation))
+}
+
 /// Whether any checkpoint file exists (a store was initialised here).
 pub fn any_exists(vfs: &dyn Vfs, dir: &Path) -> io::Result<bool> {
     for p in files::checkpoints(dir) {
@@ -77,9 +85,18 @@ pub fn load_newest_of(
 ) -> io::Result<(Option<Loaded>, Vec<String>)> {
     let mut best: Option<Loaded> = None;
     let mut notes = Vec::new();
+    let mut paths = Vec::new();
     for p in files::checkpoints(dir) {
-        if !vfs.exists(&p)? {
-            continue;
+        if vfs.exists(&p)? {
+            paths.push((generation_of(vfs, &p)?, p));
+        }
+    }
+    // Newest first: a reader of a few series stops at the first valid file (a whole open
+    // checks both, to report a damaged older one).
+    paths.sort_by_key(|p| std::cmp::Reverse(p.0));
+    for (_, p) in paths {
+        if keep.is_some() && best.is_some() {
+            break;
         }
         match load_one(vfs, &p, keep)? {
             Ok(l) => {

@@ -230,7 +230,7 @@ pub fn recover(
     // means the damage is not a torn tail but rot (or a checkpoint whose log was overwritten
     // since: the newer checkpoint was lost), and stopping here would roll back commits.
     let window_end = ckpt_lsn + log.cap;
-    let after = log.records_after(lsn, window_end, seq, usize::MAX)?;
+    let after = log.records_after(vfs, lsn, window_end, seq, usize::MAX)?;
     let mut skip_to_seq = seq;
     if let Some(&(at, first_seq)) = after.first() {
         let why = stop

@@ -178,48 +178,55 @@ impl LogRing {
     /// holds. Records of earlier laps (lower sequence numbers) and garbage are passed over.
     /// A writer appends in order and syncs each record before the next, so a valid record
     /// here means the damage at `from` is not the end of the log. At most `limit` are
-    /// returned, as (position, sequence number). Reads the ring in 1 MiB pieces.
+    /// returned, as (position, sequence number). Reads the file mapped ([`Vfs::map`]), so
+    /// only each page's header is touched (and the payload of a header that qualifies),
+    /// not the whole ring.
     pub fn records_after(
         &self,
+        vfs: &dyn Vfs,
         from: u64,
         window_end: u64,
         min_seq: u64,
         limit: usize,
     ) -> io::Result<Vec<(u64, u64)>> {
-        const PIECE: u64 = 1 << 20;
+        let map = vfs.map(&self.path)?;
+        let file: &[u8] = (*map).as_ref();
         let mut found = Vec::new();
-        let mut buf = vec![0u8; PIECE as usize];
-        let mut pos = from.next_multiple_of(self.page);
-        'outer: while pos < window_end && found.len() < limit {
-            let n = (window_end - pos).min(PIECE) as usize;
-            let got = self.read(pos, &mut buf[..n])?;
-            let mut off = 0usize;
-            while off + REC_HEADER_LEN <= got {
-                let at = pos + off as u64;
-                let mut h = [0u8; REC_HEADER_LEN];
-                h.copy_from_slice(&buf[off..off + REC_HEADER_LEN]);
-                let mut next = off + self.page as usize;
-                if let HeaderScan::Header(hd) = scan_header(&h) {
-                    let here = hd.lsn >= at && (hd.lsn - at).is_multiple_of(self.cap);
-                    if here && hd.seq >= min_seq && u64::from(hd.payload_len) < self.cap {
-                        let mut payload = vec![0u8; hd.payload_len as usize];
-                        let got = self.read(at + REC_HEADER_LEN as u64, &mut payload)?;
-                        if got == payload.len() && verify_record(&h, &hd, &payload) {
-                            found.push((at, hd.seq));
-                            if found.len() >= limit {
-                                break 'outer;
-                            }
-                            next = off + framed_len(payload.len(), self.page) as usize;
-                        }
+        let mut at = from.next_multiple_of(self.page);
+        // Pages are let go a window at a time: the pass holds at most a window of the ring.
+        const WINDOW: u64 = 1 << 20;
+        let mut window_from = at;
+        while at < window_end && found.len() < limit {
+            if at - window_from >= WINDOW {
+                let (off, len) = (
+                    self.offset(window_from) as usize,
+                    (at - window_from) as usize,
+                );
+                map.release_range(off, len.min(file.len().saturating_sub(off)));
+                window_from = at;
+            }
+            let off = self.offset(at) as usize;
+            let Some(h) = file
+                .get(off..off + REC_HEADER_LEN)
+                .and_then(|h| <&[u8; REC_HEADER_LEN]>::try_from(h).ok())
+            else {
+                break; // past the end of a short file
+            };
+            let mut next = at + self.page;
+            if let HeaderScan::Header(hd) = scan_header(h) {
+                let here = hd.lsn >= at && (hd.lsn - at).is_multiple_of(self.cap);
+                if here && hd.seq >= min_seq && u64::from(hd.payload_len) < self.cap {
+                    let mut payload = vec![0u8; hd.payload_len as usize];
+                    let got = self.read(at + REC_HEADER_LEN as u64, &mut payload)?;
+                    if got == payload.len() && verify_record(h, &hd, &payload) {
+                        found.push((at, hd.seq));
+                        next = at + framed_len(payload.len(), self.page);
                     }
                 }
-                off = next;
             }
-            if got < n {
-                break;
-            }
-            pos += off.max(n) as u64;
+            at = next;
         }
+        map.release();
         Ok(found)
     }
 

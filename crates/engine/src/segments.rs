@@ -271,7 +271,9 @@ impl Segments {
             plan.bytes += bytes.len() as u64;
             let id32 = u32::try_from(id)
                 .map_err(|_| io::Error::other(format!("segment id {id} out of range")))?;
-            self.table.insert(id32, vfs.map(&path)?);
+            let mapped = vfs.map(&path)?;
+            mapped.random();
+            self.table.insert(id32, mapped);
         }
         vfs.sync_dir(dir)
     }
@@ -339,6 +341,9 @@ impl Segments {
             let path = files::segment(dir, id);
             let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
             let mapped = vfs.map(&path).map_err(|e| err(&e))?;
+            if few {
+                mapped.random();
+            }
             let all: &[u8] = (*mapped).as_ref();
             if segment_version(all, id).map_err(|e| err(&e))? == 1 {
                 decode_segment(all, id).map_err(|e| err(&e))?;
@@ -426,6 +431,8 @@ impl Segments {
                 }
             }
             m.release();
+            // From now on its chunks are read one at a time.
+            m.random();
         }
         if few {
             v2.reverse();

@@ -75,6 +75,15 @@ pub trait Mapping: AsRef<[u8]> + Send + Sync {
     /// The bytes were read through once (a check of the whole file): let the process's
     /// share of them go, leaving them to the page cache (a mapping's pages).
     fn release(&self) {}
+
+    /// [`Mapping::release`] for the bytes `start..start + len` (whole pages inside it), so
+    /// that a pass over a large file holds only a window of it at a time.
+    fn release_range(&self, _start: usize, _len: usize) {}
+
+    /// Reads will be scattered (a segment's chunks, a binary search in its keys): fault in
+    /// only the pages touched, not their neighbours (`MADV_RANDOM`), so the process holds
+    /// what it reads and no more.
+    fn random(&self) {}
 }
 
 impl Mapping for Vec<u8> {}
@@ -104,6 +113,29 @@ impl Mapping for Mmap {
         // the pages from this process, and later reads fault them in again from the file.
         unsafe {
             libc::madvise(self.ptr, self.len, libc::MADV_DONTNEED);
+        }
+    }
+
+    fn random(&self) {
+        // SAFETY: advice on the whole of this live mapping; it changes no contents.
+        unsafe {
+            libc::madvise(self.ptr, self.len, libc::MADV_RANDOM);
+        }
+    }
+
+    fn release_range(&self, start: usize, len: usize) {
+        const PAGE: usize = 4096;
+        let lo = start.next_multiple_of(PAGE).min(self.len);
+        let hi = (start.saturating_add(len) / PAGE * PAGE).min(self.len);
+        if hi > lo {
+            // SAFETY: a page-aligned sub-range of this mapping, as in `release`.
+            unsafe {
+                libc::madvise(
+                    self.ptr.cast::<u8>().add(lo).cast(),
+                    hi - lo,
+                    libc::MADV_DONTNEED,
+                );
+            }
         }
     }
 }
