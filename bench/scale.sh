@@ -43,7 +43,9 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-END=1795200000
+# The history ends at the last full hour, so that the load (now) continues it rather than
+# first filling days of unknown rows, as a store restarted after a gap would.
+END=$(( $(date +%s) / 3600 * 3600 ))
 NAME=cluster/host0/metric1.rrd
 
 start_daemon() {
