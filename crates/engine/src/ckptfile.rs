@@ -88,7 +88,13 @@ pub fn load_newest_of(
     let mut paths = Vec::new();
     for p in files::checkpoints(dir) {
         if vfs.exists(&p)? {
-            paths.push((generation_of(vfs, &p)?, p));
+            // Only a reader that stops at the first valid file needs the order first.
+            let generation = if keep.is_some() {
+                generation_of(vfs, &p)?
+            } else {
+                0
+            };
+            paths.push((generation, p));
         }
     }
     // Newest first: a reader of a few series stops at the first valid file (a whole open

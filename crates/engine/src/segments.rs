@@ -114,8 +114,10 @@ pub struct Segments {
     pub next_id: u64,
     /// The mapped segments chunks are read from.
     pub table: Arc<SegTable>,
-    /// Segments of version 1 (read whole at open, their chunks held by their mappings).
+    /// Segments of version 1 (read whole when placed, their chunks held by their mappings).
     old: Vec<(u64, Arc<dyn Mapping>)>,
+    /// The store's directory (segment files' names in errors).
+    dir: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for Segments {
@@ -345,19 +347,15 @@ impl Segments {
                 mapped.random();
             }
             let all: &[u8] = (*mapped).as_ref();
+            // Headers only: placing the chunks checks the rest (the keys, or a version 1
+            // segment whole) as it reads them, once.
             if segment_version(all, id).map_err(|e| err(&e))? == 1 {
-                decode_segment(all, id).map_err(|e| err(&e))?;
                 old.push((id, mapped.clone()));
-            } else if few {
+            } else {
                 SegView::header_checked(all, id).map_err(|e| err(&e))?;
                 let id32 = u32::try_from(id).map_err(|_| err(&"segment id out of range"))?;
                 table.insert(id32, mapped.clone());
-            } else {
-                SegView::open(all, id).map_err(|e| err(&e))?;
-                let id32 = u32::try_from(id).map_err(|_| err(&"segment id out of range"))?;
-                table.insert(id32, mapped.clone());
             }
-            // The check read these pages: they stay in the page cache, not in the process.
             mapped.release();
         }
         let mut next_id = live.iter().max().map_or(1, |m| m + 1);
@@ -371,7 +369,13 @@ impl Segments {
             next_id,
             table,
             old,
+            dir: dir.to_path_buf(),
         })
+    }
+
+    /// An error about segment `id`, naming its file.
+    fn err(&self, id: u64, e: &dyn std::fmt::Display) -> String {
+        format!("{}: {e}", files::segment(&self.dir, id).display())
     }
 
     /// Find the chunks a checkpoint has "in the segments" (placeholders in the rows of the
@@ -394,7 +398,7 @@ impl Segments {
             if let Some((_, m)) = self.old.iter().find(|(o, _)| *o == id) {
                 let all: &[u8] = (**m).as_ref();
                 let shared: SharedBytes = m.clone();
-                let chunks = decode_segment(all, id).map_err(|e| e.to_string())?;
+                let chunks = decode_segment(all, id).map_err(|e| self.err(id, &e))?;
                 for ch in chunks {
                     let Some(rows) = rows_of(reg, ch.series, ch.archive) else {
                         continue;
@@ -422,8 +426,7 @@ impl Segments {
                 continue;
             }
             let all: &[u8] = (*m).as_ref();
-            let view =
-                SegView::trusted(all).ok_or_else(|| format!("segment {id}: index truncated"))?;
+            let view = SegView::open(all, id).map_err(|e| self.err(id, &e))?;
             for ord in 0..view.len() {
                 let (series, a, c) = view.key(ord);
                 if let Some(rows) = rows_of(reg, series, a) {
@@ -443,7 +446,7 @@ impl Segments {
             for (sid, s) in reg.iter_mut() {
                 for (a, data) in s.rrd.rra.iter_mut().enumerate() {
                     for c in 0..data.rows.chunk_count() {
-                        if !data.rows.is_placeable(c) {
+                        if !data.rows.placeable(c) {
                             continue;
                         }
                         let key = (sid, a as u32, c as u32);
