@@ -122,11 +122,21 @@ impl Drop for Proc {
     }
 }
 
-/// Wait until a unix socket accepts connections.
+/// Wait until the daemon on a unix socket answers PING.
 pub fn wait_for_socket(sock: &Path, p: &mut Proc, log: &Path) {
+    // The socket accepts connections once bound, before the daemon serves them (it drops
+    // privileges in between with -U): wait for an answer to PING.
+    let answers = || -> std::io::Result<bool> {
+        let mut c = UnixStream::connect(sock)?;
+        c.set_read_timeout(Some(Duration::from_secs(1)))?;
+        c.write_all(b"PING\n")?;
+        let mut buf = [0u8; 16];
+        let n = c.read(&mut buf)?;
+        Ok(buf[..n].starts_with(b"0 PONG"))
+    };
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(20) {
-        if UnixStream::connect(sock).is_ok() {
+        if answers().unwrap_or(false) {
             return;
         }
         if !p.alive() {
