@@ -3,8 +3,10 @@
 //!
 //! Workloads (`--workload`): `emoncms` (25 series at 60 s + 20 at 10 s), `collectd` (718 at
 //! 10 s), `ganglia` (26,000 at 10 s), `cacti` (`--cacti-rrds` RRDs, default 1,000, of two COUNTER
-//! DS at 300 s). RRD schemas are the ones the real client creates (see [`Schema`]); values come
-//! from `ringlet_bench::Series`, one seeded generator per value column.
+//! DS at 300 s), `million` (1,000,000 collectd-like series at 10 s: one GAUGE, archives 1 min x
+//! 1 day, 10 min x 30 days, 1 h x 1 year; issue 19's scale load). RRD schemas are the ones
+//! the real client creates (see [`Schema`]); values come from `ringlet_bench::Series`, one
+//! seeded generator per value column.
 //!
 //! Protocols (`--proto`): `rrdcached` (CREATE/BATCH/UPDATE/FLUSHALL, for rrdcached and
 //! `ringlet serve`), `pipe` (one long-running `rrdtool -`, one `update` line per sample),
@@ -29,7 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const USAGE: &str = "\
-usage: feed --workload emoncms|collectd|ganglia|cacti --proto P --target ADDR [options]
+usage: feed --workload emoncms|collectd|ganglia|cacti|million --proto P --target ADDR [options]
 
   --proto rrdcached|pipe|graphite|promwrite|influx
   --target ADDR         rrdcached: unix:/path or host:port; pipe: the rrdtool binary (run as
@@ -72,6 +74,9 @@ enum Schema {
     Collectd,
     /// gmetad's default RRAs: AVERAGE 1:5856, 4:20160, 40:52704, `DS:sum`, heartbeat 2 x step.
     Gmetad,
+    /// Issue 19's million-series load: one GAUGE at 10 s, archives 1 min x 1 day, 10 min x
+    /// 30 days, 1 h x 1 year (AVERAGE, XFF 0.5), heartbeat 2 x step.
+    Scale,
     /// Cacti 0.8's default RRAs (AVERAGE and MAX of 1:600, 6:700, 24:775, 288:797, XFF 0.5),
     /// two COUNTER DS `traffic_in`/`traffic_out`, heartbeat 600, min 0.
     Cacti,
@@ -108,6 +113,13 @@ impl Schema {
                 let _ = write!(s, " DS:sum:{ds_type}:{}:U:U", 2 * step);
                 for (pdp, rows) in [(1, 5856), (4, 20160), (40, 52704)] {
                     let _ = write!(s, " RRA:AVERAGE:0.5:{pdp}:{rows}");
+                }
+            }
+            Schema::Scale => {
+                let _ = write!(s, " DS:value:GAUGE:{}:U:U", 2 * step);
+                for (secs, span) in [(60, 86_400), (600, 30 * 86_400), (3600, 365 * 86_400)] {
+                    let pdp = (secs / step).max(1);
+                    let _ = write!(s, " RRA:AVERAGE:0.5:{pdp}:{}", span / (pdp * step));
                 }
             }
             Schema::Cacti => {
@@ -161,6 +173,7 @@ fn workload(name: &str, scale: f64, cacti_rrds: u64, seed: u64) -> Result<Vec<En
         "collectd" => vec![(718, 10, Schema::Collectd)],
         "ganglia" => vec![(26_000, 10, Schema::Gmetad)],
         "cacti" => vec![(cacti_rrds, 300, Schema::Cacti)],
+        "million" => vec![(1_000_000, 10, Schema::Scale)],
         _ => return Err(format!("unknown workload {name}")),
     };
     let mut out = Vec::new();

@@ -122,17 +122,18 @@ impl Drop for Proc {
     }
 }
 
-/// Wait until the daemon on a unix socket answers PING.
+/// Wait until the daemon on a unix socket answers PING (`0 PONG`, or a refusal under `-P`).
 pub fn wait_for_socket(sock: &Path, p: &mut Proc, log: &Path) {
     // The socket accepts connections once bound, before the daemon serves them (it drops
-    // privileges in between with -U): wait for an answer to PING.
+    // privileges in between with -U): wait for an answer to PING. Under `-P` without PING
+    // the answer is a refusal, which shows the daemon serving just as well.
     let answers = || -> std::io::Result<bool> {
         let mut c = UnixStream::connect(sock)?;
         c.set_read_timeout(Some(Duration::from_secs(1)))?;
         c.write_all(b"PING\n")?;
-        let mut buf = [0u8; 16];
+        let mut buf = [0u8; 64];
         let n = c.read(&mut buf)?;
-        Ok(buf[..n].starts_with(b"0 PONG"))
+        Ok(buf[..n].starts_with(b"0 PONG") || buf[..n].starts_with(b"-1 Permission denied"))
     };
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(20) {
