@@ -39,8 +39,9 @@ pub const SEG_MAGIC: [u8; 8] = *b"RINGSEG1";
 pub const SEG_VERSION: u32 = 2;
 pub const SEG_HEADER_LEN: usize = 40;
 const SEG_HEADER_CRC_OFFSET: usize = 36;
-const KEY_LEN: usize = 16;
-const LOC_LEN: usize = 16;
+/// Bytes of one key, and of one loc, in a version 2 index.
+pub const KEY_LEN: usize = 16;
+pub const LOC_LEN: usize = 16;
 
 /// One chunk in a segment, borrowed from the file's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,6 +177,45 @@ fn header(b: &[u8], id: u64) -> Result<(u32, u64), DecodeError> {
     Ok((version, count_or_len))
 }
 
+/// A segment's header (its first [`SEG_HEADER_LEN`] bytes) checked: its version (1 or 2)
+/// and, for version 2, its chunk count. For a reader that does not hold the whole file.
+pub fn segment_header(b: &[u8], id: u64) -> Result<(u32, u64), DecodeError> {
+    header(b, id)
+}
+
+/// A key as the index stores it ([`KEY_LEN`] bytes).
+pub fn key_from(k: &[u8]) -> SegKey {
+    (
+        u64::from_le_bytes(k[0..8].try_into().expect("8 bytes")),
+        u32::from_le_bytes(k[8..12].try_into().expect("4 bytes")),
+        u32::from_le_bytes(k[12..16].try_into().expect("4 bytes")),
+    )
+}
+
+/// A chunk's loc ([`LOC_LEN`] bytes): offset in the file, length, checksum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loc {
+    pub off: u64,
+    pub len: u32,
+    crc: u32,
+}
+
+impl Loc {
+    pub fn from_bytes(l: &[u8]) -> Loc {
+        Loc {
+            off: u64::from_le_bytes(l[0..8].try_into().expect("8 bytes")),
+            len: u32::from_le_bytes(l[8..12].try_into().expect("4 bytes")),
+            crc: u32::from_le_bytes(l[12..16].try_into().expect("4 bytes")),
+        }
+    }
+
+    /// Whether `bytes` (read at `off`) are chunk `ord` with `key`, undamaged: the check a
+    /// reader of a single chunk makes ([`SegView::chunk`] makes the same one).
+    pub fn checks(&self, key: SegKey, ord: u32, bytes: &[u8]) -> bool {
+        bytes.len() == self.len as usize && loc_crc(key, ord, self.off, self.len, bytes) == self.crc
+    }
+}
+
 /// The version of a segment file whose header checks (1 or 2).
 pub fn segment_version(b: &[u8], id: u64) -> Result<u32, DecodeError> {
     header(b, id).map(|h| h.0)
@@ -252,12 +292,7 @@ impl<'a> SegView<'a> {
 
     /// The key of chunk `ord` (< len).
     pub fn key(&self, ord: usize) -> SegKey {
-        let k = &self.b[SEG_HEADER_LEN + ord * KEY_LEN..][..KEY_LEN];
-        (
-            u64::from_le_bytes(k[0..8].try_into().expect("8 bytes")),
-            u32::from_le_bytes(k[8..12].try_into().expect("4 bytes")),
-            u32::from_le_bytes(k[12..16].try_into().expect("4 bytes")),
-        )
+        key_from(&self.b[SEG_HEADER_LEN + ord * KEY_LEN..][..KEY_LEN])
     }
 
     /// The ordinal of the chunk with `key`, if the segment has it.
@@ -280,10 +315,8 @@ impl<'a> SegView<'a> {
             return Err(DecodeError::new(24, "no such chunk in the segment"));
         }
         let at = SEG_HEADER_LEN + self.count * KEY_LEN + ord * LOC_LEN;
-        let l = &self.b[at..at + LOC_LEN];
-        let off = u64::from_le_bytes(l[0..8].try_into().expect("8 bytes"));
-        let len = u32::from_le_bytes(l[8..12].try_into().expect("4 bytes"));
-        let crc = u32::from_le_bytes(l[12..16].try_into().expect("4 bytes"));
+        let loc = Loc::from_bytes(&self.b[at..at + LOC_LEN]);
+        let (off, len) = (loc.off, loc.len);
         let start = usize::try_from(off)
             .ok()
             .filter(|&s| {
@@ -292,7 +325,7 @@ impl<'a> SegView<'a> {
             })
             .ok_or_else(|| DecodeError::new(at, "segment chunk past the end of the file"))?;
         let bytes = &self.b[start..start + len as usize];
-        if loc_crc(self.key(ord), ord as u32, off, len, bytes) != crc {
+        if !loc.checks(self.key(ord), ord as u32, bytes) {
             return Err(DecodeError::new(start, "segment chunk checksum mismatch"));
         }
         Ok((start, len as usize))

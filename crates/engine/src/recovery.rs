@@ -161,11 +161,9 @@ pub fn recover(
     }
     if let Some(names) = only {
         reg.only = Some(names.to_vec());
-        segs.place_few(&mut reg)
-    } else {
-        segs.place(&mut reg)
     }
-    .map_err(|why| corrupt(&ck.path, 0, why))?;
+    segs.place(&mut reg)
+        .map_err(|why| corrupt(&ck.path, 0, why))?;
     // Segments of a checkpoint that never became the newest (a crash while writing it).
     if only.is_none() {
         segs.remove_unused(vfs, dir)?;

@@ -15,16 +15,110 @@
 
 use crate::files;
 use crate::series::Registry;
-use crate::vfs::{Mapping, Vfs};
+use crate::vfs::{Mapping, VFile, Vfs};
 use codec::rrdbin::ChunkEntry;
-use codec::segment::{decode_segment, segment_version, SegView, SegmentWriter};
+use codec::segment::{
+    decode_segment, key_from, segment_header, segment_version, Loc, SegKey, SegView, SegmentWriter,
+    KEY_LEN, LOC_LEN, SEG_HEADER_LEN,
+};
 use rrd::rows::{encode_values, ChunkSource, Fresh, Keep, Packed, SharedBytes};
 use rrd::Rrd;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// A version 2 segment read with positioned reads rather than mapped, for a store opened
+/// for a few series (the CLI on its own): only the keys of those series, their locs and the
+/// chunks read are ever in memory. (A mapping would do, but one touch of a mapped file the
+/// kernel caches in large folios maps the whole folio, up to 2 MiB a segment.)
+struct ReadSeg {
+    file: Mutex<Box<dyn VFile>>,
+    count: u64,
+    /// The keys looked up so far ([`ReadSeg::series_keys`]): ordinal and loc of each.
+    found: Mutex<HashMap<SegKey, (u32, Loc)>>,
+}
+
+impl ReadSeg {
+    fn read(&self, off: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut b = vec![0u8; len];
+        let f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let mut at = 0;
+        while at < len {
+            match f.read_at(&mut b[at..], off + at as u64)? {
+                0 => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "segment truncated",
+                    ))
+                }
+                n => at += n,
+            }
+        }
+        Ok(b)
+    }
+
+    fn key(&self, ord: u64) -> io::Result<SegKey> {
+        Ok(key_from(&self.read(
+            SEG_HEADER_LEN as u64 + ord * KEY_LEN as u64,
+            KEY_LEN,
+        )?))
+    }
+
+    /// The keys of `series` in this segment (a binary search by positioned reads, then its
+    /// run of keys and their locs), remembered for [`ReadSeg::chunk`].
+    fn series_keys(&self, series: u64) -> io::Result<Vec<SegKey>> {
+        let (mut lo, mut hi) = (0u64, self.count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.key(mid)?.0 < series {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut keys = Vec::new();
+        const BATCH: u64 = 64;
+        let mut at = lo;
+        'run: while at < self.count {
+            let n = BATCH.min(self.count - at);
+            let b = self.read(
+                SEG_HEADER_LEN as u64 + at * KEY_LEN as u64,
+                n as usize * KEY_LEN,
+            )?;
+            for k in b.chunks_exact(KEY_LEN).map(key_from) {
+                if k.0 != series {
+                    break 'run;
+                }
+                keys.push(k);
+            }
+            at += n;
+        }
+        if keys.is_empty() {
+            return Ok(keys);
+        }
+        let locs_at = SEG_HEADER_LEN as u64 + self.count * KEY_LEN as u64;
+        let b = self.read(locs_at + lo * LOC_LEN as u64, keys.len() * LOC_LEN)?;
+        let mut found = self.found.lock().unwrap_or_else(|p| p.into_inner());
+        for (i, (k, l)) in keys.iter().zip(b.chunks_exact(LOC_LEN)).enumerate() {
+            found.insert(*k, ((lo + i as u64) as u32, Loc::from_bytes(l)));
+        }
+        Ok(keys)
+    }
+
+    /// The checked bytes of the chunk with `key`, looked up before by
+    /// [`ReadSeg::series_keys`].
+    fn chunk(&self, key: SegKey) -> Option<Vec<u8>> {
+        let (ord, loc) = *self
+            .found
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)?;
+        let b = self.read(loc.off, loc.len as usize).ok()?;
+        loc.checks(key, ord, &b).then_some(b)
+    }
+}
 
 /// The mapped segment files that stored chunks are read from, by id: the store's
 /// [`ChunkSource`]. A segment stays here while a chunk in memory may name it, even after
@@ -32,6 +126,8 @@ use std::sync::{Arc, RwLock};
 #[derive(Default)]
 pub struct SegTable {
     maps: RwLock<HashMap<u32, Arc<dyn Mapping>>>,
+    /// Segments read with positioned reads (a store opened for a few series).
+    reads: RwLock<HashMap<u32, Arc<ReadSeg>>>,
     /// Chunks that failed their checksum (or whose segment was gone) when read.
     pub damaged: AtomicU64,
 }
@@ -51,18 +147,31 @@ impl SegTable {
             .write()
             .expect("segment table")
             .retain(|id, _| ids.contains(&u64::from(*id)));
+        self.reads
+            .write()
+            .expect("segment table")
+            .retain(|id, _| ids.contains(&u64::from(*id)));
     }
 }
 
 impl ChunkSource for SegTable {
     fn chunk(&self, seg: u32, key: (u64, u32, u32)) -> Option<(SharedBytes, usize, usize)> {
-        let found = self.get(seg).and_then(|m| {
-            let all: &[u8] = (*m).as_ref();
-            let view = SegView::trusted(all)?;
-            let (start, len) = view.chunk(view.find(key)?).ok()?;
-            let shared: SharedBytes = m.clone();
-            Some((shared, start, len))
-        });
+        let read = self.reads.read().expect("segment table").get(&seg).cloned();
+        let found = if let Some(r) = read {
+            r.chunk(key).map(|b| {
+                let len = b.len();
+                let shared: SharedBytes = Arc::new(b);
+                (shared, 0, len)
+            })
+        } else {
+            self.get(seg).and_then(|m| {
+                let all: &[u8] = (*m).as_ref();
+                let view = SegView::trusted(all)?;
+                let (start, len) = view.chunk(view.find(key)?).ok()?;
+                let shared: SharedBytes = m.clone();
+                Some((shared, start, len))
+            })
+        };
         if found.is_none() && self.damaged.fetch_add(1, Ordering::Relaxed) == 0 {
             eprintln!(
                 "ringlet: stored chunk {key:?} of segment {seg} is damaged or missing; \
@@ -334,14 +443,43 @@ impl Segments {
     /// every segment file present. No chunk is read: they stay in the mapped files, read
     /// through the page cache when a read needs them.
     ///
-    /// `few`: the store opens for a few series: only headers are checked (each chunk read
-    /// checks its own key and bytes), see [`Segments::place_few`].
+    /// `few`: the store opens for a few series: version 2 segments are read with positioned
+    /// reads, not mapped; only their headers are checked here (each chunk read checks its
+    /// own key and bytes), and placing reads only those series' keys (a binary search in
+    /// each segment, then their run of keys and locs).
     pub fn open(vfs: &dyn Vfs, dir: &Path, live: &[u64], few: bool) -> Result<Segments, String> {
         let table = Arc::new(SegTable::default());
         let mut old = Vec::new();
         for &id in live {
             let path = files::segment(dir, id);
             let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+            if few {
+                // Read, not mapped: the header now, the few series' keys when placing.
+                let f = vfs.open(&path, false).map_err(|e| err(&e))?;
+                let len = f.len().map_err(|e| err(&e))?;
+                let mut head = [0u8; SEG_HEADER_LEN];
+                let n = f.read_at(&mut head, 0).map_err(|e| err(&e))?;
+                let (version, count) = segment_header(&head[..n], id).map_err(|e| err(&e))?;
+                if version == 2 {
+                    count
+                        .checked_mul((KEY_LEN + LOC_LEN) as u64)
+                        .and_then(|b| b.checked_add(SEG_HEADER_LEN as u64))
+                        .filter(|&e| e <= len)
+                        .ok_or_else(|| err(&"segment index truncated"))?;
+                    let id32 = u32::try_from(id).map_err(|_| err(&"segment id out of range"))?;
+                    let seg = ReadSeg {
+                        file: Mutex::new(f),
+                        count,
+                        found: Mutex::new(HashMap::new()),
+                    };
+                    table
+                        .reads
+                        .write()
+                        .expect("segment table")
+                        .insert(id32, Arc::new(seg));
+                    continue;
+                }
+            }
             let mapped = vfs.map(&path).map_err(|e| err(&e))?;
             if few {
                 mapped.random();
@@ -380,20 +518,9 @@ impl Segments {
 
     /// Find the chunks a checkpoint has "in the segments" (placeholders in the rows of the
     /// series in `reg`): each is the one with its key in the highest-numbered segment that
-    /// has it. Reads the segments' keys, not their chunks; fails if one is in none.
+    /// has it. Reads the segments' keys (for a store opened for a few series, only theirs),
+    /// not their chunks; fails if one is in none.
     pub fn place(&self, reg: &mut Registry) -> Result<(), String> {
-        self.place_in(reg, false)
-    }
-
-    /// [`Segments::place`] for a registry holding a few series: each of their chunks is
-    /// looked up by key in the segments, newest first (a binary search in each), instead of
-    /// reading every segment's keys.
-    pub fn place_few(&self, reg: &mut Registry) -> Result<(), String> {
-        self.place_in(reg, true)
-    }
-
-    fn place_in(&self, reg: &mut Registry, few: bool) -> Result<(), String> {
-        let mut v2 = Vec::new();
         for &id in &self.live {
             if let Some((_, m)) = self.old.iter().find(|(o, _)| *o == id) {
                 let all: &[u8] = (**m).as_ref();
@@ -415,16 +542,27 @@ impl Segments {
                 m.release();
                 continue;
             }
+            let read = u32::try_from(id)
+                .ok()
+                .and_then(|i| Some((i, self.table.reads.read().ok()?.get(&i)?.clone())));
+            if let Some((id32, r)) = read {
+                // Ascending: a newer segment's chunk replaces an older one's.
+                for sid in reg.ids() {
+                    let keys = r.series_keys(sid).map_err(|e| self.err(id, &e))?;
+                    for (_, a, c) in keys {
+                        if let Some(rows) = rows_of(reg, sid, a) {
+                            rows.place(c as usize, id32);
+                        }
+                    }
+                }
+                continue;
+            }
             let (Ok(id32), Some(m)) = (
                 u32::try_from(id),
                 u32::try_from(id).ok().and_then(|i| self.table.get(i)),
             ) else {
                 return Err(format!("segment {id} is not open"));
             };
-            if few {
-                v2.push((id32, m));
-                continue;
-            }
             let all: &[u8] = (*m).as_ref();
             let view = SegView::open(all, id).map_err(|e| self.err(id, &e))?;
             for ord in 0..view.len() {
@@ -436,26 +574,6 @@ impl Segments {
             m.release();
             // From now on its chunks are read one at a time.
             m.random();
-        }
-        if few {
-            v2.reverse();
-            let views: Vec<(u32, SegView<'_>)> = v2
-                .iter()
-                .filter_map(|(id, m)| Some((*id, SegView::trusted((**m).as_ref())?)))
-                .collect();
-            for (sid, s) in reg.iter_mut() {
-                for (a, data) in s.rrd.rra.iter_mut().enumerate() {
-                    for c in 0..data.rows.chunk_count() {
-                        if !data.rows.placeable(c) {
-                            continue;
-                        }
-                        let key = (sid, a as u32, c as u32);
-                        if let Some((id, _)) = views.iter().find(|(_, v)| v.find(key).is_some()) {
-                            data.rows.place(c, *id);
-                        }
-                    }
-                }
-            }
         }
         for (_, s) in reg.iter() {
             for (a, data) in s.rrd.rra.iter().enumerate() {

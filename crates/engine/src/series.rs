@@ -125,6 +125,13 @@ impl Registry {
     }
 
     /// Every series, mutably, in no particular order.
+    /// Every series' id, ascending.
+    pub fn ids(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.by_id.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (u64, &mut Series)> {
         self.by_id.iter_mut().map(|(&id, s)| (id, s))
     }

@@ -32,9 +32,9 @@ fn only(names: &[&str]) -> Options {
     }
 }
 
-#[test]
-fn one_series_opens_alone_exactly_and_read_only() {
-    let dir = TempDir::new("only");
+/// A store whose archives were written long enough to be stored in segments, and the
+/// model of what it holds.
+fn stored_store(dir: &TempDir) -> Model {
     // A small ring: checkpoints (lagged and full) and segments come and go; the last
     // commits stay in the log.
     let mut st = Store::open(&dir.0, small_opts(64 << 10)).unwrap();
@@ -78,6 +78,13 @@ fn one_series_opens_alone_exactly_and_read_only() {
         files(&dir.0).iter().any(|(n, _)| n.starts_with("seg-")),
         "the workload stored chunks"
     );
+    model
+}
+
+#[test]
+fn one_series_opens_alone_exactly_and_read_only() {
+    let dir = TempDir::new("only");
+    let model = stored_store(&dir);
     let before = files(&dir.0);
     for (name, want) in &model.rrds {
         let mut st = Store::open(&dir.0, only(&[name])).unwrap();
@@ -113,4 +120,39 @@ fn one_series_opens_alone_exactly_and_read_only() {
         Err(Error::NotFound(_))
     ));
     assert!(!missing.exists());
+}
+
+#[test]
+fn a_damaged_stored_chunk_reads_as_unknown_when_one_series_is_read() {
+    let dir = TempDir::new("only-damage");
+    let model = stored_store(&dir);
+    // Flip one byte in the middle of every segment's chunk data (past its index).
+    for (name, bytes) in files(&dir.0) {
+        if !name.starts_with("seg-") {
+            continue;
+        }
+        let count = u64::from_le_bytes(bytes[24..32].try_into().unwrap()) as usize;
+        let data = 40 + 32 * count;
+        let mut b = bytes.clone();
+        let at = data + (b.len() - data) / 2;
+        b[at] ^= 0x5a;
+        std::fs::write(dir.0.join(&name), b).unwrap();
+    }
+    let (mut damaged, mut unknown) = (0, 0);
+    for (name, want) in &model.rrds {
+        let st = Store::open(&dir.0, only(&[name])).unwrap();
+        let got = st.get(name).unwrap();
+        for (a, w) in want.rra.iter().enumerate() {
+            let (mut g, mut w) = (got.rra[a].rows.reader(), w.rows.reader());
+            for r in 0..want.schema.rra[a].row_cnt as usize {
+                for (x, y) in g.row(r).to_vec().iter().zip(w.row(r)) {
+                    // Never another value: the stored one, or unknown where it was damaged.
+                    assert!(x.to_bits() == y.to_bits() || x.is_nan(), "{name} {a} {r}");
+                    unknown += usize::from(x.is_nan() && !y.is_nan());
+                }
+            }
+        }
+        damaged += st.damaged_chunks();
+    }
+    assert!(damaged > 0 && unknown > 0, "{damaged} chunks, {unknown} values");
 }

@@ -1,0 +1,82 @@
+#!/bin/bash
+# million.sh: issue 19's million-series run, memory and open time (the device bytes per
+# sample of the same load come from `bench/peers.sh --workload million`).
+#
+# Starts `ringlet serve -w 300` on an empty store (base directory and store in a directory
+# of its own, under $SCRATCH when run by ../shared/bin/bounded), creates the series with
+# `feed --workload million --phase setup` (1,000,000 collectd-like series: one GAUGE at 10 s,
+# archives 1 min x 1 day, 10 min x 30 days, 1 h x 1 year; `--scale F` keeps a fraction),
+# then feeds them in real time for --load D. It prints the daemon's RSS after the creates,
+# every minute of the load and at its end (VmRSS, and the peak VmHWM), feed's RESULT line
+# (samples, late steps), then the open (seconds until the socket answers PING, and the RSS
+# after it) after `kill -9` (replaying the log since the last checkpoint) and after a clean
+# stop. The daemon is stopped by its pid at the end, also on failure.
+#
+# usage: bench/million.sh [--scale F] [--load 30m]   (default: --scale 1, --load 30m)
+set -euo pipefail
+SCALE=1
+LOAD=30m
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --scale) SCALE=$2; shift 2 ;;
+        --load) LOAD=$2; shift 2 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        *) echo "usage: $0 [--scale F] [--load 30m]" >&2; exit 2 ;;
+    esac
+done
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+(cd "$ROOT" && cargo build --release -q -p ringlet -p ringlet-bench)
+RINGLET=$TARGET/release/ringlet
+FEED=$TARGET/release/feed
+WORK=$(mktemp -d "${SCRATCH:-${TMPDIR:-/tmp}}/ringlet-million.XXXXXX")
+PID="" MON=""
+cleanup() {
+    [ -n "$MON" ] && kill "$MON" 2>/dev/null
+    [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+mkdir -p "$WORK/base"
+
+mb() { awk -v k="$2:" '$1 == k { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+
+start_daemon() {
+    local t0 t1
+    t0=$(date +%s.%N)
+    "$RINGLET" serve -g -w 300 -l "unix:$WORK/s.sock" -b "$WORK/base" --store "$WORK/store" \
+        >>"$WORK/serve.log" 2>&1 &
+    PID=$!
+    until [ -S "$WORK/s.sock" ] && timeout 1 python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"PING\n")
+sys.exit(0 if s.recv(16).startswith(b"0 PONG") else 1)' "$WORK/s.sock" 2>/dev/null; do
+        kill -0 "$PID" 2>/dev/null || { tail -20 "$WORK/serve.log" >&2; exit 1; }
+        sleep 0.02
+    done
+    t1=$(date +%s.%N)
+    OPEN=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+}
+
+start_daemon
+echo "million.sh: scale $SCALE, load $LOAD; empty store opened in ${OPEN} s"
+t0=$(date +%s)
+"$FEED" --workload million --scale "$SCALE" --proto rrdcached --target "unix:$WORK/s.sock" \
+    --phase setup | grep '^RESULT' || true
+echo "  created in $(( $(date +%s) - t0 )) s: RSS $(mb "$PID" VmRSS) MB (peak $(mb "$PID" VmHWM) MB)"
+( while sleep 60; do
+    echo "  load: RSS $(mb "$PID" VmRSS) MB (peak $(mb "$PID" VmHWM) MB)"
+  done ) &
+MON=$!
+"$FEED" --workload million --scale "$SCALE" --proto rrdcached --target "unix:$WORK/s.sock" \
+    --phase run --realtime --duration "$LOAD" | grep '^RESULT' || true
+kill "$MON"; MON=""
+echo "  after the load: RSS $(mb "$PID" VmRSS) MB (peak $(mb "$PID" VmHWM) MB)"
+echo "  store: $(du -sm "$WORK/store" | cut -f1) MB; base: $(du -sm "$WORK/base" | cut -f1) MB"
+kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""
+start_daemon
+echo "  open after kill -9: ${OPEN} s, RSS $(mb "$PID" VmRSS) MB (peak $(mb "$PID" VmHWM) MB)"
+kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
+start_daemon
+echo "  open after a clean stop: ${OPEN} s, RSS $(mb "$PID" VmRSS) MB (peak $(mb "$PID" VmHWM) MB)"
