@@ -216,16 +216,13 @@ pub fn decode_rrd_chunked(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
                 rows.put(c, p).map_err(|e| DecodeError::new(at, e))
             };
             match h & 3 {
-                CHUNK_SEGMENTS => {
-                    for i in c..c + n {
-                        put(&mut rows, i, Part::InSegments)?;
-                    }
-                }
+                CHUNK_SEGMENTS => rows
+                    .put_run(c, n, None)
+                    .map_err(|e| DecodeError::new(at, e))?,
                 CHUNK_FILL => {
                     let b = r.u64()?;
-                    for i in c..c + n {
-                        put(&mut rows, i, Part::Fill(b))?;
-                    }
+                    rows.put_run(c, n, Some(b))
+                        .map_err(|e| DecodeError::new(at, e))?;
                 }
                 CHUNK_INLINE => {
                     for i in c..c + n {

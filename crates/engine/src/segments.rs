@@ -565,9 +565,14 @@ impl Segments {
             };
             let all: &[u8] = (*m).as_ref();
             let view = SegView::open(all, id).map_err(|e| self.err(id, &e))?;
+            // Keys are sorted: one lookup for each run of one series' archive.
+            let mut run: Option<((u64, u32), Option<&mut rrd::Rows>)> = None;
             for ord in 0..view.len() {
                 let (series, a, c) = view.key(ord);
-                if let Some(rows) = rows_of(reg, series, a) {
+                if run.as_ref().is_none_or(|r| r.0 != (series, a)) {
+                    run = Some(((series, a), rows_of(reg, series, a)));
+                }
+                if let Some((_, Some(rows))) = run.as_mut() {
                     rows.place(c as usize, id32);
                 }
             }

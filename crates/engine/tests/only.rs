@@ -154,5 +154,8 @@ fn a_damaged_stored_chunk_reads_as_unknown_when_one_series_is_read() {
         }
         damaged += st.damaged_chunks();
     }
-    assert!(damaged > 0 && unknown > 0, "{damaged} chunks, {unknown} values");
+    assert!(
+        damaged > 0 && unknown > 0,
+        "{damaged} chunks, {unknown} values"
+    );
 }

@@ -747,6 +747,32 @@ impl Rows {
         Rows::empty(row_cnt as usize, ds_cnt)
     }
 
+    /// Make chunks `c..c + n` "in the segments" (`fill` None) or every value `fill`'s bit
+    /// pattern, as a checkpoint gives a run of them back: [`Rows::put`] for each, at once.
+    pub fn put_run(&mut self, c: usize, n: usize, fill: Option<u64>) -> Result<(), String> {
+        let end = c
+            .checked_add(n)
+            .filter(|&e| e <= self.segs.len())
+            .ok_or_else(|| format!("chunks {c}+{n} past the archive's {}", self.segs.len()))?;
+        if self.other.is_empty() && self.open.is_none() {
+            match fill {
+                None => {
+                    self.segs[c..end].fill(UNPLACED);
+                    return Ok(());
+                }
+                Some(b) if b == self.fill => {
+                    self.segs[c..end].fill(0);
+                    return Ok(());
+                }
+                Some(_) => {}
+            }
+        }
+        for i in c..end {
+            self.put(i, fill.map_or(Part::InSegments, Part::Fill))?;
+        }
+        Ok(())
+    }
+
     /// Make chunk `c` (< [`Rows::chunk_count`]) be `part`, as a checkpoint gives it back.
     pub fn put(&mut self, c: usize, part: Part) -> Result<(), String> {
         if c >= self.segs.len() {
@@ -830,7 +856,15 @@ impl Rows {
     /// are placed in ascending order: the newest wins). Returns false, changing nothing, if
     /// the checkpoint had the chunk elsewhere.
     pub fn place(&mut self, c: usize, seg: u32) -> bool {
-        let ok = seg != 0 && seg != UNPLACED && self.placeable(c);
+        if seg == 0 || seg == UNPLACED {
+            return false;
+        }
+        if let Some(s) = self.segs.get_mut(c).filter(|s| **s != 0) {
+            // Stored (or to be found): never in `other`, so the number is all there is.
+            *s = seg;
+            return true;
+        }
+        let ok = self.placeable(c);
         if ok {
             self.set_chunk(c, Chunk::Stored(seg));
         }
