@@ -8,11 +8,15 @@
 #   - a one-day fetch of one series: the CLI on the store alone, the CLI beside the daemon,
 #     `rrdtool fetch --daemon` against the daemon, and `rrdtool fetch` of the same series
 #     exported as a .rrd file (`ringlet export`): wall seconds and peak RSS (/usr/bin/time),
-#     the best of 3 runs, warm page cache;
+#     the best of 3 runs, warm page cache; then the same cold (the store's files, or the
+#     .rrd file, dropped from the page cache with posix_fadvise before each run);
+#   - a 30-day xport of 20 series (AVERAGE, one DEF and XPORT each) the same ways, warm;
 #   - with --load D (default 10m; 0: none): the real-time Ganglia load of bench/peers.sh (feed
 #     --workload ganglia, its 10-second updates) sent to those series through the daemon for D,
 #     then the daemon's RSS (and peak), feed's RESULT line (late steps), and the open after
 #     kill -9 (replaying the load's log).
+# The cold fetch beside the daemon evicts the store's files, not the daemon's memory: it
+# shows what a read costs when its stored chunks left the page cache.
 # Everything lives in a directory of its own (under $SCRATCH when run by
 # ../shared/bin/bounded); the daemon is stopped by its pid at the end, also on failure.
 #
@@ -47,6 +51,49 @@ trap cleanup EXIT
 # first filling days of unknown rows, as a store restarted after a gap would.
 END=$(( $(date +%s) / 3600 * 3600 ))
 NAME=cluster/host0/metric1.rrd
+XNAMES=$(seq 0 19 | awk '{ printf "cluster/host%d/metric%d.rrd\n", int($1 * 7 / 20), $1 * 7 }')
+
+# xport's arguments for 20 series over 30 days, each series at "$1<name>"
+xargs_for() {
+    local i=0 n
+    echo -s $((END - 30 * 86400)) -e "$END"
+    for n in $XNAMES; do
+        echo "DEF:v$i=$1$n:sum:AVERAGE XPORT:v$i"
+        i=$((i + 1))
+    done
+}
+
+# drop every file under the given paths from the page cache
+evict() {
+    python3 - "$@" <<'PY'
+import os, sys
+for top in sys.argv[1:]:
+    for root, _, files in ([(os.path.dirname(top), None, [os.path.basename(top)])]
+                           if os.path.isfile(top) else os.walk(top)):
+        for f in files:
+            fd = os.open(os.path.join(root, f), os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+PY
+}
+
+# best of 3 with the given paths evicted before each run: "<wall s> <peak MB>"
+best_cold() {
+    local paths=$1; shift
+    local best_w=999 best_m=0 w m
+    for _ in 1 2 3; do
+        # shellcheck disable=SC2086
+        evict $paths
+        local t0 t1
+        t0=$(date +%s.%N)
+        /usr/bin/time -o "$WORK/time" -f "%M" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; cat "$WORK/time" >&2; }
+        t1=$(date +%s.%N)
+        w=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')
+        m=$(tail -1 "$WORK/time")
+        if awk -v a="$w" -v b="$best_w" 'BEGIN { exit !(a < b) }'; then best_w=$w; best_m=$m; fi
+    done
+    awk -v w="$best_w" -v m="$best_m" 'BEGIN { printf "%.4f s %.0f MB", w, m / 1024 }'
+}
 
 start_daemon() {
     local t0 t1
@@ -93,13 +140,27 @@ for D in $DAYS; do
     mkdir -p "$WORK/base"
     "$SYNTH" --store "$WORK/store" --series "$SERIES" --days "$D" --end "$END" >"$WORK/synth.out"
     SIZE=$(du -sk "$WORK/store" | cut -f1)
-    "$RINGLET" --store "$WORK/store" export -q "$WORK/exp" "$NAME" >/dev/null
+    # shellcheck disable=SC2086
+    "$RINGLET" --store "$WORK/store" export -q "$WORK/exp" "$NAME" $XNAMES >/dev/null
     ALONE=$(best "$RINGLET" --store "$WORK/store" fetch "$NAME" AVERAGE -s $((END - 86400)) -e "$END")
     FILE=$(best rrdtool fetch "$WORK/exp/$NAME" AVERAGE -s $((END - 86400)) -e "$END")
+    ALONE_COLD=$(best_cold "$WORK/store" "$RINGLET" --store "$WORK/store" fetch "$NAME" AVERAGE -s $((END - 86400)) -e "$END")
+    FILE_COLD=$(best_cold "$WORK/exp/$NAME" rrdtool fetch "$WORK/exp/$NAME" AVERAGE -s $((END - 86400)) -e "$END")
+    mapfile -t XA < <(xargs_for "")
+    mapfile -t XF < <(xargs_for "$WORK/exp/")
+    # shellcheck disable=SC2206
+    X_ALONE=$(best "$RINGLET" --store "$WORK/store" xport ${XA[*]})
+    # shellcheck disable=SC2206
+    X_FILE=$(best rrdtool xport ${XF[*]})
     start_daemon
     FIRST_OPEN=$OPEN; FIRST_RSS=$RSS; FIRST_HWM=$HWM
     BESIDE=$(best "$RINGLET" --store "$WORK/store" fetch "$NAME" AVERAGE -s $((END - 86400)) -e "$END")
     VIA=$(cd "$WORK/base" && best rrdtool fetch --daemon "unix:$WORK/s.sock" "$NAME" AVERAGE -s $((END - 86400)) -e "$END")
+    BESIDE_COLD=$(best_cold "$WORK/store" "$RINGLET" --store "$WORK/store" fetch "$NAME" AVERAGE -s $((END - 86400)) -e "$END")
+    # shellcheck disable=SC2206
+    X_BESIDE=$(best "$RINGLET" --store "$WORK/store" xport ${XA[*]})
+    # shellcheck disable=SC2206
+    X_VIA=$(cd "$WORK/base" && best rrdtool xport --daemon "unix:$WORK/s.sock" ${XA[*]})
     if [ "$LOAD" != 0 ]; then
         RES=$("$FEED" --workload ganglia --proto rrdcached --target "unix:$WORK/s.sock" --phase run \
             --realtime --duration "$LOAD" --scale "$(awk -v n="$SERIES" 'BEGIN { printf "%.9f", n / 26000 }')" \
@@ -115,4 +176,6 @@ for D in $DAYS; do
     stop_daemon
     echo "  $D days: store $((SIZE / 1024)) MB; daemon open ${FIRST_OPEN} s, RSS ${FIRST_RSS} MB (peak ${FIRST_HWM} MB); open after a clean stop ${OPEN} s"
     echo "    fetch: CLI alone $ALONE; CLI beside the daemon $BESIDE; rrdtool --daemon $VIA; rrdtool on a .rrd file $FILE"
+    echo "    fetch, cold page cache: CLI alone $ALONE_COLD; CLI beside the daemon $BESIDE_COLD; rrdtool on a .rrd file $FILE_COLD"
+    echo "    30-day xport of 20 series: CLI alone $X_ALONE; CLI beside the daemon $X_BESIDE; rrdtool --daemon $X_VIA; rrdtool on .rrd files $X_FILE"
 done

@@ -100,10 +100,15 @@ pub fn open(dir: &Path) -> Result<Store, String> {
 /// Open the store to read series `name` alone (given by the user as `given`): only its state
 /// is loaded, nothing is written (docs/ARCHITECTURE.md, "Reading one series").
 pub fn open_reading(dir: &Path, name: &str, given: &str) -> Result<Store, String> {
+    open_reading_all(dir, &[name.to_string()], given)
+}
+
+/// [`open_reading`] for several series (names already normalised); errors name `given`.
+pub fn open_reading_all(dir: &Path, names: &[String], given: &str) -> Result<Store, String> {
     let opts = Options {
         commit_interval: None,
         log_bytes: engine::log_size_from_env()?,
-        only: Some(vec![name.to_string()]),
+        only: Some(names.to_vec()),
         ..Options::default()
     };
     Store::open(dir, opts).map_err(|e| message(&e, given))

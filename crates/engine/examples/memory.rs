@@ -2,7 +2,8 @@
 //! million-series schema (one GAUGE at 10 s; AVERAGE 1 min x 1 day, 10 min x 30 days, 1 h x
 //! 1 year) after creation, after 30 updates each (a 5-minute window), after the commit, and
 //! after a checkpoint and reopening, in a temp directory.
-//! `cargo run --release -p engine --example memory [-- N]` (default 10,000)
+//! `cargo run --release -p engine --example memory [-- N]` (default 10,000); with `GMETAD=1`,
+//! gmetad's archives instead (step 10 here; AVERAGE 1x5856, 4x20160, 40x52704).
 
 use engine::{Options, Store};
 use rrd::{Cf, DsDef, DsType, RraDef, Rrd, Sample, Schema};
@@ -32,6 +33,7 @@ unsafe impl GlobalAlloc for Counting {
 static A: Counting = Counting;
 
 fn schema() -> Schema {
+    let gmetad = std::env::var_os("GMETAD").is_some();
     let rra = |pdp_cnt, row_cnt| RraDef {
         cf: Cf::Average,
         xff: 0.5,
@@ -48,7 +50,11 @@ fn schema() -> Schema {
             max: f64::NAN,
             rpn: None,
         }],
-        rra: vec![rra(6, 1440), rra(60, 4320), rra(360, 8760)],
+        rra: if gmetad {
+            vec![rra(1, 5856), rra(4, 20160), rra(40, 52704)]
+        } else {
+            vec![rra(6, 1440), rra(60, 4320), rra(360, 8760)]
+        },
     }
 }
 

@@ -3,6 +3,8 @@
 
 use super::{load, opt, read_one, with_store, Ctx, Outcome, NO_DAEMON};
 use crate::getopt;
+use crate::store;
+use engine::Store;
 use rrd::fetch::{fetch, format_fetch};
 use rrd::parsetime::{parse_time, resolve_pair, Base, TimeSpec, MIN_TIME};
 use rrd::{Cf, Rrd};
@@ -268,20 +270,87 @@ pub fn xport(ctx: &Ctx, args: &[String]) -> Outcome {
     if args.iter().any(|a| a == "-d" || a.starts_with("--daemon")) {
         return Outcome::err(NO_DAEMON);
     }
-    with_store(ctx, |st| {
+    let run = |st: &mut Store, asked: &mut Vec<String>| {
         let mut loader = |given: &str| -> Result<Rrd, rrd::RrdError> {
+            if let Ok(n) = store::normalize(given) {
+                asked.push(n);
+            }
             load(st, given).cloned().map_err(rrd::RrdError::new)
         };
         match rrd::xport::xport(args, ctx.now.0, &mut loader) {
             Ok(s) => Outcome::ok(s),
             Err(e) => Outcome::err(e.msg),
         }
-    })
+    };
+    if ctx.shared.is_some() || !ctx.store_dir.exists() {
+        return with_store(ctx, |st| run(st, &mut Vec::new()));
+    }
+    // On its own: open the store for the series the DEFs name (xport only reads), and again
+    // with any series it asked for beyond them (a name spelt so that the DEFs' reading here
+    // missed it), so that the answer is the one a whole open gives.
+    let mut names: Vec<String> = args
+        .iter()
+        .filter_map(|a| def_file(a))
+        .filter_map(|f| store::normalize(&f).ok())
+        .collect();
+    for _ in 0..3 {
+        names.sort_unstable();
+        names.dedup();
+        let mut st = match store::open_reading_all(ctx.store_dir, &names, "xport") {
+            Ok(st) => st,
+            Err(e) => return Outcome::err(e),
+        };
+        let mut asked = Vec::new();
+        let out = run(&mut st, &mut asked);
+        if asked.iter().all(|a| names.binary_search(a).is_ok()) {
+            return out;
+        }
+        names.extend(asked);
+    }
+    with_store(ctx, |st| run(st, &mut Vec::new()))
+}
+
+/// The file a `DEF:vname=file:ds:CF...` argument names (`\:` in it is a colon).
+fn def_file(arg: &str) -> Option<String> {
+    let rest = arg.strip_prefix("DEF:")?;
+    let (_, after) = rest.split_once('=')?;
+    let mut out = String::new();
+    let mut it = after.chars();
+    while let Some(c) = it.next() {
+        match c {
+            '\\' => match it.next() {
+                Some(':') => out.push(':'),
+                Some(n) => {
+                    out.push('\\');
+                    out.push(n);
+                }
+                None => out.push('\\'),
+            },
+            ':' => return Some(out),
+            c => out.push(c),
+        }
+    }
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::atoi;
+
+    #[test]
+    fn def_file_reads_the_file_of_a_def() {
+        use super::def_file;
+        assert_eq!(
+            def_file("DEF:a=h/x.rrd:sum:AVERAGE").as_deref(),
+            Some("h/x.rrd")
+        );
+        assert_eq!(
+            def_file("DEF:a=c\\:\\x.rrd:v:MAX:step=60").as_deref(),
+            Some("c:\\x.rrd")
+        );
+        assert_eq!(def_file("XPORT:a"), None);
+        assert_eq!(def_file("DEF:a=nocolon"), None);
+    }
 
     #[test]
     fn atoi_reads_like_c() {
