@@ -23,8 +23,8 @@
 //! `complete_lsn` rewrites are left out of it (stored as unknown). Such a checkpoint is only
 //! complete once replay has reached `complete_lsn`; for a plain one the two are equal.
 
-use crate::bytes::{ByteReader, ByteWriter, DecodeError};
-use crate::crc32c::crc32c;
+use crate::bytes::{ByteReader, ByteWriter, DecodeError, WindowReader};
+use crate::crc32c::{crc32c, Crc32c};
 use crate::rrdbin::{decode_rrd, decode_rrd_chunked, encode_rrd_chunked, ChunkEntry};
 use rrd::rows::Keep;
 use rrd::Rrd;
@@ -263,7 +263,56 @@ pub fn decode_checkpoint_payload_of(
             "checkpoint payload checksum mismatch",
         ));
     }
-    let mut r = ByteReader::new(payload);
+    let mut src = |off: u64, b: &mut [u8]| -> Result<usize, String> {
+        let from = payload.get(off as usize..).unwrap_or_default();
+        let n = b.len().min(from.len());
+        b[..n].copy_from_slice(&from[..n]);
+        Ok(n)
+    };
+    let mut r = WindowReader::new(h.payload_len, 1 << 20, &mut src);
+    decode_payload(h, &mut r, keep)
+}
+
+/// [`decode_checkpoint_payload_of`] for a payload read a window at a time (`read(off, buf)`
+/// fills `buf` from byte `off` of the payload): memory for one window and the series kept,
+/// not the whole payload. The checksum is checked in a first pass, before anything is
+/// decoded.
+pub fn decode_checkpoint_payload_read(
+    h: &CheckpointHeader,
+    read: &mut dyn FnMut(u64, &mut [u8]) -> Result<usize, String>,
+    keep: Option<&dyn Fn(&str) -> bool>,
+) -> Result<CheckpointState, DecodeError> {
+    const WINDOW: usize = 1 << 20;
+    let truncated = || DecodeError::new(CK_HEADER_LEN, "checkpoint payload truncated");
+    let mut crc = Crc32c::new();
+    let mut buf = vec![0u8; WINDOW];
+    let mut off = 0u64;
+    while off < h.payload_len {
+        let want = (h.payload_len - off).min(WINDOW as u64) as usize;
+        let got = read(off, &mut buf[..want]).map_err(|e| DecodeError::new(CK_HEADER_LEN, e))?;
+        if got == 0 {
+            return Err(truncated());
+        }
+        crc.update(&buf[..got.min(want)]);
+        off += got.min(want) as u64;
+    }
+    drop(buf);
+    if crc.finish() != h.payload_crc {
+        return Err(DecodeError::new(
+            CK_HEADER_LEN,
+            "checkpoint payload checksum mismatch",
+        ));
+    }
+    let mut r = WindowReader::new(h.payload_len, WINDOW, read);
+    decode_payload(h, &mut r, keep)
+}
+
+/// The payload's contents (its checksum checked by the caller).
+fn decode_payload(
+    h: &CheckpointHeader,
+    r: &mut WindowReader<'_>,
+    keep: Option<&dyn Fn(&str) -> bool>,
+) -> Result<CheckpointState, DecodeError> {
     let next_id = r.varint()?;
     let complete_lsn = r.varint()?;
     if complete_lsn < h.log_lsn {
@@ -272,15 +321,21 @@ pub fn decode_checkpoint_payload_of(
             "checkpoint completion point before its log position",
         ));
     }
-    let n = r.len(payload.len())?;
-    let mut series = Vec::with_capacity(n);
+    let n = r.len(h.payload_len)?;
+    let mut series = Vec::with_capacity(if keep.is_some() { 1 } else { n });
     for _ in 0..n {
         let id = r.varint()?;
-        let name = r.str()?;
-        let image = r.bytes()?;
-        if keep.is_some_and(|k| !k(&name)) {
+        let at = r.pos();
+        let name = r.bytes()?;
+        let name = std::str::from_utf8(name)
+            .map_err(|_| DecodeError::new(at as usize, "string is not UTF-8"))?;
+        if keep.is_some_and(|k| !k(name)) {
+            let len = r.len(r.remaining())?;
+            r.skip(len as u64)?;
             continue;
         }
+        let name = name.to_string();
+        let image = r.bytes()?;
         let mut ir = ByteReader::new(image);
         let rrd = if h.version >= CK_VERSION {
             decode_rrd_chunked(&mut ir)?
@@ -292,7 +347,7 @@ pub fn decode_checkpoint_payload_of(
     }
     let mut segments = Vec::new();
     if h.version >= CK_VERSION {
-        let n = r.len(payload.len())?;
+        let n = r.len(h.payload_len)?;
         let mut prev = 0u64;
         for _ in 0..n {
             let d = r.varint()?;

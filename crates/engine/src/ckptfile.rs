@@ -9,8 +9,8 @@
 use crate::files;
 use crate::vfs::Vfs;
 use codec::checkpoint::{
-    decode_checkpoint_header, decode_checkpoint_payload_of, CheckpointHeader, CheckpointState,
-    CK_HEADER_LEN,
+    decode_checkpoint_header, decode_checkpoint_payload_of, decode_checkpoint_payload_read,
+    CheckpointHeader, CheckpointState, CK_HEADER_LEN,
 };
 use std::io;
 use std::path::{Path, PathBuf};
@@ -38,10 +38,20 @@ fn load_one(vfs: &dyn Vfs, path: &Path, keep: Keep<'_>) -> io::Result<Result<Loa
             header.payload_len
         )));
     }
-    let mut payload = vec![0u8; header.payload_len as usize];
-    let n = f.read_at(&mut payload, CK_HEADER_LEN as u64)?;
-    payload.truncate(n);
-    match decode_checkpoint_payload_of(&header, &payload, keep) {
+    let decoded = if keep.is_some() {
+        // A reader of a few series: a window at a time, not the whole payload in memory.
+        let mut read = |off: u64, b: &mut [u8]| -> Result<usize, String> {
+            f.read_at(b, CK_HEADER_LEN as u64 + off)
+                .map_err(|e| e.to_string())
+        };
+        decode_checkpoint_payload_read(&header, &mut read, keep)
+    } else {
+        let mut payload = vec![0u8; header.payload_len as usize];
+        let n = f.read_at(&mut payload, CK_HEADER_LEN as u64)?;
+        payload.truncate(n);
+        decode_checkpoint_payload_of(&header, &payload, keep)
+    };
+    match decoded {
         Ok(state) => Ok(Ok(Loaded {
             path: path.to_path_buf(),
             header,

@@ -88,20 +88,13 @@ impl Daemon {
         }
         // The entry stays locked, so nothing is queued meanwhile. The lines stay in the
         // queue, now applied, until the commit that makes them durable.
-        let queue = &st.queue[st.applied..];
         let mut sample = std::mem::replace(&mut inner.scratch, crate::sample::scratch());
         let mut bad = 0u64;
         // The first mismatch is logged with the count (a failed store fails every value).
         let mut first: Option<String> = None;
         // One name lookup for the whole queue.
         let id = inner.store.series_id(&e.name);
-        for line in queue.split_terminator('\n') {
-            // Each queued line is a one-byte flag then the value (ingest.rs); the flags are
-            // ASCII, so slicing after the first byte stays on a char boundary.
-            let Some(&flag) = line.as_bytes().first() else {
-                continue;
-            };
-            let v = &line[1..];
+        st.queue.each_from(st.applied, &mut |flag, v| {
             let read = match crate::sample::stamp(v) {
                 Some(stamp) => crate::sample::read(&st.shadow.schema, v, stamp, &mut sample),
                 None => Err(rrd::RrdError::new("no timestamp")),
@@ -109,7 +102,7 @@ impl Daemon {
             if let Err(err) = read {
                 bad += 1;
                 first.get_or_insert_with(|| format!("{v} lost: {}", err.msg));
-                continue;
+                return;
             }
             let done = match id {
                 Some(id) => inner.store.update_id(id, &sample, &mut |_| {}),
@@ -128,7 +121,7 @@ impl Daemon {
                     first.get_or_insert_with(|| format!("{v} not applied: {err}"));
                 }
             }
-        }
+        });
         inner.scratch = sample;
         st.applied = st.queue.len();
         st.applied_n = st.pending_n;
@@ -215,7 +208,7 @@ impl Daemon {
         for e in std::mem::take(&mut inner.applied) {
             let mut s = e.lock();
             let (cut, n) = (s.applied, s.applied_n);
-            s.queue.drain(..cut);
+            s.queue.drain_to(cut);
             s.pending_n -= n;
             s.applied = 0;
             s.applied_n = 0;

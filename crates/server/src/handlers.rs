@@ -275,8 +275,7 @@ fn pending(d: &Daemon, file: &str) -> Response {
         return Response::lines::<&str>("updates pending", &[]);
     };
     let st = e.lock();
-    let vals: Vec<&str> = st.pending().collect();
-    Response::lines("updates pending", &vals)
+    Response::lines("updates pending", &st.pending())
 }
 
 fn forget(d: &Daemon, file: &str) -> Response {

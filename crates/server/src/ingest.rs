@@ -22,6 +22,7 @@ use rrd::update::{ApplyError, Sample};
 use rrd::{Rrd, Schema};
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
@@ -47,10 +48,10 @@ pub struct Entry {
 pub struct EntryState {
     /// The series' RRD without archives, as it will be once every queued value is applied.
     pub shadow: Rrd,
-    /// Values accepted since the last commit that made them durable, `<flag><value>\n` each:
-    /// the part after `applied` waits to be applied to the store; the lines flagged
-    /// [`ACCEPTED`] are the ones PENDING lists. One copy of the text serves both.
-    pub queue: String,
+    /// Values accepted since the last commit that made them durable, a flag and the value's
+    /// text each: the part after `applied` waits to be applied to the store; the lines
+    /// flagged [`ACCEPTED`] are the ones PENDING lists. One copy of the text serves both.
+    pub queue: Queue,
     /// Lines flagged [`ACCEPTED`] in `queue` (QUEUE's count).
     pub pending_n: usize,
     /// The prefix of `queue` (bytes, accepted values) already applied to the store: the next
@@ -70,7 +71,7 @@ impl Entry {
             abs: t.abs.clone(),
             state: Mutex::new(EntryState {
                 shadow: shadow_of(rrd),
-                queue: String::new(),
+                queue: Queue::default(),
                 pending_n: 0,
                 applied: 0,
                 applied_n: 0,
@@ -93,18 +94,21 @@ impl EntryState {
     }
 
     /// The values PENDING lists: accepted since the last commit, in order.
-    pub fn pending(&self) -> impl Iterator<Item = &str> {
-        self.queue
-            .split_terminator('\n')
-            .filter(|l| l.as_bytes().first() == Some(&ACCEPTED))
-            .map(|l| &l[1..])
+    pub fn pending(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.queue.each_from(0, &mut |flag, v| {
+            if flag == ACCEPTED {
+                out.push(v.to_string());
+            }
+        });
+        out
     }
 
     /// Forget every queued and pending value and take `rrd` (the store's series, everything
     /// applied) as the new starting point: after CREATE, FORGET, or a re-read file.
     pub fn reset(&mut self, rrd: &Rrd) {
         self.shadow = shadow_of(rrd);
-        self.queue = String::new();
+        self.queue = Queue::default();
         self.pending_n = 0;
         self.applied = 0;
         self.applied_n = 0;
@@ -334,26 +338,175 @@ fn accept<'a>(
             Err(ApplyError::Partial(err)) => {
                 // Applied up to the failure, as rrdtool leaves it: queued to be applied and
                 // logged the same way, but not pending (it was refused).
-                push_line(&mut st.queue, PARTIAL, v);
+                st.queue.push(PARTIAL, v);
                 return Err(Response::err(format!("{}: {}", e.abs, err.msg)));
             }
         };
-        push_line(&mut st.queue, flag, v);
+        st.queue.push(flag, v);
         st.pending_n += 1;
         n += 1;
     }
     Ok(n)
 }
 
-fn push_line(q: &mut String, flag: u8, v: &str) {
-    q.push(flag as char);
-    q.push_str(v);
-    q.push('\n');
+/// A series' queued values in about half the bytes of their text: the values of one
+/// series mostly start with a whole-second timestamp a few seconds after the one before
+/// (`1795595680:12.5`), so such a value is kept as its timestamp's offset from the queue's
+/// first one (a varint, usually one or two bytes) and the text after the colon. A line is
+/// a flag byte (bit 7 set: the compact form), a varint of the text's length, in the compact
+/// form the offset varint, then the text. Every other value is kept as it came. Lines
+/// read back give exactly the text that was queued.
+#[derive(Default)]
+pub struct Queue {
+    bytes: Vec<u8>,
+    /// The timestamp compact offsets count from (set by the first line of an empty queue).
+    base: u64,
+}
+
+const COMPACT: u8 = 0x80;
+
+fn put_varint(b: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        b.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    b.push(v as u8);
+}
+
+fn get_varint(b: &[u8], at: &mut usize) -> u64 {
+    let (mut v, mut shift) = (0u64, 0);
+    while let Some(&x) = b.get(*at) {
+        *at += 1;
+        v |= u64::from(x & 0x7f) << shift;
+        if x < 0x80 || shift >= 63 {
+            break;
+        }
+        shift += 7;
+    }
+    v
+}
+
+/// The whole-second timestamp `v` starts with, written canonically (digits, no leading
+/// zero), and the text after its colon.
+fn plain_stamp(v: &str) -> Option<(u64, &str)> {
+    let (ts, rest) = v.split_once(':')?;
+    let b = ts.as_bytes();
+    if b.is_empty() || b.len() > 19 || b[0] == b'0' || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some((ts.parse().ok()?, rest))
+}
+
+impl Queue {
+    /// Bytes held (positions in the queue are byte offsets).
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    pub fn push(&mut self, flag: u8, v: &str) {
+        if self.bytes.is_empty() {
+            self.base = plain_stamp(v).map_or(0, |(t, _)| t);
+        }
+        match plain_stamp(v).filter(|(t, _)| *t >= self.base) {
+            Some((t, rest)) => {
+                self.bytes.push(flag | COMPACT);
+                put_varint(&mut self.bytes, rest.len() as u64);
+                put_varint(&mut self.bytes, t - self.base);
+                self.bytes.extend_from_slice(rest.as_bytes());
+            }
+            None => {
+                self.bytes.push(flag);
+                put_varint(&mut self.bytes, v.len() as u64);
+                self.bytes.extend_from_slice(v.as_bytes());
+            }
+        }
+    }
+
+    /// Each line from byte `at` (a line's start) on, in order: its flag and its text.
+    pub fn each_from(&self, at: usize, f: &mut dyn FnMut(u8, &str)) {
+        let b = &self.bytes;
+        let mut i = at;
+        let mut text = String::new();
+        while i < b.len() {
+            let flag = b[i];
+            i += 1;
+            let len = get_varint(b, &mut i) as usize;
+            let compact = flag & COMPACT != 0;
+            let offset = if compact { get_varint(b, &mut i) } else { 0 };
+            let end = (i + len).min(b.len());
+            // Pushed from &str, cut at line boundaries: always valid UTF-8.
+            let body = std::str::from_utf8(&b[i..end]).unwrap_or_default();
+            i = end;
+            if compact {
+                text.clear();
+                let _ = write!(text, "{}:{body}", self.base + offset);
+                f(flag & !COMPACT, &text);
+            } else {
+                f(flag, body);
+            }
+        }
+    }
+
+    /// Drop the first `cut` bytes (whole lines); the room goes back once the queue is empty.
+    pub fn drain_to(&mut self, cut: usize) {
+        if cut >= self.bytes.len() {
+            self.bytes = Vec::new();
+        } else {
+            self.bytes.drain(..cut);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_queue_gives_back_exactly_the_text_queued() {
+        let vals = [
+            "1795595680:12.5",
+            "1795595690:U:3",
+            "N:1",
+            "1795595700.25:7",
+            "01795595710:7",
+            "1795595720@1:2",
+            "1795595730:é",
+            "1795595600:earlier than the first",
+            "18446744073709551615:big",
+            "1795595740:",
+        ];
+        let mut q = Queue::default();
+        let mut starts = Vec::new();
+        for (i, v) in vals.iter().enumerate() {
+            starts.push(q.len());
+            q.push(if i % 3 == 0 { PARTIAL } else { ACCEPTED }, v);
+        }
+        let text: usize = vals.iter().map(|v| v.len() + 2).sum();
+        assert!(q.len() < text, "{} bytes for {text} of text", q.len());
+        let mut got = Vec::new();
+        q.each_from(0, &mut |f, v| got.push((f, v.to_string())));
+        let want: Vec<(u8, String)> = vals
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (if i % 3 == 0 { PARTIAL } else { ACCEPTED }, v.to_string()))
+            .collect();
+        assert_eq!(got, want);
+        // Applied lines dropped at a line boundary: the rest reads the same.
+        q.drain_to(starts[4]);
+        let mut rest = Vec::new();
+        q.each_from(0, &mut |f, v| rest.push((f, v.to_string())));
+        assert_eq!(rest, want[4..]);
+        q.drain_to(q.len());
+        assert!(q.is_empty());
+        q.push(ACCEPTED, "1795595750:1");
+        let mut last = Vec::new();
+        q.each_from(0, &mut |_, v| last.push(v.to_string()));
+        assert_eq!(last, ["1795595750:1"]);
+    }
 
     const T: i64 = 1_790_000_000;
 
