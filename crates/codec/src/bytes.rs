@@ -205,11 +205,15 @@ impl<'a> ByteReader<'a> {
     }
 }
 
+/// A source read by position: `read(off, buf)` fills `buf` from byte `off` and returns how
+/// many bytes it gave (0 only past the end).
+pub type ReadAt<'a> = dyn FnMut(u64, &mut [u8]) -> Result<usize, String> + 'a;
+
 /// Reads what [`ByteWriter`] wrote from a source too large to hold at once (a checkpoint
 /// file read for one series), a window at a time, with [`ByteReader`]'s checks. `read(off,
 /// buf)` fills `buf` from byte `off` of the source and returns how many bytes it gave.
 pub struct WindowReader<'s> {
-    read: &'s mut dyn FnMut(u64, &mut [u8]) -> Result<usize, String>,
+    read: &'s mut ReadAt<'s>,
     total: u64,
     buf: Vec<u8>,
     /// Source offset of `buf[0]`.
@@ -220,11 +224,7 @@ pub struct WindowReader<'s> {
 
 impl<'s> WindowReader<'s> {
     /// A source of `total` bytes, read `window` bytes at a time (more for a longer item).
-    pub fn new(
-        total: u64,
-        window: usize,
-        read: &'s mut dyn FnMut(u64, &mut [u8]) -> Result<usize, String>,
-    ) -> Self {
+    pub fn new(total: u64, window: usize, read: &'s mut ReadAt<'s>) -> Self {
         WindowReader {
             read,
             total,

@@ -23,7 +23,7 @@
 //! `complete_lsn` rewrites are left out of it (stored as unknown). Such a checkpoint is only
 //! complete once replay has reached `complete_lsn`; for a plain one the two are equal.
 
-use crate::bytes::{ByteReader, ByteWriter, DecodeError, WindowReader};
+use crate::bytes::{ByteReader, ByteWriter, DecodeError, ReadAt, WindowReader};
 use crate::crc32c::{crc32c, Crc32c};
 use crate::rrdbin::{decode_rrd, decode_rrd_chunked, encode_rrd_chunked, ChunkEntry};
 use rrd::rows::Keep;
@@ -279,7 +279,7 @@ pub fn decode_checkpoint_payload_of(
 /// decoded.
 pub fn decode_checkpoint_payload_read(
     h: &CheckpointHeader,
-    read: &mut dyn FnMut(u64, &mut [u8]) -> Result<usize, String>,
+    read: &mut ReadAt<'_>,
     keep: Option<&dyn Fn(&str) -> bool>,
 ) -> Result<CheckpointState, DecodeError> {
     const WINDOW: usize = 1 << 20;
