@@ -6,6 +6,7 @@
 //! <dir>/checkpoint.a  checkpoints of odd generation
 //! <dir>/checkpoint.b  checkpoints of even generation
 //! <dir>/seg-<id>      a segment: sealed archive chunks (id: 16 hex digits)
+//! <dir>/clean        written at a clean close, removed by the next writer before it writes
 //! <dir>/*.tmp         a file being created; renamed into place once complete and synced
 //! ```
 
@@ -16,6 +17,13 @@ pub const LOG: &str = "log";
 pub const CHECKPOINT_A: &str = "checkpoint.a";
 pub const CHECKPOINT_B: &str = "checkpoint.b";
 pub const TMP_SUFFIX: &str = ".tmp";
+
+pub const CLEAN: &str = "clean";
+
+/// The mark of a clean close ([`crate::Store::close`]).
+pub fn clean(dir: &Path) -> PathBuf {
+    dir.join(CLEAN)
+}
 
 pub fn lock(dir: &Path) -> PathBuf {
     dir.join(LOCK)

@@ -12,6 +12,7 @@
 //! The bytes are the codec crate's; docs/FORMAT.md and docs/DURABILITY.md describe both.
 
 pub mod ckptfile;
+pub mod clean;
 pub mod files;
 pub mod recovery;
 pub mod replay;
@@ -238,6 +239,8 @@ pub struct Store {
     busy: bool,
     /// What failed after a commit had become durable (a lagged checkpoint), for the caller.
     deferred_error: Option<String>,
+    /// The mark of a clean close is on disk ([`Store::mark_clean`]).
+    marked: bool,
     report: RecoveryReport,
     stats: StoreStats,
 }
@@ -261,6 +264,11 @@ impl Store {
         let Some(lock) = vfs.try_lock(&files::lock(dir))? else {
             return Err(Error::Locked(dir.to_path_buf()));
         };
+        if opts.only.is_none() {
+            // A writer: the mark of the last clean close goes, durably, before anything is
+            // written (recovery itself may write).
+            clean::remove(vfs.as_ref(), dir)?;
+        }
         let ring_cap = opts.log_bytes.max(PAGE).div_ceil(PAGE) * PAGE;
         let r = recovery::recover(
             vfs.as_ref(),
@@ -289,6 +297,7 @@ impl Store {
             failed: false,
             busy: false,
             deferred_error: None,
+            marked: false,
             report: r.report,
             stats: StoreStats::default(),
         };
@@ -535,6 +544,7 @@ impl Store {
         if self.pending.is_empty() && self.reg.dirty.is_empty() {
             return Ok(CommitStats::default());
         }
+        self.unmark()?;
         let mut rec = std::mem::take(&mut self.pending);
         let mut stats = CommitStats::default();
         let dirty = std::mem::take(&mut self.reg.dirty);
@@ -733,12 +743,41 @@ impl Store {
     pub fn checkpoint(&mut self) -> Result<u64, Error> {
         self.writable()?;
         self.commit()?;
+        self.unmark()?;
         self.write_checkpoint().inspect_err(|_| self.failed = true)
     }
 
-    /// Commit and release the lock.
+    /// Commit and release the lock, leaving the mark of a clean close.
     pub fn close(mut self) -> Result<(), Error> {
         self.commit()?;
+        self.mark_clean()
+    }
+
+    /// Everything accepted is committed: leave the mark of a clean close (the checkpoint
+    /// generation, and where the log ends), so that a reader of a few series need not search
+    /// the rest of the ring for committed records (docs/DURABILITY.md). The next write, or
+    /// the next writer's open, removes it first. Nothing for a read-only store.
+    pub fn mark_clean(&mut self) -> Result<(), Error> {
+        if self.opts.only.is_some() {
+            return Ok(());
+        }
+        self.commit()?;
+        let m = clean::Mark {
+            generation: self.ckpt_gen,
+            end_lsn: self.end_lsn,
+            next_seq: self.next_seq,
+        };
+        clean::write(self.vfs.as_ref(), &self.dir, &m).inspect_err(|_| self.failed = true)?;
+        self.marked = true;
+        Ok(())
+    }
+
+    /// Remove the mark of a clean close before writing anything after it.
+    fn unmark(&mut self) -> Result<(), Error> {
+        if self.marked {
+            clean::remove(self.vfs.as_ref(), &self.dir)?;
+            self.marked = false;
+        }
         Ok(())
     }
 }

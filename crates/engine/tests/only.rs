@@ -159,3 +159,58 @@ fn a_damaged_stored_chunk_reads_as_unknown_when_one_series_is_read() {
         "{damaged} chunks, {unknown} values"
     );
 }
+
+#[test]
+fn a_clean_close_lets_a_reader_skip_the_search_of_the_ring_and_any_write_removes_it() {
+    let dir = TempDir::new("only-clean");
+    let model = stored_store(&dir);
+    let mark = dir.0.join("clean");
+    assert!(mark.exists(), "close leaves the mark");
+    let name = model.rrds.keys().next().unwrap().clone();
+    let want = codec::rrdbin::rrd_bytes(&model.rrds[&name]);
+    let read = |dir: &TempDir| {
+        let st = Store::open(&dir.0, only(&[&name])).unwrap();
+        let got = codec::rrdbin::rrd_bytes(st.get(&name).unwrap());
+        (got, st.recovery().searched_past_end)
+    };
+    assert_eq!(
+        read(&dir),
+        (want.clone(), false),
+        "the mark spares the search"
+    );
+    // A writer removes it at open, before anything else: a crash then leaves no mark.
+    let st = Store::open(&dir.0, small_opts(64 << 10)).unwrap();
+    assert!(!mark.exists(), "a writer's open removes the mark");
+    drop(st);
+    assert_eq!(
+        read(&dir),
+        (want.clone(), true),
+        "without it, the ring is searched"
+    );
+    // A write after the mark removes it before it writes.
+    let mut st = Store::open(&dir.0, small_opts(64 << 10)).unwrap();
+    st.mark_clean().unwrap();
+    assert!(mark.exists());
+    let rrd = st.get(&name).unwrap().clone();
+    let s = Sample {
+        time: rrd.last_up + 10,
+        usec: 0,
+        values: vec!["5".into(); rrd.ds_cnt()],
+    };
+    st.update(&name, &s, &mut |_| {}).unwrap();
+    st.commit().unwrap();
+    assert!(!mark.exists(), "a commit after the mark removes it first");
+    drop(st);
+    let (got, searched) = read(&dir);
+    assert!(
+        searched && got != want,
+        "the update is read, after a search"
+    );
+    // A mark naming another position is ignored.
+    let st = Store::open(&dir.0, small_opts(64 << 10)).unwrap();
+    st.close().unwrap();
+    let mut b = std::fs::read(&mark).unwrap();
+    b[16] ^= 1;
+    std::fs::write(&mark, b).unwrap();
+    assert!(read(&dir).1, "a damaged mark is not trusted");
+}

@@ -69,7 +69,13 @@ impl Daemon {
         for e in self.index.entries() {
             drop(e.lock());
         }
-        self.commit_all()
+        let n = self.commit_all()?;
+        // Everything is committed: a CLI reading the store after the daemon has gone may
+        // skip the search of the log's ring (a later write removes the mark first).
+        if let Err(e) = self.lock().store.mark_clean() {
+            crate::log(&format!("could not mark the clean shutdown: {e}"));
+        }
+        Ok(n)
     }
 
     /// Apply `name`'s queued values to the store (before a read or a FLUSH of it).
