@@ -40,43 +40,27 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 mkdir -p "$WORK/base"
 
-mb() { awk -v k="$2:" '$1 == k { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+# shellcheck source=bench/serve-lib.sh
+. "$(dirname "$0")/serve-lib.sh"
 
-start_daemon() {
-    local t0 t1
-    t0=$(date +%s.%N)
-    "$RINGLET" serve -g -w 300 -l "unix:$WORK/s.sock" -b "$WORK/base" --store "$WORK/store" \
-        >>"$WORK/serve.log" 2>&1 &
-    PID=$!
-    until [ -S "$WORK/s.sock" ] && timeout 1 python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"PING\n")
-sys.exit(0 if s.recv(16).startswith(b"0 PONG") else 1)' "$WORK/s.sock" 2>/dev/null; do
-        kill -0 "$PID" 2>/dev/null || { tail -20 "$WORK/serve.log" >&2; exit 1; }
-        sleep 0.02
-    done
-    t1=$(date +%s.%N)
-    OPEN=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-}
-
-start_daemon
+serve_start
 echo "million.sh: scale $SCALE, load $LOAD; empty store opened in ${OPEN} s"
 t0=$(date +%s)
 "$FEED" --workload million --scale "$SCALE" --proto rrdcached --target "unix:$WORK/s.sock" \
     --phase setup | grep '^RESULT' || true
-echo "  created in $(( $(date +%s) - t0 )) s: RSS $(mb "$PID" VmRSS) MB (peak $(mb "$PID" VmHWM) MB)"
+echo "  created in $(( $(date +%s) - t0 )) s: RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
 ( while sleep 60; do
-    echo "  load: RSS $(mb "$PID" VmRSS) MB (peak $(mb "$PID" VmHWM) MB)"
+    echo "  load: RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
   done ) &
 MON=$!
 "$FEED" --workload million --scale "$SCALE" --proto rrdcached --target "unix:$WORK/s.sock" \
     --phase run --realtime --duration "$LOAD" | grep '^RESULT' || true
 kill "$MON"; MON=""
-echo "  after the load: RSS $(mb "$PID" VmRSS) MB (peak $(mb "$PID" VmHWM) MB)"
+echo "  after the load: RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
 echo "  store: $(du -sm "$WORK/store" | cut -f1) MB; base: $(du -sm "$WORK/base" | cut -f1) MB"
 kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""
-start_daemon
-echo "  open after kill -9: ${OPEN} s, RSS $(mb "$PID" VmRSS) MB (peak $(mb "$PID" VmHWM) MB)"
+serve_start
+echo "  open after kill -9: ${OPEN} s, RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
 kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
-start_daemon
-echo "  open after a clean stop: ${OPEN} s, RSS $(mb "$PID" VmRSS) MB (peak $(mb "$PID" VmHWM) MB)"
+serve_start
+echo "  open after a clean stop: ${OPEN} s, RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"

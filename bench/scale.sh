@@ -47,6 +47,8 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+# shellcheck source=bench/serve-lib.sh
+. "$(dirname "$0")/serve-lib.sh"
 # The history ends at the last full hour, so that the load (now) continues it rather than
 # first filling days of unknown rows, as a store restarted after a gap would.
 END=$(( $(date +%s) / 3600 * 3600 ))
@@ -77,41 +79,10 @@ for top in sys.argv[1:]:
 PY
 }
 
-# best of 3 with the given paths evicted before each run: "<wall s> <peak MB>"
-best_cold() {
-    local paths=$1; shift
-    local best_w=999 best_m=0 w m
-    for _ in 1 2 3; do
-        # shellcheck disable=SC2086
-        evict $paths
-        local t0 t1
-        t0=$(date +%s.%N)
-        /usr/bin/time -o "$WORK/time" -f "%M" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; cat "$WORK/time" >&2; }
-        t1=$(date +%s.%N)
-        w=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')
-        m=$(tail -1 "$WORK/time")
-        if awk -v a="$w" -v b="$best_w" 'BEGIN { exit !(a < b) }'; then best_w=$w; best_m=$m; fi
-    done
-    awk -v w="$best_w" -v m="$best_m" 'BEGIN { printf "%.4f s %.0f MB", w, m / 1024 }'
-}
-
 start_daemon() {
-    local t0 t1
-    t0=$(date +%s.%N)
-    "$RINGLET" serve -g -w 300 -l "unix:$WORK/s.sock" -b "$WORK/base" --store "$WORK/store" \
-        >>"$WORK/serve.log" 2>&1 &
-    PID=$!
-    until [ -S "$WORK/s.sock" ] && printf 'PING\n' | timeout 1 python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"PING\n")
-sys.exit(0 if s.recv(16).startswith(b"0 PONG") else 1)' "$WORK/s.sock" 2>/dev/null; do
-        kill -0 "$PID" 2>/dev/null || { cat "$WORK/serve.log" >&2; exit 1; }
-        sleep 0.02
-    done
-    t1=$(date +%s.%N)
-    OPEN=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-    RSS=$(awk '/VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$PID/status")
-    HWM=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$PID/status")
+    serve_start
+    RSS=$(proc_mb "$PID" VmRSS)
+    HWM=$(proc_mb "$PID" VmHWM)
 }
 
 stop_daemon() {
@@ -119,10 +90,13 @@ stop_daemon() {
 }
 
 # best of 3: "<wall s> <peak MB>" (wall from date(1), including the process start; peak
-# RSS from /usr/bin/time)
+# RSS from /usr/bin/time); with $EVICT set, the files under those paths are dropped from
+# the page cache before each run (best_cold)
 best() {
     local best_w=999 best_m=0 out w m
     for _ in 1 2 3; do
+        # shellcheck disable=SC2086
+        [ -n "${EVICT:-}" ] && evict $EVICT
         local t0 t1
         t0=$(date +%s.%N)
         /usr/bin/time -o "$WORK/time" -f "%M" "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; cat "$WORK/time" >&2; }
@@ -132,6 +106,12 @@ best() {
         if awk -v a="$w" -v b="$best_w" 'BEGIN { exit !(a < b) }'; then best_w=$w; best_m=$m; fi
     done
     awk -v w="$best_w" -v m="$best_m" 'BEGIN { printf "%.4f s %.0f MB", w, m / 1024 }'
+}
+
+# best of 3, cold: best_cold PATHS COMMAND... (PATHS: one word, or several in quotes)
+best_cold() {
+    local paths=$1; shift
+    EVICT=$paths best "$@"
 }
 
 echo "scale.sh: $SERIES gmetad series; one-day fetch of $NAME"

@@ -103,7 +103,6 @@ fn main() {
     drop(st);
     let _ = std::fs::remove_dir_all(&dir);
 }
-#[allow(dead_code)]
 fn sizes() {
     println!(
         "Rrd {} Schema {} DsDef {} RraDef {} Rows {} RraData {} PdpPrep {} CdpPrep {}",

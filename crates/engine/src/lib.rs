@@ -749,7 +749,6 @@ impl Store {
 
     /// Commit and release the lock, leaving the mark of a clean close.
     pub fn close(mut self) -> Result<(), Error> {
-        self.commit()?;
         self.mark_clean()
     }
 

@@ -481,9 +481,6 @@ impl Segments {
                 }
             }
             let mapped = vfs.map(&path).map_err(|e| err(&e))?;
-            if few {
-                mapped.random();
-            }
             let all: &[u8] = (*mapped).as_ref();
             // Headers only: placing the chunks checks the rest (the keys, or a version 1
             // segment whole) as it reads them, once.

@@ -844,7 +844,7 @@ impl Rows {
     }
 
     /// Whether chunk `c` may be placed: a checkpoint had it "in the segments".
-    pub fn placeable(&self, c: usize) -> bool {
+    fn placeable(&self, c: usize) -> bool {
         match self.segs.get(c) {
             None => false,
             Some(0) => matches!(self.chunk(c), Chunk::Packed(p) if p.stored().is_some()),

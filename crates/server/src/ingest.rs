@@ -17,6 +17,7 @@
 
 use crate::daemon::{Daemon, Target};
 use crate::sample;
+use codec::bytes::{ByteReader, ByteWriter};
 use proto::Response;
 use rrd::update::{ApplyError, Sample};
 use rrd::{Rrd, Schema};
@@ -353,38 +354,17 @@ fn accept<'a>(
 /// series mostly start with a whole-second timestamp a few seconds after the one before
 /// (`1795595680:12.5`), so such a value is kept as its timestamp's offset from the queue's
 /// first one (a varint, usually one or two bytes) and the text after the colon. A line is
-/// a flag byte (bit 7 set: the compact form), a varint of the text's length, in the compact
-/// form the offset varint, then the text. Every other value is kept as it came. Lines
-/// read back give exactly the text that was queued.
+/// a flag byte (bit 7 set: the compact form), in the compact form the offset varint, then
+/// the text with its length ([`ByteWriter::str`]). Every other value is kept as it came.
+/// Lines read back give exactly the text that was queued.
 #[derive(Default)]
 pub struct Queue {
-    bytes: Vec<u8>,
+    w: ByteWriter,
     /// The timestamp compact offsets count from (set by the first line of an empty queue).
     base: u64,
 }
 
 const COMPACT: u8 = 0x80;
-
-fn put_varint(b: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        b.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    b.push(v as u8);
-}
-
-fn get_varint(b: &[u8], at: &mut usize) -> u64 {
-    let (mut v, mut shift) = (0u64, 0);
-    while let Some(&x) = b.get(*at) {
-        *at += 1;
-        v |= u64::from(x & 0x7f) << shift;
-        if x < 0x80 || shift >= 63 {
-            break;
-        }
-        shift += 7;
-    }
-    v
-}
 
 /// The whole-second timestamp `v` starts with, written canonically (digits, no leading
 /// zero), and the text after its colon.
@@ -400,63 +380,67 @@ fn plain_stamp(v: &str) -> Option<(u64, &str)> {
 impl Queue {
     /// Bytes held (positions in the queue are byte offsets).
     pub fn len(&self) -> usize {
-        self.bytes.len()
+        self.w.buf.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.w.buf.is_empty()
     }
 
     pub fn push(&mut self, flag: u8, v: &str) {
-        if self.bytes.is_empty() {
+        if self.is_empty() {
             self.base = plain_stamp(v).map_or(0, |(t, _)| t);
         }
         match plain_stamp(v).filter(|(t, _)| *t >= self.base) {
             Some((t, rest)) => {
-                self.bytes.push(flag | COMPACT);
-                put_varint(&mut self.bytes, rest.len() as u64);
-                put_varint(&mut self.bytes, t - self.base);
-                self.bytes.extend_from_slice(rest.as_bytes());
+                self.w.u8(flag | COMPACT);
+                self.w.varint(t - self.base);
+                self.w.str(rest);
             }
             None => {
-                self.bytes.push(flag);
-                put_varint(&mut self.bytes, v.len() as u64);
-                self.bytes.extend_from_slice(v.as_bytes());
+                self.w.u8(flag);
+                self.w.str(v);
             }
         }
     }
 
     /// Each line from byte `at` (a line's start) on, in order: its flag and its text.
     pub fn each_from(&self, at: usize, f: &mut dyn FnMut(u8, &str)) {
-        let b = &self.bytes;
-        let mut i = at;
+        let mut r = ByteReader::new(self.w.buf.get(at..).unwrap_or_default());
         let mut text = String::new();
-        while i < b.len() {
-            let flag = b[i];
-            i += 1;
-            let len = get_varint(b, &mut i) as usize;
-            let compact = flag & COMPACT != 0;
-            let offset = if compact { get_varint(b, &mut i) } else { 0 };
-            let end = (i + len).min(b.len());
+        // Written by `push`: the reads below fail only past the end.
+        while let Ok(flag) = r.u8() {
+            let offset = match flag & COMPACT {
+                0 => None,
+                _ => match r.varint() {
+                    Ok(o) => Some(o),
+                    Err(_) => break,
+                },
+            };
             // Pushed from &str, cut at line boundaries: always valid UTF-8.
-            let body = std::str::from_utf8(&b[i..end]).unwrap_or_default();
-            i = end;
-            if compact {
-                text.clear();
-                let _ = write!(text, "{}:{body}", self.base + offset);
-                f(flag & !COMPACT, &text);
-            } else {
-                f(flag, body);
+            let Ok(body) = r
+                .bytes()
+                .map(|b| std::str::from_utf8(b).unwrap_or_default())
+            else {
+                break;
+            };
+            match offset {
+                Some(o) => {
+                    text.clear();
+                    let _ = write!(text, "{}:{body}", self.base + o);
+                    f(flag & !COMPACT, &text);
+                }
+                None => f(flag, body),
             }
         }
     }
 
     /// Drop the first `cut` bytes (whole lines); the room goes back once the queue is empty.
     pub fn drain_to(&mut self, cut: usize) {
-        if cut >= self.bytes.len() {
-            self.bytes = Vec::new();
+        if cut >= self.len() {
+            self.w = ByteWriter::new();
         } else {
-            self.bytes.drain(..cut);
+            self.w.buf.drain(..cut);
         }
     }
 }

@@ -1,0 +1,26 @@
+# serve-lib.sh: sourced by scale.sh and million.sh. Needs $RINGLET and $WORK.
+#   serve_start: `ringlet serve -w 300` on $WORK/s.sock (-b $WORK/base, --store $WORK/store,
+#                log appended to $WORK/serve.log) in the background; returns once it answers
+#                PING. Sets PID, and OPEN (seconds from the start until it answered).
+#   proc_mb PID KEY: a /proc/PID/status figure (VmRSS, VmHWM) in MB.
+
+serve_start() {
+    local t0 t1
+    t0=$(date +%s.%N)
+    "$RINGLET" serve -g -w 300 -l "unix:$WORK/s.sock" -b "$WORK/base" --store "$WORK/store" \
+        >>"$WORK/serve.log" 2>&1 &
+    PID=$!
+    until [ -S "$WORK/s.sock" ] && timeout 1 python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"PING\n")
+sys.exit(0 if s.recv(16).startswith(b"0 PONG") else 1)' "$WORK/s.sock" 2>/dev/null; do
+        kill -0 "$PID" 2>/dev/null || { tail -20 "$WORK/serve.log" >&2; exit 1; }
+        sleep 0.02
+    done
+    t1=$(date +%s.%N)
+    OPEN=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+}
+
+proc_mb() {
+    awk -v k="$2:" '$1 == k { printf "%.0f", $2 / 1024 }' "/proc/$1/status"
+}
