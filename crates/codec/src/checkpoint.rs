@@ -25,7 +25,9 @@
 
 use crate::bytes::{ByteReader, ByteWriter, DecodeError, ReadAt, WindowReader};
 use crate::crc32c::{crc32c, Crc32c};
-use crate::rrdbin::{decode_rrd, decode_rrd_chunked, encode_rrd_chunked, ChunkEntry};
+use crate::rrdbin::{
+    decode_rrd, decode_rrd_chunked, encode_head_chunked, encode_rrd_chunked, ChunkEntry,
+};
 use rrd::rows::Keep;
 use rrd::Rrd;
 
@@ -166,6 +168,25 @@ impl CheckpointWriter {
         self.w.str(name);
         self.img.buf.clear();
         encode_rrd_chunked(&mut self.img, rrd, chunks);
+        self.w.bytes(&self.img.buf);
+    }
+
+    /// [`CheckpointWriter::series_chunked`] for a series kept as a snapshot keeps it: the
+    /// bytes of its head ([`crate::rrdbin::head_bytes`]) and its archives' `cur_row`.
+    pub fn series_head_chunked(
+        &mut self,
+        id: u64,
+        name: &str,
+        head: &[u8],
+        cur_rows: &[u64],
+        chunks: &[Vec<ChunkEntry>],
+    ) {
+        debug_assert!(self.left > 0, "more series than announced");
+        self.left = self.left.saturating_sub(1);
+        self.w.varint(id);
+        self.w.str(name);
+        self.img.buf.clear();
+        encode_head_chunked(&mut self.img, head, cur_rows, chunks);
         self.w.bytes(&self.img.buf);
     }
 
@@ -453,6 +474,24 @@ mod tests {
             format!("{:?}", rrd.pdp)
         );
         assert_eq!(st.series[0].rrd.rra[2].cur_row, rrd.rra[2].cur_row);
+    }
+
+    /// A series written from its head bytes and `cur_row`s (as a snapshot keeps it) is the
+    /// same image byte for byte.
+    #[test]
+    fn a_head_and_cur_rows_write_the_same_image() {
+        let rrd = sample_rrd();
+        let chunks: Vec<Vec<ChunkEntry>> = rrd
+            .rra
+            .iter()
+            .map(|r| vec![ChunkEntry::Segments; r.rows.chunk_count()])
+            .collect();
+        let mut a = CheckpointWriter::new(2, 100, 7, 9, 300, 1);
+        a.series_chunked(4, "a/b", &rrd, &chunks);
+        let mut b = CheckpointWriter::new(2, 100, 7, 9, 300, 1);
+        let cur: Vec<u64> = rrd.rra.iter().map(|r| r.cur_row).collect();
+        b.series_head_chunked(4, "a/b", &crate::rrdbin::head_bytes(&rrd), &cur, &chunks);
+        assert_eq!(a.finish(&[1]), b.finish(&[1]));
     }
 
     /// Version 2 files (every row in the image, no segment list) are still read.

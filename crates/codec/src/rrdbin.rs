@@ -128,8 +128,37 @@ const CHUNK_INLINE: u64 = 2;
 /// packed values. `rrd`'s rows are not read.
 pub fn encode_rrd_chunked(w: &mut ByteWriter, rrd: &Rrd, chunks: &[Vec<ChunkEntry>]) {
     encode_head(w, rrd);
-    for (r, list) in rrd.rra.iter().zip(chunks) {
-        w.u64(r.cur_row);
+    encode_archives(w, rrd.rra.iter().map(|r| r.cur_row), chunks);
+}
+
+/// The image up to the archives ([`encode_rrd_chunked`] writes it first): what a snapshot
+/// keeps of a series, to be completed by [`encode_head_chunked`].
+pub fn head_bytes(rrd: &Rrd) -> Vec<u8> {
+    let mut w = ByteWriter::new();
+    encode_head(&mut w, rrd);
+    w.buf
+}
+
+/// The image [`encode_rrd_chunked`] writes, from the head bytes [`head_bytes`] gave and
+/// each archive's `cur_row`.
+pub fn encode_head_chunked(
+    w: &mut ByteWriter,
+    head: &[u8],
+    cur_rows: &[u64],
+    chunks: &[Vec<ChunkEntry>],
+) {
+    w.buf.extend_from_slice(head);
+    encode_archives(w, cur_rows.iter().copied(), chunks);
+}
+
+/// Each archive's `cur_row` and chunk entries.
+fn encode_archives(
+    w: &mut ByteWriter,
+    cur_rows: impl Iterator<Item = u64>,
+    chunks: &[Vec<ChunkEntry>],
+) {
+    for (cur_row, list) in cur_rows.zip(chunks) {
+        w.u64(cur_row);
         let mut i = 0;
         while i < list.len() {
             let same = |e: &ChunkEntry| match (&list[i], e) {
@@ -331,7 +360,7 @@ fn decode_head(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
         })
         .collect();
     Ok(Rrd {
-        schema: Schema { step, ds, rra },
+        schema: Schema { step, ds, rra }.into(),
         last_up,
         last_up_usec,
         pdp,
@@ -420,7 +449,7 @@ pub(crate) mod tests {
             0.0,
             0.0,
         ];
-        rrd.schema.rra[0].row_cnt = vals.len() as u64 * 10;
+        std::sync::Arc::make_mut(&mut rrd.schema).rra[0].row_cnt = vals.len() as u64 * 10;
         let cycled: Vec<f64> = vals.iter().cycle().take(vals.len() * 70).copied().collect();
         rrd.rra[0].rows = Rows::from_values(rrd.ds_cnt(), &cycled);
         rrd.rra[0].cur_row = 0;
@@ -428,7 +457,7 @@ pub(crate) mod tests {
         let back = decode_rrd(&mut ByteReader::new(&bytes)).unwrap();
         assert!(bits_equal(&rrd, &back));
         let mut fresh = Rrd::new(rrd.schema.clone(), 0);
-        fresh.schema.rra[3].row_cnt = 100_000;
+        std::sync::Arc::make_mut(&mut fresh.schema).rra[3].row_cnt = 100_000;
         fresh.rra[3].rows = Rows::from_values(fresh.ds_cnt(), &vec![f64::NAN; 700_000]);
         assert!(
             rrd_bytes(&fresh).len() < 2000,
@@ -463,7 +492,7 @@ pub(crate) mod tests {
         let ds_cnt = rrd.ds_cnt();
         let rows = vals.len().div_ceil(ds_cnt);
         vals.resize(rows * ds_cnt, f64::NAN);
-        rrd.schema.rra[0].row_cnt = rows as u64;
+        std::sync::Arc::make_mut(&mut rrd.schema).rra[0].row_cnt = rows as u64;
         rrd.rra[0] = RraData {
             cur_row: 1,
             rows: Rows::from_values(ds_cnt, &vals),

@@ -304,6 +304,7 @@ impl Store {
         if needs_checkpoint {
             store.checkpoint()?;
         }
+        store.reg.share_tables(None);
         Ok(store)
     }
 
@@ -338,6 +339,19 @@ impl Store {
             .iter()
             .map(|(_, s)| s.rrd.rra.iter().map(|r| r.rows.heap_bytes()).sum::<usize>())
             .sum()
+    }
+
+    /// Bytes of the archives' chunk tables, each shared table once: series created together
+    /// share one ([`rrd::Rows::share`]).
+    pub fn chunk_table_bytes(&self) -> usize {
+        let mut seen = std::collections::HashMap::new();
+        for (_, s) in self.reg.iter() {
+            for a in &s.rrd.rra {
+                let (id, bytes) = a.rows.table();
+                seen.insert(id, bytes);
+            }
+        }
+        seen.values().sum()
     }
 
     /// Stored chunks that failed their checksum (or whose segment was gone) when read since
@@ -548,6 +562,8 @@ impl Store {
         let mut rec = std::mem::take(&mut self.pending);
         let mut stats = CommitStats::default();
         let dirty = std::mem::take(&mut self.reg.dirty);
+        // Updates that sealed chunks copied their tables: share them again.
+        self.reg.share_tables(Some(&dirty));
         for id in dirty {
             if let Some(s) = self.reg.by_id_mut(id) {
                 let (chunk, count) = s.take_chunk();
@@ -637,16 +653,16 @@ impl Store {
             let entries = match self.reg.by_id(s.id) {
                 Some(now) => {
                     let fresh = segments::fresh_rows(
-                        Some((&s.head, &s.rows_written)),
+                        Some((&s.cur_rows, &s.rows_written)),
                         &now.rrd,
                         &now.rows_written,
                     );
                     plan.entries(s.id, &now.rrd, &fresh)
                 }
                 // Removed later in the log: replay drops it, its rows never show.
-                None => segments::unknown_entries(&s.head),
+                None => segments::unknown_entries(&s.schema),
             };
-            w.series_chunked(s.id, &s.name, &s.head, &entries);
+            w.series_head_chunked(s.id, &s.name, &s.head, &s.cur_rows, &entries);
         }
         let bytes = w.finish(&plan.live_ids());
         self.install_checkpoint(generation, snap.lsn, &bytes, plan)
@@ -686,6 +702,7 @@ impl Store {
                 }
             }
         }
+        self.reg.share_tables(None);
         let mut used = std::collections::BTreeSet::new();
         for (_, s) in self.reg.iter() {
             for a in &s.rrd.rra {

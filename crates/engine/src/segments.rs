@@ -249,15 +249,15 @@ fn class_of(rrd: &Rrd, a: usize) -> u32 {
 /// Rows of each archive of `now` that replay from a snapshot rewrites: the snapshot had
 /// written `rows_then` rows with `head` its state then (`None`: a checkpoint of the current
 /// state, replay rewrites nothing).
-pub fn fresh_rows(head: Option<(&Rrd, &[u64])>, now: &Rrd, rows_now: &[u64]) -> Vec<Fresh> {
+pub fn fresh_rows(head: Option<(&[u64], &[u64])>, now: &Rrd, rows_now: &[u64]) -> Vec<Fresh> {
     (0..now.rra.len())
         .map(|a| match head {
             None => Fresh::NONE,
-            Some((h, rows_then)) => {
+            Some((cur_rows, rows_then)) => {
                 let n = now.schema.rra[a].row_cnt as usize;
                 let written = rows_now[a].saturating_sub(rows_then[a]) as usize;
                 Fresh {
-                    first: (h.rra[a].cur_row as usize + 1) % n.max(1),
+                    first: (cur_rows[a] as usize + 1) % n.max(1),
                     count: written.min(n),
                 }
             }
@@ -601,9 +601,9 @@ fn rows_of(reg: &mut Registry, id: u64, a: u32) -> Option<&mut rrd::Rows> {
 }
 
 /// Entries for a series whose rows do not matter (every chunk unknown).
-pub fn unknown_entries(head: &Rrd) -> Vec<Vec<ChunkEntry>> {
-    let per = rrd::rows::chunk_rows_for(head.ds_cnt());
-    head.schema
+pub fn unknown_entries(schema: &rrd::Schema) -> Vec<Vec<ChunkEntry>> {
+    let per = rrd::rows::chunk_rows_for(schema.ds.len());
+    schema
         .rra
         .iter()
         .map(|d| {

@@ -7,13 +7,14 @@
 
 use codec::bits::BitWriter;
 use codec::sample::{EncodeError, SeriesCodec};
-use rrd::rows::ChunkSource;
+use rrd::rows::{ChunkSource, SegPool};
 use rrd::{Rrd, Sample};
 use std::collections::HashMap;
 use std::sync::Arc;
 
 pub struct Series {
-    pub name: String,
+    /// Shared with the registry's map by name: one copy of each name.
+    pub name: Arc<str>,
     pub rrd: Rrd,
     pub codec: SeriesCodec,
     /// Samples accepted since the last commit, encoded.
@@ -26,7 +27,7 @@ pub struct Series {
 }
 
 impl Series {
-    fn new(name: String, rrd: Rrd) -> Series {
+    fn new(name: Arc<str>, rrd: Rrd) -> Series {
         Series {
             codec: SeriesCodec::from_rrd(&rrd),
             rows_written: vec![0; rrd.rra.len()],
@@ -54,8 +55,9 @@ impl Series {
 
 #[derive(Default)]
 pub struct Registry {
-    by_name: HashMap<String, u64>,
-    by_id: HashMap<u64, Series>,
+    by_name: HashMap<Arc<str>, u64>,
+    /// Boxed: a map's empty slots then cost a pointer, not a whole series.
+    by_id: HashMap<u64, Box<Series>>,
     /// Series with pending samples (each once; ids of since-removed series are skipped).
     pub dirty: Vec<u64>,
     pub next_id: u64,
@@ -63,6 +65,8 @@ pub struct Registry {
     pub src: Option<Arc<dyn ChunkSource>>,
     /// Opened for reading these series alone: replay skips the entries of others.
     pub only: Option<Vec<String>>,
+    /// The archives' chunk tables, one copy of each ([`rrd::Rows::share`]).
+    pool: SegPool,
 }
 
 impl Registry {
@@ -78,20 +82,20 @@ impl Registry {
     }
 
     pub fn get(&self, name: &str) -> Option<&Series> {
-        self.by_id.get(&self.id(name)?)
+        self.by_id.get(&self.id(name)?).map(|s| &**s)
     }
 
     pub fn by_id(&self, id: u64) -> Option<&Series> {
-        self.by_id.get(&id)
+        self.by_id.get(&id).map(|s| &**s)
     }
 
     pub fn by_id_mut(&mut self, id: u64) -> Option<&mut Series> {
-        self.by_id.get_mut(&id)
+        self.by_id.get_mut(&id).map(|s| &mut **s)
     }
 
     /// All names, sorted.
     pub fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.by_name.keys().cloned().collect();
+        let mut v: Vec<String> = self.by_name.keys().map(|k| k.to_string()).collect();
         v.sort_unstable();
         v
     }
@@ -111,14 +115,19 @@ impl Registry {
                 data.rows.adopt(src, id, a as u32);
             }
         }
+        rrd.schema = rrd::schema::intern(&rrd.schema);
+        for data in &mut rrd.rra {
+            data.rows.share(&mut self.pool);
+        }
+        let name: Arc<str> = name.into();
         if let Some(old) = self.by_name.insert(name.clone(), id) {
             self.by_id.remove(&old);
         }
-        self.by_id.insert(id, Series::new(name, rrd));
+        self.by_id.insert(id, Box::new(Series::new(name, rrd)));
         self.next_id = self.next_id.max(id + 1);
     }
 
-    pub fn remove(&mut self, id: u64) -> Option<Series> {
+    pub fn remove(&mut self, id: u64) -> Option<Box<Series>> {
         let s = self.by_id.remove(&id)?;
         self.by_name.remove(&s.name);
         Some(s)
@@ -133,14 +142,36 @@ impl Registry {
     }
 
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (u64, &mut Series)> {
-        self.by_id.iter_mut().map(|(&id, s)| (id, s))
+        self.by_id.iter_mut().map(|(&id, s)| (id, &mut **s))
     }
 
     /// Every series in id order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (u64, &Series)> {
-        let mut v: Vec<(u64, &Series)> = self.by_id.iter().map(|(&id, s)| (id, s)).collect();
+        let mut v: Vec<(u64, &Series)> = self.by_id.iter().map(|(&id, s)| (id, &**s)).collect();
         v.sort_unstable_by_key(|&(id, _)| id);
         v.into_iter()
+    }
+
+    /// Share the chunk tables of series `ids` (all series: `None`) with equal ones, and
+    /// forget the tables no series uses any more.
+    pub fn share_tables(&mut self, ids: Option<&[u64]>) {
+        let pool = &mut self.pool;
+        let mut one = |s: &mut Series| {
+            for data in &mut s.rrd.rra {
+                data.rows.share(pool);
+            }
+        };
+        match ids {
+            Some(ids) => {
+                for id in ids {
+                    if let Some(s) = self.by_id.get_mut(id) {
+                        one(s);
+                    }
+                }
+            }
+            None => self.by_id.values_mut().for_each(|s| one(s)),
+        }
+        self.pool.prune();
     }
 
     /// Seed every codec from its RRD and drop pending chunks (after a checkpoint, which holds

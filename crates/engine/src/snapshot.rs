@@ -19,17 +19,19 @@
 //! [`codec::record`]).
 
 use crate::series::Registry;
-use rrd::num::DNAN;
-use rrd::{Rows, RraData, Rrd};
 
-/// One series as it stood at the snapshot.
+/// One series as it stood at the snapshot: what its checkpoint image holds besides rows, as
+/// bytes (about 100 for gmetad's archives, where an `Rrd` head took 1 KB a series).
 pub struct SnapSeries {
     pub id: u64,
-    pub name: String,
-    /// The RRD without rows (each archive's `rows` has no rows; `cur_row` is kept).
-    pub head: Rrd,
+    pub name: std::sync::Arc<str>,
+    pub schema: std::sync::Arc<rrd::Schema>,
+    /// Schema and live state, as the checkpoint writes them ([`codec::rrdbin::head_bytes`]).
+    pub head: Box<[u8]>,
+    /// Each archive's `cur_row`.
+    pub cur_rows: Box<[u64]>,
     /// Rows each archive had written when the snapshot was taken ([`crate::series::Series::rows_written`]).
-    pub rows_written: Vec<u64>,
+    pub rows_written: Box<[u64]>,
 }
 
 /// The registry's state at a commit boundary.
@@ -52,8 +54,10 @@ impl Snapshot {
             .map(|(id, s)| SnapSeries {
                 id,
                 name: s.name.clone(),
-                head: head_of(&s.rrd),
-                rows_written: s.rows_written.clone(),
+                schema: s.rrd.schema.clone(),
+                head: codec::rrdbin::head_bytes(&s.rrd).into_boxed_slice(),
+                cur_rows: s.rrd.rra.iter().map(|r| r.cur_row).collect(),
+                rows_written: s.rows_written.as_slice().into(),
             })
             .collect();
         Snapshot {
@@ -62,24 +66,5 @@ impl Snapshot {
             next_id: reg.next_id,
             series,
         }
-    }
-}
-
-/// `rrd` without its rows.
-fn head_of(rrd: &Rrd) -> Rrd {
-    Rrd {
-        schema: rrd.schema.clone(),
-        last_up: rrd.last_up,
-        last_up_usec: rrd.last_up_usec,
-        pdp: rrd.pdp.clone(),
-        cdp: rrd.cdp.clone(),
-        rra: rrd
-            .rra
-            .iter()
-            .map(|r| RraData {
-                cur_row: r.cur_row,
-                rows: Rows::filled(0, r.rows.ds_cnt(), DNAN),
-            })
-            .collect(),
     }
 }

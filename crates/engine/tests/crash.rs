@@ -200,7 +200,7 @@ fn wrapping_workload(seed: u64) -> Vec<Op> {
             // A restore-sized RRD: its create entry spans 2-4 pages.
             let mut r = make_rrd(0);
             let rows = 500 + rng.below(1000);
-            r.schema.rra[0].row_cnt = rows;
+            std::sync::Arc::make_mut(&mut r.schema).rra[0].row_cnt = rows;
             let mut vals = vec![f64::NAN; rows as usize];
             for (i, v) in vals.iter_mut().enumerate().step_by(7) {
                 *v = i as f64 * 0.5;

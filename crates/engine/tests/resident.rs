@@ -210,3 +210,44 @@ fn stored_archive_rows_are_not_on_the_heap_and_read_back_exactly() {
         "heap {heap_long} of {full} bytes of rows"
     );
 }
+
+/// Series created together with one schema have equal chunk tables (their chunks sealed at
+/// the same times, stored in the same segments): one copy serves them all, so the tables'
+/// memory does not grow with the series count, after a checkpoint, after reopening, and
+/// after a commit that sealed chunks of every series.
+#[test]
+fn series_created_together_share_one_chunk_table() {
+    let few = TempDir::new("resident-share-few");
+    let many = TempDir::new("resident-share-many");
+    store_with_history(&few.0, 5, 1_000_000);
+    store_with_history(&many.0, 200, 1_000_000);
+    let a = Store::open(&few.0, opts()).unwrap();
+    let b = Store::open(&many.0, opts()).unwrap();
+    let (ha, hb) = (a.chunk_table_bytes(), b.chunk_table_bytes());
+    // A table of its own each would make `hb` 40 times `ha`.
+    assert!(hb < ha * 2, "5 series: {ha} bytes; 200 series: {hb} bytes");
+    drop(a);
+    drop(b);
+    // Written on and committed: every series seals a chunk, and shares its table again.
+    let mut st = Store::open(&many.0, opts()).unwrap();
+    let before = st.chunk_table_bytes();
+    let t0 = st.get("s0").unwrap().last_up;
+    for k in 1..=300i64 {
+        for i in 0..200 {
+            let s = rrd::Sample {
+                time: t0 + 15 * k,
+                usec: 0,
+                values: vec![format!("{}", (i * 7 + k) % 100)],
+            };
+            st.update(&format!("s{i}"), &s, &mut |_| {}).unwrap();
+        }
+    }
+    st.commit().unwrap();
+    let committed = st.chunk_table_bytes();
+    st.checkpoint().unwrap();
+    let after = st.chunk_table_bytes();
+    assert!(
+        committed < before * 3 && after < before * 3,
+        "{before} bytes before, {committed} committed, {after} after the checkpoint"
+    );
+}

@@ -109,7 +109,8 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
             step: step as u64,
             ds,
             rra: rra_defs,
-        },
+        }
+        .into(),
         last_up,
         last_up_usec: 0,
         pdp,

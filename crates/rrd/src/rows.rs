@@ -359,6 +359,26 @@ struct Source {
     archive: u32,
 }
 
+/// The chunk tables archives share ([`Rows::share`]).
+#[derive(Default)]
+pub struct SegPool(std::collections::HashSet<Arc<Vec<u32>>>);
+
+impl SegPool {
+    /// Forget the tables no archive uses any more.
+    pub fn prune(&mut self) {
+        self.0.retain(|t| Arc::strong_count(t) > 1);
+    }
+
+    /// Distinct tables held.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// `segs` entry of a chunk a checkpoint has "in the segments", not yet found.
 const UNPLACED: u32 = u32::MAX;
 
@@ -372,8 +392,9 @@ pub struct Rows {
     ds_cnt: usize,
     chunk_rows: usize,
     /// Per chunk: the segment that holds it (`1..UNPLACED`), or 0: it is in `other`, or
-    /// else every value is `fill`. The open chunk's entry is stale while it is open.
-    segs: Vec<u32>,
+    /// else every value is `fill`. The open chunk's entry is stale while it is open. Shared
+    /// (copied on write) with every archive whose table is the same ([`SegPool`]).
+    segs: Arc<Vec<u32>>,
     /// Chunks neither stored nor `fill`, by index, ascending (never `Chunk::Stored`).
     other: Vec<(u32, Chunk)>,
     fill: u64,
@@ -411,7 +432,7 @@ impl Rows {
             row_cnt,
             ds_cnt,
             chunk_rows,
-            segs: vec![0; row_cnt.div_ceil(chunk_rows)],
+            segs: Arc::new(vec![0; row_cnt.div_ceil(chunk_rows)]),
             other: Vec::new(),
             fill: crate::num::DNAN.to_bits(),
             open: None,
@@ -442,6 +463,34 @@ impl Rows {
         rows * self.ds_cnt
     }
 
+    /// Make chunk `c`'s table entry `seg`, copying the table first if it is shared.
+    fn set_seg(&mut self, c: usize, seg: u32) {
+        if self.segs[c] != seg {
+            Arc::make_mut(&mut self.segs)[c] = seg;
+        }
+    }
+
+    /// Share this archive's chunk table with the equal tables in `pool` (or add it there).
+    /// Series created together with one schema have their chunks sealed at the same times
+    /// and stored in the same segments: their tables are equal, and one copy serves them
+    /// all. A table changed since it was shared is a copy of its own until shared again.
+    pub fn share(&mut self, pool: &mut SegPool) {
+        if Arc::strong_count(&self.segs) > 1 {
+            return;
+        }
+        match pool.0.get(&self.segs) {
+            Some(t) => self.segs = t.clone(),
+            None => {
+                pool.0.insert(self.segs.clone());
+            }
+        }
+    }
+
+    /// Which chunk table these rows use (equal for rows sharing one) and its bytes.
+    pub fn table(&self) -> (usize, usize) {
+        (Arc::as_ptr(&self.segs) as usize, self.segs.capacity() * 4)
+    }
+
     /// Sealed chunk `c` as it stands (stale for the open chunk).
     fn chunk(&self, c: usize) -> Chunk {
         match self.segs[c] {
@@ -466,19 +515,19 @@ impl Rows {
         let at = self.other.binary_search_by_key(&(c as u32), |e| e.0);
         match ch {
             Chunk::Stored(seg) => {
-                self.segs[c] = seg;
+                self.set_seg(c, seg);
                 if let Ok(i) = at {
                     self.other.remove(i);
                 }
             }
             Chunk::Fill(b) if b == self.fill => {
-                self.segs[c] = 0;
+                self.set_seg(c, 0);
                 if let Ok(i) = at {
                     self.other.remove(i);
                 }
             }
             ch => {
-                self.segs[c] = 0;
+                self.set_seg(c, 0);
                 match at {
                     Ok(i) => self.other[i].1 = ch,
                     Err(i) => self.other.insert(i, (c as u32, ch)),
@@ -757,11 +806,13 @@ impl Rows {
         if self.other.is_empty() && self.open.is_none() {
             match fill {
                 None => {
-                    self.segs[c..end].fill(UNPLACED);
+                    Arc::make_mut(&mut self.segs)[c..end].fill(UNPLACED);
                     return Ok(());
                 }
                 Some(b) if b == self.fill => {
-                    self.segs[c..end].fill(0);
+                    if self.segs[c..end].iter().any(|&s| s != 0) {
+                        Arc::make_mut(&mut self.segs)[c..end].fill(0);
+                    }
                     return Ok(());
                 }
                 Some(_) => {}
@@ -859,9 +910,9 @@ impl Rows {
         if seg == 0 || seg == UNPLACED {
             return false;
         }
-        if let Some(s) = self.segs.get_mut(c).filter(|s| **s != 0) {
+        if self.segs.get(c).is_some_and(|&s| s != 0) {
             // Stored (or to be found): never in `other`, so the number is all there is.
-            *s = seg;
+            self.set_seg(c, seg);
             return true;
         }
         let ok = self.placeable(c);
@@ -967,7 +1018,7 @@ impl Rows {
         let open = self.open.as_ref().map_or(0, |o| o.vals.capacity() * 8);
         packed
             + open
-            + self.segs.capacity() * 4
+            + self.segs.capacity() * 4 / Arc::strong_count(&self.segs)
             + self.other.capacity() * std::mem::size_of::<(u32, Chunk)>()
     }
 }

@@ -302,7 +302,7 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
         off += n * 8;
     }
     Ok(Rrd {
-        schema: Schema { step, ds, rra },
+        schema: Schema { step, ds, rra }.into(),
         last_up,
         last_up_usec,
         pdp,

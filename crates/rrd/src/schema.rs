@@ -135,3 +135,121 @@ impl Schema {
             .map(|(i, _)| i)
     }
 }
+
+/// Schemas in use, by [`schema_hash`]: each held weakly, so a schema no RRD uses goes.
+type Pool = std::collections::HashMap<u64, Vec<std::sync::Weak<Schema>>>;
+
+static POOL: std::sync::Mutex<Option<(Pool, usize)>> = std::sync::Mutex::new(None);
+
+/// One shared copy of each schema: a store of a million series of one schema holds it once.
+/// Returns the copy already in use that is bit for bit the same as `s`, or `s` itself (then
+/// the copy others get).
+pub fn intern(s: &std::sync::Arc<Schema>) -> std::sync::Arc<Schema> {
+    use std::sync::Arc;
+    let h = schema_hash(s);
+    let mut g = POOL.lock().unwrap_or_else(|p| p.into_inner());
+    let (pool, sweep_at) = g.get_or_insert_with(|| (Pool::new(), 64));
+    let bucket = pool.entry(h).or_default();
+    bucket.retain(|w| w.strong_count() > 0);
+    for w in bucket.iter() {
+        if let Some(t) = w.upgrade() {
+            if Arc::ptr_eq(&t, s) || same(&t, s) {
+                return t;
+            }
+        }
+    }
+    bucket.push(Arc::downgrade(s));
+    if pool.len() >= *sweep_at {
+        pool.retain(|_, b| {
+            b.retain(|w| w.strong_count() > 0);
+            !b.is_empty()
+        });
+        *sweep_at = (pool.len() * 2).max(64);
+    }
+    s.clone()
+}
+
+/// A hash of every field, floats by their bits.
+fn schema_hash(s: &Schema) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.step.hash(&mut h);
+    for d in &s.ds {
+        (
+            &d.name,
+            d.kind,
+            d.heartbeat,
+            d.min.to_bits(),
+            d.max.to_bits(),
+            &d.rpn,
+        )
+            .hash(&mut h);
+    }
+    for r in &s.rra {
+        (r.cf, r.xff.to_bits(), r.pdp_cnt, r.row_cnt).hash(&mut h);
+    }
+    h.finish()
+}
+
+/// Equal bit for bit (NaN bounds included, which `==` would call different).
+fn same(a: &Schema, b: &Schema) -> bool {
+    a.step == b.step
+        && a.ds.len() == b.ds.len()
+        && a.rra.len() == b.rra.len()
+        && a.ds.iter().zip(&b.ds).all(|(x, y)| {
+            x.name == y.name
+                && x.kind == y.kind
+                && x.heartbeat == y.heartbeat
+                && x.min.to_bits() == y.min.to_bits()
+                && x.max.to_bits() == y.max.to_bits()
+                && x.rpn == y.rpn
+        })
+        && a.rra.iter().zip(&b.rra).all(|(x, y)| {
+            x.cf == y.cf
+                && x.xff.to_bits() == y.xff.to_bits()
+                && x.pdp_cnt == y.pdp_cnt
+                && x.row_cnt == y.row_cnt
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn schema(heartbeat: u64) -> Schema {
+        Schema {
+            step: 10,
+            ds: vec![DsDef {
+                name: "v".into(),
+                kind: DsType::Gauge,
+                heartbeat,
+                min: f64::NAN,
+                max: f64::NAN,
+                rpn: None,
+            }],
+            rra: vec![RraDef {
+                cf: Cf::Average,
+                xff: 0.5,
+                pdp_cnt: 1,
+                row_cnt: 100,
+            }],
+        }
+    }
+
+    #[test]
+    fn equal_schemas_share_one_copy_and_different_ones_do_not() {
+        let a = intern(&Arc::new(schema(20)));
+        let b = intern(&Arc::new(schema(20)));
+        assert!(Arc::ptr_eq(&a, &b), "NaN bounds compare by their bits");
+        let c = intern(&Arc::new(schema(21)));
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(c.ds[0].heartbeat, 21);
+        // Once nothing holds it, a schema is not kept: the next one is a copy of its own.
+        let weak = Arc::downgrade(&c);
+        drop(c);
+        assert_eq!(weak.strong_count(), 0);
+        let d = intern(&Arc::new(schema(21)));
+        assert_eq!(d.ds[0].heartbeat, 21);
+    }
+}

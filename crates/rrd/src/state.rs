@@ -7,6 +7,7 @@
 use crate::num::DNAN;
 use crate::rows::Rows;
 use crate::schema::Schema;
+use std::sync::Arc;
 
 /// Per-DS state of the primary data point being built (rrdtool's `pdp_prep`).
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +44,9 @@ pub struct RraData {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rrd {
-    pub schema: Schema,
+    /// Shared: series of one schema can hold one copy (a store interns them); changed
+    /// through `Arc::make_mut`.
+    pub schema: Arc<Schema>,
     /// Time of the last update, whole seconds.
     pub last_up: i64,
     /// Microseconds part of the last update time, 0..1_000_000.
@@ -61,7 +64,8 @@ impl Rrd {
     /// the first PDP and of the first row of each archive before `start` counted as unknown.
     /// Unknown is rrdtool's DNAN (sign bit set); primary and secondary values start at 0.0, as
     /// `rrdtool dump` of a fresh file shows. `cur_row` is 0 (rrdtool picks a random row).
-    pub fn new(schema: Schema, start: i64) -> Rrd {
+    pub fn new(schema: impl Into<Arc<Schema>>, start: i64) -> Rrd {
+        let schema: Arc<Schema> = schema.into();
         let step = schema.step as i64;
         let ds_cnt = schema.ds.len();
         let unkn_sec = start.rem_euclid(step);

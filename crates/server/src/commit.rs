@@ -13,6 +13,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// The least time between two returns of freed memory to the kernel (each walks the heap:
+/// a few milliseconds for 100 MB).
+const TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl Daemon {
     /// Count `bytes` more of queued values; at the limit, wake the committer (as the store
     /// commits on its own when its pending data reaches its size limit), so that the queues'
@@ -29,6 +33,7 @@ impl Daemon {
     /// reach their limit.
     pub fn committer(&self) -> ! {
         let mut due = Instant::now() + self.commit_interval;
+        let mut since_trim = Instant::now();
         loop {
             let mut woken = self.woken.lock().unwrap_or_else(|p| p.into_inner());
             while !*woken {
@@ -47,6 +52,10 @@ impl Daemon {
             // nothing pending writes nothing. A panic (a bug) must not end the thread
             // silently: the daemon stops accepting values it may not be able to commit.
             let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.commit_all()));
+            if since_trim.elapsed() >= TRIM_EVERY {
+                crate::sys::release_free_memory();
+                since_trim = Instant::now();
+            }
             match done {
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => crate::log(&format!("commit failed: {e}")),

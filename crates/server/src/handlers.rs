@@ -756,7 +756,7 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
     // The template's current definition, as a FLUSH before rrdtool's create would give.
     let template_schema = match &template {
         Some(src) => match ensure(d, &mut inner, src, false) {
-            Ok(true) => inner.store.get(&src.name).map(|r| r.schema.clone()),
+            Ok(true) => inner.store.get(&src.name).map(|r| (*r.schema).clone()),
             _ => None,
         },
         None => None,

@@ -119,11 +119,12 @@ impl EntryState {
 /// `rrd` without its archives: what `Rrd::apply` needs to decide an update's outcome.
 pub fn shadow_of(rrd: &Rrd) -> Rrd {
     Rrd {
-        schema: Schema {
+        // One copy for every series of a schema, as in the store.
+        schema: rrd::schema::intern(&Arc::new(Schema {
             step: rrd.schema.step,
             ds: rrd.schema.ds.clone(),
             rra: Vec::new(),
-        },
+        })),
         last_up: rrd.last_up,
         last_up_usec: rrd.last_up_usec,
         pdp: rrd.pdp.clone(),

@@ -323,6 +323,8 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
             dest.display()
         ));
     }
+    // The open's buffers (checkpoint, log replay) are freed: give their pages back.
+    sys::release_free_memory();
     let mut sockets = Vec::new();
     let mut bound = Vec::new();
     for l in &cfg.listen {

@@ -1,5 +1,5 @@
 //! The few POSIX calls std does not offer: fork into the background, signals by sigwait,
-//! pid files, socket group, dropping privileges.
+//! pid files, socket group, dropping privileges, giving freed memory back.
 
 use std::ffi::CString;
 use std::path::Path;
@@ -285,4 +285,15 @@ pub fn drop_privileges(ids: &Ids) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Give the heap's free pages back to the kernel. A commit frees the queues and buffers it
+/// drained all at once, in the middle of the heap, where the allocator keeps them: under
+/// the Ganglia load that was 35 MB of 180 at 26,000 series, resident for nothing.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own lists; any thread may call it.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }

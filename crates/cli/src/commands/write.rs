@@ -41,7 +41,7 @@ pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
                 let mut exists = |t: &str| store::normalize(t).is_ok_and(|n| st.get(&n).is_some());
                 let mut from_store = |t: &str| {
                     let name = store::normalize(t).ok()?;
-                    st.get(&name).map(|r| r.schema.clone())
+                    st.get(&name).map(|r| (*r.schema).clone())
                 };
                 match rrd::create::parse_create_with(args, ctx.now.0, &mut from_store, &mut exists)
                 {
