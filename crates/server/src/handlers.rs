@@ -315,7 +315,7 @@ fn queue(d: &Daemon) -> Response {
     let lines: Vec<String> = d
         .pending_series(&inner)
         .iter()
-        .filter(|(e, _)| !inner.suspended.contains(&e.name))
+        .filter(|(e, _)| !inner.suspended.contains(&*e.name))
         .map(|(e, n)| format!("{n} {}", d.abs_of(&e.name)))
         .collect();
     Response::lines("in queue.", &lines)

@@ -38,10 +38,11 @@ pub const PARTIAL: u8 = b'P';
 
 /// One series as ingest sees it.
 pub struct Entry {
-    /// Store name.
-    pub name: String,
+    /// Store name. The index and the connections' maps key the entry by this very copy
+    /// (or by `abs`): each name is held once, whatever the number of connections.
+    pub name: Arc<str>,
     /// The absolute name rrdcached prints for it.
-    pub abs: String,
+    pub abs: Arc<str>,
     state: Mutex<EntryState>,
 }
 
@@ -66,10 +67,22 @@ pub struct EntryState {
 }
 
 impl Entry {
+    /// `key` (a spelling that resolves to this entry) as a map key: the entry's own copy of
+    /// its name or absolute name when it is one of them.
+    pub fn key(&self, key: &str) -> Arc<str> {
+        if key == &*self.name {
+            self.name.clone()
+        } else if key == &*self.abs {
+            self.abs.clone()
+        } else {
+            key.into()
+        }
+    }
+
     pub fn new(t: &Target, rrd: &Rrd) -> Entry {
         Entry {
-            name: t.name.clone(),
-            abs: t.abs.clone(),
+            name: t.name.as_str().into(),
+            abs: t.abs.as_str().into(),
             state: Mutex::new(EntryState {
                 shadow: shadow_of(rrd),
                 queue: Queue::default(),
@@ -138,7 +151,7 @@ const SHARDS: usize = 16;
 /// Entries by store name, and by the absolute name clients send: a sharded map that
 /// connection threads read without the store lock.
 pub struct Index {
-    shards: Vec<RwLock<HashMap<Box<str>, Arc<Entry>>>>,
+    shards: Vec<RwLock<HashMap<Arc<str>, Arc<Entry>>>>,
     hasher: std::collections::hash_map::RandomState,
 }
 
@@ -152,7 +165,7 @@ impl Default for Index {
 }
 
 impl Index {
-    fn shard(&self, key: &str) -> &RwLock<HashMap<Box<str>, Arc<Entry>>> {
+    fn shard(&self, key: &str) -> &RwLock<HashMap<Arc<str>, Arc<Entry>>> {
         let mut h = self.hasher.build_hasher();
         h.write(key.as_bytes());
         &self.shards[(h.finish() >> 59) as usize % SHARDS]
@@ -180,7 +193,9 @@ impl Index {
     /// Add `e` under `key` (a name that resolves to `e`'s series).
     pub fn insert(&self, key: &str, e: &Arc<Entry>) {
         let mut g = self.shard(key).write().unwrap_or_else(|p| p.into_inner());
-        g.entry(key.into()).or_insert_with(|| e.clone());
+        if !g.contains_key(key) {
+            g.insert(e.key(key), e.clone());
+        }
     }
 }
 
@@ -204,7 +219,7 @@ pub fn entry_for(d: &Daemon, file: &str) -> Result<Arc<Entry>, Response> {
 /// Entries a connection has updated, by the file name it sent: looked up without any lock
 /// or shared counter. Valid for ever, since entries are never removed.
 pub struct Local {
-    map: HashMap<Box<str>, Arc<Entry>, BuildHasherDefault<Fx>>,
+    map: HashMap<Arc<str>, Arc<Entry>, BuildHasherDefault<Fx>>,
     /// Bytes queued and not yet counted by [`Daemon::queued`] (the connection counts once
     /// per read).
     pub queued: u64,
@@ -242,11 +257,11 @@ impl Local {
             return update(d, e, values, &mut self.queued, &mut self.scratch);
         }
         let e = entry_for(d, file)?;
-        if file == e.name || file == e.abs {
+        if file == &*e.name || file == &*e.abs {
             if self.map.len() >= LOCAL_MAX {
                 self.map.clear();
             }
-            self.map.insert(file.into(), e.clone());
+            self.map.insert(e.key(file), e.clone());
         }
         update(d, &e, values, &mut self.queued, &mut self.scratch)
     }
