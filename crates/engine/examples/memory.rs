@@ -4,6 +4,7 @@
 //! after a checkpoint and reopening, in a temp directory.
 //! `cargo run --release -p engine --example memory [-- N]` (default 10,000); with `GMETAD=1`,
 //! gmetad's archives instead (step 10 here; AVERAGE 1x5856, 4x20160, 40x52704); with
+//! `UPDATES=K`, K updates each instead of 30; with
 //! `SNAPSHOT=1`, a log ring so small that the commit takes the snapshot a lagged checkpoint
 //! is written from (held until then, as a daemon holds it half the time).
 
@@ -86,7 +87,11 @@ fn main() {
                 .expect("create");
         }
         report("created", base);
-        for k in 1..=30i64 {
+        let updates: i64 = std::env::var("UPDATES")
+            .ok()
+            .and_then(|u| u.parse().ok())
+            .unwrap_or(30);
+        for k in 1..=updates {
             for i in 0..n {
                 let name = format!("host{}/cpu-{i}/value.rrd", i / 100);
                 let s = Sample {
@@ -101,7 +106,7 @@ fn main() {
                 report(&format!("commit {k} ({} bytes)", c.bytes), base);
             }
         }
-        report("30 updates each", base);
+        report(&format!("{updates} updates each"), base);
         st.commit().expect("commit");
         report("committed", base);
         st.checkpoint().expect("checkpoint");

@@ -379,6 +379,9 @@ impl SegPool {
     }
 }
 
+/// Values an open chunk's buffer grows by at least when full (else by a quarter).
+const OPEN_GROWTH: usize = 4;
+
 /// `segs` entry of a chunk a checkpoint has "in the segments", not yet found.
 const UNPLACED: u32 = u32::MAX;
 
@@ -681,6 +684,13 @@ impl Rows {
         }
         let end = o.start + o.vals.len();
         if j == end {
+            if o.vals.len() == o.vals.capacity() {
+                // Grown by a quarter, not doubled: an open chunk is most of what a series
+                // holds in memory, and a doubled buffer is a quarter empty on average.
+                let room = self.chunk_len(c).saturating_sub(o.start + o.vals.len());
+                let grow = (o.vals.len() / 4).max(OPEN_GROWTH);
+                o.vals.reserve_exact(grow.min(room).max(1));
+            }
             o.vals.push(v);
         } else if j >= o.start && j < end {
             o.vals[j - o.start] = v;
