@@ -5,7 +5,8 @@
 //! in memory, 26,000 RRDs with gmetad's archives take 16 GB, and every update lands on cold
 //! memory. Here an archive is cut into chunks of whole rows (about [`CHUNK_VALUES`] values
 //! each). A chunk is one of: a single repeated bit pattern (a fresh archive's unknowns: no
-//! memory beyond its table entry), stored in a segment file (4 bytes: the segment's number;
+//! memory beyond its table entry), stored in a segment file (4 bytes of a table shared by the
+//! archives whose chunks sit in the same segments, [`SegPool`]: the segment's number;
 //! the bytes are read through the page cache via the store's [`ChunkSource`] when a read
 //! needs them), or its values packed by [`encode_values`] on the heap (sealed since the last
 //! checkpoint stored chunks; docs/FORMAT.md, "Archive rows"). Rows are written one after
