@@ -332,13 +332,16 @@ impl Store {
         self.reg.is_empty()
     }
 
-    /// Bytes of the heap that archive rows take, over every series (`rrd::Rows::heap_bytes`):
-    /// sealed chunks read from segment files are in the page cache, not here.
+    /// Bytes of the heap that archive rows take, over every series (`rrd::Rows::heap_bytes`,
+    /// and each distinct chunk table once): sealed chunks read from segment files are in the
+    /// page cache, not here.
     pub fn archive_heap_bytes(&self) -> usize {
-        self.reg
+        let own: usize = self
+            .reg
             .iter()
             .map(|(_, s)| s.rrd.rra.iter().map(|r| r.rows.heap_bytes()).sum::<usize>())
-            .sum()
+            .sum();
+        own + self.chunk_table_bytes()
     }
 
     /// Bytes of the archives' chunk tables, each shared table once: series created together

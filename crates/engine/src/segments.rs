@@ -562,15 +562,27 @@ impl Segments {
             };
             let all: &[u8] = (*m).as_ref();
             let view = SegView::open(all, id).map_err(|e| self.err(id, &e))?;
-            // Keys are sorted: one lookup for each run of one series' archive.
-            let mut run: Option<((u64, u32), Option<&mut rrd::Rows>)> = None;
-            for ord in 0..view.len() {
+            // Keys are sorted: one lookup, and one placement, for each run of one series'
+            // archive; archives that share a table and get the same chunks placed share the
+            // result.
+            let mut memo = rrd::rows::PlaceMemo::default();
+            let mut cs: Vec<u32> = Vec::new();
+            let mut ord = 0;
+            while ord < view.len() {
                 let (series, a, c) = view.key(ord);
-                if run.as_ref().is_none_or(|r| r.0 != (series, a)) {
-                    run = Some(((series, a), rows_of(reg, series, a)));
+                cs.clear();
+                cs.push(c);
+                ord += 1;
+                while ord < view.len() {
+                    let (s2, a2, c2) = view.key(ord);
+                    if (s2, a2) != (series, a) {
+                        break;
+                    }
+                    cs.push(c2);
+                    ord += 1;
                 }
-                if let Some((_, Some(rows))) = run.as_mut() {
-                    rows.place(c as usize, id32);
+                if let Some(rows) = rows_of(reg, series, a) {
+                    rows.place_many(&cs, id32, &mut memo);
                 }
             }
             m.release();

@@ -108,7 +108,8 @@ impl Registry {
         self.by_id.is_empty()
     }
 
-    /// Insert a series under `id` (replaying a log entry or creating a new one).
+    /// Insert a series under `id` (replaying a log entry, loading a checkpoint, or creating
+    /// a new one), its chunk table shared.
     pub fn insert(&mut self, id: u64, name: String, mut rrd: Rrd) {
         if let Some(src) = &self.src {
             for (a, data) in rrd.rra.iter_mut().enumerate() {

@@ -360,9 +360,50 @@ struct Source {
     archive: u32,
 }
 
+/// Placements already made to shared tables ([`Rows::place_many`]): (table, segment,
+/// chunks) -> the table before and after.
+#[derive(Default)]
+pub struct PlaceMemo(TableMemo);
+
+type TableMemo = std::collections::HashMap<
+    (usize, u32, Vec<u32>),
+    (Arc<Vec<u32>>, Arc<Vec<u32>>),
+    std::hash::BuildHasherDefault<TableHasher>,
+>;
+
 /// The chunk tables archives share ([`Rows::share`]).
 #[derive(Default)]
-pub struct SegPool(std::collections::HashSet<Arc<Vec<u32>>>);
+pub struct SegPool(
+    std::collections::HashSet<Arc<Vec<u32>>, std::hash::BuildHasherDefault<TableHasher>>,
+);
+
+/// A fast hash of a table's bytes (8 at a time, the FxHash step): a store's open shares
+/// every archive's table, and SipHash was a tenth of it. Tables are the store's own
+/// numbers, not input an attacker chooses.
+#[derive(Default)]
+pub struct TableHasher(u64);
+
+impl std::hash::Hasher for TableHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut step = |w: u64| {
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+        };
+        let mut it = bytes.chunks_exact(8);
+        for c in &mut it {
+            step(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+        }
+        let rest = it.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            step(u64::from_le_bytes(w));
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 impl SegPool {
     /// Forget the tables no archive uses any more.
@@ -933,6 +974,37 @@ impl Rows {
         ok
     }
 
+    /// [`Rows::place`] for chunks `cs` (ascending) of one segment at once. A shared table is
+    /// not copied for each archive that shares it: the first one's result is remembered in
+    /// `memo` and given to the others, so tables stay shared through a store's open.
+    pub fn place_many(&mut self, cs: &[u32], seg: u32, memo: &mut PlaceMemo) {
+        let direct = seg != 0
+            && seg != UNPLACED
+            && Arc::strong_count(&self.segs) > 1
+            && cs
+                .iter()
+                .all(|&c| self.segs.get(c as usize).is_some_and(|&s| s != 0));
+        if !direct {
+            for &c in cs {
+                self.place(c as usize, seg);
+            }
+            return;
+        }
+        let key = (Arc::as_ptr(&self.segs) as usize, seg, cs.to_vec());
+        if let Some((_, new)) = memo.0.get(&key) {
+            self.segs = new.clone();
+            return;
+        }
+        let mut t = (*self.segs).clone();
+        for &c in cs {
+            t[c as usize] = seg;
+        }
+        let new = Arc::new(t);
+        let old = std::mem::replace(&mut self.segs, new.clone());
+        // The old table is kept alive with its result, so that its address names it.
+        memo.0.insert(key, (old, new));
+    }
+
     /// Like [`Rows::place`] for a chunk of an old (version 1) segment, held in its mapping.
     pub fn place_shared(
         &mut self,
@@ -1012,7 +1084,8 @@ impl Rows {
         }
     }
 
-    /// Bytes of memory the rows take (the chunk table, heap chunks, the open chunk).
+    /// Bytes of memory the rows take of their own: heap chunks, the open chunk (not the
+    /// chunk table, which may be shared: [`Rows::table`]).
     pub fn heap_bytes(&self) -> usize {
         let packed: usize = self
             .other
@@ -1027,10 +1100,7 @@ impl Rows {
             })
             .sum();
         let open = self.open.as_ref().map_or(0, |o| o.vals.capacity() * 8);
-        packed
-            + open
-            + self.segs.capacity() * 4 / Arc::strong_count(&self.segs)
-            + self.other.capacity() * std::mem::size_of::<(u32, Chunk)>()
+        packed + open + self.other.capacity() * std::mem::size_of::<(u32, Chunk)>()
     }
 }
 
@@ -1361,9 +1431,10 @@ mod tests {
         assert_eq!(bits(&r.to_vec()), bits(&vals));
         assert_eq!(
             r.heap_bytes(),
-            4 * 4,
-            "a stored chunk is its segment number"
+            0,
+            "a stored chunk is only its segment number"
         );
+        assert_eq!(r.table().1, 4 * 4, "in the chunk table");
         let mut used = Vec::new();
         r.segments_used(&mut used);
         assert_eq!(used, vec![7; 4]);
@@ -1378,7 +1449,7 @@ mod tests {
             panic!("a new version is on the heap");
         };
         let p = p.clone();
-        assert!(r.heap_bytes() > 4 * 4);
+        assert!(r.heap_bytes() > 0);
         r.settle(1, &p, 8);
         assert!(matches!(r.keep(1, Fresh::NONE), Keep::Stored(8)));
         // A copy shares the stored chunks; adopted by another store it reads them first.
@@ -1390,6 +1461,47 @@ mod tests {
         // Segment 8 is not in the source: the chunk reads as unknown, never as other bytes.
         assert!(r.get(300).is_nan() && r.get(256).is_nan());
         assert_eq!(r.get(0).to_bits(), vals[0].to_bits());
+    }
+
+    /// Archives that share a table and get the same chunks placed share the result; others
+    /// get their own; every value reads back from the segment placed.
+    #[test]
+    fn placing_shared_tables_keeps_them_shared() {
+        let vals = mixed_values(1000, 9);
+        let mut packed = std::collections::HashMap::new();
+        for c in 0..4u32 {
+            let mut b = Vec::new();
+            let c0 = c as usize * 256;
+            encode_values(&vals[c0..(c0 + 256).min(1000)], &mut b);
+            packed.insert((7, c), b);
+        }
+        let src: Arc<dyn ChunkSource> = Arc::new(Src(packed));
+        let mut pool = SegPool::default();
+        let mut rows: Vec<Rows> = (0..3)
+            .map(|_| {
+                let parts = (0..4).map(|_| Part::InSegments).collect();
+                let mut r = Rows::from_parts(1000, 1, parts).unwrap();
+                r.adopt(&src, 1, 0);
+                r.share(&mut pool);
+                r
+            })
+            .collect();
+        assert_eq!(rows[0].table().0, rows[2].table().0, "shared before");
+        let mut memo = PlaceMemo::default();
+        for r in &mut rows[..2] {
+            r.place_many(&[0, 1, 2, 3], 7, &mut memo);
+        }
+        rows[2].place_many(&[0, 1], 7, &mut memo);
+        assert_eq!(
+            rows[0].table().0,
+            rows[1].table().0,
+            "the same placement, one table"
+        );
+        assert_ne!(rows[0].table().0, rows[2].table().0);
+        assert_eq!(rows[0].unplaced(), None);
+        assert_eq!(rows[2].unplaced(), Some(2));
+        assert_eq!(bits(&rows[1].to_vec()), bits(&vals));
+        assert_eq!(bits(&rows[2].to_vec()[..512]), bits(&vals[..512]));
     }
 
     #[test]
