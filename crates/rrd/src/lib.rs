@@ -12,6 +12,7 @@ pub mod dump;
 pub mod error;
 pub mod fetch;
 pub mod fmt;
+pub mod fx;
 pub mod info;
 pub mod num;
 pub mod parsetime;

@@ -368,42 +368,15 @@ pub struct PlaceMemo(TableMemo);
 type TableMemo = std::collections::HashMap<
     (usize, u32, Vec<u32>),
     (Arc<Vec<u32>>, Arc<Vec<u32>>),
-    std::hash::BuildHasherDefault<TableHasher>,
+    std::hash::BuildHasherDefault<crate::fx::Fx>,
 >;
 
-/// The chunk tables archives share ([`Rows::share`]).
+/// The chunk tables archives share ([`Rows::share`]), hashed by [`crate::fx::Fx`] (SipHash
+/// was a tenth of a store's open; tables are the store's own numbers, not chosen input).
 #[derive(Default)]
 pub struct SegPool(
-    std::collections::HashSet<Arc<Vec<u32>>, std::hash::BuildHasherDefault<TableHasher>>,
+    std::collections::HashSet<Arc<Vec<u32>>, std::hash::BuildHasherDefault<crate::fx::Fx>>,
 );
-
-/// A fast hash of a table's bytes (8 at a time, the FxHash step): a store's open shares
-/// every archive's table, and SipHash was a tenth of it. Tables are the store's own
-/// numbers, not input an attacker chooses.
-#[derive(Default)]
-pub struct TableHasher(u64);
-
-impl std::hash::Hasher for TableHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut step = |w: u64| {
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
-        };
-        let mut it = bytes.chunks_exact(8);
-        for c in &mut it {
-            step(u64::from_le_bytes(c.try_into().unwrap_or_default()));
-        }
-        let rest = it.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            step(u64::from_le_bytes(w));
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
 
 impl SegPool {
     /// Forget the tables no archive uses any more.

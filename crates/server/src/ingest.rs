@@ -219,7 +219,9 @@ pub fn entry_for(d: &Daemon, file: &str) -> Result<Arc<Entry>, Response> {
 /// Entries a connection has updated, by the file name it sent: looked up without any lock
 /// or shared counter. Valid for ever, since entries are never removed.
 pub struct Local {
-    map: HashMap<Arc<str>, Arc<Entry>, BuildHasherDefault<Fx>>,
+    /// Hashed by [`rrd::fx::Fx`]: a client that chose names to collide would only slow
+    /// itself down, and only with names of existing series.
+    map: HashMap<Arc<str>, Arc<Entry>, BuildHasherDefault<rrd::fx::Fx>>,
     /// Bytes queued and not yet counted by [`Daemon::queued`] (the connection counts once
     /// per read).
     pub queued: u64,
@@ -264,26 +266,6 @@ impl Local {
             self.map.insert(e.key(file), e.clone());
         }
         update(d, &e, values, &mut self.queued, &mut self.scratch)
-    }
-}
-
-/// A fast hash for a connection's own names (the FxHash step): a client that chose names
-/// to collide would only slow itself down, and only with names of existing series.
-#[derive(Default)]
-pub struct Fx(u64);
-
-impl Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..c.len()].copy_from_slice(c);
-            self.0 =
-                (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 
