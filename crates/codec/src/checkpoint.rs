@@ -1,22 +1,36 @@
-//! The bytes of a checkpoint file: every series' full image, and the log position it covers.
+//! The bytes of a checkpoint file: every series' image, and the log position it covers.
 //!
 //! ```text
 //! 0  magic "RINGCKP1"  8 version u32  12 flags u32 (0)  16 generation u64
 //! 24 log_lsn u64 (replay the log from here)   32 log_seq u64 (seq of the record at log_lsn)
 //! 40 payload_len u64   48 payload_crc u32   52 header_crc u32 over bytes 0..52
-//! 56 payload = next_id varint, complete_lsn varint, series_count varint,
-//!              per series: id varint, name (varint len, UTF-8), image (varint len; version 3:
-//!              chunked RRD image, version 2: RRD image),
-//!              (version 3) segment_count varint, segment ids (varint deltas, ascending)
+//! 56 payload (version 4):
+//!    frames: per series  len u32, crc u32 (CRC32C of the body), body = id varint, name str,
+//!            chunked image ([`crate::rrdbin::encode_rrd_chunked_v4`])
+//!    index:  pages of 4096 bytes: up to 255 entries (name hash u64, frame offset u64 from
+//!            the payload's start) sorted by hash then offset, zeros, count u32 at 4088,
+//!            CRC32C of bytes 0..4092 at 4092
+//!    meta:   next_id, complete_lsn, series_count, frames_len, page_count (varints), each
+//!            page's first hash (u64), segment_count and ids (varint deltas, ascending),
+//!            table_count and chunk tables (len varint, then runs: count varint, segment
+//!            varint; 0 = not stored)
+//!    meta_len u32 (last 4 bytes); payload_crc is CRC32C of meta and meta_len
 //! ```
 //!
-//! Version 3 stores archive rows by chunk ([`crate::rrdbin::encode_rrd_chunked`]): a chunk
-//! sealed and stored in a segment file ([`crate::segment`]) costs nothing more here, so each
-//! row is written about once. Version 2 (every row in the image) is still read.
+//! Version 4 is laid out so that a reader of one series (the CLI on its own) reads the
+//! header, the meta at the payload's end, one or two index pages and that series' frame,
+//! each checked by its own CRC, not the whole file; opening a whole store reads and checks
+//! everything (every frame, every page, and that the index names exactly the frames). The
+//! chunk tables name the segment of each stored chunk, so an open needs no segment's keys;
+//! archives whose chunks were stored together (series created together) name one table.
 //!
-//! Two checkpoint files alternate; the valid one (both CRCs pass) with the higher generation
-//! wins. Bytes past `56 + payload_len` are leftovers of an older, longer checkpoint and mean
-//! nothing.
+//! Version 3 (still read): `next_id varint, complete_lsn varint, series_count varint`, per
+//! series `id varint, name str, image bytes` ([`crate::rrdbin::encode_rrd_chunked`], chunks
+//! "in the segments" without saying which), then the segment list; `payload_crc` covers the
+//! whole payload. Version 2 (still read): the same with every row in each image.
+//!
+//! Two checkpoint files alternate; the valid one with the higher generation wins. Bytes past
+//! `56 + payload_len` are leftovers of an older, longer checkpoint and mean nothing.
 //!
 //! A checkpoint may be *lagged*: it holds the state as of `log_lsn`, written later when the
 //! log had reached `complete_lsn`, and archive rows that replaying the log from `log_lsn` to
@@ -26,13 +40,18 @@
 use crate::bytes::{ByteReader, ByteWriter, DecodeError, ReadAt, WindowReader};
 use crate::crc32c::{crc32c, Crc32c};
 use crate::rrdbin::{
-    decode_rrd, decode_rrd_chunked, encode_head_chunked, encode_rrd_chunked, ChunkEntry,
+    decode_rrd, decode_rrd_chunked, encode_head_chunked, encode_rrd_chunked_v4, head_bytes,
+    ChunkEntry,
 };
 use rrd::rows::Keep;
 use rrd::Rrd;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 pub const CK_MAGIC: [u8; 8] = *b"RINGCKP1";
-pub const CK_VERSION: u32 = 3;
+pub const CK_VERSION: u32 = 4;
+/// The version before: one checksum over the payload, stored chunks found by their keys.
+pub const CK_VERSION_V3: u32 = 3;
 /// The older version still read: every archive row in each image.
 pub const CK_VERSION_FULL_IMAGES: u32 = 2;
 pub const CK_MAGIC_OFFSET: usize = 0;
@@ -45,6 +64,25 @@ pub const CK_PAYLOAD_LEN_OFFSET: usize = CK_LOG_SEQ_OFFSET + size_of::<u64>();
 pub const CK_PAYLOAD_CRC_OFFSET: usize = CK_PAYLOAD_LEN_OFFSET + size_of::<u64>();
 pub const CK_HEADER_CRC_OFFSET: usize = CK_PAYLOAD_CRC_OFFSET + size_of::<u32>();
 pub const CK_HEADER_LEN: usize = CK_HEADER_CRC_OFFSET + size_of::<u32>();
+/// Bytes of an index page (version 4).
+pub const CK_PAGE: usize = 4096;
+/// Entries an index page holds.
+pub const CK_PAGE_ENTRIES: usize = 255;
+const PAGE_COUNT_AT: usize = CK_PAGE - 8;
+const PAGE_CRC_AT: usize = CK_PAGE - 4;
+const FRAME_HEAD: usize = 8;
+/// Chunks an archive can have (2^31 values, at least 256 a chunk).
+const MAX_TABLE: u64 = 1 << 23;
+
+/// The hash the index sorts names by: 64-bit FNV-1a of the name's UTF-8 bytes.
+pub fn name_hash(name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in name.as_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
 
 /// The header fields of a checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +100,8 @@ pub struct CheckpointHeader {
 pub struct SeriesImage {
     pub id: u64,
     pub name: String,
-    /// The whole RRD; version 3: chunks "in the segments" are placeholders to find there
+    /// The whole RRD; version 4: stored chunks name their segment (the shared chunk table);
+    /// version 3: chunks "in the segments" are placeholders to find there
     /// ([`rrd::Rows::place`]).
     pub rrd: Rrd,
 }
@@ -73,9 +112,12 @@ pub struct CheckpointState {
     pub next_id: u64,
     /// Replay must reach this log position before the state is whole (see the module doc).
     pub complete_lsn: u64,
-    /// Segment files the images draw on, ascending (version 3).
+    /// Segment files the images draw on, ascending (versions 3 and 4).
     pub segments: Vec<u64>,
     pub series: Vec<SeriesImage>,
+    /// Whether stored chunks name their segments (version 4); else they are to be found by
+    /// their keys.
+    pub tables: bool,
 }
 
 /// A whole checkpoint file's bytes, from borrowed series (a plain checkpoint: complete at
@@ -101,7 +143,17 @@ pub struct CheckpointWriter {
     generation: u64,
     log_lsn: u64,
     log_seq: u64,
+    next_id: u64,
+    complete_lsn: u64,
+    count: usize,
     left: usize,
+    version: u32,
+    /// (name hash, frame offset) of each series written.
+    index: Vec<(u64, u64)>,
+    tables: Vec<Vec<u32>>,
+    table_ids: HashMap<Vec<u32>, u64, std::hash::BuildHasherDefault<rrd::fx::Fx>>,
+    scratch: Vec<u32>,
+    refs: Vec<u64>,
 }
 
 impl CheckpointWriter {
@@ -118,17 +170,34 @@ impl CheckpointWriter {
         debug_assert!(complete_lsn >= log_lsn);
         let mut w = ByteWriter::new();
         w.raw(&[0; CK_HEADER_LEN]);
-        w.varint(next_id);
-        w.varint(complete_lsn);
-        w.varint(count as u64);
         CheckpointWriter {
             w,
             img: ByteWriter::new(),
             generation,
             log_lsn,
             log_seq,
+            next_id,
+            complete_lsn,
+            count,
             left: count,
+            version: CK_VERSION,
+            index: Vec::with_capacity(count),
+            tables: Vec::new(),
+            table_ids: HashMap::default(),
+            scratch: Vec::new(),
+            refs: Vec::new(),
         }
+    }
+
+    /// Write version 3 instead (what stores made before version 4 hold; for tests that such
+    /// stores still open). Call before adding any series.
+    pub fn version_3(mut self) -> Self {
+        debug_assert_eq!(self.left, self.count, "before any series");
+        self.version = CK_VERSION_V3;
+        self.w.varint(self.next_id);
+        self.w.varint(self.complete_lsn);
+        self.w.varint(self.count as u64);
+        self
     }
 
     /// Add one series with every archive row in the image (exactly `count` calls of this
@@ -162,13 +231,8 @@ impl CheckpointWriter {
     /// Add one series: its head from `rrd`, its rows as `chunks` say (per archive, one
     /// entry per chunk).
     pub fn series_chunked(&mut self, id: u64, name: &str, rrd: &Rrd, chunks: &[Vec<ChunkEntry>]) {
-        debug_assert!(self.left > 0, "more series than announced");
-        self.left = self.left.saturating_sub(1);
-        self.w.varint(id);
-        self.w.str(name);
-        self.img.buf.clear();
-        encode_rrd_chunked(&mut self.img, rrd, chunks);
-        self.w.bytes(&self.img.buf);
+        let cur: Vec<u64> = rrd.rra.iter().map(|r| r.cur_row).collect();
+        self.series_head_chunked(id, name, &head_bytes(rrd), &cur, chunks);
     }
 
     /// [`CheckpointWriter::series_chunked`] for a series kept as a snapshot keeps it: the
@@ -183,29 +247,123 @@ impl CheckpointWriter {
     ) {
         debug_assert!(self.left > 0, "more series than announced");
         self.left = self.left.saturating_sub(1);
+        self.img.buf.clear();
+        if self.version == CK_VERSION_V3 {
+            self.w.varint(id);
+            self.w.str(name);
+            encode_head_chunked(&mut self.img, head, cur_rows, chunks);
+            self.w.bytes(&self.img.buf);
+            return;
+        }
+        let mut refs = std::mem::take(&mut self.refs);
+        refs.clear();
+        refs.extend(chunks.iter().map(|list| self.table_ref(list)));
+        encode_rrd_chunked_v4(&mut self.img, head, cur_rows, chunks, &refs);
+        self.refs = refs;
+        let start = self.w.buf.len();
+        self.index
+            .push((name_hash(name), (start - CK_HEADER_LEN) as u64));
+        self.w.raw(&[0; FRAME_HEAD]);
         self.w.varint(id);
         self.w.str(name);
-        self.img.buf.clear();
-        encode_head_chunked(&mut self.img, head, cur_rows, chunks);
-        self.w.bytes(&self.img.buf);
+        self.w.raw(&self.img.buf);
+        let body = &self.w.buf[start + FRAME_HEAD..];
+        let len = u32::try_from(body.len()).expect("a series image under 4 GiB");
+        let crc = crc32c(body);
+        self.w.buf[start..start + 4].copy_from_slice(&len.to_le_bytes());
+        self.w.buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    /// The chunk table of one archive's entries (0: none stored; `k`: table `k - 1`), each
+    /// distinct table kept once.
+    fn table_ref(&mut self, list: &[ChunkEntry]) -> u64 {
+        self.scratch.clear();
+        let mut any = false;
+        for e in list {
+            self.scratch.push(match e {
+                ChunkEntry::Stored(seg) => {
+                    any = true;
+                    *seg
+                }
+                _ => 0,
+            });
+        }
+        if !any {
+            return 0;
+        }
+        if let Some(&k) = self.table_ids.get(self.scratch.as_slice()) {
+            return k;
+        }
+        self.tables.push(self.scratch.clone());
+        let k = self.tables.len() as u64;
+        self.table_ids.insert(self.scratch.clone(), k);
+        k
     }
 
     /// The file's bytes: header, then payload, naming the segments the images draw on
     /// (ascending).
     pub fn finish(mut self, segments: &[u64]) -> Vec<u8> {
         debug_assert_eq!(self.left, 0, "fewer series than announced");
-        self.w.varint(segments.len() as u64);
-        let mut prev = 0;
-        for &id in segments {
-            debug_assert!(id > prev, "segment ids ascending");
-            self.w.varint(id.wrapping_sub(prev));
-            prev = id;
-        }
+        let put_segments = |w: &mut ByteWriter| {
+            w.varint(segments.len() as u64);
+            let mut prev = 0;
+            for &id in segments {
+                debug_assert!(id > prev, "segment ids ascending");
+                w.varint(id.wrapping_sub(prev));
+                prev = id;
+            }
+        };
+        let payload_crc = if self.version == CK_VERSION_V3 {
+            put_segments(&mut self.w);
+            crc32c(&self.w.buf[CK_HEADER_LEN..])
+        } else {
+            let frames_len = (self.w.buf.len() - CK_HEADER_LEN) as u64;
+            self.index.sort_unstable();
+            let pages = self.index.chunks(CK_PAGE_ENTRIES);
+            let page_count = pages.len();
+            let mut page = vec![0u8; CK_PAGE];
+            for list in pages {
+                page.fill(0);
+                for (i, (h, off)) in list.iter().enumerate() {
+                    page[i * 16..i * 16 + 8].copy_from_slice(&h.to_le_bytes());
+                    page[i * 16 + 8..i * 16 + 16].copy_from_slice(&off.to_le_bytes());
+                }
+                page[PAGE_COUNT_AT..PAGE_CRC_AT]
+                    .copy_from_slice(&(list.len() as u32).to_le_bytes());
+                let crc = crc32c(&page[..PAGE_CRC_AT]);
+                page[PAGE_CRC_AT..].copy_from_slice(&crc.to_le_bytes());
+                self.w.raw(&page);
+            }
+            let meta_at = self.w.buf.len();
+            let m = &mut self.w;
+            m.varint(self.next_id);
+            m.varint(self.complete_lsn);
+            m.varint(self.count as u64);
+            m.varint(frames_len);
+            m.varint(page_count as u64);
+            for list in self.index.chunks(CK_PAGE_ENTRIES) {
+                m.u64(list[0].0);
+            }
+            put_segments(m);
+            m.varint(self.tables.len() as u64);
+            for t in &self.tables {
+                m.varint(t.len() as u64);
+                let mut i = 0;
+                while i < t.len() {
+                    let n = t[i..].iter().take_while(|&&s| s == t[i]).count();
+                    m.varint(n as u64);
+                    m.varint(u64::from(t[i]));
+                    i += n;
+                }
+            }
+            let meta_len = (m.buf.len() - meta_at) as u32;
+            m.u32(meta_len);
+            crc32c(&m.buf[meta_at..])
+        };
         let mut b = self.w.buf;
         let payload_len = (b.len() - CK_HEADER_LEN) as u64;
-        let payload_crc = crc32c(&b[CK_HEADER_LEN..]);
         b[CK_MAGIC_OFFSET..CK_VERSION_OFFSET].copy_from_slice(&CK_MAGIC);
-        b[CK_VERSION_OFFSET..CK_FLAGS_OFFSET].copy_from_slice(&CK_VERSION.to_le_bytes());
+        b[CK_VERSION_OFFSET..CK_FLAGS_OFFSET].copy_from_slice(&self.version.to_le_bytes());
         b[CK_FLAGS_OFFSET..CK_GENERATION_OFFSET].copy_from_slice(&0u32.to_le_bytes());
         b[CK_GENERATION_OFFSET..CK_LOG_LSN_OFFSET].copy_from_slice(&self.generation.to_le_bytes());
         b[CK_LOG_LSN_OFFSET..CK_LOG_SEQ_OFFSET].copy_from_slice(&self.log_lsn.to_le_bytes());
@@ -241,7 +399,7 @@ pub fn decode_checkpoint_header(b: &[u8]) -> Result<CheckpointHeader, DecodeErro
             "checkpoint header checksum mismatch",
         ));
     }
-    if !(version == CK_VERSION || version == CK_VERSION_FULL_IMAGES) || flags != 0 {
+    if !(CK_VERSION_FULL_IMAGES..=CK_VERSION).contains(&version) || flags != 0 {
         return Err(DecodeError::new(
             CK_VERSION_OFFSET,
             "unsupported checkpoint version",
@@ -257,7 +415,7 @@ pub fn decode_checkpoint_header(b: &[u8]) -> Result<CheckpointHeader, DecodeErro
     })
 }
 
-/// Check the payload's CRC and decode it. `payload` is exactly `payload_len` bytes.
+/// Check the payload and decode it. `payload` is exactly `payload_len` bytes.
 pub fn decode_checkpoint_payload(
     h: &CheckpointHeader,
     payload: &[u8],
@@ -265,23 +423,16 @@ pub fn decode_checkpoint_payload(
     decode_checkpoint_payload_of(h, payload, None)
 }
 
-/// [`decode_checkpoint_payload`] keeping only the series whose names `keep` accepts (the
-/// others are checked by the payload's checksum, then skipped without decoding).
+/// [`decode_checkpoint_payload`] keeping only the series named in `only` (if given).
 pub fn decode_checkpoint_payload_of(
     h: &CheckpointHeader,
     payload: &[u8],
-    keep: Option<&dyn Fn(&str) -> bool>,
+    only: Option<&[String]>,
 ) -> Result<CheckpointState, DecodeError> {
     if payload.len() as u64 != h.payload_len {
         return Err(DecodeError::new(
             CK_HEADER_LEN,
             "checkpoint payload truncated",
-        ));
-    }
-    if crc32c(payload) != h.payload_crc {
-        return Err(DecodeError::new(
-            CK_HEADER_LEN,
-            "checkpoint payload checksum mismatch",
         ));
     }
     let mut src = |off: u64, b: &mut [u8]| -> Result<usize, String> {
@@ -290,19 +441,28 @@ pub fn decode_checkpoint_payload_of(
         b[..n].copy_from_slice(&from[..n]);
         Ok(n)
     };
+    if h.version >= CK_VERSION {
+        return decode_v4(h, &mut src, only);
+    }
+    if crc32c(payload) != h.payload_crc {
+        return Err(checksum_mismatch());
+    }
     let mut r = WindowReader::new(h.payload_len, 1 << 20, &mut src);
-    decode_payload(h, &mut r, keep)
+    decode_payload(h, &mut r, only)
 }
 
-/// [`decode_checkpoint_payload_of`] for a payload read a window at a time (`read(off, buf)`
-/// fills `buf` from byte `off` of the payload): memory for one window and the series kept,
-/// not the whole payload. The checksum is checked in a first pass, before anything is
-/// decoded.
+/// [`decode_checkpoint_payload_of`] for a payload read by position (`read(off, buf)` fills
+/// `buf` from byte `off` of the payload). Version 4 with `only`: the meta, the index pages
+/// and the frames of those series, nothing else. Older versions: memory for one window and
+/// the series kept, the checksum checked in a first pass over the whole payload.
 pub fn decode_checkpoint_payload_read(
     h: &CheckpointHeader,
     read: &mut ReadAt<'_>,
-    keep: Option<&dyn Fn(&str) -> bool>,
+    only: Option<&[String]>,
 ) -> Result<CheckpointState, DecodeError> {
+    if h.version >= CK_VERSION {
+        return decode_v4(h, read, only);
+    }
     const WINDOW: usize = 1 << 20;
     let truncated = || DecodeError::new(CK_HEADER_LEN, "checkpoint payload truncated");
     let mut crc = Crc32c::new();
@@ -319,21 +479,316 @@ pub fn decode_checkpoint_payload_read(
     }
     drop(buf);
     if crc.finish() != h.payload_crc {
-        return Err(DecodeError::new(
-            CK_HEADER_LEN,
-            "checkpoint payload checksum mismatch",
-        ));
+        return Err(checksum_mismatch());
     }
     let mut r = WindowReader::new(h.payload_len, WINDOW, read);
-    decode_payload(h, &mut r, keep)
+    decode_payload(h, &mut r, only)
 }
 
-/// The payload's contents (its checksum checked by the caller).
+fn checksum_mismatch() -> DecodeError {
+    DecodeError::new(CK_HEADER_LEN, "checkpoint payload checksum mismatch")
+}
+
+/// `len` bytes at payload offset `off`.
+fn read_exact(read: &mut ReadAt<'_>, off: u64, len: usize) -> Result<Vec<u8>, DecodeError> {
+    let at = CK_HEADER_LEN + off as usize;
+    let mut b = vec![0u8; len];
+    let mut got = 0;
+    while got < len {
+        match read(off + got as u64, &mut b[got..]).map_err(|e| DecodeError::new(at, e))? {
+            0 => return Err(DecodeError::new(at, "checkpoint payload truncated")),
+            n => got += n.min(len - got),
+        }
+    }
+    Ok(b)
+}
+
+/// What a version 4 payload's meta says.
+struct Meta {
+    next_id: u64,
+    complete_lsn: u64,
+    count: u64,
+    frames_len: u64,
+    /// Each index page's first hash.
+    dir: Vec<u64>,
+    segments: Vec<u64>,
+    tables: Vec<Arc<Vec<u32>>>,
+}
+
+/// Read and check the meta at the end of a version 4 payload.
+fn read_meta(h: &CheckpointHeader, read: &mut ReadAt<'_>) -> Result<Meta, DecodeError> {
+    let total = h.payload_len;
+    let at = |off: u64| CK_HEADER_LEN + off as usize;
+    if total < 4 {
+        return Err(DecodeError::new(at(0), "checkpoint payload truncated"));
+    }
+    // Usually one read brings the meta whole.
+    let tail_len = total.min(64 << 10);
+    let tail = read_exact(read, total - tail_len, tail_len as usize)?;
+    let meta_len = u64::from(u32::from_le_bytes(
+        tail[tail.len() - 4..].try_into().expect("4 bytes"),
+    ));
+    if meta_len + 4 > total {
+        return Err(DecodeError::new(
+            at(total - 4),
+            "checkpoint meta longer than its payload",
+        ));
+    }
+    let meta_at = total - 4 - meta_len;
+    let meta = if meta_len + 4 <= tail_len {
+        tail[(tail_len - 4 - meta_len) as usize..].to_vec()
+    } else {
+        read_exact(read, meta_at, meta_len as usize + 4)?
+    };
+    if crc32c(&meta) != h.payload_crc {
+        return Err(checksum_mismatch());
+    }
+    let mut r = ByteReader::new(&meta[..meta.len() - 4]);
+    let err = |r: &ByteReader, what: &str| DecodeError::new(at(meta_at) + r.pos(), what);
+    let next_id = r.varint()?;
+    let complete_lsn = r.varint()?;
+    if complete_lsn < h.log_lsn {
+        return Err(err(
+            &r,
+            "checkpoint completion point before its log position",
+        ));
+    }
+    let count = r.varint()?;
+    let frames_len = r.varint()?;
+    let page_count = r.varint()?;
+    if page_count != count.div_ceil(CK_PAGE_ENTRIES as u64)
+        || count > frames_len / (FRAME_HEAD as u64 + 2)
+    {
+        return Err(err(&r, "checkpoint index does not fit its series count"));
+    }
+    let pages_len = page_count
+        .checked_mul(CK_PAGE as u64)
+        .and_then(|p| p.checked_add(frames_len))
+        .filter(|&e| e == meta_at)
+        .ok_or_else(|| err(&r, "checkpoint sections do not fit its payload"))?;
+    debug_assert_eq!(pages_len, meta_at);
+    let dir_bytes = r.take(page_count as usize * 8)?;
+    let dir: Vec<u64> = dir_bytes
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .collect();
+    let n = r.len(r.remaining())?;
+    let mut segments = Vec::with_capacity(n);
+    let mut prev = 0u64;
+    for _ in 0..n {
+        let d = r.varint()?;
+        if d == 0 {
+            return Err(err(&r, "segment ids not ascending"));
+        }
+        prev = prev
+            .checked_add(d)
+            .ok_or_else(|| err(&r, "segment id overflow"))?;
+        segments.push(prev);
+    }
+    let n = r.len(r.remaining())?;
+    let mut tables = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = r.varint()?;
+        if len == 0 || len > MAX_TABLE {
+            return Err(err(&r, "bad chunk table length"));
+        }
+        let mut t = Vec::with_capacity(len as usize);
+        while (t.len() as u64) < len {
+            let run = r.varint()?;
+            let seg = r.varint()?;
+            if run == 0 || run > len - t.len() as u64 {
+                return Err(err(&r, "bad chunk table run"));
+            }
+            let seg = u32::try_from(seg)
+                .ok()
+                .filter(|&s| s != u32::MAX)
+                .ok_or_else(|| err(&r, "segment id out of range"))?;
+            t.resize(t.len() + run as usize, seg);
+        }
+        tables.push(Arc::new(t));
+    }
+    r.finish()?;
+    Ok(Meta {
+        next_id,
+        complete_lsn,
+        count,
+        frames_len,
+        dir,
+        segments,
+        tables,
+    })
+}
+
+/// Index page `p`, checked: its entries.
+fn read_page(read: &mut ReadAt<'_>, m: &Meta, p: usize) -> Result<Vec<(u64, u64)>, DecodeError> {
+    let off = m.frames_len + (p * CK_PAGE) as u64;
+    let b = read_exact(read, off, CK_PAGE)?;
+    let at = CK_HEADER_LEN + off as usize;
+    let crc = u32::from_le_bytes(b[PAGE_CRC_AT..].try_into().expect("4 bytes"));
+    if crc32c(&b[..PAGE_CRC_AT]) != crc {
+        return Err(DecodeError::new(
+            at,
+            "checkpoint index page checksum mismatch",
+        ));
+    }
+    let n = u32::from_le_bytes(b[PAGE_COUNT_AT..PAGE_CRC_AT].try_into().expect("4 bytes")) as usize;
+    let want = (m.count as usize - p * CK_PAGE_ENTRIES).min(CK_PAGE_ENTRIES);
+    if n != want {
+        return Err(DecodeError::new(at, "checkpoint index page count mismatch"));
+    }
+    let e: Vec<(u64, u64)> = b[..n * 16]
+        .chunks_exact(16)
+        .map(|x| {
+            (
+                u64::from_le_bytes(x[..8].try_into().expect("8 bytes")),
+                u64::from_le_bytes(x[8..].try_into().expect("8 bytes")),
+            )
+        })
+        .collect();
+    if e.first().map(|x| x.0) != m.dir.get(p).copied() || e.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(DecodeError::new(at, "checkpoint index page out of order"));
+    }
+    Ok(e)
+}
+
+/// One frame's body, checked against its CRC, decoded.
+fn decode_frame(
+    body: &[u8],
+    crc: u32,
+    at: usize,
+    tables: &[Arc<Vec<u32>>],
+) -> Result<SeriesImage, DecodeError> {
+    if crc32c(body) != crc {
+        return Err(DecodeError::new(at, "checkpoint series checksum mismatch"));
+    }
+    let mut r = ByteReader::new(body);
+    let local = |e: DecodeError| DecodeError::new(at + FRAME_HEAD + e.offset, e.what);
+    let id = r.varint().map_err(local)?;
+    let name = r.str().map_err(local)?;
+    let rrd = decode_rrd_chunked(&mut r, Some(tables)).map_err(local)?;
+    r.finish().map_err(local)?;
+    Ok(SeriesImage { id, name, rrd })
+}
+
+/// The (len, crc) of a frame's head.
+fn frame_head(b: &[u8]) -> (u64, u32) {
+    (
+        u64::from(u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))),
+        u32::from_le_bytes(b[4..8].try_into().expect("4 bytes")),
+    )
+}
+
+/// A version 4 payload: all of it, checked whole, or (`only`) the named series alone.
+fn decode_v4(
+    h: &CheckpointHeader,
+    read: &mut ReadAt<'_>,
+    only: Option<&[String]>,
+) -> Result<CheckpointState, DecodeError> {
+    let m = read_meta(h, read)?;
+    let mut series = Vec::new();
+    if let Some(names) = only {
+        for name in names {
+            if series.iter().any(|s: &SeriesImage| &s.name == name) {
+                continue;
+            }
+            if let Some(s) = find_series(read, &m, name)? {
+                series.push(s);
+            }
+        }
+    } else {
+        // The index first (the frames' reader holds `read` to the end).
+        let mut index = Vec::with_capacity(m.count as usize);
+        for p in 0..m.dir.len() {
+            index.extend(read_page(read, &m, p)?);
+        }
+        let mut seen = Vec::with_capacity(m.count as usize);
+        series.reserve(m.count as usize);
+        let mut r = WindowReader::new(m.frames_len, 1 << 20, read);
+        for _ in 0..m.count {
+            let off = r.pos();
+            let (len, crc) = frame_head(r.take(FRAME_HEAD)?);
+            if len > r.remaining() {
+                return Err(r.err("checkpoint series frame past its section"));
+            }
+            let at = CK_HEADER_LEN + off as usize;
+            let s = decode_frame(r.take(len as usize)?, crc, at, &m.tables)?;
+            seen.push((name_hash(&s.name), off));
+            series.push(s);
+        }
+        r.finish()?;
+        seen.sort_unstable();
+        if seen != index {
+            return Err(DecodeError::new(
+                CK_HEADER_LEN + m.frames_len as usize,
+                "checkpoint index does not name its series",
+            ));
+        }
+    }
+    Ok(CheckpointState {
+        next_id: m.next_id,
+        complete_lsn: m.complete_lsn,
+        segments: m.segments,
+        series,
+        tables: true,
+    })
+}
+
+/// The series named `name`, looked up in the index.
+fn find_series(
+    read: &mut ReadAt<'_>,
+    m: &Meta,
+    name: &str,
+) -> Result<Option<SeriesImage>, DecodeError> {
+    let hash = name_hash(name);
+    // Entries of one hash may begin on the page before the first whose first hash is it.
+    let mut p = m.dir.partition_point(|&d| d < hash).saturating_sub(1);
+    while p < m.dir.len() && m.dir[p] <= hash {
+        for (eh, off) in read_page(read, m, p)? {
+            if eh < hash {
+                continue;
+            }
+            if eh > hash {
+                return Ok(None);
+            }
+            let at = CK_HEADER_LEN + off as usize;
+            if off + FRAME_HEAD as u64 > m.frames_len {
+                return Err(DecodeError::new(
+                    at,
+                    "checkpoint index entry past the frames",
+                ));
+            }
+            // The head and (usually) the whole body in one read.
+            let first = (m.frames_len - off).min(4096) as usize;
+            let mut b = read_exact(read, off, first)?;
+            let (len, crc) = frame_head(&b);
+            let end = FRAME_HEAD as u64 + len;
+            if off + end > m.frames_len {
+                return Err(DecodeError::new(
+                    at,
+                    "checkpoint series frame past its section",
+                ));
+            }
+            if end as usize > b.len() {
+                let more = read_exact(read, off + b.len() as u64, end as usize - b.len())?;
+                b.extend_from_slice(&more);
+            }
+            let s = decode_frame(&b[FRAME_HEAD..end as usize], crc, at, &m.tables)?;
+            if s.name == name {
+                return Ok(Some(s));
+            }
+        }
+        p += 1;
+    }
+    Ok(None)
+}
+
+/// A version 2 or 3 payload's contents (its checksum checked by the caller).
 fn decode_payload(
     h: &CheckpointHeader,
     r: &mut WindowReader<'_>,
-    keep: Option<&dyn Fn(&str) -> bool>,
+    only: Option<&[String]>,
 ) -> Result<CheckpointState, DecodeError> {
+    let keep = |n: &str| only.is_none_or(|names| names.iter().any(|x| x == n));
     let next_id = r.varint()?;
     let complete_lsn = r.varint()?;
     if complete_lsn < h.log_lsn {
@@ -343,14 +798,14 @@ fn decode_payload(
         ));
     }
     let n = r.len(h.payload_len)?;
-    let mut series = Vec::with_capacity(if keep.is_some() { 1 } else { n });
+    let mut series = Vec::with_capacity(if only.is_some() { 1 } else { n });
     for _ in 0..n {
         let id = r.varint()?;
         let at = r.pos();
         let name = r.bytes()?;
         let name = std::str::from_utf8(name)
             .map_err(|_| DecodeError::new(at as usize, "string is not UTF-8"))?;
-        if keep.is_some_and(|k| !k(name)) {
+        if !keep(name) {
             let len = r.len(r.remaining())?;
             r.skip(len as u64)?;
             continue;
@@ -358,8 +813,8 @@ fn decode_payload(
         let name = name.to_string();
         let image = r.bytes()?;
         let mut ir = ByteReader::new(image);
-        let rrd = if h.version >= CK_VERSION {
-            decode_rrd_chunked(&mut ir)?
+        let rrd = if h.version >= CK_VERSION_V3 {
+            decode_rrd_chunked(&mut ir, None)?
         } else {
             decode_rrd(&mut ir)?
         };
@@ -367,7 +822,7 @@ fn decode_payload(
         series.push(SeriesImage { id, name, rrd });
     }
     let mut segments = Vec::new();
-    if h.version >= CK_VERSION {
+    if h.version >= CK_VERSION_V3 {
         let n = r.len(h.payload_len)?;
         let mut prev = 0u64;
         for _ in 0..n {
@@ -387,6 +842,7 @@ fn decode_payload(
         complete_lsn,
         segments,
         series,
+        tables: false,
     })
 }
 
@@ -418,26 +874,31 @@ mod tests {
             d[at] ^= 4;
             assert!(decode_checkpoint_header(&d).is_err(), "header byte {at}");
         }
-        let mut d = body.to_vec();
-        d[100] ^= 1;
-        assert!(decode_checkpoint_payload(&h, &d).is_err());
+        for at in [3, 100, body.len() - 3] {
+            let mut d = body.to_vec();
+            d[at] ^= 1;
+            assert!(
+                decode_checkpoint_payload(&h, &d).is_err(),
+                "payload byte {at}"
+            );
+        }
         assert!(decode_checkpoint_payload(&h, &body[..body.len() - 1]).is_err());
     }
 
-    #[test]
-    fn chunk_entries_and_segment_list_roundtrip() {
-        let rrd = sample_rrd();
+    /// Entries of every kind, stored chunks in several segments: what a checkpoint wrote
+    /// comes back, each stored chunk naming its segment.
+    fn mixed_entries(rrd: &Rrd, salt: usize) -> Vec<Vec<ChunkEntry>> {
         let per = rrd::rows::chunk_rows_for(rrd.ds_cnt());
-        let chunks: Vec<Vec<ChunkEntry>> = rrd
-            .schema
+        rrd.schema
             .rra
             .iter()
             .enumerate()
             .map(|(a, d)| {
                 (0..(d.row_cnt as usize).div_ceil(per))
-                    .map(|c| match (a + c) % 3 {
-                        0 => ChunkEntry::Segments,
+                    .map(|c| match (a + c + salt) % 4 {
+                        0 => ChunkEntry::Stored(3 + (c % 2) as u32),
                         1 => ChunkEntry::Fill(f64::NAN.to_bits()),
+                        2 => ChunkEntry::Stored(11),
                         _ => {
                             let mut b = Vec::new();
                             let n = per.min(d.row_cnt as usize - c * per) * rrd.ds_cnt();
@@ -448,32 +909,155 @@ mod tests {
                     })
                     .collect()
             })
+            .collect()
+    }
+
+    /// The entries `rrd`'s rows give back (stored chunks with their segment).
+    fn entries_of(rrd: &Rrd) -> Vec<Vec<ChunkEntry>> {
+        let per = rrd::rows::chunk_rows_for(rrd.ds_cnt());
+        rrd.rra
+            .iter()
+            .map(|r| {
+                (0..r.rows.chunk_count())
+                    .map(|c| match r.rows.keep(c, rrd::rows::Fresh::NONE) {
+                        Keep::Stored(seg) => ChunkEntry::Stored(seg as u32),
+                        _ => match r.rows.packed_bytes(c) {
+                            Some(b) => ChunkEntry::Inline(b),
+                            None => ChunkEntry::Fill(r.rows.get(c * per * rrd.ds_cnt()).to_bits()),
+                        },
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunk_entries_tables_and_segment_list_roundtrip() {
+        let rrd = sample_rrd();
+        let names: Vec<String> = (0..600).map(|i| format!("h{}/m{i}.rrd", i % 7)).collect();
+        let mut w = CheckpointWriter::new(2, 100, 7, 9, 300, names.len());
+        let lists: Vec<_> = (0..names.len())
+            .map(|i| mixed_entries(&rrd, i % 3))
             .collect();
-        let mut w = CheckpointWriter::new(2, 100, 7, 9, 300, 1);
-        w.series_chunked(4, "a/b", &rrd, &chunks);
-        let b = w.finish(&[3, 10, 11]);
+        for (i, n) in names.iter().enumerate() {
+            w.series_chunked(i as u64 + 1, n, &rrd, &lists[i]);
+        }
+        let b = w.finish(&[3, 4, 11]);
         let h = decode_checkpoint_header(&b).unwrap();
         assert_eq!(h.version, CK_VERSION);
         let st = decode_checkpoint_payload(&h, &b[CK_HEADER_LEN..]).unwrap();
-        assert_eq!(st.segments, vec![3, 10, 11]);
-        assert_eq!(st.complete_lsn, 300);
-        let back = &st.series[0].rrd;
-        for (a, list) in chunks.iter().enumerate() {
-            let mut rows = back.rra[a].rows.clone();
-            for (c, e) in list.iter().enumerate() {
-                let got = match rows.packed_bytes(c) {
-                    Some(b) => ChunkEntry::Inline(b),
-                    None if rows.place(c, 1) => ChunkEntry::Segments,
-                    None => ChunkEntry::Fill(rows.get(c * per * rrd.ds_cnt()).to_bits()),
-                };
-                assert_eq!(&got, e, "archive {a} chunk {c}");
-            }
+        assert_eq!(st.segments, vec![3, 4, 11]);
+        assert_eq!((st.complete_lsn, st.next_id), (300, 9));
+        assert_eq!(st.series.len(), names.len());
+        for (i, s) in st.series.iter().enumerate() {
+            assert_eq!((s.id, &s.name), (i as u64 + 1, &names[i]));
+            assert_eq!(entries_of(&s.rrd), lists[i], "series {i}");
+            assert_eq!(format!("{:?}", s.rrd.pdp), format!("{:?}", rrd.pdp));
+            assert_eq!(s.rrd.rra[2].cur_row, rrd.rra[2].cur_row);
         }
-        assert_eq!(
-            format!("{:?}", st.series[0].rrd.pdp),
-            format!("{:?}", rrd.pdp)
+        // Equal tables are one table, shared by the archives that name it.
+        let (t0, _) = st.series[0].rrd.rra[0].rows.table();
+        let (t3, _) = st.series[3].rrd.rra[0].rows.table();
+        assert_eq!(t0, t3);
+        // One series by name, from its index page and frame alone.
+        let mut reads = Vec::new();
+        let mut read = |off: u64, buf: &mut [u8]| -> Result<usize, String> {
+            reads.push((off, buf.len()));
+            let p = &b[CK_HEADER_LEN..];
+            let from = p.get(off as usize..).unwrap_or_default();
+            let n = buf.len().min(from.len());
+            buf[..n].copy_from_slice(&from[..n]);
+            Ok(n)
+        };
+        let want = vec![names[417].clone(), "not/there.rrd".to_string()];
+        let one = decode_checkpoint_payload_read(&h, &mut read, Some(&want)).unwrap();
+        assert_eq!(one.series.len(), 1);
+        assert_eq!(one.series[0].name, names[417]);
+        assert_eq!(entries_of(&one.series[0].rrd), lists[417]);
+        let bytes: usize = reads.iter().map(|r| r.1).sum();
+        assert!(
+            bytes < b.len() / 4,
+            "{bytes} bytes read of {} for one series",
+            b.len()
         );
-        assert_eq!(st.series[0].rrd.rra[2].cur_row, rrd.rra[2].cur_row);
+    }
+
+    /// Damage anywhere in a version 4 payload fails a whole open; a reader of one series
+    /// fails only where it reads.
+    #[test]
+    fn damage_in_frames_index_or_meta_is_caught() {
+        let rrd = sample_rrd();
+        let n = 300;
+        let mut w = CheckpointWriter::new(2, 100, 7, 9, 300, n);
+        for i in 0..n {
+            w.series_chunked(i as u64, &format!("s{i}"), &rrd, &mixed_entries(&rrd, i));
+        }
+        let b = w.finish(&[3, 4, 11]);
+        let h = decode_checkpoint_header(&b).unwrap();
+        let body = &b[CK_HEADER_LEN..];
+        let m = {
+            let mut src = |off: u64, buf: &mut [u8]| -> Result<usize, String> {
+                let from = body.get(off as usize..).unwrap_or_default();
+                let k = buf.len().min(from.len());
+                buf[..k].copy_from_slice(&from[..k]);
+                Ok(k)
+            };
+            read_meta(&h, &mut src).unwrap()
+        };
+        let spots = [
+            10,                                     // a frame
+            m.frames_len as usize + 20,             // the first index page's entries
+            m.frames_len as usize + CK_PAGE + 4090, // the second page's count and CRC
+            body.len() - 10,                        // the meta
+            body.len() - 2,                         // meta_len
+        ];
+        for at in spots {
+            let mut d = body.to_vec();
+            d[at] ^= 0x20;
+            assert!(decode_checkpoint_payload(&h, &d).is_err(), "byte {at}");
+        }
+        // Frames that are not where the index says (two swapped entries' offsets).
+        let mut d = body.to_vec();
+        let p = m.frames_len as usize;
+        let (a, c) = (p + 8, p + 24);
+        let (x, y) = (d[a..a + 8].to_vec(), d[c..c + 8].to_vec());
+        d[a..a + 8].copy_from_slice(&y);
+        d[c..c + 8].copy_from_slice(&x);
+        let crc = crc32c(&d[p..p + PAGE_CRC_AT]);
+        d[p + PAGE_CRC_AT..p + CK_PAGE].copy_from_slice(&crc.to_le_bytes());
+        assert!(
+            decode_checkpoint_payload(&h, &d).is_err(),
+            "index off its frames"
+        );
+        assert!(decode_checkpoint_payload(&h, &body[..body.len() - 1]).is_err());
+    }
+
+    /// Version 3 files (one checksum, stored chunks found by key) are still read.
+    #[test]
+    fn version_3_checkpoints_are_read() {
+        let rrd = sample_rrd();
+        let list = mixed_entries(&rrd, 1);
+        let mut w = CheckpointWriter::new(2, 100, 7, 9, 300, 2).version_3();
+        w.series_chunked(4, "a/b", &rrd, &list);
+        w.series_chunked(5, "a/c", &rrd, &list);
+        let b = w.finish(&[3, 4, 11]);
+        let h = decode_checkpoint_header(&b).unwrap();
+        assert_eq!(h.version, 3);
+        let st = decode_checkpoint_payload(&h, &b[CK_HEADER_LEN..]).unwrap();
+        assert!(!st.tables);
+        assert_eq!(st.segments, vec![3, 4, 11]);
+        let mut rows = st.series[1].rrd.rra[0].rows.clone();
+        for (c, e) in list[0].iter().enumerate() {
+            assert_eq!(
+                matches!(e, ChunkEntry::Stored(_)),
+                rows.place(c, 9),
+                "chunk {c} is a placeholder exactly where stored"
+            );
+        }
+        let only = vec!["a/c".to_string()];
+        let st = decode_checkpoint_payload_of(&h, &b[CK_HEADER_LEN..], Some(&only)).unwrap();
+        assert_eq!(st.series.len(), 1);
+        assert_eq!(st.series[0].id, 5);
     }
 
     /// A series written from its head bytes and `cur_row`s (as a snapshot keeps it) is the
@@ -484,7 +1068,7 @@ mod tests {
         let chunks: Vec<Vec<ChunkEntry>> = rrd
             .rra
             .iter()
-            .map(|r| vec![ChunkEntry::Segments; r.rows.chunk_count()])
+            .map(|r| vec![ChunkEntry::Stored(1); r.rows.chunk_count()])
             .collect();
         let mut a = CheckpointWriter::new(2, 100, 7, 9, 300, 1);
         a.series_chunked(4, "a/b", &rrd, &chunks);

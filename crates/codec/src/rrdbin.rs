@@ -106,11 +106,12 @@ fn encode_head(w: &mut ByteWriter, rrd: &Rrd) {
     }
 }
 
-/// One chunk of archive rows in a chunked image (checkpoint version 3).
+/// One chunk of archive rows in a chunked image (checkpoint versions 3 and 4).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ChunkEntry {
-    /// In the segments the checkpoint names ([`crate::segment`]).
-    Segments,
+    /// In this segment ([`crate::segment`]); version 3 images say only "in the segments the
+    /// checkpoint names", version 4 images name it in the archive's chunk table.
+    Stored(u32),
     /// Every value has this bit pattern.
     Fill(u64),
     /// Packed values ([`rrd::rows::encode_values`]), here.
@@ -121,14 +122,28 @@ const CHUNK_SEGMENTS: u64 = 0;
 const CHUNK_FILL: u64 = 1;
 const CHUNK_INLINE: u64 = 2;
 
-/// Append the chunked image of `rrd`: the head of [`encode_rrd`], then per archive its
-/// `cur_row` and its chunks (`chunks[a]`, one entry per chunk) in runs, each a varint header
-/// `n << 2 | kind`: kind 0, `n` chunks in the segments; kind 1, `n` chunks of one repeated
-/// f64 (its 8 bytes follow); kind 2, `n` chunks each given inline as a varint length and
-/// packed values. `rrd`'s rows are not read.
+/// Append the chunked image of `rrd` as checkpoint version 3 wrote it: the head of
+/// [`encode_rrd`], then per archive its `cur_row` and its chunks (`chunks[a]`, one entry
+/// per chunk) in runs, each a varint header `n << 2 | kind`: kind 0, `n` chunks in the
+/// segments; kind 1, `n` chunks of one repeated f64 (its 8 bytes follow); kind 2, `n` chunks
+/// each given inline as a varint length and packed values. `rrd`'s rows are not read.
 pub fn encode_rrd_chunked(w: &mut ByteWriter, rrd: &Rrd, chunks: &[Vec<ChunkEntry>]) {
     encode_head(w, rrd);
-    encode_archives(w, rrd.rra.iter().map(|r| r.cur_row), chunks);
+    encode_archives(w, rrd.rra.iter().map(|r| r.cur_row), chunks, None);
+}
+
+/// [`encode_rrd_chunked`] as version 4 writes it: before each archive's runs, `tables[a]`
+/// (varint: 0, no chunk is stored; `k`, the checkpoint's chunk table `k - 1` names the
+/// segment of each stored chunk).
+pub fn encode_rrd_chunked_v4(
+    w: &mut ByteWriter,
+    head: &[u8],
+    cur_rows: &[u64],
+    chunks: &[Vec<ChunkEntry>],
+    tables: &[u64],
+) {
+    w.buf.extend_from_slice(head);
+    encode_archives(w, cur_rows.iter().copied(), chunks, Some(tables));
 }
 
 /// The image up to the archives ([`encode_rrd_chunked`] writes it first): what a snapshot
@@ -148,28 +163,32 @@ pub fn encode_head_chunked(
     chunks: &[Vec<ChunkEntry>],
 ) {
     w.buf.extend_from_slice(head);
-    encode_archives(w, cur_rows.iter().copied(), chunks);
+    encode_archives(w, cur_rows.iter().copied(), chunks, None);
 }
 
-/// Each archive's `cur_row` and chunk entries.
+/// Each archive's `cur_row`, chunk table (version 4: `tables`) and chunk entries.
 fn encode_archives(
     w: &mut ByteWriter,
     cur_rows: impl Iterator<Item = u64>,
     chunks: &[Vec<ChunkEntry>],
+    tables: Option<&[u64]>,
 ) {
-    for (cur_row, list) in cur_rows.zip(chunks) {
+    for (a, (cur_row, list)) in cur_rows.zip(chunks).enumerate() {
         w.u64(cur_row);
+        if let Some(t) = tables {
+            w.varint(t[a]);
+        }
         let mut i = 0;
         while i < list.len() {
             let same = |e: &ChunkEntry| match (&list[i], e) {
-                (ChunkEntry::Segments, ChunkEntry::Segments) => true,
+                (ChunkEntry::Stored(_), ChunkEntry::Stored(_)) => true,
                 (ChunkEntry::Fill(a), ChunkEntry::Fill(b)) => a == b,
                 (ChunkEntry::Inline(_), ChunkEntry::Inline(_)) => true,
                 _ => false,
             };
             let n = list[i..].iter().take_while(|e| same(e)).count();
             match &list[i] {
-                ChunkEntry::Segments => w.varint(((n as u64) << 2) | CHUNK_SEGMENTS),
+                ChunkEntry::Stored(_) => w.varint(((n as u64) << 2) | CHUNK_SEGMENTS),
                 ChunkEntry::Fill(b) => {
                     w.varint(((n as u64) << 2) | CHUNK_FILL);
                     w.u64(*b);
@@ -223,14 +242,33 @@ pub fn decode_rrd(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
     Ok(rrd)
 }
 
-/// Read one image written by [`encode_rrd_chunked`]: the RRD with its rows as the entries
-/// give them, chunks "in the segments" left as placeholders to find there
-/// ([`rrd::Rows::place`]; [`rrd::Rows::unplaced`] names one not found).
-pub fn decode_rrd_chunked(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
+/// Read one image written by [`encode_rrd_chunked`] (`tables` None: version 3) or
+/// [`encode_rrd_chunked_v4`] (`tables`: the checkpoint's chunk tables): the RRD with its rows
+/// as the entries give them. Version 3 leaves chunks "in the segments" as placeholders to
+/// find there ([`rrd::Rows::place`]; [`rrd::Rows::unplaced`] names one not found); version 4
+/// gives each archive its chunk table, shared ([`rrd::Rows::adopt_table`]).
+pub fn decode_rrd_chunked(
+    r: &mut ByteReader,
+    tables: Option<&[std::sync::Arc<Vec<u32>>]>,
+) -> Result<Rrd, DecodeError> {
     let mut rrd = decode_head(r)?;
     let ds_cnt = rrd.ds_cnt();
     for (def, data) in rrd.schema.rra.iter().zip(rrd.rra.iter_mut()) {
         data.cur_row = read_cur_row(r, def.row_cnt)?;
+        let table = match tables {
+            None => None,
+            Some(all) => {
+                let at = r.pos();
+                match r.varint()? {
+                    0 => Some(None),
+                    k => {
+                        Some(Some(all.get((k - 1) as usize).ok_or_else(|| {
+                            DecodeError::new(at, "no such chunk table")
+                        })?))
+                    }
+                }
+            }
+        };
         let mut rows = Rows::unknown(def.row_cnt, ds_cnt);
         let want = rows.chunk_count();
         let mut c = 0;
@@ -262,6 +300,13 @@ pub fn decode_rrd_chunked(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
                 _ => return Err(r.err("unknown chunk kind")),
             }
             c += n;
+        }
+        match table {
+            Some(Some(t)) => rows.adopt_table(t.clone()).map_err(|e| r.err(e))?,
+            Some(None) if rows.unplaced().is_some() => {
+                return Err(r.err("stored chunks without a chunk table"))
+            }
+            _ => {}
         }
         data.rows = rows;
     }

@@ -303,7 +303,12 @@ impl<'a> SegView<'a> {
             match self.key(mid).cmp(&key) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
+                // A damaged key must not pass for a neighbour's: its neighbours bracket it.
+                std::cmp::Ordering::Equal => {
+                    let before = mid == 0 || self.key(mid - 1) < key;
+                    let after = mid + 1 == self.count || self.key(mid + 1) > key;
+                    return (before && after).then_some(mid);
+                }
             }
         }
         None

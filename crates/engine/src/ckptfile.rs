@@ -84,10 +84,10 @@ pub fn load_newest(vfs: &dyn Vfs, dir: &Path) -> io::Result<(Option<Loaded>, Vec
     load_newest_of(vfs, dir, None)
 }
 
-/// Which series a checkpoint is read for (`None`: all).
-pub type Keep<'a> = Option<&'a dyn Fn(&str) -> bool>;
+/// Which series a checkpoint is read for, by name (`None`: all).
+pub type Keep<'a> = Option<&'a [String]>;
 
-/// [`load_newest`] decoding only the series `keep` accepts.
+/// [`load_newest`] decoding only the series `keep` names.
 pub fn load_newest_of(
     vfs: &dyn Vfs,
     dir: &Path,

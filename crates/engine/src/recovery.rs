@@ -143,12 +143,7 @@ pub fn recover(
         return Err(corrupt(&log_path, 0, "log file missing"));
     }
     let mut log = LogRing::open(vfs, dir)?.map_err(|why| corrupt(&log_path, 0, why))?;
-    let keep_name = |n: &str| only.is_none_or(|names| names.iter().any(|x| x == n));
-    let keep: ckptfile::Keep<'_> = match only {
-        Some(_) => Some(&keep_name),
-        None => None,
-    };
-    let (loaded, notes) = ckptfile::load_newest_of(vfs, dir, keep)?;
+    let (loaded, notes) = ckptfile::load_newest_of(vfs, dir, only)?;
     report.invalid_checkpoints = notes;
     let Some(ck) = loaded else {
         let p = crate::files::checkpoint(dir, 1);
@@ -165,7 +160,7 @@ pub fn recover(
     if let Some(names) = only {
         reg.only = Some(names.to_vec());
     }
-    segs.place(&mut reg)
+    segs.place(&mut reg, ck.state.tables)
         .map_err(|why| corrupt(&ck.path, 0, why))?;
     // Segments of a checkpoint that never became the newest (a crash while writing it).
     if only.is_none() {

@@ -38,6 +38,8 @@ struct ReadSeg {
     count: u64,
     /// The keys looked up so far ([`ReadSeg::series_keys`]): ordinal and loc of each.
     found: Mutex<HashMap<SegKey, (u32, Loc)>>,
+    /// Series whose keys were looked up.
+    looked: Mutex<std::collections::HashSet<u64>>,
 }
 
 impl ReadSeg {
@@ -91,6 +93,11 @@ impl ReadSeg {
                 if k.0 != series {
                     break 'run;
                 }
+                // A damaged key must not pass for a neighbour's: the run is strictly
+                // ascending.
+                if keys.last().is_some_and(|l| *l >= k) {
+                    return Err(io::Error::other("segment keys out of order"));
+                }
                 keys.push(k);
             }
             at += n;
@@ -107,14 +114,30 @@ impl ReadSeg {
         Ok(keys)
     }
 
-    /// The checked bytes of the chunk with `key`, looked up before by
-    /// [`ReadSeg::series_keys`].
+    /// The checked bytes of the chunk with `key` (its series' keys looked up by
+    /// [`ReadSeg::series_keys`] the first time).
     fn chunk(&self, key: SegKey) -> Option<Vec<u8>> {
-        let (ord, loc) = *self
-            .found
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&key)?;
+        let known = |k: &SegKey| {
+            self.found
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(k)
+                .copied()
+        };
+        let (ord, loc) = match known(&key) {
+            Some(f) => f,
+            None => {
+                let first = self
+                    .looked
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(key.0);
+                if first {
+                    self.series_keys(key.0).ok()?;
+                }
+                known(&key)?
+            }
+        };
         let b = self.read(loc.off, loc.len as usize).ok()?;
         loc.checks(key, ord, &b).then_some(b)
     }
@@ -246,6 +269,12 @@ fn class_of(rrd: &Rrd, a: usize) -> u32 {
     64 - (secs - 1).leading_zeros()
 }
 
+/// The entry of a chunk stored in segment `seg` (ids are below 2^32: [`Segments::write`]
+/// refuses others).
+fn stored(seg: u64) -> ChunkEntry {
+    ChunkEntry::Stored(u32::try_from(seg).unwrap_or(u32::MAX))
+}
+
 /// Rows of each archive of `now` that replay from a snapshot rewrites: the snapshot had
 /// written `rows_then` rows with `head` its state then (`None`: a checkpoint of the current
 /// state, replay rewrites nothing).
@@ -316,11 +345,11 @@ impl Plan {
                             None => self.store(class, id, a, c, p.bytes(), Some(p.clone())),
                         };
                         self.live.insert(seg);
-                        ChunkEntry::Segments
+                        stored(seg)
                     }
                     Keep::Stored(seg) if self.present.contains(&seg) => {
                         self.live.insert(seg);
-                        ChunkEntry::Segments
+                        stored(seg)
                     }
                     Keep::Stored(_) => match rows.packed_bytes(c) {
                         // Its file was removed while a version the checkpoint did not keep
@@ -328,7 +357,7 @@ impl Plan {
                         Some(b) => {
                             let seg = self.store(class, id, a, c, &b, None);
                             self.live.insert(seg);
-                            ChunkEntry::Segments
+                            stored(seg)
                         }
                         None => ChunkEntry::Fill(rrd::num::DNAN.to_bits()),
                     },
@@ -471,6 +500,7 @@ impl Segments {
                         file: Mutex::new(f),
                         count,
                         found: Mutex::new(HashMap::new()),
+                        looked: Mutex::new(Default::default()),
                     };
                     table
                         .reads
@@ -517,7 +547,10 @@ impl Segments {
     /// series in `reg`): each is the one with its key in the highest-numbered segment that
     /// has it. Reads the segments' keys (for a store opened for a few series, only theirs),
     /// not their chunks; fails if one is in none.
-    pub fn place(&self, reg: &mut Registry) -> Result<(), String> {
+    ///
+    /// `named`: the checkpoint named each stored chunk's segment (version 4): no key is
+    /// read; only chunks in version 1 segments are taken into memory from them.
+    pub fn place(&self, reg: &mut Registry, named: bool) -> Result<(), String> {
         for &id in &self.live {
             if let Some((_, m)) = self.old.iter().find(|(o, _)| *o == id) {
                 let all: &[u8] = (**m).as_ref();
@@ -527,6 +560,9 @@ impl Segments {
                     let Some(rows) = rows_of(reg, ch.series, ch.archive) else {
                         continue;
                     };
+                    if named && u32::try_from(id).ok() != rows.seg_of(ch.chunk as usize) {
+                        continue;
+                    }
                     let start = ch.bytes.as_ptr() as usize - all.as_ptr() as usize;
                     rows.place_shared(
                         ch.chunk as usize,
@@ -537,6 +573,9 @@ impl Segments {
                     )?;
                 }
                 m.release();
+                continue;
+            }
+            if named {
                 continue;
             }
             let read = u32::try_from(id)

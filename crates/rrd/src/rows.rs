@@ -849,6 +849,27 @@ impl Rows {
         Ok(())
     }
 
+    /// Take the chunk table a checkpoint gave for these rows (version 4: each chunk "in the
+    /// segments" names its segment there, the others 0), shared with every archive that
+    /// names the same one. The rows must have exactly those chunks "in the segments"
+    /// ([`Rows::put_run`] with no fill) and no open chunk.
+    pub fn adopt_table(&mut self, table: Arc<Vec<u32>>) -> Result<(), String> {
+        if table.len() != self.segs.len() || self.open.is_some() {
+            return Err(format!(
+                "chunk table of {} chunks for an archive of {}",
+                table.len(),
+                self.segs.len()
+            ));
+        }
+        for (c, (&mine, &t)) in self.segs.iter().zip(table.iter()).enumerate() {
+            if (mine == UNPLACED) != (t != 0) || t == UNPLACED {
+                return Err(format!("chunk {c}: the chunk table does not match its run"));
+            }
+        }
+        self.segs = table;
+        Ok(())
+    }
+
     /// Make chunk `c` (< [`Rows::chunk_count`]) be `part`, as a checkpoint gives it back.
     pub fn put(&mut self, c: usize, part: Part) -> Result<(), String> {
         if c >= self.segs.len() {
@@ -992,6 +1013,15 @@ impl Rows {
             self.set_chunk(c, shared_chunk(buf, start, len, seg)?);
         }
         Ok(ok)
+    }
+
+    /// The segment chunk `c` is stored in, as the chunk table says (None: not stored, or
+    /// not yet found).
+    pub fn seg_of(&self, c: usize) -> Option<u32> {
+        self.segs
+            .get(c)
+            .copied()
+            .filter(|&s| s != 0 && s != UNPLACED)
     }
 
     /// The first chunk still "in the segments" but found in none.
