@@ -270,13 +270,7 @@ impl Store {
             clean::remove(vfs.as_ref(), dir)?;
         }
         let ring_cap = opts.log_bytes.max(PAGE).div_ceil(PAGE) * PAGE;
-        let r = recovery::recover(
-            vfs.as_ref(),
-            dir,
-            ring_cap,
-            opts.repair,
-            opts.only.as_deref(),
-        )?;
+        let r = recovery::recover(&vfs, dir, ring_cap, opts.repair, opts.only.as_deref())?;
         let needs_checkpoint = r.needs_checkpoint && opts.only.is_none();
         let mut store = Store {
             vfs,

@@ -15,6 +15,7 @@ use crate::vfs::Vfs;
 use crate::Error;
 use codec::checkpoint::encode_checkpoint;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Where and why the log was cut at recovery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,12 +123,13 @@ fn init_if_fresh(vfs: &dyn Vfs, dir: &Path, ring_cap: u64) -> Result<bool, Error
 /// nothing is written (no store is created, no file removed or restored), only their images
 /// are decoded, their stored chunks found by key, and their log entries replayed.
 pub fn recover(
-    vfs: &dyn Vfs,
+    vfs_arc: &Arc<dyn Vfs>,
     dir: &Path,
     ring_cap: u64,
     repair: bool,
     only: Option<&[String]>,
 ) -> Result<Recovered, Error> {
+    let vfs: &dyn Vfs = vfs_arc.as_ref();
     if let Some(names) = only {
         if !ckptfile::any_exists(vfs, dir)? {
             let first = names.first().cloned().unwrap_or_default();
@@ -150,7 +152,8 @@ pub fn recover(
         return Err(corrupt(&p, 0, "no valid checkpoint file"));
     };
     let complete_lsn = ck.state.complete_lsn;
-    let segs = Segments::open(vfs, dir, &ck.state.segments, only.is_some())
+    let lazy = (only.is_some() && ck.state.tables).then_some(vfs_arc);
+    let segs = Segments::open(vfs, dir, &ck.state.segments, only.is_some(), lazy)
         .map_err(|why| corrupt(&ck.path, 0, why))?;
     let mut reg = Registry::new(ck.state.next_id);
     reg.src = Some(segs.source());

@@ -33,19 +33,109 @@ use std::sync::{Arc, Mutex, RwLock};
 /// for a few series (the CLI on its own): only the keys of those series, their locs and the
 /// chunks read are ever in memory. (A mapping would do, but one touch of a mapped file the
 /// kernel caches in large folios maps the whole folio, up to 2 MiB a segment.)
+///
+/// With a checkpoint that names each chunk's segment, the file is opened only when a read
+/// first needs one of its chunks (a one-day fetch needs one segment of dozens).
 struct ReadSeg {
-    file: Mutex<Box<dyn VFile>>,
-    count: u64,
+    /// The file and its key count, once opened (or why it could not be).
+    opened: std::sync::OnceLock<Result<Opened, String>>,
+    /// What opens it when first needed.
+    lazy: Option<(Arc<dyn Vfs>, std::path::PathBuf, u64)>,
     /// The keys looked up so far ([`ReadSeg::series_keys`]): ordinal and loc of each.
     found: Mutex<HashMap<SegKey, (u32, Loc)>>,
     /// Series whose keys were looked up.
     looked: Mutex<std::collections::HashSet<u64>>,
 }
 
+/// A segment file read by position: version 2 (its keys searched in the file), or a
+/// version 1 one read whole, its chunks by key.
+enum Opened {
+    V2 {
+        file: Mutex<Box<dyn VFile>>,
+        count: u64,
+    },
+    V1(HashMap<SegKey, Vec<u8>>),
+}
+
+/// Open segment `id` at `path` for positioned reads, its header checked (a version 1
+/// segment is read and checked whole).
+fn open_read(vfs: &dyn Vfs, path: &Path, id: u64) -> Result<Opened, String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let f = vfs.open(path, false).map_err(|e| err(&e))?;
+    let len = f.len().map_err(|e| err(&e))?;
+    let mut head = [0u8; SEG_HEADER_LEN];
+    let n = f.read_at(&mut head, 0).map_err(|e| err(&e))?;
+    let (version, count) = segment_header(&head[..n], id).map_err(|e| err(&e))?;
+    if version == 2 {
+        count
+            .checked_mul((KEY_LEN + LOC_LEN) as u64)
+            .and_then(|b| b.checked_add(SEG_HEADER_LEN as u64))
+            .filter(|&e| e <= len)
+            .ok_or_else(|| err(&"segment index truncated"))?;
+        return Ok(Opened::V2 {
+            file: Mutex::new(f),
+            count,
+        });
+    }
+    let mut all = vec![0u8; usize::try_from(len).map_err(|_| err(&"segment too large"))?];
+    let mut at = 0;
+    while at < all.len() {
+        match f.read_at(&mut all[at..], at as u64).map_err(|e| err(&e))? {
+            0 => return Err(err(&"segment truncated")),
+            n => at += n,
+        }
+    }
+    let chunks = decode_segment(&all, id).map_err(|e| err(&e))?;
+    Ok(Opened::V1(
+        chunks
+            .into_iter()
+            .map(|c| ((c.series, c.archive, c.chunk), c.bytes.to_vec()))
+            .collect(),
+    ))
+}
+
 impl ReadSeg {
+    /// A segment opened now.
+    fn now(o: Opened) -> ReadSeg {
+        ReadSeg {
+            opened: std::sync::OnceLock::from(Ok(o)),
+            lazy: None,
+            found: Mutex::new(HashMap::new()),
+            looked: Mutex::new(Default::default()),
+        }
+    }
+
+    /// A segment opened when first read.
+    fn later(vfs: Arc<dyn Vfs>, path: std::path::PathBuf, id: u64) -> ReadSeg {
+        ReadSeg {
+            opened: std::sync::OnceLock::new(),
+            lazy: Some((vfs, path, id)),
+            found: Mutex::new(HashMap::new()),
+            looked: Mutex::new(Default::default()),
+        }
+    }
+
+    fn opened(&self) -> io::Result<&Opened> {
+        self.opened
+            .get_or_init(|| match &self.lazy {
+                Some((vfs, path, id)) => open_read(vfs.as_ref(), path, *id),
+                None => Err("segment not open".into()),
+            })
+            .as_ref()
+            .map_err(|e| io::Error::other(e.clone()))
+    }
+
+    /// The version 2 file and its key count.
+    fn v2(&self) -> io::Result<(&Mutex<Box<dyn VFile>>, u64)> {
+        match self.opened()? {
+            Opened::V2 { file, count } => Ok((file, *count)),
+            Opened::V1(_) => Err(io::Error::other("a version 1 segment")),
+        }
+    }
+
     fn read(&self, off: u64, len: usize) -> io::Result<Vec<u8>> {
         let mut b = vec![0u8; len];
-        let f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let f = self.v2()?.0.lock().unwrap_or_else(|p| p.into_inner());
         let mut at = 0;
         while at < len {
             match f.read_at(&mut b[at..], off + at as u64)? {
@@ -71,7 +161,8 @@ impl ReadSeg {
     /// The keys of `series` in this segment (a binary search by positioned reads, then its
     /// run of keys and their locs), remembered for [`ReadSeg::chunk`].
     fn series_keys(&self, series: u64) -> io::Result<Vec<SegKey>> {
-        let (mut lo, mut hi) = (0u64, self.count);
+        let count = self.v2()?.1;
+        let (mut lo, mut hi) = (0u64, count);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.key(mid)?.0 < series {
@@ -83,8 +174,8 @@ impl ReadSeg {
         let mut keys = Vec::new();
         const BATCH: u64 = 64;
         let mut at = lo;
-        'run: while at < self.count {
-            let n = BATCH.min(self.count - at);
+        'run: while at < count {
+            let n = BATCH.min(count - at);
             let b = self.read(
                 SEG_HEADER_LEN as u64 + at * KEY_LEN as u64,
                 n as usize * KEY_LEN,
@@ -105,7 +196,7 @@ impl ReadSeg {
         if keys.is_empty() {
             return Ok(keys);
         }
-        let locs_at = SEG_HEADER_LEN as u64 + self.count * KEY_LEN as u64;
+        let locs_at = SEG_HEADER_LEN as u64 + count * KEY_LEN as u64;
         let b = self.read(locs_at + lo * LOC_LEN as u64, keys.len() * LOC_LEN)?;
         let mut found = self.found.lock().unwrap_or_else(|p| p.into_inner());
         for (i, (k, l)) in keys.iter().zip(b.chunks_exact(LOC_LEN)).enumerate() {
@@ -117,6 +208,9 @@ impl ReadSeg {
     /// The checked bytes of the chunk with `key` (its series' keys looked up by
     /// [`ReadSeg::series_keys`] the first time).
     fn chunk(&self, key: SegKey) -> Option<Vec<u8>> {
+        if let Ok(Opened::V1(chunks)) = self.opened() {
+            return chunks.get(&key).cloned();
+        }
         let known = |k: &SegKey| {
             self.found
                 .lock()
@@ -476,39 +570,46 @@ impl Segments {
     /// reads, not mapped; only their headers are checked here (each chunk read checks its
     /// own key and bytes), and placing reads only those series' keys (a binary search in
     /// each segment, then their run of keys and locs).
-    pub fn open(vfs: &dyn Vfs, dir: &Path, live: &[u64], few: bool) -> Result<Segments, String> {
+    ///
+    /// `lazy` (with `few`, for a checkpoint that names each chunk's segment): segments are
+    /// not even opened until a read needs one of their chunks; a segment missing or damaged
+    /// then reads as unknown rows, counted and logged, like a damaged chunk.
+    pub fn open(
+        vfs: &dyn Vfs,
+        dir: &Path,
+        live: &[u64],
+        few: bool,
+        lazy: Option<&Arc<dyn Vfs>>,
+    ) -> Result<Segments, String> {
         let table = Arc::new(SegTable::default());
         let mut old = Vec::new();
         for &id in live {
             let path = files::segment(dir, id);
             let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
             if few {
-                // Read, not mapped: the header now, the few series' keys when placing.
-                let f = vfs.open(&path, false).map_err(|e| err(&e))?;
-                let len = f.len().map_err(|e| err(&e))?;
-                let mut head = [0u8; SEG_HEADER_LEN];
-                let n = f.read_at(&mut head, 0).map_err(|e| err(&e))?;
-                let (version, count) = segment_header(&head[..n], id).map_err(|e| err(&e))?;
-                if version == 2 {
-                    count
-                        .checked_mul((KEY_LEN + LOC_LEN) as u64)
-                        .and_then(|b| b.checked_add(SEG_HEADER_LEN as u64))
-                        .filter(|&e| e <= len)
-                        .ok_or_else(|| err(&"segment index truncated"))?;
-                    let id32 = u32::try_from(id).map_err(|_| err(&"segment id out of range"))?;
-                    let seg = ReadSeg {
-                        file: Mutex::new(f),
-                        count,
-                        found: Mutex::new(HashMap::new()),
-                        looked: Mutex::new(Default::default()),
-                    };
-                    table
-                        .reads
-                        .write()
-                        .expect("segment table")
-                        .insert(id32, Arc::new(seg));
-                    continue;
-                }
+                let id32 = u32::try_from(id).map_err(|_| err(&"segment id out of range"))?;
+                let seg = match lazy {
+                    // Not even opened until a read needs one of its chunks.
+                    Some(vfs) => ReadSeg::later(vfs.clone(), path.clone(), id),
+                    None => match open_read(vfs, &path, id)? {
+                        // Placed from (read whole) like a mapped one.
+                        Opened::V1(_) => {
+                            let mapped = vfs.map(&path).map_err(|e| err(&e))?;
+                            old.push((id, mapped.clone()));
+                            mapped.release();
+                            continue;
+                        }
+                        // Read, not mapped: the header now, the few series' keys when
+                        // placing.
+                        o => ReadSeg::now(o),
+                    },
+                };
+                table
+                    .reads
+                    .write()
+                    .expect("segment table")
+                    .insert(id32, Arc::new(seg));
+                continue;
             }
             let mapped = vfs.map(&path).map_err(|e| err(&e))?;
             let all: &[u8] = (*mapped).as_ref();

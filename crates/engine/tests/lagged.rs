@@ -211,6 +211,20 @@ fn a_missing_segment_fails_open() {
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("opened without a segment it needs"),
     }
+    // A reader of one series opens no segment until it reads from it: the missing one's
+    // rows read as unknown, counted, never as other values.
+    let one = Options {
+        only: Some(vec!["a.rrd".to_string()]),
+        ..opts()
+    };
+    let st = Store::open(&tmp.0, one).unwrap();
+    assert_eq!(st.damaged_chunks(), 0, "nothing read yet");
+    let rrd = st.get("a.rrd").unwrap();
+    let vals: Vec<f64> = rrd.rra.iter().flat_map(|r| r.rows.to_vec()).collect();
+    assert!(st.damaged_chunks() > 0);
+    assert!(vals
+        .iter()
+        .all(|v| v.is_nan() || (*v >= 0.0 && *v < 2000.0)));
 }
 
 #[test]

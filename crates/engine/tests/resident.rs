@@ -123,6 +123,22 @@ fn a_store_with_version_1_segments_opens_and_reads_them() {
         converted += 1;
     }
     assert!(converted > 0);
+    // A reader of one series reads them by position, opened when first needed.
+    let one = Options {
+        only: Some(vec!["s2".to_string()]),
+        ..opts()
+    };
+    let st = Store::open(&dir.0, one).unwrap();
+    for a in 0..2 {
+        let got = st.get("s2").unwrap().rra[a].rows.to_vec();
+        assert_eq!(
+            bits(&[got]),
+            bits(&want[2 * 2 + a..2 * 2 + a + 1]),
+            "archive {a}"
+        );
+    }
+    assert_eq!(st.damaged_chunks(), 0);
+    drop(st);
     let mut st = Store::open(&dir.0, opts()).unwrap();
     assert_eq!(bits(&read_all(&st, 5)), bits(&want), "read from version 1");
     // The next checkpoint goes on naming them; the store opens again.
