@@ -120,7 +120,8 @@ fn main() {
 }
 fn sizes() {
     println!(
-        "Rrd {} Schema {} DsDef {} RraDef {} Rows {} RraData {} PdpPrep {} CdpPrep {}",
+        "Rrd {} Schema {} DsDef {} RraDef {} Rows {} RraData {} PdpPrep {} CdpPrep {} \
+         Series {} SeriesCodec {}",
         size_of::<Rrd>(),
         size_of::<Schema>(),
         size_of::<DsDef>(),
@@ -129,5 +130,7 @@ fn sizes() {
         size_of::<rrd::RraData>(),
         size_of::<rrd::PdpPrep>(),
         size_of::<rrd::CdpPrep>(),
+        size_of::<engine::series::Series>(),
+        size_of::<codec::sample::SeriesCodec>(),
     );
 }

@@ -23,14 +23,14 @@ pub struct Series {
     /// Rows each archive has written since this process loaded the series (counted by the
     /// writer only; a lagged checkpoint compares them with a snapshot's, see
     /// [`crate::snapshot`]).
-    pub rows_written: Vec<u64>,
+    pub rows_written: Box<[u64]>,
 }
 
 impl Series {
     fn new(name: Arc<str>, rrd: Rrd) -> Series {
         Series {
             codec: SeriesCodec::from_rrd(&rrd),
-            rows_written: vec![0; rrd.rra.len()],
+            rows_written: vec![0; rrd.rra.len()].into_boxed_slice(),
             name,
             rrd,
             chunk: BitWriter::new(),

@@ -58,7 +58,7 @@ impl Snapshot {
                 schema: s.rrd.schema.clone(),
                 head: codec::rrdbin::head_bytes(&s.rrd).into_boxed_slice(),
                 cur_rows: s.rrd.rra.iter().map(|r| r.cur_row).collect(),
-                rows_written: s.rows_written.as_slice().into(),
+                rows_written: s.rows_written.clone(),
             })
             .collect();
         Snapshot {

@@ -416,7 +416,8 @@ pub struct Rows {
     /// Chunks neither stored nor `fill`, by index, ascending (never `Chunk::Stored`).
     other: Vec<(u32, Chunk)>,
     fill: u64,
-    open: Option<Open>,
+    /// The chunk being written (boxed: most archives at rest have none).
+    open: Option<Box<Open>>,
     src: Option<Source>,
 }
 
@@ -650,13 +651,13 @@ impl Rows {
             };
             vals.clear();
             let prev = self.chunk(c);
-            self.open = Some(Open {
+            self.open = Some(Box::new(Open {
                 idx: c,
                 prev,
                 start: 0,
                 vals,
                 written: None,
-            });
+            }));
         }
         self.open.as_mut().expect("just opened")
     }
@@ -664,7 +665,7 @@ impl Rows {
     /// Pack `o` into its chunk, keeping the version it was opened from if nothing changed
     /// (so a chunk already stored stays stored after replay rewrites the same values).
     /// Returns its value buffer for reuse.
-    fn seal_open(&mut self, o: Open) -> Vec<f64> {
+    fn seal_open(&mut self, o: Box<Open>) -> Vec<f64> {
         let mut all = Vec::with_capacity(self.chunk_len(o.idx));
         self.open_values(&o, &mut all);
         let new = pack(&all);
@@ -1102,7 +1103,10 @@ impl Rows {
                 _ => 0,
             })
             .sum();
-        let open = self.open.as_ref().map_or(0, |o| o.vals.capacity() * 8);
+        let open = self
+            .open
+            .as_ref()
+            .map_or(0, |o| o.vals.capacity() * 8 + size_of::<Open>());
         packed + open + self.other.capacity() * std::mem::size_of::<(u32, Chunk)>()
     }
 }
@@ -1186,12 +1190,14 @@ impl Clone for Rows {
                 .map(|(c, ch)| (*c, ch.detached()))
                 .collect(),
             fill: self.fill,
-            open: self.open.as_ref().map(|o| Open {
-                idx: o.idx,
-                prev: o.prev.detached(),
-                start: o.start,
-                vals: o.vals.clone(),
-                written: o.written,
+            open: self.open.as_ref().map(|o| {
+                Box::new(Open {
+                    idx: o.idx,
+                    prev: o.prev.detached(),
+                    start: o.start,
+                    vals: o.vals.clone(),
+                    written: o.written,
+                })
             }),
             src: self.src.clone(),
         }
