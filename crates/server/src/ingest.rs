@@ -389,6 +389,12 @@ impl Queue {
         if self.is_empty() {
             self.base = plain_stamp(v).map_or(0, |(t, _)| t);
         }
+        // Grown by a quarter, not doubled: a million series each hold a window of values.
+        let need = v.len() + 12;
+        let buf = &mut self.w.buf;
+        if buf.capacity() - buf.len() < need {
+            buf.reserve_exact(need.max(buf.len() / 4).max(32));
+        }
         match plain_stamp(v).filter(|(t, _)| *t >= self.base) {
             Some((t, rest)) => {
                 self.w.u8(flag | COMPACT);
@@ -433,12 +439,18 @@ impl Queue {
         }
     }
 
-    /// Drop the first `cut` bytes (whole lines); the room goes back once the queue is empty.
+    /// Drop the first `cut` bytes (whole lines); the room goes back once the queue is empty,
+    /// or mostly, when what is left would use less than half of it.
     pub fn drain_to(&mut self, cut: usize) {
         if cut >= self.len() {
             self.w = ByteWriter::new();
         } else {
             self.w.buf.drain(..cut);
+            if self.w.buf.len() * 2 < self.w.buf.capacity() {
+                self.w
+                    .buf
+                    .shrink_to(self.w.buf.len() + self.w.buf.len() / 4);
+            }
         }
     }
 }
@@ -446,6 +458,48 @@ impl Queue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A window of values costs about its bytes, not a doubled buffer, and a commit that
+    /// leaves little queued gives the room back.
+    #[test]
+    fn a_queue_holds_little_more_than_its_values() {
+        let mut q = Queue::default();
+        for i in 0..30 {
+            q.push(ACCEPTED, &format!("{}:{}.25", 1_795_595_680 + 10 * i, i));
+        }
+        let (len, cap) = (q.len(), q.w.buf.capacity());
+        assert!(cap <= len + len / 4 + 32, "{cap} bytes for {len}");
+        let mut starts = Vec::new();
+        let mut at = 0;
+        q.each_from(0, &mut |_, t| {
+            starts.push(at);
+            at += t.len();
+        });
+        assert_eq!(starts.len(), 30);
+        // Keep the last two lines (each line is at most 12 bytes here).
+        let mut cut = 0;
+        let mut n = 0;
+        let mut r = ByteReader::new(&q.w.buf);
+        while n < 28 {
+            r.u8().unwrap();
+            r.varint().unwrap();
+            r.bytes().unwrap();
+            n += 1;
+            cut = r.pos();
+        }
+        let mut left = Vec::new();
+        q.each_from(cut, &mut |_, t| left.push(t.to_string()));
+        q.drain_to(cut);
+        assert!(
+            q.w.buf.capacity() <= q.len() * 2,
+            "{} bytes kept",
+            q.w.buf.capacity()
+        );
+        let mut after = Vec::new();
+        q.each_from(0, &mut |_, t| after.push(t.to_string()));
+        assert_eq!(after, left);
+        assert_eq!(after[1], "1795595970:29.25");
+    }
 
     #[test]
     fn a_queue_gives_back_exactly_the_text_queued() {
