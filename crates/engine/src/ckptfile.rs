@@ -10,7 +10,7 @@ use crate::files;
 use crate::vfs::Vfs;
 use codec::checkpoint::{
     decode_checkpoint_header, decode_checkpoint_payload_of, decode_checkpoint_payload_read,
-    CheckpointHeader, CheckpointState, CK_HEADER_LEN,
+    CheckpointHeader, CheckpointState, CK_HEADER_LEN, CK_VERSION,
 };
 use std::io;
 use std::path::{Path, PathBuf};
@@ -38,8 +38,9 @@ fn load_one(vfs: &dyn Vfs, path: &Path, keep: Keep<'_>) -> io::Result<Result<Loa
             header.payload_len
         )));
     }
-    let decoded = if keep.is_some() {
-        // A reader of a few series: a window at a time, not the whole payload in memory.
+    let decoded = if keep.is_some() || header.version >= CK_VERSION {
+        // A reader of a few series reads only what it needs; a whole open of version 4 a
+        // window at a time: never the whole payload in memory (350 MB for a million series).
         let mut read = |off: u64, b: &mut [u8]| -> Result<usize, String> {
             f.read_at(b, CK_HEADER_LEN as u64 + off)
                 .map_err(|e| e.to_string())
