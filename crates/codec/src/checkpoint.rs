@@ -6,7 +6,7 @@
 //! 40 payload_len u64   48 payload_crc u32   52 header_crc u32 over bytes 0..52
 //! 56 payload (version 4):
 //!    frames: per series  len u32, crc u32 (CRC32C of the body), body = id varint, name str,
-//!            chunked image ([`crate::rrdbin::encode_rrd_chunked_v4`])
+//!            chunked image ([`crate::rrdbin::encode_head_chunked`])
 //!    index:  pages of 4096 bytes: up to 255 entries (name hash u64, frame offset u64 from
 //!            the payload's start) sorted by hash then offset, zeros, count u32 at 4088,
 //!            CRC32C of bytes 0..4092 at 4092
@@ -25,7 +25,7 @@
 //! archives whose chunks were stored together (series created together) name one table.
 //!
 //! Version 3 (still read): `next_id varint, complete_lsn varint, series_count varint`, per
-//! series `id varint, name str, image bytes` ([`crate::rrdbin::encode_rrd_chunked`], chunks
+//! series `id varint, name str, image bytes` ([`crate::rrdbin::encode_head_chunked`], chunks
 //! "in the segments" without saying which), then the segment list; `payload_crc` covers the
 //! whole payload. Version 2 (still read): the same with every row in each image.
 //!
@@ -39,10 +39,7 @@
 
 use crate::bytes::{ByteReader, ByteWriter, DecodeError, ReadAt, WindowReader};
 use crate::crc32c::{crc32c, Crc32c};
-use crate::rrdbin::{
-    decode_rrd, decode_rrd_chunked, encode_head_chunked, encode_rrd_chunked_v4, head_bytes,
-    ChunkEntry,
-};
+use crate::rrdbin::{decode_rrd, decode_rrd_chunked, encode_head_chunked, head_bytes, ChunkEntry};
 use rrd::rows::Keep;
 use rrd::Rrd;
 use std::collections::HashMap;
@@ -150,8 +147,8 @@ pub struct CheckpointWriter {
     version: u32,
     /// (name hash, frame offset) of each series written.
     index: Vec<(u64, u64)>,
-    tables: Vec<Vec<u32>>,
-    table_ids: HashMap<Vec<u32>, u64, std::hash::BuildHasherDefault<rrd::fx::Fx>>,
+    /// Each distinct chunk table and its reference (`k`: table `k - 1`).
+    tables: HashMap<Vec<u32>, u64, std::hash::BuildHasherDefault<rrd::fx::Fx>>,
     scratch: Vec<u32>,
     refs: Vec<u64>,
 }
@@ -182,8 +179,7 @@ impl CheckpointWriter {
             left: count,
             version: CK_VERSION,
             index: Vec::with_capacity(count),
-            tables: Vec::new(),
-            table_ids: HashMap::default(),
+            tables: HashMap::default(),
             scratch: Vec::new(),
             refs: Vec::new(),
         }
@@ -251,14 +247,14 @@ impl CheckpointWriter {
         if self.version == CK_VERSION_V3 {
             self.w.varint(id);
             self.w.str(name);
-            encode_head_chunked(&mut self.img, head, cur_rows, chunks);
+            encode_head_chunked(&mut self.img, head, cur_rows, chunks, None);
             self.w.bytes(&self.img.buf);
             return;
         }
         let mut refs = std::mem::take(&mut self.refs);
         refs.clear();
         refs.extend(chunks.iter().map(|list| self.table_ref(list)));
-        encode_rrd_chunked_v4(&mut self.img, head, cur_rows, chunks, &refs);
+        encode_head_chunked(&mut self.img, head, cur_rows, chunks, Some(&refs));
         self.refs = refs;
         let start = self.w.buf.len();
         self.index
@@ -291,12 +287,11 @@ impl CheckpointWriter {
         if !any {
             return 0;
         }
-        if let Some(&k) = self.table_ids.get(self.scratch.as_slice()) {
+        if let Some(&k) = self.tables.get(self.scratch.as_slice()) {
             return k;
         }
-        self.tables.push(self.scratch.clone());
-        let k = self.tables.len() as u64;
-        self.table_ids.insert(self.scratch.clone(), k);
+        let k = self.tables.len() as u64 + 1;
+        self.tables.insert(self.scratch.clone(), k);
         k
     }
 
@@ -345,8 +340,11 @@ impl CheckpointWriter {
                 m.u64(list[0].0);
             }
             put_segments(m);
-            m.varint(self.tables.len() as u64);
-            for t in &self.tables {
+            let mut tables: Vec<(&Vec<u32>, u64)> =
+                self.tables.iter().map(|(t, &k)| (t, k)).collect();
+            tables.sort_unstable_by_key(|&(_, k)| k);
+            m.varint(tables.len() as u64);
+            for (t, _) in tables {
                 m.varint(t.len() as u64);
                 let mut i = 0;
                 while i < t.len() {
@@ -561,12 +559,11 @@ fn read_meta(h: &CheckpointHeader, read: &mut ReadAt<'_>) -> Result<Meta, Decode
     {
         return Err(err(&r, "checkpoint index does not fit its series count"));
     }
-    let pages_len = page_count
+    page_count
         .checked_mul(CK_PAGE as u64)
         .and_then(|p| p.checked_add(frames_len))
         .filter(|&e| e == meta_at)
         .ok_or_else(|| err(&r, "checkpoint sections do not fit its payload"))?;
-    debug_assert_eq!(pages_len, meta_at);
     let dir_bytes = r.take(page_count as usize * 8)?;
     let dir: Vec<u64> = dir_bytes
         .chunks_exact(8)
@@ -622,8 +619,12 @@ fn read_meta(h: &CheckpointHeader, read: &mut ReadAt<'_>) -> Result<Meta, Decode
 /// Index page `p`, checked: its entries.
 fn read_page(read: &mut ReadAt<'_>, m: &Meta, p: usize) -> Result<Vec<(u64, u64)>, DecodeError> {
     let off = m.frames_len + (p * CK_PAGE) as u64;
-    let b = read_exact(read, off, CK_PAGE)?;
-    let at = CK_HEADER_LEN + off as usize;
+    page_entries(&read_exact(read, off, CK_PAGE)?, m, p)
+}
+
+/// The entries of index page `p` (its bytes `b`), checked.
+fn page_entries(b: &[u8], m: &Meta, p: usize) -> Result<Vec<(u64, u64)>, DecodeError> {
+    let at = CK_HEADER_LEN + m.frames_len as usize + p * CK_PAGE;
     let crc = u32::from_le_bytes(b[PAGE_CRC_AT..].try_into().expect("4 bytes"));
     if crc32c(&b[..PAGE_CRC_AT]) != crc {
         return Err(DecodeError::new(
@@ -698,9 +699,11 @@ fn decode_v4(
     } else {
         // The index first (the frames' reader holds `read` to the end).
         let mut index = Vec::with_capacity(m.count as usize);
-        for p in 0..m.dir.len() {
-            index.extend(read_page(read, &m, p)?);
+        let pages = read_exact(read, m.frames_len, m.dir.len() * CK_PAGE)?;
+        for (p, b) in pages.chunks_exact(CK_PAGE).enumerate() {
+            index.extend(page_entries(b, &m, p)?);
         }
+        drop(pages);
         let mut seen = Vec::with_capacity(m.count as usize);
         series.reserve(m.count as usize);
         let mut r = WindowReader::new(m.frames_len, 1 << 20, read);

@@ -122,48 +122,30 @@ const CHUNK_SEGMENTS: u64 = 0;
 const CHUNK_FILL: u64 = 1;
 const CHUNK_INLINE: u64 = 2;
 
-/// Append the chunked image of `rrd` as checkpoint version 3 wrote it: the head of
-/// [`encode_rrd`], then per archive its `cur_row` and its chunks (`chunks[a]`, one entry
-/// per chunk) in runs, each a varint header `n << 2 | kind`: kind 0, `n` chunks in the
-/// segments; kind 1, `n` chunks of one repeated f64 (its 8 bytes follow); kind 2, `n` chunks
-/// each given inline as a varint length and packed values. `rrd`'s rows are not read.
-pub fn encode_rrd_chunked(w: &mut ByteWriter, rrd: &Rrd, chunks: &[Vec<ChunkEntry>]) {
-    encode_head(w, rrd);
-    encode_archives(w, rrd.rra.iter().map(|r| r.cur_row), chunks, None);
-}
-
-/// [`encode_rrd_chunked`] as version 4 writes it: before each archive's runs, `tables[a]`
-/// (varint: 0, no chunk is stored; `k`, the checkpoint's chunk table `k - 1` names the
-/// segment of each stored chunk).
-pub fn encode_rrd_chunked_v4(
-    w: &mut ByteWriter,
-    head: &[u8],
-    cur_rows: &[u64],
-    chunks: &[Vec<ChunkEntry>],
-    tables: &[u64],
-) {
-    w.buf.extend_from_slice(head);
-    encode_archives(w, cur_rows.iter().copied(), chunks, Some(tables));
-}
-
-/// The image up to the archives ([`encode_rrd_chunked`] writes it first): what a snapshot
-/// keeps of a series, to be completed by [`encode_head_chunked`].
+/// The image up to the archives: what a snapshot keeps of a series, completed by
+/// [`encode_head_chunked`].
 pub fn head_bytes(rrd: &Rrd) -> Vec<u8> {
     let mut w = ByteWriter::new();
     encode_head(&mut w, rrd);
     w.buf
 }
 
-/// The image [`encode_rrd_chunked`] writes, from the head bytes [`head_bytes`] gave and
-/// each archive's `cur_row`.
+/// Append a chunked image: `head` ([`head_bytes`]: the head of [`encode_rrd`]), then per
+/// archive its `cur_row`, (version 4: `tables` Some) `tables[a]` (varint: 0, no chunk is
+/// stored; `k`, the checkpoint's chunk table `k - 1` names the segment of each stored
+/// chunk), and its chunks (`chunks[a]`, one entry per chunk) in runs, each a varint header
+/// `n << 2 | kind`: kind 0, `n` chunks stored in segments; kind 1, `n` chunks of one
+/// repeated f64 (its 8 bytes follow); kind 2, `n` chunks each given inline as a varint
+/// length and packed values. Version 3 (`tables` None) named no table.
 pub fn encode_head_chunked(
     w: &mut ByteWriter,
     head: &[u8],
     cur_rows: &[u64],
     chunks: &[Vec<ChunkEntry>],
+    tables: Option<&[u64]>,
 ) {
     w.buf.extend_from_slice(head);
-    encode_archives(w, cur_rows.iter().copied(), chunks, None);
+    encode_archives(w, cur_rows.iter().copied(), chunks, tables);
 }
 
 /// Each archive's `cur_row`, chunk table (version 4: `tables`) and chunk entries.
@@ -242,8 +224,8 @@ pub fn decode_rrd(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
     Ok(rrd)
 }
 
-/// Read one image written by [`encode_rrd_chunked`] (`tables` None: version 3) or
-/// [`encode_rrd_chunked_v4`] (`tables`: the checkpoint's chunk tables): the RRD with its rows
+/// Read one image written by [`encode_head_chunked`] (`tables` None: version 3; else the
+/// checkpoint's chunk tables, version 4): the RRD with its rows
 /// as the entries give them. Version 3 leaves chunks "in the segments" as placeholders to
 /// find there ([`rrd::Rows::place`]; [`rrd::Rows::unplaced`] names one not found); version 4
 /// gives each archive its chunk table, shared ([`rrd::Rows::adopt_table`]).

@@ -125,17 +125,17 @@ impl ReadSeg {
             .map_err(|e| io::Error::other(e.clone()))
     }
 
-    /// The version 2 file and its key count.
-    fn v2(&self) -> io::Result<(&Mutex<Box<dyn VFile>>, u64)> {
+    /// The version 2 file.
+    fn file(&self) -> io::Result<&Mutex<Box<dyn VFile>>> {
         match self.opened()? {
-            Opened::V2 { file, count } => Ok((file, *count)),
+            Opened::V2 { file, .. } => Ok(file),
             Opened::V1(_) => Err(io::Error::other("a version 1 segment")),
         }
     }
 
     fn read(&self, off: u64, len: usize) -> io::Result<Vec<u8>> {
         let mut b = vec![0u8; len];
-        let f = self.v2()?.0.lock().unwrap_or_else(|p| p.into_inner());
+        let f = self.file()?.lock().unwrap_or_else(|p| p.into_inner());
         let mut at = 0;
         while at < len {
             match f.read_at(&mut b[at..], off + at as u64)? {
@@ -161,7 +161,15 @@ impl ReadSeg {
     /// The keys of `series` in this segment (a binary search by positioned reads, then its
     /// run of keys and their locs), remembered for [`ReadSeg::chunk`].
     fn series_keys(&self, series: u64) -> io::Result<Vec<SegKey>> {
-        let count = self.v2()?.1;
+        let count = match self.opened()? {
+            Opened::V2 { count, .. } => *count,
+            Opened::V1(chunks) => {
+                let mut keys: Vec<SegKey> =
+                    chunks.keys().filter(|k| k.0 == series).copied().collect();
+                keys.sort_unstable();
+                return Ok(keys);
+            }
+        };
         let (mut lo, mut hi) = (0u64, count);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -591,18 +599,9 @@ impl Segments {
                 let seg = match lazy {
                     // Not even opened until a read needs one of its chunks.
                     Some(vfs) => ReadSeg::later(vfs.clone(), path.clone(), id),
-                    None => match open_read(vfs, &path, id)? {
-                        // Placed from (read whole) like a mapped one.
-                        Opened::V1(_) => {
-                            let mapped = vfs.map(&path).map_err(|e| err(&e))?;
-                            old.push((id, mapped.clone()));
-                            mapped.release();
-                            continue;
-                        }
-                        // Read, not mapped: the header now, the few series' keys when
-                        // placing.
-                        o => ReadSeg::now(o),
-                    },
+                    // Read, not mapped: the header now (a version 1 segment whole), the few
+                    // series' keys when placing.
+                    None => ReadSeg::now(open_read(vfs, &path, id)?),
                 };
                 table
                     .reads

@@ -71,6 +71,25 @@ fn read_all(st: &Store, series: usize) -> Vec<Vec<f64>> {
     got
 }
 
+/// The store in `dir` opened for series `s<i>` alone (as the CLI opens it), its two
+/// archives checked against `want` (two archives a series, as [`fill`] makes them).
+fn open_one(dir: &std::path::Path, i: usize, want: &[Vec<f64>]) -> Store {
+    let one = Options {
+        only: Some(vec![format!("s{i}")]),
+        ..opts()
+    };
+    let st = Store::open(dir, one).unwrap();
+    for a in 0..2 {
+        let got = st.get(&format!("s{i}")).unwrap().rra[a].rows.to_vec();
+        assert_eq!(
+            bits(&[got]),
+            bits(&want[i * 2 + a..i * 2 + a + 1]),
+            "archive {a}"
+        );
+    }
+    st
+}
+
 #[test]
 fn a_checkpoint_moves_the_chunks_it_stores_off_the_heap() {
     let dir = TempDir::new("resident-settle");
@@ -124,19 +143,7 @@ fn a_store_with_version_1_segments_opens_and_reads_them() {
     }
     assert!(converted > 0);
     // A reader of one series reads them by position, opened when first needed.
-    let one = Options {
-        only: Some(vec!["s2".to_string()]),
-        ..opts()
-    };
-    let st = Store::open(&dir.0, one).unwrap();
-    for a in 0..2 {
-        let got = st.get("s2").unwrap().rra[a].rows.to_vec();
-        assert_eq!(
-            bits(&[got]),
-            bits(&want[2 * 2 + a..2 * 2 + a + 1]),
-            "archive {a}"
-        );
-    }
+    let st = open_one(&dir.0, 2, &want);
     assert_eq!(st.damaged_chunks(), 0);
     drop(st);
     let mut st = Store::open(&dir.0, opts()).unwrap();
@@ -222,20 +229,7 @@ fn a_store_with_a_version_3_checkpoint_opens_and_reads() {
             .version
     };
     assert_eq!(version(&dir.0), 3);
-    let one = Options {
-        only: Some(vec!["s3".to_string()]),
-        ..opts()
-    };
-    let st = Store::open(&dir.0, one).unwrap();
-    for a in 0..2 {
-        let got = st.get("s3").unwrap().rra[a].rows.to_vec();
-        assert_eq!(
-            bits(&[got]),
-            bits(&want[3 * 2 + a..3 * 2 + a + 1]),
-            "archive {a}"
-        );
-    }
-    drop(st);
+    drop(open_one(&dir.0, 3, &want));
     let mut st = Store::open(&dir.0, opts()).unwrap();
     assert_eq!(
         bits(&read_all(&st, 5)),

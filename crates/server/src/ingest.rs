@@ -469,13 +469,9 @@ mod tests {
         }
         let (len, cap) = (q.len(), q.w.buf.capacity());
         assert!(cap <= len + len / 4 + 32, "{cap} bytes for {len}");
-        let mut starts = Vec::new();
-        let mut at = 0;
-        q.each_from(0, &mut |_, t| {
-            starts.push(at);
-            at += t.len();
-        });
-        assert_eq!(starts.len(), 30);
+        let mut lines = 0;
+        q.each_from(0, &mut |_, _| lines += 1);
+        assert_eq!(lines, 30);
         // Keep the last two lines (each line is at most 12 bytes here).
         let mut cut = 0;
         let mut n = 0;
