@@ -39,7 +39,7 @@
 
 use crate::bytes::{ByteReader, ByteWriter, DecodeError, ReadAt, WindowReader};
 use crate::crc32c::{crc32c, Crc32c};
-use crate::rrdbin::{decode_rrd, decode_rrd_chunked, encode_head_chunked, head_bytes, ChunkEntry};
+use crate::rrdbin::{decode_rrd, decode_rrd_chunked, encode_head_chunked, live_bytes, ChunkEntry};
 use rrd::rows::Keep;
 use rrd::Rrd;
 use std::collections::HashMap;
@@ -228,16 +228,19 @@ impl CheckpointWriter {
     /// entry per chunk).
     pub fn series_chunked(&mut self, id: u64, name: &str, rrd: &Rrd, chunks: &[Vec<ChunkEntry>]) {
         let cur: Vec<u64> = rrd.rra.iter().map(|r| r.cur_row).collect();
-        self.series_head_chunked(id, name, &head_bytes(rrd), &cur, chunks);
+        self.series_head_chunked(id, name, &rrd.schema, &live_bytes(rrd), &cur, chunks);
     }
 
-    /// [`CheckpointWriter::series_chunked`] for a series kept as a snapshot keeps it: the
-    /// bytes of its head ([`crate::rrdbin::head_bytes`]) and its archives' `cur_row`.
+    /// [`CheckpointWriter::series_chunked`] for a series kept as a snapshot keeps it: its
+    /// schema, the bytes of its live state ([`crate::rrdbin::live_bytes`]) and its archives'
+    /// `cur_row`.
+    #[allow(clippy::too_many_arguments)]
     pub fn series_head_chunked(
         &mut self,
         id: u64,
         name: &str,
-        head: &[u8],
+        schema: &rrd::Schema,
+        live: &[u8],
         cur_rows: &[u64],
         chunks: &[Vec<ChunkEntry>],
     ) {
@@ -247,14 +250,14 @@ impl CheckpointWriter {
         if self.version == CK_VERSION_V3 {
             self.w.varint(id);
             self.w.str(name);
-            encode_head_chunked(&mut self.img, head, cur_rows, chunks, None);
+            encode_head_chunked(&mut self.img, schema, live, cur_rows, chunks, None);
             self.w.bytes(&self.img.buf);
             return;
         }
         let mut refs = std::mem::take(&mut self.refs);
         refs.clear();
         refs.extend(chunks.iter().map(|list| self.table_ref(list)));
-        encode_head_chunked(&mut self.img, head, cur_rows, chunks, Some(&refs));
+        encode_head_chunked(&mut self.img, schema, live, cur_rows, chunks, Some(&refs));
         self.refs = refs;
         let start = self.w.buf.len();
         self.index
@@ -1077,7 +1080,14 @@ mod tests {
         a.series_chunked(4, "a/b", &rrd, &chunks);
         let mut b = CheckpointWriter::new(2, 100, 7, 9, 300, 1);
         let cur: Vec<u64> = rrd.rra.iter().map(|r| r.cur_row).collect();
-        b.series_head_chunked(4, "a/b", &crate::rrdbin::head_bytes(&rrd), &cur, &chunks);
+        b.series_head_chunked(
+            4,
+            "a/b",
+            &rrd.schema,
+            &crate::rrdbin::live_bytes(&rrd),
+            &cur,
+            &chunks,
+        );
         assert_eq!(a.finish(&[1]), b.finish(&[1]));
     }
 

@@ -67,7 +67,12 @@ pub fn encode_rrd(w: &mut ByteWriter, rrd: &Rrd) {
 
 /// Schema and live state: the image up to the archives.
 fn encode_head(w: &mut ByteWriter, rrd: &Rrd) {
-    let s = &rrd.schema;
+    encode_schema(w, &rrd.schema);
+    encode_live(w, rrd);
+}
+
+/// The schema: the head's first part.
+fn encode_schema(w: &mut ByteWriter, s: &Schema) {
     w.u64(s.step);
     w.varint(s.ds.len() as u64);
     for d in &s.ds {
@@ -91,6 +96,10 @@ fn encode_head(w: &mut ByteWriter, rrd: &Rrd) {
         w.u64(r.pdp_cnt);
         w.u64(r.row_cnt);
     }
+}
+
+/// The live state (last update, PDP and CDP preparation): the head after the schema.
+fn encode_live(w: &mut ByteWriter, rrd: &Rrd) {
     w.i64(rrd.last_up);
     w.i64(rrd.last_up_usec);
     for p in &rrd.pdp {
@@ -122,29 +131,32 @@ const CHUNK_SEGMENTS: u64 = 0;
 const CHUNK_FILL: u64 = 1;
 const CHUNK_INLINE: u64 = 2;
 
-/// The image up to the archives: what a snapshot keeps of a series, completed by
+/// The live state of `rrd` as its image holds it (the part of the head after the schema):
+/// what a snapshot keeps of a series besides its shared schema, completed by
 /// [`encode_head_chunked`].
-pub fn head_bytes(rrd: &Rrd) -> Vec<u8> {
+pub fn live_bytes(rrd: &Rrd) -> Vec<u8> {
     let mut w = ByteWriter::new();
-    encode_head(&mut w, rrd);
+    encode_live(&mut w, rrd);
     w.buf
 }
 
-/// Append a chunked image: `head` ([`head_bytes`]: the head of [`encode_rrd`]), then per
-/// archive its `cur_row`, (version 4: `tables` Some) `tables[a]` (varint: 0, no chunk is
-/// stored; `k`, the checkpoint's chunk table `k - 1` names the segment of each stored
-/// chunk), and its chunks (`chunks[a]`, one entry per chunk) in runs, each a varint header
-/// `n << 2 | kind`: kind 0, `n` chunks stored in segments; kind 1, `n` chunks of one
-/// repeated f64 (its 8 bytes follow); kind 2, `n` chunks each given inline as a varint
-/// length and packed values. Version 3 (`tables` None) named no table.
+/// Append a chunked image: the head (`schema`, then `live`: [`live_bytes`]; the head of
+/// [`encode_rrd`]), then per archive its `cur_row`, (version 4: `tables` Some) `tables[a]`
+/// (varint: 0, no chunk is stored; `k`, the checkpoint's chunk table `k - 1` names the
+/// segment of each stored chunk), and its chunks (`chunks[a]`, one entry per chunk) in runs,
+/// each a varint header `n << 2 | kind`: kind 0, `n` chunks stored in segments; kind 1, `n`
+/// chunks of one repeated f64 (its 8 bytes follow); kind 2, `n` chunks each given inline as a
+/// varint length and packed values. Version 3 (`tables` None) named no table.
 pub fn encode_head_chunked(
     w: &mut ByteWriter,
-    head: &[u8],
+    schema: &Schema,
+    live: &[u8],
     cur_rows: &[u64],
     chunks: &[Vec<ChunkEntry>],
     tables: Option<&[u64]>,
 ) {
-    w.buf.extend_from_slice(head);
+    encode_schema(w, schema);
+    w.buf.extend_from_slice(live);
     encode_archives(w, cur_rows.iter().copied(), chunks, tables);
 }
 

@@ -646,11 +646,12 @@ impl Store {
         );
         let mut plan = self.segs.plan();
         for s in &snap.series {
+            let (live, cur_rows, rows_written) = s.parts();
             // Ids are never reused: a series with this id now is the one snapshotted.
             let entries = match self.reg.by_id(s.id) {
                 Some(now) => {
                     let fresh = segments::fresh_rows(
-                        Some((&s.cur_rows, &s.rows_written)),
+                        Some((&cur_rows, &rows_written)),
                         &now.rrd,
                         &now.rows_written,
                     );
@@ -659,7 +660,7 @@ impl Store {
                 // Removed later in the log: replay drops it, its rows never show.
                 None => segments::unknown_entries(&s.schema),
             };
-            w.series_head_chunked(s.id, &s.name, &s.head, &s.cur_rows, &entries);
+            w.series_head_chunked(s.id, &s.name, &s.schema, live, &cur_rows, &entries);
         }
         let bytes = w.finish(&plan.live_ids());
         self.install_checkpoint(generation, snap.lsn, &bytes, plan)

@@ -147,7 +147,7 @@ impl Daemon {
         if let Some(what) = first {
             crate::log(&format!(
                 "{}: {bad} queued value(s) did not apply as checked; first: {what}",
-                e.abs
+                self.abs_of(&e.name)
             ));
             self.stats.apply_errors.fetch_add(bad, Ordering::Relaxed);
             // The shadow went its own way: start again from what the store has.

@@ -224,6 +224,21 @@ impl Daemon {
     }
 
     /// The absolute name of a store name, for replies that list files.
+    /// The key the ingest index and the connections' maps look `file` up by: a name under
+    /// the base directory sent whole without the base's prefix, else `file` as sent. Such a
+    /// key names the series that `file` resolves to whenever it is a store name (the index
+    /// holds store names only, each resolved and checked when its entry was made).
+    pub fn index_key<'a>(&self, file: &'a str) -> &'a str {
+        match &self.base {
+            Some(b) => file
+                .strip_prefix(b.as_str())
+                .and_then(|r| r.strip_prefix('/'))
+                .filter(|r| !r.is_empty())
+                .unwrap_or(file),
+            None => file,
+        }
+    }
+
     pub fn abs_of(&self, name: &str) -> String {
         match &self.base {
             Some(b) if !name.starts_with('/') => format!("{b}/{name}"),
@@ -272,7 +287,7 @@ impl Daemon {
             return Err(Response::err(format!("No such file: {}", t.abs)));
         };
         let e = Arc::new(Entry::new(t, rrd));
-        self.index.insert(&t.name, &e);
+        self.index.insert(&e);
         Ok(e)
     }
 }
@@ -319,6 +334,37 @@ mod tests {
         assert_eq!(a.name, "x/a.rrd");
         assert_eq!(a.name, b.name);
         assert_eq!(b.abs, format!("{base}/x/a.rrd"));
+    }
+
+    /// An absolute spelling finds the entry made for the relative one (and the reverse)
+    /// through the one key the index holds, and a name outside the base is its own key.
+    #[test]
+    fn absolute_names_look_up_the_store_name() {
+        let (d, _c) = daemon(Some("db4"), false);
+        let base = d.base.clone().unwrap();
+        assert_eq!(d.index_key(&format!("{base}/x/a.rrd")), "x/a.rrd");
+        assert_eq!(d.index_key("x/a.rrd"), "x/a.rrd");
+        assert_eq!(
+            d.index_key(&format!("{base}x/a.rrd")),
+            format!("{base}x/a.rrd")
+        );
+        assert_eq!(d.index_key(&format!("{base}/")), format!("{base}/"));
+        assert_eq!(d.index_key("/srv/x.rrd"), "/srv/x.rrd");
+        let rrd = rrd::Rrd::new(
+            rrd::create::parse_create(
+                &["a.rrd", "DS:x:GAUGE:20:U:U", "RRA:LAST:0.5:1:10"].map(String::from),
+                1_700_000_000,
+            )
+            .unwrap()
+            .schema,
+            1_700_000_000,
+        );
+        d.lock().store.create("x/a.rrd", rrd, false).unwrap();
+        let e = crate::ingest::entry_for(&d, &format!("{base}/x/a.rrd")).unwrap();
+        let f = crate::ingest::entry_for(&d, "x/a.rrd").unwrap();
+        let g = crate::ingest::entry_for(&d, "x//a.rrd").unwrap();
+        assert!(Arc::ptr_eq(&e, &f) && Arc::ptr_eq(&e, &g));
+        assert_eq!(d.index.entries().len(), 1);
     }
 
     #[test]

@@ -39,10 +39,11 @@ pub const PARTIAL: u8 = b'P';
 /// One series as ingest sees it.
 pub struct Entry {
     /// Store name. The index and the connections' maps key the entry by this very copy
-    /// (or by `abs`): each name is held once, whatever the number of connections.
+    /// (a name under the base directory sent whole is looked up without the base's prefix,
+    /// [`Daemon::index_key`]): each name is held once, whatever the number of connections.
+    /// rrdcached's absolute name for it is not kept ([`Daemon::abs_of`] makes it when
+    /// needed): a million series would hold 100 MB of them.
     pub name: Arc<str>,
-    /// The absolute name rrdcached prints for it.
-    pub abs: Arc<str>,
     state: Mutex<EntryState>,
 }
 
@@ -67,22 +68,9 @@ pub struct EntryState {
 }
 
 impl Entry {
-    /// `key` (a spelling that resolves to this entry) as a map key: the entry's own copy of
-    /// its name or absolute name when it is one of them.
-    pub fn key(&self, key: &str) -> Arc<str> {
-        if key == &*self.name {
-            self.name.clone()
-        } else if key == &*self.abs {
-            self.abs.clone()
-        } else {
-            key.into()
-        }
-    }
-
     pub fn new(t: &Target, rrd: &Rrd) -> Entry {
         Entry {
             name: t.name.as_str().into(),
-            abs: t.abs.as_str().into(),
             state: Mutex::new(EntryState {
                 shadow: shadow_of(rrd),
                 queue: Queue::default(),
@@ -176,25 +164,24 @@ impl Index {
         g.get(key).cloned()
     }
 
-    /// Every entry, once each (the ones stored under their store name).
+    /// Every entry.
     pub fn entries(&self) -> Vec<Arc<Entry>> {
         let mut out = Vec::new();
         for s in &self.shards {
             let g = s.read().unwrap_or_else(|p| p.into_inner());
-            out.extend(
-                g.iter()
-                    .filter(|(k, e)| ***k == *e.name)
-                    .map(|(_, e)| e.clone()),
-            );
+            out.extend(g.values().cloned());
         }
         out
     }
 
-    /// Add `e` under `key` (a name that resolves to `e`'s series).
-    pub fn insert(&self, key: &str, e: &Arc<Entry>) {
-        let mut g = self.shard(key).write().unwrap_or_else(|p| p.into_inner());
-        if !g.contains_key(key) {
-            g.insert(e.key(key), e.clone());
+    /// Add `e` under its store name.
+    pub fn insert(&self, e: &Arc<Entry>) {
+        let mut g = self
+            .shard(&e.name)
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        if !g.contains_key(&*e.name) {
+            g.insert(e.name.clone(), e.clone());
         }
     }
 }
@@ -202,18 +189,13 @@ impl Index {
 /// The entry of the file a client named, creating it on the series' first update (importing
 /// the `.rrd` file on first sight). Errors are UPDATE's replies.
 pub fn entry_for(d: &Daemon, file: &str) -> Result<Arc<Entry>, Response> {
-    if let Some(e) = d.index.get(file) {
+    // Later updates naming the file by its store name, or by its absolute name, skip the
+    // resolution.
+    if let Some(e) = d.index.get(d.index_key(file)) {
         return Ok(e);
     }
     let t = d.resolve(file).map_err(Response::err)?;
-    let e = d.entry(&t)?;
-    // Later updates naming the file the same way skip the resolution. Only the spellings
-    // that are the name or the absolute name are kept, so the index stays as large as the
-    // store.
-    if file == t.abs {
-        d.index.insert(file, &e);
-    }
-    Ok(e)
+    d.entry(&t)
 }
 
 /// Entries a connection has updated, by the file name it sent: looked up without any lock
@@ -255,15 +237,16 @@ impl Local {
         file: &str,
         values: impl Iterator<Item = Cow<'a, str>>,
     ) -> Result<usize, Response> {
-        if let Some(e) = self.map.get(file) {
+        let key = d.index_key(file);
+        if let Some(e) = self.map.get(key) {
             return update(d, e, values, &mut self.queued, &mut self.scratch);
         }
         let e = entry_for(d, file)?;
-        if file == &*e.name || file == &*e.abs {
+        if key == &*e.name {
             if self.map.len() >= LOCAL_MAX {
                 self.map.clear();
             }
-            self.map.insert(e.key(file), e.clone());
+            self.map.insert(e.name.clone(), e.clone());
         }
         update(d, &e, values, &mut self.queued, &mut self.scratch)
     }
@@ -324,21 +307,19 @@ fn accept<'a>(
         // ringlet checks the values now (rrdcached only when it writes, dropping the file's
         // later values on a bad one): an error here refuses this value and the rest.
         let shadow = &mut st.shadow;
-        sample::read(&shadow.schema, v, stamp, scratch)
-            .map_err(|err| Response::err(format!("{}: {}", e.abs, err.msg)))?;
+        let refuse = |msg: &str| Response::err(format!("{}: {msg}", d.abs_of(&e.name)));
+        sample::read(&shadow.schema, v, stamp, scratch).map_err(|err| refuse(&err.msg))?;
         if let Some(msg) = d.failure() {
-            return Err(Response::err(format!("{}: {msg}", e.abs)));
+            return Err(refuse(&msg));
         }
         let flag = match shadow.apply(scratch, &mut |_| {}) {
             Ok(()) => ACCEPTED,
-            Err(ApplyError::Rejected(err)) => {
-                return Err(Response::err(format!("{}: {}", e.abs, err.msg)))
-            }
+            Err(ApplyError::Rejected(err)) => return Err(refuse(&err.msg)),
             Err(ApplyError::Partial(err)) => {
                 // Applied up to the failure, as rrdtool leaves it: queued to be applied and
                 // logged the same way, but not pending (it was refused).
                 st.queue.push(PARTIAL, v);
-                return Err(Response::err(format!("{}: {}", e.abs, err.msg)));
+                return Err(refuse(&err.msg));
             }
         };
         st.queue.push(flag, v);
@@ -351,10 +332,15 @@ fn accept<'a>(
 /// A series' queued values in about half the bytes of their text: the values of one
 /// series mostly start with a whole-second timestamp a few seconds after the one before
 /// (`1795595680:12.5`), so such a value is kept as its timestamp's offset from the queue's
-/// first one (a varint, usually one or two bytes) and the text after the colon. A line is
-/// a flag byte (bit 7 set: the compact form), in the compact form the offset varint, then
-/// the text with its length ([`ByteWriter::str`]). Every other value is kept as it came.
-/// Lines read back give exactly the text that was queued.
+/// first one (a varint, usually one or two bytes) and its fields, each a varint header:
+/// bit 0, another field follows; bit 1, a plain decimal (`12.50`, `-3`, `1795`: up to 16
+/// digits, no leading zero, no `+` or exponent) kept as its digits (bits 6 and up, zigzag)
+/// and the number of digits after its point (bits 2-5); else the field's length (bits 2
+/// and up) and its text. A line is a flag byte (bit 7 set: the compact form), then in the
+/// compact form the offset and the fields, else the text with its length
+/// ([`ByteWriter::str`]). Lines read back give exactly the text that was queued. A million
+/// series each hold a `-w` window of values, so the bytes count: a value of Ganglia's or
+/// collectd's takes 4-9 bytes this way, 9-16 as text.
 #[derive(Default)]
 pub struct Queue {
     w: ByteWriter,
@@ -363,6 +349,8 @@ pub struct Queue {
 }
 
 const COMPACT: u8 = 0x80;
+const MORE: u64 = 1;
+const DECIMAL: u64 = 2;
 
 /// The whole-second timestamp `v` starts with, written canonically (digits, no leading
 /// zero), and the text after its colon.
@@ -373,6 +361,57 @@ fn plain_stamp(v: &str) -> Option<(u64, &str)> {
         return None;
     }
     Some((ts.parse().ok()?, rest))
+}
+
+/// A field written as a plain decimal: its digits as an integer and the count of digits
+/// after the point, when [`write_decimal`] gives exactly `f` back from them.
+fn plain_decimal(f: &str) -> Option<(i64, u32)> {
+    let (neg, body) = match f.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, f),
+    };
+    let (int, frac) = match body.split_once('.') {
+        Some((i, fr)) if !fr.is_empty() => (i, fr),
+        Some(_) => return None,
+        None => (body, ""),
+    };
+    let digits = int.len() + frac.len();
+    let ok = |s: &str| s.bytes().all(|c| c.is_ascii_digit());
+    if int.is_empty()
+        || (int.len() > 1 && int.starts_with('0'))
+        || digits > 16
+        || frac.len() > 15
+        || !ok(int)
+        || !ok(frac)
+    {
+        return None;
+    }
+    let mut m: i64 = 0;
+    for c in int.bytes().chain(frac.bytes()) {
+        m = m * 10 + i64::from(c - b'0');
+    }
+    if neg && m == 0 {
+        return None; // `-0` would come back as `0`
+    }
+    Some((if neg { -m } else { m }, frac.len() as u32))
+}
+
+/// The text of a plain decimal: `m`'s digits with a point before the last `scale`.
+fn write_decimal(out: &mut String, m: i64, scale: u32) {
+    if m < 0 {
+        out.push('-');
+    }
+    let digits = m.unsigned_abs().to_string();
+    let scale = scale as usize;
+    let pad = (scale + 1).saturating_sub(digits.len());
+    let start = out.len();
+    out.extend(std::iter::repeat_n('0', pad));
+    out.push_str(&digits);
+    if scale > 0 {
+        let at = out.len() - scale;
+        out.insert(at, '.');
+    }
+    debug_assert!(out.len() > start);
 }
 
 impl Queue {
@@ -399,7 +438,21 @@ impl Queue {
             Some((t, rest)) => {
                 self.w.u8(flag | COMPACT);
                 self.w.varint(t - self.base);
-                self.w.str(rest);
+                let mut fields = rest.split(':').peekable();
+                while let Some(f) = fields.next() {
+                    let more = if fields.peek().is_some() { MORE } else { 0 };
+                    match plain_decimal(f) {
+                        Some((m, scale)) => {
+                            let zz = ((m << 1) ^ (m >> 63)) as u64;
+                            self.w
+                                .varint(zz << 6 | u64::from(scale) << 2 | DECIMAL | more);
+                        }
+                        None => {
+                            self.w.varint((f.len() as u64) << 2 | more);
+                            self.w.buf.extend_from_slice(f.as_bytes());
+                        }
+                    }
+                }
             }
             None => {
                 self.w.u8(flag);
@@ -408,35 +461,50 @@ impl Queue {
         }
     }
 
-    /// Each line from byte `at` (a line's start) on, in order: its flag and its text.
-    pub fn each_from(&self, at: usize, f: &mut dyn FnMut(u8, &str)) {
+    /// Each line from byte `at` (a line's start) on, in order: its flag, its text and the
+    /// byte where the next line starts.
+    fn lines_from(&self, at: usize, f: &mut dyn FnMut(u8, &str, usize)) {
         let mut r = ByteReader::new(self.w.buf.get(at..).unwrap_or_default());
         let mut text = String::new();
         // Written by `push`: the reads below fail only past the end.
         while let Ok(flag) = r.u8() {
-            let offset = match flag & COMPACT {
-                0 => None,
-                _ => match r.varint() {
-                    Ok(o) => Some(o),
-                    Err(_) => break,
-                },
-            };
-            // Pushed from &str, cut at line boundaries: always valid UTF-8.
-            let Ok(body) = r
-                .bytes()
-                .map(|b| std::str::from_utf8(b).unwrap_or_default())
-            else {
-                break;
-            };
-            match offset {
-                Some(o) => {
-                    text.clear();
-                    let _ = write!(text, "{}:{body}", self.base + o);
-                    f(flag & !COMPACT, &text);
-                }
-                None => f(flag, body),
+            if flag & COMPACT == 0 {
+                // Pushed from &str, cut at line boundaries: always valid UTF-8.
+                let Ok(body) = r.bytes() else { break };
+                f(
+                    flag,
+                    std::str::from_utf8(body).unwrap_or_default(),
+                    at + r.pos(),
+                );
+                continue;
             }
+            let Ok(offset) = r.varint() else { break };
+            text.clear();
+            let _ = write!(text, "{}", self.base + offset);
+            loop {
+                let Ok(h) = r.varint() else { return };
+                text.push(':');
+                if h & DECIMAL != 0 {
+                    let zz = h >> 6;
+                    let m = (zz >> 1) as i64 ^ -((zz & 1) as i64);
+                    write_decimal(&mut text, m, ((h >> 2) & 15) as u32);
+                } else {
+                    let Ok(b) = r.take((h >> 2) as usize) else {
+                        return;
+                    };
+                    text.push_str(std::str::from_utf8(b).unwrap_or_default());
+                }
+                if h & MORE == 0 {
+                    break;
+                }
+            }
+            f(flag & !COMPACT, &text, at + r.pos());
         }
+    }
+
+    /// Each line from byte `at` (a line's start) on, in order: its flag and its text.
+    pub fn each_from(&self, at: usize, f: &mut dyn FnMut(u8, &str)) {
+        self.lines_from(at, &mut |flag, text, _| f(flag, text));
     }
 
     /// Drop the first `cut` bytes (whole lines); the room goes back once the queue is empty,
@@ -472,17 +540,10 @@ mod tests {
         let mut lines = 0;
         q.each_from(0, &mut |_, _| lines += 1);
         assert_eq!(lines, 30);
-        // Keep the last two lines (each line is at most 12 bytes here).
-        let mut cut = 0;
-        let mut n = 0;
-        let mut r = ByteReader::new(&q.w.buf);
-        while n < 28 {
-            r.u8().unwrap();
-            r.varint().unwrap();
-            r.bytes().unwrap();
-            n += 1;
-            cut = r.pos();
-        }
+        // Keep the last two lines.
+        let mut ends = Vec::new();
+        q.lines_from(0, &mut |_, _, end| ends.push(end));
+        let cut = ends[27];
         let mut left = Vec::new();
         q.each_from(cut, &mut |_, t| left.push(t.to_string()));
         q.drain_to(cut);
@@ -510,6 +571,10 @@ mod tests {
             "1795595600:earlier than the first",
             "18446744073709551615:big",
             "1795595740:",
+            "1795595750:-0",
+            "1795595760:-0.50:0:00:1.:.5:+1:1e5:0.000000000000001:0.0000000000000001",
+            "1795595770:12345678901234567:1234567890123456:-9999999999999999:-0.0",
+            "1795595780:3:4::5:007:-12.3400:0.0:٣",
         ];
         let mut q = Queue::default();
         let mut starts = Vec::new();
@@ -538,6 +603,40 @@ mod tests {
         let mut last = Vec::new();
         q.each_from(0, &mut |_, v| last.push(v.to_string()));
         assert_eq!(last, ["1795595750:1"]);
+    }
+
+    /// Plain decimals are kept as integers: a window of Ganglia's or collectd's values costs
+    /// a few bytes a value, and each comes back as it was written.
+    #[test]
+    fn plain_decimals_take_a_few_bytes_and_come_back_the_same() {
+        let mut q = Queue::default();
+        let mut want = Vec::new();
+        let mut x: u64 = 12345;
+        for i in 0..300u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = match i % 4 {
+                0 => format!("{}.{:02}", (x >> 40) % 100, (x >> 20) % 100),
+                1 => format!("{}", (x >> 24) % 10_000_000),
+                2 => format!("-{}.{:03}", (x >> 40) % 10, (x >> 8) % 1000),
+                _ => format!("{}.{:06}", (x >> 33) % 1000, (x >> 3) % 1_000_000),
+            };
+            let line = format!("{}:{v}", 1_795_595_680 + 10 * i);
+            q.push(ACCEPTED, &line);
+            want.push(line);
+        }
+        let mut got = Vec::new();
+        q.each_from(0, &mut |_, t| got.push(t.to_string()));
+        assert_eq!(got, want);
+        // As text: a flag, the offset (two bytes past 127 s), the length and the value.
+        let text: usize = want.iter().map(|v| 4 + v.len() - 11).sum();
+        assert!(
+            q.len() * 10 < text * 7,
+            "{} bytes where their text took {text}",
+            q.len()
+        );
+        assert!(q.len() <= 300 * 15 / 2, "{} bytes for 300 values", q.len());
     }
 
     const T: i64 = 1_790_000_000;
@@ -604,16 +703,18 @@ mod tests {
     }
 
     #[test]
-    fn index_keys_share_one_entry() {
+    fn the_index_keys_an_entry_by_its_name_once() {
         let ix = Index::default();
         let t = Target {
             abs: "/b/x.rrd".into(),
             name: "x.rrd".into(),
         };
         let e = Arc::new(Entry::new(&t, &rrd(&["DS:a:GAUGE:20:U:U"])));
-        ix.insert("x.rrd", &e);
-        ix.insert("/b/x.rrd", &e);
-        assert!(Arc::ptr_eq(&ix.get("/b/x.rrd").unwrap(), &e));
+        ix.insert(&e);
+        ix.insert(&e);
+        assert!(Arc::ptr_eq(&ix.get("x.rrd").unwrap(), &e));
+        assert!(ix.get("/b/x.rrd").is_none());
         assert!(ix.get("y.rrd").is_none());
+        assert_eq!(ix.entries().len(), 1);
     }
 }

@@ -236,6 +236,7 @@ pub fn run(args: &[String], default_store: PathBuf) -> i32 {
         }
     };
     let store_dir = cfg.store.clone().unwrap_or(default_store);
+    sys::limit_arenas();
     let ready = if cfg.foreground {
         None
     } else {

@@ -455,7 +455,7 @@ fn queues_past_their_limit_are_committed_before_the_interval() {
     // --queue-limit bounds the memory the queues take: reaching it starts a commit, as the
     // store commits on its own when its pending data reaches its limit.
     let dir = TempDir::new("qlimit");
-    let mut d = Ringlet::start(dir.path(), &["-w", "3600", "--queue-limit", "2000"]);
+    let mut d = Ringlet::start(dir.path(), &["-w", "3600", "--queue-limit", "1000"]);
     setup(&d.sock, "a.rrd");
     update(&d.sock, "a.rrd", 1, 200);
     let mut s = connect(&d.sock);
