@@ -99,31 +99,23 @@ pub fn load_newest_of(
     let mut paths = Vec::new();
     for p in files::checkpoints(dir) {
         if vfs.exists(&p)? {
-            // Only a reader that stops at the first valid file needs the order first.
-            let generation = if keep.is_some() {
-                generation_of(vfs, &p)?
-            } else {
-                0
-            };
-            paths.push((generation, p));
+            paths.push((generation_of(vfs, &p)?, p));
         }
     }
-    // Newest first: a reader of a few series stops at the first valid file (a whole open
-    // checks both, to report a damaged older one).
+    // Newest first: the first valid file is the one. A whole open checks the older ones
+    // too, to report a damaged one, but only their header and meta (decoding a million
+    // series' images to drop them was a tenth of the open).
     paths.sort_by_key(|p| std::cmp::Reverse(p.0));
     for (_, p) in paths {
-        if keep.is_some() && best.is_some() {
-            break;
-        }
-        match load_one(vfs, &p, keep)? {
-            Ok(l) => {
-                if best
-                    .as_ref()
-                    .is_none_or(|b| l.header.generation > b.header.generation)
-                {
-                    best = Some(l);
-                }
-            }
+        let check_only: &[String] = &[];
+        let keep_here = match (&best, keep) {
+            (Some(_), Some(_)) => break,
+            (Some(_), None) => Some(check_only),
+            (None, k) => k,
+        };
+        match load_one(vfs, &p, keep_here)? {
+            Ok(l) if best.is_none() => best = Some(l),
+            Ok(_) => {}
             Err(why) => notes.push(format!("{}: {why}", p.display())),
         }
     }

@@ -192,6 +192,38 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_older_one_and_the_log() {
     same(&store, &model).unwrap();
 }
 
+/// Once the newest checkpoint is valid, the older one is checked as far as its header and
+/// meta: damage there is reported, and the store opens from the newest.
+#[test]
+fn a_damaged_older_checkpoint_is_reported_and_the_newest_serves() {
+    let fs = SimFs::new();
+    let mut store = open(&fs);
+    let mut model = Model::default();
+    let ops = workload(17, 200);
+    let (a, b) = ops.split_at(ops.len() / 2);
+    for op in a {
+        model.apply(op);
+        run_op(&mut store, op).unwrap();
+    }
+    store.checkpoint().unwrap(); // generation 2: checkpoint.b
+    for op in b {
+        model.apply(op);
+        run_op(&mut store, op).unwrap();
+    }
+    store.checkpoint().unwrap(); // generation 3: checkpoint.a
+    store.close().unwrap();
+    let p = files::checkpoint(Path::new(DIR), 2);
+    let mut ck = fs.read_file(&p).unwrap();
+    let n = ck.len();
+    ck[n - 6] ^= 0x40; // in the meta, at the file's end
+    fs.write_file(&p, ck);
+    let store = open(&fs);
+    let r = store.recovery();
+    assert_eq!(r.checkpoint_generation, 3, "{r:?}");
+    assert_eq!(r.invalid_checkpoints.len(), 1, "{r:?}");
+    same(&store, &model).unwrap();
+}
+
 #[test]
 fn no_valid_checkpoint_is_an_error_not_an_empty_store() {
     let fs = SimFs::new();

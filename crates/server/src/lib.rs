@@ -281,9 +281,14 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
     // Signals are handled by one thread with sigwait: block them before any thread starts.
     sys::block_signals();
     let ids = sys::ids(cfg.group.as_deref(), cfg.user.as_deref())?;
+    let opening = std::time::Instant::now();
     let d = Arc::new(Daemon::open(cfg, store_dir)?);
     let rep = d.lock().store.recovery().clone();
-    log(&describe_recovery(store_dir, &rep));
+    log(&format!(
+        "{}, in {:.2} s",
+        describe_recovery(store_dir, &rep),
+        opening.elapsed().as_secs_f64()
+    ));
     // The CLI names series under -b as the daemon does (cli::store::normalize), here for
     // RUN and, through the file, for a CLI on the store while the daemon is stopped.
     cli::store::set_base(d.base.as_deref());
@@ -308,6 +313,10 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
     let t0 = std::time::Instant::now();
     let places = d.lock().places.clone();
     let fixed = placeholder::repair(&d, &places);
+    log(&format!(
+        "placeholders checked in {:.2} s",
+        t0.elapsed().as_secs_f64()
+    ));
     if fixed.written + fixed.copies_replaced > 0 || !fixed.moved_aside.is_empty() {
         log(&format!(
             "placeholders: {} written, {} full-size copies replaced ({} bytes freed), {} changed files moved aside, in {:.1} s",

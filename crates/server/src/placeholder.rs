@@ -15,6 +15,7 @@
 
 use crate::daemon::Daemon;
 use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The first bytes of every placeholder.
@@ -117,7 +118,6 @@ pub enum Found {
 }
 
 pub fn inspect(path: &Path) -> Found {
-    use std::os::unix::fs::OpenOptionsExt;
     // One path lookup: open without following a symlink (nor blocking on a FIFO), then
     // look at what was opened. At a daemon's open this runs once per series.
     let f = match std::fs::OpenOptions::new()
@@ -305,8 +305,9 @@ fn inspect_all(base: &str, names: &[String]) -> Vec<Found> {
             .chunks(per)
             .map(|part| {
                 let h = sc.spawn(move || {
+                    let mut dir = DirCache::default();
                     part.iter()
-                        .map(|n| inspect(Path::new(&format!("{base}/{n}"))))
+                        .map(|n| dir.inspect(base, n))
                         .collect::<Vec<_>>()
                 });
                 (part.len(), h)
@@ -323,6 +324,65 @@ fn inspect_all(base: &str, names: &[String]) -> Vec<Found> {
             })
             .collect()
     })
+}
+
+/// [`inspect`] of names in turn, opening each file relative to its directory, held open
+/// from one name to the next (names come sorted, so a directory's files come together):
+/// a path lookup of the base's components per series was a third of the time a daemon's
+/// open spent on placeholders. Only a placeholder (a read of its first bytes) and a
+/// missing file are decided here; anything else is looked at again by [`inspect`].
+#[derive(Default)]
+struct DirCache {
+    path: String,
+    dir: Option<std::fs::File>,
+}
+
+impl DirCache {
+    fn inspect(&mut self, base: &str, name: &str) -> Found {
+        use std::os::fd::AsRawFd;
+        let full = format!("{base}/{name}");
+        let (parent, file) = match full.rsplit_once('/') {
+            Some((p, f)) if !f.is_empty() => (p, f),
+            _ => return inspect(Path::new(&full)),
+        };
+        if self.dir.is_none() || self.path != parent {
+            self.path = parent.to_string();
+            self.dir = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY)
+                .open(if parent.is_empty() { "/" } else { parent })
+                .ok();
+        }
+        let (Some(dir), Ok(c)) = (&self.dir, std::ffi::CString::new(file.as_bytes())) else {
+            return inspect(Path::new(&full));
+        };
+        // SAFETY: a valid directory descriptor and a NUL-terminated name; the descriptor
+        // returned is owned by the File below.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_RDONLY
+                    | libc::O_NOFOLLOW
+                    | libc::O_NONBLOCK
+                    | libc::O_NOCTTY
+                    | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::ENOENT) => Found::Missing,
+                _ => inspect(Path::new(&full)),
+            };
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        let f = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        let mut head = [0u8; 20];
+        match (&f).read(&mut head) {
+            Ok(n) if is_placeholder(&head[..n]) && n == head.len() => Found::Placeholder,
+            _ => inspect(Path::new(&full)),
+        }
+    }
 }
 
 /// The DS and RRA counts and last update of the `.rrd` file at `path`, from its header.
