@@ -32,6 +32,8 @@
 # Prints one key=value line and appends it to FILE (--out). Needs root. Installs missing peers
 # from Debian with a policy-rc.d that forbids starting their services. Binaries: $FEED and
 # $RINGLET if set, else built with cargo into $CARGO_TARGET_DIR (or ./target), release.
+# ringlet with `--workload million --scale F` below 1 gets a log ring of F x 64 MiB (unless
+# $RINGLET_LOG_SIZE is set), so that it checkpoints as often as a million series would.
 set -euo pipefail
 
 peer="" workload="" fs=ext4 mode=realtime duration=10m window=300 out="" scale=1
@@ -185,6 +187,10 @@ else
     start=$(( start_s / 300 * 300 - 300 ))
 fi
 common=(--workload "$workload" --scale "$scale" --cacti-rrds "$cacti_rrds" --start "$start")
+if [ "$peer" = ringlet ] && [ "$workload" = million ] && [ -z "${RINGLET_LOG_SIZE:-}" ]; then
+    RINGLET_LOG_SIZE="$(awk -v f="$scale" 'BEGIN { if (f > 1) f = 1; k = int(65536 * f / 4 + 0.5) * 4; if (k < 1024) k = 1024; print k }')K"
+    export RINGLET_LOG_SIZE
+fi
 
 # --- start the peer -------------------------------------------------------------------------
 proto="" target="" config=""
@@ -205,7 +211,7 @@ case "$peer" in
             -l "unix:$RUN/sock" -p "$RUN/pid" >"$RUN/log" 2>&1 &
         PID=$!
         proto=rrdcached target=unix:$RUN/sock
-        config="serve -w $window"
+        config="serve -w $window${RINGLET_LOG_SIZE:+ ring $RINGLET_LOG_SIZE}"
         wait_sock "$RUN/sock" ;;
     carbon)
         # Debian's [cache] section, data under the mount, listeners on 127.0.0.1, run as the

@@ -308,6 +308,16 @@ impl Store {
         &self.report
     }
 
+    /// Bytes of log an open would replay now: those since the newest checkpoint's start.
+    pub fn log_since_checkpoint(&self) -> u64 {
+        self.end_lsn - self.ckpt_lsn
+    }
+
+    /// The log ring's size in bytes.
+    pub fn log_capacity(&self) -> u64 {
+        self.log.cap
+    }
+
     pub fn get(&self, name: &str) -> Option<&Rrd> {
         self.reg.get(name).map(|s| &s.rrd)
     }

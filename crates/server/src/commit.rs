@@ -79,9 +79,26 @@ impl Daemon {
             drop(e.lock());
         }
         let n = self.commit_all()?;
+        let mut inner = self.lock();
+        // A store that will open again soon should not replay its ring: past an eighth of
+        // it (at most 4 MiB, a fraction of a second of replay), the last act is a checkpoint
+        // (the whole state as it is now, so the next open replays nothing).
+        let since = inner.store.log_since_checkpoint();
+        if since >= (inner.store.log_capacity() / 8).min(4 << 20) {
+            let t0 = Instant::now();
+            match inner.store.checkpoint() {
+                Ok(bytes) => crate::log(&format!(
+                    "wrote a checkpoint at shutdown ({bytes} bytes, in {:.2} s): the next open replays no log",
+                    t0.elapsed().as_secs_f64()
+                )),
+                Err(e) => crate::log(&format!(
+                    "could not write a checkpoint at shutdown ({e}): the next open replays {since} bytes of log"
+                )),
+            }
+        }
         // Everything is committed: a CLI reading the store after the daemon has gone may
         // skip the search of the log's ring (a later write removes the mark first).
-        if let Err(e) = self.lock().store.mark_clean() {
+        if let Err(e) = inner.store.mark_clean() {
             crate::log(&format!("could not mark the clean shutdown: {e}"));
         }
         Ok(n)

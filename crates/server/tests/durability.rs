@@ -165,6 +165,56 @@ fn restart_after_restart_keeps_serving() {
     }
 }
 
+/// A clean stop past an eighth of the ring (here 128 KiB of a 1 MiB one) leaves a
+/// checkpoint: the next open replays nothing and serves the same data; below it, no
+/// checkpoint is written and the next open replays the log.
+#[test]
+fn a_clean_stop_after_much_log_leaves_a_checkpoint() {
+    let dir = TempDir::new("stopckpt");
+    let d = Ringlet::start(dir.path(), &["--log-size", "1M"]);
+    // Each CREATE is a commit of at least a page.
+    for i in 0..40 {
+        setup(&d.sock, &format!("s{i}.rrd"));
+    }
+    update(&d.sock, "s7.rrd", 1, 30);
+    let expect = snapshot(&d.sock, "s7.rrd");
+    let mut d = d;
+    assert!(d
+        .proc
+        .stop(libc::SIGTERM, Duration::from_secs(20))
+        .unwrap()
+        .success());
+    assert!(
+        d.log_text().contains("wrote a checkpoint at shutdown"),
+        "{}",
+        d.log_text()
+    );
+    let mut d = Ringlet::start(dir.path(), &["--log-size", "1M"]);
+    assert!(
+        d.log_text().contains("replayed 0 commits (0 samples)"),
+        "{}",
+        d.log_text()
+    );
+    assert_eq!(snapshot(&d.sock, "s7.rrd"), expect);
+    // A little more (a few pages): stopped without a checkpoint, replayed at the next open.
+    update(&d.sock, "s7.rrd", 31, 33);
+    let expect = snapshot(&d.sock, "s7.rrd");
+    assert!(d
+        .proc
+        .stop(libc::SIGTERM, Duration::from_secs(20))
+        .unwrap()
+        .success());
+    let d = Ringlet::start(dir.path(), &["--log-size", "1M"]);
+    let log = d.log_text();
+    assert_eq!(
+        log.matches("wrote a checkpoint at shutdown").count(),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("replayed 1 commits (3 samples)"), "{log}");
+    assert_eq!(snapshot(&d.sock, "s7.rrd"), expect);
+}
+
 #[test]
 fn background_mode_writes_the_pid_file_and_stops_on_sigterm() {
     let dir = TempDir::new("bg");
