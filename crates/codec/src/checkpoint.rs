@@ -147,6 +147,9 @@ pub struct CheckpointWriter {
     version: u32,
     /// (name hash, frame offset) of each series written.
     index: Vec<(u64, u64)>,
+    /// Bytes of the file already handed out by [`CheckpointWriter::take_written`]: `w`
+    /// holds the file from this offset on.
+    flushed: u64,
     /// Each distinct chunk table and its reference (`k`: table `k - 1`).
     tables: HashMap<Vec<u32>, u64, std::hash::BuildHasherDefault<rrd::fx::Fx>>,
     scratch: Vec<u32>,
@@ -179,6 +182,7 @@ impl CheckpointWriter {
             left: count,
             version: CK_VERSION,
             index: Vec::with_capacity(count),
+            flushed: 0,
             tables: HashMap::default(),
             scratch: Vec::new(),
             refs: Vec::new(),
@@ -260,8 +264,10 @@ impl CheckpointWriter {
         encode_head_chunked(&mut self.img, schema, live, cur_rows, chunks, Some(&refs));
         self.refs = refs;
         let start = self.w.buf.len();
-        self.index
-            .push((name_hash(name), (start - CK_HEADER_LEN) as u64));
+        self.index.push((
+            name_hash(name),
+            self.flushed + start as u64 - CK_HEADER_LEN as u64,
+        ));
         self.w.raw(&[0; FRAME_HEAD]);
         self.w.varint(id);
         self.w.str(name);
@@ -298,9 +304,35 @@ impl CheckpointWriter {
         k
     }
 
+    /// Once at least `min` bytes of frames are buffered: them, and the file offset they go
+    /// at, so that a checkpoint is written as it is built rather than held whole in memory
+    /// (300 MB for a million series). The header is all zeros until
+    /// [`CheckpointWriter::finish_parts`] gives it. Version 4 only (version 3's checksum
+    /// covers its whole payload).
+    pub fn take_written(&mut self, min: usize) -> Option<(u64, Vec<u8>)> {
+        if self.version == CK_VERSION_V3 || self.w.buf.len() < min.max(1) {
+            return None;
+        }
+        let at = self.flushed;
+        let bytes = std::mem::take(&mut self.w.buf);
+        self.flushed += bytes.len() as u64;
+        self.w.buf.reserve(bytes.len());
+        Some((at, bytes))
+    }
+
     /// The file's bytes: header, then payload, naming the segments the images draw on
-    /// (ascending).
-    pub fn finish(mut self, segments: &[u64]) -> Vec<u8> {
+    /// (ascending). Only when nothing was taken by [`CheckpointWriter::take_written`].
+    pub fn finish(self, segments: &[u64]) -> Vec<u8> {
+        assert_eq!(self.flushed, 0, "part of the checkpoint was taken");
+        let (_, mut b, header) = self.finish_parts(segments);
+        b[..CK_HEADER_LEN].copy_from_slice(&header);
+        b
+    }
+
+    /// The end of the file (what [`CheckpointWriter::take_written`] has not given yet,
+    /// with the file offset it goes at) and the header, to be written at offset 0 last:
+    /// the checkpoint is valid once it is there.
+    pub fn finish_parts(mut self, segments: &[u64]) -> (u64, Vec<u8>, [u8; CK_HEADER_LEN]) {
         debug_assert_eq!(self.left, 0, "fewer series than announced");
         let put_segments = |w: &mut ByteWriter| {
             w.varint(segments.len() as u64);
@@ -315,7 +347,7 @@ impl CheckpointWriter {
             put_segments(&mut self.w);
             crc32c(&self.w.buf[CK_HEADER_LEN..])
         } else {
-            let frames_len = (self.w.buf.len() - CK_HEADER_LEN) as u64;
+            let frames_len = self.flushed + self.w.buf.len() as u64 - CK_HEADER_LEN as u64;
             self.index.sort_unstable();
             let pages = self.index.chunks(CK_PAGE_ENTRIES);
             let page_count = pages.len();
@@ -361,8 +393,8 @@ impl CheckpointWriter {
             m.u32(meta_len);
             crc32c(&m.buf[meta_at..])
         };
-        let mut b = self.w.buf;
-        let payload_len = (b.len() - CK_HEADER_LEN) as u64;
+        let payload_len = self.flushed + self.w.buf.len() as u64 - CK_HEADER_LEN as u64;
+        let mut b = [0u8; CK_HEADER_LEN];
         b[CK_MAGIC_OFFSET..CK_VERSION_OFFSET].copy_from_slice(&CK_MAGIC);
         b[CK_VERSION_OFFSET..CK_FLAGS_OFFSET].copy_from_slice(&self.version.to_le_bytes());
         b[CK_FLAGS_OFFSET..CK_GENERATION_OFFSET].copy_from_slice(&0u32.to_le_bytes());
@@ -373,7 +405,7 @@ impl CheckpointWriter {
         b[CK_PAYLOAD_CRC_OFFSET..CK_HEADER_CRC_OFFSET].copy_from_slice(&payload_crc.to_le_bytes());
         let hcrc = crc32c(&b[..CK_HEADER_CRC_OFFSET]);
         b[CK_HEADER_CRC_OFFSET..CK_HEADER_LEN].copy_from_slice(&hcrc.to_le_bytes());
-        b
+        (self.flushed, self.w.buf, b)
     }
 }
 
@@ -986,6 +1018,44 @@ mod tests {
             "{bytes} bytes read of {} for one series",
             b.len()
         );
+    }
+
+    /// A checkpoint handed out as it is built (frames at their offsets, then the end, then
+    /// the header) is the same file, byte for byte, as one built whole.
+    #[test]
+    fn a_checkpoint_written_as_built_is_the_same_file() {
+        let rrd = sample_rrd();
+        let n = 300;
+        let build = |take: Option<usize>| {
+            let mut w = CheckpointWriter::new(2, 100, 7, 9, 300, n);
+            let mut file = vec![0xEEu8; 64]; // leftovers of an older file are overwritten
+            let mut put = |at: u64, b: &[u8]| {
+                let at = at as usize;
+                if file.len() < at + b.len() {
+                    file.resize(at + b.len(), 0xEE);
+                }
+                file[at..at + b.len()].copy_from_slice(b);
+            };
+            for i in 0..n {
+                w.series_chunked(i as u64, &format!("s{i}"), &rrd, &mixed_entries(&rrd, i));
+                if let Some((at, b)) = take.and_then(|m| w.take_written(m)) {
+                    put(at, &b);
+                }
+            }
+            let (at, tail, header) = w.finish_parts(&[3, 4, 11]);
+            put(at, &tail);
+            put(0, &header);
+            file
+        };
+        let whole = build(None);
+        let mut w = CheckpointWriter::new(2, 100, 7, 9, 300, n);
+        for i in 0..n {
+            w.series_chunked(i as u64, &format!("s{i}"), &rrd, &mixed_entries(&rrd, i));
+        }
+        assert_eq!(whole, w.finish(&[3, 4, 11]));
+        for take in [1, 500, 4096] {
+            assert_eq!(build(Some(take)), whole, "taken at {take} bytes");
+        }
     }
 
     /// Damage anywhere in a version 4 payload fails a whole open; a reader of one series

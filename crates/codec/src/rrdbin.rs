@@ -160,6 +160,37 @@ pub fn encode_head_chunked(
     encode_archives(w, cur_rows.iter().copied(), chunks, tables);
 }
 
+/// The schema's bytes as a chunked image begins with them (version 5 keeps each distinct
+/// schema once, in the checkpoint's meta).
+pub fn schema_bytes(schema: &Schema) -> Vec<u8> {
+    let mut w = ByteWriter::new();
+    encode_schema(&mut w, schema);
+    w.buf
+}
+
+/// [`encode_head_chunked`] with the schema named by its place in the checkpoint's table of
+/// schemas (`schema_ref`: table entry `schema_ref - 1`; version 5) instead of its bytes.
+pub fn encode_ref_chunked(
+    w: &mut ByteWriter,
+    schema_ref: u64,
+    live: &[u8],
+    cur_rows: &[u64],
+    chunks: &[Vec<ChunkEntry>],
+    tables: &[u64],
+) {
+    w.varint(schema_ref);
+    w.buf.extend_from_slice(live);
+    encode_archives(w, cur_rows.iter().copied(), chunks, Some(tables));
+}
+
+/// Read a schema written by [`schema_bytes`] (the whole of `b`).
+pub fn decode_schema_bytes(b: &[u8]) -> Result<Schema, DecodeError> {
+    let mut r = ByteReader::new(b);
+    let s = decode_schema(&mut r)?;
+    r.finish()?;
+    Ok(s)
+}
+
 /// Each archive's `cur_row`, chunk table (version 4: `tables`) and chunk entries.
 fn encode_archives(
     w: &mut ByteWriter,
@@ -245,7 +276,28 @@ pub fn decode_rrd_chunked(
     r: &mut ByteReader,
     tables: Option<&[std::sync::Arc<Vec<u32>>]>,
 ) -> Result<Rrd, DecodeError> {
-    let mut rrd = decode_head(r)?;
+    decode_rrd_chunked_with(r, tables, None)
+}
+
+/// [`decode_rrd_chunked`]; with `schemas` (version 5), the image names its schema by its
+/// place in that table ([`encode_ref_chunked`]) and the RRD shares it.
+pub fn decode_rrd_chunked_with(
+    r: &mut ByteReader,
+    tables: Option<&[std::sync::Arc<Vec<u32>>]>,
+    schemas: Option<&[std::sync::Arc<Schema>]>,
+) -> Result<Rrd, DecodeError> {
+    let mut rrd = match schemas {
+        None => decode_head(r)?,
+        Some(all) => {
+            let at = r.pos();
+            let k = r.varint()?;
+            let schema = k
+                .checked_sub(1)
+                .and_then(|i| all.get(i as usize))
+                .ok_or_else(|| DecodeError::new(at, "no such schema"))?;
+            decode_live(r, schema.clone())?
+        }
+    };
     let ds_cnt = rrd.ds_cnt();
     for (def, data) in rrd.schema.rra.iter().zip(rrd.rra.iter_mut()) {
         data.cur_row = read_cur_row(r, def.row_cnt)?;
@@ -318,6 +370,12 @@ fn read_cur_row(r: &mut ByteReader, row_cnt: u64) -> Result<u64, DecodeError> {
 
 /// Schema and live state; archives with every row unknown.
 fn decode_head(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
+    let schema = decode_schema(r)?;
+    decode_live(r, schema.into())
+}
+
+/// A schema ([`encode_schema`]).
+fn decode_schema(r: &mut ByteReader) -> Result<Schema, DecodeError> {
     let step = r.u64()?;
     if step == 0 {
         return Err(r.err("step is 0"));
@@ -361,6 +419,19 @@ fn decode_head(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
             row_cnt,
         });
     }
+    if rra
+        .iter()
+        .any(|def| (def.row_cnt as u128) * (ds_cnt as u128) > MAX_VALUES)
+    {
+        return Err(r.err("archive too large"));
+    }
+    Ok(Schema { step, ds, rra })
+}
+
+/// The live state ([`encode_live`]) of an RRD of `schema`; archives with every row unknown.
+fn decode_live(r: &mut ByteReader, schema: std::sync::Arc<Schema>) -> Result<Rrd, DecodeError> {
+    let ds_cnt = schema.ds.len();
+    let rra_cnt = schema.rra.len();
     let last_up = r.i64()?;
     let last_up_usec = r.i64()?;
     let mut pdp = Vec::with_capacity(ds_cnt);
@@ -384,22 +455,15 @@ fn decode_head(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
             secondary: r.f64()?,
         });
     }
-    if rra
-        .iter()
-        .any(|def| (def.row_cnt as u128) * (ds_cnt as u128) > MAX_VALUES)
-    {
-        return Err(r.err("archive too large"));
-    }
     // Rows come after the head; the callers put them in.
-    let data = rra
-        .iter()
+    let data = (0..rra_cnt)
         .map(|_| RraData {
             cur_row: 0,
             rows: Rows::filled(0, ds_cnt, rrd::num::DNAN),
         })
         .collect();
     Ok(Rrd {
-        schema: Schema { step, ds, rra }.into(),
+        schema,
         last_up,
         last_up_usec,
         pdp,

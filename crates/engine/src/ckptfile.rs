@@ -123,6 +123,57 @@ pub fn load_newest_of(
 }
 
 /// Write a complete checkpoint (codec bytes) of generation `generation` and make it durable.
+/// A checkpoint file being written as it is built ([`codec::checkpoint::CheckpointWriter::take_written`]):
+/// in place over the file of its slot (two generations back) when there is one, else a
+/// temporary file renamed at the end, as [`write`] does. It is valid only once
+/// [`Writing::finish`] has written its header and synced it.
+pub struct Writing {
+    file: Box<dyn crate::vfs::VFile>,
+    path: PathBuf,
+    tmp: Option<PathBuf>,
+    dir: PathBuf,
+}
+
+impl Writing {
+    pub fn begin(vfs: &dyn Vfs, dir: &Path, generation: u64) -> io::Result<Writing> {
+        let path = files::checkpoint(dir, generation);
+        if vfs.exists(&path)? {
+            let file = vfs.open(&path, false)?;
+            return Ok(Writing {
+                file,
+                path,
+                tmp: None,
+                dir: dir.to_path_buf(),
+            });
+        }
+        let tmp = files::tmp(&path);
+        let mut file = vfs.open(&tmp, true)?;
+        file.set_len(0)?;
+        Ok(Writing {
+            file,
+            path,
+            tmp: Some(tmp),
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    pub fn write_at(&mut self, at: u64, bytes: &[u8]) -> io::Result<()> {
+        self.file.write_at(bytes, at)
+    }
+
+    /// Write the header, make the file durable and give it its name.
+    pub fn finish(mut self, vfs: &dyn Vfs, header: &[u8]) -> io::Result<()> {
+        self.file.write_at(header, 0)?;
+        self.file.sync_all()?;
+        drop(self.file);
+        if let Some(tmp) = &self.tmp {
+            vfs.rename(tmp, &self.path)?;
+            vfs.sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+}
+
 pub fn write(vfs: &dyn Vfs, dir: &Path, generation: u64, bytes: &[u8]) -> io::Result<()> {
     let path = files::checkpoint(dir, generation);
     if vfs.exists(&path)? {

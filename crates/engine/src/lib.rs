@@ -654,6 +654,7 @@ impl Store {
             self.end_lsn,
             snap.series.len(),
         );
+        let mut file = self.begin_checkpoint(generation)?;
         let mut plan = self.segs.plan();
         for s in &snap.series {
             let (live, cur_rows, rows_written) = s.parts();
@@ -671,29 +672,44 @@ impl Store {
                 None => segments::unknown_entries(&s.schema),
             };
             w.series_head_chunked(s.id, &s.name, &s.schema, live, &cur_rows, &entries);
+            stream(&mut w, &mut file)?;
         }
-        let bytes = w.finish(&plan.live_ids());
-        self.install_checkpoint(generation, snap.lsn, &bytes, plan)
+        self.install_checkpoint(generation, snap.lsn, w, file, plan)
     }
 
-    /// Write checkpoint `generation` (replay from `lsn`) and make it the newest; returns its
-    /// size with its new segments'. The segments go first: the checkpoint names them.
-    fn install_checkpoint(
-        &mut self,
-        generation: u64,
-        lsn: u64,
-        bytes: &[u8],
-        mut plan: segments::Plan,
-    ) -> Result<u64, Error> {
+    /// Open the file checkpoint `generation` is written into as it is built.
+    fn begin_checkpoint(&self, generation: u64) -> Result<ckptfile::Writing, Error> {
         if self.opts.only.is_some() {
             // A store opened for a few series must never write a checkpoint of them alone.
             return Err(Error::ReadOnly);
         }
+        Ok(ckptfile::Writing::begin(
+            self.vfs.as_ref(),
+            &self.dir,
+            generation,
+        )?)
+    }
+
+    /// Finish checkpoint `generation` (replay from `lsn`) and make it the newest; returns its
+    /// size with its new segments'. The segments go first: the checkpoint names them, and it
+    /// is valid once its header is written, last.
+    fn install_checkpoint(
+        &mut self,
+        generation: u64,
+        lsn: u64,
+        w: CheckpointWriter,
+        mut file: ckptfile::Writing,
+        mut plan: segments::Plan,
+    ) -> Result<u64, Error> {
+        let (at, tail, header) = w.finish_parts(&plan.live_ids());
+        file.write_at(at, &tail)?;
+        let len = at + tail.len() as u64;
+        drop(tail);
         self.segs.write(&mut plan, self.vfs.as_ref(), &self.dir)?;
-        ckptfile::write(self.vfs.as_ref(), &self.dir, generation, bytes)?;
+        file.finish(self.vfs.as_ref(), &header)?;
         self.ckpt_gen = generation;
         self.ckpt_lsn = lsn;
-        let n = bytes.len() as u64 + plan.bytes;
+        let n = len + plan.bytes;
         self.stats.checkpoints += 1;
         self.stats.checkpoint_bytes += n;
         self.stats.segment_bytes += plan.bytes;
@@ -750,14 +766,15 @@ impl Store {
             self.end_lsn,
             self.reg.len(),
         );
+        let mut file = self.begin_checkpoint(generation)?;
         let mut plan = self.segs.plan();
         for (id, s) in self.reg.iter() {
             let fresh = segments::fresh_rows(None, &s.rrd, &s.rows_written);
             let entries = plan.entries(id, &s.rrd, &fresh);
             w.series_chunked(id, &s.name, &s.rrd, &entries);
+            stream(&mut w, &mut file)?;
         }
-        let bytes = w.finish(&plan.live_ids());
-        let n = self.install_checkpoint(generation, self.end_lsn, &bytes, plan)?;
+        let n = self.install_checkpoint(generation, self.end_lsn, w, file, plan)?;
         self.snap = None;
         self.reg.reseed_all();
         Ok(n)
@@ -804,6 +821,17 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// A checkpoint is written a megabyte at a time as it is built, not held whole in memory.
+const CHECKPOINT_WRITE: usize = 1 << 20;
+
+/// Write what `w` has built so far, once it is [`CHECKPOINT_WRITE`] bytes.
+fn stream(w: &mut CheckpointWriter, file: &mut ckptfile::Writing) -> Result<(), Error> {
+    if let Some((at, bytes)) = w.take_written(CHECKPOINT_WRITE) {
+        file.write_at(at, &bytes)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
