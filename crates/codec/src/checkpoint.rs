@@ -39,14 +39,19 @@
 
 use crate::bytes::{ByteReader, ByteWriter, DecodeError, ReadAt, WindowReader};
 use crate::crc32c::{crc32c, Crc32c};
-use crate::rrdbin::{decode_rrd, decode_rrd_chunked, encode_head_chunked, live_bytes, ChunkEntry};
+use crate::rrdbin::{
+    decode_rrd, decode_rrd_chunked, decode_rrd_chunked_with, decode_schema_bytes,
+    encode_head_chunked, encode_ref_chunked, live_bytes, schema_bytes, ChunkEntry,
+};
 use rrd::rows::Keep;
 use rrd::Rrd;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 pub const CK_MAGIC: [u8; 8] = *b"RINGCKP1";
-pub const CK_VERSION: u32 = 4;
+pub const CK_VERSION: u32 = 5;
+/// Version 4: frames hold their schema's bytes (no table of schemas in the meta).
+pub const CK_VERSION_V4: u32 = 4;
 /// The version before: one checksum over the payload, stored chunks found by their keys.
 pub const CK_VERSION_V3: u32 = 3;
 /// The older version still read: every archive row in each image.
@@ -150,6 +155,10 @@ pub struct CheckpointWriter {
     /// Bytes of the file already handed out by [`CheckpointWriter::take_written`]: `w`
     /// holds the file from this offset on.
     flushed: u64,
+    /// Version 5: each distinct schema's bytes, by reference (`k`: entry `k - 1`), and the
+    /// reference of each schema met, by its address (the series of a store share them).
+    schemas: HashMap<Vec<u8>, u64, std::hash::BuildHasherDefault<rrd::fx::Fx>>,
+    schema_at: HashMap<usize, u64, std::hash::BuildHasherDefault<rrd::fx::Fx>>,
     /// Each distinct chunk table and its reference (`k`: table `k - 1`).
     tables: HashMap<Vec<u32>, u64, std::hash::BuildHasherDefault<rrd::fx::Fx>>,
     scratch: Vec<u32>,
@@ -183,6 +192,8 @@ impl CheckpointWriter {
             version: CK_VERSION,
             index: Vec::with_capacity(count),
             flushed: 0,
+            schemas: HashMap::default(),
+            schema_at: HashMap::default(),
             tables: HashMap::default(),
             scratch: Vec::new(),
             refs: Vec::new(),
@@ -198,6 +209,27 @@ impl CheckpointWriter {
         self.w.varint(self.complete_lsn);
         self.w.varint(self.count as u64);
         self
+    }
+
+    /// Write version 4 instead (each frame with its schema's bytes; for tests that stores
+    /// made before version 5 still open). Call before adding any series.
+    pub fn version_4(mut self) -> Self {
+        debug_assert_eq!(self.left, self.count, "before any series");
+        self.version = CK_VERSION_V4;
+        self
+    }
+
+    /// The reference of `schema` in the table of schemas (version 5), added if new.
+    fn schema_ref(&mut self, schema: &rrd::Schema) -> u64 {
+        let addr = schema as *const rrd::Schema as usize;
+        if let Some(&k) = self.schema_at.get(&addr) {
+            return k;
+        }
+        let bytes = schema_bytes(schema);
+        let next = self.schemas.len() as u64 + 1;
+        let k = *self.schemas.entry(bytes).or_insert(next);
+        self.schema_at.insert(addr, k);
+        k
     }
 
     /// Add one series with every archive row in the image (exactly `count` calls of this
@@ -261,7 +293,12 @@ impl CheckpointWriter {
         let mut refs = std::mem::take(&mut self.refs);
         refs.clear();
         refs.extend(chunks.iter().map(|list| self.table_ref(list)));
-        encode_head_chunked(&mut self.img, schema, live, cur_rows, chunks, Some(&refs));
+        if self.version >= CK_VERSION {
+            let k = self.schema_ref(schema);
+            encode_ref_chunked(&mut self.img, k, live, cur_rows, chunks, &refs);
+        } else {
+            encode_head_chunked(&mut self.img, schema, live, cur_rows, chunks, Some(&refs));
+        }
         self.refs = refs;
         let start = self.w.buf.len();
         self.index.push((
@@ -389,6 +426,15 @@ impl CheckpointWriter {
                     i += n;
                 }
             }
+            if self.version >= CK_VERSION {
+                let mut schemas: Vec<(&Vec<u8>, u64)> =
+                    self.schemas.iter().map(|(b, &k)| (b, k)).collect();
+                schemas.sort_unstable_by_key(|&(_, k)| k);
+                m.varint(schemas.len() as u64);
+                for (b, _) in schemas {
+                    m.bytes(b);
+                }
+            }
             let meta_len = (m.buf.len() - meta_at) as u32;
             m.u32(meta_len);
             crc32c(&m.buf[meta_at..])
@@ -474,7 +520,7 @@ pub fn decode_checkpoint_payload_of(
         b[..n].copy_from_slice(&from[..n]);
         Ok(n)
     };
-    if h.version >= CK_VERSION {
+    if h.version >= CK_VERSION_V4 {
         return decode_v4(h, &mut src, only);
     }
     if crc32c(payload) != h.payload_crc {
@@ -493,7 +539,7 @@ pub fn decode_checkpoint_payload_read(
     read: &mut ReadAt<'_>,
     only: Option<&[String]>,
 ) -> Result<CheckpointState, DecodeError> {
-    if h.version >= CK_VERSION {
+    if h.version >= CK_VERSION_V4 {
         return decode_v4(h, read, only);
     }
     const WINDOW: usize = 1 << 20;
@@ -546,6 +592,8 @@ struct Meta {
     dir: Vec<u64>,
     segments: Vec<u64>,
     tables: Vec<Arc<Vec<u32>>>,
+    /// Version 5: the table of schemas the frames name (None: version 4).
+    schemas: Option<Vec<Arc<rrd::Schema>>>,
 }
 
 /// Read and check the meta at the end of a version 4 payload.
@@ -639,6 +687,20 @@ fn read_meta(h: &CheckpointHeader, read: &mut ReadAt<'_>) -> Result<Meta, Decode
         }
         tables.push(Arc::new(t));
     }
+    let schemas = if h.version >= CK_VERSION {
+        let n = r.len(r.remaining())?;
+        let mut all = Vec::with_capacity(n);
+        for _ in 0..n {
+            let at = r.pos();
+            let s = decode_schema_bytes(r.bytes()?).map_err(|e| {
+                DecodeError::new(CK_HEADER_LEN + meta_at as usize + at + e.offset, e.what)
+            })?;
+            all.push(rrd::schema::intern(&Arc::new(s)));
+        }
+        Some(all)
+    } else {
+        None
+    };
     r.finish()?;
     Ok(Meta {
         next_id,
@@ -648,6 +710,7 @@ fn read_meta(h: &CheckpointHeader, read: &mut ReadAt<'_>) -> Result<Meta, Decode
         dir,
         segments,
         tables,
+        schemas,
     })
 }
 
@@ -688,12 +751,7 @@ fn page_entries(b: &[u8], m: &Meta, p: usize) -> Result<Vec<(u64, u64)>, DecodeE
 }
 
 /// One frame's body, checked against its CRC, decoded.
-fn decode_frame(
-    body: &[u8],
-    crc: u32,
-    at: usize,
-    tables: &[Arc<Vec<u32>>],
-) -> Result<SeriesImage, DecodeError> {
+fn decode_frame(body: &[u8], crc: u32, at: usize, m: &Meta) -> Result<SeriesImage, DecodeError> {
     if crc32c(body) != crc {
         return Err(DecodeError::new(at, "checkpoint series checksum mismatch"));
     }
@@ -701,7 +759,8 @@ fn decode_frame(
     let local = |e: DecodeError| DecodeError::new(at + FRAME_HEAD + e.offset, e.what);
     let id = r.varint().map_err(local)?;
     let name = r.str().map_err(local)?;
-    let rrd = decode_rrd_chunked(&mut r, Some(tables)).map_err(local)?;
+    let rrd =
+        decode_rrd_chunked_with(&mut r, Some(&m.tables), m.schemas.as_deref()).map_err(local)?;
     r.finish().map_err(local)?;
     Ok(SeriesImage { id, name, rrd })
 }
@@ -749,7 +808,7 @@ fn decode_v4(
                 return Err(r.err("checkpoint series frame past its section"));
             }
             let at = CK_HEADER_LEN + off as usize;
-            let s = decode_frame(r.take(len as usize)?, crc, at, &m.tables)?;
+            let s = decode_frame(r.take(len as usize)?, crc, at, &m)?;
             seen.push((name_hash(&s.name), off));
             series.push(s);
         }
@@ -810,7 +869,7 @@ fn find_series(
                 let more = read_exact(read, off + b.len() as u64, end as usize - b.len())?;
                 b.extend_from_slice(&more);
             }
-            let s = decode_frame(&b[FRAME_HEAD..end as usize], crc, at, &m.tables)?;
+            let s = decode_frame(&b[FRAME_HEAD..end as usize], crc, at, m)?;
             if s.name == name {
                 return Ok(Some(s));
             }
@@ -1055,6 +1114,50 @@ mod tests {
         assert_eq!(whole, w.finish(&[3, 4, 11]));
         for take in [1, 500, 4096] {
             assert_eq!(build(Some(take)), whole, "taken at {take} bytes");
+        }
+    }
+
+    /// Version 5 keeps each distinct schema once, in the meta: its frames are smaller by
+    /// the schema's bytes, the series decoded share one schema, and version 4 (the schema in
+    /// every frame) still reads the same.
+    #[test]
+    fn version_5_keeps_each_schema_once() {
+        let rrd = sample_rrd();
+        let n = 200;
+        let build = |w: CheckpointWriter| {
+            let mut w = w;
+            for i in 0..n {
+                w.series_chunked(i as u64, &format!("s{i}"), &rrd, &mixed_entries(&rrd, i));
+            }
+            w.finish(&[3, 4, 11])
+        };
+        let v5 = build(CheckpointWriter::new(2, 100, 7, 9, 300, n));
+        let v4 = build(CheckpointWriter::new(2, 100, 7, 9, 300, n).version_4());
+        let schema_len = crate::rrdbin::schema_bytes(&rrd.schema).len();
+        // Each frame names its schema in a byte; the meta holds it once, with its length
+        // and the count.
+        assert!(
+            v5.len() + n * schema_len <= v4.len() + n + schema_len + 4,
+            "{} against {} bytes ({schema_len} a schema)",
+            v5.len(),
+            v4.len()
+        );
+        let read = |b: &[u8]| {
+            let h = decode_checkpoint_header(b).unwrap();
+            (
+                h.version,
+                decode_checkpoint_payload(&h, &b[CK_HEADER_LEN..]).unwrap(),
+            )
+        };
+        let ((ver5, st5), (ver4, st4)) = (read(&v5), read(&v4));
+        assert_eq!((ver5, ver4), (CK_VERSION, CK_VERSION_V4));
+        assert!(st5
+            .series
+            .windows(2)
+            .all(|w| Arc::ptr_eq(&w[0].rrd.schema, &w[1].rrd.schema)));
+        for (a, b) in st5.series.iter().zip(&st4.series) {
+            assert_eq!((a.id, &a.name), (b.id, &b.name));
+            assert_eq!(format!("{:?}", a.rrd), format!("{:?}", b.rrd));
         }
     }
 

@@ -10,7 +10,7 @@ use crate::files;
 use crate::vfs::Vfs;
 use codec::checkpoint::{
     decode_checkpoint_header, decode_checkpoint_payload_of, decode_checkpoint_payload_read,
-    CheckpointHeader, CheckpointState, CK_HEADER_LEN, CK_VERSION,
+    CheckpointHeader, CheckpointState, CK_HEADER_LEN, CK_VERSION_V4,
 };
 use std::io;
 use std::path::{Path, PathBuf};
@@ -38,7 +38,7 @@ fn load_one(vfs: &dyn Vfs, path: &Path, keep: Keep<'_>) -> io::Result<Result<Loa
             header.payload_len
         )));
     }
-    let decoded = if keep.is_some() || header.version >= CK_VERSION {
+    let decoded = if keep.is_some() || header.version >= CK_VERSION_V4 {
         // A reader of a few series reads only what it needs; a whole open of version 4 a
         // window at a time: never the whole payload in memory (350 MB for a million series).
         let mut read = |off: u64, b: &mut [u8]| -> Result<usize, String> {

@@ -157,7 +157,7 @@ fn a_store_with_version_1_segments_opens_and_reads_them() {
 
 /// Rewrite every checkpoint file of the store in `dir` as version 3 wrote it (stored chunks
 /// "in the segments", found by their keys at open).
-fn checkpoints_to_version_3(dir: &std::path::Path) -> usize {
+fn checkpoints_to_version(dir: &std::path::Path, version: u32) -> usize {
     use codec::checkpoint::*;
     use codec::rrdbin::ChunkEntry;
     let mut n = 0;
@@ -174,15 +174,19 @@ fn checkpoints_to_version_3(dir: &std::path::Path) -> usize {
             continue;
         };
         assert_eq!(h.version, CK_VERSION);
-        let mut w = CheckpointWriter::new(
+        let w = CheckpointWriter::new(
             h.generation,
             h.log_lsn,
             h.log_seq,
             st.next_id,
             st.complete_lsn,
             st.series.len(),
-        )
-        .version_3();
+        );
+        let mut w = match version {
+            3 => w.version_3(),
+            4 => w.version_4(),
+            _ => w,
+        };
         for s in &st.series {
             let per = rrd::rows::chunk_rows_for(s.rrd.ds_cnt());
             let entries: Vec<Vec<ChunkEntry>> = s
@@ -212,35 +216,37 @@ fn checkpoints_to_version_3(dir: &std::path::Path) -> usize {
 }
 
 /// A store whose checkpoint is of version 3 (made before the chunk tables were written
-/// into checkpoints) opens without loss, whole or for one series, and its next checkpoint
-/// is of the current version.
+/// into checkpoints) or 4 (before the table of schemas) opens without loss, whole or for
+/// one series, and its next checkpoint is of the current version.
 #[test]
-fn a_store_with_a_version_3_checkpoint_opens_and_reads() {
-    let dir = TempDir::new("resident-ck3");
-    let want = store_with_history(&dir.0, 5, 1_000_000);
-    assert!(checkpoints_to_version_3(&dir.0) > 0);
-    let version = |dir: &std::path::Path| {
-        ["checkpoint.a", "checkpoint.b"]
-            .iter()
-            .filter_map(|f| std::fs::read(dir.join(f)).ok())
-            .filter_map(|b| codec::checkpoint::decode_checkpoint_header(&b).ok())
-            .max_by_key(|h| h.generation)
-            .unwrap()
-            .version
-    };
-    assert_eq!(version(&dir.0), 3);
-    drop(open_one(&dir.0, 3, &want));
-    let mut st = Store::open(&dir.0, opts()).unwrap();
-    assert_eq!(
-        bits(&read_all(&st, 5)),
-        bits(&want),
-        "read through version 3"
-    );
-    st.checkpoint().unwrap();
-    st.close().unwrap();
-    assert_eq!(version(&dir.0), codec::checkpoint::CK_VERSION);
-    let st = Store::open(&dir.0, opts()).unwrap();
-    assert_eq!(bits(&read_all(&st, 5)), bits(&want));
+fn a_store_with_a_version_3_or_4_checkpoint_opens_and_reads() {
+    for older in [3, 4] {
+        let dir = TempDir::new(&format!("resident-ck{older}"));
+        let want = store_with_history(&dir.0, 5, 1_000_000);
+        assert!(checkpoints_to_version(&dir.0, older) > 0);
+        let version = |dir: &std::path::Path| {
+            ["checkpoint.a", "checkpoint.b"]
+                .iter()
+                .filter_map(|f| std::fs::read(dir.join(f)).ok())
+                .filter_map(|b| codec::checkpoint::decode_checkpoint_header(&b).ok())
+                .max_by_key(|h| h.generation)
+                .unwrap()
+                .version
+        };
+        assert_eq!(version(&dir.0), older);
+        drop(open_one(&dir.0, 3, &want));
+        let mut st = Store::open(&dir.0, opts()).unwrap();
+        assert_eq!(
+            bits(&read_all(&st, 5)),
+            bits(&want),
+            "read through version {older}"
+        );
+        st.checkpoint().unwrap();
+        st.close().unwrap();
+        assert_eq!(version(&dir.0), codec::checkpoint::CK_VERSION);
+        let st = Store::open(&dir.0, opts()).unwrap();
+        assert_eq!(bits(&read_all(&st, 5)), bits(&want));
+    }
 }
 
 #[test]
