@@ -122,7 +122,6 @@ pub fn load_newest_of(
     Ok((best, notes))
 }
 
-/// Write a complete checkpoint (codec bytes) of generation `generation` and make it durable.
 /// A checkpoint file being written as it is built ([`codec::checkpoint::CheckpointWriter::take_written`]):
 /// in place over the file of its slot (two generations back) when there is one, else a
 /// temporary file renamed at the end, as [`write`] does. It is valid only once
@@ -174,6 +173,7 @@ impl Writing {
     }
 }
 
+/// Write a complete checkpoint (codec bytes) of generation `generation` and make it durable.
 pub fn write(vfs: &dyn Vfs, dir: &Path, generation: u64, bytes: &[u8]) -> io::Result<()> {
     let path = files::checkpoint(dir, generation);
     if vfs.exists(&path)? {

@@ -161,12 +161,12 @@ fn bytes_appended_past_the_ring_are_ignored() {
     same(&store, states.last().unwrap()).unwrap();
 }
 
-#[test]
-fn a_damaged_newest_checkpoint_falls_back_to_the_older_one_and_the_log() {
-    let fs = SimFs::new();
-    let mut store = open(&fs);
+/// A store with two checkpoints (generation 2 after the first half of a workload, 3 after
+/// the rest), closed; and the model of its state.
+fn two_checkpoints(fs: &SimFs, seed: u64) -> Model {
+    let mut store = open(fs);
     let mut model = Model::default();
-    let ops = workload(15, 200);
+    let ops = workload(seed, 200);
     let (a, b) = ops.split_at(ops.len() / 2);
     for op in a {
         model.apply(op);
@@ -179,11 +179,23 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_older_one_and_the_log() {
     }
     store.checkpoint().unwrap(); // generation 3: checkpoint.a
     store.close().unwrap();
-    let p = files::checkpoint(Path::new(DIR), 3);
+    model
+}
+
+/// Flip a bit of checkpoint `generation`'s file, at `at(len)`.
+fn damage_checkpoint(fs: &SimFs, generation: u64, at: impl Fn(usize) -> usize) {
+    let p = files::checkpoint(Path::new(DIR), generation);
     let mut ck = fs.read_file(&p).unwrap();
-    let n = ck.len();
-    ck[n / 2] ^= 0x40;
+    let i = at(ck.len());
+    ck[i] ^= 0x40;
     fs.write_file(&p, ck);
+}
+
+#[test]
+fn a_damaged_newest_checkpoint_falls_back_to_the_older_one_and_the_log() {
+    let fs = SimFs::new();
+    let model = two_checkpoints(&fs, 15);
+    damage_checkpoint(&fs, 3, |n| n / 2);
     let store = open(&fs);
     let r = store.recovery();
     assert_eq!(r.checkpoint_generation, 2, "{r:?}");
@@ -197,26 +209,8 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_older_one_and_the_log() {
 #[test]
 fn a_damaged_older_checkpoint_is_reported_and_the_newest_serves() {
     let fs = SimFs::new();
-    let mut store = open(&fs);
-    let mut model = Model::default();
-    let ops = workload(17, 200);
-    let (a, b) = ops.split_at(ops.len() / 2);
-    for op in a {
-        model.apply(op);
-        run_op(&mut store, op).unwrap();
-    }
-    store.checkpoint().unwrap(); // generation 2: checkpoint.b
-    for op in b {
-        model.apply(op);
-        run_op(&mut store, op).unwrap();
-    }
-    store.checkpoint().unwrap(); // generation 3: checkpoint.a
-    store.close().unwrap();
-    let p = files::checkpoint(Path::new(DIR), 2);
-    let mut ck = fs.read_file(&p).unwrap();
-    let n = ck.len();
-    ck[n - 6] ^= 0x40; // in the meta, at the file's end
-    fs.write_file(&p, ck);
+    let model = two_checkpoints(&fs, 17);
+    damage_checkpoint(&fs, 2, |n| n - 6); // in the meta, at the file's end
     let store = open(&fs);
     let r = store.recovery();
     assert_eq!(r.checkpoint_generation, 3, "{r:?}");

@@ -328,7 +328,7 @@ fn inspect_all(base: &str, names: &[String]) -> Vec<Found> {
 
 /// [`inspect`] of names in turn, opening each file relative to its directory, held open
 /// from one name to the next (names come sorted, so a directory's files come together):
-/// a path lookup of the base's components per series was a third of the time a daemon's
+/// a path lookup of the base's components per series was a fifth of the time a daemon's
 /// open spent on placeholders. Only a placeholder (a read of its first bytes) and a
 /// missing file are decided here; anything else is looked at again by [`inspect`].
 #[derive(Default)]
