@@ -80,11 +80,12 @@ impl Daemon {
         }
         let n = self.commit_all()?;
         let mut inner = self.lock();
-        // A store that will open again soon should not replay its ring: past an eighth of
-        // it (at most 4 MiB, a fraction of a second of replay), the last act is a checkpoint
-        // (the whole state as it is now, so the next open replays nothing).
+        // The next open should not replay much log: past half the ring or 16 MiB (about a
+        // second of replay), the last act is a checkpoint (the whole state as it is now, so
+        // the next open replays nothing). Below that, the stop writes no more than the
+        // commit: a checkpoint is hundreds of bytes a series.
         let since = inner.store.log_since_checkpoint();
-        if since >= (inner.store.log_capacity() / 8).min(4 << 20) {
+        if since >= (inner.store.log_capacity() / 2).min(16 << 20) {
             let t0 = Instant::now();
             match inner.store.checkpoint() {
                 Ok(bytes) => crate::log(&format!(

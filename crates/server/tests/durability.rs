@@ -165,15 +165,16 @@ fn restart_after_restart_keeps_serving() {
     }
 }
 
-/// A clean stop past an eighth of the ring (here 128 KiB of a 1 MiB one) leaves a
-/// checkpoint: the next open replays nothing and serves the same data; below it, no
-/// checkpoint is written and the next open replays the log.
+/// A clean stop past half the ring (here 512 KiB of a 1 MiB one) leaves a checkpoint: the
+/// next open replays nothing and serves the same data; below it, no checkpoint is written
+/// and the next open replays the log.
 #[test]
 fn a_clean_stop_after_much_log_leaves_a_checkpoint() {
     let dir = TempDir::new("stopckpt");
     let d = Ringlet::start(dir.path(), &["--log-size", "1M"]);
-    // Each CREATE is a commit of at least a page.
-    for i in 0..40 {
+    // Each CREATE is a commit of at least a page (4 KiB here): 140 of them pass 512 KiB
+    // and stay below the 7/8 of the ring that would start a checkpoint on their own.
+    for i in 0..140 {
         setup(&d.sock, &format!("s{i}.rrd"));
     }
     update(&d.sock, "s7.rrd", 1, 30);
