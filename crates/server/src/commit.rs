@@ -80,12 +80,13 @@ impl Daemon {
         }
         let n = self.commit_all()?;
         let mut inner = self.lock();
-        // The next open should not replay much log: past half the ring or 16 MiB (about a
-        // second of replay), the last act is a checkpoint (the whole state as it is now, so
-        // the next open replays nothing). Below that, the stop writes no more than the
-        // commit: a checkpoint is hundreds of bytes a series.
+        // With -F (rrdcached's "flush everything at shutdown") the last act is a checkpoint
+        // (the whole state as it is now), so the next start replays no log, as rrdcached's
+        // next start reads no journal; also without it once the log since the last one is
+        // past 64 MiB (a ring larger than the default: seconds of replay). Otherwise the
+        // stop writes no more than the commit: a checkpoint is hundreds of bytes a series.
         let since = inner.store.log_since_checkpoint();
-        if since >= (inner.store.log_capacity() / 2).min(16 << 20) {
+        if since > 0 && (self.checkpoint_at_stop || since > 64 << 20) {
             let t0 = Instant::now();
             match inner.store.checkpoint() {
                 Ok(bytes) => crate::log(&format!(

@@ -68,6 +68,8 @@ pub struct Daemon {
     /// Bytes queued since the last full commit began, and the limit that starts one early.
     pub(crate) queued: AtomicU64,
     pub(crate) queue_limit: u64,
+    /// `-F`: write a checkpoint at shutdown, so that the next start replays no log.
+    pub(crate) checkpoint_at_stop: bool,
     /// Wakes the committer before `-w` is up (the queues reached the limit).
     pub(crate) wake: Condvar,
     pub(crate) woken: Mutex<bool>,
@@ -155,6 +157,7 @@ impl Daemon {
             closing: AtomicBool::new(false),
             queued: AtomicU64::new(0),
             queue_limit: cfg.queue_limit,
+            checkpoint_at_stop: cfg.flush_on_shutdown,
             wake: Condvar::new(),
             woken: Mutex::new(false),
             failure: Mutex::new(String::new()),

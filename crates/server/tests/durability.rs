@@ -165,16 +165,13 @@ fn restart_after_restart_keeps_serving() {
     }
 }
 
-/// A clean stop past half the ring (here 512 KiB of a 1 MiB one) leaves a checkpoint: the
-/// next open replays nothing and serves the same data; below it, no checkpoint is written
-/// and the next open replays the log.
+/// With -F a clean stop leaves a checkpoint: the next open replays nothing and serves the
+/// same data; without it, no checkpoint is written and the next open replays the log.
 #[test]
-fn a_clean_stop_after_much_log_leaves_a_checkpoint() {
+fn a_clean_stop_with_f_leaves_a_checkpoint() {
     let dir = TempDir::new("stopckpt");
-    let d = Ringlet::start(dir.path(), &["--log-size", "1M"]);
-    // Each CREATE is a commit of at least a page (4 KiB here): 140 of them pass 512 KiB
-    // and stay below the 7/8 of the ring that would start a checkpoint on their own.
-    for i in 0..140 {
+    let d = Ringlet::start(dir.path(), &["-F"]);
+    for i in 0..40 {
         setup(&d.sock, &format!("s{i}.rrd"));
     }
     update(&d.sock, "s7.rrd", 1, 30);
@@ -190,14 +187,14 @@ fn a_clean_stop_after_much_log_leaves_a_checkpoint() {
         "{}",
         d.log_text()
     );
-    let mut d = Ringlet::start(dir.path(), &["--log-size", "1M"]);
+    let mut d = Ringlet::start(dir.path(), &[]);
     assert!(
         d.log_text().contains("replayed 0 commits (0 samples)"),
         "{}",
         d.log_text()
     );
     assert_eq!(snapshot(&d.sock, "s7.rrd"), expect);
-    // A little more (a few pages): stopped without a checkpoint, replayed at the next open.
+    // Without -F: stopped without a checkpoint, replayed at the next open.
     update(&d.sock, "s7.rrd", 31, 33);
     let expect = snapshot(&d.sock, "s7.rrd");
     assert!(d
@@ -205,7 +202,7 @@ fn a_clean_stop_after_much_log_leaves_a_checkpoint() {
         .stop(libc::SIGTERM, Duration::from_secs(20))
         .unwrap()
         .success());
-    let d = Ringlet::start(dir.path(), &["--log-size", "1M"]);
+    let d = Ringlet::start(dir.path(), &[]);
     let log = d.log_text();
     assert_eq!(
         log.matches("wrote a checkpoint at shutdown").count(),
