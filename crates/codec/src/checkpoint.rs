@@ -344,8 +344,8 @@ impl CheckpointWriter {
     /// Once at least `min` bytes of frames are buffered: them, and the file offset they go
     /// at, so that a checkpoint is written as it is built rather than held whole in memory
     /// (300 MB for a million series). The header is all zeros until
-    /// [`CheckpointWriter::finish_parts`] gives it. Version 4 only (version 3's checksum
-    /// covers its whole payload).
+    /// [`CheckpointWriter::finish_parts`] gives it. Versions 4 and 5 only (version 3's
+    /// checksum covers its whole payload).
     pub fn take_written(&mut self, min: usize) -> Option<(u64, Vec<u8>)> {
         if self.version == CK_VERSION_V3 || self.w.buf.len() < min.max(1) {
             return None;
@@ -412,11 +412,9 @@ impl CheckpointWriter {
                 m.u64(list[0].0);
             }
             put_segments(m);
-            let mut tables: Vec<(&Vec<u32>, u64)> =
-                self.tables.iter().map(|(t, &k)| (t, k)).collect();
-            tables.sort_unstable_by_key(|&(_, k)| k);
+            let tables = in_ref_order(&self.tables);
             m.varint(tables.len() as u64);
-            for (t, _) in tables {
+            for t in tables {
                 m.varint(t.len() as u64);
                 let mut i = 0;
                 while i < t.len() {
@@ -427,11 +425,9 @@ impl CheckpointWriter {
                 }
             }
             if self.version >= CK_VERSION {
-                let mut schemas: Vec<(&Vec<u8>, u64)> =
-                    self.schemas.iter().map(|(b, &k)| (b, k)).collect();
-                schemas.sort_unstable_by_key(|&(_, k)| k);
+                let schemas = in_ref_order(&self.schemas);
                 m.varint(schemas.len() as u64);
-                for (b, _) in schemas {
+                for b in schemas {
                     m.bytes(b);
                 }
             }
@@ -453,6 +449,13 @@ impl CheckpointWriter {
         b[CK_HEADER_CRC_OFFSET..CK_HEADER_LEN].copy_from_slice(&hcrc.to_le_bytes());
         (self.flushed, self.w.buf, b)
     }
+}
+
+/// The keys of a table of references (`k`: entry `k - 1`), in entry order.
+fn in_ref_order<K, S>(refs: &HashMap<K, u64, S>) -> Vec<&K> {
+    let mut all: Vec<(&K, u64)> = refs.iter().map(|(key, &k)| (key, k)).collect();
+    all.sort_unstable_by_key(|&(_, k)| k);
+    all.into_iter().map(|(key, _)| key).collect()
 }
 
 /// Parse and check a checkpoint header.

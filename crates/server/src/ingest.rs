@@ -401,17 +401,13 @@ fn write_decimal(out: &mut String, m: i64, scale: u32) {
     if m < 0 {
         out.push('-');
     }
-    let digits = m.unsigned_abs().to_string();
+    // At least one digit before the point: zeros in front, written in place (a commit
+    // reads back every queued value this way).
     let scale = scale as usize;
-    let pad = (scale + 1).saturating_sub(digits.len());
-    let start = out.len();
-    out.extend(std::iter::repeat_n('0', pad));
-    out.push_str(&digits);
+    let _ = write!(out, "{:0w$}", m.unsigned_abs(), w = scale + 1);
     if scale > 0 {
-        let at = out.len() - scale;
-        out.insert(at, '.');
+        out.insert(out.len() - scale, '.');
     }
-    debug_assert!(out.len() > start);
 }
 
 impl Queue {
