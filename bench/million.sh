@@ -12,9 +12,10 @@
 # after it) after `kill -9` (replaying the log since the last checkpoint) and after a clean
 # stop. The daemon is stopped by its pid at the end, also on failure.
 #
-# At a fraction of the series the log ring is that fraction of the default 64 MiB (unless
-# $RINGLET_LOG_SIZE is set): a million series fill the default ring ten times as fast as
-# 100,000, and a run at 1/10 must checkpoint as often as the full run would.
+# At a fraction of the series the log ring starts at that fraction of the default 64 MiB
+# (unless $RINGLET_LOG_SIZE is set), so that it grows with the series (2 KiB each,
+# --log-per-series) at the same points as the full run's, and a run at 1/10 checkpoints as
+# often as the full run would. The ring's size is printed after the creates.
 #
 # usage: bench/million.sh [--scale F] [--load 30m]   (default: --scale 1, --load 30m)
 set -euo pipefail
@@ -57,6 +58,7 @@ t0=$(date +%s)
 "$FEED" --workload million --scale "$SCALE" --proto rrdcached --target "unix:$WORK/s.sock" \
     --phase setup | grep '^RESULT' || true
 echo "  created in $(( $(date +%s) - t0 )) s: RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
+echo "  $("$RINGLET" stats -d "unix:$WORK/s.sock" | grep -E '^(LogRingBytes|JournalRotate|JournalBytes)' | tr '\n' ' ')"
 ( while sleep 60; do
     echo "  load: RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
   done ) &
@@ -65,6 +67,7 @@ MON=$!
     --phase run --realtime --duration "$LOAD" | grep '^RESULT' || true
 kill "$MON"; MON=""
 echo "  after the load: RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
+echo "  $("$RINGLET" stats -d "unix:$WORK/s.sock" | grep -E '^(LogRingBytes|LogSinceCheckpoint|JournalRotate|JournalBytes)' | tr '\n' ' ')"
 echo "  store: $(du -sm "$WORK/store" | cut -f1) MB; base: $(du -sm "$WORK/base" | cut -f1) MB"
 kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""
 serve_start

@@ -32,8 +32,9 @@
 # Prints one key=value line and appends it to FILE (--out). Needs root. Installs missing peers
 # from Debian with a policy-rc.d that forbids starting their services. Binaries: $FEED and
 # $RINGLET if set, else built with cargo into $CARGO_TARGET_DIR (or ./target), release.
-# ringlet with `--workload million --scale F` below 1 gets a log ring of F x 64 MiB (unless
-# $RINGLET_LOG_SIZE is set), so that it checkpoints as often as a million series would.
+# ringlet with `--workload million --scale F` below 1 gets a log ring of F x 64 MiB to start
+# with (unless $RINGLET_LOG_SIZE is set): it grows with the series (2 KiB each) at the same
+# points as a million series', so that it checkpoints as often as they would.
 set -euo pipefail
 
 peer="" workload="" fs=ext4 mode=realtime duration=10m window=300 out="" scale=1

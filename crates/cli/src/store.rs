@@ -92,6 +92,7 @@ pub fn open(dir: &Path) -> Result<Store, String> {
     let opts = Options {
         commit_interval: None,
         log_bytes: engine::log_size_from_env()?,
+        log_per_series: engine::log_per_series_from_env()?,
         ..Options::default()
     };
     Store::open(dir, opts).map_err(|e| message(&e, ""))

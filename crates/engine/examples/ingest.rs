@@ -76,6 +76,7 @@ fn main() {
         commit_interval: None,
         max_pending_bytes: usize::MAX,
         log_bytes: 64 << 20,
+        log_per_series: 0,
         repair: false,
         only: None,
     };

@@ -94,8 +94,14 @@ pub struct Options {
     /// Commit when this many bytes of encoded updates are pending.
     pub max_pending_bytes: usize,
     /// Size of the log ring when a store is created (rounded up to 4 KiB pages; an existing
-    /// store keeps the size it was created with).
+    /// store keeps the size it was created with, or a larger one it grew to).
     pub log_bytes: u64,
+    /// Ring bytes a series is given: once the series outnumber `ring / log_per_series`, the
+    /// next commit replaces the ring with one of 1.5 times `series x log_per_series`
+    /// ([`Store::log_capacity`]). A checkpoint writes every series' state and comes every
+    /// half ring of log, so this keeps its share of the bytes written per sample the same at
+    /// any number of series. 0: the ring keeps its size.
+    pub log_per_series: u64,
     /// Open a store whose log is damaged before its end by cutting it at the damage (the
     /// committed records after it are dropped and counted in the recovery report's cut);
     /// without it such a store does not open (`Error::Corrupt`). `ringlet repair`.
@@ -112,6 +118,7 @@ impl Default for Options {
             commit_interval: Some(Duration::from_secs(300)),
             max_pending_bytes: 64 << 20,
             log_bytes: 64 << 20,
+            log_per_series: DEFAULT_LOG_PER_SERIES,
             repair: false,
             only: None,
         }
@@ -153,6 +160,15 @@ pub fn normalize_name(path: &str) -> Result<String, BadName> {
 /// Parse a size such as `65536`, `512k`, `64M` or `1G` (powers of 1024), as given for the log
 /// ring. At least 64 KiB.
 pub fn parse_size(s: &str) -> Result<u64, String> {
+    let bytes = parse_any_size(s)?;
+    if bytes < 64 << 10 {
+        return Err(format!("size '{s}' is below the minimum of 64k"));
+    }
+    Ok(bytes)
+}
+
+/// A size such as `2048`, `2k`, `64M` or `1G` (powers of 1024), any value.
+pub fn parse_any_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let (num, mult) = match t.char_indices().last() {
         Some((i, 'k' | 'K')) => (&t[..i], 1u64 << 10),
@@ -163,13 +179,25 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     let n: u64 = num
         .parse()
         .map_err(|_| format!("invalid size '{s}' (use e.g. 65536, 512k, 64M, 1G)"))?;
-    let bytes = n
-        .checked_mul(mult)
-        .ok_or_else(|| format!("size '{s}' is too large"))?;
-    if bytes < 64 << 10 {
-        return Err(format!("size '{s}' is below the minimum of 64k"));
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size '{s}' is too large"))
+}
+
+/// [`Options::log_per_series`] unless told otherwise: with about 2 bytes of record a sample
+/// and a checkpoint of about 200 bytes a series every half ring, checkpoints add at most
+/// `200 x 2 / 1024`, 0.4 bytes a sample, and at a million series the ring is 2-3 GiB.
+pub const DEFAULT_LOG_PER_SERIES: u64 = 2 << 10;
+
+/// The ring bytes a series is given, as the binaries read it: `$RINGLET_LOG_PER_SERIES`
+/// (e.g. `2k`, or `0` for a ring that keeps its size) when set, else the default.
+pub fn log_per_series_from_env() -> Result<u64, String> {
+    match std::env::var("RINGLET_LOG_PER_SERIES") {
+        Ok(v) if v.trim() == "0" => Ok(0),
+        Ok(v) if !v.is_empty() => {
+            parse_any_size(&v).map_err(|e| format!("RINGLET_LOG_PER_SERIES: {e}"))
+        }
+        _ => Ok(DEFAULT_LOG_PER_SERIES),
     }
-    Ok(bytes)
 }
 
 /// The log ring size for a store created now, as the binaries read it: `$RINGLET_LOG_SIZE`
@@ -207,6 +235,8 @@ pub struct StoreStats {
     pub checkpoint_bytes: u64,
     /// Of those, bytes of segment files (archive chunks stored once).
     pub segment_bytes: u64,
+    /// Times the log ring was replaced by a larger one ([`Options::log_per_series`]).
+    pub rings_grown: u64,
 }
 
 /// A store directory, opened for reading and writing by this process alone.
@@ -241,6 +271,10 @@ pub struct Store {
     deferred_error: Option<String>,
     /// The mark of a clean close is on disk ([`Store::mark_clean`]).
     marked: bool,
+    /// After a ring could not be grown: the number of series at which to try again.
+    grow_retry_at: usize,
+    /// What the operator should hear about (a ring grown, or not), for the caller to log.
+    notices: Vec<String>,
     report: RecoveryReport,
     stats: StoreStats,
 }
@@ -292,6 +326,8 @@ impl Store {
             busy: false,
             deferred_error: None,
             marked: false,
+            grow_retry_at: 0,
+            notices: Vec::new(),
             report: r.report,
             stats: StoreStats::default(),
         };
@@ -626,6 +662,9 @@ impl Store {
     /// archive rows written in the last three eighths of the ring before it, and the last
     /// eighth is headroom for the next records. Returns the checkpoint bytes written.
     fn after_append(&mut self) -> Result<u64, Error> {
+        if let Some(cap) = self.ring_wanted() {
+            return self.grow_ring(cap);
+        }
         let used = self.end_lsn - self.ckpt_lsn;
         let cap = self.log.cap;
         let mut written = 0;
@@ -640,6 +679,69 @@ impl Store {
             self.pending.reseed();
         }
         Ok(written)
+    }
+
+    /// The size of ring the series call for, when it is larger than the ring: 1.5 times
+    /// `series x log_per_series`, in whole 64 KiB (so the next growth is a third of the
+    /// series away, and a million series created one by one grow the ring about ten times).
+    fn ring_wanted(&self) -> Option<u64> {
+        let per = self.opts.log_per_series;
+        let series = self.reg.len();
+        if per == 0 || series < self.grow_retry_at {
+            return None;
+        }
+        let need = (series as u64).checked_mul(per)?;
+        if need <= self.log.cap {
+            return None;
+        }
+        (need.checked_add(need / 2)?).checked_next_multiple_of(64 << 10)
+    }
+
+    /// Replace the ring by an empty one of `cap` bytes: built beside the log (`log.tmp`),
+    /// then a full checkpoint (after it no record of the log is needed), then the new ring
+    /// renamed over the log. A crash before the rename leaves the old log, which the
+    /// checkpoint serves as well (the next open removes `log.tmp`); after it, the new one.
+    /// A ring that cannot be built (no space) leaves the store as it was, with a notice.
+    fn grow_ring(&mut self, cap: u64) -> Result<u64, Error> {
+        let old = self.log.cap;
+        if let Err(e) = self.log.prepare_larger(self.vfs.as_ref(), &self.dir, cap) {
+            let _ = ring::LogRing::remove_unfinished(self.vfs.as_ref(), &self.dir);
+            let series = self.reg.len();
+            self.grow_retry_at = series + series / 4 + 1;
+            self.notices.push(format!(
+                "cannot grow the log ring from {old} to {cap} bytes for {series} series \
+                 (checkpoints stay as frequent as they are): {e}"
+            ));
+            return Ok(0);
+        }
+        let n = self.write_checkpoint().inspect_err(|_| {
+            drop(ring::LogRing::remove_unfinished(
+                self.vfs.as_ref(),
+                &self.dir,
+            ))
+        })?;
+        self.log = match ring::LogRing::replace(self.vfs.as_ref(), &self.dir)? {
+            Ok(ring) => ring,
+            Err(why) => {
+                return Err(Error::Corrupt {
+                    file: files::log(&self.dir),
+                    offset: 0,
+                    what: why,
+                })
+            }
+        };
+        self.stats.rings_grown += 1;
+        self.notices.push(format!(
+            "log ring grown from {old} to {cap} bytes for {} series",
+            self.reg.len()
+        ));
+        Ok(n)
+    }
+
+    /// What the store did or could not do that the operator should hear about (a log ring
+    /// grown, or not), oldest first; each is returned once.
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
     }
 
     /// Write the checkpoint of `snap` (replay starts at its position; complete at the log's

@@ -141,6 +141,10 @@ pub fn recover(
         ..RecoveryReport::default()
     };
     let log_path = crate::files::log(dir);
+    if only.is_none() {
+        // A larger ring built by a run that crashed before putting it in place.
+        LogRing::remove_unfinished(vfs, dir)?;
+    }
     if !vfs.exists(&log_path)? {
         return Err(corrupt(&log_path, 0, "log file missing"));
     }

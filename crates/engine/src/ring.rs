@@ -60,26 +60,58 @@ fn write_zeros(f: &mut dyn VFile, from: u64, to: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Write `dir/log.tmp`: superblock, then `cap` bytes of ring reading as zeros (allocated when
+/// `allocate` and the file system can, else written), synced.
+fn build(vfs: &dyn Vfs, dir: &Path, cap: u64, page: u64, allocate: bool) -> io::Result<()> {
+    let tmp = files::tmp(&files::log(dir));
+    let mut f = vfs.open(&tmp, true)?;
+    f.set_len(0)?;
+    // The ring is overwritten in place lap after lap: on btrfs, copy-on-write would move
+    // every rewritten block and update the extent and checksum trees at each commit.
+    // The flag only takes on an empty file.
+    f.no_cow();
+    f.write_at(&encode_superblock(cap, page), 0)?;
+    if !(allocate && f.allocate(RING_START + cap)?) {
+        write_zeros(f.as_mut(), RING_START, RING_START + cap)?;
+    }
+    f.sync_all()
+}
+
 impl LogRing {
     /// Create `dir/log` with a ring of `cap` bytes and records aligned to the file system's
     /// block size: built as `log.tmp`, zero-filled, synced, renamed into place, directory
     /// synced.
     pub fn create(vfs: &dyn Vfs, dir: &Path, cap: u64) -> io::Result<()> {
-        let path = files::log(dir);
-        let tmp = files::tmp(&path);
         let page = page_for_block_size(vfs.block_size(dir)?);
-        let mut f = vfs.open(&tmp, true)?;
-        f.set_len(0)?;
-        // The ring is overwritten in place lap after lap: on btrfs, copy-on-write would move
-        // every rewritten block and update the extent and checksum trees at each commit.
-        // The flag only takes on an empty file.
-        f.no_cow();
-        f.write_at(&encode_superblock(cap, page), 0)?;
-        write_zeros(f.as_mut(), RING_START, RING_START + cap)?;
-        f.sync_all()?;
-        drop(f);
-        vfs.rename(&tmp, &path)?;
+        build(vfs, dir, cap, page, false)?;
+        vfs.rename(&files::tmp(&files::log(dir)), &files::log(dir))?;
         vfs.sync_dir(dir)
+    }
+
+    /// Build a larger ring of `cap` bytes, empty, as `log.tmp`, with this ring's page size
+    /// (records keep their alignment): reserved with `fallocate` where the file system can
+    /// (a grown ring may be gigabytes: writing its zeros would stall commits for seconds),
+    /// else zero-filled; synced. [`LogRing::replace`] puts it in place.
+    pub fn prepare_larger(&self, vfs: &dyn Vfs, dir: &Path, cap: u64) -> io::Result<()> {
+        build(vfs, dir, cap, self.page, true)
+    }
+
+    /// Rename the ring [`LogRing::prepare_larger`] built over the log and open it. The
+    /// caller has made the log's records unneeded first (a checkpoint at the log's end).
+    pub fn replace(vfs: &dyn Vfs, dir: &Path) -> io::Result<Result<LogRing, String>> {
+        vfs.rename(&files::tmp(&files::log(dir)), &files::log(dir))?;
+        vfs.sync_dir(dir)?;
+        LogRing::open(vfs, dir)
+    }
+
+    /// Remove a `log.tmp` left by a crash while a ring was being built or before it was
+    /// put in place (the log itself is whole either way).
+    pub fn remove_unfinished(vfs: &dyn Vfs, dir: &Path) -> io::Result<()> {
+        let tmp = files::tmp(&files::log(dir));
+        if vfs.exists(&tmp)? {
+            vfs.remove(&tmp)?;
+        }
+        Ok(())
     }
 
     /// Open `dir/log` and read its superblock; `Err(Ok(reason))` when the superblock is bad.

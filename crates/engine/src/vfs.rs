@@ -31,6 +31,12 @@ pub trait VFile: Send {
     /// its data checksums (every log record carries its own CRC32C). Best effort: nothing
     /// happens where the file system has no such flag or refuses it.
     fn no_cow(&mut self) {}
+    /// Reserve the file's first `len` bytes without writing them (`fallocate`: they read as
+    /// zeros, and writing them later needs no new blocks). `Ok(false)` where the file system
+    /// cannot: the caller writes zeros instead.
+    fn allocate(&mut self, _len: u64) -> io::Result<bool> {
+        Ok(false)
+    }
 }
 
 /// A held lock; dropping it releases the lock.
@@ -177,6 +183,23 @@ impl VFile for RealFile {
         {
             flags |= FS_NOCOW_FL;
             unsafe { libc::ioctl(fd, FS_IOC_SETFLAGS as _, &flags) };
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn allocate(&mut self, len: u64) -> io::Result<bool> {
+        use std::os::fd::AsRawFd;
+        let Ok(len) = libc::off_t::try_from(len) else {
+            return Ok(false);
+        };
+        // SAFETY: fallocate on a descriptor this file owns; no memory is passed.
+        if unsafe { libc::fallocate(self.0.as_raw_fd(), 0, 0, len) } == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP | libc::ENOSYS) => Ok(false),
+            _ => Err(e),
         }
     }
 

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use engine::sim::{Fault, SimFs};
-use engine::Store;
+use engine::{Options, Store, Vfs};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -13,11 +13,9 @@ const DIR: &str = "/store";
 
 /// Run `ops` on a store over `fs` until an I/O error. Returns (state after the last
 /// successful commit, state when the failing call was made).
-fn run_until_crash(fs: &SimFs, ops: &[Op], log_bytes: u64) -> (Model, Model) {
+fn run_until_crash(fs: &SimFs, ops: &[Op], opts: &Options) -> (Model, Model) {
     let mut committed = Model::default();
-    let Ok(mut store) =
-        Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(log_bytes))
-    else {
+    let Ok(mut store) = Store::open_with(Arc::new(fs.clone()), Path::new(DIR), opts.clone()) else {
         return (committed.clone(), committed);
     };
     let mut model = Model::default();
@@ -32,8 +30,8 @@ fn run_until_crash(fs: &SimFs, ops: &[Op], log_bytes: u64) -> (Model, Model) {
     (committed, model)
 }
 
-fn reopen(fs: &SimFs, log_bytes: u64) -> Store {
-    let store = Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(log_bytes))
+fn reopen(fs: &SimFs, opts: &Options) -> Store {
+    let store = Store::open_with(Arc::new(fs.clone()), Path::new(DIR), opts.clone())
         .unwrap_or_else(|e| panic!("reopen failed: {e}"));
     // Replay is deterministic: every logged sample applies again.
     assert_eq!(
@@ -58,18 +56,19 @@ fn sim(block: u64) -> SimFs {
 
 fn crash_at_every_sync_on(seed: u64, rounds: usize, log_bytes: u64, torn: bool, block: u64) {
     let ops = workload(seed, rounds);
+    let opts = small_opts(log_bytes);
     let clean = sim(block);
-    let (all, _) = run_until_crash(&clean, &ops, log_bytes);
+    let (all, _) = run_until_crash(&clean, &ops, &opts);
     let total = clean.syncs();
     assert!(total > 10, "workload too small: {total} syncs");
     let (mut checked, mut replayed, mut from_later_ckpt, mut from_lagged) = (0, 0, 0, 0);
     for n in 1..=total {
         let fs = sim(block);
         fs.set_fault(Fault::CrashAtSync(n));
-        let (committed, in_flight) = run_until_crash(&fs, &ops, log_bytes);
+        let (committed, in_flight) = run_until_crash(&fs, &ops, &opts);
         assert!(fs.crashed(), "sync {n} of {total} never happened");
         let after = fs.restart(torn.then_some(seed ^ n));
-        let store = reopen(&after, log_bytes);
+        let store = reopen(&after, &opts);
         let ok = same(&store, &committed);
         if torn {
             // A torn crash may or may not have landed the record in flight, never half of it.
@@ -108,6 +107,54 @@ fn crash_at_every_sync_on(seed: u64, rounds: usize, log_bytes: u64, torn: bool, 
 fn crash_at_every_sync_loses_nothing_committed() {
     // 32 KiB ring: the workload wraps the ring and takes several checkpoints.
     crash_at_every_sync(1, 400, 32 << 10, false);
+}
+
+#[test]
+fn crash_at_every_sync_while_the_ring_grows() {
+    // 17 series created one by one, 8 KiB of ring each: the 32 KiB ring is replaced by one of
+    // 64 KiB at 5 series, 128 at 9, 256 at 17. A crash at any sync of a
+    // growth (the new ring built, the checkpoint, the rename) loses nothing committed.
+    let ops = workload_growing(8, 400, 17);
+    let opts = Options {
+        log_per_series: 8 << 10,
+        ..small_opts(32 << 10)
+    };
+    let clean = SimFs::new();
+    let (all, _) = run_until_crash(&clean, &ops, &opts);
+    let store = reopen(&clean, &opts);
+    assert_eq!(store.log_capacity(), 256 << 10);
+    same(&store, &all).unwrap();
+    drop(store);
+    let total = clean.syncs();
+    let mut caps = std::collections::BTreeSet::new();
+    for n in 1..=total {
+        let torn = n % 2 == 0;
+        let fs = SimFs::new();
+        fs.set_fault(Fault::CrashAtSync(n));
+        let (committed, in_flight) = run_until_crash(&fs, &ops, &opts);
+        assert!(fs.crashed(), "sync {n} of {total} never happened");
+        let after = fs.restart(torn.then_some(n));
+        let store = reopen(&after, &opts);
+        caps.insert(store.log_capacity());
+        if let Err(a) = same(&store, &committed) {
+            if !torn || same(&store, &in_flight).is_err() {
+                panic!(
+                    "crash at sync {n}/{total}: {a}; report {:?}",
+                    store.recovery()
+                );
+            }
+        }
+        let tmp = Path::new(DIR).join("log.tmp");
+        assert!(
+            !after.exists(&tmp).unwrap(),
+            "crash at sync {n}: log.tmp left"
+        );
+        drop(store);
+    }
+    let want: std::collections::BTreeSet<u64> = [32 << 10, 64 << 10, 128 << 10, 256 << 10]
+        .into_iter()
+        .collect();
+    assert_eq!(caps, want, "crashes before and after each growth");
 }
 
 #[test]
@@ -161,7 +208,7 @@ fn workload_wraps_the_ring_and_checkpoints() {
         .count();
     assert!(known > 50, "only {known} known rows");
     store.close().unwrap();
-    let store = reopen(&fs, 32 << 10);
+    let store = reopen(&fs, &small_opts(32 << 10));
     same(&store, &model).unwrap();
     let r = store.recovery();
     assert!(r.checkpoint_generation > 2, "{r:?}");
@@ -174,10 +221,10 @@ fn recovery_then_more_writes_then_crash_again() {
     let ops = workload(9, 300);
     let (first, second) = ops.split_at(ops.len() / 2);
     let fs = SimFs::new();
-    let (committed, _) = run_until_crash(&fs, first, 32 << 10);
+    let (committed, _) = run_until_crash(&fs, first, &small_opts(32 << 10));
     // "Crash" without close: pending samples after the last commit are lost.
     let fs2 = fs.restart(None);
-    let mut store = reopen(&fs2, 32 << 10);
+    let mut store = reopen(&fs2, &small_opts(32 << 10));
     same(&store, &committed).unwrap();
     let mut model = committed.clone();
     for op in second {
@@ -186,7 +233,7 @@ fn recovery_then_more_writes_then_crash_again() {
     }
     drop(store);
     let fs3 = fs2.restart(None);
-    let store = reopen(&fs3, 32 << 10);
+    let store = reopen(&fs3, &small_opts(32 << 10));
     same(&store, &model).unwrap();
 }
 
@@ -233,16 +280,16 @@ fn records_that_wrap_at_the_ring_end_survive_crashes() {
     for seed in [5u64, 6] {
         let ops = wrapping_workload(seed);
         let clean = SimFs::new();
-        let (all, _) = run_until_crash(&clean, &ops, ring);
-        let store = reopen(&clean, ring);
+        let (all, _) = run_until_crash(&clean, &ops, &small_opts(ring));
+        let store = reopen(&clean, &small_opts(ring));
         same(&store, &all).unwrap();
         drop(store);
         for n in 1..=clean.syncs() {
             for torn in [None, Some(n)] {
                 let fs = SimFs::new();
                 fs.set_fault(Fault::CrashAtSync(n));
-                let (committed, in_flight) = run_until_crash(&fs, &ops, ring);
-                let store = reopen(&fs.restart(torn), ring);
+                let (committed, in_flight) = run_until_crash(&fs, &ops, &small_opts(ring));
+                let store = reopen(&fs.restart(torn), &small_opts(ring));
                 cuts += store.recovery().cut.is_some() as u32;
                 if same(&store, &committed).is_err() {
                     assert!(torn.is_some(), "crash at sync {n}: {:?}", store.recovery());
@@ -263,20 +310,20 @@ fn a_crash_during_recovery_itself_loses_nothing_more() {
     let ops = wrapping_workload(8);
     let ring = 7 * 4096;
     let clean = SimFs::new();
-    run_until_crash(&clean, &ops, ring);
+    run_until_crash(&clean, &ops, &small_opts(ring));
     let total = clean.syncs();
     let mut cut_seen = 0;
     for n in 1..=total {
         let fs = SimFs::new();
         fs.set_fault(Fault::CrashAtSync(n));
-        let (committed, in_flight) = run_until_crash(&fs, &ops, ring);
+        let (committed, in_flight) = run_until_crash(&fs, &ops, &small_opts(ring));
         let torn = fs.restart(Some(n));
         // Recovery's own syncs (zeroing a cut tail, re-extending the log) crash in turn.
         for k in 1..=3 {
             let again = torn.restart(None);
             again.set_fault(Fault::CrashAtSync(k));
             let _ = Store::open_with(Arc::new(again.clone()), Path::new(DIR), small_opts(ring));
-            let store = reopen(&again.restart(None), ring);
+            let store = reopen(&again.restart(None), &small_opts(ring));
             cut_seen += store.recovery().cut.is_some() as u32;
             if same(&store, &committed).is_err() {
                 same(&store, &in_flight)
@@ -306,7 +353,7 @@ fn records_are_aligned_to_the_file_systems_block_size() {
         assert_eq!(st.bytes, want, "block size {block}");
         assert_eq!(store.stats().log_bytes - before, want);
         drop(store);
-        let again = reopen(&fs.restart(None), 64 << 10);
+        let again = reopen(&fs.restart(None), &small_opts(64 << 10));
         assert_eq!(again.get("a.rrd").unwrap().last_up, START + 10);
     }
 }

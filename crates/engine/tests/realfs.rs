@@ -1,10 +1,11 @@
 //! The store on the real file system: a workload survives close and reopen bit for bit, the
-//! log is created at its full size and zero-filled (not sparse), and it never grows.
+//! log is created at its full size and zero-filled (not sparse), and it grows only when the
+//! series outgrow it, replaced whole by a larger ring.
 
 mod common;
 
 use common::*;
-use engine::{files, Store};
+use engine::{files, Options, Store};
 use std::os::unix::fs::MetadataExt;
 
 #[test]
@@ -52,6 +53,49 @@ fn an_existing_store_keeps_its_ring_size() {
     drop(store);
     let len = std::fs::metadata(files::log(&dir.0)).unwrap().len();
     assert_eq!(len, 4096 + (64 << 10));
+}
+
+#[test]
+fn the_ring_grows_with_the_series_and_the_store_reopens_whole() {
+    let dir = TempDir::new("ringgrow");
+    let opts = Options {
+        log_per_series: 16 << 10,
+        ..small_opts(64 << 10)
+    };
+    let mut store = Store::open(&dir.0, opts.clone()).unwrap();
+    let mut model = Model::default();
+    let mut notices = Vec::new();
+    for op in workload_growing(31, 600, 24) {
+        model.apply(&op);
+        run_op(&mut store, &op).unwrap();
+        notices.extend(store.take_notices());
+    }
+    // 5 series need 80 KiB: 120 KiB -> 128; 9 need 144: 256; 17 need 272: 448 (24: 384).
+    assert_eq!(store.log_capacity(), 448 << 10);
+    assert_eq!(store.stats().rings_grown, 3, "{:?}", store.stats());
+    assert_eq!(notices.len(), 3, "{notices:?}");
+    assert!(
+        notices[2].contains("grown from 262144 to 458752 bytes for 17 series"),
+        "{notices:?}"
+    );
+    let log = files::log(&dir.0);
+    assert_eq!(std::fs::metadata(&log).unwrap().len(), 4096 + (448 << 10));
+    assert!(!files::tmp(&log).exists());
+    // Killed (no clean close): the reopen replays the grown ring.
+    drop(store);
+    let store = Store::open(&dir.0, opts).unwrap();
+    assert_eq!(store.log_capacity(), 448 << 10);
+    assert!(
+        store.recovery().records_replayed > 0,
+        "{:?}",
+        store.recovery()
+    );
+    same(&store, &model).unwrap();
+    drop(store);
+    // Without growth asked for, the grown ring keeps its size.
+    let store = Store::open(&dir.0, small_opts(64 << 10)).unwrap();
+    assert_eq!(store.log_capacity(), 448 << 10);
+    same(&store, &model).unwrap();
 }
 
 #[test]

@@ -218,6 +218,9 @@ impl Daemon {
                 return Err(e.to_string());
             }
         };
+        for n in inner.store.take_notices() {
+            crate::log(&n);
+        }
         if let Some(why) = inner.store.deferred_error() {
             // The commit stands, but the checkpoint after it failed: the store refuses writes
             // from now on, so stop accepting values now rather than at the next commit.

@@ -75,6 +75,9 @@ pub struct Config {
     /// `--log-size`: log ring size for a store created now (None: `$RINGLET_LOG_SIZE`, else
     /// the engine's default).
     pub log_size: Option<u64>,
+    /// `--log-per-series`: ring bytes a series is given (None: `$RINGLET_LOG_PER_SERIES`,
+    /// else the engine's default; 0: the ring keeps its size).
+    pub log_per_series: Option<u64>,
     /// `--queue-limit`: bytes of queued values that start a commit before `-w` is up.
     pub queue_limit: u64,
 }
@@ -146,6 +149,10 @@ ringlet options:
                          (default 268435456): bounds the memory the queues take
   --log-size SIZE        log ring size when the store is created (default 64M, or
                          $RINGLET_LOG_SIZE): a larger ring means rarer checkpoints
+  --log-per-series SIZE  ring a series is given (default 2k, or $RINGLET_LOG_PER_SERIES):
+                         once the series outgrow the ring it is replaced by one 1.5 times
+                         their share (a million series: 3G); 0 keeps its size. Replay
+                         after a crash reads up to 7/8 of the ring
   -h, --help             this text
 ";
 
@@ -221,6 +228,7 @@ const LONG_WITH_VALUE: &[&str] = &[
     "--store",
     "--max-line",
     "--log-size",
+    "--log-per-series",
     "--queue-limit",
     "--max-connections",
     "--commit-interval",
@@ -278,6 +286,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         max_line: 1 << 20,
         max_connections: 4096,
         log_size: None,
+        log_per_series: None,
         queue_limit: 256 << 20,
     };
     let (mut perms, mut sock_group, mut sock_mode) = (None, None, None);
@@ -350,6 +359,14 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "--store" => c.store = Some(PathBuf::from(value()?)),
             "--max-line" => c.max_line = num(value()?)?.max(64) as usize,
             "--log-size" => c.log_size = Some(engine::parse_size(&value()?)?),
+            "--log-per-series" => {
+                let v = value()?;
+                c.log_per_series = Some(if v.trim() == "0" {
+                    0
+                } else {
+                    engine::parse_any_size(&v)?
+                });
+            }
             "--queue-limit" => c.queue_limit = num(value()?)?.max(1),
             "--max-connections" => c.max_connections = num(value()?)?.max(1) as usize,
             _ => return Err(format!("unknown option '{a}' (see ringlet serve --help)")),

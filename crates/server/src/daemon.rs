@@ -135,6 +135,10 @@ impl Daemon {
                     Some(n) => n,
                     None => engine::log_size_from_env()?,
                 },
+                log_per_series: match cfg.log_per_series {
+                    Some(n) => n,
+                    None => engine::log_per_series_from_env()?,
+                },
                 ..Options::default()
             },
         )

@@ -366,6 +366,11 @@ fn stats(d: &Daemon) -> Response {
     };
     let mut lines = lines.to_vec();
     lines.extend(load.lines());
+    lines.push(format!("LogRingBytes: {}", inner.store.log_capacity()));
+    lines.push(format!(
+        "LogSinceCheckpoint: {}",
+        inner.store.log_since_checkpoint()
+    ));
     Response::lines("Statistics follow", &lines)
 }
 

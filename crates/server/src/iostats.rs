@@ -43,6 +43,12 @@ impl VFile for CountingFile {
         self.syncs.fetch_add(1, Ordering::Relaxed);
         self.f.sync_all()
     }
+    fn no_cow(&mut self) {
+        self.f.no_cow()
+    }
+    fn allocate(&mut self, len: u64) -> io::Result<bool> {
+        self.f.allocate(len)
+    }
 }
 
 impl Vfs for CountingFs {

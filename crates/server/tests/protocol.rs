@@ -343,10 +343,12 @@ fn stats_has_rrdcacheds_nine_keys_in_order() {
             "DiskBytesPerDay",
             "UptimeSeconds",
             "ApplyErrors",
-            "DiskBytesAtOpen"
+            "DiskBytesAtOpen",
+            "LogRingBytes",
+            "LogSinceCheckpoint"
         ]
     );
-    assert_eq!(r.lines().next(), Some("17 Statistics follow"));
+    assert_eq!(r.lines().next(), Some("19 Statistics follow"));
     assert_eq!(keys(&r)[0], "QueueLength");
     // Values are numbers: unsigned integers but for the bytes per sample.
     for l in r.lines().skip(1) {
@@ -366,7 +368,7 @@ fn ringlet_stats_reads_either_daemon() {
     };
     let r = server::client::query(&format!("unix:{}", p.r.sock.display())).expect("ringlet");
     let c = server::client::query(&p.c.sock.display().to_string()).expect("rrdcached");
-    assert_eq!(r.len(), 17, "{r:?}");
+    assert_eq!(r.len(), 19, "{r:?}");
     assert_eq!(c.len(), 9, "{c:?}");
     assert!(r[0].starts_with("QueueLength: ") && c[0].starts_with("QueueLength: "));
     let e = server::client::query("unix:/nonexistent/sock").unwrap_err();

@@ -97,22 +97,39 @@ pub enum Op {
 /// A seeded workload: creates, many updates over several series (some rejected, some
 /// partial, some `U`), an occasional remove and re-create, and a commit every few updates.
 pub fn workload(seed: u64, rounds: usize) -> Vec<Op> {
+    workload_growing(seed, rounds, 4)
+}
+
+/// [`workload`] over `series` series: four at first, the others created one by one (each
+/// committed) at even intervals of the rounds.
+pub fn workload_growing(seed: u64, rounds: usize, series: usize) -> Vec<Op> {
     let mut rng = Rng::new(seed);
     let mut ops = Vec::new();
-    let names: Vec<String> = (0..4).map(|i| format!("host{i}/if.rrd")).collect();
+    let names: Vec<String> = (0..series).map(|i| format!("host{i}/if.rrd")).collect();
     let mut t: BTreeMap<String, i64> = BTreeMap::new();
     let mut kinds: BTreeMap<String, Vec<DsType>> = BTreeMap::new();
     let kinds_of = |r: &Rrd| r.schema.ds.iter().map(|d| d.kind).collect::<Vec<_>>();
     let mut ctr: BTreeMap<String, u64> = BTreeMap::new();
-    for (i, n) in names.iter().enumerate() {
+    let mut live = series.min(4);
+    let every = rounds / (series - live + 1);
+    for (i, n) in names[..live].iter().enumerate() {
         let r = make_rrd(i as u64);
         kinds.insert(n.clone(), kinds_of(&r));
         ops.push(Op::Create(n.clone(), r));
         t.insert(n.clone(), START);
     }
     ops.push(Op::Commit);
-    for _ in 0..rounds {
-        let n = &names[rng.below(names.len() as u64) as usize];
+    for round in 0..rounds {
+        if live < series && round % every == every - 1 {
+            let n = &names[live];
+            let r = make_rrd(live as u64);
+            kinds.insert(n.clone(), kinds_of(&r));
+            ops.push(Op::Create(n.clone(), r));
+            ops.push(Op::Commit);
+            t.insert(n.clone(), START);
+            live += 1;
+        }
+        let n = &names[rng.below(live as u64) as usize];
         if rng.below(60) == 0 {
             let r = make_rrd(rng.below(4));
             kinds.insert(n.clone(), kinds_of(&r));
@@ -254,6 +271,7 @@ pub fn small_opts(log_bytes: u64) -> Options {
         commit_interval: None,
         max_pending_bytes: usize::MAX,
         log_bytes,
+        log_per_series: 0,
         repair: false,
         only: None,
     }
