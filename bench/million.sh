@@ -17,16 +17,22 @@
 # --log-per-series) at the same points as the full run's, and a run at 1/10 checkpoints as
 # often as the full run would. The ring's size is printed after the creates.
 #
-# usage: bench/million.sh [--scale F] [--load 30m]   (default: --scale 1, --load 30m)
+# With --fill, then: the same load accelerated (virtual time after the real-time load's) until
+# the log since the newest checkpoint is about 0.8 of the ring (a lagged checkpoint comes at
+# 7/8), then kill -9 and the open that replays it: the worst replay after a crash.
+#
+# usage: bench/million.sh [--scale F] [--load 30m] [--fill]   (default: --scale 1, --load 30m)
 set -euo pipefail
 SCALE=1
 LOAD=30m
+FILL=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --scale) SCALE=$2; shift 2 ;;
         --load) LOAD=$2; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
-        *) echo "usage: $0 [--scale F] [--load 30m]" >&2; exit 2 ;;
+        --fill) FILL=1; shift ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        *) echo "usage: $0 [--scale F] [--load 30m] [--fill]" >&2; exit 2 ;;
     esac
 done
 if [ -z "${RINGLET_LOG_SIZE:-}" ]; then
@@ -75,3 +81,20 @@ echo "  open after kill -9: ${OPEN} s, RSS $(proc_mb "$PID" VmRSS) MB (peak $(pr
 kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
 serve_start
 echo "  open after a clean stop: ${OPEN} s, RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
+if [ "$FILL" = 1 ]; then
+    stat() { "$RINGLET" stats -d "unix:$WORK/s.sock" | awk -v k="$1:" '$1 == k { print $2 }'; }
+    ring=$(stat LogRingBytes) since=$(stat LogSinceCheckpoint)
+    series=$(stat TreeNodesNumber)
+    # About 1.75 bytes of record a sample, one sample a series every 10 s.
+    secs=$(awk -v r="$ring" -v s="$since" -v n="$series" \
+        'BEGIN { d = (0.8 * r - s) / 1.75 / n * 10; if (d < 600) d = 600; printf "%d", d }')
+    start=$(( $(date +%s) + 60 ))
+    t0=$(date +%s)
+    "$FEED" --workload million --scale "$SCALE" --proto rrdcached --target "unix:$WORK/s.sock" \
+        --phase run --accelerated --start "$start" --duration "$secs" | grep '^RESULT' || true
+    echo "  filled in $(( $(date +%s) - t0 )) s ($secs s of virtual time): $("$RINGLET" stats -d "unix:$WORK/s.sock" | grep -E '^(LogRingBytes|LogSinceCheckpoint|JournalRotate)' | tr '\n' ' ')"
+    kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""
+    serve_start
+    echo "  open after kill -9 with the ring filled: ${OPEN} s, RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
+    grep -E 'replayed|open took|store opened' "$WORK/serve.log" | tail -2 | sed 's/^/  log: /'
+fi

@@ -271,6 +271,12 @@ pub struct Store {
     deferred_error: Option<String>,
     /// The mark of a clean close is on disk ([`Store::mark_clean`]).
     marked: bool,
+    /// Samples in the log since the store was created (as far as this process knows: those
+    /// replayed at open and committed since), and as many at the newest checkpoint's
+    /// position and at the snapshot's: [`Store::samples_since_checkpoint`].
+    samples_total: u64,
+    samples_at_ckpt: u64,
+    samples_at_snap: u64,
     /// After a ring could not be grown: the number of series at which to try again.
     grow_retry_at: usize,
     /// What the operator should hear about (a ring grown, or not), for the caller to log.
@@ -328,6 +334,9 @@ impl Store {
             marked: false,
             grow_retry_at: 0,
             notices: Vec::new(),
+            samples_total: r.report.samples_replayed,
+            samples_at_ckpt: 0,
+            samples_at_snap: 0,
             report: r.report,
             stats: StoreStats::default(),
         };
@@ -349,9 +358,21 @@ impl Store {
         self.end_lsn - self.ckpt_lsn
     }
 
+    /// Samples an open would replay now: those logged since the newest checkpoint's start
+    /// (replay time goes with them more than with the log's bytes).
+    pub fn samples_since_checkpoint(&self) -> u64 {
+        self.samples_total - self.samples_at_ckpt
+    }
+
     /// The log ring's size in bytes.
     pub fn log_capacity(&self) -> u64 {
         self.log.cap
+    }
+
+    /// The store's own copy of series `name`'s name (shared, not copied): a caller that keys
+    /// a map of its own by names holds no second copy of each.
+    pub fn shared_name(&self, name: &str) -> Option<Arc<str>> {
+        self.reg.shared_name(name)
     }
 
     pub fn get(&self, name: &str) -> Option<&Rrd> {
@@ -621,6 +642,7 @@ impl Store {
         let payload = rec.finish();
         let framed = framed_len(payload.len(), self.log.page);
         let too_big = payload.len() > u32::MAX as usize;
+        self.samples_total += stats.samples as u64;
         match self.write_commit(&payload, framed, too_big) {
             Ok(n) => stats.bytes = n,
             Err(e) => {
@@ -675,6 +697,7 @@ impl Store {
         }
         if self.snap.is_none() && self.end_lsn - self.ckpt_lsn >= cap / 2 {
             self.snap = Some(Snapshot::take(&self.reg, self.end_lsn, self.next_seq));
+            self.samples_at_snap = self.samples_total;
             self.reg.reseed_all();
             self.pending.reseed();
         }
@@ -776,7 +799,9 @@ impl Store {
             w.series_head_chunked(s.id, &s.name, &s.schema, live, &cur_rows, &entries);
             stream(&mut w, &mut file)?;
         }
-        self.install_checkpoint(generation, snap.lsn, w, file, plan)
+        let n = self.install_checkpoint(generation, snap.lsn, w, file, plan)?;
+        self.samples_at_ckpt = self.samples_at_snap;
+        Ok(n)
     }
 
     /// Open the file checkpoint `generation` is written into as it is built.
@@ -877,6 +902,7 @@ impl Store {
             stream(&mut w, &mut file)?;
         }
         let n = self.install_checkpoint(generation, self.end_lsn, w, file, plan)?;
+        self.samples_at_ckpt = self.samples_total;
         self.snap = None;
         self.reg.reseed_all();
         Ok(n)

@@ -81,6 +81,12 @@ impl Registry {
         self.by_name.get(name).copied()
     }
 
+    /// The registry's own copy of `name`, for a caller that keys its own map by it (one
+    /// copy of each name in the process).
+    pub fn shared_name(&self, name: &str) -> Option<Arc<str>> {
+        self.by_name.get_key_value(name).map(|(k, _)| k.clone())
+    }
+
     pub fn get(&self, name: &str) -> Option<&Series> {
         self.by_id.get(&self.id(name)?).map(|s| &**s)
     }

@@ -249,3 +249,25 @@ fn a_damaged_record_before_the_completion_point_fails_open() {
         Ok(s) => panic!("opened with a damaged log: {:?}", s.recovery()),
     }
 }
+
+#[test]
+fn samples_since_checkpoint_count_what_an_open_would_replay() {
+    let tmp = TempDir::new("since");
+    // 40 series x 3000 steps through a 256 KiB ring: lagged checkpoints come and go.
+    let store = feed(&tmp.0, 40, 3000);
+    assert!(store.stats().checkpoints >= 3, "{:?}", store.stats());
+    let since = store.samples_since_checkpoint();
+    // A lagged checkpoint starts at its snapshot: what was committed after it is counted.
+    assert!(since > 0 && since < 40 * 3000, "{since}");
+    drop(store); // as a crash: the next open replays the log since the checkpoint
+    let mut store = Store::open(&tmp.0, opts()).unwrap();
+    assert_eq!(store.recovery().samples_replayed, since);
+    assert_eq!(store.samples_since_checkpoint(), since);
+    store.checkpoint().unwrap();
+    assert_eq!(store.samples_since_checkpoint(), 0);
+    store
+        .update("s0.rrd", &sample(START + 3000 * 10, 1.0), &mut |_| {})
+        .unwrap();
+    store.commit().unwrap();
+    assert_eq!(store.samples_since_checkpoint(), 1);
+}

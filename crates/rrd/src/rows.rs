@@ -357,7 +357,53 @@ impl Fresh {
 struct Source {
     src: Arc<dyn ChunkSource>,
     series: u64,
-    archive: u32,
+}
+
+/// The chunks of an archive that are neither stored nor the fill, by index, ascending: most
+/// archives have none, so an empty list takes one word and no allocation.
+#[derive(Default)]
+// The box is the point: an empty list costs one word in every archive, a list its Vec.
+#[allow(clippy::box_collection)]
+struct Others(Option<Box<Vec<(u32, Chunk)>>>);
+
+impl Others {
+    fn list(&self) -> &[(u32, Chunk)] {
+        self.0.as_deref().map_or(&[], |v| v.as_slice())
+    }
+    fn iter(&self) -> std::slice::Iter<'_, (u32, Chunk)> {
+        self.list().iter()
+    }
+    fn is_empty(&self) -> bool {
+        self.list().is_empty()
+    }
+    fn capacity(&self) -> usize {
+        self.0.as_ref().map_or(0, |v| v.capacity())
+    }
+    fn find(&self, c: usize) -> Result<usize, usize> {
+        self.list().binary_search_by_key(&(c as u32), |e| e.0)
+    }
+    fn get(&self, i: usize) -> &Chunk {
+        &self.list()[i].1
+    }
+    fn set(&mut self, i: usize, ch: Chunk) {
+        if let Some(v) = self.0.as_mut() {
+            v[i].1 = ch;
+        }
+    }
+    fn insert(&mut self, i: usize, c: usize, ch: Chunk) {
+        self.0.get_or_insert_default().insert(i, (c as u32, ch));
+    }
+    fn remove(&mut self, i: usize) {
+        if let Some(v) = self.0.as_mut() {
+            v.remove(i);
+            if v.is_empty() {
+                self.0 = None;
+            } else if v.capacity() > 2 * v.len() {
+                // Chunks leave as checkpoints store them: give the room back.
+                v.shrink_to_fit();
+            }
+        }
+    }
 }
 
 /// Placements already made to shared tables ([`Rows::place_many`]): (table, segment,
@@ -407,14 +453,19 @@ const UNPLACED: u32 = u32::MAX;
 /// open chunk's values.
 pub struct Rows {
     row_cnt: usize,
-    ds_cnt: usize,
-    chunk_rows: usize,
+    /// u32: with `chunk_rows` and `archive` in the room of one `usize` and a half (an archive
+    /// is kept for every series of a store; a million series keep three each).
+    ds_cnt: u32,
+    chunk_rows: u32,
+    /// Which archive of its series these rows are, where stored chunks are read from
+    /// ([`Rows::adopt`]).
+    archive: u32,
     /// Per chunk: the segment that holds it (`1..UNPLACED`), or 0: it is in `other`, or
     /// else every value is `fill`. The open chunk's entry is stale while it is open. Shared
     /// (copied on write) with every archive whose table is the same ([`SegPool`]).
     segs: Arc<Vec<u32>>,
     /// Chunks neither stored nor `fill`, by index, ascending (never `Chunk::Stored`).
-    other: Vec<(u32, Chunk)>,
+    other: Others,
     fill: u64,
     /// The chunk being written (boxed: most archives at rest have none).
     open: Option<Box<Open>>,
@@ -434,7 +485,7 @@ impl Rows {
     pub fn from_values(ds_cnt: usize, vals: &[f64]) -> Rows {
         let row_cnt = vals.len().checked_div(ds_cnt).unwrap_or(0);
         let mut r = Rows::empty(row_cnt, ds_cnt);
-        let per = r.chunk_rows * ds_cnt;
+        let per = (r.chunk_rows as usize) * ds_cnt;
         for c in 0..r.segs.len() {
             r.set_chunk(
                 c,
@@ -449,10 +500,13 @@ impl Rows {
         let chunk_rows = chunk_rows_for(ds_cnt);
         Rows {
             row_cnt,
-            ds_cnt,
-            chunk_rows,
+            // At most CHUNK_VALUES rows a chunk; a row of more than u32::MAX values would
+            // not fit in memory.
+            ds_cnt: ds_cnt as u32,
+            chunk_rows: chunk_rows as u32,
+            archive: 0,
             segs: Arc::new(vec![0; row_cnt.div_ceil(chunk_rows)]),
-            other: Vec::new(),
+            other: Others::default(),
             fill: crate::num::DNAN.to_bits(),
             open: None,
             src: None,
@@ -464,12 +518,12 @@ impl Rows {
     }
 
     pub fn ds_cnt(&self) -> usize {
-        self.ds_cnt
+        self.ds_cnt as usize
     }
 
     /// Number of values, `row_cnt * ds_cnt`.
     pub fn len(&self) -> usize {
-        self.row_cnt * self.ds_cnt
+        self.row_cnt * (self.ds_cnt as usize)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -478,8 +532,8 @@ impl Rows {
 
     /// Values in chunk `c`.
     fn chunk_len(&self, c: usize) -> usize {
-        let rows = self.chunk_rows.min(self.row_cnt - c * self.chunk_rows);
-        rows * self.ds_cnt
+        let rows = (self.chunk_rows as usize).min(self.row_cnt - c * (self.chunk_rows as usize));
+        rows * (self.ds_cnt as usize)
     }
 
     /// Make chunk `c`'s table entry `seg`, copying the table first if it is shared.
@@ -513,8 +567,8 @@ impl Rows {
     /// Sealed chunk `c` as it stands (stale for the open chunk).
     fn chunk(&self, c: usize) -> Chunk {
         match self.segs[c] {
-            0 => match self.other.binary_search_by_key(&(c as u32), |e| e.0) {
-                Ok(i) => self.other[i].1.clone(),
+            0 => match self.other.find(c) {
+                Ok(i) => self.other.get(i).clone(),
                 Err(_) => Chunk::Fill(self.fill),
             },
             seg => Chunk::Stored(seg),
@@ -523,15 +577,7 @@ impl Rows {
 
     /// Make sealed chunk `c` be `ch`.
     fn set_chunk(&mut self, c: usize, ch: Chunk) {
-        self.put_chunk(c, ch);
-        // Chunks leave `other` as checkpoints store them: give the room back.
-        if self.other.capacity() > 2 * self.other.len() {
-            self.other.shrink_to_fit();
-        }
-    }
-
-    fn put_chunk(&mut self, c: usize, ch: Chunk) {
-        let at = self.other.binary_search_by_key(&(c as u32), |e| e.0);
+        let at = self.other.find(c);
         match ch {
             Chunk::Stored(seg) => {
                 self.set_seg(c, seg);
@@ -548,8 +594,8 @@ impl Rows {
             ch => {
                 self.set_seg(c, 0);
                 match at {
-                    Ok(i) => self.other[i].1 = ch,
-                    Err(i) => self.other.insert(i, (c as u32, ch)),
+                    Ok(i) => self.other.set(i, ch),
+                    Err(i) => self.other.insert(i, c, ch),
                 }
             }
         }
@@ -603,7 +649,7 @@ impl Rows {
             return None;
         };
         let s = self.src.as_ref()?;
-        let (buf, start, len) = s.src.chunk(seg, (s.series, s.archive, c as u32))?;
+        let (buf, start, len) = s.src.chunk(seg, (s.series, self.archive, c as u32))?;
         let all: &[u8] = (*buf).as_ref();
         Some(f(all.get(start..start + len)?))
     }
@@ -621,7 +667,7 @@ impl Rows {
     /// Value `i` (row `i / ds_cnt`, DS `i % ds_cnt`); panics past the end, as a slice would.
     pub fn get(&self, i: usize) -> f64 {
         assert!(i < self.len(), "row value {i} out of {}", self.len());
-        let per = self.chunk_rows * self.ds_cnt;
+        let per = (self.chunk_rows as usize) * (self.ds_cnt as usize);
         let c = i / per;
         if let Some(o) = self.open.as_ref().filter(|o| o.idx == c) {
             let j = i - c * per;
@@ -680,7 +726,7 @@ impl Rows {
         self.set_chunk(o.idx, if same { o.prev } else { new });
         let mut buf = o.vals;
         buf.clear();
-        if buf.capacity() > self.chunk_rows * self.ds_cnt / 4 {
+        if buf.capacity() > (self.chunk_rows as usize) * (self.ds_cnt as usize) / 4 {
             buf = Vec::new();
         }
         buf
@@ -689,10 +735,10 @@ impl Rows {
     /// Set value `i`; panics past the end, as a slice would.
     pub fn set(&mut self, i: usize, v: f64) {
         assert!(i < self.len(), "row value {i} out of {}", self.len());
-        let per = self.chunk_rows * self.ds_cnt;
+        let per = (self.chunk_rows as usize) * (self.ds_cnt as usize);
         let c = i / per;
         let j = i - c * per;
-        let row = j / self.ds_cnt.max(1);
+        let row = j / (self.ds_cnt as usize).max(1);
         self.open_chunk(c);
         let mut o = self.open.take().expect("just opened");
         if o.vals.is_empty() {
@@ -728,15 +774,15 @@ impl Rows {
 
     /// Set row `row` to `vals` (`ds_cnt` values).
     pub fn set_row(&mut self, row: usize, vals: &[f64]) {
-        for (ds, &v) in vals.iter().enumerate().take(self.ds_cnt) {
-            self.set(row * self.ds_cnt + ds, v);
+        for (ds, &v) in vals.iter().enumerate().take(self.ds_cnt as usize) {
+            self.set(row * (self.ds_cnt as usize) + ds, v);
         }
     }
 
     /// Set every value of row `row` to `v`.
     pub fn fill_row(&mut self, row: usize, v: f64) {
-        for ds in 0..self.ds_cnt {
-            self.set(row * self.ds_cnt + ds, v);
+        for ds in 0..(self.ds_cnt as usize) {
+            self.set(row * (self.ds_cnt as usize) + ds, v);
         }
     }
 
@@ -754,7 +800,7 @@ impl Rows {
 
     /// Rows per chunk (the last chunk may have fewer): `CHUNK_VALUES / ds_cnt`, at least 1.
     pub fn chunk_rows(&self) -> usize {
-        self.chunk_rows
+        self.chunk_rows as usize
     }
 
     /// What a checkpoint must keep of chunk `c` when replay from its snapshot rewrites the
@@ -762,8 +808,8 @@ impl Rows {
     /// version the open chunk was opened from if only fresh rows were written into it since,
     /// else the chunk as it is.
     pub fn keep(&self, c: usize, fresh: Fresh) -> Keep<'_> {
-        let lo = c * self.chunk_rows;
-        let hi = (lo + self.chunk_rows).min(self.row_cnt) - 1;
+        let lo = c * (self.chunk_rows as usize);
+        let hi = (lo + (self.chunk_rows as usize)).min(self.row_cnt) - 1;
         fn sealed(ch: Chunk) -> Keep<'static> {
             match ch {
                 Chunk::Fill(b) => Keep::Fill(b),
@@ -915,7 +961,7 @@ impl Rows {
         let same = self.src.as_ref().is_some_and(|s| {
             std::ptr::addr_eq(Arc::as_ptr(&s.src), Arc::as_ptr(src))
                 && s.series == series
-                && s.archive == archive
+                && self.archive == archive
         });
         if !same && self.src.is_some() {
             for c in 0..self.segs.len() {
@@ -934,10 +980,10 @@ impl Rows {
                 self.open = Some(o);
             }
         }
+        self.archive = archive;
         self.src = Some(Source {
             src: src.clone(),
             series,
-            archive,
         });
     }
 
@@ -1150,13 +1196,13 @@ impl RowReader<'_> {
     /// The values of row `row` (`< row_cnt`).
     pub fn row(&mut self, row: usize) -> &[f64] {
         let r = self.rows;
-        let c = row / r.chunk_rows;
+        let c = row / (r.chunk_rows as usize);
         if c != self.chunk {
             r.unpack_into(c, &mut self.buf);
             self.chunk = c;
         }
-        let at = (row - c * r.chunk_rows) * r.ds_cnt;
-        &self.buf[at..at + r.ds_cnt]
+        let at = (row - c * (r.chunk_rows as usize)) * (r.ds_cnt as usize);
+        &self.buf[at..at + (r.ds_cnt as usize)]
     }
 }
 
@@ -1183,12 +1229,14 @@ impl Clone for Rows {
             row_cnt: self.row_cnt,
             ds_cnt: self.ds_cnt,
             chunk_rows: self.chunk_rows,
+            archive: self.archive,
             segs: self.segs.clone(),
-            other: self
-                .other
-                .iter()
-                .map(|(c, ch)| (*c, ch.detached()))
-                .collect(),
+            other: Others(
+                self.other
+                    .0
+                    .as_ref()
+                    .map(|v| Box::new(v.iter().map(|(c, ch)| (*c, ch.detached())).collect())),
+            ),
             fill: self.fill,
             open: self.open.as_ref().map(|o| {
                 Box::new(Open {
@@ -1219,7 +1267,7 @@ impl std::fmt::Debug for Rows {
             f,
             "Rows({} x {}: {:?})",
             self.row_cnt,
-            self.ds_cnt,
+            (self.ds_cnt as usize),
             self.to_vec()
         )
     }

@@ -13,6 +13,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// A stop without `-F` leaves a checkpoint past this many samples logged since the newest
+/// one: about 5 s of replay at the next open (replay applies 9-10 million samples a second
+/// on two cores; docs/BENCHMARKS.md).
+const STOP_CHECKPOINT_SAMPLES: u64 = 50_000_000;
+/// ... or past this much log (records of creates hold no samples, but they are read).
+const STOP_CHECKPOINT_BYTES: u64 = 1 << 30;
+
 /// The least time between two returns of freed memory to the kernel (each walks the heap:
 /// a few milliseconds for 100 MB).
 const TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
@@ -82,11 +89,13 @@ impl Daemon {
         let mut inner = self.lock();
         // With -F (rrdcached's "flush everything at shutdown") the last act is a checkpoint
         // (the whole state as it is now), so the next start replays no log, as rrdcached's
-        // next start reads no journal; also without it once the log since the last one is
-        // past 64 MiB (a ring larger than the default: seconds of replay). Otherwise the
-        // stop writes no more than the commit: a checkpoint is hundreds of bytes a series.
+        // next start reads no journal; also without it once replaying the log since the
+        // last one would take seconds. Otherwise the stop writes no more than the commit: a
+        // checkpoint is hundreds of bytes a series.
         let since = inner.store.log_since_checkpoint();
-        if since > 0 && (self.checkpoint_at_stop || since > 64 << 20) {
+        let long = inner.store.samples_since_checkpoint() > STOP_CHECKPOINT_SAMPLES
+            || since > STOP_CHECKPOINT_BYTES;
+        if since > 0 && (self.checkpoint_at_stop || long) {
             let t0 = Instant::now();
             match inner.store.checkpoint() {
                 Ok(bytes) => crate::log(&format!(

@@ -46,7 +46,7 @@ pub struct Inner {
     /// (mtime, length) of each `.rrd` file as ringlet last wrote or read it: a file that
     /// differs when a client sends FORGET was changed by someone else (`rrdtool tune`, a
     /// local create) and is read again.
-    pub disk: BTreeMap<String, (Option<std::time::SystemTime>, u64)>,
+    pub disk: BTreeMap<Arc<str>, (Option<std::time::SystemTime>, u64)>,
     /// Entries with values applied to the store since the last commit.
     pub(crate) applied: Vec<Arc<Entry>>,
     /// Where queued values are read into when they are applied, reused.
@@ -290,10 +290,11 @@ impl Daemon {
         if let Some(e) = self.index.get(&t.name) {
             return Ok(e);
         }
-        let Some(rrd) = inner.store.get(&t.name) else {
+        let (Some(rrd), Some(name)) = (inner.store.get(&t.name), inner.store.shared_name(&t.name))
+        else {
             return Err(Response::err(format!("No such file: {}", t.abs)));
         };
-        let e = Arc::new(Entry::new(t, rrd));
+        let e = Arc::new(Entry::new(name, rrd));
         self.index.insert(&e);
         Ok(e)
     }

@@ -202,8 +202,15 @@ fn disk_stamp(t: &Target) -> Option<(Option<std::time::SystemTime>, u64)> {
 
 pub(crate) fn remember_disk(inner: &mut Inner, t: &Target) {
     match disk_stamp(t) {
-        Some(s) => inner.disk.insert(t.name.clone(), s),
-        None => inner.disk.remove(&t.name),
+        Some(s) => {
+            // Keyed by the store's copy of the name where it has the series: one copy a name.
+            let name = inner
+                .store
+                .shared_name(&t.name)
+                .unwrap_or_else(|| t.name.as_str().into());
+            inner.disk.insert(name, s)
+        }
+        None => inner.disk.remove(t.name.as_str()),
     };
 }
 
@@ -296,7 +303,7 @@ fn forget(d: &Daemon, file: &str) -> Response {
     inner.suspended.remove(&t.name);
     let now = disk_stamp(&t);
     if now.is_some()
-        && inner.disk.get(&t.name) != now.as_ref()
+        && inner.disk.get(t.name.as_str()) != now.as_ref()
         && placeholder::inspect(Path::new(&t.abs)) == placeholder::Found::Rrd
     {
         if let Err(e) = import(d, &mut inner, &t, true) {

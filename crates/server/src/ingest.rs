@@ -15,7 +15,7 @@
 //! removed (a replaced series resets its entry in place), so the index only grows with the
 //! store and a looked-up entry stays valid.
 
-use crate::daemon::{Daemon, Target};
+use crate::daemon::Daemon;
 use crate::sample;
 use codec::bytes::{ByteReader, ByteWriter};
 use proto::Response;
@@ -68,9 +68,10 @@ pub struct EntryState {
 }
 
 impl Entry {
-    pub fn new(t: &Target, rrd: &Rrd) -> Entry {
+    /// The entry of series `name` (the store's own copy of it: [`engine::Store::shared_name`]).
+    pub fn new(name: Arc<str>, rrd: &Rrd) -> Entry {
         Entry {
-            name: t.name.as_str().into(),
+            name,
             state: Mutex::new(EntryState {
                 shadow: shadow_of(rrd),
                 queue: Queue::default(),
@@ -701,11 +702,7 @@ mod tests {
     #[test]
     fn the_index_keys_an_entry_by_its_name_once() {
         let ix = Index::default();
-        let t = Target {
-            abs: "/b/x.rrd".into(),
-            name: "x.rrd".into(),
-        };
-        let e = Arc::new(Entry::new(&t, &rrd(&["DS:a:GAUGE:20:U:U"])));
+        let e = Arc::new(Entry::new("x.rrd".into(), &rrd(&["DS:a:GAUGE:20:U:U"])));
         ix.insert(&e);
         ix.insert(&e);
         assert!(Arc::ptr_eq(&ix.get("x.rrd").unwrap(), &e));
