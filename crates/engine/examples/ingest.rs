@@ -77,6 +77,7 @@ fn main() {
         max_pending_bytes: usize::MAX,
         log_bytes: 64 << 20,
         log_per_series: 0,
+        replay_batch: 64 << 20,
         repair: false,
         only: None,
     };

@@ -102,6 +102,9 @@ pub struct Options {
     /// half ring of log, so this keeps its share of the bytes written per sample the same at
     /// any number of series. 0: the ring keeps its size.
     pub log_per_series: u64,
+    /// Bytes of log records an open replays at a time (at least one record): memory at
+    /// open holds one batch, not the whole log since the checkpoint.
+    pub replay_batch: usize,
     /// Open a store whose log is damaged before its end by cutting it at the damage (the
     /// committed records after it are dropped and counted in the recovery report's cut);
     /// without it such a store does not open (`Error::Corrupt`). `ringlet repair`.
@@ -119,6 +122,7 @@ impl Default for Options {
             max_pending_bytes: 64 << 20,
             log_bytes: 64 << 20,
             log_per_series: DEFAULT_LOG_PER_SERIES,
+            replay_batch: 64 << 20,
             repair: false,
             only: None,
         }
@@ -310,7 +314,14 @@ impl Store {
             clean::remove(vfs.as_ref(), dir)?;
         }
         let ring_cap = opts.log_bytes.max(PAGE).div_ceil(PAGE) * PAGE;
-        let r = recovery::recover(&vfs, dir, ring_cap, opts.repair, opts.only.as_deref())?;
+        let r = recovery::recover(
+            &vfs,
+            dir,
+            ring_cap,
+            opts.replay_batch,
+            opts.repair,
+            opts.only.as_deref(),
+        )?;
         let needs_checkpoint = r.needs_checkpoint && opts.only.is_none();
         let mut store = Store {
             vfs,

@@ -126,6 +126,7 @@ pub fn recover(
     vfs_arc: &Arc<dyn Vfs>,
     dir: &Path,
     ring_cap: u64,
+    replay_batch: usize,
     repair: bool,
     only: Option<&[String]>,
 ) -> Result<Recovered, Error> {
@@ -182,6 +183,8 @@ pub fn recover(
 
     let (mut lsn, mut seq) = (ckpt_lsn, ck.header.log_seq);
     let mut records = Vec::new();
+    let mut batch_bytes = 0;
+    let mut replayed = Replayed::default();
     // Why the scan stopped where it did, when that was not a plain end.
     let mut stop: Option<String> = None;
     loop {
@@ -194,6 +197,7 @@ pub fn recover(
                 payload,
                 framed,
             } => {
+                batch_bytes += payload.len();
                 records.push(Record {
                     file_offset: log.offset(lsn),
                     seq: header.seq,
@@ -201,6 +205,14 @@ pub fn recover(
                 });
                 lsn += framed;
                 seq += 1;
+                // Replayed a batch at a time: a full ring (gigabytes at a million series) is
+                // never in memory at once. Nothing is written before the checks below, so an
+                // open they refuse has only changed memory it drops.
+                if batch_bytes >= replay_batch {
+                    replayed.add(replay(&mut reg, &records, &log_path)?, records.len());
+                    records.clear();
+                    batch_bytes = 0;
+                }
             }
             Scan::End(End::Clean) => break,
             Scan::End(End::Torn { reason, .. }) => {
@@ -288,10 +300,10 @@ pub fn recover(
             }
         }
     }
-    let counts = replay(&mut reg, &records, &log_path)?;
-    report.records_replayed = records.len() as u64;
-    report.samples_replayed = counts.applied;
-    report.samples_refused = counts.refused;
+    replayed.add(replay(&mut reg, &records, &log_path)?, records.len());
+    report.records_replayed = replayed.records;
+    report.samples_replayed = replayed.counts.applied;
+    report.samples_refused = replayed.counts.refused;
     drop(records);
     if report.log_was_truncated && only.is_none() {
         log.restore_len()?;
@@ -310,6 +322,21 @@ pub fn recover(
         report,
         needs_checkpoint: skip_to_seq > seq,
     })
+}
+
+/// What replay has done so far, batch after batch.
+#[derive(Default)]
+struct Replayed {
+    records: u64,
+    counts: crate::replay::Counts,
+}
+
+impl Replayed {
+    fn add(&mut self, c: crate::replay::Counts, records: usize) {
+        self.records += records as u64;
+        self.counts.applied += c.applied;
+        self.counts.refused += c.refused;
+    }
 }
 
 fn cut_at(log: &LogRing, lsn: u64, reason: String) -> Cut {

@@ -47,7 +47,8 @@ type Job<'a, 'b> = (u64, &'b mut Series, Vec<Chunk<'a>>);
 /// Why a job failed: (record index, series id, what).
 type JobError = (usize, u64, String);
 
-/// Apply `records` (in log order) to `reg`.
+/// Apply `records` (in log order) to `reg`: all of a log's records, or its records a batch
+/// at a time, batch after batch.
 pub fn replay(reg: &mut Registry, records: &[Record], log: &Path) -> Result<Counts, Error> {
     let mut work: HashMap<u64, Vec<Chunk<'_>>> = HashMap::new();
     let mut reseeds = Vec::new();
@@ -81,9 +82,21 @@ pub fn replay(reg: &mut Registry, records: &[Record], log: &Path) -> Result<Coun
             }
         }
     }
+    let reseeded = !reseeds.is_empty();
     let mut jobs: Vec<Job<'_, '_>> = reg
         .iter_mut()
-        .filter_map(|(id, s)| work.remove(&id).map(|c| (id, s, c)))
+        .filter_map(|(id, s)| match work.remove(&id) {
+            Some(c) => Some((id, s, c)),
+            None => {
+                // Replayed a batch at a time (recovery): a series with no samples after a
+                // reseed in this batch ends it reseeded, as the writer's did. (Had it no
+                // samples since the checkpoint, its codec is already its RRD's.)
+                if reseeded {
+                    s.codec = codec::sample::SeriesCodec::from_rrd(&s.rrd);
+                }
+                None
+            }
+        })
         .collect();
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())

@@ -272,6 +272,8 @@ pub fn small_opts(log_bytes: u64) -> Options {
         max_pending_bytes: usize::MAX,
         log_bytes,
         log_per_series: 0,
+        // Every record a batch of its own: the batched replay is what every test opens with.
+        replay_batch: 1,
         repair: false,
         only: None,
     }
