@@ -286,12 +286,15 @@ enum Chunk {
 /// the rows (within the chunk) written since it was opened. Rows are written in order, so
 /// `vals` grows by appending and holds only what was written; a write elsewhere first
 /// brings in every value (`start` 0, `vals` whole).
+/// Positions are u32 (a chunk holds at most [`CHUNK_VALUES`] values, but a row of more DSs
+/// makes a chunk of one row: still far below 2^32): every series of a store keeps one of
+/// these for each archive it writes.
 struct Open {
-    idx: usize,
+    idx: u32,
+    start: u32,
+    written: Option<(u32, u32)>,
     prev: Chunk,
-    start: usize,
     vals: Vec<f64>,
-    written: Option<(usize, usize)>,
 }
 
 /// What a checkpoint must keep of one chunk so that replaying the log from a snapshot
@@ -604,7 +607,7 @@ impl Rows {
     /// The values of chunk `c` into `out` (cleared first).
     fn unpack_into(&self, c: usize, out: &mut Vec<f64>) {
         out.clear();
-        if let Some(o) = self.open.as_ref().filter(|o| o.idx == c) {
+        if let Some(o) = self.open.as_ref().filter(|o| (o.idx as usize) == c) {
             self.open_values(o, out);
             return;
         }
@@ -613,11 +616,11 @@ impl Rows {
 
     /// The open chunk's current values into `out` (empty).
     fn open_values(&self, o: &Open, out: &mut Vec<f64>) {
-        if o.start == 0 && o.vals.len() == self.chunk_len(o.idx) {
+        if (o.start as usize) == 0 && o.vals.len() == self.chunk_len(o.idx as usize) {
             out.extend_from_slice(&o.vals);
         } else {
-            self.unpack_chunk(o.idx, &o.prev, out);
-            out[o.start..o.start + o.vals.len()].copy_from_slice(&o.vals);
+            self.unpack_chunk(o.idx as usize, &o.prev, out);
+            out[(o.start as usize)..(o.start as usize) + o.vals.len()].copy_from_slice(&o.vals);
         }
     }
 
@@ -669,10 +672,10 @@ impl Rows {
         assert!(i < self.len(), "row value {i} out of {}", self.len());
         let per = (self.chunk_rows as usize) * (self.ds_cnt as usize);
         let c = i / per;
-        if let Some(o) = self.open.as_ref().filter(|o| o.idx == c) {
+        if let Some(o) = self.open.as_ref().filter(|o| (o.idx as usize) == c) {
             let j = i - c * per;
-            if j >= o.start && j < o.start + o.vals.len() {
-                return o.vals[j - o.start];
+            if j >= (o.start as usize) && j < (o.start as usize) + o.vals.len() {
+                return o.vals[j - (o.start as usize)];
             }
             let mut v = Vec::new();
             self.unpack_chunk(c, &o.prev, &mut v);
@@ -690,7 +693,7 @@ impl Rows {
 
     /// Open chunk `c` for writing (sealing the one open before).
     fn open_chunk(&mut self, c: usize) -> &mut Open {
-        if self.open.as_ref().is_none_or(|o| o.idx != c) {
+        if self.open.as_ref().is_none_or(|o| (o.idx as usize) != c) {
             let mut vals = match self.open.take() {
                 Some(o) => self.seal_open(o),
                 None => Vec::new(),
@@ -698,7 +701,7 @@ impl Rows {
             vals.clear();
             let prev = self.chunk(c);
             self.open = Some(Box::new(Open {
-                idx: c,
+                idx: c as u32,
                 prev,
                 start: 0,
                 vals,
@@ -712,18 +715,18 @@ impl Rows {
     /// (so a chunk already stored stays stored after replay rewrites the same values).
     /// Returns its value buffer for reuse.
     fn seal_open(&mut self, o: Box<Open>) -> Vec<f64> {
-        let mut all = Vec::with_capacity(self.chunk_len(o.idx));
+        let mut all = Vec::with_capacity(self.chunk_len(o.idx as usize));
         self.open_values(&o, &mut all);
         let new = pack(&all);
         let same = match (&new, &o.prev) {
             (Chunk::Fill(a), Chunk::Fill(b)) => a == b,
             (Chunk::Packed(a), Chunk::Packed(b)) => a.bytes() == b.bytes(),
             (Chunk::Packed(a), prev @ Chunk::Stored(_)) => self
-                .with_stored(o.idx, prev, |b| b == a.bytes())
+                .with_stored(o.idx as usize, prev, |b| b == a.bytes())
                 .unwrap_or(false),
             _ => false,
         };
-        self.set_chunk(o.idx, if same { o.prev } else { new });
+        self.set_chunk(o.idx as usize, if same { o.prev } else { new });
         let mut buf = o.vals;
         buf.clear();
         if buf.capacity() > (self.chunk_rows as usize) * (self.ds_cnt as usize) / 4 {
@@ -742,20 +745,22 @@ impl Rows {
         self.open_chunk(c);
         let mut o = self.open.take().expect("just opened");
         if o.vals.is_empty() {
-            o.start = j;
+            o.start = j as u32;
         }
-        let end = o.start + o.vals.len();
+        let end = (o.start as usize) + o.vals.len();
         if j == end {
             if o.vals.len() == o.vals.capacity() {
                 // Grown by a quarter, not doubled: an open chunk is most of what a series
                 // holds in memory, and a doubled buffer is a quarter empty on average.
-                let room = self.chunk_len(c).saturating_sub(o.start + o.vals.len());
+                let room = self
+                    .chunk_len(c)
+                    .saturating_sub((o.start as usize) + o.vals.len());
                 let grow = (o.vals.len() / 4).max(OPEN_GROWTH);
                 o.vals.reserve_exact(grow.min(room).max(1));
             }
             o.vals.push(v);
-        } else if j >= o.start && j < end {
-            o.vals[j - o.start] = v;
+        } else if j >= (o.start as usize) && j < end {
+            o.vals[j - (o.start as usize)] = v;
         } else {
             // Not in order: every value in memory from now on.
             let mut all = Vec::with_capacity(self.chunk_len(c));
@@ -766,6 +771,7 @@ impl Rows {
         }
         self.open = Some(o);
         let o = self.open.as_mut().expect("put back");
+        let row = row as u32;
         o.written = Some(match o.written {
             Some((lo, hi)) => (lo.min(row), hi.max(row)),
             None => (row, row),
@@ -817,14 +823,14 @@ impl Rows {
                 Chunk::Stored(seg) => Keep::Stored(u64::from(seg)),
             }
         }
-        let open = self.open.as_ref().filter(|o| o.idx == c);
+        let open = self.open.as_ref().filter(|o| (o.idx as usize) == c);
         let current = match open {
             Some(o) => match o.written {
-                Some((a, b)) if fresh.covers(lo + a, lo + b, self.row_cnt) => {
+                Some((a, b)) if fresh.covers(lo + a as usize, lo + b as usize, self.row_cnt) => {
                     sealed(o.prev.clone())
                 }
                 None => sealed(o.prev.clone()),
-                Some(_) if o.start == 0 && o.vals.len() == self.chunk_len(c) => {
+                Some(_) if (o.start as usize) == 0 && o.vals.len() == self.chunk_len(c) => {
                     Keep::Values(std::borrow::Cow::Borrowed(&o.vals))
                 }
                 Some(_) => {
@@ -974,7 +980,7 @@ impl Rows {
             if let Some(mut o) = self.open.take() {
                 if let Chunk::Stored(_) = o.prev {
                     let mut vals = Vec::new();
-                    self.unpack_chunk(o.idx, &o.prev, &mut vals);
+                    self.unpack_chunk(o.idx as usize, &o.prev, &mut vals);
                     o.prev = pack(&vals);
                 }
                 self.open = Some(o);
@@ -1086,7 +1092,11 @@ impl Rows {
         if is_p(&self.chunk(c)) {
             self.set_chunk(c, Chunk::Stored(seg));
         }
-        if let Some(o) = self.open.as_mut().filter(|o| o.idx == c && is_p(&o.prev)) {
+        if let Some(o) = self
+            .open
+            .as_mut()
+            .filter(|o| (o.idx as usize) == c && is_p(&o.prev))
+        {
             o.prev = Chunk::Stored(seg);
         }
     }
