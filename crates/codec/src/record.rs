@@ -100,6 +100,24 @@ impl RecordWriter {
         self.body.bytes(chunk);
     }
 
+    /// The finished payload as two parts to be written one after the other: a few bytes of
+    /// head (the entry count, a Reseed entry) and the entries as they were built, not
+    /// copied (a million series' commit is tens of megabytes).
+    pub fn finish_parts(&self) -> (Vec<u8>, &[u8]) {
+        let mut w = ByteWriter::new();
+        w.varint(self.entries + u64::from(self.reseed));
+        if self.reseed {
+            w.u8(TAG_RESEED);
+        }
+        (w.buf, &self.body.buf)
+    }
+
+    /// Room for `bytes` more bytes of entries (a hint: the last commit's size), so that the
+    /// entries of the next are not copied as they grow.
+    pub fn reserve(&mut self, bytes: usize) {
+        self.body.buf.reserve(bytes);
+    }
+
     /// The finished payload.
     pub fn finish(&self) -> Vec<u8> {
         let mut w = ByteWriter::new();

@@ -27,7 +27,7 @@ pub use recovery::{Cut, RecoveryReport};
 pub use vfs::{RealFs, VFile, Vfs};
 
 use codec::checkpoint::CheckpointWriter;
-use codec::frame::{encode_record, framed_len, KIND_COMMIT, PAGE};
+use codec::frame::{framed_len, record_header, KIND_COMMIT, PAGE};
 use codec::record::RecordWriter;
 use rrd::{ApplyError, RowWrite, Rrd, RrdError, Sample};
 use series::Registry;
@@ -281,6 +281,8 @@ pub struct Store {
     samples_total: u64,
     samples_at_ckpt: u64,
     samples_at_snap: u64,
+    /// Bytes of entries in the last commit's record (room reserved for the next).
+    last_record: usize,
     /// After a ring could not be grown: the number of series at which to try again.
     grow_retry_at: usize,
     /// What the operator should hear about (a ring grown, or not), for the caller to log.
@@ -343,6 +345,7 @@ impl Store {
             busy: false,
             deferred_error: None,
             marked: false,
+            last_record: 0,
             grow_retry_at: 0,
             notices: Vec::new(),
             samples_total: r.report.samples_replayed,
@@ -637,6 +640,10 @@ impl Store {
         let mut rec = std::mem::take(&mut self.pending);
         let mut stats = CommitStats::default();
         let dirty = std::mem::take(&mut self.reg.dirty);
+        // Room for about the last commit's entries: a buffer that doubles as it grows holds
+        // the old and the new copy at once (a million series' commit is ~50 MB); pages of
+        // the room not written are never touched.
+        rec.reserve(self.last_record + self.last_record / 8);
         // Updates that sealed chunks copied their tables: share them again.
         self.reg.share_tables(Some(&dirty));
         for id in dirty {
@@ -650,11 +657,14 @@ impl Store {
             }
         }
         self.pending_bytes = 0;
-        let payload = rec.finish();
-        let framed = framed_len(payload.len(), self.log.page);
-        let too_big = payload.len() > u32::MAX as usize;
+        // Written from the entries as they were built, not from a copy (nor a framed one).
+        let (head, body) = rec.finish_parts();
+        let payload_len = head.len() + body.len();
+        self.last_record = body.len();
+        let framed = framed_len(payload_len, self.log.page);
+        let too_big = payload_len > u32::MAX as usize;
         self.samples_total += stats.samples as u64;
-        match self.write_commit(&payload, framed, too_big) {
+        match self.write_commit(&[&head, body], framed, too_big) {
             Ok(n) => stats.bytes = n,
             Err(e) => {
                 self.failed = true;
@@ -671,7 +681,12 @@ impl Store {
     /// checkpoint's start; otherwise (or if it is too large to frame) a full checkpoint
     /// holding this commit's effect is written instead of the record. After an appended
     /// record, [`Store::after_append`] keeps the ring ahead with lagged checkpoints.
-    fn write_commit(&mut self, payload: &[u8], framed: u64, too_big: bool) -> Result<u64, Error> {
+    fn write_commit(
+        &mut self,
+        payload: &[&[u8]],
+        framed: u64,
+        too_big: bool,
+    ) -> Result<u64, Error> {
         if too_big || self.end_lsn + framed > self.ckpt_lsn + self.log.cap {
             return self.write_checkpoint();
         }
@@ -875,16 +890,10 @@ impl Store {
         Ok(n)
     }
 
-    fn append(&mut self, payload: &[u8], framed: u64) -> Result<(), Error> {
-        let bytes = encode_record(
-            KIND_COMMIT,
-            self.next_seq,
-            self.end_lsn,
-            payload,
-            self.log.page,
-        );
-        debug_assert_eq!(bytes.len() as u64, framed);
-        self.log.write(self.end_lsn, &bytes)?;
+    fn append(&mut self, payload: &[&[u8]], framed: u64) -> Result<(), Error> {
+        let header = record_header(KIND_COMMIT, self.next_seq, self.end_lsn, payload);
+        self.log
+            .write_record(self.end_lsn, &header, payload, framed)?;
         self.log.sync()?;
         self.end_lsn += framed;
         self.next_seq += 1;

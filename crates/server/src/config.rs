@@ -151,7 +151,7 @@ ringlet options:
                          $RINGLET_LOG_SIZE): a larger ring means rarer checkpoints
   --log-per-series SIZE  ring a series is given (default 2k, or $RINGLET_LOG_PER_SERIES):
                          once the series outgrow the ring it is replaced by one 1.5 times
-                         their share (a million series: 3G); 0 keeps its size. Replay
+                         their share (a million series: 2-3G); 0 keeps it. Replay
                          after a crash reads up to 7/8 of the ring
   -h, --help             this text
 ";
