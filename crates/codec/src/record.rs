@@ -120,13 +120,8 @@ impl RecordWriter {
 
     /// The finished payload.
     pub fn finish(&self) -> Vec<u8> {
-        let mut w = ByteWriter::new();
-        w.varint(self.entries + u64::from(self.reseed));
-        if self.reseed {
-            w.u8(TAG_RESEED);
-        }
-        w.raw(&self.body.buf);
-        w.buf
+        let (head, body) = self.finish_parts();
+        [&head[..], body].concat()
     }
 }
 

@@ -196,7 +196,6 @@ pub const DEFAULT_LOG_PER_SERIES: u64 = 2 << 10;
 /// (e.g. `2k`, or `0` for a ring that keeps its size) when set, else the default.
 pub fn log_per_series_from_env() -> Result<u64, String> {
     match std::env::var("RINGLET_LOG_PER_SERIES") {
-        Ok(v) if v.trim() == "0" => Ok(0),
         Ok(v) if !v.is_empty() => {
             parse_any_size(&v).map_err(|e| format!("RINGLET_LOG_PER_SERIES: {e}"))
         }
@@ -277,10 +276,9 @@ pub struct Store {
     marked: bool,
     /// Samples in the log since the store was created (as far as this process knows: those
     /// replayed at open and committed since), and as many at the newest checkpoint's
-    /// position and at the snapshot's: [`Store::samples_since_checkpoint`].
+    /// position: [`Store::samples_since_checkpoint`].
     samples_total: u64,
     samples_at_ckpt: u64,
-    samples_at_snap: u64,
     /// Bytes of entries in the last commit's record (room reserved for the next).
     last_record: usize,
     /// After a ring could not be grown: the number of series at which to try again.
@@ -350,7 +348,6 @@ impl Store {
             notices: Vec::new(),
             samples_total: r.report.samples_replayed,
             samples_at_ckpt: 0,
-            samples_at_snap: 0,
             report: r.report,
             stats: StoreStats::default(),
         };
@@ -722,8 +719,12 @@ impl Store {
             }
         }
         if self.snap.is_none() && self.end_lsn - self.ckpt_lsn >= cap / 2 {
-            self.snap = Some(Snapshot::take(&self.reg, self.end_lsn, self.next_seq));
-            self.samples_at_snap = self.samples_total;
+            self.snap = Some(Snapshot::take(
+                &self.reg,
+                self.end_lsn,
+                self.next_seq,
+                self.samples_total,
+            ));
             self.reg.reseed_all();
             self.pending.reseed();
         }
@@ -826,7 +827,7 @@ impl Store {
             stream(&mut w, &mut file)?;
         }
         let n = self.install_checkpoint(generation, snap.lsn, w, file, plan)?;
-        self.samples_at_ckpt = self.samples_at_snap;
+        self.samples_at_ckpt = snap.samples;
         Ok(n)
     }
 

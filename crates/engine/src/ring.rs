@@ -77,6 +77,12 @@ fn build(vfs: &dyn Vfs, dir: &Path, cap: u64, page: u64, allocate: bool) -> io::
     f.sync_all()
 }
 
+/// Rename the built `log.tmp` over `log`, durably.
+fn put_in_place(vfs: &dyn Vfs, dir: &Path) -> io::Result<()> {
+    vfs.rename(&files::tmp(&files::log(dir)), &files::log(dir))?;
+    vfs.sync_dir(dir)
+}
+
 impl LogRing {
     /// Create `dir/log` with a ring of `cap` bytes and records aligned to the file system's
     /// block size: built as `log.tmp`, zero-filled, synced, renamed into place, directory
@@ -84,8 +90,7 @@ impl LogRing {
     pub fn create(vfs: &dyn Vfs, dir: &Path, cap: u64) -> io::Result<()> {
         let page = page_for_block_size(vfs.block_size(dir)?);
         build(vfs, dir, cap, page, false)?;
-        vfs.rename(&files::tmp(&files::log(dir)), &files::log(dir))?;
-        vfs.sync_dir(dir)
+        put_in_place(vfs, dir)
     }
 
     /// Build a larger ring of `cap` bytes, empty, as `log.tmp`, with this ring's page size
@@ -99,8 +104,7 @@ impl LogRing {
     /// Rename the ring [`LogRing::prepare_larger`] built over the log and open it. The
     /// caller has made the log's records unneeded first (a checkpoint at the log's end).
     pub fn replace(vfs: &dyn Vfs, dir: &Path) -> io::Result<Result<LogRing, String>> {
-        vfs.rename(&files::tmp(&files::log(dir)), &files::log(dir))?;
-        vfs.sync_dir(dir)?;
+        put_in_place(vfs, dir)?;
         LogRing::open(vfs, dir)
     }
 

@@ -78,6 +78,9 @@ pub struct Snapshot {
     /// Its sequence number.
     pub seq: u64,
     pub next_id: u64,
+    /// Samples logged before it ([`crate::Store::samples_since_checkpoint`] once its
+    /// checkpoint is written).
+    pub samples: u64,
     /// In id order.
     pub series: Vec<SnapSeries>,
 }
@@ -85,7 +88,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// Record the state of `reg` at log position `lsn` (nothing may be pending: the caller has
     /// just committed).
-    pub fn take(reg: &Registry, lsn: u64, seq: u64) -> Snapshot {
+    pub fn take(reg: &Registry, lsn: u64, seq: u64, samples: u64) -> Snapshot {
         let series = reg
             .iter()
             .map(|(id, s)| SnapSeries::new(id, s.name.clone(), &s.rrd, &s.rows_written))
@@ -94,6 +97,7 @@ impl Snapshot {
             lsn,
             seq,
             next_id: reg.next_id,
+            samples,
             series,
         }
     }

@@ -359,14 +359,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "--store" => c.store = Some(PathBuf::from(value()?)),
             "--max-line" => c.max_line = num(value()?)?.max(64) as usize,
             "--log-size" => c.log_size = Some(engine::parse_size(&value()?)?),
-            "--log-per-series" => {
-                let v = value()?;
-                c.log_per_series = Some(if v.trim() == "0" {
-                    0
-                } else {
-                    engine::parse_any_size(&v)?
-                });
-            }
+            "--log-per-series" => c.log_per_series = Some(engine::parse_any_size(&value()?)?),
             "--queue-limit" => c.queue_limit = num(value()?)?.max(1),
             "--max-connections" => c.max_connections = num(value()?)?.max(1) as usize,
             _ => return Err(format!("unknown option '{a}' (see ringlet serve --help)")),
