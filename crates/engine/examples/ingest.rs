@@ -80,6 +80,7 @@ fn main() {
         replay_batch: 64 << 20,
         repair: false,
         only: None,
+        before_checkpoint: None,
     };
     let dir = std::env::temp_dir().join(format!("ringlet-ingest-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

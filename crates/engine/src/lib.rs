@@ -113,6 +113,22 @@ pub struct Options {
     /// state is loaded and replayed, nothing is written, and every write is refused
     /// (`Error::ReadOnly`). `None`: the whole store, read-write.
     pub only: Option<Vec<String>>,
+    /// Called before each checkpoint becomes the newest (its header written): whatever the
+    /// caller wrote beside the store before then is made durable with it. The daemon syncs
+    /// the base directory's file system, so the placeholders of the series a checkpoint
+    /// holds are on disk, and an open checks before serving only those of series created
+    /// after it ([`Store::created_since_checkpoint`]). A failure is a notice, not an error.
+    pub before_checkpoint: Option<Hook>,
+}
+
+/// A caller's action at a point of the store's work ([`Options::before_checkpoint`]).
+#[derive(Clone)]
+pub struct Hook(pub Arc<dyn Fn() -> std::io::Result<()> + Send + Sync>);
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hook")
+    }
 }
 
 impl Default for Options {
@@ -125,6 +141,7 @@ impl Default for Options {
             replay_batch: 64 << 20,
             repair: false,
             only: None,
+            before_checkpoint: None,
         }
     }
 }
@@ -393,6 +410,21 @@ impl Store {
     /// Names of all RRDs, sorted.
     pub fn names(&self) -> Vec<String> {
         self.reg.names()
+    }
+
+    /// Names (sorted) of the series created in the log replayed at open, after the
+    /// checkpoint it started from: of all series, the only ones whose placeholders an
+    /// [`Options::before_checkpoint`] hook may not have made durable.
+    pub fn created_since_checkpoint(&self) -> Vec<String> {
+        let from = self.report.checkpoint_next_id;
+        let mut v: Vec<String> = self
+            .reg
+            .iter()
+            .filter(|&(id, _)| id >= from)
+            .map(|(_, s)| s.name.to_string())
+            .collect();
+        v.sort_unstable();
+        v
     }
 
     /// Number of RRDs (without listing them).
@@ -860,6 +892,12 @@ impl Store {
         let len = at + tail.len() as u64;
         drop(tail);
         self.segs.write(&mut plan, self.vfs.as_ref(), &self.dir)?;
+        if let Some(hook) = &self.opts.before_checkpoint {
+            if let Err(e) = (hook.0)() {
+                self.notices
+                    .push(format!("before checkpoint {generation}: {e}"));
+            }
+        }
         file.finish(self.vfs.as_ref(), &header)?;
         self.ckpt_gen = generation;
         self.ckpt_lsn = lsn;

@@ -40,6 +40,9 @@ pub struct RecoveryReport {
     pub checkpoint_complete_lsn: u64,
     /// Checkpoint files that failed verification (the other one was used).
     pub invalid_checkpoints: Vec<String>,
+    /// The first series id the checkpoint had not given out: series with this id or a
+    /// later one were created in the log replayed after it ([`crate::Store::created_since_checkpoint`]).
+    pub checkpoint_next_id: u64,
     pub records_replayed: u64,
     pub samples_replayed: u64,
     /// Replayed samples that `Rrd::apply` refused (should be 0: apply is deterministic).
@@ -157,6 +160,7 @@ pub fn recover(
         return Err(corrupt(&p, 0, "no valid checkpoint file"));
     };
     let complete_lsn = ck.state.complete_lsn;
+    report.checkpoint_next_id = ck.state.next_id;
     let lazy = (only.is_some() && ck.state.tables).then_some(vfs_arc);
     let segs = Segments::open(vfs, dir, &ck.state.segments, only.is_some(), lazy)
         .map_err(|why| corrupt(&ck.path, 0, why))?;

@@ -271,3 +271,55 @@ fn samples_since_checkpoint_count_what_an_open_would_replay() {
     store.commit().unwrap();
     assert_eq!(store.samples_since_checkpoint(), 1);
 }
+
+#[test]
+fn the_series_created_after_the_checkpoint_are_named_and_the_hook_runs_before_each() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let tmp = TempDir::new("lagged-created");
+    let calls = Arc::new(AtomicU64::new(0));
+    let c = calls.clone();
+    let with_hook = Options {
+        before_checkpoint: Some(engine::Hook(Arc::new(move || {
+            c.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }))),
+        ..opts()
+    };
+    let mut store = Store::open(&tmp.0, with_hook.clone()).unwrap();
+    let mk = |store: &mut Store, name: &str| {
+        store
+            .create(name, Rrd::new(schema(), START - 10), false)
+            .unwrap()
+    };
+    for i in 0..5 {
+        mk(&mut store, &format!("old{i}.rrd"));
+    }
+    store.checkpoint().unwrap();
+    mk(&mut store, "new-b.rrd");
+    mk(&mut store, "new-a.rrd");
+    store.remove("old1.rrd").unwrap();
+    store.commit().unwrap();
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        store.stats().checkpoints,
+        "once a checkpoint"
+    );
+    assert!(calls.load(Ordering::SeqCst) >= 1);
+    drop(store);
+    let store = Store::open(&tmp.0, opts()).unwrap();
+    assert_eq!(store.created_since_checkpoint(), ["new-a.rrd", "new-b.rrd"]);
+    drop(store);
+    // Lagged checkpoints: a series created after the snapshot a checkpoint was taken from
+    // is replayed, so it is named too.
+    let tmp = TempDir::new("lagged-created2");
+    let store = feed(&tmp.0, 3, 3000);
+    drop(store);
+    let mut store = Store::open(&tmp.0, opts()).unwrap();
+    assert!(store.created_since_checkpoint().is_empty());
+    mk(&mut store, "late.rrd");
+    store.commit().unwrap();
+    drop(store);
+    let store = Store::open(&tmp.0, opts()).unwrap();
+    assert_eq!(store.created_since_checkpoint(), ["late.rrd"]);
+}

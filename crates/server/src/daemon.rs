@@ -139,6 +139,15 @@ impl Daemon {
                     Some(n) => n,
                     None => engine::log_per_series_from_env()?,
                 },
+                // The placeholders of the series a checkpoint holds are durable with it: an
+                // open checks the others first, and these after it serves (lib.rs).
+                before_checkpoint: base.clone().map(|b| {
+                    let syncs = syncs.clone();
+                    engine::Hook(Arc::new(move || {
+                        syncs.fetch_add(1, Ordering::Relaxed);
+                        crate::sys::sync_file_system(Path::new(&b))
+                    }))
+                }),
                 ..Options::default()
             },
         )

@@ -263,13 +263,19 @@ fn flush(d: &Daemon, file: &str) -> Response {
 
 /// Put the placeholder of a new series `t` at its path (its directory made first: under -R,
 /// or where series already live under that name).
-pub(crate) fn write_placeholder(inner: &Inner, t: &Target) -> Result<(), String> {
+/// `durable`: synced as well (placeholder.rs, `write_durable`).
+pub(crate) fn write_placeholder(inner: &Inner, t: &Target, durable: bool) -> Result<(), String> {
     let path = Path::new(&t.abs);
     if let Some(dir) = path.parent() {
         placeholder::mkdir_p(dir)
             .map_err(|e| format!("RRD Error: creating '{}': {}", t.abs, strerror(&e)))?;
     }
-    placeholder::write(&inner.places, path, &t.abs, &t.name)
+    let write = if durable {
+        placeholder::write_durable
+    } else {
+        placeholder::write
+    };
+    write(&inner.places, path, &t.abs, &t.name)
         .map_err(|e| format!("RRD Error: creating '{}': {}", t.abs, strerror(&e)))
 }
 
@@ -809,7 +815,7 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
     let rrd = Rrd::new(req.schema, req.start);
     // A placeholder at the file's path, not a copy: clients that stat() the file before
     // creating it find it; the store is the data (placeholder.rs).
-    if let Err(e) = write_placeholder(&inner, &t) {
+    if let Err(e) = write_placeholder(&inner, &t, false) {
         return Response::err(e);
     }
     if let Err(e) = inner.store.create(&t.name, rrd, true) {

@@ -308,30 +308,43 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
             "cannot record the base directory in the store: {e}"
         ));
     }
-    // Before serving: every series under -b has its placeholder, and copies that earlier
-    // versions wrote are gone (a stat-then-create client must not create a series again).
+    // Before serving: the series created since the checkpoint the store opened from have
+    // their placeholders (a stat-then-create client must not create one again over its
+    // data). The others' were made durable with a checkpoint (Options::before_checkpoint):
+    // they are checked, and copies that earlier versions wrote replaced, after the daemon
+    // serves, by a thread of their own.
     let t0 = std::time::Instant::now();
     let places = d.lock().places.clone();
-    let fixed = placeholder::repair(&d, &places);
+    let first = d.lock().store.created_since_checkpoint();
+    let checked_first = first.len();
+    let fixed = placeholder::repair(&d, &places, first.clone(), &|| false);
     log(&format!(
-        "placeholders checked in {:.2} s",
+        "placeholders of the {checked_first} series created since the checkpoint checked in {:.2} s",
         t0.elapsed().as_secs_f64()
     ));
-    if fixed.written + fixed.copies_replaced > 0 || !fixed.moved_aside.is_empty() {
-        log(&format!(
-            "placeholders: {} written, {} full-size copies replaced ({} bytes freed), {} changed files moved aside, in {:.1} s",
-            fixed.written,
-            fixed.copies_replaced,
-            fixed.copy_bytes,
-            fixed.moved_aside.len(),
-            t0.elapsed().as_secs_f64()
-        ));
-    }
-    for (name, dest) in &fixed.moved_aside {
-        log(&format!(
-            "{name}: the file at its path differed from the store (changed by hand?); kept at {}",
-            dest.display()
-        ));
+    report_repair(&fixed, t0);
+    if d.base.is_some() {
+        let dc = d.clone();
+        std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            let mut rest = dc.lock().store.names();
+            let n = rest.len();
+            if !first.is_empty() {
+                let done: std::collections::HashSet<&str> =
+                    first.iter().map(String::as_str).collect();
+                rest.retain(|x| !done.contains(x.as_str()));
+            }
+            drop(first);
+            let fixed = placeholder::repair(&dc, &places, rest, &|| dc.closing());
+            if !dc.closing() {
+                log(&format!(
+                    "placeholders of all {n} series checked in {:.2} s",
+                    t0.elapsed().as_secs_f64()
+                ));
+                report_repair(&fixed, t0);
+            }
+            sys::release_free_memory();
+        });
     }
     // The open's buffers (checkpoint, log replay) are freed: give their pages back.
     sys::release_free_memory();
@@ -376,6 +389,26 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
     let dc = d.clone();
     std::thread::spawn(move || dc.committer());
     Ok((d, sockets))
+}
+
+/// Log what a check of placeholders (begun at `t0`) changed under the base directory.
+fn report_repair(fixed: &placeholder::Repaired, t0: std::time::Instant) {
+    if fixed.written + fixed.copies_replaced > 0 || !fixed.moved_aside.is_empty() {
+        log(&format!(
+            "placeholders: {} written, {} full-size copies replaced ({} bytes freed), {} changed files moved aside, in {:.1} s",
+            fixed.written,
+            fixed.copies_replaced,
+            fixed.copy_bytes,
+            fixed.moved_aside.len(),
+            t0.elapsed().as_secs_f64()
+        ));
+    }
+    for (name, dest) in &fixed.moved_aside {
+        log(&format!(
+            "{name}: the file at its path differed from the store (changed by hand?); kept at {}",
+            dest.display()
+        ));
+    }
 }
 
 /// One line for the log about what opening the store found.

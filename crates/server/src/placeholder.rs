@@ -162,14 +162,35 @@ fn tmp_beside(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Put a placeholder at `path` (written beside it, then renamed over it).
+/// Put a placeholder at `path` (written beside it, then renamed over it). Not synced: the
+/// next checkpoint syncs the file system ([`engine::Options::before_checkpoint`]).
 pub fn write(places: &Places, path: &Path, abs: &str, name: &str) -> std::io::Result<()> {
+    write_as(places, path, abs, name, false)
+}
+
+/// [`write`], then the placeholder and its directory synced: for a series created where a
+/// checkpoint may already hold it (a CLI command through the daemon creates its series
+/// before their placeholders are written).
+pub fn write_durable(places: &Places, path: &Path, abs: &str, name: &str) -> std::io::Result<()> {
+    write_as(places, path, abs, name, true)
+}
+
+fn write_as(places: &Places, path: &Path, abs: &str, name: &str, sync: bool) -> std::io::Result<()> {
     let tmp = tmp_beside(path);
     let r = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(places.text(abs, name).as_bytes())?;
+        if sync {
+            f.sync_all()?;
+        }
         drop(f);
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, path)?;
+        if sync {
+            if let Some(dir) = path.parent() {
+                std::fs::File::open(dir)?.sync_all()?;
+            }
+        }
+        Ok(())
     })();
     if r.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -228,72 +249,86 @@ pub struct Repaired {
     pub moved_aside: Vec<(String, PathBuf)>,
 }
 
-/// At open, before serving: every series under the base directory gets its placeholder.
-/// A missing or empty file gets a placeholder (so a stat-then-create client does not create
-/// the series again over its data); a full-size `.rrd` copy is replaced when the store holds
-/// everything it has (same DS and RRA counts, last update not later than the store's), and
-/// otherwise moved aside, since someone changed it. Series with absolute names outside the
-/// base directory are left alone.
-pub fn repair(d: &Daemon, places: &Places) -> Repaired {
+/// Every series in `names` gets its placeholder under the base directory. A missing or
+/// empty file gets a placeholder (so a stat-then-create client does not create the series
+/// again over its data); a full-size `.rrd` copy is replaced when the store holds everything
+/// it has (same DS and RRA counts, last update not later than the store's), and otherwise
+/// moved aside, since someone changed it. Series with absolute names outside the base
+/// directory are left alone.
+///
+/// Looking takes no lock (a million series take seconds, on two threads); a path found in
+/// need of work is looked at again and acted on with the store locked, so a client's
+/// CREATE or import of the same series meanwhile is seen, and a series gone is left alone.
+/// `stop` is checked between batches: a daemon stopping ends the work there.
+pub fn repair(d: &Daemon, places: &Places, mut names: Vec<String>, stop: &dyn Fn() -> bool) -> Repaired {
     let mut out = Repaired::default();
     let Some(base) = &d.base else {
         return out;
     };
-    let names: Vec<String> = d
-        .lock()
-        .store
-        .names()
-        .into_iter()
-        .filter(|n| !n.starts_with('/'))
-        .collect();
-    // Looking costs a path lookup, an open and a read a series: a million series take
-    // seconds, so two threads look; what they find is then acted on in order.
-    let found = inspect_all(base, &names);
-    for (name, found) in names.into_iter().zip(found) {
-        let abs = format!("{base}/{name}");
-        let path = Path::new(&abs);
-        match found {
-            Found::Placeholder | Found::Other => {}
-            Found::Empty => {
-                if write(places, path, &abs, &name).is_ok() {
-                    out.written += 1;
-                }
-            }
-            Found::Missing => {
-                if let Some(dir) = path.parent() {
-                    if mkdir_p(dir).is_err() {
-                        continue;
-                    }
-                }
-                if write(places, path, &abs, &name).is_ok() {
-                    out.written += 1;
-                }
-            }
-            Found::Rrd => {
-                let len = std::fs::metadata(path).map_or(0, |m| m.len());
-                let stale = {
-                    let inner = d.lock();
-                    match (inner.store.get(&name), peek_file(path)) {
-                        (Some(rrd), Some((ds, rra, last))) => {
-                            ds == rrd.schema.ds.len()
-                                && rra == rrd.schema.rra.len()
-                                && last <= rrd.last_up
-                        }
-                        _ => false,
-                    }
-                };
-                if stale {
-                    if write(places, path, &abs, &name).is_ok() {
-                        out.copies_replaced += 1;
-                        out.copy_bytes += len;
-                    }
-                } else if let Ok(dest) = move_aside(places, path, &abs, &name) {
-                    out.moved_aside.push((name.clone(), dest));
-                }
+    names.retain(|n| !n.starts_with('/'));
+    // Taken from the end a batch at a time, so each batch's names are freed as it is done.
+    names.reverse();
+    while !names.is_empty() && !stop() {
+        let mut batch = names.split_off(names.len().saturating_sub(REPAIR_BATCH));
+        batch.reverse();
+        let found = inspect_all(base, &batch);
+        for (name, found) in batch.into_iter().zip(found) {
+            if !matches!(found, Found::Placeholder | Found::Other) {
+                act(d, places, base, name, &mut out);
             }
         }
     }
     out
+}
+
+/// Names a [`repair`] looks at between checks of its `stop`.
+const REPAIR_BATCH: usize = 16 << 10;
+
+/// Give series `name` its placeholder, with the store locked: what is at its path is looked
+/// at again first.
+fn act(d: &Daemon, places: &Places, base: &str, name: String, out: &mut Repaired) {
+    let inner = d.lock();
+    // A stopping daemon writes nothing more under -b once its last commit has the lock.
+    if d.closing() {
+        return;
+    }
+    let Some(rrd) = inner.store.get(&name) else {
+        return;
+    };
+    let abs = format!("{base}/{name}");
+    let path = Path::new(&abs);
+    match inspect(path) {
+        Found::Placeholder | Found::Other => {}
+        Found::Empty => {
+            if write(places, path, &abs, &name).is_ok() {
+                out.written += 1;
+            }
+        }
+        Found::Missing => {
+            if let Some(dir) = path.parent() {
+                if mkdir_p(dir).is_err() {
+                    return;
+                }
+            }
+            if write(places, path, &abs, &name).is_ok() {
+                out.written += 1;
+            }
+        }
+        Found::Rrd => {
+            let len = std::fs::metadata(path).map_or(0, |m| m.len());
+            let stale = peek_file(path).is_some_and(|(ds, rra, last)| {
+                ds == rrd.schema.ds.len() && rra == rrd.schema.rra.len() && last <= rrd.last_up
+            });
+            if stale {
+                if write(places, path, &abs, &name).is_ok() {
+                    out.copies_replaced += 1;
+                    out.copy_bytes += len;
+                }
+            } else if let Ok(dest) = move_aside(places, path, &abs, &name) {
+                out.moved_aside.push((name, dest));
+            }
+        }
+    }
 }
 
 /// [`inspect`] of every series' path under `base`, in the order of `names`, on a few threads.

@@ -383,7 +383,7 @@ fn placeholder_for(d: &Daemon, inner: &mut Inner, name: &str) {
         abs: format!("{base}/{name}"),
         name: name.to_string(),
     };
-    if let Err(e) = crate::handlers::write_placeholder(inner, &t) {
+    if let Err(e) = crate::handlers::write_placeholder(inner, &t, true) {
         crate::log(&format!("{}: no placeholder: {e}", t.abs));
     }
     crate::handlers::remember_disk(inner, &t);

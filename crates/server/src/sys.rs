@@ -311,3 +311,16 @@ pub fn release_free_memory() {
         libc::malloc_trim(0);
     }
 }
+
+/// Make everything written on the file system that holds `dir` durable (`syncfs`): the
+/// placeholders written since the last call, before a checkpoint that holds their series.
+pub fn sync_file_system(dir: &Path) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let d = std::fs::File::open(dir)?;
+    // SAFETY: syncfs takes a valid descriptor, owned by `d` for the call.
+    if unsafe { libc::syncfs(d.as_raw_fd()) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}

@@ -240,3 +240,66 @@ fn a_symbolic_link_inside_the_base_directory_does_not_escape_it() {
     );
     assert!(!r.store.join("imported").exists(), "nor imported");
 }
+
+/// Wait up to 20 s for `what` in the daemon's log.
+fn wait_log(r: &Ringlet, what: &str) -> String {
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let log = r.log_text();
+        if log.contains(what) || std::time::Instant::now() > until {
+            return log;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn placeholders_held_by_a_checkpoint_are_checked_after_the_daemon_serves() {
+    if !need(&["rrdtool"]) {
+        return;
+    }
+    let dir = TempDir::new("ph-background");
+    // -F: the stop writes a checkpoint, so the next open has no series created after it.
+    let mut r = Ringlet::start(dir.path(), &["-F", "-R"]);
+    let mut s = connect(&r.sock);
+    for i in 0..40 {
+        let reply = request(
+            &mut s,
+            &format!("CREATE d{}/s{i}.rrd -b {T0} -s 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:100", i % 3),
+        );
+        assert_eq!(reply, "0 RRD created OK\n");
+        request(&mut s, &format!("UPDATE d{}/s{i}.rrd {}:{i}", i % 3, T0 + 10));
+    }
+    drop(s);
+    r.proc.stop(libc::SIGTERM, Duration::from_secs(10)).unwrap();
+    assert!(r.log_text().contains("wrote a checkpoint at shutdown"));
+    // By hand while it was stopped: placeholders deleted, emptied, a whole directory gone,
+    // and a full-size copy older than the store's data.
+    std::fs::remove_file(r.base.join("d0/s3.rrd")).unwrap();
+    std::fs::write(r.base.join("d1/s4.rrd"), b"").unwrap();
+    std::fs::remove_dir_all(r.base.join("d2")).unwrap();
+    let a: Vec<String> =
+        format!("create d0/s6.rrd --start {T0} --step 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:100")
+            .split(' ')
+            .map(String::from)
+            .collect();
+    assert_eq!(rrdtool(&r.base, &a).code, 0);
+    let r = Ringlet::start(dir.path(), &["-F", "-R"]);
+    let log = wait_log(&r, "placeholders of all 40 series checked");
+    assert!(
+        log.contains("placeholders of the 0 series created since the checkpoint checked"),
+        "{log}"
+    );
+    assert!(log.contains("placeholders of all 40 series checked"), "{log}");
+    assert!(
+        log.contains("placeholders: 15 written, 1 full-size copies replaced"),
+        "{log}"
+    );
+    let (_, files, ph) = tree(&r.base);
+    assert_eq!((files, ph), (40, 40));
+    let mut s = connect(&r.sock);
+    for i in [3, 4, 6, 8] {
+        let reply = request(&mut s, &format!("LAST d{}/s{i}.rrd", i % 3));
+        assert_eq!(reply, format!("0 {}\n", T0 + 10), "s{i}");
+    }
+}

@@ -276,6 +276,7 @@ pub fn small_opts(log_bytes: u64) -> Options {
         replay_batch: 1,
         repair: false,
         only: None,
+        before_checkpoint: None,
     }
 }
 
