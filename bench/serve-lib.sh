@@ -2,12 +2,13 @@
 #   serve_start: `ringlet serve -w 300` on $WORK/s.sock (-b $WORK/base, --store $WORK/store,
 #                log appended to $WORK/serve.log) in the background; returns once it answers
 #                PING. Sets PID, and OPEN (seconds from the start until it answered).
+#                $RINGLET_WRAP, when set, is put before the command (e.g. `heaptrack -o F`).
 #   proc_mb PID KEY: a /proc/PID/status figure (VmRSS, VmHWM) in MB.
 
 serve_start() {
     local t0 t1
     t0=$(date +%s.%N)
-    "$RINGLET" serve -g -w 300 -l "unix:$WORK/s.sock" -b "$WORK/base" --store "$WORK/store" \
+    ${RINGLET_WRAP:-} "$RINGLET" serve -g -w 300 -l "unix:$WORK/s.sock" -b "$WORK/base" --store "$WORK/store" \
         >>"$WORK/serve.log" 2>&1 &
     PID=$!
     until [ -S "$WORK/s.sock" ] && timeout 1 python3 -c '

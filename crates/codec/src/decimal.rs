@@ -68,7 +68,7 @@ impl Decimal {
     }
 
     /// [`Decimal::format`] into `out` (cleared first), without allocating when it has room.
-    pub fn format_into(&self, out: &mut String) {
+    pub fn format_into(&self, out: &mut impl TextBuf) {
         let mut buf = [0u8; 20];
         let mut at = buf.len();
         let mut v = self.mantissa.unsigned_abs();
@@ -101,6 +101,38 @@ impl Decimal {
             }
             out.push_str(digits);
         }
+    }
+}
+
+/// A growable text [`Decimal::format_into`] writes: `String`, or the inline text a codec keeps
+/// of each DS's last value.
+pub trait TextBuf {
+    fn clear(&mut self);
+    fn push(&mut self, c: char);
+    fn push_str(&mut self, s: &str);
+}
+
+impl TextBuf for String {
+    fn clear(&mut self) {
+        String::clear(self)
+    }
+    fn push(&mut self, c: char) {
+        String::push(self, c)
+    }
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s)
+    }
+}
+
+impl TextBuf for compact_str::CompactString {
+    fn clear(&mut self) {
+        compact_str::CompactString::clear(self)
+    }
+    fn push(&mut self, c: char) {
+        compact_str::CompactString::push(self, c)
+    }
+    fn push_str(&mut self, s: &str) {
+        compact_str::CompactString::push_str(self, s)
     }
 }
 

@@ -437,7 +437,7 @@ fn decode_live(r: &mut ByteReader, schema: std::sync::Arc<Schema>) -> Result<Rrd
     let mut pdp = Vec::with_capacity(ds_cnt);
     for _ in 0..ds_cnt {
         pdp.push(PdpPrep {
-            last_ds: r.str()?,
+            last_ds: compact_str::CompactString::new(r.str()?),
             unkn_sec_cnt: r.u64()?,
             val: r.f64()?,
         });

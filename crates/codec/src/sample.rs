@@ -38,7 +38,7 @@ const USEC_MAG_SEED: u64 = 8 << 10;
 #[derive(Debug, Clone, PartialEq)]
 struct DsCodec {
     /// The exact text of the previous value (`last_ds`).
-    last: String,
+    last: compact_str::CompactString,
     /// The previous decimal value (kept across `U` and raw values).
     num: Option<Decimal>,
     /// Mantissa change at the previous decimal of the same scale.
@@ -58,7 +58,7 @@ struct DsCodec {
 impl DsCodec {
     fn seed(last: &str) -> Self {
         DsCodec {
-            last: last.to_string(),
+            last: last.into(),
             num: Decimal::parse(last),
             delta: 0,
             cost_delta: 0,
@@ -232,7 +232,8 @@ impl SeriesCodec {
         out.values.resize_with(self.ds.len(), String::new);
         for (ds, v) in self.ds.iter_mut().zip(out.values.iter_mut()) {
             decode_value(ds, r)?;
-            v.clone_from(&ds.last);
+            v.clear();
+            v.push_str(&ds.last);
         }
         Ok(())
     }
@@ -309,7 +310,8 @@ fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<(), DecodeError> 
         for _ in 0..len {
             bytes.push(r.bits(8)? as u8);
         }
-        ds.last = String::from_utf8(bytes).map_err(|_| r.err("raw value is not UTF-8"))?;
+        ds.last = compact_str::CompactString::from_utf8(&bytes)
+            .map_err(|_| r.err("raw value is not UTF-8"))?;
     }
     Ok(())
 }

@@ -14,6 +14,19 @@
 mod export;
 mod pipe;
 
+/// jemalloc, not glibc's malloc: a daemon holds a few dozen small allocations per series
+/// (a million series: tens of millions), and glibc's 8-byte header and 32-byte minimum on
+/// each, with its arenas' fragmentation, cost a fifth of the daemon's memory
+/// (docs/BENCHMARKS.md, "Memory a series").
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's options, read at its start: two arenas (as `server::sys::limit_arenas` gives
+/// glibc), and freed pages returned by a background thread within seconds.
+#[export_name = "_rjem_malloc_conf"]
+static MALLOC_CONF: &u8 =
+    &b"narenas:2,background_thread:true,dirty_decay_ms:5000,muzzy_decay_ms:0\0"[0];
+
 use cli::{Ctx, Outcome};
 use std::io::Write;
 use std::path::Path;

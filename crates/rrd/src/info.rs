@@ -60,7 +60,7 @@ pub fn info(rrd: &Rrd, filename: &str) -> Vec<(String, InfoValue)> {
             put(k("min"), Val(d.min));
             put(k("max"), Val(d.max));
         }
-        put(k("last_ds"), Str(p.last_ds.clone()));
+        put(k("last_ds"), Str(p.last_ds.to_string()));
         put(k("value"), Val(p.val));
         put(k("unknown_sec"), Count(p.unkn_sec_cnt));
     }

@@ -200,7 +200,7 @@ fn read_ds(rd: &mut Reader) -> Result<(DsDef, PdpPrep), RrdError> {
         rpn: None,
     };
     let mut p = PdpPrep {
-        last_ds: "U".to_string(),
+        last_ds: "U".into(),
         unkn_sec_cnt: 0,
         val: f64::NAN,
     };
@@ -223,7 +223,7 @@ fn read_ds(rd: &mut Reader) -> Result<(DsDef, PdpPrep), RrdError> {
             "last_ds" => {
                 let mut t = rd.text("last_ds")?;
                 truncate_bytes(&mut t, 29);
-                p.last_ds = t;
+                p.last_ds = compact_str::CompactString::new(t);
             }
             "value" => p.val = rd.double("value")?,
             "unknown_sec" => p.unkn_sec_cnt = rd.long("unknown_sec")? as u64,

@@ -265,7 +265,7 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
     let mut pdp = Vec::with_capacity(ds_cnt);
     for _ in 0..ds_cnt {
         pdp.push(PdpPrep {
-            last_ds: r.str(off, LAST_DS_LEN)?,
+            last_ds: compact_str::CompactString::new(r.str(off, LAST_DS_LEN)?),
             unkn_sec_cnt: r.u64(off + PDP_SCRATCH)?,
             val: r.f64(off + PDP_SCRATCH + UNIVAL)?,
         });

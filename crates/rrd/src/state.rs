@@ -13,7 +13,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone, PartialEq)]
 pub struct PdpPrep {
     /// The raw input string of the last update, at most 29 bytes; `"U"` when unknown.
-    pub last_ds: String,
+    pub last_ds: compact_str::CompactString,
     /// Seconds of the current PDP that are unknown (`unknown_sec`).
     pub unkn_sec_cnt: u64,
     /// Accumulated rate*seconds of the current PDP (`value`), NaN when nothing known yet.
@@ -71,7 +71,7 @@ impl Rrd {
         let unkn_sec = start.rem_euclid(step);
         let pdp = (0..ds_cnt)
             .map(|_| PdpPrep {
-                last_ds: "U".to_string(),
+                last_ds: "U".into(),
                 unkn_sec_cnt: unkn_sec as u64,
                 val: DNAN,
             })

@@ -200,8 +200,12 @@ fn disk_stamp(t: &Target) -> Option<(Option<std::time::SystemTime>, u64)> {
     Some((m.modified().ok(), m.len()))
 }
 
+/// Remember `t`'s file as it is now, unless it is a placeholder (a FORGET finds a placeholder
+/// unchanged by looking at it: a million series kept ~95 MB of stamps for nothing).
 pub(crate) fn remember_disk(inner: &mut Inner, t: &Target) {
-    match disk_stamp(t) {
+    let stamp = disk_stamp(t)
+        .filter(|_| placeholder::inspect(Path::new(&t.abs)) != placeholder::Found::Placeholder);
+    match stamp {
         Some(s) => {
             // Keyed by the store's copy of the name where it has the series: one copy a name.
             let name = inner

@@ -175,7 +175,13 @@ pub fn write_durable(places: &Places, path: &Path, abs: &str, name: &str) -> std
     write_as(places, path, abs, name, true)
 }
 
-fn write_as(places: &Places, path: &Path, abs: &str, name: &str, sync: bool) -> std::io::Result<()> {
+fn write_as(
+    places: &Places,
+    path: &Path,
+    abs: &str,
+    name: &str,
+    sync: bool,
+) -> std::io::Result<()> {
     let tmp = tmp_beside(path);
     let r = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -260,7 +266,12 @@ pub struct Repaired {
 /// need of work is looked at again and acted on with the store locked, so a client's
 /// CREATE or import of the same series meanwhile is seen, and a series gone is left alone.
 /// `stop` is checked between batches: a daemon stopping ends the work there.
-pub fn repair(d: &Daemon, places: &Places, mut names: Vec<String>, stop: &dyn Fn() -> bool) -> Repaired {
+pub fn repair(
+    d: &Daemon,
+    places: &Places,
+    mut names: Vec<String>,
+    stop: &dyn Fn() -> bool,
+) -> Repaired {
     let mut out = Repaired::default();
     let Some(base) = &d.base else {
         return out;

@@ -265,10 +265,16 @@ fn placeholders_held_by_a_checkpoint_are_checked_after_the_daemon_serves() {
     for i in 0..40 {
         let reply = request(
             &mut s,
-            &format!("CREATE d{}/s{i}.rrd -b {T0} -s 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:100", i % 3),
+            &format!(
+                "CREATE d{}/s{i}.rrd -b {T0} -s 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:100",
+                i % 3
+            ),
         );
         assert_eq!(reply, "0 RRD created OK\n");
-        request(&mut s, &format!("UPDATE d{}/s{i}.rrd {}:{i}", i % 3, T0 + 10));
+        request(
+            &mut s,
+            &format!("UPDATE d{}/s{i}.rrd {}:{i}", i % 3, T0 + 10),
+        );
     }
     drop(s);
     r.proc.stop(libc::SIGTERM, Duration::from_secs(10)).unwrap();
@@ -290,7 +296,10 @@ fn placeholders_held_by_a_checkpoint_are_checked_after_the_daemon_serves() {
         log.contains("placeholders of the 0 series created since the checkpoint checked"),
         "{log}"
     );
-    assert!(log.contains("placeholders of all 40 series checked"), "{log}");
+    assert!(
+        log.contains("placeholders of all 40 series checked"),
+        "{log}"
+    );
     assert!(
         log.contains("placeholders: 15 written, 1 full-size copies replaced"),
         "{log}"

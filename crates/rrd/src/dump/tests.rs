@@ -289,7 +289,7 @@ fn updated_file_prints_state_and_rows_oldest_first() {
         ("1000000", 6.99e+05, 0),
         ("U", nan, 233),
     ]) {
-        p.last_ds = last.to_string();
+        p.last_ds = last.into();
         p.val = val;
         p.unkn_sec_cnt = unkn;
     }
