@@ -7,9 +7,11 @@
 
 use codec::bits::BitWriter;
 use codec::sample::{EncodeError, SeriesCodec};
+use hashbrown::HashTable;
 use rrd::rows::{ChunkSource, SegPool};
 use rrd::{Rrd, Sample};
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 pub struct Series {
@@ -55,7 +57,11 @@ impl Series {
 
 #[derive(Default)]
 pub struct Registry {
-    by_name: HashMap<Arc<str>, u64>,
+    /// Ids by name: the table holds only the id (8 bytes a slot, not a name's 16 and an
+    /// id's 8), and a probe compares the name of the series the id holds ([`Registry::id`]).
+    by_name: HashTable<u64>,
+    /// Hashes names for `by_name`.
+    names: std::collections::hash_map::RandomState,
     /// Boxed: a map's empty slots then cost a pointer, not a whole series.
     by_id: HashMap<u64, Box<Series>>,
     /// Series with pending samples (each once; ids of since-removed series are skipped).
@@ -77,14 +83,23 @@ impl Registry {
         }
     }
 
+    fn hash(&self, name: &str) -> u64 {
+        self.names.hash_one(name)
+    }
+
     pub fn id(&self, name: &str) -> Option<u64> {
-        self.by_name.get(name).copied()
+        let by_id = &self.by_id;
+        self.by_name
+            .find(self.hash(name), |id| {
+                by_id.get(id).is_some_and(|s| &*s.name == name)
+            })
+            .copied()
     }
 
     /// The registry's own copy of `name`, for a caller that keys its own map by it (one
     /// copy of each name in the process).
     pub fn shared_name(&self, name: &str) -> Option<Arc<str>> {
-        self.by_name.get_key_value(name).map(|(k, _)| k.clone())
+        self.get(name).map(|s| s.name.clone())
     }
 
     pub fn get(&self, name: &str) -> Option<&Series> {
@@ -101,7 +116,7 @@ impl Registry {
 
     /// All names, sorted.
     pub fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.by_name.keys().map(|k| k.to_string()).collect();
+        let mut v: Vec<String> = self.by_id.values().map(|s| s.name.to_string()).collect();
         v.sort_unstable();
         v
     }
@@ -126,17 +141,28 @@ impl Registry {
         for data in &mut rrd.rra {
             data.rows.share(&mut self.pool);
         }
-        let name: Arc<str> = name.into();
-        if let Some(old) = self.by_name.insert(name.clone(), id) {
-            self.by_id.remove(&old);
+        if let Some(old) = self.id(&name) {
+            self.remove(old);
         }
-        self.by_id.insert(id, Box::new(Series::new(name, rrd)));
+        let hash = self.hash(&name);
+        let by_id = &self.by_id;
+        let names = &self.names;
+        self.by_name.insert_unique(hash, id, |i| {
+            by_id.get(i).map_or(0, |s| names.hash_one(&*s.name))
+        });
+        self.by_id
+            .insert(id, Box::new(Series::new(name.into(), rrd)));
         self.next_id = self.next_id.max(id + 1);
     }
 
     pub fn remove(&mut self, id: u64) -> Option<Box<Series>> {
         let s = self.by_id.remove(&id)?;
-        self.by_name.remove(&s.name);
+        if let Ok(slot) = self
+            .by_name
+            .find_entry(self.names.hash_one(&*s.name), |&i| i == id)
+        {
+            slot.remove();
+        }
         Some(s)
     }
 

@@ -456,10 +456,11 @@ const UNPLACED: u32 = u32::MAX;
 /// open chunk's values.
 pub struct Rows {
     row_cnt: usize,
-    /// u32: with `chunk_rows` and `archive` in the room of one `usize` and a half (an archive
-    /// is kept for every series of a store; a million series keep three each).
+    /// u32: with `archive` in the room of one `usize` (an archive is kept for every series
+    /// of a store; a million series keep three each). Rows a chunk: [`chunk_rows_for`] of it,
+    /// computed, not kept (80 bytes a `Rows` put an archive list of three at 264 bytes, in
+    /// jemalloc's 320-byte class; 72 puts it at 240, in the 256).
     ds_cnt: u32,
-    chunk_rows: u32,
     /// Which archive of its series these rows are, where stored chunks are read from
     /// ([`Rows::adopt`]).
     archive: u32,
@@ -488,7 +489,7 @@ impl Rows {
     pub fn from_values(ds_cnt: usize, vals: &[f64]) -> Rows {
         let row_cnt = vals.len().checked_div(ds_cnt).unwrap_or(0);
         let mut r = Rows::empty(row_cnt, ds_cnt);
-        let per = (r.chunk_rows as usize) * ds_cnt;
+        let per = r.chunk_rows() * ds_cnt;
         for c in 0..r.segs.len() {
             r.set_chunk(
                 c,
@@ -506,7 +507,6 @@ impl Rows {
             // At most CHUNK_VALUES rows a chunk; a row of more than u32::MAX values would
             // not fit in memory.
             ds_cnt: ds_cnt as u32,
-            chunk_rows: chunk_rows as u32,
             archive: 0,
             segs: Arc::new(vec![0; row_cnt.div_ceil(chunk_rows)]),
             other: Others::default(),
@@ -535,7 +535,7 @@ impl Rows {
 
     /// Values in chunk `c`.
     fn chunk_len(&self, c: usize) -> usize {
-        let rows = (self.chunk_rows as usize).min(self.row_cnt - c * (self.chunk_rows as usize));
+        let rows = self.chunk_rows().min(self.row_cnt - c * self.chunk_rows());
         rows * (self.ds_cnt as usize)
     }
 
@@ -670,7 +670,7 @@ impl Rows {
     /// Value `i` (row `i / ds_cnt`, DS `i % ds_cnt`); panics past the end, as a slice would.
     pub fn get(&self, i: usize) -> f64 {
         assert!(i < self.len(), "row value {i} out of {}", self.len());
-        let per = (self.chunk_rows as usize) * (self.ds_cnt as usize);
+        let per = self.chunk_rows() * (self.ds_cnt as usize);
         let c = i / per;
         if let Some(o) = self.open.as_ref().filter(|o| (o.idx as usize) == c) {
             let j = i - c * per;
@@ -729,7 +729,7 @@ impl Rows {
         self.set_chunk(o.idx as usize, if same { o.prev } else { new });
         let mut buf = o.vals;
         buf.clear();
-        if buf.capacity() > (self.chunk_rows as usize) * (self.ds_cnt as usize) / 4 {
+        if buf.capacity() > self.chunk_rows() * (self.ds_cnt as usize) / 4 {
             buf = Vec::new();
         }
         buf
@@ -738,7 +738,7 @@ impl Rows {
     /// Set value `i`; panics past the end, as a slice would.
     pub fn set(&mut self, i: usize, v: f64) {
         assert!(i < self.len(), "row value {i} out of {}", self.len());
-        let per = (self.chunk_rows as usize) * (self.ds_cnt as usize);
+        let per = self.chunk_rows() * (self.ds_cnt as usize);
         let c = i / per;
         let j = i - c * per;
         let row = j / (self.ds_cnt as usize).max(1);
@@ -806,7 +806,7 @@ impl Rows {
 
     /// Rows per chunk (the last chunk may have fewer): `CHUNK_VALUES / ds_cnt`, at least 1.
     pub fn chunk_rows(&self) -> usize {
-        self.chunk_rows as usize
+        chunk_rows_for(self.ds_cnt as usize)
     }
 
     /// What a checkpoint must keep of chunk `c` when replay from its snapshot rewrites the
@@ -814,8 +814,8 @@ impl Rows {
     /// version the open chunk was opened from if only fresh rows were written into it since,
     /// else the chunk as it is.
     pub fn keep(&self, c: usize, fresh: Fresh) -> Keep<'_> {
-        let lo = c * (self.chunk_rows as usize);
-        let hi = (lo + (self.chunk_rows as usize)).min(self.row_cnt) - 1;
+        let lo = c * self.chunk_rows();
+        let hi = (lo + self.chunk_rows()).min(self.row_cnt) - 1;
         fn sealed(ch: Chunk) -> Keep<'static> {
             match ch {
                 Chunk::Fill(b) => Keep::Fill(b),
@@ -1206,12 +1206,12 @@ impl RowReader<'_> {
     /// The values of row `row` (`< row_cnt`).
     pub fn row(&mut self, row: usize) -> &[f64] {
         let r = self.rows;
-        let c = row / (r.chunk_rows as usize);
+        let c = row / r.chunk_rows();
         if c != self.chunk {
             r.unpack_into(c, &mut self.buf);
             self.chunk = c;
         }
-        let at = (row - c * (r.chunk_rows as usize)) * (r.ds_cnt as usize);
+        let at = (row - c * r.chunk_rows()) * (r.ds_cnt as usize);
         &self.buf[at..at + (r.ds_cnt as usize)]
     }
 }
@@ -1238,7 +1238,6 @@ impl Clone for Rows {
         Rows {
             row_cnt: self.row_cnt,
             ds_cnt: self.ds_cnt,
-            chunk_rows: self.chunk_rows,
             archive: self.archive,
             segs: self.segs.clone(),
             other: Others(

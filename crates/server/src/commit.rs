@@ -137,7 +137,7 @@ impl Daemon {
         let mut first: Option<String> = None;
         // One name lookup for the whole queue.
         let id = inner.store.series_id(&e.name);
-        st.queue.each_from(st.applied, &mut |flag, v| {
+        st.queue.each_from(st.applied as usize, &mut |flag, v| {
             let read = match crate::sample::stamp(v) {
                 Some(stamp) => crate::sample::read(&st.shadow.schema, v, stamp, &mut sample),
                 None => Err(rrd::RrdError::new("no timestamp")),
@@ -166,7 +166,7 @@ impl Daemon {
             }
         });
         inner.scratch = sample;
-        st.applied = st.queue.len();
+        st.applied = st.queue.len() as u32;
         st.applied_n = st.pending_n;
         if !st.in_applied {
             st.in_applied = true;
@@ -254,7 +254,7 @@ impl Daemon {
         for e in std::mem::take(&mut inner.applied) {
             let mut s = e.lock();
             let (cut, n) = (s.applied, s.applied_n);
-            s.queue.drain_to(cut);
+            s.queue.drain_to(cut as usize);
             s.pending_n -= n;
             s.applied = 0;
             s.applied_n = 0;
@@ -299,7 +299,7 @@ impl Daemon {
         all.dedup_by(|a, b| Arc::ptr_eq(a, b));
         all.into_iter()
             .filter_map(|e| {
-                let n = e.lock().pending_n;
+                let n = e.lock().pending_n as usize;
                 (n > 0).then_some((e, n))
             })
             .collect()

@@ -18,13 +18,13 @@
 use crate::daemon::Daemon;
 use crate::sample;
 use codec::bytes::{ByteReader, ByteWriter};
+use hashbrown::HashTable;
 use proto::Response;
 use rrd::update::{ApplyError, Sample};
 use rrd::{Rrd, Schema};
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 /// UPDATE's reply once the daemon has begun its final commit.
@@ -56,11 +56,11 @@ pub struct EntryState {
     /// flagged [`ACCEPTED`] are the ones PENDING lists. One copy of the text serves both.
     pub queue: Queue,
     /// Lines flagged [`ACCEPTED`] in `queue` (QUEUE's count).
-    pub pending_n: usize,
+    pub pending_n: u32,
     /// The prefix of `queue` (bytes, accepted values) already applied to the store: the next
     /// commit makes it durable.
-    pub applied: usize,
-    pub applied_n: usize,
+    pub applied: u32,
+    pub applied_n: u32,
     /// Listed in the daemon's list of entries with queued values.
     pub in_dirty: bool,
     /// Listed in the daemon's list of entries applied since the last commit.
@@ -93,7 +93,7 @@ impl Entry {
 impl EntryState {
     /// Whether values wait to be applied to the store.
     pub fn unapplied(&self) -> bool {
-        self.queue.len() > self.applied
+        self.queue.len() > self.applied as usize
     }
 
     /// The values PENDING lists: accepted since the last commit, in order.
@@ -164,32 +164,36 @@ pub fn shadow_of(rrd: &Rrd) -> Shadow {
 
 const SHARDS: usize = 16;
 
-/// Entries by store name, and by the absolute name clients send: a sharded map that
-/// connection threads read without the store lock.
+/// Entries by store name: a sharded table that connection threads read without the store
+/// lock. A slot holds the entry alone (8 bytes, not a name's 16 beside it): a probe compares
+/// the entry's own name.
 pub struct Index {
-    shards: Vec<RwLock<HashMap<Arc<str>, Arc<Entry>>>>,
+    shards: Vec<RwLock<HashTable<Arc<Entry>>>>,
     hasher: std::collections::hash_map::RandomState,
 }
 
 impl Default for Index {
     fn default() -> Index {
         Index {
-            shards: (0..SHARDS).map(|_| RwLock::new(HashMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| RwLock::new(HashTable::new())).collect(),
             hasher: std::collections::hash_map::RandomState::new(),
         }
     }
 }
 
 impl Index {
-    fn shard(&self, key: &str) -> &RwLock<HashMap<Arc<str>, Arc<Entry>>> {
-        let mut h = self.hasher.build_hasher();
-        h.write(key.as_bytes());
-        &self.shards[(h.finish() >> 59) as usize % SHARDS]
+    fn hash(&self, key: &str) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    fn shard(&self, hash: u64) -> &RwLock<HashTable<Arc<Entry>>> {
+        &self.shards[(hash >> 59) as usize % SHARDS]
     }
 
     pub fn get(&self, key: &str) -> Option<Arc<Entry>> {
-        let g = self.shard(key).read().unwrap_or_else(|p| p.into_inner());
-        g.get(key).cloned()
+        let h = self.hash(key);
+        let g = self.shard(h).read().unwrap_or_else(|p| p.into_inner());
+        g.find(h, |e| &*e.name == key).cloned()
     }
 
     /// Every entry.
@@ -197,19 +201,17 @@ impl Index {
         let mut out = Vec::new();
         for s in &self.shards {
             let g = s.read().unwrap_or_else(|p| p.into_inner());
-            out.extend(g.values().cloned());
+            out.extend(g.iter().cloned());
         }
         out
     }
 
     /// Add `e` under its store name.
     pub fn insert(&self, e: &Arc<Entry>) {
-        let mut g = self
-            .shard(&e.name)
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
-        if !g.contains_key(&*e.name) {
-            g.insert(e.name.clone(), e.clone());
+        let h = self.hash(&e.name);
+        let mut g = self.shard(h).write().unwrap_or_else(|p| p.into_inner());
+        if g.find(h, |x| x.name == e.name).is_none() {
+            g.insert_unique(h, e.clone(), |x| self.hasher.hash_one(&*x.name));
         }
     }
 }
@@ -229,9 +231,9 @@ pub fn entry_for(d: &Daemon, file: &str) -> Result<Arc<Entry>, Response> {
 /// Entries a connection has updated, by the file name it sent: looked up without any lock
 /// or shared counter. Valid for ever, since entries are never removed.
 pub struct Local {
-    /// Hashed by [`rrd::fx::Fx`]: a client that chose names to collide would only slow
-    /// itself down, and only with names of existing series.
-    map: HashMap<Arc<str>, Arc<Entry>, BuildHasherDefault<rrd::fx::Fx>>,
+    /// By the entries' store names, hashed by [`rrd::fx::Fx`]: a client that chose names to
+    /// collide would only slow itself down, and only with names of existing series.
+    map: HashTable<Arc<Entry>>,
     /// Bytes queued and not yet counted by [`Daemon::queued`] (the connection counts once
     /// per read).
     pub queued: u64,
@@ -243,7 +245,7 @@ pub struct Local {
 impl Default for Local {
     fn default() -> Local {
         Local {
-            map: HashMap::default(),
+            map: HashTable::new(),
             queued: 0,
             scratch: sample::scratch(),
         }
@@ -266,7 +268,7 @@ impl Local {
         values: impl Iterator<Item = Cow<'a, str>>,
     ) -> Result<usize, Response> {
         let key = d.index_key(file);
-        if let Some(e) = self.map.get(key) {
+        if let Some(e) = self.map.find(fx_hash(key), |e| &*e.name == key) {
             return update(d, e, values, &mut self.queued, &mut self.scratch);
         }
         let e = entry_for(d, file)?;
@@ -274,10 +276,15 @@ impl Local {
             if self.map.len() >= LOCAL_MAX {
                 self.map.clear();
             }
-            self.map.insert(e.name.clone(), e.clone());
+            self.map
+                .insert_unique(fx_hash(key), e.clone(), |x| fx_hash(&x.name));
         }
         update(d, &e, values, &mut self.queued, &mut self.scratch)
     }
+}
+
+fn fx_hash(name: &str) -> u64 {
+    BuildHasherDefault::<rrd::fx::Fx>::default().hash_one(name)
 }
 
 /// Check and queue one UPDATE's values, in order, stopping at the first refused one. Returns
@@ -340,6 +347,14 @@ fn accept<'a>(
         if let Some(msg) = d.failure() {
             return Err(refuse(&msg));
         }
+        // Positions in a queue are u32 (an entry of a million is 128 bytes, not 144): a
+        // series with 4 GiB queued takes no more until a commit.
+        if st.queue.len() + v.len() + 32 > u32::MAX as usize {
+            return Err(refuse(
+                "too many values queued for this series; try again after a FLUSH",
+            ));
+        }
+        let shadow = &mut st.shadow;
         let flag = match shadow.apply(scratch) {
             Ok(()) => ACCEPTED,
             Err(ApplyError::Rejected(err)) => return Err(refuse(&err.msg)),
