@@ -475,6 +475,12 @@ impl Store {
         &self.stats
     }
 
+    /// Bytes of encoded changes waiting for the next commit (what [`Options::max_pending_bytes`]
+    /// is compared with).
+    pub fn pending_bytes(&self) -> usize {
+        self.pending_bytes
+    }
+
     /// Samples accepted but not yet committed.
     pub fn pending_samples(&self) -> u64 {
         self.reg

@@ -68,6 +68,9 @@ pub struct Daemon {
     /// Bytes queued since the last full commit began, and the limit that starts one early.
     pub(crate) queued: AtomicU64,
     pub(crate) queue_limit: u64,
+    /// Encoded bytes a commit's drain applies before it commits them and goes on
+    /// ([`crate::commit::COMMIT_PIECE`], or `$RINGLET_COMMIT_PIECE`).
+    pub(crate) commit_piece: usize,
     /// `-F`: write a checkpoint at shutdown, so that the next start replays no log.
     pub(crate) checkpoint_at_stop: bool,
     /// Wakes the committer before `-w` is up (the queues reached the limit).
@@ -170,6 +173,12 @@ impl Daemon {
             closing: AtomicBool::new(false),
             queued: AtomicU64::new(0),
             queue_limit: cfg.queue_limit,
+            commit_piece: match std::env::var("RINGLET_COMMIT_PIECE") {
+                Ok(v) if !v.is_empty() => engine::parse_any_size(&v)
+                    .map_err(|e| format!("RINGLET_COMMIT_PIECE: {e}"))?
+                    .max(1) as usize,
+                _ => crate::commit::COMMIT_PIECE,
+            },
             checkpoint_at_stop: cfg.flush_on_shutdown,
             wake: Condvar::new(),
             woken: Mutex::new(false),

@@ -610,3 +610,56 @@ fn a_panic_in_the_committer_stops_updates_openly_and_loses_nothing_committed() {
     let d = Ringlet::start(dir.path(), &[]);
     assert_eq!(last(&d.sock, "a.rrd"), T0);
 }
+
+#[test]
+fn a_large_flushall_commits_in_pieces_and_keeps_every_value() {
+    let dir = TempDir::new("pieces");
+    let env = [("RINGLET_COMMIT_PIECE", "1")];
+    let mut d = Ringlet::start_env(dir.path(), &["-w", "3600"], &env);
+    let n = 600;
+    let mut s = connect(&d.sock);
+    for i in 0..n {
+        let r = request(
+            &mut s,
+            &format!("CREATE p{i}.rrd -b {T0} -s 10 DS:x:GAUGE:30:U:U RRA:LAST:0.5:1:100"),
+        );
+        assert_eq!(r, "0 RRD created OK\n");
+    }
+    let commits = |s: &mut std::os::unix::net::UnixStream| -> u64 {
+        let r = request(s, "STATS");
+        r.lines()
+            .find_map(|l| l.strip_prefix("Commits: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{r}"))
+    };
+    let before = commits(&mut s);
+    for k in 1..=3 {
+        for i in 0..n {
+            let r = request(
+                &mut s,
+                &format!("UPDATE p{i}.rrd {}:{}", T0 + 10 * k, i * 10 + k),
+            );
+            assert_eq!(r, "0 errors, enqueued 1 value(s).\n");
+        }
+    }
+    assert_eq!(request(&mut s, "FLUSHALL"), "0 Started flush.\n");
+    // One commit a drained chunk of 256 series, and the last: 600 series in three.
+    let pieces = commits(&mut s) - before;
+    assert_eq!(pieces, 3, "commits for one FLUSHALL");
+    assert_eq!(request(&mut s, "PENDING p599.rrd"), "0 updates pending\n");
+    drop(s);
+    d.proc
+        .stop(libc::SIGKILL, Duration::from_secs(10))
+        .expect("killed");
+    let d = Ringlet::start(dir.path(), &["-w", "3600"]);
+    for i in [0, 255, 256, 511, 512, 599] {
+        let rows = fetch_rows(&d.sock, &format!("p{i}.rrd"), "LAST", T0, T0 + 30);
+        for k in 1..=3 {
+            let v = rows
+                .iter()
+                .find(|(t, _)| *t == T0 + 10 * k)
+                .and_then(|(_, v)| v.trim().parse::<f64>().ok());
+            assert_eq!(v, Some((i * 10 + k) as f64), "p{i} at {k}: {rows:?}");
+        }
+    }
+}
