@@ -94,5 +94,5 @@ echo "create.sh: $SERIES series ($RRAS archives) created through ringlet serve"
 awk -v a="$T0" -v b="$T1" -v n="$SERIES" 'BEGIN { printf "  CREATE wall time: %.1f s (%.2f ms per series)\n", b - a, (b - a) * 1000 / n }'
 echo "  under -b:  $files files, $(du -sb "$WORK/base" | cut -f1) bytes apparent, $(du -sk "$WORK/base" | cut -f1) KiB allocated (directories included)"
 echo "  the store: $(du -sb "$WORK/store" | cut -f1) bytes apparent, $(du -sk "$WORK/store" | cut -f1) KiB allocated"
-awk -v a="$T2" -v b="$T3" -v r="$RSS" 'BEGIN { printf "  restart until PING answers (open, placeholders checked): %.2f s; RSS then %d MB\n", b - a, r }'
+awk -v a="$T2" -v b="$T3" -v r="$RSS" 'BEGIN { printf "  restart until PING answers (open; the placeholders of series created since the checkpoint checked, the rest after): %.2f s; RSS then %d MB\n", b - a, r }'
 echo "  one rrdtool file of this definition: $ONE bytes; x $SERIES = $((ONE * SERIES)) bytes (what full-size copies take)"
