@@ -6,6 +6,8 @@
 //! [`Decimal::format`] gives the string back byte for byte; anything else (`+5`, `.5`, `1e3`,
 //! `007`, `-0`, `U`) is not a `Decimal` and the codec stores it as raw text.
 
+use compact_str::CompactString;
+
 /// A canonical decimal string as an integer mantissa and a count of fraction digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decimal {
@@ -62,13 +64,14 @@ impl Decimal {
 
     /// The canonical spelling: `-`, integer part, and exactly `scale` fraction digits.
     pub fn format(&self) -> String {
-        let mut out = String::new();
+        let mut out = CompactString::default();
         self.format_into(&mut out);
-        out
+        out.into()
     }
 
-    /// [`Decimal::format`] into `out` (cleared first), without allocating when it has room.
-    pub fn format_into(&self, out: &mut impl TextBuf) {
+    /// [`Decimal::format`] into `out` (cleared first): the inline text a codec keeps of each
+    /// DS's last value (no allocation for 24 bytes or less).
+    pub fn format_into(&self, out: &mut CompactString) {
         let mut buf = [0u8; 20];
         let mut at = buf.len();
         let mut v = self.mantissa.unsigned_abs();
@@ -101,38 +104,6 @@ impl Decimal {
             }
             out.push_str(digits);
         }
-    }
-}
-
-/// A growable text [`Decimal::format_into`] writes: `String`, or the inline text a codec keeps
-/// of each DS's last value.
-pub trait TextBuf {
-    fn clear(&mut self);
-    fn push(&mut self, c: char);
-    fn push_str(&mut self, s: &str);
-}
-
-impl TextBuf for String {
-    fn clear(&mut self) {
-        String::clear(self)
-    }
-    fn push(&mut self, c: char) {
-        String::push(self, c)
-    }
-    fn push_str(&mut self, s: &str) {
-        String::push_str(self, s)
-    }
-}
-
-impl TextBuf for compact_str::CompactString {
-    fn clear(&mut self) {
-        compact_str::CompactString::clear(self)
-    }
-    fn push(&mut self, c: char) {
-        compact_str::CompactString::push(self, c)
-    }
-    fn push_str(&mut self, s: &str) {
-        compact_str::CompactString::push_str(self, s)
     }
 }
 

@@ -133,7 +133,6 @@ pub enum HeaderScan {
     Garbage,
 }
 
-/// A record framed and padded to `page`, ready to be written at `lsn`.
 /// The 32-byte header of a record whose payload is `parts` one after the other (its CRC
 /// covers the header's first 28 bytes and the payload): [`encode_record`] without copying
 /// the payload.
@@ -154,6 +153,7 @@ pub fn record_header(kind: u8, seq: u64, lsn: u64, parts: &[&[u8]]) -> [u8; REC_
     h
 }
 
+/// A record framed and padded to `page`, ready to be written at `lsn`.
 pub fn encode_record(kind: u8, seq: u64, lsn: u64, payload: &[u8], page: u64) -> Vec<u8> {
     let len = framed_len(payload.len(), page) as usize;
     let mut b = Vec::with_capacity(len);

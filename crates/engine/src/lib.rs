@@ -416,15 +416,7 @@ impl Store {
     /// checkpoint it started from: of all series, the only ones whose placeholders an
     /// [`Options::before_checkpoint`] hook may not have made durable.
     pub fn created_since_checkpoint(&self) -> Vec<String> {
-        let from = self.report.checkpoint_next_id;
-        let mut v: Vec<String> = self
-            .reg
-            .iter()
-            .filter(|&(id, _)| id >= from)
-            .map(|(_, s)| s.name.to_string())
-            .collect();
-        v.sort_unstable();
-        v
+        self.reg.names_from(self.report.checkpoint_next_id)
     }
 
     /// Number of RRDs (without listing them).

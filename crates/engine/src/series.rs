@@ -114,11 +114,21 @@ impl Registry {
         self.by_id.get_mut(&id).map(|s| &mut **s)
     }
 
-    /// All names, sorted.
-    pub fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.by_id.values().map(|s| s.name.to_string()).collect();
+    /// Names, sorted, of the series whose id is `from` or later.
+    pub fn names_from(&self, from: u64) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .by_id
+            .iter()
+            .filter(|&(&id, _)| id >= from)
+            .map(|(_, s)| s.name.to_string())
+            .collect();
         v.sort_unstable();
         v
+    }
+
+    /// All names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.names_from(0)
     }
 
     pub fn len(&self) -> usize {
@@ -157,10 +167,7 @@ impl Registry {
 
     pub fn remove(&mut self, id: u64) -> Option<Box<Series>> {
         let s = self.by_id.remove(&id)?;
-        if let Ok(slot) = self
-            .by_name
-            .find_entry(self.names.hash_one(&*s.name), |&i| i == id)
-        {
+        if let Ok(slot) = self.by_name.find_entry(self.hash(&s.name), |&i| i == id) {
             slot.remove();
         }
         Some(s)

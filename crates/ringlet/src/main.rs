@@ -21,8 +21,9 @@ mod pipe;
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// jemalloc's options, read at its start: two arenas (as `server::sys::limit_arenas` gives
-/// glibc), and freed pages returned by a background thread within seconds.
+/// jemalloc's options, read at its start: two arenas (glibc gave each allocating thread one,
+/// and each connection's kept the pages of the queues it grew), and freed pages returned by
+/// a background thread within seconds.
 #[export_name = "_rjem_malloc_conf"]
 static MALLOC_CONF: &u8 =
     &b"narenas:2,background_thread:true,dirty_decay_ms:5000,muzzy_decay_ms:0\0"[0];

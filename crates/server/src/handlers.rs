@@ -178,19 +178,24 @@ fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -> Result<()
     d.reset_series(inner, &t.name);
     d.commit(inner).map_err(Fail::Rrd)?;
     match placeholder::move_aside(&inner.places, path, &t.abs, &t.name) {
-        Ok(dest) => crate::log(&format!(
-            "imported {} into the store; the file is now at {}",
-            t.abs,
-            dest.display()
-        )),
+        Ok(dest) => {
+            crate::log(&format!(
+                "imported {} into the store; the file is now at {}",
+                t.abs,
+                dest.display()
+            ));
+            forget_disk(inner, t);
+        }
         // The series is in the store and the file still at its path: nothing is lost, but a
         // later change of the file would be read again (FORGET).
-        Err(e) => crate::log(&format!(
-            "imported {} into the store, but could not move it aside: {e}",
-            t.abs
-        )),
+        Err(e) => {
+            crate::log(&format!(
+                "imported {} into the store, but could not move it aside: {e}",
+                t.abs
+            ));
+            remember_disk(inner, t);
+        }
     }
-    remember_disk(inner, t);
     Ok(())
 }
 
@@ -200,12 +205,15 @@ fn disk_stamp(t: &Target) -> Option<(Option<std::time::SystemTime>, u64)> {
     Some((m.modified().ok(), m.len()))
 }
 
-/// Remember `t`'s file as it is now, unless it is a placeholder (a FORGET finds a placeholder
-/// unchanged by looking at it: a million series kept ~95 MB of stamps for nothing).
+/// A placeholder was just put at `t`'s path: no stamp is kept (a FORGET finds a placeholder
+/// unchanged by looking at it; a million series kept ~95 MB of stamps for nothing).
+pub(crate) fn forget_disk(inner: &mut Inner, t: &Target) {
+    inner.disk.remove(t.name.as_str());
+}
+
+/// Remember the file at `t`'s path (not a placeholder ringlet put there) as it is now.
 pub(crate) fn remember_disk(inner: &mut Inner, t: &Target) {
-    let stamp = disk_stamp(t)
-        .filter(|_| placeholder::inspect(Path::new(&t.abs)) != placeholder::Found::Placeholder);
-    match stamp {
+    match disk_stamp(t) {
         Some(s) => {
             // Keyed by the store's copy of the name where it has the series: one copy a name.
             let name = inner
@@ -826,7 +834,7 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
         return Response::err(format!("RRD Error: {e}"));
     }
     d.reset_series(&mut inner, &t.name);
-    remember_disk(&mut inner, &t);
+    forget_disk(&mut inner, &t);
     // rrdcached's file exists when it answers; ringlet's series is durable when it answers.
     if let Err(e) = d.commit(&mut inner) {
         return Response::err(format!("RRD Error: {e}"));

@@ -211,7 +211,7 @@ impl Index {
         let h = self.hash(&e.name);
         let mut g = self.shard(h).write().unwrap_or_else(|p| p.into_inner());
         if g.find(h, |x| x.name == e.name).is_none() {
-            g.insert_unique(h, e.clone(), |x| self.hasher.hash_one(&*x.name));
+            g.insert_unique(h, e.clone(), |x| self.hash(&x.name));
         }
     }
 }

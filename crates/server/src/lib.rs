@@ -236,7 +236,6 @@ pub fn run(args: &[String], default_store: PathBuf) -> i32 {
         }
     };
     let store_dir = cfg.store.clone().unwrap_or(default_store);
-    sys::limit_arenas();
     let ready = if cfg.foreground {
         None
     } else {
@@ -317,7 +316,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
     let places = d.lock().places.clone();
     let first = d.lock().store.created_since_checkpoint();
     let checked_first = first.len();
-    let fixed = placeholder::repair(&d, &places, first.clone(), &|| false);
+    let fixed = placeholder::repair(&d, &places, first, &|| false);
     log(&format!(
         "placeholders of the {checked_first} series created since the checkpoint checked in {:.2} s",
         t0.elapsed().as_secs_f64()
@@ -327,15 +326,10 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
         let dc = d.clone();
         std::thread::spawn(move || {
             let t0 = std::time::Instant::now();
-            let mut rest = dc.lock().store.names();
-            let n = rest.len();
-            if !first.is_empty() {
-                let done: std::collections::HashSet<&str> =
-                    first.iter().map(String::as_str).collect();
-                rest.retain(|x| !done.contains(x.as_str()));
-            }
-            drop(first);
-            let fixed = placeholder::repair(&dc, &places, rest, &|| dc.closing());
+            // All of them: those just checked are placeholders now, found as such at once.
+            let all = dc.lock().store.names();
+            let n = all.len();
+            let fixed = placeholder::repair(&dc, &places, all, &|| dc.closing());
             if !dc.closing() {
                 log(&format!(
                     "placeholders of all {n} series checked in {:.2} s",

@@ -383,10 +383,13 @@ fn placeholder_for(d: &Daemon, inner: &mut Inner, name: &str) {
         abs: format!("{base}/{name}"),
         name: name.to_string(),
     };
-    if let Err(e) = crate::handlers::write_placeholder(inner, &t, true) {
-        crate::log(&format!("{}: no placeholder: {e}", t.abs));
+    match crate::handlers::write_placeholder(inner, &t, true) {
+        Ok(()) => crate::handlers::forget_disk(inner, &t),
+        Err(e) => {
+            crate::log(&format!("{}: no placeholder: {e}", t.abs));
+            crate::handlers::remember_disk(inner, &t);
+        }
     }
-    crate::handlers::remember_disk(inner, &t);
 }
 
 #[cfg(test)]

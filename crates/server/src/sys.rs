@@ -287,20 +287,6 @@ pub fn drop_privileges(ids: &Ids) -> Result<(), String> {
     Ok(())
 }
 
-/// Let the allocator keep at most two arenas. glibc gives each thread that allocates its own
-/// arena (up to eight per core), and the connection threads' arenas each keep the pages of
-/// the queues they once grew: at 100,000 series under the million-series load that was
-/// 30-40 MB of 300 (`bench/million.sh --scale 0.1`, with `MALLOC_ARENA_MAX=1` against
-/// without). Two arenas keep the committer and the connections from waiting on one lock.
-pub fn limit_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets a parameter of the allocator; called before the daemon's
-    // threads start.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
-}
-
 /// Give the heap's free pages back to the kernel. A commit frees the queues and buffers it
 /// drained all at once, in the middle of the heap, where the allocator keeps them: under
 /// the Ganglia load that was 35 MB of 180 at 26,000 series, resident for nothing. The

@@ -35,6 +35,17 @@ fn tree(dir: &Path) -> (u64, usize, usize) {
     (bytes, files, ph)
 }
 
+/// `rrdtool create NAME --start START` of a one-GAUGE, 100-row file under `base`, locally (as
+/// collectd's CreateFiles or a person does), not through the daemon.
+fn local_create(base: &Path, name: &str, start: i64) {
+    let args: Vec<String> =
+        format!("create {name} --start {start} --step 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:100")
+            .split(' ')
+            .map(String::from)
+            .collect();
+    assert_eq!(rrdtool(base, &args).code, 0, "rrdtool {args:?}");
+}
+
 const DEFS: &str =
     "DS:x:GAUGE:20:U:U RRA:AVERAGE:0.5:6:1440 RRA:AVERAGE:0.5:60:4320 RRA:AVERAGE:0.5:360:8760";
 
@@ -104,12 +115,7 @@ fn a_file_a_client_created_is_imported_then_moved_aside() {
     let dir = TempDir::new("ph-import");
     let r = Ringlet::start(dir.path(), &[]);
     // collectd's CreateFiles: librrd creates the file locally, then values go to the daemon.
-    let args: Vec<String> =
-        format!("create c.rrd --start {T0} --step 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:100")
-            .split(' ')
-            .map(String::from)
-            .collect();
-    assert_eq!(rrdtool(&r.base, &args).code, 0);
+    local_create(&r.base, "c.rrd", T0);
     let original = std::fs::read(r.base.join("c.rrd")).unwrap();
     let mut s = connect(&r.sock);
     assert_eq!(
@@ -133,7 +139,7 @@ fn a_file_a_client_created_is_imported_then_moved_aside() {
     let dir2 = r.store.join("imported");
     let mut s = connect(&r.sock);
     std::fs::remove_file(r.base.join("c.rrd")).unwrap();
-    assert_eq!(rrdtool(&r.base, &args).code, 0);
+    local_create(&r.base, "c.rrd", T0);
     assert_eq!(request(&mut s, "FORGET c.rrd"), "0 Gone!\n");
     assert!(dir2.join("c.rrd.1").exists());
 }
@@ -161,17 +167,9 @@ fn full_size_copies_of_earlier_versions_become_placeholders_and_nothing_is_lost(
     drop(s);
     r.proc.stop(libc::SIGTERM, Duration::from_secs(10)).unwrap();
     // What ringlet 0.1 left: a full copy as of an earlier FLUSH (older than the store)...
-    let mk = |name: &str, start: i64| {
-        let a: Vec<String> =
-            format!("create {name} --start {start} --step 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:100")
-                .split(' ')
-                .map(String::from)
-                .collect();
-        assert_eq!(rrdtool(&r.base, &a).code, 0);
-    };
-    mk("old.rrd", T0 + 20);
+    local_create(&r.base, "old.rrd", T0 + 20);
     // ... and one someone changed since (newer than the store: not ours to delete).
-    mk("tuned.rrd", T0 + 500);
+    local_create(&r.base, "tuned.rrd", T0 + 500);
     let tuned = std::fs::read(r.base.join("tuned.rrd")).unwrap();
     let r = Ringlet::start(dir.path(), &[]);
     let log = r.log_text();
@@ -284,12 +282,7 @@ fn placeholders_held_by_a_checkpoint_are_checked_after_the_daemon_serves() {
     std::fs::remove_file(r.base.join("d0/s3.rrd")).unwrap();
     std::fs::write(r.base.join("d1/s4.rrd"), b"").unwrap();
     std::fs::remove_dir_all(r.base.join("d2")).unwrap();
-    let a: Vec<String> =
-        format!("create d0/s6.rrd --start {T0} --step 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:100")
-            .split(' ')
-            .map(String::from)
-            .collect();
-    assert_eq!(rrdtool(&r.base, &a).code, 0);
+    local_create(&r.base, "d0/s6.rrd", T0);
     let r = Ringlet::start(dir.path(), &["-F", "-R"]);
     let log = wait_log(&r, "placeholders of all 40 series checked");
     assert!(
