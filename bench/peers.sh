@@ -17,7 +17,8 @@
 #          [--evict] [--no-settle]
 #   P: rrdtool (direct, `rrdtool -` pipe), rrdcached (-w WINDOW), carbon, victoriametrics,
 #      prometheus, influxdb, ringlet (ringlet serve -w WINDOW)
-#   W: emoncms, collectd, ganglia, cacti, million (issue 19: 1,000,000 series at 10 s)
+#   W: emoncms, collectd, ganglia, cacti, munin (issue 15: 4,000 DERIVE series at 300 s),
+#      million (issue 19: 1,000,000 series at 10 s)
 # Accelerated runs sync the filesystem every SECS of virtual time (default: the kernel's
 # vm.dirty_expire_centisecs, 30 s), i.e. the kernel's periodic writeback at the accelerated
 # pace, without touching the global sysctls; `--writeback off` lets the page cache merge freely.
@@ -63,7 +64,7 @@ die() { echo "peers.sh: $*" >&2; exit 2; }
 { [ -n "$peer" ] && [ -n "$workload" ]; } || die "--peer and --workload are required"
 case "$peer" in rrdtool|rrdcached|carbon|victoriametrics|prometheus|influxdb|ringlet) ;;
     *) die "unknown peer $peer" ;; esac
-case "$workload" in emoncms|collectd|ganglia|cacti|million) ;; *) die "unknown workload $workload" ;; esac
+case "$workload" in emoncms|collectd|ganglia|cacti|munin|million) ;; *) die "unknown workload $workload" ;; esac
 case "$mode" in realtime|accelerated) ;; *) die "--mode: realtime or accelerated" ;; esac
 [ "$(id -u)" = 0 ] || die "needs root for losetup/mount"
 if [ -z "$size" ]; then
@@ -252,7 +253,7 @@ pattern = ^(collectd|ganglia)\.|^emoncms\.s(2[5-9]|3[0-9]|4[0-4])$
 retentions = 10s:1d,1m:7d,10m:1y
 
 [bench_300s]
-pattern = ^cacti\.
+pattern = ^(cacti|munin)\.
 retentions = 5m:2d,30m:14d,2h:64d,1d:2y
 
 [default]

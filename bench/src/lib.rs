@@ -27,6 +27,10 @@ impl Rng {
     }
 }
 
+/// [`Kind::Walk`]'s increments are uniform in `0..WALK_SPAN`: `log2(WALK_SPAN)` bits of
+/// entropy a value.
+pub const WALK_SPAN: u64 = 50_000;
+
 /// The kind of a generated series, and the DS type it is stored as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -36,13 +40,16 @@ pub enum Kind {
     Counter,
     /// A gauge that never changes (disk size, memory total...).
     Constant,
+    /// A counter whose increments are uniform in 0..50,000: about 15.6 bits of information a
+    /// value, what issue 15's Munin and Cacti loads measure the record encoding against.
+    Walk,
 }
 
 impl Kind {
     pub fn ds_type(self) -> &'static str {
         match self {
             Kind::Gauge | Kind::Constant => "GAUGE",
-            Kind::Counter => "COUNTER",
+            Kind::Counter | Kind::Walk => "COUNTER",
         }
     }
 }
@@ -82,6 +89,11 @@ impl Series {
                 level: rng.below(1 << 20) as i64,
                 rate: 0,
             },
+            Kind::Walk => Series {
+                kind: Kind::Walk,
+                level: rng.below(1 << 40) as i64,
+                rate: 0,
+            },
         }
     }
 
@@ -99,6 +111,10 @@ impl Series {
                 self.level.to_string()
             }
             Kind::Constant => self.level.to_string(),
+            Kind::Walk => {
+                self.level += rng.below(WALK_SPAN) as i64;
+                self.level.to_string()
+            }
         }
     }
 }

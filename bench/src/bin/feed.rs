@@ -31,7 +31,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const USAGE: &str = "\
-usage: feed --workload emoncms|collectd|ganglia|cacti|million --proto P --target ADDR [options]
+usage: feed --workload emoncms|collectd|ganglia|cacti|munin|million --proto P --target ADDR
+            [options]
+
+  munin: 4,000 series at 300 s, one DERIVE each (Munin's DS `42` and archives), counters
+  growing by increments uniform in 0..50,000 (issue 15's load)
 
   --proto rrdcached|pipe|graphite|promwrite|influx
   --target ADDR         rrdcached: unix:/path or host:port; pipe: the rrdtool binary (run as
@@ -80,6 +84,9 @@ enum Schema {
     /// Cacti 0.8's default RRAs (AVERAGE and MAX of 1:600, 6:700, 24:775, 288:797, XFF 0.5),
     /// two COUNTER DS `traffic_in`/`traffic_out`, heartbeat 600, min 0.
     Cacti,
+    /// Munin's RRDs: one DS named `42` (DERIVE for the counters here, min 0), heartbeat 600,
+    /// AVERAGE, MIN and MAX of 1:576, 6:432, 24:540, 288:450 (XFF 0.5).
+    Munin,
 }
 
 impl Schema {
@@ -120,6 +127,14 @@ impl Schema {
                 for (secs, span) in [(60, 86_400), (600, 30 * 86_400), (3600, 365 * 86_400)] {
                     let pdp = (secs / step).max(1);
                     let _ = write!(s, " RRA:AVERAGE:0.5:{pdp}:{}", span / (pdp * step));
+                }
+            }
+            Schema::Munin => {
+                let _ = write!(s, " DS:42:DERIVE:{}:0:U", 2 * step);
+                for cf in ["AVERAGE", "MIN", "MAX"] {
+                    for (pdp, rows) in [(1, 576), (6, 432), (24, 540), (288, 450)] {
+                        let _ = write!(s, " RRA:{cf}:0.5:{pdp}:{rows}");
+                    }
                 }
             }
             Schema::Cacti => {
@@ -173,6 +188,7 @@ fn workload(name: &str, scale: f64, cacti_rrds: u64, seed: u64) -> Result<Vec<En
         "collectd" => vec![(718, 10, Schema::Collectd)],
         "ganglia" => vec![(26_000, 10, Schema::Gmetad)],
         "cacti" => vec![(cacti_rrds, 300, Schema::Cacti)],
+        "munin" => vec![(4_000, 300, Schema::Munin)],
         "million" => vec![(1_000_000, 10, Schema::Scale)],
         _ => return Err(format!("unknown workload {name}")),
     };
@@ -189,6 +205,8 @@ fn workload(name: &str, scale: f64, cacti_rrds: u64, seed: u64) -> Result<Vec<En
                         (Series::with_kind(Kind::Counter, &mut r), r)
                     })
                     .collect()
+            } else if schema == Schema::Munin {
+                vec![(Series::with_kind(Kind::Walk, &mut rng), rng)]
             } else {
                 let s = Series::new(id, &mut rng);
                 vec![(s, rng)]

@@ -48,8 +48,47 @@ impl BitWriter {
 
     /// The low `n` bits of `v`, most significant first; `n <= 64`.
     pub fn bits(&mut self, v: u64, n: u32) {
-        for i in (0..n).rev() {
-            self.bit((v >> i) & 1 == 1);
+        let mut n = n.min(64);
+        while n > 0 {
+            if self.used == 0 {
+                self.buf.push(0);
+            }
+            let free = 8 - self.used;
+            let take = free.min(n);
+            let part = ((v >> (n - take)) & ((1u64 << take) - 1)) as u8;
+            if let Some(last) = self.buf.last_mut() {
+                *last |= part << (free - take);
+            }
+            self.used = (self.used + take) % 8;
+            n -= take;
+        }
+    }
+
+    /// Bits `from..to` of `src` (bit 0 is the most significant bit of `src[0]`), appended
+    /// as they are: one series' stream copied into a commit-wide block without the byte
+    /// padding it ended with. `to <= src.len() * 8`.
+    pub fn append(&mut self, src: &[u8], from: u64, to: u64) {
+        debug_assert!(from <= to && to <= src.len() as u64 * 8);
+        let mut at = from;
+        // Whole bytes of the source while both sides allow, 64 bits at a time otherwise.
+        if self.used == 0 && at.is_multiple_of(8) {
+            let whole = ((to - at) / 8) as usize;
+            let b = (at / 8) as usize;
+            self.buf.extend_from_slice(&src[b..b + whole]);
+            at += whole as u64 * 8;
+        }
+        while at < to {
+            let n = (to - at).min(57) as u32;
+            // Up to 8 source bytes starting at the byte that holds `at`.
+            let b = (at / 8) as usize;
+            let mut word = 0u64;
+            for (i, &x) in src[b..].iter().take(8).enumerate() {
+                word |= (x as u64) << (56 - 8 * i);
+            }
+            let shift = (at % 8) as u32;
+            let v = (word << shift) >> (64 - n);
+            self.bits(v, n);
+            at += n as u64;
         }
     }
 
@@ -87,6 +126,11 @@ impl BitWriter {
         }
     }
 
+    /// Room for `bytes` more bytes.
+    pub fn reserve(&mut self, bytes: usize) {
+        self.buf.reserve(bytes);
+    }
+
     pub fn into_bytes(self) -> Vec<u8> {
         self.buf
     }
@@ -101,11 +145,42 @@ impl BitWriter {
 pub struct BitReader<'a> {
     buf: &'a [u8],
     pos: u64,
+    /// Bits past this are not this reader's (a series' range in a block).
+    end: u64,
+    /// Zero bits read before `pos` moves (a block's series whose leading zeros were left out).
+    zeros: u32,
 }
 
 impl<'a> BitReader<'a> {
     pub fn new(buf: &'a [u8]) -> Self {
-        BitReader { buf, pos: 0 }
+        BitReader {
+            buf,
+            pos: 0,
+            end: buf.len() as u64 * 8,
+            zeros: 0,
+        }
+    }
+
+    /// Bits `from..to` of `buf`, after `zeros` zero bits that are not in `buf`.
+    /// `to` is clamped to the buffer's bits.
+    pub fn slice(buf: &'a [u8], from: u64, to: u64, zeros: u32) -> Self {
+        let end = to.min(buf.len() as u64 * 8);
+        BitReader {
+            buf,
+            pos: from.min(end),
+            end,
+            zeros,
+        }
+    }
+
+    /// The position in `buf`, in bits (after the leading zeros, once read).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Whether every bit of the range was read, the leading zeros included.
+    pub fn at_end(&self) -> bool {
+        self.pos == self.end && self.zeros == 0
     }
 
     /// An error at the byte being read.
@@ -115,23 +190,42 @@ impl<'a> BitReader<'a> {
 
     /// Bits not read yet (including the last byte's padding).
     pub fn remaining_bits(&self) -> u64 {
-        (self.buf.len() as u64 * 8).saturating_sub(self.pos)
+        self.end.saturating_sub(self.pos) + self.zeros as u64
     }
 
     pub fn bit(&mut self) -> Result<bool, DecodeError> {
-        let byte = (self.pos / 8) as usize;
-        let Some(b) = self.buf.get(byte) else {
+        if self.zeros > 0 {
+            self.zeros -= 1;
+            return Ok(false);
+        }
+        if self.pos >= self.end {
             return Err(self.err("bit stream ends early"));
-        };
+        }
+        let b = self.buf[(self.pos / 8) as usize];
         let v = (b >> (7 - (self.pos % 8))) & 1 == 1;
         self.pos += 1;
         Ok(v)
     }
 
     pub fn bits(&mut self, n: u32) -> Result<u64, DecodeError> {
+        let mut n = n.min(64);
         let mut v = 0u64;
-        for _ in 0..n {
-            v = (v << 1) | self.bit()? as u64;
+        while n > 0 && self.zeros > 0 {
+            self.zeros -= 1;
+            v <<= 1;
+            n -= 1;
+        }
+        if self.end - self.pos < n as u64 {
+            return Err(self.err("bit stream ends early"));
+        }
+        while n > 0 {
+            let b = self.buf[(self.pos / 8) as usize];
+            let off = (self.pos % 8) as u32;
+            let take = (8 - off).min(n);
+            let part = (b >> (8 - off - take)) as u64 & ((1u64 << take) - 1);
+            v = (v << take) | part;
+            self.pos += take as u64;
+            n -= take;
         }
         Ok(v)
     }

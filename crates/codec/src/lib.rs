@@ -5,9 +5,10 @@
 //! [`bytes`] and [`bits`] (little-endian fields, varints, bit streams), [`decimal`] and
 //! [`sample`] (the per-series sample compression), [`rrdbin`] (one `Rrd` as bytes) with
 //! [`rows`] (its archive rows), [`frame`] (log superblock and record frames), [`record`] (a
-//! commit record's payload) and [`checkpoint`] (checkpoint files).
+//! commit record's payload) with [`block`] (a commit's samples, commit-wide) and [`checkpoint`] (checkpoint files).
 
 pub mod bits;
+pub mod block;
 pub mod bytes;
 pub mod checkpoint;
 pub mod crc32c;

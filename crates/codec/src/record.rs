@@ -6,7 +6,13 @@
 //!         | 2 Remove  : id varint
 //!         | 3 Samples : id varint, sample_count varint, chunk (varint len, sample bit stream)
 //!         | 4 Reseed  : (nothing) only ever the first entry
+//!         | 5 Block   : series_count varint, head, lens, body (each varint len, bytes):
+//!                       the samples of many series, commit-wide (crate::block)
 //! ```
+//!
+//! The writer puts one Block last, holding every series' samples of the commit (Samples
+//! entries remain for the samples of a series removed in the same commit, and are read in
+//! records written before blocks existed).
 //!
 //! Reseed says that every series' codec was seeded afresh from its RRD, as the RRD stood
 //! before this record, before any sample of the record was encoded (the engine does this when
@@ -17,6 +23,7 @@
 //! happened (its samples, then its removal). A Samples chunk is decoded with the series'
 //! [`crate::sample::SeriesCodec`], which the reader holds; this module leaves it as bytes.
 
+use crate::block::{Block, BlockWriter};
 use crate::bytes::{ByteReader, ByteWriter, DecodeError};
 use crate::rrdbin::{encode_rrd, read_image};
 use rrd::Rrd;
@@ -25,6 +32,7 @@ const TAG_CREATE: u8 = 1;
 const TAG_REMOVE: u8 = 2;
 const TAG_SAMPLES: u8 = 3;
 const TAG_RESEED: u8 = 4;
+const TAG_BLOCK: u8 = 5;
 
 /// One entry, as decoded.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +52,8 @@ pub enum Entry<'a> {
     },
     /// Every codec was reseeded from its RRD before this record's samples were encoded.
     Reseed,
+    /// Samples of many series ([`Block::series`]).
+    Block(Block<'a>),
 }
 
 /// Builds a record payload entry by entry.
@@ -52,6 +62,12 @@ pub struct RecordWriter {
     entries: u64,
     body: ByteWriter,
     reseed: bool,
+    /// The commit's samples, written after every other entry.
+    block: BlockWriter,
+    /// The parts [`RecordWriter::finish_parts`] built: the entry count and any Reseed
+    /// entry; the Block entry's fields before its body.
+    head: Vec<u8>,
+    block_head: Vec<u8>,
 }
 
 impl RecordWriter {
@@ -62,7 +78,7 @@ impl RecordWriter {
     /// Whether no entry was added (a pending [`RecordWriter::reseed`] alone does not count:
     /// it means nothing without samples after it).
     pub fn is_empty(&self) -> bool {
-        self.entries == 0
+        self.entries == 0 && self.block.is_empty()
     }
 
     /// Mark the record as the first after a codec reseed: [`RecordWriter::finish`] puts a
@@ -71,9 +87,20 @@ impl RecordWriter {
         self.reseed = true;
     }
 
-    /// Bytes of the entries so far.
+    /// Bytes of the entries so far (not counting the block's samples).
     pub fn len(&self) -> usize {
         self.body.buf.len()
+    }
+
+    /// Add a series' samples to the record's block: `count` samples whose stream is the
+    /// first `bits` bits of `chunk`. Ids must ascend from one call to the next.
+    pub fn block_series(&mut self, id: u64, count: u64, chunk: &[u8], bits: u64) {
+        self.block.push(id, count, chunk, bits);
+    }
+
+    /// The block so far (its series and the bits their streams took).
+    pub fn block(&self) -> &BlockWriter {
+        &self.block
     }
 
     pub fn create(&mut self, id: u64, name: &str, rrd: &Rrd) {
@@ -100,28 +127,43 @@ impl RecordWriter {
         self.body.bytes(chunk);
     }
 
-    /// The finished payload as two parts to be written one after the other: a few bytes of
-    /// head (the entry count, a Reseed entry) and the entries as they were built, not
-    /// copied (a million series' commit is tens of megabytes).
-    pub fn finish_parts(&self) -> (Vec<u8>, &[u8]) {
+    /// The finished payload as parts to be written one after the other: a few bytes of
+    /// head (the entry count, a Reseed entry), the entries as they were built, then the
+    /// block's fields and its body, not copied (a million series' commit is tens of
+    /// megabytes).
+    pub fn finish_parts(&mut self) -> [&[u8]; 4] {
+        let blocked = !self.block.is_empty();
         let mut w = ByteWriter::new();
-        w.varint(self.entries + u64::from(self.reseed));
+        w.varint(self.entries + u64::from(self.reseed) + u64::from(blocked));
         if self.reseed {
             w.u8(TAG_RESEED);
         }
-        (w.buf, &self.body.buf)
+        self.head = w.buf;
+        let mut b = ByteWriter::new();
+        let body: &[u8] = if blocked {
+            let (n, head, lens, body) = self.block.finish();
+            b.u8(TAG_BLOCK);
+            b.varint(n);
+            b.bytes(&head);
+            b.bytes(lens);
+            b.varint(body.len() as u64);
+            body
+        } else {
+            &[]
+        };
+        self.block_head = b.buf;
+        [&self.head, &self.body.buf, &self.block_head, body]
     }
 
-    /// Room for `bytes` more bytes of entries (a hint: the last commit's size), so that the
-    /// entries of the next are not copied as they grow.
+    /// Room for `bytes` more bytes of samples (a hint: the last commit's size), so that the
+    /// block's body is not copied as it grows.
     pub fn reserve(&mut self, bytes: usize) {
-        self.body.buf.reserve(bytes);
+        self.block.reserve(bytes);
     }
 
     /// The finished payload.
-    pub fn finish(&self) -> Vec<u8> {
-        let (head, body) = self.finish_parts();
-        [&head[..], body].concat()
+    pub fn finish(&mut self) -> Vec<u8> {
+        self.finish_parts().concat()
     }
 }
 
@@ -150,6 +192,19 @@ pub fn decode_record(payload: &[u8]) -> Result<Vec<Entry<'_>>, DecodeError> {
                 chunk: r.bytes()?,
             },
             TAG_RESEED if out.is_empty() => Entry::Reseed,
+            TAG_BLOCK => {
+                let at = r.pos();
+                let n = r.varint()?;
+                if n == 0 {
+                    return Err(DecodeError::new(at, "a block of no series"));
+                }
+                Entry::Block(Block {
+                    n,
+                    head: r.bytes()?,
+                    lens: r.bytes()?,
+                    body: r.bytes()?,
+                })
+            }
             _ => {
                 return Err(DecodeError::new(
                     r.pos() - 1,

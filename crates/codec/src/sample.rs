@@ -26,7 +26,7 @@ use rrd::{Rrd, Sample};
 
 /// Exp-Golomb order for residuals whose running magnitude (8 x mean) is `mag`:
 /// `min(40, max(0, bitlen(mag >> 3) - 1))`.
-fn order(mag: u64) -> u32 {
+pub(crate) fn order(mag: u64) -> u32 {
     let mean = mag >> 3;
     (64 - mean.leading_zeros()).saturating_sub(1).min(40)
 }
@@ -172,7 +172,7 @@ impl SeriesCodec {
     }
 
     /// Append one sample to `w` and advance the state.
-    pub fn encode(&mut self, w: &mut BitWriter, s: &Sample) -> Result<(), EncodeError> {
+    pub fn encode(&mut self, w: &mut BitWriter, s: &Sample) -> Result<u32, EncodeError> {
         if s.values.len() != self.ds.len() {
             return Err(EncodeError::ValueCount {
                 expected: self.ds.len(),
@@ -181,6 +181,7 @@ impl SeriesCodec {
         }
         let step = s.time.wrapping_sub(self.time);
         let dod = step.wrapping_sub(self.step);
+        let before = w.bit_len();
         if dod == 0 && s.usec == self.usec {
             w.bit(false);
         } else {
@@ -195,13 +196,14 @@ impl SeriesCodec {
                 self.learn_usec(u);
             }
         }
+        let time_bits = (w.bit_len() - before) as u32;
         self.time = s.time;
         self.usec = s.usec;
         self.step = step;
         for (ds, v) in self.ds.iter_mut().zip(&s.values) {
             encode_value(ds, w, v);
         }
-        Ok(())
+        Ok(time_bits)
     }
 
     /// Read one sample from `r` and advance the state.
@@ -331,16 +333,25 @@ pub fn for_each_in_chunk<E: From<DecodeError>>(
     codec: &mut SeriesCodec,
     bytes: &[u8],
     count: u64,
+    f: impl FnMut(&Sample) -> Result<(), E>,
+) -> Result<(), E> {
+    for_each_in(codec, &mut BitReader::new(bytes), count, f)
+}
+
+/// [`for_each_in_chunk`] from a reader (a series' range of a commit-wide block).
+pub fn for_each_in<E: From<DecodeError>>(
+    codec: &mut SeriesCodec,
+    r: &mut BitReader,
+    count: u64,
     mut f: impl FnMut(&Sample) -> Result<(), E>,
 ) -> Result<(), E> {
-    let mut r = BitReader::new(bytes);
     let mut s = Sample {
         time: 0,
         usec: 0,
         values: Vec::new(),
     };
     for _ in 0..count {
-        codec.decode_into(&mut r, &mut s)?;
+        codec.decode_into(r, &mut s)?;
         f(&s)?;
     }
     Ok(())

@@ -81,6 +81,7 @@ fn main() {
         repair: false,
         only: None,
         before_checkpoint: None,
+        sample_entries: false,
     };
     let dir = std::env::temp_dir().join(format!("ringlet-ingest-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -119,6 +119,11 @@ pub struct Options {
     /// holds are on disk, and an open checks before serving only those of series created
     /// after it ([`Store::created_since_checkpoint`]). A failure is a notice, not an error.
     pub before_checkpoint: Option<Hook>,
+    /// Write each series' samples as a Samples entry of its own, as stores did before the
+    /// commit-wide sample block (docs/FORMAT.md): for tests that a store holding such records
+    /// opens. Not for use otherwise (it spends about 5 more bytes a series a commit).
+    #[doc(hidden)]
+    pub sample_entries: bool,
 }
 
 /// A caller's action at a point of the store's work ([`Options::before_checkpoint`]).
@@ -142,6 +147,7 @@ impl Default for Options {
             repair: false,
             only: None,
             before_checkpoint: None,
+            sample_entries: false,
         }
     }
 }
@@ -250,6 +256,10 @@ pub struct StoreStats {
     pub samples_committed: u64,
     /// Bytes of log records written (framed, padded).
     pub log_bytes: u64,
+    /// Of those, the records' payloads (without their 32-byte headers and page padding).
+    pub record_bytes: u64,
+    /// Where the records' bytes went.
+    pub record_cost: RecordCost,
     pub checkpoints: u64,
     /// Bytes of checkpoints written, their new segment files included.
     pub checkpoint_bytes: u64,
@@ -257,6 +267,77 @@ pub struct StoreStats {
     pub segment_bytes: u64,
     /// Times the log ring was replaced by a larger one ([`Options::log_per_series`]).
     pub rings_grown: u64,
+}
+
+/// Where appended commit records spent their bytes, in bits (all of them add up to the
+/// records' framed, padded size).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecordCost {
+    /// Which series have samples and where their bits are: a block's head and lens.
+    pub series: u64,
+    /// The samples' times (bits the sample codec spent on them, less those a block left out).
+    pub times: u64,
+    /// The samples' values (the rest of the samples' bits).
+    pub values: u64,
+    /// Creates, removes and the samples of series removed in the same commit.
+    pub entries: u64,
+    /// Record headers, entry counts, field lengths, each part's last byte's padding.
+    pub framing: u64,
+    /// Zeros up to the next page boundary.
+    pub padding: u64,
+}
+
+impl RecordCost {
+    /// The cost of a record written from `parts` ([`codec::record::RecordWriter::finish_parts`]).
+    fn of(
+        parts: &[&[u8]; 4],
+        entries_len: usize,
+        (stream_bits, time_bits, series): (u64, u64, u64),
+        (stripped_first, stripped): (u64, u64),
+        framed: u64,
+    ) -> RecordCost {
+        let payload: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        let time_bits = time_bits.min(stream_bits);
+        let times = time_bits.saturating_sub(stripped_first);
+        let values = (stream_bits - time_bits).saturating_sub(stripped - stripped_first);
+        let entries = entries_len as u64 * 8;
+        let header = codec::frame::REC_HEADER_LEN as u64;
+        let framing = ((header + payload) * 8).saturating_sub(entries + series + times + values);
+        RecordCost {
+            series,
+            times,
+            values,
+            entries,
+            framing,
+            padding: framed.saturating_sub(header + payload) * 8,
+        }
+    }
+
+    /// What was spent since `earlier` (a copy taken before).
+    pub fn since(&self, earlier: &RecordCost) -> RecordCost {
+        RecordCost {
+            series: self.series - earlier.series,
+            times: self.times - earlier.times,
+            values: self.values - earlier.values,
+            entries: self.entries - earlier.entries,
+            framing: self.framing - earlier.framing,
+            padding: self.padding - earlier.padding,
+        }
+    }
+
+    /// All of it, in bits.
+    pub fn total(&self) -> u64 {
+        self.series + self.times + self.values + self.entries + self.framing + self.padding
+    }
+
+    fn add(&mut self, o: &RecordCost) {
+        self.series += o.series;
+        self.times += o.times;
+        self.values += o.values;
+        self.entries += o.entries;
+        self.framing += o.framing;
+        self.padding += o.padding;
+    }
 }
 
 /// A store directory, opened for reading and writing by this process alone.
@@ -296,8 +377,10 @@ pub struct Store {
     /// position: [`Store::samples_since_checkpoint`].
     samples_total: u64,
     samples_at_ckpt: u64,
-    /// Bytes of entries in the last commit's record (room reserved for the next).
+    /// Bytes of samples in the last commit's record (room reserved for the next).
     last_record: usize,
+    /// Bits the sample codec spent on the times of the pending samples.
+    pending_time_bits: u64,
     /// After a ring could not be grown: the number of series at which to try again.
     grow_retry_at: usize,
     /// What the operator should hear about (a ring grown, or not), for the caller to log.
@@ -361,6 +444,7 @@ impl Store {
             deferred_error: None,
             marked: false,
             last_record: 0,
+            pending_time_bits: 0,
             grow_retry_at: 0,
             notices: Vec::new(),
             samples_total: r.report.samples_replayed,
@@ -536,7 +620,7 @@ impl Store {
     fn remove_id(&mut self, id: u64) {
         let before = self.pending.len();
         if let Some(mut s) = self.reg.remove(id) {
-            let (chunk, count) = s.take_chunk();
+            let (chunk, _, count) = s.take_chunk();
             if count > 0 {
                 self.pending.samples(id, count, &chunk);
             }
@@ -609,7 +693,10 @@ impl Store {
         };
         let first = s.count == 0;
         match s.log(sample) {
-            Ok(grew) => self.pending_bytes += grew,
+            Ok((grew, time_bits)) => {
+                self.pending_bytes += grew;
+                self.pending_time_bits += u64::from(time_bits);
+            }
             Err(e) => {
                 // apply accepted a sample the log cannot hold: memory and log would diverge.
                 self.failed = true;
@@ -666,8 +753,10 @@ impl Store {
         self.unmark()?;
         let mut rec = std::mem::take(&mut self.pending);
         let mut stats = CommitStats::default();
-        let dirty = std::mem::take(&mut self.reg.dirty);
-        // Room for about the last commit's entries: a buffer that doubles as it grows holds
+        let mut dirty = std::mem::take(&mut self.reg.dirty);
+        // The block codes ids as gaps: ascending.
+        dirty.sort_unstable();
+        // Room for about the last commit's samples: a buffer that doubles as it grows holds
         // the old and the new copy at once (a million series' commit is ~50 MB); pages of
         // the room not written are never touched.
         rec.reserve(self.last_record + self.last_record / 8);
@@ -675,24 +764,44 @@ impl Store {
         self.reg.share_tables(Some(&dirty));
         for id in dirty {
             if let Some(s) = self.reg.by_id_mut(id) {
-                let (chunk, count) = s.take_chunk();
-                if count > 0 {
+                let (chunk, bits, count) = s.take_chunk();
+                if count > 0 && self.opts.sample_entries {
                     rec.samples(id, count, &chunk);
+                    stats.series += 1;
+                    stats.samples += count as usize;
+                } else if count > 0 {
+                    rec.block_series(id, count, &chunk, bits);
                     stats.series += 1;
                     stats.samples += count as usize;
                 }
             }
         }
         self.pending_bytes = 0;
+        let time_bits = std::mem::take(&mut self.pending_time_bits);
+        let b = rec.block();
+        let (stream_bits, stripped, index_bits) = (b.stream_bits(), b.stripped(), b.index_bits());
+        let entries_len = rec.len();
         // Written from the entries as they were built, not from a copy (nor a framed one).
-        let (head, body) = rec.finish_parts();
-        let payload_len = head.len() + body.len();
-        self.last_record = body.len();
+        let parts = rec.finish_parts();
+        let payload_len: usize = parts.iter().map(|p| p.len()).sum();
+        self.last_record = parts[3].len();
         let framed = framed_len(payload_len, self.log.page);
         let too_big = payload_len > u32::MAX as usize;
         self.samples_total += stats.samples as u64;
-        match self.write_commit(&[&head, body], framed, too_big) {
-            Ok(n) => stats.bytes = n,
+        let cost = RecordCost::of(
+            &parts,
+            entries_len,
+            (stream_bits, time_bits, index_bits),
+            stripped,
+            framed,
+        );
+        match self.write_commit(&parts, framed, too_big) {
+            Ok(n) => {
+                stats.bytes = n;
+                if n >= framed {
+                    self.stats.record_cost.add(&cost);
+                }
+            }
             Err(e) => {
                 self.failed = true;
                 return Err(e);
@@ -935,6 +1044,7 @@ impl Store {
         self.end_lsn += framed;
         self.next_seq += 1;
         self.stats.log_bytes += framed;
+        self.stats.record_bytes += payload.iter().map(|p| p.len() as u64).sum::<u64>();
         Ok(())
     }
 

@@ -11,8 +11,9 @@
 
 use crate::series::{Registry, Series};
 use crate::Error;
+use codec::block::BitSpan;
 use codec::record::{decode_record, Entry};
-use codec::sample::for_each_in_chunk;
+use codec::sample::for_each_in;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -38,8 +39,8 @@ fn corrupt(file: &Path, offset: u64, what: String) -> Error {
     }
 }
 
-/// A chunk to decode: (record index, bytes, sample count).
-type Chunk<'a> = (usize, &'a [u8], u64);
+/// A series' samples to decode: (record index, their bits, sample count).
+type Chunk<'a> = (usize, BitSpan<'a>, u64);
 
 /// One series' replay work: its id, the series, its chunks in log order.
 type Job<'a, 'b> = (u64, &'b mut Series, Vec<Chunk<'a>>);
@@ -76,7 +77,21 @@ pub fn replay(reg: &mut Registry, records: &[Record], log: &Path) -> Result<Coun
                     if reg.by_id(id).is_none() {
                         return Err(at(format!("samples for unknown series {id}")));
                     }
-                    work.entry(id).or_default().push((i, chunk, count));
+                    work.entry(id)
+                        .or_default()
+                        .push((i, BitSpan::chunk(chunk), count));
+                }
+                Entry::Block(b) => {
+                    for s in b.series() {
+                        let s = s.map_err(|e| at(format!("sample block: {e}")))?;
+                        if reg.by_id(s.id).is_none() {
+                            if reg.only.is_some() {
+                                continue;
+                            }
+                            return Err(at(format!("samples for unknown series {}", s.id)));
+                        }
+                        work.entry(s.id).or_default().push((i, s.span, s.count));
+                    }
                 }
                 Entry::Reseed => reseeds.push(i),
             }
@@ -103,12 +118,14 @@ pub fn replay(reg: &mut Registry, records: &[Record], log: &Path) -> Result<Coun
         .unwrap_or(1)
         .min(jobs.len().max(1));
     // Spread the series over the threads, heaviest first, each to the lightest bucket.
-    jobs.sort_by_key(|(_, _, c)| std::cmp::Reverse(c.iter().map(|x| x.2).sum::<u64>()));
+    jobs.sort_by_key(|(_, _, c)| {
+        std::cmp::Reverse(c.iter().fold(0u64, |a, x| a.saturating_add(x.2)))
+    });
     let mut buckets: Vec<(u64, Vec<Job<'_, '_>>)> = (0..threads).map(|_| (0, Vec::new())).collect();
     for job in jobs {
-        let weight: u64 = job.2.iter().map(|x| x.2).sum();
+        let weight = job.2.iter().fold(0u64, |a, x| a.saturating_add(x.2));
         if let Some(b) = buckets.iter_mut().min_by_key(|b| b.0) {
-            b.0 += weight;
+            b.0 = b.0.saturating_add(weight);
             b.1.push(job);
         }
     }
@@ -162,12 +179,13 @@ fn apply_jobs(
         let Series { codec, rrd, .. } = s;
         // Index in `reseeds` of the first reseed this series has not passed yet.
         let mut next = 0;
-        for (i, bytes, count) in chunks {
+        for (i, span, count) in chunks {
             if reseeds.get(next).is_some_and(|&r| r <= i) {
                 *codec = codec::sample::SeriesCodec::from_rrd(rrd);
                 next = reseeds.partition_point(|&r| r <= i);
             }
-            for_each_in_chunk(codec, bytes, count, |smp| {
+            let mut r = span.reader();
+            for_each_in(codec, &mut r, count, |smp| {
                 match rrd.apply(smp, &mut |_| {}) {
                     Ok(()) | Err(rrd::ApplyError::Partial(_)) => counts.applied += 1,
                     Err(rrd::ApplyError::Rejected(_)) => counts.refused += 1,
@@ -175,6 +193,10 @@ fn apply_jobs(
                 Ok::<(), codec::DecodeError>(())
             })
             .map_err(|e| (i, id, e.to_string()))?;
+            if span.exact && !r.at_end() {
+                let what = "its samples end before its bits in the block".to_string();
+                return Err((i, id, what));
+            }
         }
         // A reseed after the series' last chunk happened in the writer too: the codec that
         // encodes its next samples is the reseeded one.

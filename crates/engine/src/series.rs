@@ -40,18 +40,20 @@ impl Series {
         }
     }
 
-    /// Append an accepted sample to the pending chunk; returns the bytes the chunk grew by.
-    pub fn log(&mut self, s: &Sample) -> Result<usize, EncodeError> {
+    /// Append an accepted sample to the pending chunk; returns the bytes the chunk grew by
+    /// and the bits its time took.
+    pub fn log(&mut self, s: &Sample) -> Result<(usize, u32), EncodeError> {
         let before = self.chunk.as_bytes().len();
-        self.codec.encode(&mut self.chunk, s)?;
+        let time_bits = self.codec.encode(&mut self.chunk, s)?;
         self.count += 1;
-        Ok(self.chunk.as_bytes().len() - before)
+        Ok((self.chunk.as_bytes().len() - before, time_bits))
     }
 
-    /// Take the pending chunk (bytes, sample count), leaving it empty.
-    pub fn take_chunk(&mut self) -> (Vec<u8>, u64) {
+    /// Take the pending chunk (bytes, its length in bits, sample count), leaving it empty.
+    pub fn take_chunk(&mut self) -> (Vec<u8>, u64, u64) {
+        let bits = self.chunk.bit_len();
         let chunk = std::mem::take(&mut self.chunk).into_bytes();
-        (chunk, std::mem::take(&mut self.count))
+        (chunk, bits, std::mem::take(&mut self.count))
     }
 }
 

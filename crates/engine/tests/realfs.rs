@@ -130,3 +130,38 @@ fn a_series_handle_updates_until_its_name_is_recreated() {
 fn store_ds(r: &rrd::Rrd) -> usize {
     r.schema.ds.len()
 }
+
+/// Records of one Samples entry a series (stores written before the sample block) and
+/// records with a block replay alike, in one log, with removals and re-creates between.
+#[test]
+fn records_of_both_layouts_replay_bit_for_bit() {
+    let dir = TempDir::new("layouts");
+    let ring = 8 << 20;
+    let mut model = Model::default();
+    let ops = workload(47, 600);
+    let thirds = ops.chunks(ops.len() / 3 + 1).collect::<Vec<_>>();
+    for (k, part) in thirds.iter().enumerate() {
+        let opts = Options {
+            sample_entries: k != 1,
+            ..small_opts(ring)
+        };
+        let mut store = Store::open(&dir.0, opts).unwrap();
+        if k > 0 {
+            // Everything since the store was made is replayed from the log: no checkpoint.
+            assert_eq!(store.recovery().checkpoint_generation, 1);
+            assert!(store.recovery().records_replayed > 0);
+            same(&store, &model).unwrap();
+        }
+        for op in part.iter() {
+            model.apply(op);
+            run_op(&mut store, op).unwrap();
+        }
+        store.commit().unwrap();
+        assert_eq!(store.stats().checkpoints, 0, "{:?}", store.stats());
+        // Dropped, not closed: the next open replays every record.
+        drop(store);
+    }
+    let store = Store::open(&dir.0, small_opts(ring)).unwrap();
+    assert_eq!(store.recovery().samples_refused, 0);
+    same(&store, &model).unwrap();
+}

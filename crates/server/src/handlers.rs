@@ -396,7 +396,33 @@ fn stats(d: &Daemon) -> Response {
         "LogSinceCheckpoint: {}",
         inner.store.log_since_checkpoint()
     ));
+    lines.extend(record_lines(inner.store.stats()));
     Response::lines("Statistics follow", &lines)
+}
+
+/// Where the log records' bytes went, per sample committed (docs/PROTOCOL.md, STATS): the
+/// series index of each commit's block, the samples' times and values, creates and removes,
+/// record framing and the padding to whole pages; then checkpoints.
+fn record_lines(st: &engine::StoreStats) -> Vec<String> {
+    let c = &st.record_cost;
+    let per = |bits: u64| {
+        if st.samples_committed == 0 {
+            "0.000".to_string()
+        } else {
+            format!("{:.3}", bits as f64 / 8.0 / st.samples_committed as f64)
+        }
+    };
+    vec![
+        format!("RecordBytes: {}", c.total() / 8),
+        format!("RecordBytesPerSample: {}", per(c.total())),
+        format!("RecordSeriesBytesPerSample: {}", per(c.series)),
+        format!("RecordTimeBytesPerSample: {}", per(c.times)),
+        format!("RecordValueBytesPerSample: {}", per(c.values)),
+        format!("RecordEntryBytesPerSample: {}", per(c.entries)),
+        format!("RecordFramingBytesPerSample: {}", per(c.framing)),
+        format!("RecordPaddingBytesPerSample: {}", per(c.padding)),
+        format!("CheckpointBytesPerSample: {}", per(st.checkpoint_bytes * 8)),
+    ]
 }
 
 /// C `strtol(s, NULL, 0)`: optional sign, `0x` hex, leading-0 octal, junk after ignored; an

@@ -345,15 +345,24 @@ fn stats_has_rrdcacheds_nine_keys_in_order() {
             "ApplyErrors",
             "DiskBytesAtOpen",
             "LogRingBytes",
-            "LogSinceCheckpoint"
+            "LogSinceCheckpoint",
+            "RecordBytes",
+            "RecordBytesPerSample",
+            "RecordSeriesBytesPerSample",
+            "RecordTimeBytesPerSample",
+            "RecordValueBytesPerSample",
+            "RecordEntryBytesPerSample",
+            "RecordFramingBytesPerSample",
+            "RecordPaddingBytesPerSample",
+            "CheckpointBytesPerSample",
         ]
     );
-    assert_eq!(r.lines().next(), Some("19 Statistics follow"));
+    assert_eq!(r.lines().next(), Some("28 Statistics follow"));
     assert_eq!(keys(&r)[0], "QueueLength");
     // Values are numbers: unsigned integers but for the bytes per sample.
     for l in r.lines().skip(1) {
         let v = l.split(": ").nth(1).expect("key: value");
-        if l.starts_with("DiskBytesPerSample: ") {
+        if l.split(':').next().unwrap_or("").ends_with("PerSample") {
             assert!(v.parse::<f64>().is_ok(), "{l}");
         } else {
             assert!(v.parse::<u64>().is_ok(), "{l}");
@@ -368,7 +377,7 @@ fn ringlet_stats_reads_either_daemon() {
     };
     let r = server::client::query(&format!("unix:{}", p.r.sock.display())).expect("ringlet");
     let c = server::client::query(&p.c.sock.display().to_string()).expect("rrdcached");
-    assert_eq!(r.len(), 19, "{r:?}");
+    assert_eq!(r.len(), 28, "{r:?}");
     assert_eq!(c.len(), 9, "{c:?}");
     assert!(r[0].starts_with("QueueLength: ") && c[0].starts_with("QueueLength: "));
     let e = server::client::query("unix:/nonexistent/sock").unwrap_err();
@@ -429,6 +438,29 @@ fn stats_counters_count_ringlets_commits() {
     assert_eq!(num("Commits"), 2, "{st}");
     assert!(num("Fsyncs") >= 2, "{st}");
     assert_eq!(num("ApplyErrors"), 0, "{st}");
+    // Where the two records' bytes went (no checkpoint yet): their split adds up.
+    assert_eq!(num("RecordBytes"), num("JournalBytes"), "{st}");
+    let f = |key: &str| -> f64 {
+        st.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}: ")))
+            .unwrap_or_else(|| panic!("{key} in {st}"))
+            .parse()
+            .expect("a number")
+    };
+    let total = f("RecordBytesPerSample");
+    assert!(
+        (total - num("RecordBytes") as f64 / 4.0).abs() < 0.001,
+        "{st}"
+    );
+    let parts: f64 = ["Series", "Time", "Value", "Entry", "Framing", "Padding"]
+        .iter()
+        .map(|k| f(&format!("Record{k}BytesPerSample")))
+        .sum();
+    assert!((parts - total).abs() < 0.01, "{parts} vs {total}: {st}");
+    for k in ["Value", "Entry", "Padding", "Time", "Series"] {
+        assert!(f(&format!("Record{k}BytesPerSample")) > 0.0, "{k}: {st}");
+    }
+    assert_eq!(f("CheckpointBytesPerSample"), 0.0, "{st}");
 }
 
 #[test]

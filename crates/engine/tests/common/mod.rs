@@ -277,6 +277,7 @@ pub fn small_opts(log_bytes: u64) -> Options {
         repair: false,
         only: None,
         before_checkpoint: None,
+        sample_entries: false,
     }
 }
 
