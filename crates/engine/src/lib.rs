@@ -503,6 +503,12 @@ impl Store {
         self.reg.names_from(self.report.checkpoint_next_id)
     }
 
+    /// Changes whenever a series is created or removed: (the next id, the number of series).
+    /// A reader that keeps the names lists them again when it changes.
+    pub fn names_version(&self) -> (u64, usize) {
+        (self.reg.next_id, self.reg.len())
+    }
+
     /// Number of RRDs (without listing them).
     pub fn len(&self) -> usize {
         self.reg.len()

@@ -384,6 +384,13 @@ fn put(buf: &mut [u8], off: usize, bytes: &[u8]) {
 }
 
 /// Serialise an RRD as rrdtool 1.7.2 would store it.
+/// The length of the file [`write`] makes for `schema`: its header and every row.
+pub fn file_len(schema: &Schema) -> u64 {
+    let ds_cnt = schema.ds.len();
+    let rows: u64 = schema.rra.iter().map(|r| r.row_cnt).sum();
+    header_size(ds_cnt, schema.rra.len()) as u64 + rows * ds_cnt as u64 * 8
+}
+
 pub fn write(rrd: &Rrd) -> Result<Vec<u8>, RrdError> {
     let s = &rrd.schema;
     let (ds_cnt, rra_cnt) = (s.ds.len(), s.rra.len());

@@ -66,6 +66,9 @@ pub struct Config {
     /// `-G`, `-U`: drop privileges to this group and user after binding.
     pub group: Option<String>,
     pub user: Option<String>,
+    /// `--view [DIR]`: mount the live view of every series at DIR (`Some(None)`: bare
+    /// `--view`, which means the base directory).
+    pub view: Option<Option<PathBuf>>,
     /// `--store`: the store directory.
     pub store: Option<PathBuf>,
     /// `--max-line`: longest request line accepted, bytes.
@@ -153,6 +156,13 @@ ringlet options:
                          once the series outgrow the ring it is replaced by one 1.5 times
                          their share (a million series: 2-3G); 0 keeps it. Replay
                          after a crash reads up to 7/8 of the ring
+  --view [DIR]           mount a live view at DIR: every series as a .rrd file at its
+                         name, byte for byte what rrdtool would hold, for tools that
+                         open files themselves (rrdtool info/dump/fetch/graph without
+                         --daemon, python3-rrdtool, backups). Read-only for now, and
+                         not yet over -b itself: give another directory. Needs root
+                         and /dev/fuse; without them the daemon serves its sockets and
+                         logs why there is no view. Unmounted at exit
   -h, --help             this text
 ";
 
@@ -288,6 +298,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         log_size: None,
         log_per_series: None,
         queue_limit: 256 << 20,
+        view: None,
     };
     let (mut perms, mut sock_group, mut sock_mode) = (None, None, None);
     let mut it = args.iter();
@@ -362,6 +373,19 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "--log-per-series" => c.log_per_series = Some(engine::parse_any_size(&value()?)?),
             "--queue-limit" => c.queue_limit = num(value()?)?.max(1),
             "--max-connections" => c.max_connections = num(value()?)?.max(1) as usize,
+            // An optional value: `--view=DIR`, `--view DIR`, or `--view` alone.
+            "--view" => {
+                c.view = Some(match inline.clone() {
+                    Some(v) => Some(PathBuf::from(v)),
+                    None => match it.clone().next() {
+                        Some(v) if !v.starts_with('-') => {
+                            it.next();
+                            Some(PathBuf::from(v))
+                        }
+                        _ => None,
+                    },
+                });
+            }
             _ => return Err(format!("unknown option '{a}' (see ringlet serve --help)")),
         }
     }

@@ -18,6 +18,7 @@ pub mod placeholder;
 pub mod remote;
 mod sample;
 mod sys;
+pub mod view;
 
 use config::{Addr, Config};
 use daemon::Daemon;
@@ -248,11 +249,11 @@ pub fn run(args: &[String], default_store: PathBuf) -> i32 {
         }
     };
     match start(&cfg, &store_dir) {
-        Ok((d, sockets)) => {
+        Ok((d, sockets, view)) => {
             if let Some(r) = ready {
                 r.ok();
             }
-            wait_for_signal(&d, &cfg, &sockets);
+            wait_for_signal(&d, &cfg, &sockets, view);
             0
         }
         Err(e) => {
@@ -265,7 +266,10 @@ pub fn run(args: &[String], default_store: PathBuf) -> i32 {
     }
 }
 
-fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), String> {
+/// What `start` leaves running: the daemon, its unix sockets (removed at exit), the view.
+type Started = (Arc<Daemon>, Vec<PathBuf>, Option<view::Mounted>);
+
+fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     if let Some(f) = &cfg.log_file {
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -365,6 +369,26 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
             ));
         }
     }
+    // The view mounts as root (before -U): a failure is logged and the sockets served.
+    let view = match &cfg.view {
+        None => None,
+        Some(dir) => match view_dir(dir.as_deref(), d.base.as_deref()) {
+            Err(e) => {
+                log(&format!("no view: {e}"));
+                None
+            }
+            Ok(dir) => match view::mount(d.clone(), &dir) {
+                Ok(m) => {
+                    log(&format!("view mounted at {}", dir.display()));
+                    Some(m)
+                }
+                Err(e) => {
+                    log(&format!("no view: {e}"));
+                    None
+                }
+            },
+        },
+    };
     // -U/-G: the store was opened (and locked) as root; its files become the user's, so that
     // the checkpoints and segments written from now on can replace them. The base directory
     // must be writable by the user, as for rrdcached.
@@ -382,7 +406,28 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<(Arc<Daemon>, Vec<PathBuf>), 
     }
     let dc = d.clone();
     std::thread::spawn(move || dc.committer());
-    Ok((d, sockets))
+    Ok((d, sockets, view))
+}
+
+/// Where `--view` mounts: DIR, or the base directory for a bare `--view`. Over the base
+/// directory (or inside it) the daemon's own placeholders would be behind the view: not
+/// yet.
+fn view_dir(dir: Option<&Path>, base: Option<&str>) -> Result<PathBuf, String> {
+    let Some(dir) = dir.or(base.map(Path::new)) else {
+        return Err("--view without a directory needs -b".into());
+    };
+    let dir = std::fs::canonicalize(dir)
+        .map_err(|e| format!("cannot mount the view at {}: {e}", dir.display()))?;
+    if let Some(b) = base.and_then(|b| std::fs::canonicalize(b).ok()) {
+        if dir.starts_with(&b) {
+            return Err(format!(
+                "the view cannot be mounted at {} yet: it is (in) the base directory, where the \
+                 placeholders are; give another directory",
+                dir.display()
+            ));
+        }
+    }
+    Ok(dir)
 }
 
 /// Log what a check of placeholders (begun at `t0`) changed under the base directory.
@@ -435,7 +480,7 @@ fn describe_recovery(dir: &Path, r: &engine::recovery::RecoveryReport) -> String
     s
 }
 
-fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf]) {
+fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf], view: Option<view::Mounted>) {
     loop {
         let sig = sys::wait_signal();
         match sig {
@@ -446,6 +491,8 @@ fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf]) {
             }
         }
     }
+    // Unmounted first: no reader opens a file of a daemon that is stopping.
+    drop(view);
     final_commit(d);
     let _ = std::fs::remove_file(remote::address_file(&d.lock().places.store));
     for s in sockets {

@@ -1,0 +1,258 @@
+//! `ringlet serve --view DIR`: every series as a live `.rrd` file under DIR (FUSE).
+//!
+//! A file created by rrdtool under `-b` is taken over by the daemon and fed through it, while
+//! a copy of it is fed the same updates by rrdtool itself: the view's file has the copy's
+//! bytes, and rrdtool's own `info`, `dump`, `fetch`, `lastupdate`, `first` and `last`, run on
+//! the view's file without a daemon, print what they print on the copy. The tree lists every
+//! series in its directories, writes are refused, and the view is gone when the daemon stops.
+//!
+//! Each run mounts in a mount namespace of its own (`unshare -m`), under `timeout`, in a
+//! directory under the system's temp directory: the mount dies with the namespace even if
+//! the test is killed. Needs root, /dev/fuse, unshare and rrdtool; CI has them all.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ringlet");
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+
+struct Dir(PathBuf);
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let p = std::env::temp_dir().join(format!(
+            "ringlet-view-{tag}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Dir(p)
+    }
+}
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether this machine can mount a FUSE view: root, /dev/fuse, unshare, rrdtool (and
+/// Debian's python3-rrdtool, which scripts/setup installs). Without
+/// them the tests say so, and fail in CI (which has them).
+fn can_mount() -> bool {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let tools = ["unshare", "rrdtool", "timeout", "mountpoint"]
+        .iter()
+        .all(|t| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {t}")])
+                .stdout(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+    let ok = root && Path::new("/dev/fuse").exists() && tools;
+    if !ok {
+        eprintln!("view tests need root, /dev/fuse, unshare and rrdtool: not run here");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root with FUSE: the view tests must run"
+        );
+    }
+    ok
+}
+
+/// Run `script` with bash in a new mount namespace, `$RINGLET` and `$T` set; returns stdout.
+fn in_namespace(dir: &Path, script: &str) -> String {
+    let o = Command::new("timeout")
+        .args([
+            "-k",
+            "5",
+            "120",
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+        ])
+        .args(["bash", "-euo", "pipefail", "-c", script])
+        .env("RINGLET", BIN)
+        .env("T", dir)
+        .output()
+        .expect("unshare");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+    assert!(
+        o.status.success(),
+        "script failed: {:?}\nstdout:\n{out}\nstderr:\n{err}\ndaemon log:\n{log}",
+        o.status
+    );
+    out
+}
+
+/// Starts the daemon with the view; `stop` stops it by its pid and waits for it.
+const START: &str = r#"
+mkdir -p "$T/base/h" "$T/mnt" "$T/mirror/h"
+"$RINGLET" serve -g -R -w 3600 -l "unix:$T/s.sock" -b "$T/base" --store "$T/store" \
+    --view "$T/mnt" >"$T/serve.log" 2>&1 &
+pid=$!
+stop() { kill "$pid"; wait "$pid" || true; }
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+for _ in $(seq 200); do
+    mountpoint -q "$T/mnt" && [ -S "$T/s.sock" ] && break
+    sleep 0.05
+done
+mountpoint -q "$T/mnt"
+"#;
+
+#[test]
+fn view_files_are_what_rrdtool_holds_for_the_same_updates() {
+    if !can_mount() {
+        return;
+    }
+    let dir = Dir::new("bytes");
+    let script = format!(
+        r#"{START}
+C="--start 1700000000 --step 60 DS:x:GAUGE:120:0:100 DS:c:COUNTER:120:U:U
+   RRA:AVERAGE:0.5:1:50 RRA:MAX:0.5:5:20 RRA:MIN:0.5:12:10 RRA:LAST:0.5:1:5"
+# Created by rrdtool under -b (as collectd does), taken over at the first update; the copy
+# is fed the same updates by rrdtool.
+(cd "$T/base" && rrdtool create h/m.rrd $C)
+cp "$T/base/h/m.rrd" "$T/mirror/h/m.rrd"
+c=1000
+for k in $(seq 1 150); do
+    c=$((c + (k * 37) % 500))
+    u="$((1700000000 + 60 * k - k % 3)):$((k * 13 % 100)):$c"
+    (cd "$T/base" && rrdtool update --daemon "unix:$T/s.sock" h/m.rrd "$u")
+    (cd "$T/mirror" && rrdtool update h/m.rrd "$u")
+done
+# One more series, created through the daemon, deeper down.
+mkdir -p "$T/base/d/e"
+(cd "$T/base" && rrdtool create --daemon "unix:$T/s.sock" d/e/g.rrd --start 1700000000 \
+    --step 300 DS:v:GAUGE:600:U:U RRA:AVERAGE:0.5:1:10)
+v="$T/mnt/h/m.rrd"; m="$T/mirror/h/m.rrd"
+t() {{ timeout 10 "$@"; }}
+t cmp "$v" "$m" && echo "BYTES SAME"
+[ "$(t stat -c %s "$v")" = "$(stat -c %s "$m")" ] && echo "SIZE SAME"
+[ "$(t stat -c %Y "$v")" = "$(rrdtool last "$m")" ] && echo "MTIME IS THE LAST UPDATE"
+for cmd in "info F" "dump F" "fetch F AVERAGE -s 1700000000 -e 1700009000" "fetch F MAX -r 300" \
+           "lastupdate F" "first F" "last F" "first F --rraindex 2"; do
+    a=$(cd "$T/mnt/h" && t rrdtool ${{cmd/F/m.rrd}} 2>&1)
+    b=$(cd "$T/mirror/h" && rrdtool ${{cmd/F/m.rrd}} 2>&1)
+    [ "$a" = "$b" ] && echo "SAME: $cmd" || {{ echo "DIFFERENT: $cmd"; diff <(echo "$a") <(echo "$b") | head -5; }}
+done
+# python3-rrdtool (librrd in the process, no daemon) reads the view's file as the copy.
+py='import rrdtool, sys; print(rrdtool.lastupdate(sys.argv[1])); print(rrdtool.info(sys.argv[1])["rra[1].cur_row"])'
+a=$(cd "$T/mnt/h" && t /usr/bin/python3 -c "$py" m.rrd)
+b=$(cd "$T/mirror/h" && /usr/bin/python3 -c "$py" m.rrd)
+[ "$a" = "$b" ] && echo "SAME: python3-rrdtool"
+echo "TREE: $(cd "$T/mnt" && t find . | sort | tr '\n' ' ')"
+[ "$(t stat -c %s "$T/mnt/d/e/g.rrd")" = "$(t cat "$T/mnt/d/e/g.rrd" | wc -c)" ] && echo "SIZE OF NEW"
+t rrdtool info "$T/mnt/d/e/g.rrd" | grep -q '^rra\[0\].rows = 10$' && echo "NEW READS"
+t ls "$T/mnt/nothing.rrd" 2>/dev/null || echo "MISSING IS ENOENT"
+echo junk 2>/dev/null >"$T/mnt/h/new.rrd" || echo "WRITE REFUSED"
+echo junk 2>/dev/null >>"$v" || echo "APPEND REFUSED"
+stop
+mountpoint -q "$T/mnt" || echo "UNMOUNTED"
+"#
+    );
+    let out = in_namespace(&dir.0, &script);
+    for want in [
+        "BYTES SAME",
+        "SIZE SAME",
+        "MTIME IS THE LAST UPDATE",
+        "SAME: info F",
+        "SAME: dump F",
+        "SAME: fetch F AVERAGE -s 1700000000 -e 1700009000",
+        "SAME: fetch F MAX -r 300",
+        "SAME: lastupdate F",
+        "SAME: first F",
+        "SAME: last F",
+        "SAME: first F --rraindex 2",
+        "SAME: python3-rrdtool",
+        "TREE: . ./d ./d/e ./d/e/g.rrd ./h ./h/m.rrd ",
+        "SIZE OF NEW",
+        "NEW READS",
+        "MISSING IS ENOENT",
+        "WRITE REFUSED",
+        "APPEND REFUSED",
+        "UNMOUNTED",
+    ] {
+        assert!(out.lines().any(|l| l == want), "{want:?} not in:\n{out}");
+    }
+    assert!(!out.contains("DIFFERENT"), "{out}");
+}
+
+#[test]
+fn a_reader_keeps_its_snapshot_and_the_next_open_sees_new_values() {
+    if !can_mount() {
+        return;
+    }
+    let dir = Dir::new("snapshot");
+    let script = format!(
+        r#"{START}
+S="unix:$T/s.sock"
+(cd "$T/base" && rrdtool create --daemon "$S" h/a.rrd --start 1700000000 --step 60 \
+    DS:x:GAUGE:120:U:U RRA:LAST:0.5:1:100)
+(cd "$T/base" && rrdtool update --daemon "$S" h/a.rrd 1700000060:1)
+exec 3<"$T/mnt/h/a.rrd"
+(cd "$T/base" && rrdtool update --daemon "$S" h/a.rrd 1700000120:2)
+# The open file still holds the state it was opened with; a new open has the new value.
+old=$(timeout 10 cat <&3 | md5sum)
+exec 3<&-
+new=$(timeout 10 cat "$T/mnt/h/a.rrd" | md5sum)
+[ "$old" != "$new" ] && echo "NEW OPEN DIFFERS"
+timeout 10 rrdtool lastupdate "$T/mnt/h/a.rrd" | tail -1
+stop
+"#
+    );
+    let out = in_namespace(&dir.0, &script);
+    assert!(out.contains("NEW OPEN DIFFERS\n"), "{out}");
+    assert!(out.ends_with("1700000120: 2\n"), "{out}");
+}
+
+#[test]
+fn without_a_mount_the_daemon_serves_and_says_why() {
+    let dir = Dir::new("nomount");
+    let sock = dir.0.join("s.sock");
+    std::fs::create_dir_all(dir.0.join("base")).unwrap();
+    let log = std::fs::File::create(dir.0.join("serve.log")).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["serve", "-g", "-l"])
+        .arg(format!("unix:{}", sock.display()))
+        .arg("-b")
+        .arg(dir.0.join("base"))
+        .arg("--store")
+        .arg(dir.0.join("store"))
+        .arg("--view")
+        .arg(dir.0.join("no-such-dir"))
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let mut answered = false;
+    while t0.elapsed() < Duration::from_secs(20) {
+        if let Ok(mut s) = std::os::unix::net::UnixStream::connect(&sock) {
+            use std::io::{Read, Write};
+            s.write_all(b"PING\n").unwrap();
+            let mut b = [0u8; 32];
+            let n = s.read(&mut b).unwrap();
+            answered = &b[..n] == b"0 PONG\n";
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let _ = child.wait();
+    let log = std::fs::read_to_string(dir.0.join("serve.log")).unwrap();
+    assert!(answered, "{log}");
+    assert!(
+        log.contains("no view: cannot mount the view at") && log.contains("no-such-dir"),
+        "{log}"
+    );
+}
