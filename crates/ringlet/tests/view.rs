@@ -4,7 +4,9 @@
 //! a copy of it is fed the same updates by rrdtool itself: the view's file has the copy's
 //! bytes, and rrdtool's own `info`, `dump`, `fetch`, `lastupdate`, `first` and `last`, run on
 //! the view's file without a daemon, print what they print on the copy. The tree lists every
-//! series in its directories, writes are refused, and the view is gone when the daemon stops.
+//! series in its directories, and the view is gone when the daemon stops. What tools do to
+//! files by hand (create, tune, restore, cp, mv, rm, mkdir, and a refused update of rows in
+//! place) changes the series as the same commands through the daemon would.
 //!
 //! Each run mounts in a mount namespace of its own (`unshare -m`), under `timeout`, in a
 //! directory under the system's temp directory: the mount dies with the namespace even if
@@ -151,8 +153,8 @@ echo "TREE: $(cd "$T/mnt" && t find . | sort | tr '\n' ' ')"
 [ "$(t stat -c %s "$T/mnt/d/e/g.rrd")" = "$(t cat "$T/mnt/d/e/g.rrd" | wc -c)" ] && echo "SIZE OF NEW"
 t rrdtool info "$T/mnt/d/e/g.rrd" | grep -q '^rra\[0\].rows = 10$' && echo "NEW READS"
 t ls "$T/mnt/nothing.rrd" 2>/dev/null || echo "MISSING IS ENOENT"
-echo junk 2>/dev/null >"$T/mnt/h/new.rrd" || echo "WRITE REFUSED"
 echo junk 2>/dev/null >>"$v" || echo "APPEND REFUSED"
+t cmp "$v" "$m" && echo "STILL THE SAME"
 stop
 mountpoint -q "$T/mnt" || echo "UNMOUNTED"
 "#
@@ -175,13 +177,98 @@ mountpoint -q "$T/mnt" || echo "UNMOUNTED"
         "SIZE OF NEW",
         "NEW READS",
         "MISSING IS ENOENT",
-        "WRITE REFUSED",
         "APPEND REFUSED",
+        "STILL THE SAME",
         "UNMOUNTED",
     ] {
         assert!(out.lines().any(|l| l == want), "{want:?} not in:\n{out}");
     }
     assert!(!out.contains("DIFFERENT"), "{out}");
+}
+
+#[test]
+fn what_tools_do_to_view_files_changes_the_series() {
+    if !can_mount() {
+        return;
+    }
+    let dir = Dir::new("tools");
+    let script = format!(
+        r#"{START}
+S="unix:$T/s.sock"
+W="$T/mnt/w"
+t() {{ timeout 10 "$@"; }}
+# Through the daemon (the CLI's RUN): what the store holds.
+at() {{ "$RINGLET" "$1" --daemon "$S" "$T/base/$2" "${{@:3}}"; }}
+t mkdir "$W"
+# rrdtool create writes w/x.rrdXXXXXX and renames it: the series exists, with a placeholder.
+t rrdtool create "$W/x.rrd" --start 1700000000 --step 60 DS:v:GAUGE:120:0:U RRA:LAST:0.5:1:100
+[ "$(t find "$W" -type f | wc -l)" = 1 ] && echo "NO TEMPORARY LEFT"
+grep -q '^ringlet placeholder' "$T/base/w/x.rrd" && echo "PLACEHOLDER WRITTEN"
+at update w/x.rrd 1700000060:5
+at lastupdate w/x.rrd | tail -1
+# tune on the file: the header changes, the daemon's series with it.
+t rrdtool tune "$W/x.rrd" -a v:100
+at info w/x.rrd | grep '^ds\[v\].max = '
+t rrdtool info "$W/x.rrd" | grep '^ds\[v\].max = '
+# An update of the file in place writes rows: refused, nothing changes.
+t rrdtool update "$W/x.rrd" 1700090000:7 2>/dev/null || echo "UPDATE IN PLACE REFUSED"
+at lastupdate w/x.rrd | tail -1
+# A real file copied in, restored over a series, renamed, removed.
+rrdtool create "$T/real.rrd" --start 1700000000 --step 300 DS:r:COUNTER:600:U:U RRA:AVERAGE:0.5:1:10
+rrdtool update "$T/real.rrd" 1700000300:100 1700000600:400
+t cp "$T/real.rrd" "$W/copy.rrd"
+t cmp "$T/real.rrd" "$W/copy.rrd" && echo "COPY IMPORTED"
+rrdtool dump "$T/real.rrd" >"$T/real.xml"
+t rrdtool restore -f "$T/real.xml" "$W/x.rrd"
+at info w/x.rrd | grep -c '^ds\[r\]' | sed 's/^/RESTORED DS LINES: /'
+t mv "$W/copy.rrd" "$W/moved.rrd"
+t cmp "$T/real.rrd" "$W/moved.rrd" && echo "RENAMED"
+t ls "$W/copy.rrd" 2>/dev/null || echo "OLD NAME GONE"
+[ -e "$T/base/w/copy.rrd" ] || echo "OLD PLACEHOLDER GONE"
+t rm "$W/moved.rrd"
+{{ at update w/moved.rrd 1700000900:1 2>&1 || true; }} | sed 's/^/AFTER RM: /'
+[ -e "$T/base/w/moved.rrd" ] || echo "PLACEHOLDER REMOVED"
+# A file that is not an RRD stays a plain file of the view until removed.
+echo junk >"$W/notes.rrd" 2>/dev/null || true
+[ "$(t cat "$W/notes.rrd")" = junk ] && echo "LOOSE FILE KEPT"
+t rm "$W/notes.rrd"
+t rmdir "$W" 2>/dev/null || echo "NON-EMPTY DIR STAYS"
+t mkdir "$T/mnt/empty" && t rmdir "$T/mnt/empty" && echo "EMPTY DIR REMOVED"
+stop
+"#
+    );
+    let out = in_namespace(&dir.0, &script);
+    for want in [
+        "NO TEMPORARY LEFT",
+        "PLACEHOLDER WRITTEN",
+        "1700000060: 5",
+        "ds[v].max = 1.0000000000e+02",
+        "UPDATE IN PLACE REFUSED",
+        "COPY IMPORTED",
+        "RESTORED DS LINES: 8",
+        "RENAMED",
+        "OLD NAME GONE",
+        "OLD PLACEHOLDER GONE",
+        "PLACEHOLDER REMOVED",
+        "LOOSE FILE KEPT",
+        "NON-EMPTY DIR STAYS",
+        "EMPTY DIR REMOVED",
+    ] {
+        assert!(out.lines().any(|l| l == want), "{want:?} not in:\n{out}");
+    }
+    // Both the daemon and the file say the tuned maximum.
+    assert_eq!(
+        out.matches("ds[v].max = 1.0000000000e+02").count(),
+        2,
+        "{out}"
+    );
+    // The refused update changed nothing: the last update is still the daemon's.
+    assert_eq!(out.matches("1700000060: 5").count(), 2, "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("AFTER RM: ") && l.contains("No such file")),
+        "{out}"
+    );
 }
 
 #[test]

@@ -159,10 +159,12 @@ ringlet options:
   --view [DIR]           mount a live view at DIR: every series as a .rrd file at its
                          name, byte for byte what rrdtool would hold, for tools that
                          open files themselves (rrdtool info/dump/fetch/graph without
-                         --daemon, python3-rrdtool, backups). Read-only for now, and
-                         not yet over -b itself: give another directory. Needs root
-                         and /dev/fuse; without them the daemon serves its sockets and
-                         logs why there is no view. Unmounted at exit
+                         --daemon, python3-rrdtool, backups). A file written whole
+                         there (rrdtool create, restore -f, cp) becomes the series,
+                         rrdtool tune changes it, rm removes it, mv renames it; rows
+                         written in place are refused. Not yet over -b itself: give
+                         another directory. Needs root and /dev/fuse; without them the
+                         daemon serves its sockets and logs why. Unmounted at exit
   -h, --help             this text
 ";
 

@@ -291,6 +291,77 @@ pub(crate) fn write_placeholder(inner: &Inner, t: &Target, durable: bool) -> Res
         .map_err(|e| format!("RRD Error: creating '{}': {}", t.abs, strerror(&e)))
 }
 
+/// The view's changes to the store (crate::view): a file written whole through it becomes the
+/// series `name` (replacing one of that name), as an import of a `.rrd` file does; the store
+/// holds it durably when this returns, and its placeholder is under `-b`.
+pub(crate) fn view_import(d: &Daemon, name: &str, bytes: &[u8]) -> Result<(), String> {
+    let t = d.resolve(name)?;
+    let rrd = rrd::rrdfile::read(bytes).map_err(|e| load_error(&t.abs, bytes, &e))?;
+    let mut inner = d.lock();
+    write_placeholder(&inner, &t, false)?;
+    inner
+        .store
+        .create(&t.name, rrd, true)
+        .map_err(|e| e.to_string())?;
+    d.reset_series(&mut inner, &t.name);
+    forget_disk(&mut inner, &t);
+    d.commit(&mut inner)?;
+    crate::log(&format!("view: {} written whole: imported", t.name));
+    Ok(())
+}
+
+/// The view's unlink of series `name`: the series is removed from the store (durably when
+/// this returns), values queued for it are dropped, and its placeholder under `-b` removed.
+/// Ok(false): no such series.
+pub(crate) fn view_remove(d: &Daemon, name: &str) -> Result<bool, String> {
+    let t = d.resolve(name)?;
+    let mut inner = d.lock();
+    if inner.store.get(&t.name).is_none() {
+        return Ok(false);
+    }
+    remove_locked(d, &mut inner, &t)?;
+    d.commit(&mut inner)?;
+    crate::log(&format!("view: {} removed", t.name));
+    Ok(true)
+}
+
+fn remove_locked(d: &Daemon, inner: &mut Inner, t: &Target) -> Result<(), String> {
+    if let Some(e) = d.index.get(&t.name) {
+        e.lock().remove();
+    }
+    inner.suspended.remove(&t.name);
+    inner.store.remove(&t.name).map_err(|e| e.to_string())?;
+    forget_disk(inner, t);
+    // Only a placeholder is removed: a file someone put there stays.
+    let path = Path::new(&t.abs);
+    if placeholder::inspect(path) == placeholder::Found::Placeholder {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// The view's rename of series `from` to `to` (replacing a series named `to`): every value
+/// accepted for `from` goes with it. Durable when this returns.
+pub(crate) fn view_rename(d: &Daemon, from: &str, to: &str) -> Result<bool, String> {
+    let (f, t) = (d.resolve(from)?, d.resolve(to)?);
+    let mut inner = d.lock();
+    d.apply_series(&mut inner, &f.name);
+    let Some(rrd) = inner.store.get(&f.name).cloned() else {
+        return Ok(false);
+    };
+    write_placeholder(&inner, &t, false)?;
+    inner
+        .store
+        .create(&t.name, rrd, true)
+        .map_err(|e| e.to_string())?;
+    d.reset_series(&mut inner, &t.name);
+    forget_disk(&mut inner, &t);
+    remove_locked(d, &mut inner, &f)?;
+    d.commit(&mut inner)?;
+    crate::log(&format!("view: {} renamed to {}", f.name, t.name));
+    Ok(true)
+}
+
 fn pending(d: &Daemon, file: &str) -> Response {
     let t = match d.resolve(file) {
         Ok(t) => t,

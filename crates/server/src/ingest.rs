@@ -65,6 +65,9 @@ pub struct EntryState {
     pub in_dirty: bool,
     /// Listed in the daemon's list of entries applied since the last commit.
     pub in_applied: bool,
+    /// The series was removed (through the view): UPDATE says there is no such file until
+    /// it is created again ([`EntryState::reset`]).
+    pub gone: bool,
 }
 
 impl Entry {
@@ -80,6 +83,7 @@ impl Entry {
                 applied_n: 0,
                 in_dirty: false,
                 in_applied: false,
+                gone: false,
             }),
         }
     }
@@ -115,6 +119,16 @@ impl EntryState {
         self.pending_n = 0;
         self.applied = 0;
         self.applied_n = 0;
+        self.gone = false;
+    }
+
+    /// The series was removed: its queued values are dropped and UPDATE refuses new ones.
+    pub fn remove(&mut self) {
+        self.queue = Queue::default();
+        self.pending_n = 0;
+        self.applied = 0;
+        self.applied_n = 0;
+        self.gone = true;
     }
 }
 
@@ -304,6 +318,12 @@ pub fn update<'a>(
     // lock once, nothing more can be queued behind the final commit's back.
     if d.closing() {
         return Err(Response::err(CLOSING));
+    }
+    if st.gone {
+        return Err(Response::err(format!(
+            "No such file: {}",
+            d.abs_of(&e.name)
+        )));
     }
     let (was_applied, len) = (!st.unapplied(), st.queue.len());
     let outcome = accept(d, e, &mut st, values, scratch);

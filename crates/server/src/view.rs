@@ -14,16 +14,26 @@
 //!   serve that snapshot until the file is closed: a reader sees one consistent state, and
 //!   reading a file costs reads of that series alone. Nothing is written.
 //! - `st_size` is the file's length from the schema; `st_mtime` the series' last update.
-//! - This first stage is read-only (the mount is `ro`): writes get `EROFS`.
+//! - What tools do to files by hand: a file written whole (`rrdtool create`, which writes
+//!   `x.rrdXXXXXX` and renames it; `restore -f`; `cp`) is held in memory as a *loose* file and
+//!   imported as the series when it is closed or renamed to its name (a file that is not an
+//!   RRD stays loose until removed, and is gone when the daemon stops); a series' file opened
+//!   to read and write in place (`rrdtool tune`, which maps it shared) may change its header
+//!   only, and is imported when closed (opened to write only, it is written whole: loose); unlink removes the series, rename renames it; mkdir and
+//!   rmdir make and remove directories (until the daemon stops: a directory of series exists
+//!   as long as they do). A write to rows in place (`rrdtool update` on the file) is refused
+//!   with `EPERM` and a log line that names the daemon's socket.
 //!
 //! The FUSE side is the `fuser` crate (pure Rust, mounting through /dev/fuse as root); what
 //! is served is ours.
 
 use crate::daemon::Daemon;
+use crate::handlers::{view_import, view_remove, view_rename};
 use fuser::{
-    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
-    ReplyEntry, ReplyOpen, Request, SessionACL,
+    BsdFileFlags, Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
+    Generation, INodeNo, LockOwner, MountOption, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
+    ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, SessionACL,
+    TimeOrNow, WriteFlags,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
@@ -35,6 +45,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// How long the kernel may cache an answer. Short: series come and go, and a file's size and
 /// time change with every update.
 const TTL: Duration = Duration::from_secs(1);
+
+/// Bytes all loose files (written through the view, not yet series) may hold together: they
+/// are in the daemon's memory.
+const LOOSE_MAX: usize = 1 << 30;
 
 /// The mounted view; unmounted when dropped.
 pub struct Mounted {
@@ -70,7 +84,7 @@ pub fn mount(d: Arc<Daemon>, dir: &Path) -> Result<Mounted, String> {
     }
     let mut cfg = Config::default();
     cfg.mount_options = vec![
-        MountOption::RO,
+        MountOption::RW,
         MountOption::FSName("ringlet".into()),
         MountOption::Subtype("ringlet".into()),
         MountOption::DefaultPermissions,
@@ -91,41 +105,57 @@ pub fn mount(d: Arc<Daemon>, dir: &Path) -> Result<Mounted, String> {
     })
 }
 
-/// What an inode is: a directory (its path, "" for the root) or a series' file.
+/// What an inode is: a directory (its path, "" for the root), a series' file, or a loose
+/// file (written through the view, not a series yet). Inodes name paths: a path keeps its
+/// inode whatever it holds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Node {
     Dir(String),
     File(String),
-}
-
-impl Node {
-    fn path(&self) -> &str {
-        match self {
-            Node::Dir(p) | Node::File(p) => p,
-        }
-    }
+    Loose(String),
 }
 
 #[derive(Default)]
 struct Inodes {
-    by_node: HashMap<Node, u64>,
-    nodes: Vec<Node>,
+    by_path: HashMap<String, u64>,
+    paths: Vec<String>,
 }
 
 impl Inodes {
-    /// The inode of `n`, given one the first time it is seen (1 is the root).
-    fn ino(&mut self, n: Node) -> u64 {
-        if let Some(&i) = self.by_node.get(&n) {
+    /// The inode of `path`, given one the first time it is seen (1 is the root, "").
+    fn ino(&mut self, path: &str) -> u64 {
+        if let Some(&i) = self.by_path.get(path) {
             return i;
         }
-        self.nodes.push(n.clone());
-        let i = self.nodes.len() as u64;
-        self.by_node.insert(n, i);
+        self.paths.push(path.to_string());
+        let i = self.paths.len() as u64;
+        self.by_path.insert(path.to_string(), i);
         i
     }
 
-    fn node(&self, ino: u64) -> Option<&Node> {
-        self.nodes.get((ino as usize).checked_sub(1)?)
+    /// `from` was renamed to `to`: the kernel now knows `from`'s inode by the new name, and
+    /// the inode `to` had (if any) names nothing.
+    fn rename(&mut self, from: &str, to: &str) {
+        if let Some(old) = self.by_path.remove(to) {
+            self.paths[old as usize - 1] = String::new();
+        }
+        if let Some(i) = self.by_path.remove(from) {
+            self.paths[i as usize - 1] = to.to_string();
+            self.by_path.insert(to.to_string(), i);
+        }
+    }
+
+    /// `path` was removed: a file made there later gets an inode of its own.
+    fn unlink(&mut self, path: &str) {
+        if let Some(old) = self.by_path.remove(path) {
+            self.paths[old as usize - 1] = String::new();
+        }
+    }
+
+    fn path(&self, ino: u64) -> Option<&str> {
+        self.paths
+            .get((ino as usize).checked_sub(1)?)
+            .map(String::as_str)
     }
 }
 
@@ -135,23 +165,56 @@ struct Names {
     set: Arc<BTreeSet<String>>,
 }
 
+/// A file written through the view that is not a series (yet).
+struct Loose {
+    bytes: Vec<u8>,
+    mtime: SystemTime,
+}
+
+/// An open file.
+enum Handle {
+    /// A series' file opened to read: the snapshot taken at open.
+    Read(Arc<Vec<u8>>),
+    /// A series' file opened to write in place: the snapshot at open, the bytes as written
+    /// since, and how many bytes of it are the header (the only part that may change).
+    Edit {
+        name: String,
+        orig: Arc<Vec<u8>>,
+        buf: Vec<u8>,
+        header: usize,
+        dirty: bool,
+    },
+    /// A loose file at this path, written whole.
+    Loose { path: String, dirty: bool },
+}
+
 struct View {
     d: Arc<Daemon>,
     inodes: Mutex<Inodes>,
     names: RwLock<Names>,
-    /// Open files' snapshots by handle.
-    open: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
+    /// Loose files by path, and the bytes they hold together.
+    loose: Mutex<(HashMap<String, Loose>, usize)>,
+    /// Directories made through the view (a directory that holds series needs none).
+    dirs: Mutex<BTreeSet<String>>,
+    open: Mutex<HashMap<u64, Handle>>,
     next_fh: AtomicU64,
     uid: u32,
     gid: u32,
+    /// The daemon's first address, for the log line of a refused write.
+    address: String,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl View {
     fn new(d: Arc<Daemon>) -> View {
         let mut inodes = Inodes::default();
-        inodes.ino(Node::Dir(String::new()));
+        inodes.ino("");
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let address = d.lock().places.address.clone();
         View {
             d,
             inodes: Mutex::new(inodes),
@@ -159,10 +222,13 @@ impl View {
                 version: (u64::MAX, usize::MAX),
                 set: Arc::new(BTreeSet::new()),
             }),
+            loose: Mutex::new((HashMap::new(), 0)),
+            dirs: Mutex::new(BTreeSet::new()),
             open: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             uid,
             gid,
+            address,
         }
     }
 
@@ -191,34 +257,51 @@ impl View {
         set
     }
 
-    fn node(&self, ino: INodeNo) -> Option<Node> {
-        let i = self.inodes.lock().unwrap_or_else(|p| p.into_inner());
-        i.node(u64::from(ino)).cloned()
+    fn path_of(&self, ino: INodeNo) -> Option<String> {
+        let ino = u64::from(ino);
+        // Only the root is "": an inode whose path was removed names nothing.
+        lock(&self.inodes)
+            .path(ino)
+            .filter(|p| ino == 1 || !p.is_empty())
+            .map(str::to_string)
     }
 
-    fn ino(&self, n: Node) -> u64 {
-        self.inodes.lock().unwrap_or_else(|p| p.into_inner()).ino(n)
+    fn ino(&self, path: &str) -> u64 {
+        lock(&self.inodes).ino(path)
     }
 
-    /// What `path` is now: a series' file, a directory (a prefix of names), or nothing.
+    /// What `path` is now: a loose file (what a writer of that path sees), a series' file, a
+    /// directory (made through the view, or a prefix of names), or nothing.
     fn resolve(&self, path: &str) -> Option<Node> {
-        let names = self.names();
         if path.is_empty() {
             return Some(Node::Dir(String::new()));
         }
+        if lock(&self.loose).0.contains_key(path) {
+            return Some(Node::Loose(path.to_string()));
+        }
+        let names = self.names();
         if names.contains(path) {
             return Some(Node::File(path.to_string()));
         }
         let prefix = format!("{path}/");
-        let under = names
-            .range(prefix.clone()..)
-            .next()
-            .is_some_and(|n| n.starts_with(&prefix));
-        under.then(|| Node::Dir(path.to_string()))
+        let under = |set: &BTreeSet<String>| {
+            set.range(prefix.clone()..)
+                .next()
+                .is_some_and(|n| n.starts_with(&prefix))
+        };
+        let is_dir = under(&names)
+            || lock(&self.dirs).contains(path)
+            || lock(&self.loose).0.keys().any(|k| k.starts_with(&prefix));
+        is_dir.then(|| Node::Dir(path.to_string()))
     }
 
-    fn attr(&self, ino: u64, n: &Node) -> Option<FileAttr> {
-        let base = FileAttr {
+    /// The node at `ino`, as its path is now.
+    fn node(&self, ino: INodeNo) -> Option<Node> {
+        self.resolve(&self.path_of(ino)?)
+    }
+
+    fn dir_attr(&self, ino: u64) -> FileAttr {
+        FileAttr {
             ino: INodeNo(ino),
             size: 0,
             blocks: 0,
@@ -234,9 +317,32 @@ impl View {
             rdev: 0,
             flags: 0,
             blksize: 4096,
-        };
+        }
+    }
+
+    fn file_attr(&self, ino: u64, size: u64, t: SystemTime) -> FileAttr {
+        FileAttr {
+            size,
+            blocks: size.div_ceil(512),
+            atime: t,
+            mtime: t,
+            ctime: t,
+            crtime: t,
+            kind: FileType::RegularFile,
+            perm: 0o644,
+            nlink: 1,
+            ..self.dir_attr(ino)
+        }
+    }
+
+    fn attr(&self, ino: u64, n: &Node) -> Option<FileAttr> {
         match n {
-            Node::Dir(_) => Some(base),
+            Node::Dir(_) => Some(self.dir_attr(ino)),
+            Node::Loose(p) => {
+                let l = lock(&self.loose);
+                let f = l.0.get(p)?;
+                Some(self.file_attr(ino, f.bytes.len() as u64, f.mtime))
+            }
             Node::File(name) => {
                 let (size, last, usec) = {
                     // The time of the last value accepted: queued ones are applied first,
@@ -250,20 +356,21 @@ impl View {
                         rrd.last_up_usec,
                     )
                 };
-                let t = time_of(last, usec);
-                Some(FileAttr {
-                    size,
-                    blocks: size.div_ceil(512),
-                    atime: t,
-                    mtime: t,
-                    ctime: t,
-                    crtime: t,
-                    kind: FileType::RegularFile,
-                    perm: 0o644,
-                    nlink: 1,
-                    ..base
-                })
+                Some(self.file_attr(ino, size, time_of(last, usec)))
             }
+        }
+    }
+
+    fn entry(&self, path: &str, reply: ReplyEntry) {
+        match self.resolve(path) {
+            Some(n) => {
+                let ino = self.ino(path);
+                match self.attr(ino, &n) {
+                    Some(a) => reply.entry(&TTL, &a, Generation(0)),
+                    None => reply.error(Errno::ENOENT),
+                }
+            }
+            None => reply.error(Errno::ENOENT),
         }
     }
 
@@ -281,6 +388,189 @@ impl View {
             crate::log(&format!("view: {name}: cannot build the file: {e}"));
             Errno::EIO
         })
+    }
+
+    fn add_handle(&self, h: Handle) -> u64 {
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        lock(&self.open).insert(fh, h);
+        fh
+    }
+
+    /// A new, empty loose file at `path` (replacing one there).
+    fn new_loose(&self, path: &str) {
+        let mut l = lock(&self.loose);
+        if let Some(old) = l.0.insert(
+            path.to_string(),
+            Loose {
+                bytes: Vec::new(),
+                mtime: SystemTime::now(),
+            },
+        ) {
+            l.1 -= old.bytes.len();
+        }
+    }
+
+    /// Take the loose file at `path` away.
+    fn take_loose(&self, path: &str) -> Option<Vec<u8>> {
+        let mut l = lock(&self.loose);
+        let f = l.0.remove(path)?;
+        l.1 -= f.bytes.len();
+        Some(f.bytes)
+    }
+
+    fn put_loose(&self, path: &str, bytes: Vec<u8>) {
+        let mut l = lock(&self.loose);
+        l.1 += bytes.len();
+        if let Some(old) = l.0.insert(
+            path.to_string(),
+            Loose {
+                bytes,
+                mtime: SystemTime::now(),
+            },
+        ) {
+            l.1 -= old.bytes.len();
+        }
+    }
+
+    /// A loose file at a `.rrd` path becomes that series when it is an RRD file; one that is
+    /// not (yet) stays loose. Errors are for close(2).
+    fn settle_loose(&self, path: &str) -> Result<(), Errno> {
+        if !path.ends_with(".rrd") {
+            return Ok(());
+        }
+        let Some(bytes) = self.take_loose(path) else {
+            return Ok(());
+        };
+        match view_import(&self.d, path, &bytes) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // A series' file rewritten with something else: the series stays as it was
+                // (and visible). A new file stays loose: it may be written further.
+                if self.names().contains(path) {
+                    crate::log(&format!(
+                        "view: {path}: not imported, the series is unchanged: {e}"
+                    ));
+                } else {
+                    crate::log(&format!(
+                        "view: {path}: not imported (kept as a plain file): {e}"
+                    ));
+                    self.put_loose(path, bytes);
+                }
+                Err(Errno::EIO)
+            }
+        }
+    }
+
+    /// A series' file written in place: imported if only its header changed and the series
+    /// did not change meanwhile.
+    fn settle_edit(&self, name: &str, orig: &[u8], buf: &[u8]) -> Result<(), Errno> {
+        let now = self.snapshot(name)?;
+        if now != orig {
+            crate::log(&format!(
+                "view: {name}: changed by the daemon while open for writing; the file's changes \
+                 are not applied (write it again)"
+            ));
+            return Err(Errno::EAGAIN);
+        }
+        view_import(&self.d, name, buf).map_err(|e| {
+            crate::log(&format!("view: {name}: not imported: {e}"));
+            Errno::EIO
+        })
+    }
+
+    /// Finish what a handle wrote (at flush and release); returns the error for close(2).
+    fn settle(&self, fh: u64) -> Result<(), Errno> {
+        enum Todo {
+            Loose(String),
+            Edit(String, Arc<Vec<u8>>, Vec<u8>),
+        }
+        let todo = {
+            let mut open = lock(&self.open);
+            match open.get_mut(&fh) {
+                Some(Handle::Loose { path, dirty }) if *dirty => {
+                    *dirty = false;
+                    Todo::Loose(path.clone())
+                }
+                Some(Handle::Edit {
+                    name,
+                    orig,
+                    buf,
+                    dirty,
+                    ..
+                }) if *dirty => {
+                    *dirty = false;
+                    Todo::Edit(name.clone(), orig.clone(), buf.clone())
+                }
+                _ => return Ok(()),
+            }
+        };
+        match todo {
+            Todo::Loose(path) => self.settle_loose(&path),
+            Todo::Edit(name, orig, buf) => self.settle_edit(&name, &orig, &buf),
+        }
+    }
+
+    /// Children of directory `dir`: (path, is a directory), each once, in order.
+    fn children(&self, dir: &str) -> Vec<(String, bool)> {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let mut out: BTreeSet<(String, bool)> = BTreeSet::new();
+        // `dir`: `p` is a directory made through the view (else a file's path).
+        let mut add = |p: &str, dir: bool| {
+            if let Some(rest) = p.strip_prefix(&prefix) {
+                match rest.split_once('/') {
+                    None if !rest.is_empty() => {
+                        out.insert((p.to_string(), dir));
+                    }
+                    Some((sub, _)) => {
+                        out.insert((format!("{prefix}{sub}"), true));
+                    }
+                    None => {}
+                }
+            }
+        };
+        let names = self.names();
+        let mut last_dir: Option<String> = None;
+        for n in names.range(prefix.clone()..) {
+            let Some(rest) = n.strip_prefix(&prefix) else {
+                break;
+            };
+            // Each subdirectory once, however many series it holds.
+            let sub = rest.split_once('/').map(|(s, _)| s);
+            if sub.is_some() && sub == last_dir.as_deref() {
+                continue;
+            }
+            last_dir = sub.map(str::to_string);
+            add(n, false);
+        }
+        for p in lock(&self.loose).0.keys() {
+            add(p, false);
+        }
+        for p in lock(&self.dirs).iter() {
+            add(p, true);
+        }
+        // A name that is both a series' file and a loose file's is listed as the file.
+        let mut v: Vec<(String, bool)> = Vec::with_capacity(out.len());
+        for e in out {
+            if v.last().is_some_and(|l| l.0 == e.0) {
+                continue;
+            }
+            v.push(e);
+        }
+        v
+    }
+
+    /// A refused write: logged with where to send updates instead.
+    fn refuse_rows(&self, name: &str) -> Errno {
+        crate::log(&format!(
+            "view: {name}: a write to its rows in place was refused; send updates to the daemon \
+             (RRDCACHED_ADDRESS={} rrdtool update ...)",
+            self.address
+        ));
+        Errno::EPERM
     }
 }
 
@@ -310,24 +600,32 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
+/// `name` in directory `parent` (an inode the view gave), if it can be a path there.
+fn child(v: &View, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
+    let Some(Node::Dir(dir)) = v.node(parent) else {
+        return Err(Errno::ENOENT);
+    };
+    let name = name.to_str().ok_or(Errno::EINVAL)?;
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+        return Err(Errno::EINVAL);
+    }
+    Ok(join(&dir, name))
+}
+
+/// Overwrite `buf` at `offset` with `data`, growing it (zeros in any gap).
+fn write_at(buf: &mut Vec<u8>, offset: usize, data: &[u8]) {
+    let end = offset + data.len();
+    if buf.len() < end {
+        buf.resize(end, 0);
+    }
+    buf[offset..end].copy_from_slice(data);
+}
+
 impl Filesystem for View {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let Some(Node::Dir(dir)) = self.node(parent) else {
-            return reply.error(Errno::ENOENT);
-        };
-        let Some(name) = name.to_str() else {
-            return reply.error(Errno::ENOENT);
-        };
-        let path = join(&dir, name);
-        match self.resolve(&path) {
-            Some(n) => {
-                let ino = self.ino(n.clone());
-                match self.attr(ino, &n) {
-                    Some(a) => reply.entry(&TTL, &a, Generation(0)),
-                    None => reply.error(Errno::ENOENT),
-                }
-            }
-            None => reply.error(Errno::ENOENT),
+        match child(self, parent, name) {
+            Ok(path) => self.entry(&path, reply),
+            Err(_) => reply.error(Errno::ENOENT),
         }
     }
 
@@ -335,34 +633,299 @@ impl Filesystem for View {
         let Some(n) = self.node(ino) else {
             return reply.error(Errno::ENOENT);
         };
-        // A series removed since the lookup is gone.
-        if self.resolve(n.path()).as_ref() != Some(&n) {
-            return reply.error(Errno::ENOENT);
-        }
         match self.attr(u64::from(ino), &n) {
             Some(a) => reply.attr(&TTL, &a),
             None => reply.error(Errno::ENOENT),
         }
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let Some(Node::File(name)) = self.node(ino) else {
-            return reply.error(Errno::EISDIR);
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let Some(n) = self.node(ino) else {
+            return reply.error(Errno::ENOENT);
         };
-        if flags.0 & libc::O_ACCMODE != libc::O_RDONLY {
-            return reply.error(Errno::EROFS);
-        }
-        match self.snapshot(&name) {
-            Ok(bytes) => {
-                let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-                self.open
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(fh, Arc::new(bytes));
-                reply.opened(FileHandle(fh), FopenFlags::empty());
+        // Only a length is taken (owners, modes and times are the view's own).
+        if let Some(size) = size {
+            match &n {
+                Node::Loose(p) => {
+                    let mut l = lock(&self.loose);
+                    let (files, total) = &mut *l;
+                    if let Some(f) = files.get_mut(p) {
+                        let grow = (size as usize).saturating_sub(f.bytes.len());
+                        if *total + grow > LOOSE_MAX {
+                            return reply.error(Errno::ENOSPC);
+                        }
+                        *total = *total + grow - f.bytes.len().saturating_sub(size as usize);
+                        f.bytes.resize(size as usize, 0);
+                        f.mtime = SystemTime::now();
+                    }
+                    if let Some(fh) = fh {
+                        if let Some(Handle::Loose { dirty, .. }) =
+                            lock(&self.open).get_mut(&u64::from(fh))
+                        {
+                            *dirty = true;
+                        }
+                    }
+                }
+                // A series' file cut to nothing is written whole again: it becomes loose.
+                Node::File(p) if size == 0 => self.new_loose(p),
+                Node::File(p) => {
+                    let same = self
+                        .d
+                        .lock()
+                        .store
+                        .get(p)
+                        .is_some_and(|r| rrd::rrdfile::file_len(&r.schema) == size);
+                    if !same {
+                        return reply.error(Errno::EPERM);
+                    }
+                }
+                Node::Dir(_) => return reply.error(Errno::EISDIR),
             }
-            Err(e) => reply.error(e),
         }
+        match self.node(ino).and_then(|n| self.attr(u64::from(ino), &n)) {
+            Some(a) => reply.attr(&TTL, &a),
+            None => reply.error(Errno::ENOENT),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let path = match child(self, parent, name) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        if self.resolve(&path).is_some() {
+            return reply.error(Errno::EEXIST);
+        }
+        lock(&self.dirs).insert(path.clone());
+        self.entry(&path, reply);
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let path = match child(self, parent, name) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        match self.resolve(&path) {
+            Some(Node::Dir(_)) => {}
+            Some(_) => return reply.error(Errno::ENOTDIR),
+            None => return reply.error(Errno::ENOENT),
+        }
+        if !self.children(&path).is_empty() {
+            return reply.error(Errno::ENOTEMPTY);
+        }
+        lock(&self.dirs).remove(&path);
+        reply.ok();
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let path = match child(self, parent, name) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        match self.resolve(&path) {
+            Some(Node::Loose(p)) => {
+                self.take_loose(&p);
+                lock(&self.inodes).unlink(&p);
+                reply.ok();
+            }
+            Some(Node::File(p)) => match view_remove(&self.d, &p) {
+                Ok(true) => {
+                    lock(&self.inodes).unlink(&p);
+                    reply.ok()
+                }
+                Ok(false) => reply.error(Errno::ENOENT),
+                Err(e) => {
+                    crate::log(&format!("view: {p}: not removed: {e}"));
+                    reply.error(Errno::EIO)
+                }
+            },
+            Some(Node::Dir(_)) => reply.error(Errno::EISDIR),
+            None => reply.error(Errno::ENOENT),
+        }
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let (from, to) = match (child(self, parent, name), child(self, newparent, newname)) {
+            (Ok(f), Ok(t)) => (f, t),
+            (Err(e), _) | (_, Err(e)) => return reply.error(e),
+        };
+        if !flags.is_empty() && flags != RenameFlags::RENAME_NOREPLACE {
+            return reply.error(Errno::EINVAL);
+        }
+        let target = self.resolve(&to);
+        if flags.contains(RenameFlags::RENAME_NOREPLACE) && target.is_some() {
+            return reply.error(Errno::EEXIST);
+        }
+        if matches!(target, Some(Node::Dir(_))) {
+            return reply.error(Errno::EISDIR);
+        }
+        match self.resolve(&from) {
+            Some(Node::Loose(p)) => {
+                let Some(bytes) = self.take_loose(&p) else {
+                    return reply.error(Errno::ENOENT);
+                };
+                // A loose file given a series' name becomes it (rrdtool create's last step).
+                if let Some(Node::Loose(t)) = &target {
+                    self.take_loose(t);
+                }
+                self.put_loose(&to, bytes);
+                lock(&self.inodes).rename(&p, &to);
+                match self.settle_loose(&to) {
+                    Ok(()) => reply.ok(),
+                    Err(e) => reply.error(e),
+                }
+            }
+            Some(Node::File(f)) => {
+                if let Some(Node::Loose(t)) = &target {
+                    self.take_loose(t);
+                }
+                match view_rename(&self.d, &f, &to) {
+                    Ok(true) => {
+                        lock(&self.inodes).rename(&f, &to);
+                        reply.ok()
+                    }
+                    Ok(false) => reply.error(Errno::ENOENT),
+                    Err(e) => {
+                        crate::log(&format!("view: {f}: not renamed to {to}: {e}"));
+                        reply.error(Errno::EIO)
+                    }
+                }
+            }
+            // A directory: only an empty one made here moves; `mv` copies the others (EXDEV),
+            // which the view takes file by file.
+            Some(Node::Dir(d)) => {
+                if self.children(&d).is_empty() && lock(&self.dirs).remove(&d) {
+                    lock(&self.inodes).rename(&d, &to);
+                    lock(&self.dirs).insert(to);
+                    reply.ok()
+                } else {
+                    reply.error(Errno::EXDEV)
+                }
+            }
+            None => reply.error(Errno::ENOENT),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let Some(n) = self.node(ino) else {
+            return reply.error(Errno::ENOENT);
+        };
+        let write = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
+        let h = match n {
+            Node::Dir(_) => return reply.error(Errno::EISDIR),
+            Node::Loose(p) => {
+                if flags.0 & libc::O_TRUNC != 0 {
+                    self.new_loose(&p);
+                }
+                if write {
+                    Handle::Loose {
+                        path: p,
+                        dirty: flags.0 & libc::O_TRUNC != 0,
+                    }
+                } else {
+                    let l = lock(&self.loose);
+                    let bytes = l.0.get(&p).map(|f| f.bytes.clone()).unwrap_or_default();
+                    Handle::Read(Arc::new(bytes))
+                }
+            }
+            Node::File(name)
+                if write
+                    && flags.0 & libc::O_APPEND == 0
+                    && (flags.0 & libc::O_TRUNC != 0
+                        || flags.0 & libc::O_ACCMODE == libc::O_WRONLY) =>
+            {
+                // Written whole again, by a writer that does not read it (cp truncates;
+                // restore -f writes the new file from its start): loose until closed.
+                self.new_loose(&name);
+                Handle::Loose {
+                    path: name,
+                    dirty: true,
+                }
+            }
+            Node::File(name) => match self.snapshot(&name) {
+                Ok(bytes) if write => {
+                    let header = rrd::rrdfile::peek_len(&bytes).min(bytes.len());
+                    Handle::Edit {
+                        name,
+                        buf: bytes.clone(),
+                        orig: Arc::new(bytes),
+                        header,
+                        dirty: false,
+                    }
+                }
+                Ok(bytes) => Handle::Read(Arc::new(bytes)),
+                Err(e) => return reply.error(e),
+            },
+        };
+        let fh = self.add_handle(h);
+        reply.opened(FileHandle(fh), FopenFlags::empty());
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let path = match child(self, parent, name) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        if matches!(self.resolve(&path), Some(Node::Dir(_))) {
+            return reply.error(Errno::EISDIR);
+        }
+        self.new_loose(&path);
+        let ino = self.ino(&path);
+        let fh = self.add_handle(Handle::Loose {
+            path: path.clone(),
+            dirty: true,
+        });
+        let attr = self.file_attr(ino, 0, SystemTime::now());
+        reply.created(
+            &TTL,
+            &attr,
+            Generation(0),
+            FileHandle(fh),
+            FopenFlags::empty(),
+        );
     }
 
     fn read(
@@ -376,18 +939,112 @@ impl Filesystem for View {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let bytes = self
-            .open
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&u64::from(fh))
-            .cloned();
-        let Some(bytes) = bytes else {
-            return reply.error(Errno::EBADF);
+        let slice = |b: &[u8]| {
+            let start = (offset as usize).min(b.len());
+            let end = start.saturating_add(size as usize).min(b.len());
+            b[start..end].to_vec()
         };
-        let start = (offset as usize).min(bytes.len());
-        let end = start.saturating_add(size as usize).min(bytes.len());
-        reply.data(&bytes[start..end]);
+        let data = {
+            let open = lock(&self.open);
+            match open.get(&u64::from(fh)) {
+                Some(Handle::Read(b)) => slice(b),
+                Some(Handle::Edit { buf, .. }) => slice(buf),
+                Some(Handle::Loose { path, .. }) => {
+                    let l = lock(&self.loose);
+                    l.0.get(path).map(|f| slice(&f.bytes)).unwrap_or_default()
+                }
+                None => return reply.error(Errno::EBADF),
+            }
+        };
+        reply.data(&data);
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let offset = offset as usize;
+        let mut open = lock(&self.open);
+        match open.get_mut(&u64::from(fh)) {
+            Some(Handle::Read(_)) => reply.error(Errno::EBADF),
+            Some(Handle::Loose { path, dirty }) => {
+                let mut l = lock(&self.loose);
+                let (files, total) = &mut *l;
+                let Some(f) = files.get_mut(path.as_str()) else {
+                    // Removed or renamed while open: the write goes nowhere.
+                    return reply.error(Errno::ENOENT);
+                };
+                let grow = (offset + data.len()).saturating_sub(f.bytes.len());
+                if *total + grow > LOOSE_MAX {
+                    return reply.error(Errno::ENOSPC);
+                }
+                write_at(&mut f.bytes, offset, data);
+                f.mtime = SystemTime::now();
+                *total += grow;
+                *dirty = true;
+                reply.written(data.len() as u32);
+            }
+            Some(Handle::Edit {
+                name,
+                orig,
+                buf,
+                header,
+                dirty,
+            }) => {
+                let end = offset + data.len();
+                // The header may change (tune); rows may not (they are the daemon's to write),
+                // nor the length. Pages written back whole carry rows unchanged: allowed.
+                let rows_changed = end > buf.len()
+                    || (end > *header && {
+                        let from = offset.max(*header);
+                        data[from - offset..] != orig[from..end]
+                    });
+                if rows_changed {
+                    let e = self.refuse_rows(name);
+                    return reply.error(e);
+                }
+                write_at(buf, offset, data);
+                *dirty = true;
+                reply.written(data.len() as u32);
+            }
+            None => reply.error(Errno::EBADF),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        match self.settle(u64::from(fh)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.settle(u64::from(fh)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn release(
@@ -400,10 +1057,9 @@ impl Filesystem for View {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.open
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&u64::from(fh));
+        // Pages of a shared mapping written back after the last flush.
+        let _ = self.settle(u64::from(fh));
+        lock(&self.open).remove(&u64::from(fh));
         reply.ok();
     }
 
@@ -418,49 +1074,32 @@ impl Filesystem for View {
         let Some(Node::Dir(dir)) = self.node(ino) else {
             return reply.error(Errno::ENOTDIR);
         };
-        let names = self.names();
-        let prefix = if dir.is_empty() {
-            String::new()
-        } else {
-            format!("{dir}/")
-        };
-        // The directory's children: files directly in it, and the first component of the
-        // names deeper down (each once: the names are sorted).
-        let mut entries: Vec<(Node, String)> = Vec::new();
-        let mut last_dir: Option<String> = None;
-        for n in names.range(prefix.clone()..) {
-            let Some(rest) = n.strip_prefix(&prefix) else {
-                break;
-            };
-            match rest.split_once('/') {
-                None => entries.push((Node::File(n.clone()), rest.to_string())),
-                Some((sub, _)) => {
-                    if last_dir.as_deref() != Some(sub) {
-                        last_dir = Some(sub.to_string());
-                        entries.push((Node::Dir(join(&dir, sub)), sub.to_string()));
-                    }
-                }
-            }
-        }
-        if entries.is_empty() && !dir.is_empty() {
-            return reply.error(Errno::ENOENT);
-        }
         let parent = match dir.rsplit_once('/') {
-            Some((p, _)) => Node::Dir(p.to_string()),
-            None => Node::Dir(String::new()),
+            Some((p, _)) => p.to_string(),
+            None => String::new(),
         };
         let dots = [
             (u64::from(ino), FileType::Directory, ".".to_string()),
-            (self.ino(parent), FileType::Directory, "..".to_string()),
+            (self.ino(&parent), FileType::Directory, "..".to_string()),
         ];
-        let all = dots.into_iter().chain(entries.into_iter().map(|(n, name)| {
-            let kind = match n {
-                Node::Dir(_) => FileType::Directory,
-                Node::File(_) => FileType::RegularFile,
+        let kids = self.children(&dir).into_iter().map(|(p, is_dir)| {
+            let kind = if is_dir {
+                FileType::Directory
+            } else {
+                FileType::RegularFile
             };
-            (self.ino(n), kind, name)
-        }));
-        for (i, (ino, kind, name)) in all.enumerate().skip(offset as usize) {
+            let name = p
+                .rsplit_once('/')
+                .map_or(p.as_str(), |(_, n)| n)
+                .to_string();
+            (self.ino(&p), kind, name)
+        });
+        for (i, (ino, kind, name)) in dots
+            .into_iter()
+            .chain(kids)
+            .enumerate()
+            .skip(offset as usize)
+        {
             if reply.add(INodeNo(ino), (i + 1) as u64, kind, &name) {
                 break;
             }
@@ -485,12 +1124,29 @@ mod tests {
     #[test]
     fn inodes_are_stable_and_start_at_the_root() {
         let mut i = Inodes::default();
-        assert_eq!(i.ino(Node::Dir(String::new())), 1);
-        let a = i.ino(Node::File("a.rrd".into()));
-        assert_eq!(i.ino(Node::Dir("x".into())), a + 1);
-        assert_eq!(i.ino(Node::File("a.rrd".into())), a);
-        assert_eq!(i.node(a), Some(&Node::File("a.rrd".into())));
-        assert_eq!(i.node(0), None);
-        assert_eq!(i.node(99), None);
+        assert_eq!(i.ino(""), 1);
+        let a = i.ino("a.rrd");
+        assert_eq!(i.ino("x"), a + 1);
+        assert_eq!(i.ino("a.rrd"), a);
+        assert_eq!(i.path(a), Some("a.rrd"));
+        assert_eq!(i.path(0), None);
+        assert_eq!(i.path(99), None);
+        // A rename moves the inode to the new name; the one there before names nothing.
+        let b = i.ino("b.rrd");
+        i.rename("a.rrd", "b.rrd");
+        assert_eq!(i.path(a), Some("b.rrd"));
+        assert_eq!(i.ino("b.rrd"), a);
+        assert_eq!(i.path(b), Some(""));
+        i.unlink("b.rrd");
+        assert_ne!(i.ino("b.rrd"), a);
+    }
+
+    #[test]
+    fn writes_grow_and_overwrite() {
+        let mut b = vec![1, 2, 3];
+        write_at(&mut b, 1, &[9]);
+        assert_eq!(b, [1, 9, 3]);
+        write_at(&mut b, 5, &[7, 7]);
+        assert_eq!(b, [1, 9, 3, 0, 0, 7, 7]);
     }
 }
