@@ -2,8 +2,9 @@
 //!
 //! A file created by rrdtool under `-b` is taken over by the daemon and fed through it, while
 //! a copy of it is fed the same updates by rrdtool itself: the view's file has the copy's
-//! bytes, and rrdtool's own `info`, `dump`, `fetch`, `lastupdate`, `first` and `last`, run on
-//! the view's file without a daemon, print what they print on the copy. The tree lists every
+//! bytes, and rrdtool's own `info`, `dump`, `fetch`, `lastupdate`, `first`, `last` and `graph`
+//! (PRINT values and PNG bytes), and python3-rrdtool, run on the view's file without a daemon,
+//! give what they give on the copy. The tree lists every
 //! series in its directories, and the view is gone when the daemon stops. What tools do to
 //! files by hand (create, tune, restore, cp, mv, rm, mkdir, and a refused update of rows in
 //! place) changes the series as the same commands through the daemon would.
@@ -144,6 +145,14 @@ for cmd in "info F" "dump F" "fetch F AVERAGE -s 1700000000 -e 1700009000" "fetc
     b=$(cd "$T/mirror/h" && rrdtool ${{cmd/F/m.rrd}} 2>&1)
     [ "$a" = "$b" ] && echo "SAME: $cmd" || {{ echo "DIFFERENT: $cmd"; diff <(echo "$a") <(echo "$b") | head -5; }}
 done
+# graph: the PRINT values and the PNG's bytes.
+g() {{ timeout 10 rrdtool graph "$1" --start 1700000000 --end 1700009000 --width 300 --height 100 \
+    DEF:x=m.rrd:x:AVERAGE DEF:c=m.rrd:c:MAX LINE1:x#ff0000 LINE1:c#0000ff \
+    PRINT:x:AVERAGE:%.6lf PRINT:c:MAX:%.6lf; }}
+a=$(cd "$T/mnt/h" && g "$T/view.png")
+b=$(cd "$T/mirror/h" && g "$T/mirror.png")
+[ "$a" = "$b" ] && echo "SAME: graph PRINT"
+cmp "$T/view.png" "$T/mirror.png" && echo "SAME: graph PNG"
 # python3-rrdtool (librrd in the process, no daemon) reads the view's file as the copy.
 py='import rrdtool, sys; print(rrdtool.lastupdate(sys.argv[1])); print(rrdtool.info(sys.argv[1])["rra[1].cur_row"])'
 a=$(cd "$T/mnt/h" && t /usr/bin/python3 -c "$py" m.rrd)
@@ -173,6 +182,8 @@ mountpoint -q "$T/mnt" || echo "UNMOUNTED"
         "SAME: last F",
         "SAME: first F --rraindex 2",
         "SAME: python3-rrdtool",
+        "SAME: graph PRINT",
+        "SAME: graph PNG",
         "TREE: . ./d ./d/e ./d/e/g.rrd ./h ./h/m.rrd ",
         "SIZE OF NEW",
         "NEW READS",
@@ -269,6 +280,71 @@ stop
             .any(|l| l.starts_with("AFTER RM: ") && l.contains("No such file")),
         "{out}"
     );
+}
+
+#[test]
+fn the_view_over_the_base_directory_serves_clients_and_keeps_the_placeholders_beneath() {
+    if !can_mount() {
+        return;
+    }
+    let dir = Dir::new("overbase");
+    let script = r#"
+B="$T/base"; S="unix:$T/s.sock"
+mkdir -p "$B"
+start() {
+    "$RINGLET" serve -g -w 3600 -l "$S" -b "$B" --store "$T/store" --view >>"$T/serve.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 200); do
+        mountpoint -q "$B" && [ -S "$T/s.sock" ] && break
+        sleep 0.05
+    done
+    mountpoint -q "$B"
+}
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+t() { timeout 10 "$@"; }
+start
+# gmetad: stat, then CREATE through the daemon; then updates; the file reads live.
+t stat "$B/a/x.rrd" 2>/dev/null || echo "NOT THERE YET"
+t mkdir "$B/a"
+(cd "$B" && t rrdtool create --daemon "$S" a/x.rrd --start 1700000000 --step 60     DS:v:GAUGE:120:U:U RRA:LAST:0.5:1:100)
+(cd "$B" && t rrdtool update --daemon "$S" a/x.rrd 1700000060:1 1700000120:2)
+t rrdtool lastupdate "$B/a/x.rrd" | tail -1
+# collectd's CreateFiles: a file made locally, then updated through the daemon.
+t rrdtool create "$B/b.rrd" --start 1700000000 --step 60 DS:w:GAUGE:120:U:U RRA:LAST:0.5:1:10
+(cd "$B" && t rrdtool update --daemon "$S" b.rrd 1700000060:9)
+(cd "$B" && t rrdtool flushcached --daemon "$S" b.rrd)
+t rrdtool lastupdate "$B/b.rrd" | tail -1
+echo "TREE: $(cd "$B" && t find . | sort | tr '
+' ' ')"
+kill "$pid"; wait "$pid" || true
+mountpoint -q "$B" || echo "UNMOUNTED"
+# Beneath the view: the placeholders the daemon wrote.
+grep -l '^ringlet placeholder' "$B/a/x.rrd" "$B/b.rrd" | wc -l | sed 's/^/PLACEHOLDERS: /'
+start
+t rrdtool lastupdate "$B/a/x.rrd" | tail -1
+# A daemon killed leaves its mount dead; the next start removes it.
+kill -9 "$pid"; wait "$pid" || true
+t stat "$B" >/dev/null 2>&1 || echo "STALE"
+start
+grep -q 'removed a stale mount' "$T/serve.log" && echo "STALE MOUNT REMOVED"
+t rrdtool lastupdate "$B/b.rrd" | tail -1
+kill "$pid"; wait "$pid" || true
+"#;
+    let out = in_namespace(&dir.0, script);
+    for want in [
+        "NOT THERE YET",
+        "1700000120: 2",
+        "1700000060: 9",
+        "TREE: . ./a ./a/x.rrd ./b.rrd ",
+        "UNMOUNTED",
+        "PLACEHOLDERS: 2",
+        "STALE",
+        "STALE MOUNT REMOVED",
+    ] {
+        assert!(out.lines().any(|l| l == want), "{want:?} not in:\n{out}");
+    }
+    assert_eq!(out.matches("1700000120: 2").count(), 2, "{out}");
+    assert_eq!(out.matches("1700000060: 9").count(), 2, "{out}");
 }
 
 #[test]

@@ -162,9 +162,12 @@ ringlet options:
                          --daemon, python3-rrdtool, backups). A file written whole
                          there (rrdtool create, restore -f, cp) becomes the series,
                          rrdtool tune changes it, rm removes it, mv renames it; rows
-                         written in place are refused. Not yet over -b itself: give
-                         another directory. Needs root and /dev/fuse; without them the
-                         daemon serves its sockets and logs why. Unmounted at exit
+                         written in place are refused. A bare --view mounts over -b,
+                         so every path clients already use shows live files (the
+                         placeholders stay beneath, for when the view is not there).
+                         Needs root and /dev/fuse; without them the daemon serves its
+                         sockets and logs why. Unmounted at exit; a stale mount left by
+                         a daemon that died is removed at start
   -h, --help             this text
 ";
 

@@ -86,6 +86,10 @@ pub struct Daemon {
     pub disk_bytes_at_open: u64,
     /// `-b`, canonical, without a trailing slash.
     pub base: Option<String>,
+    /// Where the daemon itself reaches the files under `-b` when the view is mounted over it:
+    /// `/proc/self/fd/N` of the base directory opened before the mount (the directory
+    /// beneath the view), and that descriptor. Unset: the files are reached at `base`.
+    pub(crate) lower: std::sync::OnceLock<(std::fs::File, String)>,
     pub restrict_base: bool,
     pub no_overwrite: bool,
     pub recursive_create: bool,
@@ -97,6 +101,9 @@ pub struct Daemon {
 pub struct Target {
     /// The absolute name rrdcached would print in replies.
     pub abs: String,
+    /// Where the daemon reaches `abs` on disk: `abs` itself, or the same path in the
+    /// directory beneath a view mounted over `-b` ([`Daemon::disk_path`]).
+    pub disk: std::path::PathBuf,
     /// The store name.
     pub name: String,
 }
@@ -188,6 +195,7 @@ impl Daemon {
             started: std::time::Instant::now(),
             disk_bytes_at_open: crate::iostats::disk_bytes_written(),
             base,
+            lower: std::sync::OnceLock::new(),
             restrict_base: cfg.restrict_base,
             no_overwrite: cfg.no_overwrite,
             recursive_create: cfg.recursive_create,
@@ -226,14 +234,44 @@ impl Daemon {
             self.no_links(&name)
                 .map_err(|_| format!("{abs}: Permission denied"))?;
         }
-        Ok(Target { abs, name })
+        let disk = self.disk_path(&abs);
+        Ok(Target { abs, disk, name })
+    }
+
+    /// Reach the files under `-b` through `dir` (the base directory opened before the view
+    /// is mounted over it) from now on: set once, before anything under `-b` is touched.
+    pub fn go_beneath(&self, dir: std::fs::File) {
+        use std::os::fd::AsRawFd;
+        let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
+        let _ = self.lower.set((dir, path));
+    }
+
+    /// The base directory as the daemon reaches it on disk (beneath the view, if it is
+    /// mounted over it).
+    pub fn disk_base(&self) -> Option<&str> {
+        match self.lower.get() {
+            Some((_, p)) => Some(p.as_str()),
+            None => self.base.as_deref(),
+        }
+    }
+
+    /// Where the daemon reaches the absolute path `abs` on disk.
+    pub fn disk_path(&self, abs: &str) -> std::path::PathBuf {
+        if let (Some((_, lower)), Some(base)) = (self.lower.get(), &self.base) {
+            if let Some(rel) = abs.strip_prefix(base.as_str()) {
+                if rel.is_empty() || rel.starts_with('/') {
+                    return std::path::PathBuf::from(format!("{lower}{rel}"));
+                }
+            }
+        }
+        std::path::PathBuf::from(abs)
     }
 
     /// Under `-B`: no component of `name` below the base directory may be a symbolic link
     /// (`base/link -> /elsewhere` would take CREATE, the import of a file, FLUSH and FORGET
     /// outside it). Components that do not exist end the check: nothing is under them.
     pub(crate) fn no_links(&self, name: &str) -> Result<(), ()> {
-        let Some(base) = &self.base else {
+        let Some(base) = self.disk_base() else {
             return Ok(());
         };
         let mut p = std::path::PathBuf::from(base);

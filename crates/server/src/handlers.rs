@@ -122,7 +122,7 @@ fn ensure(d: &Daemon, inner: &mut Inner, t: &Target, update: bool) -> Result<boo
     if inner.store.get(&t.name).is_some() {
         return Ok(true);
     }
-    let path = Path::new(&t.abs);
+    let path = t.disk.as_path();
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(_) => return Ok(false),
@@ -166,7 +166,7 @@ fn load_error(abs: &str, bytes: &[u8], e: &rrd::RrdError) -> String {
 /// move the file aside and leave a placeholder at its path (`placeholder::move_aside`): the
 /// file is not deleted before the store holds its data durably.
 fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -> Result<(), Fail> {
-    let path = Path::new(&t.abs);
+    let path = t.disk.as_path();
     let bytes = std::fs::read(path)
         .map_err(|e| Fail::Plain(format!("Cannot read/write {}: {}", t.abs, strerror(&e))))?;
     let rrd = rrd::rrdfile::read(&bytes).map_err(|e| Fail::Rrd(load_error(&t.abs, &bytes, &e)))?;
@@ -201,7 +201,7 @@ fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -> Result<()
 
 /// The (mtime, length) of `t`'s file now, if it is a file.
 fn disk_stamp(t: &Target) -> Option<(Option<std::time::SystemTime>, u64)> {
-    let m = std::fs::metadata(&t.abs).ok().filter(|m| m.is_file())?;
+    let m = std::fs::metadata(&t.disk).ok().filter(|m| m.is_file())?;
     Some((m.modified().ok(), m.len()))
 }
 
@@ -257,7 +257,7 @@ fn flush(d: &Daemon, file: &str) -> Response {
     };
     let mut inner = d.lock();
     if inner.store.get(&t.name).is_none() {
-        return match std::fs::metadata(&t.abs) {
+        return match std::fs::metadata(&t.disk) {
             Ok(m) if m.is_file() => Response::ok(format!("Nothing to flush: {}.", t.abs)),
             _ => Response::err(format!("No such file: {}.", t.abs)),
         };
@@ -277,7 +277,7 @@ fn flush(d: &Daemon, file: &str) -> Response {
 /// or where series already live under that name).
 /// `durable`: synced as well (placeholder.rs, `write_durable`).
 pub(crate) fn write_placeholder(inner: &Inner, t: &Target, durable: bool) -> Result<(), String> {
-    let path = Path::new(&t.abs);
+    let path = t.disk.as_path();
     if let Some(dir) = path.parent() {
         placeholder::mkdir_p(dir)
             .map_err(|e| format!("RRD Error: creating '{}': {}", t.abs, strerror(&e)))?;
@@ -333,7 +333,7 @@ fn remove_locked(d: &Daemon, inner: &mut Inner, t: &Target) -> Result<(), String
     inner.store.remove(&t.name).map_err(|e| e.to_string())?;
     forget_disk(inner, t);
     // Only a placeholder is removed: a file someone put there stays.
-    let path = Path::new(&t.abs);
+    let path = t.disk.as_path();
     if placeholder::inspect(path) == placeholder::Found::Placeholder {
         let _ = std::fs::remove_file(path);
     }
@@ -393,7 +393,7 @@ fn forget(d: &Daemon, file: &str) -> Response {
     let now = disk_stamp(&t);
     if now.is_some()
         && inner.disk.get(t.name.as_str()) != now.as_ref()
-        && placeholder::inspect(Path::new(&t.abs)) == placeholder::Found::Rrd
+        && placeholder::inspect(&t.disk) == placeholder::Found::Rrd
     {
         if let Err(e) = import(d, &mut inner, &t, true) {
             return e.reply("RRD Error: ");
@@ -901,6 +901,7 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
         // rrdcached creates missing directories only with -R. ringlet's series need no
         // directory, but a directory that holds series counts as existing.
         let dir = t.abs.rsplit_once('/').map_or("", |(dir, _)| dir);
+        let disk_dir = t.disk.parent().unwrap_or(Path::new("/"));
         let rel_dir = t.name.rsplit_once('/').map(|(dir, _)| format!("{dir}/"));
         let known = || {
             rel_dir.as_ref().is_none_or(|p| {
@@ -911,13 +912,13 @@ fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
                     .any(|n| n.starts_with(p.as_str()))
             })
         };
-        if !dir.is_empty() && !Path::new(dir).is_dir() && !known() {
+        if !dir.is_empty() && !disk_dir.is_dir() && !known() {
             return Response::err(format!(
                 "No permission to recursively create: {dir}\nDid you pass -R to the daemon?"
             ));
         }
     }
-    let exists = inner.store.get(&t.name).is_some() || Path::new(&t.abs).exists();
+    let exists = inner.store.get(&t.name).is_some() || t.disk.exists();
     if no_overwrite && exists {
         return Response::err(format!("RRD Error: creating '{}': File exists", t.abs));
     }
@@ -957,7 +958,9 @@ fn list(d: &Daemon, recursive: bool, path: &str) -> Response {
     let mut names = inner.store.names();
     drop(inner);
     names.retain(|n| !n.starts_with('/'));
-    disk_rrds(Path::new(base), "", &mut names);
+    // On disk: beneath a view mounted over -b (which shows the store's names already).
+    let disk = d.disk_base().unwrap_or(base.as_str());
+    disk_rrds(Path::new(disk), "", &mut names);
     names.sort();
     names.dedup();
     if dir.ends_with(".rrd") {
@@ -972,7 +975,7 @@ fn list(d: &Daemon, recursive: bool, path: &str) -> Response {
     } else {
         format!("{dir}/")
     };
-    let on_disk = Path::new(base).join(dir).is_dir();
+    let on_disk = Path::new(disk).join(dir).is_dir();
     if !on_disk && !names.iter().any(|n| n.starts_with(&prefix)) {
         return Response::err(format!("List {shown}: No such file or directory"));
     }
@@ -989,7 +992,7 @@ fn list(d: &Daemon, recursive: bool, path: &str) -> Response {
     }
     if !recursive {
         // Empty directories on disk are listed too (rrdcached shows every sub-directory).
-        if let Ok(rd) = std::fs::read_dir(Path::new(base).join(dir)) {
+        if let Ok(rd) = std::fs::read_dir(Path::new(disk).join(dir)) {
             for e in rd.flatten() {
                 if e.file_type().is_ok_and(|t| t.is_dir()) {
                     out.push(e.file_name().to_string_lossy().into_owned());

@@ -284,8 +284,29 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     // Signals are handled by one thread with sigwait: block them before any thread starts.
     sys::block_signals();
     let ids = sys::ids(cfg.group.as_deref(), cfg.user.as_deref())?;
+    // A view left mounted by a daemon that died hides the directory it is on: gone first.
+    if let Some(v) = &cfg.view {
+        if let Some(dir) = v.as_deref().or(cfg.base.as_deref()) {
+            if let Err(e) = view::clear_stale(dir) {
+                log(&format!("no view: {e}"));
+            }
+        }
+    }
     let opening = std::time::Instant::now();
     let d = Arc::new(Daemon::open(cfg, store_dir)?);
+    // A view over -b: from now on the daemon reaches the files there beneath it, through
+    // the directory opened before the view is mounted on top.
+    let view_at = cfg
+        .view
+        .as_ref()
+        .map(|v| view_dir(v.as_deref(), d.base.as_deref()));
+    if let (Some(Ok(dir)), Some(base)) = (&view_at, &d.base) {
+        if dir.as_os_str() == std::ffi::OsStr::new(base) {
+            let opened = std::fs::File::open(base)
+                .map_err(|e| format!("cannot open the base directory {base}: {e}"))?;
+            d.go_beneath(opened);
+        }
+    }
     let rep = d.lock().store.recovery().clone();
     log(&format!(
         "{}, in {:.2} s",
@@ -370,9 +391,9 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         }
     }
     // The view mounts as root (before -U): a failure is logged and the sockets served.
-    let view = match &cfg.view {
+    let view = match view_at {
         None => None,
-        Some(dir) => match view_dir(dir.as_deref(), d.base.as_deref()) {
+        Some(at) => match at {
             Err(e) => {
                 log(&format!("no view: {e}"));
                 None
@@ -409,9 +430,9 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     Ok((d, sockets, view))
 }
 
-/// Where `--view` mounts: DIR, or the base directory for a bare `--view`. Over the base
-/// directory (or inside it) the daemon's own placeholders would be behind the view: not
-/// yet.
+/// Where `--view` mounts: DIR, or the base directory for a bare `--view` (the daemon then
+/// reaches its placeholders beneath the view). Not inside the base directory: a part of the
+/// tree would hide the rest's placeholders.
 fn view_dir(dir: Option<&Path>, base: Option<&str>) -> Result<PathBuf, String> {
     let Some(dir) = dir.or(base.map(Path::new)) else {
         return Err("--view without a directory needs -b".into());
@@ -419,11 +440,12 @@ fn view_dir(dir: Option<&Path>, base: Option<&str>) -> Result<PathBuf, String> {
     let dir = std::fs::canonicalize(dir)
         .map_err(|e| format!("cannot mount the view at {}: {e}", dir.display()))?;
     if let Some(b) = base.and_then(|b| std::fs::canonicalize(b).ok()) {
-        if dir.starts_with(&b) {
+        if dir.starts_with(&b) && dir != b {
             return Err(format!(
-                "the view cannot be mounted at {} yet: it is (in) the base directory, where the \
-                 placeholders are; give another directory",
-                dir.display()
+                "the view cannot be mounted at {}: it is inside the base directory {}; mount it \
+                 at the base directory itself (a bare --view) or elsewhere",
+                dir.display(),
+                b.display()
             ));
         }
     }

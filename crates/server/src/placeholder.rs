@@ -273,7 +273,7 @@ pub fn repair(
     stop: &dyn Fn() -> bool,
 ) -> Repaired {
     let mut out = Repaired::default();
-    let Some(base) = &d.base else {
+    let (Some(base), Some(disk)) = (&d.base, d.disk_base()) else {
         return out;
     };
     names.retain(|n| !n.starts_with('/'));
@@ -282,10 +282,10 @@ pub fn repair(
     while !names.is_empty() && !stop() {
         let mut batch = names.split_off(names.len().saturating_sub(REPAIR_BATCH));
         batch.reverse();
-        let found = inspect_all(base, &batch);
+        let found = inspect_all(disk, &batch);
         for (name, found) in batch.into_iter().zip(found) {
             if !matches!(found, Found::Placeholder | Found::Other) {
-                act(d, places, base, name, &mut out);
+                act(d, places, (base, disk), name, &mut out);
             }
         }
     }
@@ -297,7 +297,8 @@ const REPAIR_BATCH: usize = 16 << 10;
 
 /// Give series `name` its placeholder, with the store locked: what is at its path is looked
 /// at again first.
-fn act(d: &Daemon, places: &Places, base: &str, name: String, out: &mut Repaired) {
+/// `base`: `-b` as clients name it, and where the daemon reaches it on disk.
+fn act(d: &Daemon, places: &Places, base: (&str, &str), name: String, out: &mut Repaired) {
     let inner = d.lock();
     // A stopping daemon writes nothing more under -b once its last commit has the lock.
     if d.closing() {
@@ -306,8 +307,9 @@ fn act(d: &Daemon, places: &Places, base: &str, name: String, out: &mut Repaired
     let Some(rrd) = inner.store.get(&name) else {
         return;
     };
-    let abs = format!("{base}/{name}");
-    let path = Path::new(&abs);
+    let abs = format!("{}/{name}", base.0);
+    let at = format!("{}/{name}", base.1);
+    let path = Path::new(&at);
     match inspect(path) {
         Found::Placeholder | Found::Other => {}
         Found::Empty => {

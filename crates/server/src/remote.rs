@@ -379,8 +379,10 @@ fn placeholder_for(d: &Daemon, inner: &mut Inner, name: &str) {
     if name.starts_with('/') || (d.restrict_base && d.no_links(name).is_err()) {
         return;
     }
+    let abs = format!("{base}/{name}");
     let t = Target {
-        abs: format!("{base}/{name}"),
+        disk: d.disk_path(&abs),
+        abs,
         name: name.to_string(),
     };
     match crate::handlers::write_placeholder(inner, &t, true) {

@@ -66,18 +66,26 @@ impl Drop for Mounted {
     }
 }
 
-/// Mount the view of `d`'s store at `dir`. A stale mount left there by a run that died is
-/// detached first.
-pub fn mount(d: Arc<Daemon>, dir: &Path) -> Result<Mounted, String> {
-    if let Err(e) = std::fs::metadata(dir) {
-        // ENOTCONN: a FUSE mount whose daemon is gone.
-        if e.raw_os_error() == Some(libc::ENOTCONN) {
+/// Detach a stale view at `dir`: a FUSE mount whose daemon died answers every access with
+/// ENOTCONN (and hides the placeholders beneath it) until it is.
+pub fn clear_stale(dir: &Path) -> Result<(), String> {
+    match std::fs::metadata(dir) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
             crate::sys::detach_mount(dir)
                 .map_err(|e| format!("cannot remove the stale mount at {}: {e}", dir.display()))?;
             crate::log(&format!("view: removed a stale mount at {}", dir.display()));
-        } else {
-            return Err(format!("cannot mount the view at {}: {e}", dir.display()));
+            Ok(())
         }
+        _ => Ok(()),
+    }
+}
+
+/// Mount the view of `d`'s store at `dir`. A stale mount left there by a run that died is
+/// detached first.
+pub fn mount(d: Arc<Daemon>, dir: &Path) -> Result<Mounted, String> {
+    clear_stale(dir)?;
+    if let Err(e) = std::fs::metadata(dir) {
+        return Err(format!("cannot mount the view at {}: {e}", dir.display()));
     }
     if !Path::new("/dev/fuse").exists() {
         return Err("cannot mount the view: /dev/fuse is missing (no FUSE here)".into());
@@ -202,6 +210,9 @@ struct View {
     gid: u32,
     /// The daemon's first address, for the log line of a refused write.
     address: String,
+    /// Mounted over `-b`: the base directory beneath the view, whose directories the view
+    /// shows and keeps in step (mkdir, rmdir), so CREATE finds them and they outlast it.
+    beneath: Option<String>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -215,6 +226,7 @@ impl View {
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let address = d.lock().places.address.clone();
+        let beneath = d.lower.get().map(|(_, p)| p.clone());
         View {
             d,
             inodes: Mutex::new(inodes),
@@ -229,7 +241,18 @@ impl View {
             uid,
             gid,
             address,
+            beneath,
         }
+    }
+
+    /// `path` in the directory beneath the view (mounted over `-b`).
+    fn below(&self, path: &str) -> Option<std::path::PathBuf> {
+        let b = self.beneath.as_ref()?;
+        Some(if path.is_empty() {
+            std::path::PathBuf::from(b)
+        } else {
+            std::path::PathBuf::from(format!("{b}/{path}"))
+        })
     }
 
     /// The store's names, read again if series were created or removed since.
@@ -291,7 +314,8 @@ impl View {
         };
         let is_dir = under(&names)
             || lock(&self.dirs).contains(path)
-            || lock(&self.loose).0.keys().any(|k| k.starts_with(&prefix));
+            || lock(&self.loose).0.keys().any(|k| k.starts_with(&prefix))
+            || self.below(path).is_some_and(|p| p.is_dir());
         is_dir.then(|| Node::Dir(path.to_string()))
     }
 
@@ -552,6 +576,17 @@ impl View {
         for p in lock(&self.dirs).iter() {
             add(p, true);
         }
+        // Directories beneath (files there are placeholders of the names above, or files the
+        // daemon imports when a client names them).
+        if let Some(rd) = self.below(dir).and_then(|p| std::fs::read_dir(p).ok()) {
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    if let Some(n) = e.file_name().to_str() {
+                        add(&join(dir, n), true);
+                    }
+                }
+            }
+        }
         // A name that is both a series' file and a loose file's is listed as the file.
         let mut v: Vec<(String, bool)> = Vec::with_capacity(out.len());
         for e in out {
@@ -721,7 +756,18 @@ impl Filesystem for View {
         if self.resolve(&path).is_some() {
             return reply.error(Errno::EEXIST);
         }
-        lock(&self.dirs).insert(path.clone());
+        // Over -b the directory is made beneath (CREATE checks there, as rrdcached does);
+        // else it lives in the view until the daemon stops.
+        match self.below(&path) {
+            Some(p) => {
+                if let Err(e) = std::fs::create_dir(&p) {
+                    return reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
+                }
+            }
+            None => {
+                lock(&self.dirs).insert(path.clone());
+            }
+        }
         self.entry(&path, reply);
     }
 
@@ -739,6 +785,15 @@ impl Filesystem for View {
             return reply.error(Errno::ENOTEMPTY);
         }
         lock(&self.dirs).remove(&path);
+        if let Some(p) = self.below(&path) {
+            // Beneath, only placeholders of series no longer there can be left: an
+            // unimported file keeps the directory.
+            if let Err(e) = std::fs::remove_dir(&p) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    return reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
+                }
+            }
+        }
         reply.ok();
     }
 
