@@ -14,7 +14,7 @@
 # usage: bench/peers.sh --peer P --workload W [--fs ext4|ext4-1k|xfs|btrfs]
 #          [--mode realtime|accelerated] [--duration 10m] [--window 300] [--out FILE]
 #          [--scale F] [--cacti-rrds N] [--size 8G] [--note TEXT] [--writeback SECS|off]
-#          [--evict] [--no-settle]
+#          [--evict] [--no-settle] [--warmup D]
 #   P: rrdtool (direct, `rrdtool -` pipe), rrdcached (-w WINDOW), carbon, victoriametrics,
 #      prometheus, influxdb, ringlet (ringlet serve -w WINDOW)
 #   W: emoncms, collectd, ganglia, cacti, munin (issue 15: 4,000 DERIVE series at 300 s),
@@ -30,6 +30,10 @@
 # and `-u`, which also writes back the metadata a sync leaves for later (xfs pushes the
 # inodes of the files setup created; ext4 checkpoints its journal), so it is not charged to
 # the run. --no-settle skips the freeze.
+# --warmup D (real-time runs): after setup, feed D of history before now accelerated (with
+# FLUSHALL every WINDOW of it), not counted, so the measured window is a peer's steady state
+# rather than its first steps (ringlet's sample codec learns each series' figures from its
+# first values; a whisper file's first points fill its archives).
 # Prints one key=value line and appends it to FILE (--out). Needs root. Installs missing peers
 # from Debian with a policy-rc.d that forbids starting their services. Binaries: $FEED and
 # $RINGLET if set, else built with cargo into $CARGO_TARGET_DIR (or ./target), release.
@@ -39,7 +43,7 @@
 set -euo pipefail
 
 peer="" workload="" fs=ext4 mode=realtime duration=10m window=300 out="" scale=1
-cacti_rrds=1000 size="" note="" writeback="" evict="" settle=1
+cacti_rrds=1000 size="" note="" writeback="" evict="" settle=1 warmup=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --peer) peer=$2; shift 2 ;;
@@ -56,6 +60,7 @@ while [ $# -gt 0 ]; do
         --writeback) writeback=$2; shift 2 ;;
         --evict) evict=1; shift ;;
         --no-settle) settle=""; shift ;;
+        --warmup) warmup=$2; shift 2 ;;
         -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "peers.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -187,6 +192,8 @@ if [ "$mode" = accelerated ]; then
     start=$(( (start_s - dur_s - 600) / 3600 * 3600 ))
 else
     start=$(( start_s / 300 * 300 - 300 ))
+    # The history the warm-up feeds ends where the real-time run begins.
+    [ -n "$warmup" ] && start=$(( start - $(dur_secs "$warmup") ))
 fi
 common=(--workload "$workload" --scale "$scale" --cacti-rrds "$cacti_rrds" --start "$start")
 if [ "$peer" = ringlet ] && [ "$workload" = million ] && [ -z "${RINGLET_LOG_SIZE:-}" ]; then
@@ -313,6 +320,12 @@ case "$peer" in
         sleep 5 ;;
     victoriametrics|prometheus|influxdb) sleep 5 ;;
 esac
+if [ -n "$warmup" ] && [ "$mode" = realtime ]; then
+    run_feed "${common[@]}" --proto "$proto" --target "$target" --dir "$DATA" --phase run \
+        --accelerated --window "$window" --duration "$warmup" >"$RUN/warmup.out" || {
+        cat "$RUN/warmup.out" >&2; die "warm-up failed"; }
+    case "$peer" in victoriametrics|prometheus|influxdb|carbon) sleep 5 ;; esac
+fi
 setup_s=$(echo "$(date +%s.%N) - $t_setup" | bc)
 if [ -n "$evict" ]; then
     sync -f "$MNT"
@@ -382,6 +395,7 @@ line+=" window_ios=$win_ios shutdown_bytes=$(( (s2 - s1) * 512 )) setup_s=$(prin
 line+=" late_steps=$(get late_steps) max_lag_s=$(get max_lag_s) load_start=$load_start"
 line+=" load_end=$load_end duration=$duration writeback=${writeback:-$([ "$mode" = accelerated ] && echo "$(( $(cat /proc/sys/vm/dirty_expire_centisecs) / 100 ))s" || echo kernel)}"
 [ -n "$evict" ] && line+=" evict=1"
+[ -n "$warmup" ] && line+=" warmup=$warmup"
 line+=" settle=$([ -n "$settle" ] && echo yes || echo no)"
 [ -n "$note" ] && line+=" note=${note// /_}"
 line+=" config=${config// /_}"

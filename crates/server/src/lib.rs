@@ -299,7 +299,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     let view_at = cfg
         .view
         .as_ref()
-        .map(|v| view_dir(v.as_deref(), d.base.as_deref()));
+        .map(|v| view_dir(v.as_deref(), d.base.as_deref(), store_dir));
     if let (Some(Ok(dir)), Some(base)) = (&view_at, &d.base) {
         if dir.as_os_str() == std::ffi::OsStr::new(base) {
             let opened = std::fs::File::open(base)
@@ -431,14 +431,22 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
 }
 
 /// Where `--view` mounts: DIR, or the base directory for a bare `--view` (the daemon then
-/// reaches its placeholders beneath the view). Not inside the base directory: a part of the
-/// tree would hide the rest's placeholders.
-fn view_dir(dir: Option<&Path>, base: Option<&str>) -> Result<PathBuf, String> {
+/// reaches its placeholders beneath the view). Not inside the base directory (a part of the
+/// tree would hide the rest's placeholders), nor over the store.
+fn view_dir(dir: Option<&Path>, base: Option<&str>, store: &Path) -> Result<PathBuf, String> {
     let Some(dir) = dir.or(base.map(Path::new)) else {
         return Err("--view without a directory needs -b".into());
     };
     let dir = std::fs::canonicalize(dir)
         .map_err(|e| format!("cannot mount the view at {}: {e}", dir.display()))?;
+    // The store's own files must not be behind the view.
+    if std::fs::canonicalize(store).is_ok_and(|s| s.starts_with(&dir)) {
+        return Err(format!(
+            "cannot mount the view at {}: the store {} is under it",
+            dir.display(),
+            store.display()
+        ));
+    }
     if let Some(b) = base.and_then(|b| std::fs::canonicalize(b).ok()) {
         if dir.starts_with(&b) && dir != b {
             return Err(format!(
