@@ -292,13 +292,15 @@ fn the_view_over_the_base_directory_serves_clients_and_keeps_the_placeholders_be
 B="$T/base"; S="unix:$T/s.sock"
 mkdir -p "$B"
 start() {
+    # A socket or a dead mount left by the previous daemon must not pass for this one's.
+    rm -f "$T/s.sock"
     "$RINGLET" serve -g -w 3600 -l "$S" -b "$B" --store "$T/store" --view >>"$T/serve.log" 2>&1 &
     pid=$!
     for _ in $(seq 200); do
-        mountpoint -q "$B" && [ -S "$T/s.sock" ] && break
+        [ -S "$T/s.sock" ] && mountpoint -q "$B" && timeout 2 stat "$B" >/dev/null 2>&1 && break
         sleep 0.05
     done
-    mountpoint -q "$B"
+    mountpoint -q "$B" && timeout 2 stat "$B" >/dev/null
 }
 trap 'kill "$pid" 2>/dev/null || true' EXIT
 t() { timeout 10 "$@"; }
@@ -324,7 +326,7 @@ start
 t rrdtool lastupdate "$B/a/x.rrd" | tail -1
 # A daemon killed leaves its mount dead; the next start removes it.
 kill -9 "$pid"; wait "$pid" || true
-t stat "$B" >/dev/null 2>&1 || echo "STALE"
+t stat -f "$B" >/dev/null 2>&1 || echo "STALE"
 start
 grep -q 'removed a stale mount' "$T/serve.log" && echo "STALE MOUNT REMOVED"
 t rrdtool lastupdate "$B/b.rrd" | tail -1

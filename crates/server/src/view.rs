@@ -69,7 +69,9 @@ impl Drop for Mounted {
 /// Detach a stale view at `dir`: a FUSE mount whose daemon died answers every access with
 /// ENOTCONN (and hides the placeholders beneath it) until it is.
 pub fn clear_stale(dir: &Path) -> Result<(), String> {
-    match std::fs::metadata(dir) {
+    // statfs goes to the file system's server (a stat may be answered from the kernel's
+    // cache of attributes for a moment after the server died).
+    match crate::sys::statfs(dir) {
         Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
             crate::sys::detach_mount(dir)
                 .map_err(|e| format!("cannot remove the stale mount at {}: {e}", dir.display()))?;
