@@ -350,6 +350,56 @@ kill "$pid"; wait "$pid" || true
 }
 
 #[test]
+fn after_minus_u_the_view_serves_as_the_user_and_the_next_start_clears_it() {
+    if !can_mount() {
+        return;
+    }
+    let dir = Dir::new("minusu");
+    // The user's daemon must reach its directories.
+    let _ = Command::new("chmod").arg("755").arg(&dir.0).status();
+    let script = r#"
+B="$T/base"; S="unix:$T/s.sock"
+mkdir -p "$B" "$T/store"; chown nobody "$B" "$T/store"
+"$RINGLET" serve -g -w 3600 -U nobody -l "$S" -m 777 -b "$B" --store "$T/store" --view \
+    >>"$T/serve.log" 2>&1 &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+for _ in $(seq 200); do
+    [ -S "$T/s.sock" ] && mountpoint -q "$B" && timeout 2 stat "$B" >/dev/null 2>&1 && break
+    sleep 0.05
+done
+(cd "$B" && timeout 10 rrdtool create --daemon "$S" m.rrd --start 1700000000 --step 60 \
+    DS:v:GAUGE:120:U:U RRA:LAST:0.5:1:10)
+(cd "$B" && timeout 10 rrdtool update --daemon "$S" m.rrd 1700000060:3)
+echo "OWNER: $(timeout 10 stat -c %U "$B/m.rrd")"
+su nobody -s /bin/sh -c "timeout 10 rrdtool lastupdate '$B/m.rrd'" | tail -1
+kill "$pid"
+timeout 20 tail --pid="$pid" -f /dev/null && echo "STOPPED"
+timeout 5 stat -f "$B" >/dev/null 2>&1 || echo "LEFT DEAD"
+rm -f "$T/s.sock"
+"$RINGLET" serve -g -w 3600 -l "$S" -b "$B" --store "$T/store" --view >>"$T/serve.log" 2>&1 &
+pid=$!
+for _ in $(seq 200); do
+    [ -S "$T/s.sock" ] && mountpoint -q "$B" && timeout 2 stat "$B" >/dev/null 2>&1 && break
+    sleep 0.05
+done
+timeout 10 rrdtool lastupdate "$B/m.rrd" | tail -1
+kill "$pid"; wait "$pid" || true
+"#;
+    let out = in_namespace(&dir.0, script);
+    for want in ["OWNER: nobody", "STOPPED", "LEFT DEAD"] {
+        assert!(out.lines().any(|l| l == want), "{want:?} not in:\n{out}");
+    }
+    assert_eq!(out.matches("1700000060: 3").count(), 2, "{out}");
+    let log = std::fs::read_to_string(dir.0.join("serve.log")).unwrap();
+    assert!(
+        log.contains("stays mounted, dead, until the next start"),
+        "{log}"
+    );
+    assert!(log.contains("removed a stale mount"), "{log}");
+}
+
+#[test]
 fn a_reader_keeps_its_snapshot_and_the_next_open_sees_new_values() {
     if !can_mount() {
         return;

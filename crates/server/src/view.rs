@@ -58,10 +58,24 @@ pub struct Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        if let Some(s) = self.session.take() {
-            if let Err(e) = s.umount_and_join() {
-                crate::log(&format!("view: unmounting {}: {e}", self.dir.display()));
-            }
+        let Some(s) = self.session.take() else {
+            return;
+        };
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            // After -U the daemon may not unmount: its exit closes the FUSE connection, and
+            // the next start (as root) removes the dead mount. Not joined: its threads would
+            // wait for an unmount that cannot come.
+            crate::log(&format!(
+                "view: {} stays mounted, dead, until the next start (no permission to unmount \
+                 after -U)",
+                self.dir.display()
+            ));
+            std::mem::forget(s);
+            return;
+        }
+        if let Err(e) = s.umount_and_join() {
+            crate::log(&format!("view: unmounting {}: {e}", self.dir.display()));
         }
     }
 }
@@ -208,8 +222,6 @@ struct View {
     dirs: Mutex<BTreeSet<String>>,
     open: Mutex<HashMap<u64, Handle>>,
     next_fh: AtomicU64,
-    uid: u32,
-    gid: u32,
     /// The daemon's first address, for the log line of a refused write.
     address: String,
     /// Mounted over `-b`: the base directory beneath the view, whose directories the view
@@ -225,8 +237,6 @@ impl View {
     fn new(d: Arc<Daemon>) -> View {
         let mut inodes = Inodes::default();
         inodes.ino("");
-        // SAFETY: getuid/getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let address = d.lock().places.address.clone();
         let beneath = d.lower.get().map(|(_, p)| p.clone());
         View {
@@ -240,8 +250,6 @@ impl View {
             dirs: Mutex::new(BTreeSet::new()),
             open: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
-            uid,
-            gid,
             address,
             beneath,
         }
@@ -338,8 +346,11 @@ impl View {
             kind: FileType::Directory,
             perm: 0o755,
             nlink: 2,
-            uid: self.uid,
-            gid: self.gid,
+            // The daemon's ids now (after -U, the user's), as for the files under -b.
+            // SAFETY: geteuid/getegid cannot fail.
+            uid: unsafe { libc::geteuid() },
+            // SAFETY: as above.
+            gid: unsafe { libc::getegid() },
             rdev: 0,
             flags: 0,
             blksize: 4096,
