@@ -397,3 +397,166 @@ fn one_seed_always_generates_the_same_case() {
     assert_eq!(lines(&a), lines(&b));
     assert_ne!(lines(&a), lines(&generate(78)));
 }
+
+/// What rrdtool itself prints about one `.rrd` file: `info` (without its file name and
+/// `cur_row`, which rrdtool's create picks at random), `dump`, `lastupdate`, `first`, `last`,
+/// and `fetch` of every consolidation function the file has.
+fn read_with_rrdtool(file: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let run = |args: &[&str]| -> Vec<u8> {
+        let o = std::process::Command::new("rrdtool")
+            .args(args)
+            .env("TZ", "UTC")
+            .env("LC_ALL", "C")
+            .output()
+            .expect("rrdtool");
+        let mut v = o.stdout;
+        v.extend_from_slice(&o.stderr);
+        v.extend_from_slice(format!("exit {:?}", o.status.code()).as_bytes());
+        v
+    };
+    let f = file.to_str().expect("a UTF-8 path");
+    let info = run(&["info", f]);
+    let text = String::from_utf8_lossy(&info);
+    let masked: String = text
+        .lines()
+        .filter(|l| !l.starts_with("filename = ") && !l.contains("].cur_row = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let num = |key: &str| -> Option<i64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let step = num("step = ").unwrap_or(1);
+    let last = String::from_utf8_lossy(&run(&["last", f]))
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse::<i64>().ok());
+    // Each archive's own span (rows x resolution): a fetch of an unbounded range would make
+    // rrdtool (and this test) hold a row for every step of it.
+    let mut fetches: Vec<(String, i64, i64)> = Vec::new();
+    for i in 0.. {
+        let Some(cf) = text.lines().find_map(|l| {
+            l.strip_prefix(&format!("rra[{i}].cf = \""))
+                .map(|v| v.trim_end_matches('"').to_string())
+        }) else {
+            break;
+        };
+        let first = String::from_utf8_lossy(&run(&["first", f, "--rraindex", &i.to_string()]))
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse::<i64>().ok());
+        if let (Some(first), Some(last)) = (first, last) {
+            fetches.push((cf, first, last.max(first)));
+        }
+    }
+    let mut out = vec![
+        ("info".to_string(), masked.into_bytes()),
+        ("dump".to_string(), run(&["dump", f])),
+        ("lastupdate".to_string(), run(&["lastupdate", f])),
+        ("first".to_string(), run(&["first", f])),
+        ("last".to_string(), run(&["last", f])),
+    ];
+    for (cf, first, last) in fetches {
+        let (s, e) = (first.to_string(), last.to_string());
+        out.push((
+            format!("fetch {cf} -s {s} -e {e}"),
+            run(&["fetch", f, &cf, "-s", &s, "-e", &e, "-r", &step.to_string()]),
+        ));
+    }
+    out
+}
+
+/// The files ringlet holds (what `ringlet export` writes, the bytes the live view serves) are
+/// rrdtool's own: for generated cases, rrdtool reads ringlet's exported file as the file it
+/// made itself from the same commands. (`DIFF_CASES`, `DIFF_SEED` as above; default 100 in CI
+/// or release builds, 30 otherwise.)
+#[test]
+fn rrdtool_reads_ringlets_files_as_its_own() {
+    if !need_rrdtool() {
+        return;
+    }
+    let default = if in_ci() || !cfg!(debug_assertions) {
+        100
+    } else {
+        30
+    };
+    let seeds = seeds(default);
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_ringlet"));
+    let ringlet = Tool::Ringlet(bin.clone());
+    let failures = parallel(&seeds, |seed| {
+        let case = generate(seed);
+        let (rd, ld) = (work_dir("frd", seed), work_dir("fld", seed));
+        let r_out = run_case(&Tool::Rrdtool, &case, &rd, None);
+        run_case(&ringlet, &case, &ld, Some(&r_out));
+        let exp = ld.join("exp");
+        let o = std::process::Command::new(&bin)
+            .arg("--store")
+            .arg(ld.join("store"))
+            .args(["export", "-q"])
+            .arg(&exp)
+            .output()
+            .expect("ringlet export");
+        let mut bad = Vec::new();
+        let mut compared = 0usize;
+        let files: Vec<PathBuf> = std::fs::read_dir(&rd)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        for f in files {
+            let Some(name) = f.file_name().and_then(|n| n.to_str()).map(str::to_string) else {
+                continue;
+            };
+            // rrdtool's own files that rrdtool can read (a failed restore leaves none).
+            if !name.ends_with(".rrd") || read_with_rrdtool(&f)[0].1.ends_with(b"exit Some(1)") {
+                continue;
+            }
+            let mine = exp.join(&name);
+            if !mine.exists() {
+                bad.push(format!(
+                    "seed {seed}: {name} not exported ({})",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ));
+                continue;
+            }
+            compared += 1;
+            for ((what, want), (_, got)) in
+                read_with_rrdtool(&f).iter().zip(read_with_rrdtool(&mine))
+            {
+                if *want != got {
+                    bad.push(format!(
+                        "seed {seed}: {name}: rrdtool {what} differs\n--- on rrdtool's file\n{}\n--- on ringlet's\n{}",
+                        String::from_utf8_lossy(want),
+                        String::from_utf8_lossy(&got)
+                    ));
+                }
+            }
+        }
+        // DIFF_KEEP=1 keeps both directories (rrdtool's files, ringlet's store and export).
+        if std::env::var_os("DIFF_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&rd);
+            let _ = std::fs::remove_dir_all(&ld);
+        } else {
+            eprintln!("kept {} and {}", rd.display(), ld.display());
+        }
+        (compared, bad)
+    });
+    let files: usize = failures.iter().map(|f| f.0).sum();
+    // Most cases end with a file rrdtool can read: the comparison is not vacuous.
+    assert!(
+        files >= seeds.len() / 2,
+        "{files} files compared in {} cases",
+        seeds.len()
+    );
+    let bad: Vec<String> = failures.into_iter().flat_map(|f| f.1).collect();
+    assert!(
+        bad.is_empty(),
+        "{} differences in {} cases:\n{}\nthe first:\n{}",
+        bad.len(),
+        seeds.len(),
+        bad.iter()
+            .map(|b| b.lines().next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        bad[0]
+    );
+}

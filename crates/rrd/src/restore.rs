@@ -119,12 +119,13 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
     })
 }
 
-/// `-r`: unknown for values outside [min, max] (NaN bounds do not limit).
+/// `-r`: unknown for values outside [min, max] (NaN bounds do not limit), stored as rrdtool's
+/// DNAN (sign bit set): the file's bytes, and a fetch printing `-nan`, depend on it.
 fn clamp_rows(rows: &mut [f64], bounds: &[(f64, f64)]) {
     for row in rows.chunks_mut(bounds.len()) {
         for (v, (min, max)) in row.iter_mut().zip(bounds) {
             if (!min.is_nan() && *v < *min) || (!max.is_nan() && *v > *max) {
-                *v = f64::NAN;
+                *v = crate::num::DNAN;
             }
         }
     }

@@ -206,6 +206,11 @@ fn range_check_makes_out_of_range_rows_unknown() {
     assert_eq!(r.value_at(0, 1, 300), 1e30);
     assert_eq!(r.value_at(0, 1, 600), -1.0);
     assert!((0..3).all(|i| r.value_at(0, 2, 300 + 300 * i).is_nan()));
+    // Made unknown as rrdtool does, with its DNAN: the sign bit shows in the file's bytes and
+    // in a fetch (`-nan`).
+    let dnan = crate::num::DNAN.to_bits();
+    assert_eq!(r.value_at(0, 0, 300).to_bits(), dnan);
+    assert!((0..3).all(|i| r.value_at(0, 2, 300 + 300 * i).to_bits() == dnan));
     assert_eq!(r.rra[0].cur_row, 2);
     assert_eq!(r.schema.rra[0].row_cnt, 3);
 }
