@@ -298,15 +298,22 @@ pub(crate) fn view_import(d: &Daemon, name: &str, bytes: &[u8]) -> Result<(), St
     let t = d.resolve(name)?;
     let rrd = rrd::rrdfile::read(bytes).map_err(|e| load_error(&t.abs, bytes, &e))?;
     let mut inner = d.lock();
-    write_placeholder(&inner, &t, false)?;
+    place_series(d, &mut inner, &t, rrd)?;
+    d.commit(&mut inner)?;
+    crate::log(&format!("view: {} written whole: imported", t.name));
+    Ok(())
+}
+
+/// Make `rrd` the series `t` (replacing one of that name), with its placeholder; committed by
+/// the caller.
+fn place_series(d: &Daemon, inner: &mut Inner, t: &Target, rrd: Rrd) -> Result<(), String> {
+    write_placeholder(inner, t, false)?;
     inner
         .store
         .create(&t.name, rrd, true)
         .map_err(|e| e.to_string())?;
-    d.reset_series(&mut inner, &t.name);
-    forget_disk(&mut inner, &t);
-    d.commit(&mut inner)?;
-    crate::log(&format!("view: {} written whole: imported", t.name));
+    d.reset_series(inner, &t.name);
+    forget_disk(inner, t);
     Ok(())
 }
 
@@ -349,13 +356,7 @@ pub(crate) fn view_rename(d: &Daemon, from: &str, to: &str) -> Result<bool, Stri
     let Some(rrd) = inner.store.get(&f.name).cloned() else {
         return Ok(false);
     };
-    write_placeholder(&inner, &t, false)?;
-    inner
-        .store
-        .create(&t.name, rrd, true)
-        .map_err(|e| e.to_string())?;
-    d.reset_series(&mut inner, &t.name);
-    forget_disk(&mut inner, &t);
+    place_series(d, &mut inner, &t, rrd)?;
     remove_locked(d, &mut inner, &f)?;
     d.commit(&mut inner)?;
     crate::log(&format!("view: {} renamed to {}", f.name, t.name));

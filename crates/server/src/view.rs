@@ -547,6 +547,15 @@ impl View {
         }
     }
 
+    /// flush and fsync: what the handle wrote is imported (the store holds it durably), or
+    /// the reason it is not, for close(2) and fsync(2).
+    fn reply_settled(&self, fh: FileHandle, reply: ReplyEmpty) {
+        match self.settle(u64::from(fh)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
     /// Children of directory `dir`: (path, is a directory), each once, in order.
     fn children(&self, dir: &str) -> Vec<(String, bool)> {
         let prefix = if dir.is_empty() {
@@ -1095,10 +1104,7 @@ impl Filesystem for View {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        match self.settle(u64::from(fh)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        self.reply_settled(fh, reply);
     }
 
     fn fsync(
@@ -1109,10 +1115,7 @@ impl Filesystem for View {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.settle(u64::from(fh)) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        self.reply_settled(fh, reply);
     }
 
     fn release(
