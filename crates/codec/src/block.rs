@@ -95,12 +95,7 @@ impl BlockWriter {
         let bits = bits.min(chunk.len() as u64 * 8);
         debug_assert!(self.prev_id.is_none_or(|p| id > p), "ids ascend");
         // Leading zero bits of the stream, up to MAX_STRIP.
-        let lead = chunk
-            .iter()
-            .take(1)
-            .map(|&b| b.leading_zeros())
-            .next()
-            .unwrap_or(0);
+        let lead = chunk.first().map_or(0, |b| b.leading_zeros());
         let strip = lead.min(MAX_STRIP).min(bits as u32);
         let regular = self.prev_id.is_some_and(|p| id == p.wrapping_add(1))
             && count == self.prev_count

@@ -771,15 +771,16 @@ impl Store {
         for id in dirty {
             if let Some(s) = self.reg.by_id_mut(id) {
                 let (chunk, bits, count) = s.take_chunk();
-                if count > 0 && self.opts.sample_entries {
-                    rec.samples(id, count, &chunk);
-                    stats.series += 1;
-                    stats.samples += count as usize;
-                } else if count > 0 {
-                    rec.block_series(id, count, &chunk, bits);
-                    stats.series += 1;
-                    stats.samples += count as usize;
+                if count == 0 {
+                    continue;
                 }
+                if self.opts.sample_entries {
+                    rec.samples(id, count, &chunk);
+                } else {
+                    rec.block_series(id, count, &chunk, bits);
+                }
+                stats.series += 1;
+                stats.samples += count as usize;
             }
         }
         self.pending_bytes = 0;

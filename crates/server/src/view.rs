@@ -435,16 +435,7 @@ impl View {
 
     /// A new, empty loose file at `path` (replacing one there).
     fn new_loose(&self, path: &str) {
-        let mut l = lock(&self.loose);
-        if let Some(old) = l.0.insert(
-            path.to_string(),
-            Loose {
-                bytes: Vec::new(),
-                mtime: SystemTime::now(),
-            },
-        ) {
-            l.1 -= old.bytes.len();
-        }
+        self.put_loose(path, Vec::new());
     }
 
     /// Take the loose file at `path` away.
@@ -721,17 +712,21 @@ impl Filesystem for View {
         if let Some(size) = size {
             match &n {
                 Node::Loose(p) => {
-                    let mut l = lock(&self.loose);
-                    let (files, total) = &mut *l;
-                    if let Some(f) = files.get_mut(p) {
-                        let grow = (size as usize).saturating_sub(f.bytes.len());
-                        if *total + grow > LOOSE_MAX {
-                            return reply.error(Errno::ENOSPC);
+                    {
+                        let mut l = lock(&self.loose);
+                        let (files, total) = &mut *l;
+                        if let Some(f) = files.get_mut(p) {
+                            let grow = (size as usize).saturating_sub(f.bytes.len());
+                            if *total + grow > LOOSE_MAX {
+                                return reply.error(Errno::ENOSPC);
+                            }
+                            *total = *total + grow - f.bytes.len().saturating_sub(size as usize);
+                            f.bytes.resize(size as usize, 0);
+                            f.mtime = SystemTime::now();
                         }
-                        *total = *total + grow - f.bytes.len().saturating_sub(size as usize);
-                        f.bytes.resize(size as usize, 0);
-                        f.mtime = SystemTime::now();
                     }
+                    // Locked after the loose files are let go: `open` comes first everywhere
+                    // both are held (write, read).
                     if let Some(fh) = fh {
                         if let Some(Handle::Loose { dirty, .. }) =
                             lock(&self.open).get_mut(&u64::from(fh))
@@ -875,10 +870,8 @@ impl Filesystem for View {
                 let Some(bytes) = self.take_loose(&p) else {
                     return reply.error(Errno::ENOENT);
                 };
-                // A loose file given a series' name becomes it (rrdtool create's last step).
-                if let Some(Node::Loose(t)) = &target {
-                    self.take_loose(t);
-                }
+                // A loose file given a series' name becomes it (rrdtool create's last step);
+                // one at the new name is replaced.
                 self.put_loose(&to, bytes);
                 lock(&self.inodes).rename(&p, &to);
                 match self.settle_loose(&to) {
