@@ -350,6 +350,82 @@ kill "$pid"; wait "$pid" || true
 }
 
 #[test]
+fn over_the_base_directory_other_files_are_kept_on_the_disk_beneath() {
+    if !can_mount() {
+        return;
+    }
+    let dir = Dir::new("plain");
+    let script = r#"
+B="$T/base"; S="unix:$T/s.sock"
+mkdir -p "$B"
+start() {
+    rm -f "$T/s.sock"
+    "$RINGLET" serve -g -w 3600 -l "$S" -b "$B" --store "$T/store" --view >>"$T/serve.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 200); do
+        [ -S "$T/s.sock" ] && mountpoint -q "$B" && timeout 2 stat "$B" >/dev/null 2>&1 && break
+        sleep 0.05
+    done
+    mountpoint -q "$B"
+}
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+t() { timeout 10 "$@"; }
+start
+cd "$B"
+# Munin's state beside its RRDs: written, appended, replaced by rename, truncated.
+echo hello > datafile
+echo more >> datafile
+echo "READ: $(t cat datafile | tr '\n' ' ')"
+t perl -e 'open F, ">state.tmp.$$" or die; print F "state"; close F;
+    rename "state.tmp.$$", "state.storable" or die'
+t chmod 600 datafile
+t truncate -s 3 datafile
+t touch -d '2020-01-01 00:00:00 UTC' datafile
+echo "ATTR: $(t stat -c '%a %s %Y' datafile)"
+t mkdir -p cgi-tmp/x
+echo png > cgi-tmp/x/a.png
+t mv cgi-tmp cgi-old
+echo "MOVED: $(t cat cgi-old/x/a.png)"
+t python3 -c "
+import os
+f = os.open('excl', os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o640); os.write(f, b'x'); os.close(f)
+try:
+    os.open('excl', os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+except FileExistsError:
+    print('EXCL HELD')
+"
+# A series beside them, made by rrdtool's create (a temporary .rrdXXXXXX, renamed).
+t rrdtool create m.rrd --start 1700000000 --step 60 DS:v:GAUGE:120:U:U RRA:LAST:0.5:1:10
+echo "LIST: $(t ls | tr '\n' ' ')"
+t rm cgi-old/x/a.png; t rmdir cgi-old/x
+t rmdir cgi-old
+cd /
+kill "$pid"; wait "$pid" || true
+# On the disk beneath: the plain files as written, the series' placeholder.
+echo "BENEATH: $(ls "$B" | tr '\n' ' ')"
+echo "DISK: $(cat "$B/datafile") $(stat -c '%a %Y' "$B/datafile") $(cat "$B/state.storable")"
+grep -q '^ringlet placeholder' "$B/m.rrd" && echo "PLACEHOLDER"
+start
+echo "AGAIN: $(t cat "$B/datafile") $(t rrdtool info "$B/m.rrd" | grep -c '^ds\[v\]')"
+kill "$pid"; wait "$pid" || true
+"#;
+    let out = in_namespace(&dir.0, script);
+    for want in [
+        "READ: hello more ",
+        "ATTR: 600 3 1577836800",
+        "MOVED: png",
+        "EXCL HELD",
+        "LIST: cgi-old datafile excl m.rrd state.storable ",
+        "BENEATH: datafile excl m.rrd state.storable ",
+        "DISK: hel 600 1577836800 state",
+        "PLACEHOLDER",
+        "AGAIN: hel 8",
+    ] {
+        assert!(out.lines().any(|l| l == want), "{want:?} not in:\n{out}");
+    }
+}
+
+#[test]
 fn after_minus_u_the_view_serves_as_the_user_and_the_next_start_clears_it() {
     if !can_mount() {
         return;

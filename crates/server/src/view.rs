@@ -23,6 +23,13 @@
 //!   rmdir make and remove directories (until the daemon stops: a directory of series exists
 //!   as long as they do). A write to rows in place (`rrdtool update` on the file) is refused
 //!   with `EPERM` and a log line that names the daemon's socket.
+//! - Over `-b`, a name whose last component holds no `.rrd` is a *plain* file on the disk
+//!   beneath the view, read and written through (open, create, write, truncate, chmod,
+//!   chown, utimes, fsync, rename, unlink): Munin keeps its state (`datafile`,
+//!   `state-*.storable`, `limits`, `graphs`) and munin-cgi-graph its image cache beside the
+//!   RRDs, and they outlast the daemon. A plain file renamed to a `.rrd` name is imported as
+//!   that series. Links are never followed. (A view at a directory of its own has nothing
+//!   beneath: such files are loose, in memory, until the daemon stops.)
 //!
 //! The FUSE side is the `fuser` crate (pure Rust, mounting through /dev/fuse as root); what
 //! is served is ours.
@@ -137,6 +144,9 @@ enum Node {
     Dir(String),
     File(String),
     Loose(String),
+    /// A file of another program's beneath the view (mounted over `-b`): Munin's state
+    /// files, a cache directory's images. Read and written through to the disk.
+    Plain(String),
 }
 
 #[derive(Default)]
@@ -169,6 +179,23 @@ impl Inodes {
         }
     }
 
+    /// Directory `from` was renamed to `to`: it and every path the kernel knows beneath it
+    /// keep their inodes under the new names.
+    fn rename_tree(&mut self, from: &str, to: &str) {
+        let prefix = format!("{from}/");
+        let under: Vec<String> = self
+            .by_path
+            .keys()
+            .filter(|p| p.starts_with(&prefix))
+            .cloned()
+            .collect();
+        self.rename(from, to);
+        for p in under {
+            let new = format!("{to}/{}", &p[prefix.len()..]);
+            self.rename(&p, &new);
+        }
+    }
+
     /// `path` was removed: a file made there later gets an inode of its own.
     fn unlink(&mut self, path: &str) {
         if let Some(old) = self.by_path.remove(path) {
@@ -181,6 +208,16 @@ impl Inodes {
             .get((ino as usize).checked_sub(1)?)
             .map(String::as_str)
     }
+}
+
+/// What setattr asks of a plain file.
+struct PlainSet {
+    mode: Option<u32>,
+    uid: Option<u32>,
+    gid: Option<u32>,
+    size: Option<u64>,
+    atime: Option<TimeOrNow>,
+    mtime: Option<TimeOrNow>,
 }
 
 /// The store's names as of a version of them ([`engine::Store::names_version`]).
@@ -210,6 +247,8 @@ enum Handle {
     },
     /// A loose file at this path, written whole.
     Loose { path: String, dirty: bool },
+    /// A plain file beneath the view, open there.
+    Plain(Arc<std::fs::File>),
 }
 
 struct View {
@@ -265,6 +304,16 @@ impl View {
         })
     }
 
+    /// The plain file at `path` beneath the view: only over `-b`, only a name that is not
+    /// the view's own ([`rrd_like`]), only a regular file (never a link out of the tree).
+    fn plain_meta(&self, path: &str) -> Option<std::fs::Metadata> {
+        if rrd_like(path) {
+            return None;
+        }
+        let m = std::fs::symlink_metadata(self.below(path)?).ok()?;
+        m.file_type().is_file().then_some(m)
+    }
+
     /// The store's names, read again if series were created or removed since.
     fn names(&self) -> Arc<BTreeSet<String>> {
         let version = self.d.lock().store.names_version();
@@ -315,6 +364,9 @@ impl View {
         let names = self.names();
         if names.contains(path) {
             return Some(Node::File(path.to_string()));
+        }
+        if self.plain_meta(path).is_some() {
+            return Some(Node::Plain(path.to_string()));
         }
         let prefix = format!("{path}/");
         let under = |set: &BTreeSet<String>| {
@@ -375,6 +427,7 @@ impl View {
     fn attr(&self, ino: u64, n: &Node) -> Option<FileAttr> {
         match n {
             Node::Dir(_) => Some(self.dir_attr(ino)),
+            Node::Plain(p) => Some(plain_attr(ino, &self.plain_meta(p)?)),
             Node::Loose(p) => {
                 let l = lock(&self.loose);
                 let f = l.0.get(p)?;
@@ -589,14 +642,18 @@ impl View {
         for p in lock(&self.dirs).iter() {
             add(p, true);
         }
-        // Directories beneath (files there are placeholders of the names above, or files the
-        // daemon imports when a client names them).
+        // Directories and plain files beneath (the `.rrd` files there are placeholders of the
+        // names above, or files the daemon imports when a client names them).
         if let Some(rd) = self.below(dir).and_then(|p| std::fs::read_dir(p).ok()) {
             for e in rd.flatten() {
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    if let Some(n) = e.file_name().to_str() {
-                        add(&join(dir, n), true);
-                    }
+                let (Ok(t), Some(n)) = (e.file_type(), e.file_name().to_str().map(str::to_string))
+                else {
+                    continue;
+                };
+                if t.is_dir() {
+                    add(&join(dir, &n), true);
+                } else if t.is_file() && !rrd_like(&n) {
+                    add(&join(dir, &n), false);
                 }
             }
         }
@@ -611,6 +668,96 @@ impl View {
         v
     }
 
+    /// chmod, chown, truncate and utimes on a plain file beneath.
+    fn plain_setattr(&self, p: &str, fh: Option<FileHandle>, set: &PlainSet) -> Result<(), Errno> {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let path = self.below(p).ok_or(Errno::ENOENT)?;
+        let io = |r: std::io::Result<()>| r.map_err(|e| errno(&e));
+        if let Some(m) = set.mode {
+            io(std::fs::set_permissions(
+                &path,
+                std::fs::Permissions::from_mode(m & 0o7777),
+            ))?;
+        }
+        if set.uid.is_some() || set.gid.is_some() {
+            io(std::os::unix::fs::lchown(&path, set.uid, set.gid))?;
+        }
+        if set.size.is_some() || set.atime.is_some() || set.mtime.is_some() {
+            let open = fh.and_then(|fh| match lock(&self.open).get(&u64::from(fh)) {
+                Some(Handle::Plain(f)) => Some(f.clone()),
+                _ => None,
+            });
+            let f = match open {
+                Some(f) => f,
+                None => Arc::new(
+                    std::fs::OpenOptions::new()
+                        .read(set.size.is_none())
+                        .write(set.size.is_some())
+                        .custom_flags(libc::O_NOFOLLOW)
+                        .open(&path)
+                        .map_err(|e| errno(&e))?,
+                ),
+            };
+            if let Some(size) = set.size {
+                io(f.set_len(size))?;
+            }
+            let when = |t: TimeOrNow| match t {
+                TimeOrNow::SpecificTime(t) => t,
+                TimeOrNow::Now => SystemTime::now(),
+            };
+            let mut times = std::fs::FileTimes::new();
+            if let Some(t) = set.atime {
+                times = times.set_accessed(when(t));
+            }
+            if let Some(t) = set.mtime {
+                times = times.set_modified(when(t));
+            }
+            if set.atime.is_some() || set.mtime.is_some() {
+                io(f.set_times(times))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A plain file renamed: beneath, or, given a series' name, imported as that series
+    /// (and gone beneath once the store holds it).
+    fn rename_plain(&self, from: &str, to: &str, target: Option<&Node>) -> Result<(), Errno> {
+        let src = self.below(from).ok_or(Errno::ENOENT)?;
+        if rrd_like(to) {
+            let bytes = std::fs::read(&src).map_err(|e| errno(&e))?;
+            if let Some(Node::Loose(t)) = target {
+                self.take_loose(t);
+            }
+            view_import(&self.d, to, &bytes).map_err(|e| {
+                crate::log(&format!("view: {from}: not imported as {to}: {e}"));
+                Errno::EIO
+            })?;
+            return std::fs::remove_file(&src).map_err(|e| errno(&e));
+        }
+        if matches!(target, Some(Node::File(_))) {
+            // A series' name that is not `.rrd`-like: the series stays; the file is not
+            // hidden beneath it.
+            return Err(Errno::EEXIST);
+        }
+        let dst = self.below(to).ok_or(Errno::ENOENT)?;
+        std::fs::rename(src, dst).map_err(|e| errno(&e))
+    }
+
+    /// Whether directory `dir` is beneath the view and holds no series or loose file.
+    fn only_plain_beneath(&self, dir: &str) -> bool {
+        if self.beneath.is_none() {
+            return false;
+        }
+        let prefix = format!("{dir}/");
+        let names = self.names();
+        let series = names
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|n| n.starts_with(&prefix));
+        let loose = lock(&self.loose).0.keys().any(|k| k.starts_with(&prefix));
+        !series && !loose && !lock(&self.dirs).iter().any(|k| k.starts_with(&prefix))
+    }
+
     /// A refused write: logged with where to send updates instead.
     fn refuse_rows(&self, name: &str) -> Errno {
         crate::log(&format!(
@@ -620,6 +767,51 @@ impl View {
         ));
         Errno::EPERM
     }
+}
+
+/// Whether a path is the view's own: a series' file, or a file that may become one
+/// (rrdtool's temporary `x.rrdXXXXXX`, a copy's `.x.rrd.tmp`): its last component holds
+/// `.rrd`. Over `-b` any other name is a plain file beneath, written through to the disk.
+fn rrd_like(path: &str) -> bool {
+    path.rsplit('/').next().is_some_and(|n| n.contains(".rrd"))
+}
+
+fn errno(e: &std::io::Error) -> Errno {
+    Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// A plain file's attributes, as the disk has them.
+fn plain_attr(ino: u64, m: &std::fs::Metadata) -> FileAttr {
+    use std::os::unix::fs::MetadataExt;
+    FileAttr {
+        ino: INodeNo(ino),
+        size: m.size(),
+        blocks: m.blocks(),
+        atime: time_of(m.atime(), m.atime_nsec() / 1000),
+        mtime: time_of(m.mtime(), m.mtime_nsec() / 1000),
+        ctime: time_of(m.ctime(), m.ctime_nsec() / 1000),
+        crtime: time_of(m.ctime(), m.ctime_nsec() / 1000),
+        kind: FileType::RegularFile,
+        perm: (m.mode() & 0o7777) as u16,
+        nlink: m.nlink() as u32,
+        uid: m.uid(),
+        gid: m.gid(),
+        rdev: 0,
+        flags: 0,
+        blksize: 4096,
+    }
+}
+
+/// The open(2) flags a plain file is opened with beneath: the caller's, never following a
+/// link.
+fn plain_options(flags: i32) -> std::fs::OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    let acc = flags & libc::O_ACCMODE;
+    let mut o = std::fs::OpenOptions::new();
+    o.read(acc != libc::O_WRONLY)
+        .write(acc != libc::O_RDONLY)
+        .custom_flags(flags & (libc::O_APPEND | libc::O_TRUNC | libc::O_EXCL) | libc::O_NOFOLLOW);
+    o
 }
 
 /// A name the view can show as a path: relative, without empty, `.` or `..` components.
@@ -660,6 +852,37 @@ fn child(v: &View, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
     Ok(join(&dir, name))
 }
 
+/// Write `bytes` as the plain file `dst` (made or replaced; never through a link).
+fn write_plain(dst: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(dst)?;
+    f.write_all(bytes)
+}
+
+/// Up to `size` bytes of `f` from `offset` (fewer only at its end).
+fn read_plain(f: &std::fs::File, offset: u64, size: usize) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; size];
+    let mut got = 0;
+    while got < size {
+        match f.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(got);
+    Ok(buf)
+}
+
 /// Overwrite `buf` at `offset` with `data`, growing it (zeros in any gap).
 fn write_at(buf: &mut Vec<u8>, offset: usize, data: &[u8]) {
     let end = offset + data.len();
@@ -691,12 +914,12 @@ impl Filesystem for View {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _mode: Option<u32>,
-        _uid: Option<u32>,
-        _gid: Option<u32>,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
         size: Option<u64>,
-        _atime: Option<TimeOrNow>,
-        _mtime: Option<TimeOrNow>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
         _ctime: Option<SystemTime>,
         fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
@@ -708,8 +931,21 @@ impl Filesystem for View {
         let Some(n) = self.node(ino) else {
             return reply.error(Errno::ENOENT);
         };
-        // Only a length is taken (owners, modes and times are the view's own).
-        if let Some(size) = size {
+        if let Node::Plain(p) = &n {
+            let set = PlainSet {
+                mode,
+                uid,
+                gid,
+                size,
+                atime,
+                mtime,
+            };
+            if let Err(e) = self.plain_setattr(p, fh, &set) {
+                return reply.error(e);
+            }
+        } else if let Some(size) = size {
+            // Of the view's own files only a length is taken (owners, modes and times are
+            // the view's).
             match &n {
                 Node::Loose(p) => {
                     {
@@ -749,6 +985,7 @@ impl Filesystem for View {
                     }
                 }
                 Node::Dir(_) => return reply.error(Errno::EISDIR),
+                Node::Plain(_) => {}
             }
         }
         match self.node(ino).and_then(|n| self.attr(u64::from(ino), &n)) {
@@ -836,6 +1073,14 @@ impl Filesystem for View {
                     reply.error(Errno::EIO)
                 }
             },
+            Some(Node::Plain(p)) => match self.below(&p).map(std::fs::remove_file) {
+                Some(Ok(())) => {
+                    lock(&self.inodes).unlink(&p);
+                    reply.ok()
+                }
+                Some(Err(e)) => reply.error(errno(&e)),
+                None => reply.error(Errno::ENOENT),
+            },
             Some(Node::Dir(_)) => reply.error(Errno::EISDIR),
             None => reply.error(Errno::ENOENT),
         }
@@ -866,6 +1111,30 @@ impl Filesystem for View {
             return reply.error(Errno::EISDIR);
         }
         match self.resolve(&from) {
+            // Over -b, a loose file given a name that is not the view's is written beneath.
+            Some(Node::Loose(p)) if !rrd_like(&to) && self.beneath.is_some() => {
+                let Some(dst) = self.below(&to) else {
+                    return reply.error(Errno::ENOENT);
+                };
+                let bytes = lock(&self.loose)
+                    .0
+                    .get(&p)
+                    .map(|f| f.bytes.clone())
+                    .unwrap_or_default();
+                if let Err(e) = write_plain(&dst, &bytes) {
+                    return reply.error(errno(&e));
+                }
+                self.take_loose(&p);
+                lock(&self.inodes).rename(&p, &to);
+                reply.ok()
+            }
+            Some(Node::Plain(p)) => match self.rename_plain(&p, &to, target.as_ref()) {
+                Ok(()) => {
+                    lock(&self.inodes).rename(&p, &to);
+                    reply.ok()
+                }
+                Err(e) => reply.error(e),
+            },
             Some(Node::Loose(p)) => {
                 let Some(bytes) = self.take_loose(&p) else {
                     return reply.error(Errno::ENOENT);
@@ -902,6 +1171,18 @@ impl Filesystem for View {
                     lock(&self.inodes).rename(&d, &to);
                     lock(&self.dirs).insert(to);
                     reply.ok()
+                } else if self.only_plain_beneath(&d) {
+                    // Over -b, a directory of plain files alone moves beneath.
+                    match (self.below(&d), self.below(&to)) {
+                        (Some(a), Some(b)) => match std::fs::rename(a, b) {
+                            Ok(()) => {
+                                lock(&self.inodes).rename_tree(&d, &to);
+                                reply.ok()
+                            }
+                            Err(e) => reply.error(errno(&e)),
+                        },
+                        _ => reply.error(Errno::EXDEV),
+                    }
                 } else {
                     reply.error(Errno::EXDEV)
                 }
@@ -917,6 +1198,15 @@ impl Filesystem for View {
         let write = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
         let h = match n {
             Node::Dir(_) => return reply.error(Errno::EISDIR),
+            Node::Plain(p) => {
+                let Some(path) = self.below(&p) else {
+                    return reply.error(Errno::ENOENT);
+                };
+                match plain_options(flags.0).open(path) {
+                    Ok(f) => Handle::Plain(Arc::new(f)),
+                    Err(e) => return reply.error(errno(&e)),
+                }
+            }
             Node::Loose(p) => {
                 if flags.0 & libc::O_TRUNC != 0 {
                     self.new_loose(&p);
@@ -970,17 +1260,45 @@ impl Filesystem for View {
         _req: &Request,
         parent: INodeNo,
         name: &OsStr,
-        _mode: u32,
-        _umask: u32,
-        _flags: i32,
+        mode: u32,
+        umask: u32,
+        flags: i32,
         reply: ReplyCreate,
     ) {
         let path = match child(self, parent, name) {
             Ok(p) => p,
             Err(e) => return reply.error(e),
         };
-        if matches!(self.resolve(&path), Some(Node::Dir(_))) {
+        let now = self.resolve(&path);
+        if matches!(now, Some(Node::Dir(_))) {
             return reply.error(Errno::EISDIR);
+        }
+        // Over -b, a name that is not the view's is a plain file made beneath.
+        if let (false, Some(dst), false) = (
+            rrd_like(&path),
+            self.below(&path),
+            matches!(now, Some(Node::File(_))),
+        ) {
+            use std::os::unix::fs::OpenOptionsExt;
+            let made = plain_options(flags)
+                .create(true)
+                .mode(mode & !umask & 0o7777)
+                .open(dst)
+                .and_then(|f| f.metadata().map(|m| (f, m)));
+            return match made {
+                Ok((f, m)) => {
+                    let ino = self.ino(&path);
+                    let fh = self.add_handle(Handle::Plain(Arc::new(f)));
+                    reply.created(
+                        &TTL,
+                        &plain_attr(ino, &m),
+                        Generation(0),
+                        FileHandle(fh),
+                        FopenFlags::empty(),
+                    );
+                }
+                Err(e) => reply.error(errno(&e)),
+            };
         }
         self.new_loose(&path);
         let ino = self.ino(&path);
@@ -1017,6 +1335,14 @@ impl Filesystem for View {
         let data = {
             let open = lock(&self.open);
             match open.get(&u64::from(fh)) {
+                Some(Handle::Plain(f)) => {
+                    let f = f.clone();
+                    drop(open);
+                    return match read_plain(&f, offset, size as usize) {
+                        Ok(d) => reply.data(&d),
+                        Err(e) => reply.error(errno(&e)),
+                    };
+                }
                 Some(Handle::Read(b)) => slice(b),
                 Some(Handle::Edit { buf, .. }) => slice(buf),
                 Some(Handle::Loose { path, .. }) => {
@@ -1041,9 +1367,19 @@ impl Filesystem for View {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let offset = offset as usize;
         let mut open = lock(&self.open);
+        if let Some(Handle::Plain(f)) = open.get(&u64::from(fh)) {
+            use std::os::unix::fs::FileExt;
+            let f = f.clone();
+            drop(open);
+            return match f.write_all_at(data, offset) {
+                Ok(()) => reply.written(data.len() as u32),
+                Err(e) => reply.error(errno(&e)),
+            };
+        }
+        let offset = offset as usize;
         match open.get_mut(&u64::from(fh)) {
+            Some(Handle::Plain(_)) => reply.error(Errno::EBADF),
             Some(Handle::Read(_)) => reply.error(Errno::EBADF),
             Some(Handle::Loose { path, dirty }) => {
                 let mut l = lock(&self.loose);
@@ -1105,9 +1441,24 @@ impl Filesystem for View {
         _req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
-        _datasync: bool,
+        datasync: bool,
         reply: ReplyEmpty,
     ) {
+        let plain = match lock(&self.open).get(&u64::from(fh)) {
+            Some(Handle::Plain(f)) => Some(f.clone()),
+            _ => None,
+        };
+        if let Some(f) = plain {
+            let r = if datasync {
+                f.sync_data()
+            } else {
+                f.sync_all()
+            };
+            return match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno(&e)),
+            };
+        }
         self.reply_settled(fh, reply);
     }
 

@@ -1,0 +1,141 @@
+//! Real tools, unchanged, from Debian's packages, on a ringlet view: the scripts in
+//! `tests/real/` start them (and the daemon) in a mount namespace of their own, under
+//! `timeout`, in a directory under the system's temp directory, and print what they checked.
+//!
+//! - `munin.sh`: munin-update with its dbdir on the view over `-b` and `rrdcached_socket` set
+//!   (the daemon run as `-U munin`), against a second Munin master on plain files; Munin's
+//!   local create and tune, its state files beside the RRDs, munin-limits, munin-html,
+//!   munin-graph and munin-cgi-graph.
+//! - `ganglia.sh`: gmetad writing through the daemon, ganglia-web (PHP) reading the view.
+//!
+//! Needs root, /dev/fuse, unshare, and the packages scripts/setup installs; without them the
+//! tests say so, and fail in CI (which has them).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ringlet");
+
+fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", cmd])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether this machine can run the script's tools; `needs` are shell tests of them.
+fn can_run(what: &str, needs: &[&str]) -> bool {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let missing: Vec<&str> = needs.iter().copied().filter(|c| !have(c)).collect();
+    let ok = root && Path::new("/dev/fuse").exists() && missing.is_empty();
+    if !ok {
+        eprintln!(
+            "{what} needs root, /dev/fuse and {missing:?} (scripts/setup installs them): not run here"
+        );
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root with FUSE and scripts/setup's packages: {what} must run"
+        );
+    }
+    ok
+}
+
+struct Dir(PathBuf);
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Run `tests/real/<script>` in a new mount namespace; returns its stdout, or fails with
+/// everything it left to read.
+fn run(script: &str, tag: &str, limit_s: u32) -> String {
+    let dir = Dir(std::env::temp_dir().join(format!("ringlet-real-{tag}-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    std::fs::create_dir_all(&dir.0).unwrap();
+    // The tools' own users (munin, nobody) reach it.
+    let _ = Command::new("chmod").arg("755").arg(&dir.0).status();
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real");
+    let o = Command::new("timeout")
+        .args(["-k", "5", &limit_s.to_string()])
+        .args(["unshare", "-m", "--propagation", "private", "bash"])
+        .arg(here.join(script))
+        .env("RINGLET", BIN)
+        .env("T", &dir.0)
+        .env("HERE", &here)
+        .output()
+        .expect("unshare");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    if !o.status.success() {
+        let mut logs = String::new();
+        for f in walk(&dir.0) {
+            if f.extension().is_some_and(|e| e == "log") {
+                let text = std::fs::read_to_string(&f).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(30).collect();
+                logs += &format!("--- {} (last lines)\n", f.display());
+                for l in tail.into_iter().rev() {
+                    logs += l;
+                    logs.push('\n');
+                }
+            }
+        }
+        panic!(
+            "{script} failed: {:?}\nstdout:\n{out}\nstderr:\n{}\n{logs}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    out
+}
+
+fn walk(d: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(d) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn expect(out: &str, lines: &[&str]) {
+    for want in lines {
+        assert!(
+            out.lines().any(|l| l.starts_with(want)),
+            "{want:?} not in:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn munin_updates_through_the_daemon_and_draws_from_the_view() {
+    let needs = [
+        "command -v unshare runuser python3 rrdtool",
+        "test -x /usr/share/munin/munin-update",
+        "test -x /usr/lib/munin/cgi/munin-cgi-graph",
+        "perl -MCGI::Fast -e 1",
+        "id munin",
+    ];
+    if !can_run("the Munin test", &needs) {
+        return;
+    }
+    let out = run("munin.sh", "munin", 280);
+    expect(
+        &out,
+        &[
+            "RRD FILES SAME: 3",
+            "MAX TUNED",
+            "VALUES RIGHT",
+            "MUNIN-GRAPH DREW",
+            "MUNIN-CGI-GRAPH SAME",
+        ],
+    );
+}
