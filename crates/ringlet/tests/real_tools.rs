@@ -139,3 +139,24 @@ fn munin_updates_through_the_daemon_and_draws_from_the_view() {
         ],
     );
 }
+
+#[test]
+fn gmetad_writes_through_the_daemon_and_ganglia_web_draws_from_the_view() {
+    let needs = [
+        "command -v unshare python3 rrdtool gmetad php curl",
+        "test -f /usr/share/ganglia-webfrontend/graph.php",
+        "id ganglia",
+    ];
+    if !can_run("the Ganglia test", &needs) {
+        return;
+    }
+    let out = run("ganglia.sh", "ganglia", 280);
+    expect(
+        &out,
+        &[
+            "GMETAD FILES SAME: 12",
+            "GANGLIA-WEB PAGES",
+            "GANGLIA-WEB GRAPHS SAME",
+        ],
+    );
+}
