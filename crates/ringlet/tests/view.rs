@@ -158,6 +158,9 @@ py='import rrdtool, sys; print(rrdtool.lastupdate(sys.argv[1])); print(rrdtool.i
 a=$(cd "$T/mnt/h" && t /usr/bin/python3 -c "$py" m.rrd)
 b=$(cd "$T/mirror/h" && /usr/bin/python3 -c "$py" m.rrd)
 [ "$a" = "$b" ] && echo "SAME: python3-rrdtool"
+# mmap (as librrd reads): the mapped bytes are the file's.
+mm='import mmap, sys; f = open(sys.argv[1], "rb"); m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ); sys.stdout.buffer.write(m[:])'
+t /usr/bin/python3 -c "$mm" "$v" | cmp - "$m" && echo "SAME: mmap"
 echo "TREE: $(cd "$T/mnt" && t find . | sort | tr '\n' ' ')"
 [ "$(t stat -c %s "$T/mnt/d/e/g.rrd")" = "$(t cat "$T/mnt/d/e/g.rrd" | wc -c)" ] && echo "SIZE OF NEW"
 t rrdtool info "$T/mnt/d/e/g.rrd" | grep -q '^rra\[0\].rows = 10$' && echo "NEW READS"
@@ -182,6 +185,7 @@ mountpoint -q "$T/mnt" || echo "UNMOUNTED"
         "SAME: last F",
         "SAME: first F --rraindex 2",
         "SAME: python3-rrdtool",
+        "SAME: mmap",
         "SAME: graph PRINT",
         "SAME: graph PNG",
         "TREE: . ./d ./d/e ./d/e/g.rrd ./h ./h/m.rrd ",

@@ -398,7 +398,13 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
                 log(&format!("no view: {e}"));
                 None
             }
-            Ok(dir) => match view::mount(d.clone(), &dir) {
+            // The view shows the ids the daemon has after -U/-G from the first answer (a
+            // client that checks the owner, as gmetad does, may ask before the drop).
+            Ok(dir) => match view::mount(
+                d.clone(),
+                &dir,
+                ids.as_ref().map(|i| (i.uid, i.gid)).unwrap_or_default(),
+            ) {
                 Ok(m) => {
                     log(&format!("view mounted at {}", dir.display()));
                     Some(m)

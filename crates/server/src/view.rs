@@ -105,7 +105,13 @@ pub fn clear_stale(dir: &Path) -> Result<(), String> {
 
 /// Mount the view of `d`'s store at `dir`. A stale mount left there by a run that died is
 /// detached first.
-pub fn mount(d: Arc<Daemon>, dir: &Path) -> Result<Mounted, String> {
+/// `owner`: the user and group the daemon becomes after mounting (`-U`, `-G`), if it does;
+/// the view's files and directories show them.
+pub fn mount(
+    d: Arc<Daemon>,
+    dir: &Path,
+    owner: (Option<u32>, Option<u32>),
+) -> Result<Mounted, String> {
     clear_stale(dir)?;
     if let Err(e) = std::fs::metadata(dir) {
         return Err(format!("cannot mount the view at {}: {e}", dir.display()));
@@ -127,7 +133,7 @@ pub fn mount(d: Arc<Daemon>, dir: &Path) -> Result<Mounted, String> {
     cfg.acl = SessionACL::All;
     // A slow open (a large file built) does not hold up the others.
     cfg.n_threads = Some(4);
-    let fs = View::new(d);
+    let fs = View::new(d, owner);
     let session = fuser::spawn_mount(fs, dir, &cfg)
         .map_err(|e| format!("cannot mount the view at {}: {e}", dir.display()))?;
     Ok(Mounted {
@@ -266,6 +272,9 @@ struct View {
     /// Mounted over `-b`: the base directory beneath the view, whose directories the view
     /// shows and keeps in step (mkdir, rmdir), so CREATE finds them and they outlast it.
     beneath: Option<String>,
+    /// The ids the view's own files and directories show: the daemon's after `-U`/`-G`.
+    uid: u32,
+    gid: u32,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -273,7 +282,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl View {
-    fn new(d: Arc<Daemon>) -> View {
+    fn new(d: Arc<Daemon>, owner: (Option<u32>, Option<u32>)) -> View {
         let mut inodes = Inodes::default();
         inodes.ino("");
         let address = d.lock().places.address.clone();
@@ -291,6 +300,10 @@ impl View {
             next_fh: AtomicU64::new(1),
             address,
             beneath,
+            // SAFETY: geteuid/getegid cannot fail.
+            uid: owner.0.unwrap_or_else(|| unsafe { libc::geteuid() }),
+            // SAFETY: as above.
+            gid: owner.1.unwrap_or_else(|| unsafe { libc::getegid() }),
         }
     }
 
@@ -398,11 +411,9 @@ impl View {
             kind: FileType::Directory,
             perm: 0o755,
             nlink: 2,
-            // The daemon's ids now (after -U, the user's), as for the files under -b.
-            // SAFETY: geteuid/getegid cannot fail.
-            uid: unsafe { libc::geteuid() },
-            // SAFETY: as above.
-            gid: unsafe { libc::getegid() },
+            // The daemon's ids (after -U, the user's), as for the files under -b.
+            uid: self.uid,
+            gid: self.gid,
             rdev: 0,
             flags: 0,
             blksize: 4096,
