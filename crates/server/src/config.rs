@@ -83,6 +83,10 @@ pub struct Config {
     pub log_per_series: Option<u64>,
     /// `--queue-limit`: bytes of queued values that start a commit before `-w` is up.
     pub queue_limit: u64,
+    /// `--carbon ADDR`: where carbon's plaintext protocol is taken (TCP and UDP).
+    pub carbon: Vec<std::net::SocketAddr>,
+    /// `--graphite-conf DIR`: carbon's storage-schemas.conf and storage-aggregation.conf.
+    pub graphite_conf: Option<PathBuf>,
 }
 
 impl Config {
@@ -168,6 +172,13 @@ ringlet options:
                          Needs root and /dev/fuse; without them the daemon serves its
                          sockets and logs why. Unmounted at exit; a stale mount left by
                          a daemon that died is removed at start
+  --carbon ADDR          take carbon's plaintext protocol (`path value timestamp`
+                         lines) on TCP and UDP at ADDR (host:port, or a port:
+                         loopback; default port 2003). Path a.b.c is the series
+                         a/b/c.rrd; a new one gets its archives from carbon's
+                         storage-schemas.conf and storage-aggregation.conf
+  --graphite-conf DIR    where those two files are (default: built-in ones,
+                         10s:1d,1m:7d,10m:5y; docs/PROTOCOL.md, Carbon)
   -h, --help             this text
 ";
 
@@ -195,6 +206,24 @@ fn duration(what: &str, v: &str) -> Result<u64, String> {
         return Err(format!("Invalid {what} {v}: value must be positive"));
     }
     Ok(n.saturating_mul(unit))
+}
+
+/// `--carbon`'s address: `host:port`, `[v6]:port`, `host` (port 2003) or `:port` and `port`
+/// (loopback: carbon is reached from elsewhere only when asked for).
+pub fn carbon_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let bad = || format!("invalid carbon address '{s}' (host:port, or a port)");
+    let full = if let Ok(port) = s.trim_start_matches(':').parse::<u16>() {
+        format!("127.0.0.1:{port}")
+    } else if s.starts_with('[') && s.ends_with(']') || !s.contains(':') {
+        format!("{s}:{}", crate::carbon::DEFAULT_PORT)
+    } else {
+        s.to_string()
+    };
+    full.to_socket_addrs()
+        .map_err(|e| format!("{}: {e}", bad()))?
+        .next()
+        .ok_or_else(bad)
 }
 
 /// An address as `-l` and librrd take it: `unix:/path`, `/path`, `host`, `host:port`, `[v6]:port`.
@@ -247,6 +276,8 @@ const LONG_WITH_VALUE: &[&str] = &[
     "--queue-limit",
     "--max-connections",
     "--commit-interval",
+    "--carbon",
+    "--graphite-conf",
 ];
 
 /// Split bundled short options as getopt does: `-gB` is `-g -B`, `-gw300` is `-g -w 300`
@@ -303,6 +334,8 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         log_size: None,
         log_per_series: None,
         queue_limit: 256 << 20,
+        carbon: Vec::new(),
+        graphite_conf: None,
         view: None,
     };
     let (mut perms, mut sock_group, mut sock_mode) = (None, None, None);
@@ -378,6 +411,8 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "--log-per-series" => c.log_per_series = Some(engine::parse_any_size(&value()?)?),
             "--queue-limit" => c.queue_limit = num(value()?)?.max(1),
             "--max-connections" => c.max_connections = num(value()?)?.max(1) as usize,
+            "--carbon" => c.carbon.push(carbon_addr(&value()?)?),
+            "--graphite-conf" => c.graphite_conf = Some(PathBuf::from(value()?)),
             // An optional value: `--view=DIR`, `--view DIR`, or `--view` alone.
             "--view" => {
                 c.view = Some(match inline.clone() {

@@ -90,6 +90,8 @@ pub struct Daemon {
     /// `/proc/self/fd/N` of the base directory opened before the mount (the directory
     /// beneath the view), and that descriptor. Unset: the files are reached at `base`.
     pub(crate) lower: std::sync::OnceLock<(std::fs::File, String)>,
+    /// Carbon's side (`--carbon`): its rules and counts, for STATS.
+    carbon: std::sync::OnceLock<Arc<crate::carbon::Carbon>>,
     pub restrict_base: bool,
     pub no_overwrite: bool,
     pub recursive_create: bool,
@@ -196,6 +198,7 @@ impl Daemon {
             disk_bytes_at_open: crate::iostats::disk_bytes_written(),
             base,
             lower: std::sync::OnceLock::new(),
+            carbon: std::sync::OnceLock::new(),
             restrict_base: cfg.restrict_base,
             no_overwrite: cfg.no_overwrite,
             recursive_create: cfg.recursive_create,
@@ -211,6 +214,16 @@ impl Daemon {
 
     /// Resolve a client's file name as rrdcached does, then normalise it into a store name
     /// (so `./x.rrd` and `x.rrd` are one series, unlike rrdcached's #1071).
+    /// Take carbon's plaintext protocol with these rules (once, at start).
+    pub fn set_carbon(&self, c: Arc<crate::carbon::Carbon>) {
+        let _ = self.carbon.set(c);
+    }
+
+    /// Carbon's side, if `--carbon` was given.
+    pub fn carbon(&self) -> Option<Arc<crate::carbon::Carbon>> {
+        self.carbon.get().cloned()
+    }
+
     pub fn resolve(&self, file: &str) -> Result<Target, String> {
         let abs = match (&self.base, file.starts_with('/')) {
             (Some(base), false) => format!("{base}/{file}"),

@@ -306,7 +306,12 @@ pub(crate) fn view_import(d: &Daemon, name: &str, bytes: &[u8]) -> Result<(), St
 
 /// Make `rrd` the series `t` (replacing one of that name), with its placeholder; committed by
 /// the caller.
-fn place_series(d: &Daemon, inner: &mut Inner, t: &Target, rrd: Rrd) -> Result<(), String> {
+pub(crate) fn place_series(
+    d: &Daemon,
+    inner: &mut Inner,
+    t: &Target,
+    rrd: Rrd,
+) -> Result<(), String> {
     write_placeholder(inner, t, false)?;
     inner
         .store
@@ -469,6 +474,14 @@ fn stats(d: &Daemon) -> Response {
         inner.store.log_since_checkpoint()
     ));
     lines.extend(record_lines(inner.store.stats()));
+    // With --carbon: what carbon's listeners took, refused and dropped.
+    if let Some(c) = d.carbon() {
+        let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        lines.push(format!("CarbonPoints: {}", n(&c.counts.points)));
+        lines.push(format!("CarbonLinesRefused: {}", n(&c.counts.bad)));
+        lines.push(format!("CarbonPointsLate: {}", n(&c.counts.late)));
+        lines.push(format!("CarbonSeriesCreated: {}", n(&c.counts.created)));
+    }
     Response::lines("Statistics follow", &lines)
 }
 

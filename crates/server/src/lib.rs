@@ -6,6 +6,7 @@
 //! SIGINT, SIGUSR1 and SIGUSR2 into a final commit and a clean exit. Command semantics live in
 //! [`handlers`], UPDATE's check-and-queue in [`ingest`]; the wire format in the `proto` crate.
 
+pub mod carbon;
 pub mod client;
 pub mod commit;
 pub mod config;
@@ -377,6 +378,23 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         log(&format!("listening on {}", describe(&b)));
         bound.push((b, l.allowed.clone()));
     }
+    // Carbon's plaintext protocol: TCP and UDP on each --carbon address.
+    let mut carbon_bound = Vec::new();
+    if !cfg.carbon.is_empty() {
+        let rules = carbon::Rules::load(cfg.graphite_conf.as_deref())?;
+        let c = Arc::new(carbon::Carbon::new(rules));
+        for a in &cfg.carbon {
+            let tcp = TcpListener::bind(a)
+                .map_err(|e| format!("cannot listen for carbon on {a} (TCP): {e}"))?;
+            let udp = std::net::UdpSocket::bind(a)
+                .map_err(|e| format!("cannot listen for carbon on {a} (UDP): {e}"))?;
+            log(&format!(
+                "listening for carbon's plaintext protocol on {a} (TCP and UDP)"
+            ));
+            carbon_bound.push((tcp, udp));
+        }
+        d.set_carbon(c);
+    }
     if let Some(p) = &cfg.pid_file {
         std::fs::write(p, format!("{}\n", std::process::id()))
             .map_err(|e| format!("cannot write pid file {}: {e}", p.display()))?;
@@ -430,6 +448,13 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             max_line: cfg.max_line,
         });
         spawn_acceptor(d.clone(), b, access, active.clone(), cfg.max_connections);
+    }
+    if let Some(c) = d.carbon() {
+        for (tcp, udp) in carbon_bound {
+            let (d1, c1, d2, c2) = (d.clone(), c.clone(), d.clone(), c.clone());
+            std::thread::spawn(move || carbon::serve_tcp(d1, c1, tcp));
+            std::thread::spawn(move || carbon::serve_udp(d2, c2, udp));
+        }
     }
     let dc = d.clone();
     std::thread::spawn(move || dc.committer());

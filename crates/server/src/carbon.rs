@@ -1,0 +1,743 @@
+//! Carbon's plaintext protocol: `ringlet serve --carbon ADDR` takes `path value timestamp`
+//! lines on TCP and UDP at ADDR (several lines a datagram), as carbon-cache does on 2003.
+//!
+//! - A path `a.b.c` is the series `a/b/c.rrd` (under `-b`, with its placeholder, as a
+//!   CREATE would make it): one GAUGE data source named `value`, so Graphite's metrics,
+//!   the view's files and the RRD tools see one tree. A component that is empty, `.` or
+//!   `..`, holds `/` or a control character, or a path longer than [`MAX_PATH`], is refused.
+//! - A new series takes its archives from carbon's own files in `--graphite-conf DIR`:
+//!   `storage-schemas.conf` (first section whose `pattern` matches: `retentions`, one
+//!   archive a retention) and `storage-aggregation.conf` (first match: `xFilesFactor`,
+//!   `aggregationMethod`), or [`DEFAULT_SCHEMAS`] and [`DEFAULT_AGGREGATION`] without them.
+//!   docs/PROTOCOL.md ("Carbon") maps each setting to the RRD and states what differs from
+//!   whisper.
+//! - A point is the value of its slot, `[t - t % step, + step)`, as in whisper: it becomes an
+//!   update at the slot's end, so the archive's row for the slot holds the value; a slot
+//!   skipped is unknown (an update of `U` at the start of the point's slot), never filled
+//!   from the next point. The first point of a slot is kept; later points for a slot already
+//!   written, or older ones, are counted and dropped (whisper keeps the last).
+//! - Timestamps: seconds, with a fraction or not; `-1` (and `N`) is now. Values: numbers as
+//!   carbon's `float()` reads them, `nan` is unknown.
+//! - A malformed line is counted and logged (the first few), never fatal: the good lines
+//!   beside it are kept. Lines longer than [`MAX_LINE`] are dropped whole.
+//!
+//! Nothing is acknowledged in carbon's protocol: points are durable at the next commit
+//! (`-w`), as updates sent over rrdcached's protocol are.
+//!
+//! The protocol's text is parsed here by hand (three fields); the patterns are the `regex`
+//! crate's, which reads Python's `re` syntax as carbon's files use it (classes, anchors,
+//! alternation; no look-around).
+
+use crate::daemon::Daemon;
+use crate::ingest;
+use regex::Regex;
+use rrd::{Cf, DsDef, DsType, RraDef, Rrd, Schema};
+use std::borrow::Cow;
+use std::io::{BufRead, BufReader, Read};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The longest metric path taken, bytes (carbon has no limit; file systems have 4096 for a
+/// whole path).
+pub const MAX_PATH: usize = 1024;
+
+/// The longest line taken, bytes; a longer one is dropped whole.
+pub const MAX_LINE: usize = 4096;
+
+/// The default carbon listens on: plaintext on 2003.
+pub const DEFAULT_PORT: u16 = 2003;
+
+/// `storage-schemas.conf` when `--graphite-conf` has none: carbon's own metrics at one
+/// minute, everything else 10 seconds for a day, a minute for a week, ten minutes for
+/// five years (collectd's and statsd's 10-second interval, at full resolution for a day).
+pub const DEFAULT_SCHEMAS: &str = "\
+[carbon]
+pattern = ^carbon\\.
+retentions = 60:90d
+
+[default]
+pattern = .*
+retentions = 10s:1d,1m:7d,10m:5y
+";
+
+/// `storage-aggregation.conf` when `--graphite-conf` has none: carbon's example file.
+pub const DEFAULT_AGGREGATION: &str = "\
+[min]
+pattern = \\.min$
+xFilesFactor = 0.1
+aggregationMethod = min
+
+[max]
+pattern = \\.max$
+xFilesFactor = 0.1
+aggregationMethod = max
+
+[sum]
+pattern = \\.count$
+xFilesFactor = 0
+aggregationMethod = sum
+
+[default_average]
+pattern = .*
+xFilesFactor = 0.5
+aggregationMethod = average
+";
+
+/// One retention: seconds a point, points kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    pub precision: u64,
+    pub points: u64,
+}
+
+/// How points are combined into a coarser archive's row (`aggregationMethod`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Average,
+    Sum,
+    Min,
+    Max,
+    Last,
+}
+
+struct SchemaRule {
+    name: String,
+    pattern: Regex,
+    retentions: Vec<Retention>,
+}
+
+struct AggRule {
+    pattern: Regex,
+    xff: Option<f64>,
+    method: Option<Method>,
+}
+
+/// What carbon's two files say.
+pub struct Rules {
+    schemas: Vec<SchemaRule>,
+    aggregation: Vec<AggRule>,
+}
+
+/// A section of an INI file: its name, the line it starts at, its settings (keys lowercased).
+type Section = (String, usize, Vec<(String, String)>);
+
+/// `[section]` and `key = value` lines (`#` and `;` start comments).
+fn ini(text: &str, file: &str) -> Result<Vec<Section>, String> {
+    let mut out: Vec<Section> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix('[') {
+            let name = rest
+                .strip_suffix(']')
+                .ok_or_else(|| format!("{file}:{}: a section name ends with ']'", i + 1))?;
+            out.push((name.trim().to_string(), i + 1, Vec::new()));
+            continue;
+        }
+        let (k, v) = line
+            .split_once('=')
+            .or_else(|| line.split_once(':'))
+            .ok_or_else(|| format!("{file}:{}: not 'key = value': {line}", i + 1))?;
+        let Some(section) = out.last_mut() else {
+            return Err(format!("{file}:{}: a setting before any [section]", i + 1));
+        };
+        section
+            .2
+            .push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+    }
+    Ok(out)
+}
+
+/// Seconds in a unit as whisper's retention strings spell it (`s`, `min`, `hours`, ...).
+fn unit_seconds(u: &str) -> Option<u64> {
+    let u = u.to_ascii_lowercase();
+    let is = |short: &str, long: &str| u == short || (u.starts_with(short) && long.starts_with(&u));
+    Some(if u.is_empty() || is("s", "seconds") {
+        1
+    } else if is("m", "minutes") || is("min", "minutes") {
+        60
+    } else if is("h", "hours") {
+        3600
+    } else if is("d", "days") {
+        86_400
+    } else if is("w", "weeks") {
+        7 * 86_400
+    } else if is("y", "years") {
+        365 * 86_400
+    } else {
+        return None;
+    })
+}
+
+/// `10s:6h,1m:7d,10m:5y`: precision (seconds, or with a unit) and duration (with a unit;
+/// a bare number is a count of points), each precision a multiple of the first.
+pub fn parse_retentions(s: &str) -> Result<Vec<Retention>, String> {
+    let split = |part: &str| -> Option<(u64, Option<u64>)> {
+        let d = part.chars().take_while(char::is_ascii_digit).count();
+        let n: u64 = part[..d].parse().ok()?;
+        let unit = &part[d..];
+        if unit.is_empty() {
+            Some((n, None))
+        } else {
+            Some((n, Some(unit_seconds(unit)?)))
+        }
+    };
+    let mut out = Vec::new();
+    for def in s.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let (p, d) = def
+            .split_once(':')
+            .ok_or_else(|| format!("retention '{def}': not precision:duration"))?;
+        let (pn, pu) =
+            split(p.trim()).ok_or_else(|| format!("retention '{def}': bad precision"))?;
+        let precision = pn.saturating_mul(pu.unwrap_or(1));
+        let (dn, du) = split(d.trim()).ok_or_else(|| format!("retention '{def}': bad duration"))?;
+        if precision == 0 || dn == 0 {
+            return Err(format!("retention '{def}': must be positive"));
+        }
+        let points = match du {
+            None => dn,
+            Some(u) => dn.saturating_mul(u) / precision,
+        };
+        if points == 0 {
+            return Err(format!("retention '{def}': shorter than one point"));
+        }
+        out.push(Retention { precision, points });
+    }
+    let Some(first) = out.first().copied() else {
+        return Err("no retentions".into());
+    };
+    for w in out.windows(2) {
+        if w[1].precision <= w[0].precision || w[1].precision % first.precision != 0 {
+            return Err(format!(
+                "retentions '{s}': each precision must be a larger multiple of the first"
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn method(s: &str) -> Result<Method, String> {
+    Ok(match s.to_ascii_lowercase().as_str() {
+        "average" | "avg" | "avg_zero" | "median" => Method::Average,
+        "sum" => Method::Sum,
+        "min" => Method::Min,
+        "max" => Method::Max,
+        "last" => Method::Last,
+        other => return Err(format!("unknown aggregationMethod '{other}'")),
+    })
+}
+
+impl Rules {
+    /// Carbon's files in `dir` (each optional), else the defaults.
+    pub fn load(dir: Option<&Path>) -> Result<Rules, String> {
+        let read = |name: &str, default: &str| -> Result<(String, String), String> {
+            match dir.map(|d| d.join(name)) {
+                Some(p) if p.exists() => std::fs::read_to_string(&p)
+                    .map(|t| (t, p.display().to_string()))
+                    .map_err(|e| format!("{}: {e}", p.display())),
+                _ => Ok((default.to_string(), format!("{name} (built in)"))),
+            }
+        };
+        let (st, sf) = read("storage-schemas.conf", DEFAULT_SCHEMAS)?;
+        let (at, af) = read("storage-aggregation.conf", DEFAULT_AGGREGATION)?;
+        Rules::parse(&st, &sf, &at, &af)
+    }
+
+    pub fn parse(schemas: &str, sf: &str, aggregation: &str, af: &str) -> Result<Rules, String> {
+        let pattern = |file: &str, line: usize, p: &str| {
+            Regex::new(p).map_err(|e| format!("{file}:{line}: pattern '{p}': {e}"))
+        };
+        let mut rules = Rules {
+            schemas: Vec::new(),
+            aggregation: Vec::new(),
+        };
+        for (name, line, kv) in ini(schemas, sf)? {
+            let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+            // carbon skips a section without a pattern or retentions.
+            let (Some(p), Some(r)) = (get("pattern"), get("retentions")) else {
+                continue;
+            };
+            rules.schemas.push(SchemaRule {
+                name,
+                pattern: pattern(sf, line, p)?,
+                retentions: parse_retentions(r).map_err(|e| format!("{sf}:{line}: {e}"))?,
+            });
+        }
+        for (_, line, kv) in ini(aggregation, af)? {
+            let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+            let Some(p) = get("pattern") else {
+                continue;
+            };
+            let xff = match get("xfilesfactor") {
+                Some(v) => Some(
+                    v.parse::<f64>()
+                        .ok()
+                        .filter(|x| (0.0..=1.0).contains(x))
+                        .ok_or_else(|| format!("{af}:{line}: xFilesFactor '{v}' not in 0..1"))?,
+                ),
+                None => None,
+            };
+            let m = match get("aggregationmethod") {
+                Some(v) => Some(method(v).map_err(|e| format!("{af}:{line}: {e}"))?),
+                None => None,
+            };
+            rules.aggregation.push(AggRule {
+                pattern: pattern(af, line, p)?,
+                xff,
+                method: m,
+            });
+        }
+        Ok(rules)
+    }
+
+    /// The schema section for `path` (first match; carbon's fallback without one: a minute
+    /// for a day).
+    pub fn retentions(&self, path: &str) -> (&str, Vec<Retention>) {
+        match self.schemas.iter().find(|r| r.pattern.is_match(path)) {
+            Some(r) => (&r.name, r.retentions.clone()),
+            None => (
+                "carbon's fallback",
+                vec![Retention {
+                    precision: 60,
+                    points: 1440,
+                }],
+            ),
+        }
+    }
+
+    /// xFilesFactor and method for `path` (first match; 0.5 and average where it says
+    /// nothing, as carbon).
+    pub fn aggregation(&self, path: &str) -> (f64, Method) {
+        match self.aggregation.iter().find(|r| r.pattern.is_match(path)) {
+            Some(r) => (r.xff.unwrap_or(0.5), r.method.unwrap_or(Method::Average)),
+            None => (0.5, Method::Average),
+        }
+    }
+
+    /// The RRD schema of a new series for `path`: step the first precision; one GAUGE
+    /// `value` whose heartbeat is the step (a skipped slot is unknown); per retention one
+    /// archive of `precision / step` steps a row, `points` rows, the method's CF (sum:
+    /// AVERAGE, rrdtool has none), xff `1 - xFilesFactor` (whisper asks for a known
+    /// fraction, rrdtool allows an unknown one; just below 1 for an xFilesFactor of 0).
+    pub fn schema(&self, path: &str) -> Schema {
+        let (_, ret) = self.retentions(path);
+        let (xf, m) = self.aggregation(path);
+        let step = ret[0].precision;
+        let cf = match m {
+            Method::Average | Method::Sum => Cf::Average,
+            Method::Min => Cf::Min,
+            Method::Max => Cf::Max,
+            Method::Last => Cf::Last,
+        };
+        Schema {
+            step,
+            ds: vec![DsDef {
+                name: "value".into(),
+                kind: DsType::Gauge,
+                heartbeat: step,
+                min: f64::NAN,
+                max: f64::NAN,
+                rpn: None,
+            }],
+            rra: ret
+                .iter()
+                .enumerate()
+                .map(|(i, r)| RraDef {
+                    // The first archive holds the points themselves.
+                    cf: if i == 0 { Cf::Average } else { cf },
+                    xff: (1.0 - xf).clamp(0.0, 1.0 - 1e-9),
+                    pdp_cnt: r.precision / step,
+                    row_cnt: r.points,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The series of metric `path`: `a.b.c` is `a/b/c.rrd`.
+pub fn name_of(path: &str) -> Result<String, String> {
+    if path.len() > MAX_PATH {
+        return Err(format!("path longer than {MAX_PATH} bytes"));
+    }
+    if path.contains(';') {
+        return Err("tagged series (name;tag=value) are not stored yet".into());
+    }
+    let mut name = String::with_capacity(path.len() + 4);
+    for (i, c) in path.split('.').enumerate() {
+        if c.is_empty() {
+            return Err("empty path component".into());
+        }
+        if c.contains('/') || c.chars().any(char::is_control) || c.len() > 255 {
+            return Err(format!("bad path component '{}'", c.escape_debug()));
+        }
+        if i > 0 {
+            name.push('/');
+        }
+        name.push_str(c);
+    }
+    name.push_str(".rrd");
+    Ok(name)
+}
+
+/// One point of a plaintext line: path, value (NaN: unknown), time (seconds).
+pub fn parse_line(line: &str, now: f64) -> Result<(&str, f64, f64), String> {
+    let mut f = line.split_ascii_whitespace();
+    let (Some(path), Some(v), Some(t), None) = (f.next(), f.next(), f.next(), f.next()) else {
+        return Err("not 'path value timestamp'".into());
+    };
+    let value = match v.to_ascii_lowercase().as_str() {
+        "nan" | "-nan" | "+nan" => f64::NAN,
+        _ => v
+            .parse::<f64>()
+            .map_err(|_| format!("value '{}' is not a number", v.escape_debug()))?,
+    };
+    if value.is_infinite() {
+        return Err(format!("value '{v}' is infinite"));
+    }
+    let ts = match t {
+        "-1" | "N" => now,
+        _ => t
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0 && *x < 1e12)
+            .ok_or_else(|| format!("timestamp '{}' is not a time", t.escape_debug()))?,
+    };
+    Ok((path, value, ts))
+}
+
+/// What the carbon listeners have taken and refused, for STATS and the log.
+#[derive(Default)]
+pub struct Counts {
+    /// Points queued.
+    pub points: AtomicU64,
+    /// Lines refused (malformed, bad path, too long).
+    pub bad: AtomicU64,
+    /// Points dropped: their slot was already written, or earlier.
+    pub late: AtomicU64,
+    /// Series created.
+    pub created: AtomicU64,
+}
+
+/// Carbon's side of the daemon: the rules new series follow, and the counts.
+pub struct Carbon {
+    pub rules: Rules,
+    pub counts: Counts,
+}
+
+/// Refusals logged in full before they are only counted.
+const LOGGED: u64 = 20;
+
+impl Carbon {
+    pub fn new(rules: Rules) -> Carbon {
+        Carbon {
+            rules,
+            counts: Counts::default(),
+        }
+    }
+
+    fn refuse(&self, from: &str, line: &str, why: &str) {
+        let n = self.counts.bad.fetch_add(1, Ordering::Relaxed);
+        if n < LOGGED {
+            let shown: String = line.chars().take(200).collect();
+            crate::log(&format!(
+                "carbon: {from}: line refused ({why}): {}{}",
+                shown.escape_debug(),
+                if n + 1 == LOGGED {
+                    " (further refusals are counted, not logged)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+
+    /// Take one line (without its newline) from `from`.
+    pub fn line(&self, d: &Daemon, from: &str, line: &str) {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            return;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |t| t.as_secs_f64());
+        let (path, value, ts) = match parse_line(line, now) {
+            Ok(p) => p,
+            Err(e) => return self.refuse(from, line, &e),
+        };
+        match self.point(d, path, value, ts) {
+            Ok(true) => {
+                self.counts.points.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(false) => {
+                self.counts.late.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => self.refuse(from, line, &e),
+        }
+    }
+
+    /// Queue one point; Ok(false): dropped, its slot already written.
+    fn point(&self, d: &Daemon, path: &str, value: f64, ts: f64) -> Result<bool, String> {
+        let name = name_of(path)?;
+        let t = ts.floor() as i64;
+        let e = match ingest::entry_for(d, &name) {
+            Ok(e) => e,
+            Err(_) => {
+                self.create(d, path, &name, t)?;
+                ingest::entry_for(d, &name).map_err(|r| r.message)?
+            }
+        };
+        let (step, last, n_ds) = {
+            let st = e.lock();
+            let s = &st.shadow;
+            (s.schema.step as i64, s.last_up, s.schema.ds.len())
+        };
+        if n_ds != 1 {
+            return Err(format!(
+                "{name} has {n_ds} data sources; a Graphite metric has one"
+            ));
+        }
+        let end = t - t.rem_euclid(step) + step;
+        if end <= last {
+            return Ok(false);
+        }
+        let v = if value.is_nan() {
+            "U".to_string()
+        } else {
+            value.to_string()
+        };
+        let mut vals: Vec<Cow<'_, str>> = Vec::with_capacity(2);
+        if end - step > last {
+            // Slots skipped since the last point are unknown, not this point's value.
+            vals.push(Cow::Owned(format!("{}:U", end - step)));
+        }
+        vals.push(Cow::Owned(format!("{end}:{v}")));
+        let mut queued = 0;
+        let r = ingest::update(
+            d,
+            &e,
+            vals.into_iter(),
+            &mut queued,
+            &mut crate::sample::scratch(),
+        );
+        d.queued(queued);
+        r.map(|_| true).map_err(|resp| resp.message)
+    }
+
+    /// Make the series of `path` (unless another connection just did), its archives from
+    /// the rules, starting one slot before the point at `t`.
+    fn create(&self, d: &Daemon, path: &str, name: &str, t: i64) -> Result<(), String> {
+        let schema = self.rules.schema(path);
+        let step = schema.step as i64;
+        let start = t - t.rem_euclid(step) - step;
+        let target = d.resolve(name)?;
+        let mut inner = d.lock();
+        if inner.store.get(&target.name).is_some() {
+            return Ok(());
+        }
+        crate::handlers::place_series(d, &mut inner, &target, Rrd::new(schema, start))?;
+        self.counts.created.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Serve carbon's plaintext protocol on a TCP listener: a thread a connection, lines in.
+pub fn serve_tcp(d: Arc<Daemon>, c: Arc<Carbon>, l: TcpListener) {
+    for conn in l.incoming() {
+        let Ok(s) = conn else {
+            continue;
+        };
+        let (d, c) = (d.clone(), c.clone());
+        let _ = std::thread::Builder::new()
+            .name("carbon".into())
+            .spawn(move || tcp_conn(&d, &c, s));
+    }
+}
+
+fn tcp_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
+    let from = s
+        .peer_addr()
+        .map_or_else(|_| "tcp".to_string(), |a| a.to_string());
+    let mut r = BufReader::with_capacity(64 << 10, s);
+    let mut buf = Vec::with_capacity(256);
+    loop {
+        buf.clear();
+        // At most MAX_LINE + 1 bytes of a line: a longer one is refused and skipped.
+        let n = match (&mut r)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+        {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if n > MAX_LINE && buf.last() != Some(&b'\n') {
+            c.refuse(&from, &String::from_utf8_lossy(&buf[..80]), "line too long");
+            // Skip to the end of that line.
+            loop {
+                buf.clear();
+                match (&mut r).take(MAX_LINE as u64).read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) if buf.last() == Some(&b'\n') => break,
+                    Ok(_) => {}
+                }
+            }
+            continue;
+        }
+        if d.closing() {
+            return;
+        }
+        match std::str::from_utf8(&buf) {
+            Ok(line) => c.line(d, &from, line.trim_end_matches('\n')),
+            Err(_) => c.refuse(&from, &String::from_utf8_lossy(&buf), "not UTF-8"),
+        }
+    }
+}
+
+/// Serve carbon's plaintext protocol on a UDP socket: each datagram, lines.
+pub fn serve_udp(d: Arc<Daemon>, c: Arc<Carbon>, s: UdpSocket) {
+    let mut buf = vec![0u8; 65_536];
+    loop {
+        let Ok((n, from)) = s.recv_from(&mut buf) else {
+            continue;
+        };
+        if d.closing() {
+            return;
+        }
+        let from = from.to_string();
+        for line in buf[..n].split(|&b| b == b'\n') {
+            if line.len() > MAX_LINE {
+                c.refuse(
+                    &from,
+                    &String::from_utf8_lossy(&line[..80]),
+                    "line too long",
+                );
+                continue;
+            }
+            match std::str::from_utf8(line) {
+                Ok(l) => c.line(&d, &from, l),
+                Err(_) => c.refuse(&from, &String::from_utf8_lossy(line), "not UTF-8"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retentions_read_as_whisper_reads_them() {
+        assert_eq!(
+            parse_retentions("10s:6h,1m:7d,10m:5y").unwrap(),
+            vec![
+                Retention {
+                    precision: 10,
+                    points: 2160
+                },
+                Retention {
+                    precision: 60,
+                    points: 10080
+                },
+                Retention {
+                    precision: 600,
+                    points: 262_800
+                },
+            ]
+        );
+        // A bare duration is a count of points; a bare precision is seconds.
+        assert_eq!(
+            parse_retentions("60:1440").unwrap(),
+            vec![Retention {
+                precision: 60,
+                points: 1440
+            }]
+        );
+        assert_eq!(
+            parse_retentions("1min:1day, 1hours:1years").unwrap()[1],
+            Retention {
+                precision: 3600,
+                points: 8760
+            }
+        );
+        for bad in [
+            "",
+            "10s",
+            "0:10",
+            "10s:0",
+            "10x:1d",
+            "1m:1d,30s:7d",
+            "10s:1d,15s:2d",
+        ] {
+            assert!(parse_retentions(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_first_matching_sections_give_the_schema() {
+        let r = Rules::parse(
+            "[a]\npattern = ^servers\\.\nretentions = 10s:1h,1m:1d\n[b]\npattern=.*\nretentions=60:100\n",
+            "s",
+            "[m]\npattern = \\.max$\naggregationMethod = max\n[d]\npattern = .*\nxFilesFactor = 0.2\n",
+            "a",
+        )
+        .unwrap();
+        let s = r.schema("servers.web1.cpu.max");
+        assert_eq!(s.step, 10);
+        assert_eq!(s.ds[0].heartbeat, 10);
+        assert_eq!(
+            s.rra
+                .iter()
+                .map(|a| (a.cf, a.pdp_cnt, a.row_cnt))
+                .collect::<Vec<_>>(),
+            vec![(Cf::Average, 1, 360), (Cf::Max, 6, 1440)]
+        );
+        // Only the first matching aggregation section counts: its xFilesFactor is unset.
+        assert!((s.rra[1].xff - 0.5).abs() < 1e-12);
+        let o = r.schema("other.thing");
+        assert_eq!((o.step, o.rra.len(), o.rra[0].row_cnt), (60, 1, 100));
+        assert!((o.rra[0].xff - 0.8).abs() < 1e-12);
+        assert!(Rules::parse("[x]\npattern = (\nretentions = 1:1\n", "s", "", "a").is_err());
+        assert!(Rules::parse("pattern = x\n", "s", "", "a").is_err());
+        // The built-in files parse.
+        let d = Rules::load(None).unwrap();
+        assert_eq!(d.schema("a.b").step, 10);
+        assert_eq!(d.schema("carbon.agents.x").step, 60);
+        assert_eq!(d.aggregation("a.count"), (0.0, Method::Sum));
+        assert!(d.schema("a.count").rra[1].xff < 1.0);
+    }
+
+    #[test]
+    fn paths_are_names_under_the_base_and_never_leave_it() {
+        assert_eq!(name_of("servers.web1.cpu").unwrap(), "servers/web1/cpu.rrd");
+        assert_eq!(name_of("a-b_c.d e").unwrap(), "a-b_c/d e.rrd");
+        for bad in [
+            "", "a..b", ".a", "a.", "a/../b", "a.b/c", "x;tag=1", "a\u{1}b",
+        ] {
+            assert!(name_of(bad).is_err(), "{bad:?}");
+        }
+        assert!(name_of(&"x".repeat(MAX_PATH + 1)).is_err());
+    }
+
+    #[test]
+    fn lines_are_path_value_time() {
+        assert_eq!(parse_line("a.b 1.5 100", 7.0).unwrap(), ("a.b", 1.5, 100.0));
+        assert_eq!(
+            parse_line("a.b  -2e3\t-1", 7.0).unwrap(),
+            ("a.b", -2000.0, 7.0)
+        );
+        assert!(parse_line("a.b nan 5.5", 7.0).unwrap().1.is_nan());
+        for bad in [
+            "a.b 1",
+            "a.b 1 2 3",
+            "a.b x 1",
+            "a.b 1 x",
+            "a.b inf 1",
+            "a.b 1 -5",
+        ] {
+            assert!(parse_line(bad, 7.0).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! `ringlet serve --carbon ADDR`: carbon's plaintext protocol on TCP and UDP. Points become
+//! series with the archives carbon's own files give (`--graphite-conf`), each point the value
+//! of its slot; malformed lines are counted and logged, never fatal, and the good lines beside
+//! them are kept. collectd's write_graphite plugin (Debian's collectd-core) is a real client:
+//! what it sent (its csv plugin's files) is what FETCH returns.
+
+mod common;
+
+use common::*;
+use std::io::Write;
+use std::net::{TcpStream, UdpSocket};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn stat(sock: &Path, key: &str) -> Option<u64> {
+    let mut s = connect(sock);
+    let r = request(&mut s, "STATS");
+    r.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}: ")))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Wait until STATS says `key` reached `n`.
+fn wait_stat(sock: &Path, key: &str, n: u64) -> u64 {
+    let mut got = 0;
+    for _ in 0..600 {
+        got = stat(sock, key).unwrap_or(0);
+        if got >= n {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    got
+}
+
+fn values(rows: &[(i64, String)]) -> Vec<(i64, f64)> {
+    rows.iter()
+        .map(|(t, v)| (*t, v.trim().parse().unwrap_or(f64::NAN)))
+        .collect()
+}
+
+fn at(rows: &[(i64, f64)], t: i64) -> f64 {
+    rows.iter()
+        .find(|(rt, _)| *rt == t)
+        .map_or(f64::INFINITY, |r| r.1)
+}
+
+#[test]
+fn plaintext_points_become_series_with_carbons_archives() {
+    let dir = TempDir::new("carbon");
+    let conf = dir.path().join("graphite");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(
+        conf.join("storage-schemas.conf"),
+        "# test\n[test]\npattern = ^test\\.\nretentions = 10s:1h,1m:1d\n\n[default]\npattern = .*\nretentions = 60s:1d\n",
+    )
+    .unwrap();
+    std::fs::write(
+        conf.join("storage-aggregation.conf"),
+        "[max]\npattern = \\.max$\nxFilesFactor = 0.25\naggregationMethod = max\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let d = Ringlet::start(
+        dir.path(),
+        &[
+            "-w",
+            "3600",
+            "--carbon",
+            &addr,
+            "--graphite-conf",
+            conf.to_str().unwrap(),
+        ],
+    );
+    let t0: i64 = 1_700_000_000;
+    let mut lines = String::new();
+    for k in 0..20 {
+        // Mid-slot times: each point is its slot's value.
+        lines += &format!("test.web.cpu {} {}\n", k as f64 * 1.5, t0 + 10 * k + 3);
+    }
+    lines += "this is not a point\n";
+    lines += "test..empty 1 1700000000\n";
+    lines += "test.x/../../etc 1 1700000000\n";
+    lines += "test.web.mem 5 1700000005\n";
+    // The same slot again: the first point is kept.
+    lines += "test.web.mem 6 1700000007\n";
+    // Three slots skipped: unknown, then this value.
+    lines += "test.web.mem 7 1700000045.9\n";
+    lines += "test.web.mem nan 1700000055\n";
+    lines += "test.web.mem 8 1700000065\n";
+    // Older than what the series holds: dropped.
+    lines += "test.web.mem 9 1700000015\n";
+    lines += "test.web.cpu.max 3 1700000001\r\n";
+    lines += "other.thing 4 1700000000\n";
+    lines += &format!("{} 1 1700000000\n", "x".repeat(5000));
+    let mut c = TcpStream::connect(&addr).unwrap();
+    c.write_all(lines.as_bytes()).unwrap();
+    drop(c);
+    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+    u.send_to(
+        b"test.udp.a 42 1700000000\ntest.udp.a 43 1700000010\nbroken\n",
+        &addr,
+    )
+    .unwrap();
+    assert_eq!(
+        wait_stat(&d.sock, "CarbonPoints", 28),
+        28,
+        "{}",
+        d.log_text()
+    );
+    assert_eq!(
+        wait_stat(&d.sock, "CarbonLinesRefused", 5),
+        5,
+        "{}",
+        d.log_text()
+    );
+    assert_eq!(stat(&d.sock, "CarbonPointsLate"), Some(2));
+    assert_eq!(stat(&d.sock, "CarbonSeriesCreated"), Some(5));
+
+    let cpu_text = fetch_rows(&d.sock, "test/web/cpu.rrd", "AVERAGE", t0, t0 + 200);
+    let cpu = values(&cpu_text);
+    for k in 0..20 {
+        // rrdtool labels a row by its end: slot k ends at t0 + 10 (k + 1).
+        assert_eq!(
+            at(&cpu, t0 + 10 * (k + 1)),
+            k as f64 * 1.5,
+            "slot {k}: {cpu:?}"
+        );
+    }
+    let mem = values(&fetch_rows(
+        &d.sock,
+        "test/web/mem.rrd",
+        "AVERAGE",
+        t0,
+        t0 + 70,
+    ));
+    assert_eq!(at(&mem, t0 + 10), 5.0, "{mem:?}");
+    for t in [20, 30, 40, 60] {
+        assert!(at(&mem, t0 + t).is_nan(), "{t}: {mem:?}");
+    }
+    assert_eq!(at(&mem, t0 + 50), 7.0, "{mem:?}");
+    assert_eq!(at(&mem, t0 + 70), 8.0, "{mem:?}");
+    let udp = values(&fetch_rows(
+        &d.sock,
+        "test/udp/a.rrd",
+        "AVERAGE",
+        t0,
+        t0 + 20,
+    ));
+    assert_eq!((at(&udp, t0 + 10), at(&udp, t0 + 20)), (42.0, 43.0));
+
+    // The archives from the files: first matching schema and aggregation sections.
+    let mut s = connect(&d.sock);
+    let info = request(&mut s, "INFO test/web/cpu/max.rrd");
+    for want in [
+        "step 1 10",
+        "ds[value].type 2 GAUGE",
+        "ds[value].minimal_heartbeat 1 10",
+        "rra[0].rows 1 360",
+        "rra[1].cf 2 MAX",
+        "rra[1].rows 1 1440",
+        "rra[1].pdp_per_row 1 6",
+        "rra[1].xff 0 7.5000000000e-01",
+    ] {
+        assert!(info.lines().any(|l| l == want), "{want:?} not in\n{info}");
+    }
+    let info = request(&mut s, "INFO other/thing.rrd");
+    assert!(
+        info.contains("step 1 60\n") && info.contains("rra[0].rows 1 1440\n"),
+        "{info}"
+    );
+    // Placeholders under -b; nothing outside it, nothing for the refused paths.
+    assert!(d.base.join("test/web/cpu.rrd").is_file());
+    assert!(d.base.join("other/thing.rrd").is_file());
+    assert!(!dir.path().join("etc.rrd").exists());
+    assert!(!d.base.join("test/x").exists());
+    let log = d.log_text();
+    assert!(
+        log.contains("line refused (not 'path value timestamp')"),
+        "{log}"
+    );
+    assert!(log.contains("line refused (empty path component)"), "{log}");
+    assert!(log.contains("line too long"), "{log}");
+    drop(s);
+
+    // Committed at shutdown; the series and their values are there after a restart.
+    let mut d = d;
+    assert!(d
+        .proc
+        .stop(libc::SIGTERM, Duration::from_secs(20))
+        .is_some_and(|st| st.success()));
+    let d2 = Ringlet::start(dir.path(), &["-w", "3600"]);
+    let cpu2 = fetch_rows(&d2.sock, "test/web/cpu.rrd", "AVERAGE", t0, t0 + 200);
+    assert_eq!(cpu2, cpu_text);
+}
+
+fn collectd_bin() -> Option<String> {
+    ["/usr/sbin/collectd", "/usr/bin/collectd"]
+        .iter()
+        .find(|p| Path::new(p).is_file())
+        .map(|p| p.to_string())
+}
+
+/// `epoch,value` lines of a csv plugin's files whose names start with `prefix`.
+fn csv_rows(dir: &Path, prefix: &str) -> Vec<(f64, f64)> {
+    let mut rows = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return rows;
+    };
+    for e in rd.flatten() {
+        if !e.file_name().to_string_lossy().starts_with(prefix) {
+            continue;
+        }
+        for l in std::fs::read_to_string(e.path())
+            .unwrap_or_default()
+            .lines()
+        {
+            let mut it = l.split(',');
+            if let (Some(Ok(t)), Some(Ok(v))) = (
+                it.next().map(str::parse::<f64>),
+                it.next().map(str::parse::<f64>),
+            ) {
+                rows.push((t, v));
+            }
+        }
+    }
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    rows
+}
+
+#[test]
+fn collectd_write_graphite_feeds_it() {
+    let Some(bin) = collectd_bin() else {
+        assert!(
+            !in_ci(),
+            "collectd is not installed: scripts/setup installs collectd-core"
+        );
+        eprintln!("SKIP: collectd not installed");
+        return;
+    };
+    let dir = TempDir::new("carbon-collectd");
+    let conf = dir.path().join("graphite");
+    std::fs::create_dir_all(&conf).unwrap();
+    // One-second slots for collectd's one-second interval: every value is kept.
+    std::fs::write(
+        conf.join("storage-schemas.conf"),
+        "[collectd]\npattern = ^collectd\\.\nretentions = 1s:1h\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let d = Ringlet::start(
+        dir.path(),
+        &["--carbon", &addr, "--graphite-conf", conf.to_str().unwrap()],
+    );
+    let csv = dir.path().join("csv");
+    let cconf = dir.path().join("collectd.conf");
+    std::fs::write(
+        &cconf,
+        format!(
+            r#"Interval 1
+BaseDir "{dir}"
+PIDFile "{dir}/collectd.pid"
+PluginDir "/usr/lib/collectd"
+TypesDB "/usr/share/collectd/types.db"
+FQDNLookup false
+Hostname "ringlet-test"
+LoadPlugin logfile
+<Plugin logfile>
+  LogLevel info
+  File STDOUT
+</Plugin>
+LoadPlugin load
+LoadPlugin csv
+<Plugin csv>
+  DataDir "{csv}"
+  StoreRates false
+</Plugin>
+LoadPlugin write_graphite
+<Plugin write_graphite>
+  <Node "ringlet">
+    Host "127.0.0.1"
+    Port "{port}"
+    Protocol "tcp"
+    Prefix "collectd."
+    StoreRates false
+    LogSendErrors true
+  </Node>
+</Plugin>
+"#,
+            dir = dir.path().display(),
+            csv = csv.display(),
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("collectd.log");
+    let child = Command::new(&bin)
+        .arg("-f")
+        .arg("-C")
+        .arg(&cconf)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(dir.path().join("collectd.err")).unwrap())
+        .spawn()
+        .expect("start collectd");
+    let mut p = Proc::adopt(child, "collectd");
+    // write_graphite buffers up to 1,428 bytes (about 20 lines) before it sends.
+    let got = wait_stat(&d.sock, "CarbonPoints", 20);
+    p.stop(libc::SIGTERM, Duration::from_secs(20))
+        .expect("collectd exits");
+    let logtext = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(got >= 20, "{got} points\n{logtext}\n{}", d.log_text());
+    assert_eq!(
+        stat(&d.sock, "CarbonLinesRefused"),
+        Some(0),
+        "{}",
+        d.log_text()
+    );
+    let sent = csv_rows(&csv.join("ringlet-test/load"), "load-");
+    assert!(sent.len() >= 5, "{sent:?}");
+    let mut s = connect(&d.sock);
+    assert!(request(&mut s, "FLUSHALL").starts_with("0 "));
+    let name = "collectd/ringlet-test/load/load/shortterm.rrd";
+    let first = sent[0].0.floor() as i64 - 2;
+    let last = sent[sent.len() - 1].0.floor() as i64 + 2;
+    let rows = values(&fetch_rows(&d.sock, name, "AVERAGE", first, last));
+    // Every known row is the value collectd sent in that second (write_graphite sends its
+    // time rounded to a second; rrdtool labels the row by its end).
+    let known: Vec<&(i64, f64)> = rows.iter().filter(|r| r.1.is_finite()).collect();
+    assert!(known.len() >= 5, "{rows:?}");
+    for (t, v) in known {
+        let want = sent.iter().find(|(st, _)| st.round() as i64 + 1 == *t);
+        assert!(
+            // The csv plugin writes six decimals.
+            want.is_some_and(|(_, w)| (w - v).abs() <= 1e-6 * w.abs().max(1.0)),
+            "row {t}: {v}, collectd sent {want:?}"
+        );
+    }
+}
