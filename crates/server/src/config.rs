@@ -87,6 +87,8 @@ pub struct Config {
     pub carbon: Vec<std::net::SocketAddr>,
     /// `--graphite-conf DIR`: carbon's storage-schemas.conf and storage-aggregation.conf.
     pub graphite_conf: Option<PathBuf>,
+    /// `--http ADDR`: graphite-web's API.
+    pub http: Vec<std::net::SocketAddr>,
 }
 
 impl Config {
@@ -179,6 +181,11 @@ ringlet options:
                          storage-schemas.conf and storage-aggregation.conf
   --graphite-conf DIR    where those two files are (default: built-in ones,
                          10s:1d,1m:7d,10m:5y; docs/PROTOCOL.md, Carbon)
+  --http ADDR            serve graphite-web's API (/render, /metrics/find, ...: what
+                         Grafana's Graphite data source calls) at ADDR (host:port, or
+                         a port: loopback; default port 8080). Every series is a path:
+                         a/b/c.rrd with one data source named value is a.b.c, else each
+                         data source d is a.b.c.d
   -h, --help             this text
 ";
 
@@ -208,15 +215,24 @@ fn duration(what: &str, v: &str) -> Result<u64, String> {
     Ok(n.saturating_mul(unit))
 }
 
+/// `--http`'s default port (graphite-web's development server's).
+pub const HTTP_PORT: u16 = 8080;
+
 /// `--carbon`'s address: `host:port`, `[v6]:port`, `host` (port 2003) or `:port` and `port`
 /// (loopback: carbon is reached from elsewhere only when asked for).
 pub fn carbon_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    listen_addr(s, crate::carbon::DEFAULT_PORT)
+}
+
+/// A TCP address to listen on: `host:port`, `[v6]:port`, `host` (port `default`), or
+/// `:port` and `port` alone (on 127.0.0.1).
+pub fn listen_addr(s: &str, default: u16) -> Result<std::net::SocketAddr, String> {
     use std::net::ToSocketAddrs;
-    let bad = || format!("invalid carbon address '{s}' (host:port, or a port)");
+    let bad = || format!("invalid address '{s}' (host:port, or a port)");
     let full = if let Ok(port) = s.trim_start_matches(':').parse::<u16>() {
         format!("127.0.0.1:{port}")
     } else if s.starts_with('[') && s.ends_with(']') || !s.contains(':') {
-        format!("{s}:{}", crate::carbon::DEFAULT_PORT)
+        format!("{s}:{default}")
     } else {
         s.to_string()
     };
@@ -278,6 +294,7 @@ const LONG_WITH_VALUE: &[&str] = &[
     "--commit-interval",
     "--carbon",
     "--graphite-conf",
+    "--http",
 ];
 
 /// Split bundled short options as getopt does: `-gB` is `-g -B`, `-gw300` is `-g -w 300`
@@ -336,6 +353,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         queue_limit: 256 << 20,
         carbon: Vec::new(),
         graphite_conf: None,
+        http: Vec::new(),
         view: None,
     };
     let (mut perms, mut sock_group, mut sock_mode) = (None, None, None);
@@ -413,6 +431,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "--max-connections" => c.max_connections = num(value()?)?.max(1) as usize,
             "--carbon" => c.carbon.push(carbon_addr(&value()?)?),
             "--graphite-conf" => c.graphite_conf = Some(PathBuf::from(value()?)),
+            "--http" => c.http.push(listen_addr(&value()?, HTTP_PORT)?),
             // An optional value: `--view=DIR`, `--view DIR`, or `--view` alone.
             "--view" => {
                 c.view = Some(match inline.clone() {

@@ -12,6 +12,7 @@ pub mod commit;
 pub mod config;
 pub mod conn;
 pub mod daemon;
+pub mod graphite;
 pub mod handlers;
 pub mod ingest;
 pub mod iostats;
@@ -395,6 +396,14 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         }
         d.set_carbon(c);
     }
+    // graphite-web's API.
+    let mut http_bound = Vec::new();
+    for a in &cfg.http {
+        let server =
+            tiny_http::Server::http(a).map_err(|e| format!("cannot serve HTTP on {a}: {e}"))?;
+        log(&format!("serving graphite-web's API on http://{a}/"));
+        http_bound.push(server);
+    }
     if let Some(p) = &cfg.pid_file {
         std::fs::write(p, format!("{}\n", std::process::id()))
             .map_err(|e| format!("cannot write pid file {}: {e}", p.display()))?;
@@ -454,6 +463,13 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             let (d1, c1, d2, c2) = (d.clone(), c.clone(), d.clone(), c.clone());
             std::thread::spawn(move || carbon::serve_tcp(d1, c1, tcp));
             std::thread::spawn(move || carbon::serve_udp(d2, c2, udp));
+        }
+    }
+    if !http_bound.is_empty() {
+        let g = Arc::new(graphite::Graphite::new());
+        for server in http_bound {
+            let (d1, g1) = (d.clone(), g.clone());
+            std::thread::spawn(move || graphite::http::serve(d1, g1, server));
         }
     }
     let dc = d.clone();

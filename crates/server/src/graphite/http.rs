@@ -1,0 +1,416 @@
+//! The HTTP listener (`--http ADDR`) and graphite-web's routes: `/render` (GET, and POST of a
+//! form), `/metrics/find`, `/metrics/expand`, `/metrics/index.json`, `/version`,
+//! `/functions`, `/tags/autoComplete/tags` (no tags are kept: empty). The server is the
+//! `tiny_http` crate (a few worker threads, blocking); the routes are ours. A bad request gets
+//! a 400 with the reason in plain text; a body over [`MAX_BODY`] a 413.
+
+use super::glob::Pattern;
+use super::render::{self, Ctx};
+use super::Graphite;
+use crate::daemon::Daemon;
+use std::io::Read;
+use std::sync::Arc;
+
+/// The largest request body read (a POSTed form of targets).
+pub const MAX_BODY: usize = 1 << 20;
+
+/// The version `/version` reports: graphite-web's whose API this follows (Grafana picks its
+/// features by it).
+pub const GRAPHITE_VERSION: &str = "1.1.10";
+
+/// Worker threads answering requests.
+const WORKERS: usize = 4;
+
+/// Serve graphite-web's API on `server` until the daemon closes.
+pub fn serve(d: Arc<Daemon>, g: Arc<Graphite>, server: tiny_http::Server) {
+    let server = Arc::new(server);
+    for i in 0..WORKERS {
+        let (d, g, server) = (d.clone(), g.clone(), server.clone());
+        let _ = std::thread::Builder::new()
+            .name(format!("http-{i}"))
+            .spawn(move || {
+                while let Ok(req) = server.recv() {
+                    if d.closing() {
+                        let _ = req.respond(text(503, "shutting down"));
+                        return;
+                    }
+                    answer(&d, &g, req);
+                }
+            });
+    }
+}
+
+type Resp = tiny_http::Response<std::io::Cursor<Vec<u8>>>;
+
+fn header(k: &str, v: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("a valid header")
+}
+
+fn text(code: u16, body: &str) -> Resp {
+    tiny_http::Response::from_data(format!("{body}\n").into_bytes())
+        .with_status_code(code)
+        .with_header(header("Content-Type", "text/plain; charset=utf-8"))
+}
+
+fn body(content_type: &str, b: Vec<u8>) -> Resp {
+    tiny_http::Response::from_data(b)
+        .with_header(header("Content-Type", content_type))
+        .with_header(header("Access-Control-Allow-Origin", "*"))
+}
+
+/// `application/x-www-form-urlencoded` pairs (`+` is a space, `%XX` a byte).
+pub fn form(q: &str) -> Vec<(String, String)> {
+    fn dec(s: &str) -> String {
+        let b = s.as_bytes();
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'+' => out.push(b' '),
+                b'%' if i + 2 < b.len() => {
+                    let hex = |c: u8| (c as char).to_digit(16);
+                    match (hex(b[i + 1]), hex(b[i + 2])) {
+                        (Some(h), Some(l)) => {
+                            out.push((h * 16 + l) as u8);
+                            i += 2;
+                        }
+                        _ => out.push(b'%'),
+                    }
+                }
+                c => out.push(c),
+            }
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (dec(k), dec(v)),
+            None => (dec(p), String::new()),
+        })
+        .collect()
+}
+
+fn answer(d: &Daemon, g: &Graphite, mut req: tiny_http::Request) {
+    let url = req.url().to_string();
+    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+    let path = path.to_string();
+    let mut params = form(query);
+    if *req.method() == tiny_http::Method::Post {
+        let is_form = req.headers().iter().any(|h| {
+            h.field.equiv("Content-Type")
+                && h.value
+                    .as_str()
+                    .starts_with("application/x-www-form-urlencoded")
+        });
+        let mut b = Vec::new();
+        let n = req
+            .as_reader()
+            .take(MAX_BODY as u64 + 1)
+            .read_to_end(&mut b);
+        if n.is_err() {
+            let _ = req.respond(text(400, "cannot read the request body"));
+            return;
+        }
+        if b.len() > MAX_BODY {
+            let _ = req.respond(text(413, &format!("body larger than {MAX_BODY} bytes")));
+            return;
+        }
+        if is_form {
+            params.extend(form(&String::from_utf8_lossy(&b)));
+        }
+    }
+    let get = |k: &str| params.iter().find(|(p, _)| p == k).map(|(_, v)| v.as_str());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.as_secs() as i64);
+    let r = match path.trim_end_matches('/') {
+        "/render" => render_route(d, g, &params, now),
+        "/metrics/find" | "/metrics" => find(d, g, get("query").unwrap_or(""), get("format")),
+        "/metrics/expand" => expand(d, g, &params),
+        "/metrics/index.json" => {
+            let leaves = g.leaves(d);
+            let mut out = String::from("[");
+            for (i, p) in leaves.keys().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&json_string(p));
+            }
+            out.push(']');
+            Ok(body("application/json", out.into_bytes()))
+        }
+        "/version" => Ok(text(200, GRAPHITE_VERSION)),
+        "/functions" => Ok(body("application/json", functions_json().into_bytes())),
+        "/tags/autoComplete/tags" | "/tags/autoComplete/values" | "/tags" => {
+            Ok(body("application/json", b"[]".to_vec()))
+        }
+        _ => Err((404, format!("no such page: {path}"))),
+    };
+    let resp = match r {
+        Ok(r) => r,
+        Err((code, msg)) => text(code, &msg),
+    };
+    let _ = req.respond(resp);
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::new();
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn render_route(
+    d: &Daemon,
+    g: &Graphite,
+    params: &[(String, String)],
+    now: i64,
+) -> Result<Resp, (u16, String)> {
+    let get = |k: &str| params.iter().find(|(p, _)| p == k).map(|(_, v)| v.as_str());
+    let bad = |m: String| (400, m);
+    let targets: Vec<String> = params
+        .iter()
+        .filter(|(k, _)| k == "target" || k == "target[]")
+        .map(|(_, v)| v.clone())
+        .filter(|v| !v.trim().is_empty())
+        .collect();
+    let now = match get("now") {
+        Some(n) => super::time::parse(n, now).map_err(bad)?,
+        None => now,
+    };
+    let from = super::time::parse(get("from").unwrap_or("-1d"), now).map_err(bad)?;
+    let until = super::time::parse(get("until").unwrap_or("now"), now).map_err(bad)?;
+    let ctx = Ctx {
+        d,
+        g,
+        from,
+        until,
+        now,
+    };
+    let mut series = render::evaluate(&ctx, &targets).map_err(bad)?;
+    let format = get("format").unwrap_or("json");
+    Ok(match format {
+        "json" => {
+            if let Some(m) = get("maxDataPoints") {
+                let m: usize = m
+                    .parse()
+                    .map_err(|_| bad(format!("maxDataPoints '{m}' is not a count")))?;
+                render::fit(&mut series, m);
+            }
+            let out = render::json(&series, get("noNullPoints").is_some());
+            match get("jsonp") {
+                Some(cb)
+                    if cb
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.') =>
+                {
+                    body("text/javascript", format!("{cb}({out})").into_bytes())
+                }
+                Some(_) => return Err(bad("jsonp must be a function name".into())),
+                None => body("application/json", out.into_bytes()),
+            }
+        }
+        "csv" => body("text/csv", render::csv(&series).into_bytes()),
+        "raw" => body("text/plain", render::raw(&series).into_bytes()),
+        "pickle" => body("application/pickle", render::pickle(&series)),
+        other => {
+            return Err(bad(format!(
+                "format '{other}' is not served (json, csv, raw, pickle)"
+            )))
+        }
+    })
+}
+
+/// The nodes a find query names: (path, name, is a leaf), sorted, each once.
+fn nodes(d: &Daemon, g: &Graphite, query: &str) -> Result<Vec<(String, bool)>, String> {
+    let pat = Pattern::new(query)?;
+    let leaves = g.leaves(d);
+    let prefix = pat.prefix();
+    let mut out: std::collections::BTreeSet<(String, bool)> = Default::default();
+    for path in leaves.range(prefix.clone()..).map(|(p, _)| p) {
+        if !path.starts_with(&prefix) {
+            break;
+        }
+        if let Some((node, leaf)) = pat.node_of(path) {
+            out.insert((node.to_string(), leaf));
+        }
+    }
+    Ok(out.into_iter().collect())
+}
+
+fn find(
+    d: &Daemon,
+    g: &Graphite,
+    query: &str,
+    format: Option<&str>,
+) -> Result<Resp, (u16, String)> {
+    if query.is_empty() {
+        return Err((400, "find needs a query".into()));
+    }
+    // graphite-web's completer takes a trailing dot as "everything below".
+    let q = if query.ends_with('.') {
+        format!("{query}*")
+    } else {
+        query.to_string()
+    };
+    let found = nodes(d, g, &q).map_err(|e| (400, e))?;
+    let mut out = String::new();
+    match format.unwrap_or("treejson") {
+        "treejson" => {
+            out.push('[');
+            for (i, (p, leaf)) in found.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                let name = p.rsplit('.').next().unwrap_or(p);
+                let b = |x: bool| if x { 1 } else { 0 };
+                out.push_str(&format!(
+                    "{{\"allowChildren\": {}, \"expandable\": {}, \"leaf\": {}, \"id\": {}, \"text\": {}, \"context\": {{}}}}",
+                    b(!leaf),
+                    b(!leaf),
+                    b(*leaf),
+                    json_string(p),
+                    json_string(name)
+                ));
+            }
+            out.push(']');
+        }
+        "completer" => {
+            out.push_str("{\"metrics\": [");
+            for (i, (p, leaf)) in found.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                let name = p.rsplit('.').next().unwrap_or(p);
+                let path = if *leaf { p.clone() } else { format!("{p}.") };
+                out.push_str(&format!(
+                    "{{\"path\": {}, \"name\": {}, \"is_leaf\": \"{}\"}}",
+                    json_string(&path),
+                    json_string(name),
+                    if *leaf { 1 } else { 0 }
+                ));
+            }
+            out.push_str("]}");
+        }
+        other => {
+            return Err((
+                400,
+                format!("find format '{other}' is not served (treejson, completer)"),
+            ))
+        }
+    }
+    Ok(body("application/json", out.into_bytes()))
+}
+
+fn expand(d: &Daemon, g: &Graphite, params: &[(String, String)]) -> Result<Resp, (u16, String)> {
+    let leaves_only = params
+        .iter()
+        .any(|(k, v)| k == "leavesOnly" && (v == "1" || v.eq_ignore_ascii_case("true")));
+    let mut all: std::collections::BTreeSet<String> = Default::default();
+    for (_, q) in params.iter().filter(|(k, _)| k == "query") {
+        for (p, leaf) in nodes(d, g, q).map_err(|e| (400, e))? {
+            if !leaves_only || leaf {
+                all.insert(p);
+            }
+        }
+    }
+    let list: Vec<String> = all.iter().map(|p| json_string(p)).collect();
+    Ok(body(
+        "application/json",
+        format!("{{\"results\": [{}]}}", list.join(", ")).into_bytes(),
+    ))
+}
+
+/// `/functions`: the functions served, as graphite-web lists them (Grafana's editor reads
+/// the names and groups).
+fn functions_json() -> String {
+    const F: &[(&str, &str)] = &[
+        ("alias", "Alias"),
+        ("aliasByNode", "Alias"),
+        ("aliasByMetric", "Alias"),
+        ("aliasSub", "Alias"),
+        ("sumSeries", "Combine"),
+        ("averageSeries", "Combine"),
+        ("maxSeries", "Combine"),
+        ("minSeries", "Combine"),
+        ("diffSeries", "Combine"),
+        ("divideSeries", "Combine"),
+        ("multiplySeries", "Combine"),
+        ("countSeries", "Combine"),
+        ("rangeOfSeries", "Combine"),
+        ("aggregate", "Combine"),
+        ("sumSeriesWithWildcards", "Combine"),
+        ("averageSeriesWithWildcards", "Combine"),
+        ("groupByNode", "Combine"),
+        ("groupByNodes", "Combine"),
+        ("asPercent", "Combine"),
+        ("scale", "Transform"),
+        ("scaleToSeconds", "Transform"),
+        ("offset", "Transform"),
+        ("absolute", "Transform"),
+        ("transformNull", "Transform"),
+        ("keepLastValue", "Transform"),
+        ("derivative", "Transform"),
+        ("nonNegativeDerivative", "Transform"),
+        ("perSecond", "Transform"),
+        ("integral", "Transform"),
+        ("timeShift", "Transform"),
+        ("consolidateBy", "Special"),
+        ("constantLine", "Special"),
+        ("sortByName", "Sorting"),
+        ("sortByMaxima", "Sorting"),
+        ("limit", "Filter Series"),
+        ("exclude", "Filter Series"),
+        ("grep", "Filter Series"),
+        ("removeAboveValue", "Filter Data"),
+        ("removeBelowValue", "Filter Data"),
+        ("highestCurrent", "Filter Series"),
+        ("highestAverage", "Filter Series"),
+        ("highestMax", "Filter Series"),
+        ("lowestCurrent", "Filter Series"),
+        ("lowestAverage", "Filter Series"),
+        ("highest", "Filter Series"),
+        ("lowest", "Filter Series"),
+    ];
+    let items: Vec<String> = F
+        .iter()
+        .map(|(n, g)| {
+            format!(
+                "{}: {{\"name\": {}, \"group\": {}, \"params\": [], \"description\": \"\"}}",
+                json_string(n),
+                json_string(n),
+                json_string(g)
+            )
+        })
+        .collect();
+    format!("{{{}}}", items.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_decode() {
+        assert_eq!(
+            form("target=sumSeries(a.*)&from=-1d&x&target=a%2Bb+c&bad=%zz%4"),
+            vec![
+                ("target".into(), "sumSeries(a.*)".into()),
+                ("from".into(), "-1d".into()),
+                ("x".into(), String::new()),
+                ("target".into(), "a+b c".into()),
+                ("bad".into(), "%zz%4".into()),
+            ]
+        );
+    }
+}

@@ -1,0 +1,595 @@
+//! `/render`: targets evaluated over the store, and the formats graphite-web writes them in.
+
+use super::expr::{self, Expr};
+use super::glob::Pattern;
+use super::{functions, Graphite, Leaf};
+use crate::daemon::Daemon;
+use std::fmt::Write as _;
+
+/// A series as graphite-web's functions see it: points at `start`, `start + step`, ...
+/// (before `end`), each a value or None.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub path_expression: String,
+    pub start: i64,
+    pub end: i64,
+    pub step: i64,
+    pub values: Vec<Option<f64>>,
+    /// How [`Series::consolidate`] combines points: average, sum, min, max, first, last.
+    pub consolidation: String,
+    pub xff: f64,
+}
+
+impl Series {
+    pub fn new(name: String, start: i64, end: i64, step: i64, values: Vec<Option<f64>>) -> Series {
+        Series {
+            path_expression: name.clone(),
+            name,
+            start,
+            end,
+            step,
+            values,
+            consolidation: "average".into(),
+            xff: 0.0,
+        }
+    }
+
+    /// The same series, renamed, with other values.
+    pub fn with(&self, name: String, values: Vec<Option<f64>>) -> Series {
+        Series {
+            name,
+            values,
+            ..self.clone()
+        }
+    }
+
+    /// Combine every `n` points into one with the series' consolidation function (a point
+    /// is None unless a fraction >= xff of its points are known; a last short group counts
+    /// as a whole one), as graphite-web's consolidating iterator does.
+    pub fn consolidate(&mut self, n: usize) {
+        if n <= 1 {
+            return;
+        }
+        let f = self.consolidation.clone();
+        let xff = self.xff;
+        self.values = self
+            .values
+            .chunks(n)
+            .map(|c| {
+                let known: Vec<f64> = c.iter().flatten().copied().collect();
+                if known.is_empty() || (known.len() as f64 / n as f64) < xff {
+                    return None;
+                }
+                agg(&f, &known, c)
+            })
+            .collect();
+        self.step *= n as i64;
+    }
+}
+
+/// A consolidation (or aggregation) function over the known values `v` of a group `all`.
+pub fn agg(f: &str, v: &[f64], all: &[Option<f64>]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    Some(match f {
+        "sum" | "total" => v.iter().sum(),
+        "average" | "avg" => v.iter().sum::<f64>() / v.len() as f64,
+        "avg_zero" => v.iter().sum::<f64>() / all.len() as f64,
+        "max" => v.iter().copied().fold(f64::MIN, f64::max),
+        "min" => v.iter().copied().fold(f64::MAX, f64::min),
+        "first" => v[0],
+        "last" | "current" => v[v.len() - 1],
+        "count" => v.len() as f64,
+        "multiply" => v.iter().product(),
+        "diff" => v[0] - v[1..].iter().sum::<f64>(),
+        "range" | "rangeOf" => {
+            v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min)
+        }
+        "median" => {
+            let mut s = v.to_vec();
+            s.sort_by(f64::total_cmp);
+            let m = s.len() / 2;
+            if s.len() % 2 == 1 {
+                s[m]
+            } else {
+                (s[m - 1] + s[m]) / 2.0
+            }
+        }
+        "stddev" => {
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            (v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / v.len() as f64).sqrt()
+        }
+        _ => return None,
+    })
+}
+
+/// Whether `f` names an aggregation [`agg`] knows.
+pub fn is_agg(f: &str) -> bool {
+    matches!(
+        f,
+        "sum"
+            | "total"
+            | "average"
+            | "avg"
+            | "avg_zero"
+            | "max"
+            | "min"
+            | "first"
+            | "last"
+            | "current"
+            | "count"
+            | "multiply"
+            | "diff"
+            | "range"
+            | "rangeOf"
+            | "median"
+            | "stddev"
+    )
+}
+
+/// What a target is evaluated against.
+pub struct Ctx<'a> {
+    pub d: &'a Daemon,
+    pub g: &'a Graphite,
+    pub from: i64,
+    pub until: i64,
+    pub now: i64,
+}
+
+/// Series at most one target may fetch (a glob over a large tree must not take the daemon's
+/// memory).
+pub const MAX_SERIES: usize = 100_000;
+
+impl Ctx<'_> {
+    pub fn eval(&self, e: &Expr) -> Result<Vec<Series>, String> {
+        match e {
+            Expr::Path(p) => self.fetch(p),
+            Expr::Call { name, args, kwargs } => functions::call(self, name, args, kwargs),
+            other => Err(format!("{other:?} is not a series")),
+        }
+    }
+
+    /// The series of every path `pattern` matches, sorted by path.
+    pub fn fetch(&self, pattern: &str) -> Result<Vec<Series>, String> {
+        let pat = Pattern::new(pattern)?;
+        let leaves = self.g.leaves(self.d);
+        let prefix = pat.prefix();
+        let mut out = Vec::new();
+        for (path, leaf) in leaves.range(prefix.clone()..) {
+            if !path.starts_with(&prefix) {
+                break;
+            }
+            if pat.matches(path) {
+                if out.len() >= MAX_SERIES {
+                    return Err(format!("'{pattern}' matches more than {MAX_SERIES} series"));
+                }
+                if let Some(mut s) = self.read(leaf, path) {
+                    s.path_expression = pattern.to_string();
+                    out.push(s);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// One path's points for `from`..`until`, as whisper returns them: the slots from the
+    /// one after `from`'s up to `until`'s, each labelled by its start.
+    fn read(&self, leaf: &Leaf, path: &str) -> Option<Series> {
+        let mut inner = self.d.lock();
+        self.d.apply_series(&mut inner, &leaf.series);
+        let rrd = inner.store.get(&leaf.series)?;
+        let cf = if rrd.schema.rra.iter().any(|r| r.cf == rrd::Cf::Average) {
+            rrd::Cf::Average
+        } else {
+            rrd.schema.rra.first()?.cf
+        };
+        let rra = rrd::fetch::choose_rra(rrd, cf, self.from, self.until, 0)?;
+        let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt) as i64;
+        let from = self.from - self.from.rem_euclid(span) + span;
+        let until = self.until - self.until.rem_euclid(span) + span;
+        let rra_end = rrd.rra_end(rra);
+        let rows = rrd.schema.rra[rra].row_cnt as i64;
+        let mut values = Vec::with_capacity(((until - from).max(0) / span) as usize);
+        let mut t = from;
+        while t < until {
+            // rrdtool labels a row by its end.
+            let end = t + span;
+            let kept = end <= rra_end && (rra_end - end) / span < rows;
+            let v = if kept {
+                rrd.value_at(rra, leaf.ds, end)
+            } else {
+                f64::NAN
+            };
+            values.push((!v.is_nan()).then_some(v));
+            t += span;
+        }
+        Some(Series::new(path.to_string(), from, until, span, values))
+    }
+}
+
+/// Evaluate `targets` from `from` to `until`.
+pub fn evaluate(ctx: &Ctx<'_>, targets: &[String]) -> Result<Vec<Series>, String> {
+    if ctx.until <= ctx.from {
+        return Err(format!(
+            "until ({}) must be after from ({})",
+            ctx.until, ctx.from
+        ));
+    }
+    let mut out = Vec::new();
+    for t in targets {
+        let e = expr::parse(t).map_err(|e| format!("target '{t}': {e}"))?;
+        out.extend(ctx.eval(&e).map_err(|e| format!("target '{t}': {e}"))?);
+    }
+    Ok(out)
+}
+
+/// `maxDataPoints`, as graphite-web applies it to its JSON: each series consolidated so
+/// that the whole range fits, its start nudged so that the bands stay put between calls.
+pub fn fit(series: &mut [Series], max_points: usize) {
+    if series.is_empty() || max_points == 0 {
+        return;
+    }
+    let start = series.iter().map(|s| s.start).min().unwrap_or(0);
+    let end = series.iter().map(|s| s.end).max().unwrap_or(0);
+    let range = end - start;
+    for s in series {
+        if max_points == 1 {
+            let n = s.values.len();
+            s.consolidate(n);
+            continue;
+        }
+        let points = range as f64 / s.step as f64;
+        if (max_points as f64) < points {
+            let per = (points / max_points as f64).ceil() as i64;
+            let secs = per * s.step;
+            let nudge = secs + s.start.rem_euclid(s.step) - s.start.rem_euclid(secs);
+            s.start += nudge;
+            let lose = (nudge / s.step) as usize;
+            // graphite-web drops one fewer value than the steps it moved the start by.
+            let drop = lose.saturating_sub(1).min(s.values.len());
+            s.values.drain(..drop);
+            s.consolidate(per as usize);
+        }
+    }
+}
+
+/// The points of `s`: (value, time) from its start, one step apart, as many as the values
+/// and the range allow.
+pub fn datapoints(s: &Series) -> Vec<(Option<f64>, i64)> {
+    let n = if s.step > 0 {
+        (((s.end - s.start) / s.step) + 1).max(0) as usize
+    } else {
+        0
+    };
+    s.values
+        .iter()
+        .take(n)
+        .enumerate()
+        .map(|(i, v)| (*v, s.start + i as i64 * s.step))
+        .collect()
+}
+
+/// A float as Python's `repr` writes it (`2.0`, `0.1`, `1e-05`, `1e+16`).
+pub fn py_float(v: f64) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    let e = format!("{v:e}");
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-4..16).contains(&exp) {
+        let s = format!("{v}");
+        if s.contains('.') {
+            s
+        } else {
+            s + ".0"
+        }
+    } else {
+        format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    }
+}
+
+/// A float as Python's `%g` writes it (names such as `scale(a,0.5)`).
+pub fn fmt_g(v: f64) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let e = format!("{v:.5e}");
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    if (-4..6).contains(&exp) {
+        let decimals = (5 - exp).max(0) as usize;
+        trim(format!("{v:.decimals$}"))
+    } else {
+        format!(
+            "{}e{}{:02}",
+            trim(mant.to_string()),
+            if exp < 0 { '-' } else { '+' },
+            exp.abs()
+        )
+    }
+}
+
+fn json_str(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                // As Python's json.dumps (ensure_ascii): \uXXXX, surrogate pairs above.
+                let mut buf = [0u16; 2];
+                for u in c.encode_utf16(&mut buf) {
+                    let _ = write!(out, "\\u{u:04x}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn json_num(v: Option<f64>, out: &mut String) {
+    match v {
+        None => out.push_str("null"),
+        Some(x) if x.is_nan() => out.push_str("null"),
+        Some(x) if x.is_infinite() => out.push_str(if x > 0.0 { "1e9999" } else { "-1e9999" }),
+        Some(x) => out.push_str(&py_float(x)),
+    }
+}
+
+/// graphite-web's JSON: `[{"target": ..., "tags": {"name": ...}, "datapoints": [[v, t]]}]`.
+pub fn json(series: &[Series], no_null_points: bool) -> String {
+    let mut out = String::from("[");
+    let mut first = true;
+    for s in series {
+        let mut points = datapoints(s);
+        if no_null_points {
+            points.retain(|p| p.0.is_some_and(|v| !v.is_nan()));
+            if points.is_empty() {
+                continue;
+            }
+        }
+        if !first {
+            out.push_str(", ");
+        }
+        first = false;
+        out.push_str("{\"target\": ");
+        json_str(&s.name, &mut out);
+        out.push_str(", \"tags\": {\"name\": ");
+        json_str(&s.name, &mut out);
+        out.push_str("}, \"datapoints\": [");
+        for (i, (v, t)) in points.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push('[');
+            json_num(*v, &mut out);
+            let _ = write!(out, ", {t}]");
+        }
+        out.push_str("]}");
+    }
+    out.push(']');
+    out
+}
+
+/// `name,YYYY-MM-DD HH:MM:SS,value` lines (UTC), an empty value for None.
+pub fn csv(series: &[Series]) -> String {
+    let mut out = String::new();
+    for s in series {
+        let name = if s.name.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", s.name.replace('"', "\"\""))
+        } else {
+            s.name.clone()
+        };
+        for (i, v) in s.values.iter().enumerate() {
+            let t = s.start + i as i64 * s.step;
+            let _ = write!(out, "{name},{},", civil(t));
+            if let Some(v) = v {
+                out.push_str(&py_float(*v));
+            }
+            out.push_str("\r\n");
+        }
+    }
+    out
+}
+
+/// `YYYY-MM-DD HH:MM:SS` of a time (UTC).
+pub fn civil(t: i64) -> String {
+    let days = t.div_euclid(86_400);
+    let secs = t.rem_euclid(86_400);
+    // Civil date from days since the epoch (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+/// `name,start,end,step|v,v,None,...` lines.
+pub fn raw(series: &[Series]) -> String {
+    let mut out = String::new();
+    for s in series {
+        let _ = write!(out, "{},{},{},{}|", s.name, s.start, s.end, s.step);
+        let vals: Vec<String> = s
+            .values
+            .iter()
+            .map(|v| v.map_or("None".to_string(), py_float))
+            .collect();
+        out.push_str(&vals.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// graphite-web's pickle format (what its `CLUSTER_SERVERS` read): a list of dicts with
+/// name, start, end, step, values, pathExpression, valuesPerPoint, consolidationFunc and
+/// xFilesFactor, in pickle protocol 2 (written here: a few opcodes, no objects).
+pub fn pickle(series: &[Series]) -> Vec<u8> {
+    fn text(out: &mut Vec<u8>, s: &str) {
+        out.push(b'X'); // BINUNICODE
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+    }
+    fn int(out: &mut Vec<u8>, v: i64) {
+        if let Ok(x) = i32::try_from(v) {
+            out.push(b'J'); // BININT
+            out.extend_from_slice(&x.to_le_bytes());
+        } else {
+            float(out, v as f64); // a huge integer as a float
+        }
+    }
+    fn float(out: &mut Vec<u8>, v: f64) {
+        out.push(b'G'); // BINFLOAT: pickle's one big-endian field
+        let mut b = v.to_le_bytes();
+        b.reverse();
+        out.extend_from_slice(&b);
+    }
+    let mut out = vec![0x80, 2, b']']; // PROTO 2, EMPTY_LIST
+    if !series.is_empty() {
+        out.push(b'('); // MARK
+        for s in series {
+            out.push(b'}'); // EMPTY_DICT
+            out.push(b'(');
+            text(&mut out, "name");
+            text(&mut out, &s.name);
+            text(&mut out, "start");
+            int(&mut out, s.start);
+            text(&mut out, "end");
+            int(&mut out, s.end);
+            text(&mut out, "step");
+            int(&mut out, s.step);
+            text(&mut out, "values");
+            out.push(b']');
+            if !s.values.is_empty() {
+                out.push(b'(');
+                for v in &s.values {
+                    match v {
+                        Some(x) => float(&mut out, *x),
+                        None => out.push(b'N'),
+                    }
+                }
+                out.push(b'e'); // APPENDS
+            }
+            text(&mut out, "pathExpression");
+            text(&mut out, &s.path_expression);
+            text(&mut out, "valuesPerPoint");
+            int(&mut out, 1);
+            text(&mut out, "consolidationFunc");
+            text(&mut out, &s.consolidation);
+            text(&mut out, "xFilesFactor");
+            float(&mut out, s.xff);
+            out.push(b'u'); // SETITEMS
+        }
+        out.push(b'e'); // APPENDS
+    }
+    out.push(b'.'); // STOP
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_as_python_prints_them() {
+        assert_eq!(py_float(2.0), "2.0");
+        assert_eq!(py_float(0.1), "0.1");
+        assert_eq!(py_float(1.5e-5), "1.5e-05");
+        assert_eq!(py_float(1e16), "1e+16");
+        assert_eq!(py_float(123456789.25), "123456789.25");
+        assert_eq!(py_float(-3.0), "-3.0");
+        assert_eq!(fmt_g(0.5), "0.5");
+        assert_eq!(fmt_g(2.0), "2");
+        assert_eq!(fmt_g(1e6), "1e+06");
+        assert_eq!(fmt_g(123456.0), "123456");
+        assert_eq!(fmt_g(0.0001), "0.0001");
+        assert_eq!(fmt_g(1.0 / 3.0), "0.333333");
+        assert_eq!(civil(1_700_000_000), "2023-11-14 22:13:20");
+        assert_eq!(civil(0), "1970-01-01 00:00:00");
+    }
+
+    #[test]
+    fn consolidation_and_max_data_points_follow_graphite_web() {
+        let mut s = Series::new(
+            "a".into(),
+            100,
+            160,
+            10,
+            vec![Some(1.0), None, Some(3.0), Some(4.0), None, None],
+        );
+        let mut c = s.clone();
+        c.consolidate(2);
+        assert_eq!(c.values, vec![Some(1.0), Some(3.5), None]);
+        assert_eq!(c.step, 20);
+        s.consolidation = "max".into();
+        s.consolidate(4);
+        assert_eq!(s.values, vec![Some(4.0), None]);
+        // 60 points into at most 20: 3 a point, the start nudged to a multiple of 30.
+        let vals: Vec<Option<f64>> = (0..60).map(|i| Some(i as f64)).collect();
+        let mut v = vec![Series::new("b".into(), 1000, 1600, 10, vals)];
+        fit(&mut v, 20);
+        assert_eq!(v[0].step, 30);
+        assert_eq!(v[0].start, 1020);
+        assert_eq!(v[0].values[0], Some(2.0));
+        let dp = datapoints(&v[0]);
+        assert_eq!(dp[0], (Some(2.0), 1020));
+        assert!(dp.len() <= 20);
+    }
+
+    #[test]
+    fn formats_write_what_graphite_web_writes() {
+        let s = Series::new("a.b".into(), 100, 120, 10, vec![Some(1.5), None]);
+        assert_eq!(
+            json(std::slice::from_ref(&s), false),
+            "[{\"target\": \"a.b\", \"tags\": {\"name\": \"a.b\"}, \"datapoints\": [[1.5, 100], [null, 110]]}]"
+        );
+        assert_eq!(
+            json(std::slice::from_ref(&s), true),
+            "[{\"target\": \"a.b\", \"tags\": {\"name\": \"a.b\"}, \"datapoints\": [[1.5, 100]]}]"
+        );
+        assert_eq!(raw(std::slice::from_ref(&s)), "a.b,100,120,10|1.5,None\n");
+        assert_eq!(
+            csv(std::slice::from_ref(&s)),
+            "a.b,1970-01-01 00:01:40,1.5\r\na.b,1970-01-01 00:01:50,\r\n"
+        );
+        let p = pickle(&[s]);
+        assert_eq!(&p[..3], &[0x80, 2, b']']);
+        assert_eq!(p.last(), Some(&b'.'));
+    }
+}

@@ -1,0 +1,255 @@
+//! `ringlet serve --http ADDR`: graphite-web's API over the store. Points sent with carbon's
+//! protocol and an RRD fed through the rrdcached protocol come back from `/render` (json,
+//! csv, raw, pickle; functions; maxDataPoints) and are listed by `/metrics/find`,
+//! `/metrics/expand` and `/metrics/index.json`; bad requests get a 400 with the reason.
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// (status, body) of an HTTP/1.0 request.
+fn http(port: u16, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let head = if body.is_empty() {
+        format!("{method} {path} HTTP/1.0\r\nHost: x\r\n\r\n")
+    } else {
+        format!(
+            "{method} {path} HTTP/1.0\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    s.write_all(head.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let text = String::from_utf8_lossy(&out).to_string();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn get(port: u16, path: &str) -> String {
+    let (st, b) = http(port, "GET", path, "");
+    assert_eq!(st, 200, "{path}: {b}");
+    b
+}
+
+#[test]
+fn the_render_api_serves_carbons_points_and_rrd_files() {
+    let dir = TempDir::new("graphite");
+    let (cport, hport) = (free_port(), free_port());
+    let d = Ringlet::start(
+        dir.path(),
+        &[
+            "-R",
+            "-w",
+            "3600",
+            "--carbon",
+            &cport.to_string(),
+            "--http",
+            &format!("127.0.0.1:{hport}"),
+        ],
+    );
+    // Ten-second slots (the built-in schema); 30 points each, from t0.
+    let t0: i64 = 1_700_000_000;
+    let mut lines = String::new();
+    for k in 0..30i64 {
+        lines += &format!("servers.web1.cpu {k} {}\n", t0 + 10 * k);
+        lines += &format!("servers.web2.cpu {} {}\n", 2 * k, t0 + 10 * k);
+        if k % 3 != 1 {
+            lines += &format!("servers.db1.cpu {} {}\n", k % 4, t0 + 10 * k);
+        }
+    }
+    let mut c = TcpStream::connect(("127.0.0.1", cport)).unwrap();
+    c.write_all(lines.as_bytes()).unwrap();
+    drop(c);
+    let mut s = connect(&d.sock);
+    for _ in 0..200 {
+        let r = request(&mut s, "STATS");
+        if r.contains("CarbonPoints: 80\n") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // An RRD with two data sources, through the rrdcached protocol.
+    assert!(request(
+        &mut s,
+        &format!(
+            "CREATE host/load.rrd -b {} -s 10 DS:short:GAUGE:20:U:U DS:long:GAUGE:20:U:U RRA:AVERAGE:0.5:1:100",
+            t0 - 10
+        )
+    )
+    .starts_with("0 "));
+    assert!(request(
+        &mut s,
+        &format!("UPDATE host/load.rrd {}:1:2 {}:3:4", t0 + 10, t0 + 20)
+    )
+    .starts_with("0 "));
+
+    assert_eq!(get(hport, "/version").trim(), "1.1.10");
+    assert_eq!(
+        get(hport, "/metrics/index.json"),
+        "[\"host.load.long\", \"host.load.short\", \"servers.db1.cpu\", \"servers.web1.cpu\", \"servers.web2.cpu\"]"
+    );
+    let f = get(hport, "/metrics/find?query=servers.*");
+    assert!(
+        f.contains("\"id\": \"servers.db1\", \"text\": \"db1\""),
+        "{f}"
+    );
+    assert!(f.contains("\"leaf\": 0"), "{f}");
+    let f = get(
+        hport,
+        "/metrics/find?query=servers.web*.cpu&format=completer",
+    );
+    assert_eq!(
+        f,
+        "{\"metrics\": [{\"path\": \"servers.web1.cpu\", \"name\": \"cpu\", \"is_leaf\": \"1\"}, {\"path\": \"servers.web2.cpu\", \"name\": \"cpu\", \"is_leaf\": \"1\"}]}"
+    );
+    assert_eq!(
+        get(
+            hport,
+            "/metrics/expand?query=servers.{web1,db1}.cpu&query=host.*"
+        ),
+        "{\"results\": [\"host.load\", \"servers.db1.cpu\", \"servers.web1.cpu\"]}"
+    );
+
+    let range = format!("from={}&until={}", t0 - 10, t0 + 30);
+    // Whisper's slots: the one after from's to until's, each labelled by its start.
+    assert_eq!(
+        get(
+            hport,
+            &format!("/render?target=servers.web1.cpu&{range}&format=raw")
+        ),
+        format!("servers.web1.cpu,{t0},{},10|0.0,1.0,2.0,3.0\n", t0 + 40)
+    );
+    assert_eq!(
+        get(hport, &format!("/render?target=servers.db1.cpu&{range}")),
+        format!(
+            "[{{\"target\": \"servers.db1.cpu\", \"tags\": {{\"name\": \"servers.db1.cpu\"}}, \"datapoints\": [[0.0, {t0}], [null, {}], [2.0, {}], [3.0, {}]]}}]",
+            t0 + 10,
+            t0 + 20,
+            t0 + 30
+        )
+    );
+    assert_eq!(
+        get(hport, &format!("/render?target=host.load.long&{range}&format=csv")),
+        "host.load.long,2023-11-14 22:13:20,2.0\r\nhost.load.long,2023-11-14 22:13:30,4.0\r\nhost.load.long,2023-11-14 22:13:40,\r\nhost.load.long,2023-11-14 22:13:50,\r\n"
+    );
+    let raw = |target: &str| {
+        get(
+            hport,
+            &format!("/render?target={target}&{range}&format=raw"),
+        )
+    };
+    assert_eq!(
+        raw("sumSeries(servers.*.cpu)"),
+        format!(
+            "sumSeries(servers.*.cpu),{t0},{},10|0.0,3.0,8.0,12.0\n",
+            t0 + 40
+        )
+    );
+    assert_eq!(
+        raw("aliasByNode(servers.web*.cpu,1)"),
+        format!(
+            "web1,{t0},{e},10|0.0,1.0,2.0,3.0\nweb2,{t0},{e},10|0.0,2.0,4.0,6.0\n",
+            e = t0 + 40
+        )
+    );
+    assert_eq!(
+        raw("alias(scale(servers.web1.cpu,0.5),'half')"),
+        format!("half,{t0},{},10|0.0,0.5,1.0,1.5\n", t0 + 40)
+    );
+    assert_eq!(
+        raw("aliasSub(servers.web1.cpu,'servers\\.(\\w%2B)\\.cpu','\\1-cpu')"),
+        format!("web1-cpu,{t0},{},10|0.0,1.0,2.0,3.0\n", t0 + 40)
+    );
+    assert_eq!(
+        raw("transformNull(servers.db1.cpu,-1)"),
+        format!(
+            "transformNull(servers.db1.cpu,-1),{t0},{},10|0.0,-1.0,2.0,3.0\n",
+            t0 + 40
+        )
+    );
+    assert_eq!(
+        raw("perSecond(servers.web2.cpu)"),
+        format!(
+            "perSecond(servers.web2.cpu),{t0},{},10|None,0.2,0.2,0.2\n",
+            t0 + 40
+        )
+    );
+    assert_eq!(
+        raw("highestMax(servers.*.cpu,1)"),
+        format!("servers.web2.cpu,{t0},{},10|0.0,2.0,4.0,6.0\n", t0 + 40)
+    );
+    // A POSTed form, as Grafana sends it; maxDataPoints consolidates.
+    let (st, b) = http(
+        hport,
+        "POST",
+        "/render",
+        &format!(
+            "target=servers.web1.cpu&from={}&until={}&format=json&maxDataPoints=10",
+            t0 - 10,
+            t0 + 290
+        ),
+    );
+    assert_eq!(st, 200, "{b}");
+    assert_eq!(b.matches("], [").count() + 1, 10, "{b}");
+    // Three points a band, the bands aligned to 30 s (graphite-web's nudge).
+    assert!(b.contains(&format!("[[1.0, {}], [4.0, ", t0 + 10)), "{b}");
+    let p = get(
+        hport,
+        &format!("/render?target=servers.web1.cpu&{range}&format=pickle"),
+    );
+    assert!(
+        p.contains("pathExpression") && p.ends_with('.'),
+        "pickle: {p:?}"
+    );
+
+    // Errors say why.
+    for (path, why) in [
+        ("/render?target=sumSeries(a", "expected ',' or ')'"),
+        ("/render?target=nosuch(a.b)", "unknown function 'nosuch'"),
+        (
+            "/render?target=a.b&from=soon",
+            "cannot parse the time 'soon'",
+        ),
+        (
+            "/render?target=a.b&format=png",
+            "format 'png' is not served",
+        ),
+        (
+            "/render?target=a.b&from=-1h&until=-2h",
+            "must be after from",
+        ),
+        ("/metrics/find?query=a.[b", "unclosed '['"),
+    ] {
+        let (st, b) = http(hport, "GET", path, "");
+        assert_eq!(st, 400, "{path}: {b}");
+        assert!(b.contains(why), "{path}: {b}");
+    }
+    let (st, _) = http(hport, "GET", "/nothing/here", "");
+    assert_eq!(st, 404);
+    let big = "target=".to_string() + &"a".repeat(2 << 20);
+    let (st, _) = http(hport, "POST", "/render", &big);
+    assert_eq!(st, 413);
+    // The daemon still serves.
+    assert!(request(&mut s, "PING").starts_with("0 PONG"));
+}
