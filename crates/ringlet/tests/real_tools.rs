@@ -7,6 +7,10 @@
 //!   local create and tune, its state files beside the RRDs, munin-limits, munin-html,
 //!   munin-graph and munin-cgi-graph.
 //! - `ganglia.sh`: gmetad writing through the daemon, ganglia-web (PHP) reading the view.
+//! - `graphite.sh`: graphite-web (Debian's) as the oracle of `--http`: the same points in
+//!   whisper files and through `--carbon`; every target of `graphite-targets.txt` gives the
+//!   same JSON from ringlet, from graphite-web over the whisper files, and from graphite-web
+//!   reading ringlet as its `CLUSTER_SERVERS`.
 //!
 //! Needs root, /dev/fuse, unshare, and the packages scripts/setup installs; without them the
 //! tests say so, and fail in CI (which has them).
@@ -29,8 +33,14 @@ fn have(cmd: &str) -> bool {
 fn can_run(what: &str, needs: &[&str]) -> bool {
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
+    can_run_with(what, needs, root && Path::new("/dev/fuse").exists())
+}
+
+/// [`can_run`], with `base` what the script needs besides `needs` (root and FUSE, or
+/// nothing).
+fn can_run_with(what: &str, needs: &[&str], base: bool) -> bool {
     let missing: Vec<&str> = needs.iter().copied().filter(|c| !have(c)).collect();
-    let ok = root && Path::new("/dev/fuse").exists() && missing.is_empty();
+    let ok = base && missing.is_empty();
     if !ok {
         eprintln!(
             "{what} needs root, /dev/fuse and {missing:?} (scripts/setup installs them): not run here"
@@ -53,15 +63,26 @@ impl Drop for Dir {
 /// Run `tests/real/<script>` in a new mount namespace; returns its stdout, or fails with
 /// everything it left to read.
 fn run(script: &str, tag: &str, limit_s: u32) -> String {
+    run_in(script, tag, limit_s, true)
+}
+
+/// [`run`], in a mount namespace of its own only if `mounts`.
+fn run_in(script: &str, tag: &str, limit_s: u32, mounts: bool) -> String {
     let dir = Dir(std::env::temp_dir().join(format!("ringlet-real-{tag}-{}", std::process::id())));
     let _ = std::fs::remove_dir_all(&dir.0);
     std::fs::create_dir_all(&dir.0).unwrap();
     // The tools' own users (munin, nobody) reach it.
     let _ = Command::new("chmod").arg("755").arg(&dir.0).status();
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real");
+    let ns: &[&str] = if mounts {
+        &["unshare", "-m", "--propagation", "private"]
+    } else {
+        &[]
+    };
     let o = Command::new("timeout")
         .args(["-k", "5", &limit_s.to_string()])
-        .args(["unshare", "-m", "--propagation", "private", "bash"])
+        .args(ns)
+        .arg("bash")
         .arg(here.join(script))
         .env("RINGLET", BIN)
         .env("T", &dir.0)
@@ -159,4 +180,31 @@ fn gmetad_writes_through_the_daemon_and_ganglia_web_draws_from_the_view() {
             "GANGLIA-WEB GRAPHS SAME",
         ],
     );
+}
+
+#[test]
+fn graphite_web_gives_what_ringlets_render_api_gives() {
+    let needs = [
+        "/usr/bin/python3 -c 'import whisper, django, graphite'",
+        "test -f /usr/lib/python3/dist-packages/graphite/settings.py",
+    ];
+    if !can_run_with("the graphite-web test", &needs, true) {
+        return;
+    }
+    let out = run_in("graphite.sh", "graphite", 280, false);
+    let targets = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real/graphite-targets.txt"),
+    )
+    .unwrap();
+    let n = targets
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .count();
+    assert!(n >= 50, "{n} targets");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("SAME: ")).count(),
+        n,
+        "{out}"
+    );
+    assert!(!out.contains("DIFF"), "{out}");
 }

@@ -70,7 +70,7 @@ pub fn call(
         "minSeries" => aggregate(a.all_series()?, "min", "minSeries"),
         "diffSeries" => aggregate(a.all_series()?, "diff", "diffSeries"),
         "multiplySeries" => aggregate(a.all_series()?, "multiply", "multiplySeries"),
-        "rangeOfSeries" => aggregate(a.all_series()?, "rangeOf", "rangeSeries"),
+        "rangeOfSeries" => aggregate(a.all_series()?, "rangeOf", "rangeOfSeries"),
         "aggregate" => {
             let f = a.string(1, "func")?;
             let f = f.strip_suffix("Series").unwrap_or(&f).to_string();
@@ -282,7 +282,7 @@ pub fn call(
             let (from, until) = (ctx.from, ctx.until);
             let step = ((until - from) / 2).max(1);
             Ok(vec![Series::new(
-                fmt_g(v),
+                super::render::py_float(v),
                 from,
                 until,
                 step,
@@ -476,7 +476,7 @@ pub fn call(
                 .eval(e)?
                 .into_iter()
                 .map(|mut s| {
-                    s.name = format!("timeShift({}, '{shift}')", s.name);
+                    s.name = format!("timeShift({}, \"{spec}\")", s.name);
                     s.start -= delta;
                     s.end -= delta;
                     s

@@ -302,10 +302,25 @@ fn find(
             }
             out.push_str("]}");
         }
+        // What graphite-web's CLUSTER_SERVERS ask for: path, is_leaf, intervals (none).
+        "pickle" => {
+            let mut p = render::Pickle::new();
+            p.list(&found, |p, (path, leaf)| {
+                p.dict(|p| {
+                    p.text("path");
+                    p.text(path);
+                    p.text("is_leaf");
+                    p.bool(*leaf);
+                    p.text("intervals");
+                    p.list::<u8>(&[], |_, _| {});
+                })
+            });
+            return Ok(body("application/pickle", p.finish()));
+        }
         other => {
             return Err((
                 400,
-                format!("find format '{other}' is not served (treejson, completer)"),
+                format!("find format '{other}' is not served (treejson, completer, pickle)"),
             ))
         }
     }

@@ -457,69 +457,105 @@ pub fn raw(series: &[Series]) -> String {
     out
 }
 
-/// graphite-web's pickle format (what its `CLUSTER_SERVERS` read): a list of dicts with
-/// name, start, end, step, values, pathExpression, valuesPerPoint, consolidationFunc and
-/// xFilesFactor, in pickle protocol 2 (written here: a few opcodes, no objects).
-pub fn pickle(series: &[Series]) -> Vec<u8> {
-    fn text(out: &mut Vec<u8>, s: &str) {
-        out.push(b'X'); // BINUNICODE
-        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-        out.extend_from_slice(s.as_bytes());
+/// Pickle protocol 2, written by hand: the few opcodes lists, dicts, text, numbers, bools
+/// and None take (nothing that names a class, so any unpickler, however restricted, reads it).
+pub struct Pickle(pub Vec<u8>);
+
+impl Pickle {
+    pub fn new() -> Pickle {
+        Pickle(vec![0x80, 2]) // PROTO 2
     }
-    fn int(out: &mut Vec<u8>, v: i64) {
-        if let Ok(x) = i32::try_from(v) {
-            out.push(b'J'); // BININT
-            out.extend_from_slice(&x.to_le_bytes());
-        } else {
-            float(out, v as f64); // a huge integer as a float
+    pub fn text(&mut self, s: &str) {
+        self.0.push(b'X'); // BINUNICODE
+        self.0.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    pub fn int(&mut self, v: i64) {
+        match i32::try_from(v) {
+            Ok(x) => {
+                self.0.push(b'J'); // BININT
+                self.0.extend_from_slice(&x.to_le_bytes());
+            }
+            Err(_) => {
+                // LONG1: a little-endian two's complement of 8 bytes.
+                self.0.extend_from_slice(&[0x8a, 8]);
+                self.0.extend_from_slice(&v.to_le_bytes());
+            }
         }
     }
-    fn float(out: &mut Vec<u8>, v: f64) {
-        out.push(b'G'); // BINFLOAT: pickle's one big-endian field
+    pub fn float(&mut self, v: f64) {
+        self.0.push(b'G'); // BINFLOAT: pickle's one big-endian field
         let mut b = v.to_le_bytes();
         b.reverse();
-        out.extend_from_slice(&b);
+        self.0.extend_from_slice(&b);
     }
-    let mut out = vec![0x80, 2, b']']; // PROTO 2, EMPTY_LIST
-    if !series.is_empty() {
-        out.push(b'('); // MARK
-        for s in series {
-            out.push(b'}'); // EMPTY_DICT
-            out.push(b'(');
-            text(&mut out, "name");
-            text(&mut out, &s.name);
-            text(&mut out, "start");
-            int(&mut out, s.start);
-            text(&mut out, "end");
-            int(&mut out, s.end);
-            text(&mut out, "step");
-            int(&mut out, s.step);
-            text(&mut out, "values");
-            out.push(b']');
-            if !s.values.is_empty() {
-                out.push(b'(');
-                for v in &s.values {
-                    match v {
-                        Some(x) => float(&mut out, *x),
-                        None => out.push(b'N'),
-                    }
-                }
-                out.push(b'e'); // APPENDS
+    pub fn bool(&mut self, v: bool) {
+        self.0.push(if v { 0x88 } else { 0x89 }); // NEWTRUE, NEWFALSE
+    }
+    pub fn none(&mut self) {
+        self.0.push(b'N');
+    }
+    /// A list of `n` items, each written by `item`.
+    pub fn list<T>(&mut self, items: &[T], mut item: impl FnMut(&mut Pickle, &T)) {
+        self.0.push(b']'); // EMPTY_LIST
+        if !items.is_empty() {
+            self.0.push(b'('); // MARK
+            for i in items {
+                item(self, i);
             }
-            text(&mut out, "pathExpression");
-            text(&mut out, &s.path_expression);
-            text(&mut out, "valuesPerPoint");
-            int(&mut out, 1);
-            text(&mut out, "consolidationFunc");
-            text(&mut out, &s.consolidation);
-            text(&mut out, "xFilesFactor");
-            float(&mut out, s.xff);
-            out.push(b'u'); // SETITEMS
+            self.0.push(b'e'); // APPENDS
         }
-        out.push(b'e'); // APPENDS
     }
-    out.push(b'.'); // STOP
-    out
+    /// A dict whose pairs `pairs` writes (key, then value, each).
+    pub fn dict(&mut self, pairs: impl FnOnce(&mut Pickle)) {
+        self.0.push(b'}'); // EMPTY_DICT
+        self.0.push(b'(');
+        pairs(self);
+        self.0.push(b'u'); // SETITEMS
+    }
+    pub fn finish(mut self) -> Vec<u8> {
+        self.0.push(b'.'); // STOP
+        self.0
+    }
+}
+
+impl Default for Pickle {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// graphite-web's pickle format (what its `CLUSTER_SERVERS` read): a list of dicts with
+/// name, start, end, step, values, pathExpression, valuesPerPoint, consolidationFunc and
+/// xFilesFactor.
+pub fn pickle(series: &[Series]) -> Vec<u8> {
+    let mut p = Pickle::new();
+    p.list(series, |p, s| {
+        p.dict(|p| {
+            p.text("name");
+            p.text(&s.name);
+            p.text("start");
+            p.int(s.start);
+            p.text("end");
+            p.int(s.end);
+            p.text("step");
+            p.int(s.step);
+            p.text("values");
+            p.list(&s.values, |p, v| match v {
+                Some(x) => p.float(*x),
+                None => p.none(),
+            });
+            p.text("pathExpression");
+            p.text(&s.path_expression);
+            p.text("valuesPerPoint");
+            p.int(1);
+            p.text("consolidationFunc");
+            p.text(&s.consolidation);
+            p.text("xFilesFactor");
+            p.float(s.xff);
+        })
+    });
+    p.finish()
 }
 
 #[cfg(test)]
