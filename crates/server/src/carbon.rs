@@ -49,6 +49,12 @@ pub const MAX_LINE: usize = 4096;
 /// The default carbon listens on: plaintext on 2003.
 pub const DEFAULT_PORT: u16 = 2003;
 
+/// Carbon's pickle port.
+pub const PICKLE_PORT: u16 = 2004;
+
+/// The largest pickle taken (carbon's own limit, 1 MiB); a larger one is skipped whole.
+pub const MAX_PICKLE: usize = 1 << 20;
+
 /// `storage-schemas.conf` when `--graphite-conf` has none: carbon's own metrics at one
 /// minute, everything else 10 seconds for a day, a minute for a week, ten minutes for
 /// five years (collectd's and statsd's 10-second interval, at full resolution for a day).
@@ -592,6 +598,98 @@ fn tcp_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
         match std::str::from_utf8(&buf) {
             Ok(line) => c.line(d, &from, line.trim_end_matches('\n')),
             Err(_) => c.refuse(&from, &String::from_utf8_lossy(&buf), "not UTF-8"),
+        }
+    }
+}
+
+/// Serve carbon's pickle protocol on a TCP listener: a thread a connection; each message a
+/// 4-byte big-endian length and a pickled list of `(path, (timestamp, value))`.
+pub fn serve_pickle(d: Arc<Daemon>, c: Arc<Carbon>, l: TcpListener) {
+    for conn in l.incoming() {
+        let Ok(s) = conn else {
+            continue;
+        };
+        let (d, c) = (d.clone(), c.clone());
+        let _ = std::thread::Builder::new()
+            .name("carbon-pickle".into())
+            .spawn(move || pickle_conn(&d, &c, s));
+    }
+}
+
+fn pickle_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
+    let from = s
+        .peer_addr()
+        .map_or_else(|_| "tcp".to_string(), |a| a.to_string());
+    let mut r = BufReader::with_capacity(64 << 10, s);
+    let mut buf = Vec::new();
+    loop {
+        let mut len = [0u8; 4];
+        if r.read_exact(&mut len).is_err() {
+            return;
+        }
+        // carbon's length is big-endian (struct '!L').
+        len.reverse();
+        let n = u32::from_le_bytes(len) as usize;
+        if n > MAX_PICKLE {
+            c.refuse(
+                &from,
+                &format!("({n} bytes)"),
+                &format!("pickle larger than {MAX_PICKLE} bytes, skipped"),
+            );
+            if std::io::copy(&mut (&mut r).take(n as u64), &mut std::io::sink()).is_err() {
+                return;
+            }
+            continue;
+        }
+        buf.resize(n, 0);
+        if r.read_exact(&mut buf).is_err() || d.closing() {
+            return;
+        }
+        let items = match crate::pickle::loads(&buf).and_then(|v| {
+            v.items()
+                .ok_or_else(|| "a pickle that is not a list of points".to_string())
+        }) {
+            Ok(i) => i,
+            Err(e) => {
+                c.refuse(&from, &format!("({n} bytes)"), &e);
+                continue;
+            }
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |t| t.as_secs_f64());
+        for it in items {
+            // (path, (timestamp, value)), as carbon takes it (a list will do for a tuple).
+            let point = it.items().and_then(|pv| {
+                let path = pv.first()?.text()?;
+                let tv = pv.get(1)?.items()?;
+                if pv.len() != 2 || tv.len() != 2 {
+                    return None;
+                }
+                Some((path, tv[0].number()?, tv[1].number()?))
+            });
+            let Some((path, ts, value)) = point else {
+                c.refuse(&from, &format!("{it:?}"), "not (path, (timestamp, value))");
+                continue;
+            };
+            let ts = if ts == -1.0 { now } else { ts };
+            if !(ts.is_finite() && (0.0..1e12).contains(&ts)) || value.is_infinite() {
+                c.refuse(
+                    &from,
+                    &format!("{path} {value} {ts}"),
+                    "not a time or not a number",
+                );
+                continue;
+            }
+            match c.point(d, &path, value, ts) {
+                Ok(true) => {
+                    c.counts.points.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(false) => {
+                    c.counts.late.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => c.refuse(&from, &format!("{path} {value} {ts}"), &e),
+            }
         }
     }
 }

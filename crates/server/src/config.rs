@@ -85,6 +85,8 @@ pub struct Config {
     pub queue_limit: u64,
     /// `--carbon ADDR`: where carbon's plaintext protocol is taken (TCP and UDP).
     pub carbon: Vec<std::net::SocketAddr>,
+    /// `--carbon-pickle ADDR`: where carbon's pickle protocol is taken (TCP).
+    pub carbon_pickle: Vec<std::net::SocketAddr>,
     /// `--graphite-conf DIR`: carbon's storage-schemas.conf and storage-aggregation.conf.
     pub graphite_conf: Option<PathBuf>,
     /// `--http ADDR`: graphite-web's API.
@@ -179,6 +181,9 @@ ringlet options:
                          loopback; default port 2003). Path a.b.c is the series
                          a/b/c.rrd; a new one gets its archives from carbon's
                          storage-schemas.conf and storage-aggregation.conf
+  --carbon-pickle ADDR   take carbon's pickle protocol (a 4-byte length, a pickled list
+                         of (path, (timestamp, value)); nothing in it is run; 1 MiB
+                         at most) on TCP at ADDR (default port 2004)
   --graphite-conf DIR    where those two files are (default: built-in ones,
                          10s:1d,1m:7d,10m:5y; docs/PROTOCOL.md, Carbon)
   --http ADDR            serve graphite-web's API (/render, /metrics/find, ...: what
@@ -295,6 +300,7 @@ const LONG_WITH_VALUE: &[&str] = &[
     "--carbon",
     "--graphite-conf",
     "--http",
+    "--carbon-pickle",
 ];
 
 /// Split bundled short options as getopt does: `-gB` is `-g -B`, `-gw300` is `-g -w 300`
@@ -353,6 +359,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         queue_limit: 256 << 20,
         carbon: Vec::new(),
         graphite_conf: None,
+        carbon_pickle: Vec::new(),
         http: Vec::new(),
         view: None,
     };
@@ -430,6 +437,9 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "--queue-limit" => c.queue_limit = num(value()?)?.max(1),
             "--max-connections" => c.max_connections = num(value()?)?.max(1) as usize,
             "--carbon" => c.carbon.push(carbon_addr(&value()?)?),
+            "--carbon-pickle" => c
+                .carbon_pickle
+                .push(listen_addr(&value()?, crate::carbon::PICKLE_PORT)?),
             "--graphite-conf" => c.graphite_conf = Some(PathBuf::from(value()?)),
             "--http" => c.http.push(listen_addr(&value()?, HTTP_PORT)?),
             // An optional value: `--view=DIR`, `--view DIR`, or `--view` alone.

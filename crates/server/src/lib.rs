@@ -16,6 +16,7 @@ pub mod graphite;
 pub mod handlers;
 pub mod ingest;
 pub mod iostats;
+pub mod pickle;
 pub mod placeholder;
 pub mod remote;
 mod sample;
@@ -381,7 +382,8 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     }
     // Carbon's plaintext protocol: TCP and UDP on each --carbon address.
     let mut carbon_bound = Vec::new();
-    if !cfg.carbon.is_empty() {
+    let mut pickle_bound = Vec::new();
+    if !cfg.carbon.is_empty() || !cfg.carbon_pickle.is_empty() {
         let rules = carbon::Rules::load(cfg.graphite_conf.as_deref())?;
         let c = Arc::new(carbon::Carbon::new(rules));
         for a in &cfg.carbon {
@@ -393,6 +395,12 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
                 "listening for carbon's plaintext protocol on {a} (TCP and UDP)"
             ));
             carbon_bound.push((tcp, udp));
+        }
+        for a in &cfg.carbon_pickle {
+            let tcp = TcpListener::bind(a)
+                .map_err(|e| format!("cannot listen for carbon's pickles on {a}: {e}"))?;
+            log(&format!("listening for carbon's pickle protocol on {a}"));
+            pickle_bound.push(tcp);
         }
         d.set_carbon(c);
     }
@@ -463,6 +471,10 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             let (d1, c1, d2, c2) = (d.clone(), c.clone(), d.clone(), c.clone());
             std::thread::spawn(move || carbon::serve_tcp(d1, c1, tcp));
             std::thread::spawn(move || carbon::serve_udp(d2, c2, udp));
+        }
+        for tcp in pickle_bound {
+            let (d1, c1) = (d.clone(), c.clone());
+            std::thread::spawn(move || carbon::serve_pickle(d1, c1, tcp));
         }
     }
     if !http_bound.is_empty() {

@@ -347,3 +347,62 @@ LoadPlugin write_graphite
         );
     }
 }
+
+/// `n` as 4 bytes, big-endian (carbon's length prefix).
+fn be32(n: u32) -> Vec<u8> {
+    let mut b = n.to_le_bytes();
+    b.reverse();
+    b.to_vec()
+}
+
+/// A pickle frame: its length, then the pickle.
+fn frame(p: &[u8]) -> Vec<u8> {
+    let mut f = be32(p.len() as u32);
+    f.extend_from_slice(p);
+    f
+}
+
+#[test]
+fn pickled_points_are_taken_and_nothing_in_a_pickle_runs() {
+    let dir = TempDir::new("carbon-pickle");
+    let port = free_port();
+    let d = Ringlet::start(
+        dir.path(),
+        &["-w", "3600", "--carbon-pickle", &port.to_string()],
+    );
+    // Python's pickle.dumps([('a.b', (1700000000, 1.5)), ('c', (1700000010, 2))], protocol=2)
+    let good: &[u8] = b"\x80\x02]q\x00(X\x03\x00\x00\x00a.bq\x01J\x00\xf1SeG?\xf8\x00\x00\x00\x00\x00\x00\x86q\x02\x86q\x03X\x01\x00\x00\x00cq\x04J\n\xf1SeK\x02\x86q\x05\x86q\x06e.";
+    // protocol 0, as Python 2's carbon clients may send: [('a.b', (1700000010, 2.5))]
+    let old: &[u8] = b"(lp0\n(S'a.b'\np1\n(I1700000010\nF2.5\ntp2\ntp3\na.";
+    let mut wire = frame(good);
+    // os.system('touch ...') through GLOBAL and REDUCE: refused, not run.
+    let marker = dir.path().join("ran");
+    wire.extend(frame(
+        format!("cos\nsystem\n(S'touch {}'\ntR.", marker.display()).as_bytes(),
+    ));
+    // Larger than carbon's 1 MiB: skipped whole, the stream goes on.
+    wire.extend(be32(2 << 20));
+    wire.extend(vec![b'x'; 2 << 20]);
+    // Not a list of points.
+    wire.extend(frame(b"K\x05."));
+    wire.extend(frame(old));
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(&wire).unwrap();
+    drop(c);
+    assert_eq!(wait_stat(&d.sock, "CarbonPoints", 3), 3, "{}", d.log_text());
+    assert_eq!(
+        wait_stat(&d.sock, "CarbonLinesRefused", 3),
+        3,
+        "{}",
+        d.log_text()
+    );
+    assert!(!marker.exists(), "a pickle ran a command");
+    let t0 = 1_700_000_000;
+    let ab = values(&fetch_rows(&d.sock, "a/b.rrd", "AVERAGE", t0, t0 + 20));
+    assert_eq!((at(&ab, t0 + 10), at(&ab, t0 + 20)), (1.5, 2.5), "{ab:?}");
+    let c = values(&fetch_rows(&d.sock, "c.rrd", "AVERAGE", t0, t0 + 20));
+    assert_eq!(at(&c, t0 + 20), 2.0, "{c:?}");
+    let log = d.log_text();
+    assert!(log.contains("pickle opcode 0x63 refused"), "{log}");
+    assert!(log.contains("pickle larger than 1048576 bytes"), "{log}");
+}
