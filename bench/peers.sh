@@ -16,7 +16,8 @@
 #          [--scale F] [--cacti-rrds N] [--size 8G] [--note TEXT] [--writeback SECS|off]
 #          [--evict] [--no-settle] [--warmup D]
 #   P: rrdtool (direct, `rrdtool -` pipe), rrdcached (-w WINDOW), carbon, victoriametrics,
-#      prometheus, influxdb, ringlet (ringlet serve -w WINDOW)
+#      prometheus, influxdb, ringlet (ringlet serve -w WINDOW), ringlet-carbon (ringlet serve
+#      -w WINDOW --carbon: carbon's plaintext protocol, carbon's storage schemas)
 #   W: emoncms, collectd, ganglia, cacti, munin (issue 15: 4,000 DERIVE series at 300 s),
 #      million (issue 19: 1,000,000 series at 10 s)
 # Accelerated runs sync the filesystem every SECS of virtual time (default: the kernel's
@@ -67,7 +68,7 @@ while [ $# -gt 0 ]; do
 done
 die() { echo "peers.sh: $*" >&2; exit 2; }
 { [ -n "$peer" ] && [ -n "$workload" ]; } || die "--peer and --workload are required"
-case "$peer" in rrdtool|rrdcached|carbon|victoriametrics|prometheus|influxdb|ringlet) ;;
+case "$peer" in rrdtool|rrdcached|carbon|victoriametrics|prometheus|influxdb|ringlet|ringlet-carbon) ;;
     *) die "unknown peer $peer" ;; esac
 case "$workload" in emoncms|collectd|ganglia|cacti|munin|million) ;; *) die "unknown workload $workload" ;; esac
 case "$mode" in realtime|accelerated) ;; *) die "--mode: realtime or accelerated" ;; esac
@@ -79,7 +80,7 @@ fi
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-if [ -z "${FEED:-}" ] || { [ "$peer" = ringlet ] && [ -z "${RINGLET:-}" ]; }; then
+if [ -z "${FEED:-}" ] || { [[ "$peer" == ringlet* ]] && [ -z "${RINGLET:-}" ]; }; then
     (cd "$ROOT" && cargo build --release -q -p ringlet -p ringlet-bench)
 fi
 FEED=${FEED:-$TARGET/release/feed}
@@ -201,6 +202,27 @@ if [ "$peer" = ringlet ] && [ "$workload" = million ] && [ -z "${RINGLET_LOG_SIZ
     export RINGLET_LOG_SIZE
 fi
 
+# Debian's storage-schemas.conf, plus one schema per workload step (carbon, ringlet-carbon).
+schemas() {
+    cat <<'EOF'
+[carbon]
+pattern = ^carbon\.
+retentions = 60:90d
+
+[bench_10s]
+pattern = ^(collectd|ganglia)\.|^emoncms\.s(2[5-9]|3[0-9]|4[0-4])$
+retentions = 10s:1d,1m:7d,10m:1y
+
+[bench_300s]
+pattern = ^(cacti|munin)\.
+retentions = 5m:2d,30m:14d,2h:64d,1d:2y
+
+[default]
+pattern = .*
+retentions = 60s:1d,5m:30d,1h:3y
+EOF
+}
+
 # --- start the peer -------------------------------------------------------------------------
 proto="" target="" config=""
 case "$peer" in
@@ -222,6 +244,15 @@ case "$peer" in
         proto=rrdcached target=unix:$RUN/sock
         config="serve -w $window${RINGLET_LOG_SIZE:+ ring $RINGLET_LOG_SIZE}"
         wait_sock "$RUN/sock" ;;
+    ringlet-carbon)
+        schemas >"$RUN/storage-schemas.conf"
+        "$RINGLET" serve -g --store "$MNT/store" -b "$DATA" -w "$window" \
+            -l "unix:$RUN/sock" -p "$RUN/pid" --carbon "127.0.0.1:$port" \
+            --graphite-conf "$RUN" >"$RUN/log" 2>&1 &
+        PID=$!
+        proto=graphite target=127.0.0.1:$port
+        config="serve -w $window --carbon, carbon's schemas${RINGLET_LOG_SIZE:+ ring $RINGLET_LOG_SIZE}"
+        wait_tcp 127.0.0.1 "$port" ;;
     carbon)
         # Debian's [cache] section, data under the mount, listeners on 127.0.0.1, run as the
         # invoking user, no self-metrics, no tag registration with graphite-web, no create limit.
@@ -249,24 +280,7 @@ ENABLE_TAGS = False
 CARBON_METRIC_INTERVAL = 0
 EOF
         } >"$RUN/carbon.conf"
-        # Debian's storage-schemas.conf, plus one schema per workload step.
-        cat >"$RUN/storage-schemas.conf" <<'EOF'
-[carbon]
-pattern = ^carbon\.
-retentions = 60:90d
-
-[bench_10s]
-pattern = ^(collectd|ganglia)\.|^emoncms\.s(2[5-9]|3[0-9]|4[0-4])$
-retentions = 10s:1d,1m:7d,10m:1y
-
-[bench_300s]
-pattern = ^(cacti|munin)\.
-retentions = 5m:2d,30m:14d,2h:64d,1d:2y
-
-[default]
-pattern = .*
-retentions = 60s:1d,5m:30d,1h:3y
-EOF
+        schemas >"$RUN/storage-schemas.conf"
         mkdir -p "$MNT/graphite/whisper" "$RUN/carbonlog"
         carbon-cache --config="$RUN/carbon.conf" --nodaemon --pidfile="$RUN/pid" \
             --logdir="$RUN/carbonlog" start >"$RUN/log" 2>&1 &
@@ -318,6 +332,13 @@ case "$peer" in
             sleep 0.2
         done
         sleep 5 ;;
+    ringlet-carbon) # each series is made at its first point, with its placeholder
+        want=$(grep -o 'columns=[0-9]*' "$RUN/setup.out" | cut -d= -f2)
+        for _ in $(seq 1 3000); do
+            have=$(find "$DATA" -name '*.rrd' | wc -l)
+            [ "$have" -ge "$want" ] && break
+            sleep 0.2
+        done ;;
     victoriametrics|prometheus|influxdb) sleep 5 ;;
 esac
 if [ -n "$warmup" ] && [ "$mode" = realtime ]; then

@@ -189,18 +189,15 @@ impl Ctx<'_> {
         let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt) as i64;
         let from = self.from - self.from.rem_euclid(span) + span;
         let until = self.until - self.until.rem_euclid(span) + span;
-        let rra_end = rrd.rra_end(rra);
-        let rows = rrd.schema.rra[rra].row_cnt as i64;
         let mut values = Vec::with_capacity(((until - from).max(0) / span) as usize);
+        // Each chunk of rows decoded once for the walk.
+        let mut reader = rrd.rra[rra].rows.reader();
         let mut t = from;
         while t < until {
             // rrdtool labels a row by its end.
-            let end = t + span;
-            let kept = end <= rra_end && (rra_end - end) / span < rows;
-            let v = if kept {
-                rrd.value_at(rra, leaf.ds, end)
-            } else {
-                f64::NAN
+            let v = match rrd.ring_row(rra, t + span) {
+                Some(row) => reader.row(row)[leaf.ds],
+                None => f64::NAN,
             };
             values.push((!v.is_nan()).then_some(v));
             t += span;
