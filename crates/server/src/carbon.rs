@@ -366,13 +366,20 @@ impl Rules {
 
 /// The series of metric `path`: `a.b.c` is `a/b/c.rrd`.
 pub fn name_of(path: &str) -> Result<String, String> {
+    let mut name = String::with_capacity(path.len() + 4);
+    name_into(path, &mut name)?;
+    Ok(name)
+}
+
+/// [`name_of`] into `name` (cleared first).
+pub fn name_into(path: &str, name: &mut String) -> Result<(), String> {
+    name.clear();
     if path.len() > MAX_PATH {
         return Err(format!("path longer than {MAX_PATH} bytes"));
     }
     if path.contains(';') {
         return Err("tagged series (name;tag=value) are not stored yet".into());
     }
-    let mut name = String::with_capacity(path.len() + 4);
     for (i, c) in path.split('.').enumerate() {
         if c.is_empty() {
             return Err("empty path component".into());
@@ -386,7 +393,17 @@ pub fn name_of(path: &str) -> Result<String, String> {
         name.push_str(c);
     }
     name.push_str(".rrd");
-    Ok(name)
+    Ok(())
+}
+
+/// What a carbon connection keeps between its points: its entries (no shared lookup for a
+/// series it has sent before) and buffers.
+#[derive(Default)]
+pub struct Conn {
+    local: ingest::Local,
+    name: String,
+    gap: String,
+    val: String,
 }
 
 /// One point of a plaintext line: path, value (NaN: unknown), time (seconds).
@@ -461,8 +478,8 @@ impl Carbon {
         }
     }
 
-    /// Take one line (without its newline) from `from`.
-    pub fn line(&self, d: &Daemon, from: &str, line: &str) {
+    /// Take one line (without its newline) from `from`; `l` is the connection's.
+    pub fn line(&self, d: &Daemon, l: &mut Conn, from: &str, line: &str) {
         let line = line.trim_end_matches('\r');
         if line.trim().is_empty() {
             return;
@@ -474,7 +491,7 @@ impl Carbon {
             Ok(p) => p,
             Err(e) => return self.refuse(from, line, &e),
         };
-        match self.point(d, path, value, ts) {
+        match self.point(d, l, path, value, ts) {
             Ok(true) => {
                 self.counts.points.fetch_add(1, Ordering::Relaxed);
             }
@@ -486,14 +503,21 @@ impl Carbon {
     }
 
     /// Queue one point; Ok(false): dropped, its slot already written.
-    fn point(&self, d: &Daemon, path: &str, value: f64, ts: f64) -> Result<bool, String> {
-        let name = name_of(path)?;
+    fn point(
+        &self,
+        d: &Daemon,
+        l: &mut Conn,
+        path: &str,
+        value: f64,
+        ts: f64,
+    ) -> Result<bool, String> {
+        name_into(path, &mut l.name)?;
         let t = ts.floor() as i64;
-        let e = match ingest::entry_for(d, &name) {
+        let e = match l.local.entry(d, &l.name) {
             Ok(e) => e,
             Err(_) => {
-                self.create(d, path, &name, t)?;
-                ingest::entry_for(d, &name).map_err(|r| r.message)?
+                self.create(d, path, &l.name, t)?;
+                l.local.entry(d, &l.name).map_err(|r| r.message)?
             }
         };
         let (step, last, n_ds) = {
@@ -503,33 +527,32 @@ impl Carbon {
         };
         if n_ds != 1 {
             return Err(format!(
-                "{name} has {n_ds} data sources; a Graphite metric has one"
+                "{} has {n_ds} data sources; a Graphite metric has one",
+                l.name
             ));
         }
         let end = t - t.rem_euclid(step) + step;
         if end <= last {
             return Ok(false);
         }
-        let v = if value.is_nan() {
-            "U".to_string()
-        } else {
-            value.to_string()
-        };
-        let mut vals: Vec<Cow<'_, str>> = Vec::with_capacity(2);
-        if end - step > last {
+        use std::fmt::Write as _;
+        l.gap.clear();
+        l.val.clear();
+        let gap = end - step > last;
+        if gap {
             // Slots skipped since the last point are unknown, not this point's value.
-            vals.push(Cow::Owned(format!("{}:U", end - step)));
+            let _ = write!(l.gap, "{}:U", end - step);
         }
-        vals.push(Cow::Owned(format!("{end}:{v}")));
-        let mut queued = 0;
-        let r = ingest::update(
-            d,
-            &e,
-            vals.into_iter(),
-            &mut queued,
-            &mut crate::sample::scratch(),
-        );
-        d.queued(queued);
+        if value.is_nan() {
+            let _ = write!(l.val, "{end}:U");
+        } else {
+            let _ = write!(l.val, "{end}:{value}");
+        }
+        let vals = [Cow::Borrowed(l.gap.as_str()), Cow::Borrowed(l.val.as_str())];
+        let skip = usize::from(!gap);
+        let r = l.local.update_entry(d, &e, vals.into_iter().skip(skip));
+        // Counted at once: a carbon connection has no reads to count them by.
+        d.queued(std::mem::take(&mut l.local.queued));
         r.map(|_| true).map_err(|resp| resp.message)
     }
 
@@ -569,6 +592,7 @@ fn tcp_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
         .map_or_else(|_| "tcp".to_string(), |a| a.to_string());
     let mut r = BufReader::with_capacity(64 << 10, s);
     let mut buf = Vec::with_capacity(256);
+    let mut conn = Conn::default();
     loop {
         buf.clear();
         // At most MAX_LINE + 1 bytes of a line: a longer one is refused and skipped.
@@ -596,7 +620,7 @@ fn tcp_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
             return;
         }
         match std::str::from_utf8(&buf) {
-            Ok(line) => c.line(d, &from, line.trim_end_matches('\n')),
+            Ok(line) => c.line(d, &mut conn, &from, line.trim_end_matches('\n')),
             Err(_) => c.refuse(&from, &String::from_utf8_lossy(&buf), "not UTF-8"),
         }
     }
@@ -622,6 +646,7 @@ fn pickle_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
         .map_or_else(|_| "tcp".to_string(), |a| a.to_string());
     let mut r = BufReader::with_capacity(64 << 10, s);
     let mut buf = Vec::new();
+    let mut conn = Conn::default();
     loop {
         let mut len = [0u8; 4];
         if r.read_exact(&mut len).is_err() {
@@ -681,7 +706,7 @@ fn pickle_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
                 );
                 continue;
             }
-            match c.point(d, &path, value, ts) {
+            match c.point(d, &mut conn, &path, value, ts) {
                 Ok(true) => {
                     c.counts.points.fetch_add(1, Ordering::Relaxed);
                 }
@@ -697,6 +722,7 @@ fn pickle_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
 /// Serve carbon's plaintext protocol on a UDP socket: each datagram, lines.
 pub fn serve_udp(d: Arc<Daemon>, c: Arc<Carbon>, s: UdpSocket) {
     let mut buf = vec![0u8; 65_536];
+    let mut conn = Conn::default();
     loop {
         let Ok((n, from)) = s.recv_from(&mut buf) else {
             continue;
@@ -715,7 +741,7 @@ pub fn serve_udp(d: Arc<Daemon>, c: Arc<Carbon>, s: UdpSocket) {
                 continue;
             }
             match std::str::from_utf8(line) {
-                Ok(l) => c.line(&d, &from, l),
+                Ok(l) => c.line(&d, &mut conn, &from, l),
                 Err(_) => c.refuse(&from, &String::from_utf8_lossy(line), "not UTF-8"),
             }
         }

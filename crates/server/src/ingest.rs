@@ -274,6 +274,33 @@ impl Default for Local {
 const LOCAL_MAX: usize = 1 << 18;
 
 impl Local {
+    /// The entry of `file` (from this connection's map, else the shared index, kept here).
+    pub fn entry(&mut self, d: &Daemon, file: &str) -> Result<Arc<Entry>, Response> {
+        let key = d.index_key(file);
+        if let Some(e) = self.map.find(fx_hash(key), |e| &*e.name == key) {
+            return Ok(e.clone());
+        }
+        let e = entry_for(d, file)?;
+        if key == &*e.name {
+            if self.map.len() >= LOCAL_MAX {
+                self.map.clear();
+            }
+            self.map
+                .insert_unique(fx_hash(key), e.clone(), |x| fx_hash(&x.name));
+        }
+        Ok(e)
+    }
+
+    /// [`update`] of entry `e`, with this connection's scratch and count.
+    pub fn update_entry<'a>(
+        &mut self,
+        d: &Daemon,
+        e: &Arc<Entry>,
+        values: impl Iterator<Item = Cow<'a, str>>,
+    ) -> Result<usize, Response> {
+        update(d, e, values, &mut self.queued, &mut self.scratch)
+    }
+
     /// UPDATE `file` with `values` (see [`update`]).
     pub fn update<'a>(
         &mut self,
