@@ -332,13 +332,15 @@ case "$peer" in
             sleep 0.2
         done
         sleep 5 ;;
-    ringlet-carbon) # each series is made at its first point, with its placeholder
+    ringlet-carbon) # each series is made at its first point, with its placeholder; the
+        # creations are committed in setup, as CREATE commits them for the ringlet peer
         want=$(grep -o 'columns=[0-9]*' "$RUN/setup.out" | cut -d= -f2)
         for _ in $(seq 1 3000); do
             have=$(find "$DATA" -name '*.rrd' | wc -l)
             [ "$have" -ge "$want" ] && break
             sleep 0.2
-        done ;;
+        done
+        python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"FLUSHALL\n"); s.recv(100)' "$RUN/sock" ;;
     victoriametrics|prometheus|influxdb) sleep 5 ;;
 esac
 if [ -n "$warmup" ] && [ "$mode" = realtime ]; then

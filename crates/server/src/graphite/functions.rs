@@ -483,8 +483,244 @@ pub fn call(
                 })
                 .collect())
         }
+        "summarize" => {
+            let spec = a.string(1, "intervalString")?;
+            let interval = interval_secs(&spec)?;
+            let func = a.string_or(2, "func", "sum")?;
+            if !is_agg(&func) {
+                return Err(format!("summarize: unknown function '{func}'"));
+            }
+            let align = a.bool_or(3, "alignToFrom", false)?;
+            Ok(a.series(0)?
+                .into_iter()
+                .map(|s| summarize(&s, &spec, interval, &func, align))
+                .collect())
+        }
+        "hitcount" => {
+            let spec = a.string(1, "intervalString")?;
+            let interval = interval_secs(&spec)?;
+            let align = a.bool_or(2, "alignToInterval", false)?;
+            let l = if align {
+                // Fetched again from the start of the from's day, hour or minute.
+                let unit = if interval >= 86_400 {
+                    86_400
+                } else if interval >= 3600 {
+                    3600
+                } else if interval >= 60 {
+                    60
+                } else {
+                    1
+                };
+                let inner = Ctx {
+                    d: ctx.d,
+                    g: ctx.g,
+                    from: ctx.from - ctx.from.rem_euclid(unit),
+                    until: ctx.until,
+                    now: ctx.now,
+                };
+                let mut l = inner.eval(a.need(0, "seriesList")?)?;
+                for s in &mut l {
+                    let n = (s.end - s.start) / interval;
+                    s.end = s.start + n * interval + interval;
+                }
+                l
+            } else {
+                a.series(0)?
+            };
+            Ok(l.iter()
+                .map(|s| hitcount(s, &spec, interval, align))
+                .collect())
+        }
+        "movingAverage" | "movingSum" | "movingMin" | "movingMax" | "movingMedian"
+        | "movingWindow" => {
+            let (func, xff_at) = if name == "movingWindow" {
+                (a.string_or(2, "func", "average")?, 3)
+            } else {
+                (name.trim_start_matches("moving").to_ascii_lowercase(), 2)
+            };
+            if !is_agg(&func) {
+                return Err(format!("{name}: unknown function '{func}'"));
+            }
+            let xff = a.opt_num(xff_at, "xFilesFactor")?;
+            let window = a.need(1, "windowSize")?.clone();
+            let first = a.series(0)?;
+            if first.is_empty() {
+                return Ok(first);
+            }
+            let (preview, label) = match &window {
+                Expr::Str(w) => (interval_secs(w)?, format!("\"{w}\"")),
+                Expr::Num(n) if *n >= 0.0 && n.fract() == 0.0 => {
+                    let step = first.iter().map(|s| s.step).max().unwrap_or(1);
+                    (step * *n as i64, format!("{}", *n as i64))
+                }
+                e => return Err(format!("{name}: bad windowSize {e:?}")),
+            };
+            let inner = Ctx {
+                d: ctx.d,
+                g: ctx.g,
+                from: ctx.from - preview,
+                until: ctx.until,
+                now: ctx.now,
+            };
+            let tag = format!("moving{}{}", func[..1].to_ascii_uppercase(), &func[1..]);
+            Ok(inner
+                .eval(a.need(0, "seriesList")?)?
+                .into_iter()
+                .map(|s| {
+                    let points = match &window {
+                        Expr::Str(_) => (preview / s.step.max(1)) as usize,
+                        _ => preview as usize / s.step.max(1) as usize,
+                    };
+                    let points = match &window {
+                        Expr::Num(n) => *n as usize,
+                        _ => points,
+                    };
+                    let vals: Vec<Option<f64>> = (points..s.values.len())
+                        .map(|i| {
+                            let win = &s.values[i - points..i];
+                            let known: Vec<f64> = win.iter().flatten().copied().collect();
+                            let need = xff.unwrap_or(s.xff);
+                            if known.is_empty()
+                                || points == 0
+                                || (known.len() as f64 / points as f64) < need
+                            {
+                                None
+                            } else {
+                                agg(&func, &known, win)
+                            }
+                        })
+                        .collect();
+                    let mut r = s.with(format!("{tag}({},{label})", s.name), vals);
+                    r.start = s.start + preview;
+                    r
+                })
+                .collect())
+        }
         other => Err(format!("unknown function '{other}'")),
     }
+}
+
+/// Seconds of an interval string (`1h`, `10min`, `1d`), as graphite-web's parseTimeOffset
+/// reads it (a sign is allowed and ignored).
+fn interval_secs(spec: &str) -> Result<i64, String> {
+    let t = super::time::parse(&format!("now+{}", spec.trim_start_matches(['+', '-'])), 0)
+        .map_err(|_| format!("bad interval '{spec}'"))?;
+    if t <= 0 {
+        return Err(format!("bad interval '{spec}'"));
+    }
+    Ok(t)
+}
+
+/// graphite-web's summarize: buckets of `interval` (aligned to it, or to the series'
+/// start), each `func` of its points, None unless enough are known.
+fn summarize(s: &Series, spec: &str, interval: i64, func: &str, align: bool) -> Series {
+    let (start, mut end) = if align {
+        (s.start, s.end)
+    } else {
+        (
+            s.start - s.start.rem_euclid(interval),
+            s.end - s.end.rem_euclid(interval) + interval,
+        )
+    };
+    let n = s
+        .values
+        .len()
+        .min(((s.end - s.start).max(0) / s.step.max(1)) as usize);
+    let per = interval as f64 / s.step as f64;
+    let ts = |i: usize| s.start + i as i64 * s.step;
+    let mut vals = Vec::new();
+    let (mut i, mut t) = (0usize, start);
+    while t < end {
+        let mut first = i;
+        let mut known = 0usize;
+        while i < n && ts(i) < t + interval {
+            if ts(i) <= t {
+                first = i;
+            }
+            if ts(i) >= t && s.values[i].is_some() {
+                known += 1;
+            }
+            i += 1;
+        }
+        let group = &s.values[first.min(i)..i];
+        let k: Vec<f64> = group.iter().flatten().copied().collect();
+        vals.push(if known > 0 && known as f64 / per >= s.xff {
+            agg(func, &k, group)
+        } else {
+            None
+        });
+        t += interval;
+    }
+    if align {
+        end = t;
+    }
+    let name = format!(
+        "summarize({}, \"{spec}\", \"{func}\"{})",
+        s.name,
+        if align { ", true" } else { "" }
+    );
+    let mut r = s.with(name, vals);
+    r.start = start;
+    r.end = end;
+    r.step = interval;
+    r
+}
+
+/// graphite-web's hitcount: each point's value times the seconds of its step that fall in a
+/// bucket of `interval`, summed a bucket; buckets end at the series' end.
+fn hitcount(s: &Series, spec: &str, interval: i64, align: bool) -> Series {
+    let step = s.step;
+    let count = ((s.end - s.start) as f64 / interval as f64).ceil().max(0.0) as usize;
+    let start = s.end - count as i64 * interval;
+    let mut buckets: Vec<Option<f64>> = vec![None; count];
+    let mut add = |b: i64, v: f64| {
+        if let Some(slot) = usize::try_from(b).ok().and_then(|b| buckets.get_mut(b)) {
+            *slot = Some(slot.unwrap_or(0.0) + v);
+        }
+    };
+    for (i, v) in s.values.iter().enumerate() {
+        let Some(v) = *v else {
+            continue;
+        };
+        let t0 = s.start + i as i64 * step;
+        let (sb, sm) = (
+            (t0 - start).div_euclid(interval),
+            (t0 - start).rem_euclid(interval),
+        );
+        let t1 = t0 + step;
+        let (mut eb, mut em) = (
+            (t1 - start).div_euclid(interval),
+            (t1 - start).rem_euclid(interval),
+        );
+        if eb >= count as i64 {
+            eb = count as i64 - 1;
+            em = interval;
+        }
+        if sb == eb {
+            if sb >= 0 {
+                add(sb, v * (em - sm) as f64);
+            }
+        } else {
+            if sb >= 0 {
+                add(sb, v * (interval - sm) as f64);
+            }
+            for j in sb + 1..eb {
+                add(j, v * interval as f64);
+            }
+            if em > 0 {
+                add(eb, v * em as f64);
+            }
+        }
+    }
+    let name = format!(
+        "hitcount({}, \"{spec}\"{})",
+        s.name,
+        if align { ", true" } else { "" }
+    );
+    let mut r = s.with(name, buckets);
+    r.start = start;
+    r.step = interval;
+    r
 }
 
 enum Total {

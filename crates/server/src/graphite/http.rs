@@ -396,6 +396,14 @@ fn functions_json() -> String {
         ("lowestAverage", "Filter Series"),
         ("highest", "Filter Series"),
         ("lowest", "Filter Series"),
+        ("summarize", "Transform"),
+        ("hitcount", "Transform"),
+        ("movingAverage", "Calculate"),
+        ("movingSum", "Calculate"),
+        ("movingMin", "Calculate"),
+        ("movingMax", "Calculate"),
+        ("movingMedian", "Calculate"),
+        ("movingWindow", "Calculate"),
     ];
     let items: Vec<String> = F
         .iter()
