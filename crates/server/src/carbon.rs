@@ -396,18 +396,36 @@ pub fn name_into(path: &str, name: &mut String) -> Result<(), String> {
     Ok(())
 }
 
+/// Paths a connection keeps before it starts again (a path and an entry's pointer each).
+const PATHS_MAX: usize = 1 << 18;
+
+type PathHash = std::hash::BuildHasherDefault<rrd::fx::Fx>;
+
 /// What a carbon connection keeps between its points: its entries (no shared lookup for a
 /// series it has sent before) and buffers.
 #[derive(Default)]
 pub struct Conn {
+    /// Entries by the paths this connection sent (no name to build for a path seen before).
+    paths: std::collections::HashMap<Box<str>, Arc<ingest::Entry>, PathHash>,
     local: ingest::Local,
     name: String,
     gap: String,
     val: String,
+    /// The current line's value text (in `text_buf`), if the point is written with it.
+    text: Option<usize>,
+    text_buf: String,
+    /// Points taken and dropped late since the last [`Carbon::settle`].
+    points: u64,
+    late: u64,
 }
 
 /// One point of a plaintext line: path, value (NaN: unknown), time (seconds).
 pub fn parse_line(line: &str, now: f64) -> Result<(&str, f64, f64), String> {
+    parse_point(line, || now).map(|(p, v, _, t)| (p, v, t))
+}
+
+/// [`parse_line`], with the value's text, asking for the time now only for `-1`.
+fn parse_point(line: &str, now: impl Fn() -> f64) -> Result<(&str, f64, &str, f64), String> {
     let mut f = line.split_ascii_whitespace();
     let (Some(path), Some(v), Some(t), None) = (f.next(), f.next(), f.next(), f.next()) else {
         return Err("not 'path value timestamp'".into());
@@ -422,14 +440,14 @@ pub fn parse_line(line: &str, now: f64) -> Result<(&str, f64, f64), String> {
         return Err(format!("value '{v}' is infinite"));
     }
     let ts = match t {
-        "-1" | "N" => now,
+        "-1" | "N" => now(),
         _ => t
             .parse::<f64>()
             .ok()
             .filter(|x| x.is_finite() && *x >= 0.0 && *x < 1e12)
             .ok_or_else(|| format!("timestamp '{}' is not a time", t.escape_debug()))?,
     };
-    Ok((path, value, ts))
+    Ok((path, value, v, ts))
 }
 
 /// What the carbon listeners have taken and refused, for STATS and the log.
@@ -484,21 +502,40 @@ impl Carbon {
         if line.trim().is_empty() {
             return;
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |t| t.as_secs_f64());
-        let (path, value, ts) = match parse_line(line, now) {
+        let now = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |t| t.as_secs_f64())
+        };
+        let (path, value, text, ts) = match parse_point(line, now) {
             Ok(p) => p,
             Err(e) => return self.refuse(from, line, &e),
         };
+        l.text = Some(text.len());
+        l.text_buf.clear();
+        l.text_buf.push_str(text);
         match self.point(d, l, path, value, ts) {
-            Ok(true) => {
-                self.counts.points.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(false) => {
-                self.counts.late.fetch_add(1, Ordering::Relaxed);
-            }
+            Ok(true) => l.points += 1,
+            Ok(false) => l.late += 1,
             Err(e) => self.refuse(from, line, &e),
+        }
+    }
+
+    /// Count what connection `l` has taken and queued since the last call (the shared
+    /// counters are touched once a read, not once a point).
+    pub fn settle(&self, d: &Daemon, l: &mut Conn) {
+        if l.points > 0 {
+            self.counts
+                .points
+                .fetch_add(std::mem::take(&mut l.points), Ordering::Relaxed);
+        }
+        if l.late > 0 {
+            self.counts
+                .late
+                .fetch_add(std::mem::take(&mut l.late), Ordering::Relaxed);
+        }
+        if l.local.queued > 0 {
+            d.queued(std::mem::take(&mut l.local.queued));
         }
     }
 
@@ -511,13 +548,23 @@ impl Carbon {
         value: f64,
         ts: f64,
     ) -> Result<bool, String> {
-        name_into(path, &mut l.name)?;
         let t = ts.floor() as i64;
-        let e = match l.local.entry(d, &l.name) {
-            Ok(e) => e,
-            Err(_) => {
-                self.create(d, path, &l.name, t)?;
-                l.local.entry(d, &l.name).map_err(|r| r.message)?
+        let e = match l.paths.get(path) {
+            Some(e) => e.clone(),
+            None => {
+                name_into(path, &mut l.name)?;
+                let e = match l.local.entry(d, &l.name) {
+                    Ok(e) => e,
+                    Err(_) => {
+                        self.create(d, path, &l.name, t)?;
+                        l.local.entry(d, &l.name).map_err(|r| r.message)?
+                    }
+                };
+                if l.paths.len() >= PATHS_MAX {
+                    l.paths.clear();
+                }
+                l.paths.insert(path.into(), e.clone());
+                e
             }
         };
         let (step, last, n_ds) = {
@@ -528,7 +575,7 @@ impl Carbon {
         if n_ds != 1 {
             return Err(format!(
                 "{} has {n_ds} data sources; a Graphite metric has one",
-                l.name
+                e.name
             ));
         }
         let end = t - t.rem_euclid(step) + step;
@@ -545,14 +592,18 @@ impl Carbon {
         }
         if value.is_nan() {
             let _ = write!(l.val, "{end}:U");
+        } else if l.text.take().is_some() {
+            // The value as the line gave it (a number Rust reads, so librrd's strtod does).
+            let _ = write!(l.val, "{end}:{}", l.text_buf);
         } else {
             let _ = write!(l.val, "{end}:{value}");
         }
         let vals = [Cow::Borrowed(l.gap.as_str()), Cow::Borrowed(l.val.as_str())];
         let skip = usize::from(!gap);
         let r = l.local.update_entry(d, &e, vals.into_iter().skip(skip));
-        // Counted at once: a carbon connection has no reads to count them by.
-        d.queued(std::mem::take(&mut l.local.queued));
+        if l.local.queued >= 1 << 16 {
+            d.queued(std::mem::take(&mut l.local.queued));
+        }
         r.map(|_| true).map_err(|resp| resp.message)
     }
 
@@ -587,12 +638,17 @@ pub fn serve_tcp(d: Arc<Daemon>, c: Arc<Carbon>, l: TcpListener) {
 }
 
 fn tcp_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
+    let mut conn = Conn::default();
+    tcp_lines(d, c, s, &mut conn);
+    c.settle(d, &mut conn);
+}
+
+fn tcp_lines(d: &Daemon, c: &Carbon, s: TcpStream, conn: &mut Conn) {
     let from = s
         .peer_addr()
         .map_or_else(|_| "tcp".to_string(), |a| a.to_string());
     let mut r = BufReader::with_capacity(64 << 10, s);
     let mut buf = Vec::with_capacity(256);
-    let mut conn = Conn::default();
     loop {
         buf.clear();
         // At most MAX_LINE + 1 bytes of a line: a longer one is refused and skipped.
@@ -620,8 +676,11 @@ fn tcp_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
             return;
         }
         match std::str::from_utf8(&buf) {
-            Ok(line) => c.line(d, &mut conn, &from, line.trim_end_matches('\n')),
+            Ok(line) => c.line(d, conn, &from, line.trim_end_matches('\n')),
             Err(_) => c.refuse(&from, &String::from_utf8_lossy(&buf), "not UTF-8"),
+        }
+        if r.buffer().is_empty() {
+            c.settle(d, conn);
         }
     }
 }
@@ -707,15 +766,12 @@ fn pickle_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
                 continue;
             }
             match c.point(d, &mut conn, &path, value, ts) {
-                Ok(true) => {
-                    c.counts.points.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(false) => {
-                    c.counts.late.fetch_add(1, Ordering::Relaxed);
-                }
+                Ok(true) => conn.points += 1,
+                Ok(false) => conn.late += 1,
                 Err(e) => c.refuse(&from, &format!("{path} {value} {ts}"), &e),
             }
         }
+        c.settle(d, &mut conn);
     }
 }
 
@@ -745,6 +801,7 @@ pub fn serve_udp(d: Arc<Daemon>, c: Arc<Carbon>, s: UdpSocket) {
                 Err(_) => c.refuse(&from, &String::from_utf8_lossy(line), "not UTF-8"),
             }
         }
+        c.settle(&d, &mut conn);
     }
 }
 

@@ -567,13 +567,10 @@ pub fn call(
                 .eval(a.need(0, "seriesList")?)?
                 .into_iter()
                 .map(|s| {
-                    let points = match &window {
-                        Expr::Str(_) => (preview / s.step.max(1)) as usize,
-                        _ => preview as usize / s.step.max(1) as usize,
-                    };
+                    // A count of points, or as many as the time takes at this step.
                     let points = match &window {
                         Expr::Num(n) => *n as usize,
-                        _ => points,
+                        _ => (preview / s.step.max(1)) as usize,
                     };
                     let vals: Vec<Option<f64>> = (points..s.values.len())
                         .map(|i| {

@@ -268,6 +268,21 @@ pub fn datapoints(s: &Series) -> Vec<(Option<f64>, i64)> {
         .collect()
 }
 
+/// [`py_float`] appended to `out` (no allocation for the usual magnitudes).
+pub fn py_float_into(out: &mut String, v: f64) {
+    let a = v.abs();
+    if a.is_finite() && a != 0.0 && (1e-4..1e16).contains(&a) {
+        // Positional in both Rust's and Python's shortest forms; Python adds ".0".
+        if v.fract() == 0.0 {
+            let _ = write!(out, "{v}.0");
+        } else {
+            let _ = write!(out, "{v}");
+        }
+        return;
+    }
+    out.push_str(&py_float(v));
+}
+
 /// A float as Python's `repr` writes it (`2.0`, `0.1`, `1e-05`, `1e+16`).
 pub fn py_float(v: f64) -> String {
     if v.is_nan() {
@@ -355,7 +370,7 @@ fn json_num(v: Option<f64>, out: &mut String) {
         None => out.push_str("null"),
         Some(x) if x.is_nan() => out.push_str("null"),
         Some(x) if x.is_infinite() => out.push_str(if x > 0.0 { "1e9999" } else { "-1e9999" }),
-        Some(x) => out.push_str(&py_float(x)),
+        Some(x) => py_float_into(out, x),
     }
 }
 
@@ -561,6 +576,22 @@ mod tests {
 
     #[test]
     fn floats_print_as_python_prints_them() {
+        for v in [
+            2.0,
+            0.1,
+            1.5e-5,
+            1e16,
+            123456789.25,
+            -3.0,
+            1e15,
+            0.0001,
+            9.99e15,
+            0.5,
+        ] {
+            let mut s = String::new();
+            py_float_into(&mut s, v);
+            assert_eq!(s, py_float(v), "{v}");
+        }
         assert_eq!(py_float(2.0), "2.0");
         assert_eq!(py_float(0.1), "0.1");
         assert_eq!(py_float(1.5e-5), "1.5e-05");
