@@ -148,3 +148,110 @@ mod tests {
         );
     }
 }
+
+/// Fuzz-style checks of every parser a client's bytes reach (carbon's lines and pickles, the
+/// render API's targets, times, patterns and forms): seeded random and mutated inputs, each
+/// must give a value or an error, never a panic. (The long campaigns with cargo-fuzz belong to
+/// the durability issue; this keeps every parser honest in every test run.)
+#[cfg(test)]
+mod fuzz {
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n.max(1) as u64) as usize
+        }
+    }
+
+    /// `seeds` mutated: bytes flipped, cut, doubled, spliced with bytes of the alphabet.
+    fn cases(seeds: &[&[u8]], alphabet: &[u8], n: usize, seed: u64) -> Vec<Vec<u8>> {
+        let mut r = Rng(seed);
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut v = seeds[r.below(seeds.len())].to_vec();
+            for _ in 0..1 + r.below(4) {
+                let at = r.below(v.len() + 1);
+                match r.below(5) {
+                    0 if !v.is_empty() => {
+                        let i = r.below(v.len());
+                        v[i] = alphabet[r.below(alphabet.len())];
+                    }
+                    1 => v.truncate(at),
+                    2 => {
+                        let b = alphabet[r.below(alphabet.len())];
+                        v.insert(at, b);
+                    }
+                    3 if !v.is_empty() => {
+                        let i = r.below(v.len());
+                        v[i] = r.next() as u8;
+                    }
+                    _ => {
+                        let tail = v[at..].to_vec();
+                        v.extend_from_slice(&tail);
+                    }
+                }
+            }
+            out.push(v);
+        }
+        out
+    }
+
+    #[test]
+    fn parsers_never_panic() {
+        let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
+        let alpha = b"abc.*?[]{},()'\"=-+0123456789eE:;/\\ \t\n%_xXnN";
+        for v in cases(
+            &[
+                b"sumSeries(a.{b,c}.*, 'x', k=1.5e3)",
+                b"alias(scale(a.b,-0.5),\"n\")",
+                b"summarize(a.b, '1h', func='max', alignToFrom=true)",
+            ],
+            alpha,
+            20_000,
+            1,
+        ) {
+            let _ = super::expr::parse(&text(&v));
+        }
+        for v in cases(&[b"a.{b,c}.d[0-9]*", b"x.y?.[!a-z]"], alpha, 20_000, 2) {
+            if let Ok(p) = super::glob::Pattern::new(&text(&v)) {
+                let _ = p.matches("a.b.d1");
+                let _ = p.node_of("a.c.d7.e");
+            }
+        }
+        for v in cases(
+            &[
+                b"-1d12h",
+                b"04:00_20231114",
+                b"noon yesterday+1h",
+                b"11/14/23",
+            ],
+            alpha,
+            20_000,
+            3,
+        ) {
+            let _ = super::time::parse(&text(&v), 1_700_000_000);
+        }
+        for v in cases(&[b"target=a%2Bb+c&from=-1d&x"], alpha, 20_000, 4) {
+            let _ = super::http::form(&text(&v));
+        }
+        for v in cases(&[b"a.b.c 1.5 1700000000", b"x -2e3 -1"], alpha, 20_000, 5) {
+            let t = text(&v);
+            let _ = crate::carbon::parse_line(&t, 1.7e9);
+            let _ = crate::carbon::name_of(&t);
+        }
+        let p2: &[u8] = b"\x80\x02]q\x00(X\x03\x00\x00\x00a.bq\x01J\x00\xf1SeG?\xf8\x00\x00\x00\x00\x00\x00\x86q\x02\x86q\x03X\x01\x00\x00\x00cq\x04J\n\xf1SeK\x02\x86q\x05\x86q\x06e.";
+        let p0: &[u8] = b"(lp0\n(S'a'\np1\n(I10\nF2.5\ntp2\ntp3\na.";
+        let ops: Vec<u8> = (0u8..=255).collect();
+        for v in cases(&[p2, p0], &ops, 50_000, 6) {
+            if let Ok(val) = crate::pickle::loads(&v) {
+                let _ = val.items();
+                let _ = val.number();
+            }
+        }
+    }
+}
