@@ -21,10 +21,11 @@ Usage: ringlet [--store DIR] command command_options
 
 Commands (arguments and output as rrdtool's; `ringlet <command>` shows its usage):
   create, update, updatev, fetch, info, first, last, lastupdate, dump, restore, xport
-Daemon, export and pipe mode:
+Daemon, export, import and pipe mode:
   serve    an rrdcached-compatible daemon over the same store (ringlet serve --help)
   stats    print a running daemon's STATS (ringlet stats [-d|--daemon ADDR])
   export   write real .rrd files (ringlet export --help)
+  import   read a tree of whisper files into the store (ringlet import --help)
   repair   open a store whose log is damaged, cutting it there (ringlet repair --help)
   -        read commands from stdin like `rrdtool -` (OK/ERROR after each; quit ends)
 

@@ -12,6 +12,7 @@
 //! output is the same in every case.
 
 mod export;
+mod import;
 mod pipe;
 
 /// jemalloc, not glibc's malloc: a daemon holds a few dozen small allocations per series
@@ -75,6 +76,9 @@ fn run(argv: &[String]) -> Outcome {
     }
     if cmd == "export" {
         std::process::exit(export::run(args, &dir));
+    }
+    if cmd == "import" {
+        std::process::exit(import::run(args, &dir));
     }
     if cmd == "-" {
         std::process::exit(pipe::run(&dir));

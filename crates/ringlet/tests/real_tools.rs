@@ -9,8 +9,9 @@
 //! - `ganglia.sh`: gmetad writing through the daemon, ganglia-web (PHP) reading the view.
 //! - `graphite.sh`: graphite-web (Debian's) as the oracle of `--http`: the same points in
 //!   whisper files and through `--carbon`; every target of `graphite-targets.txt` gives the
-//!   same JSON from ringlet, from graphite-web over the whisper files, and from graphite-web
-//!   reading ringlet as its `CLUSTER_SERVERS`.
+//!   same JSON from ringlet, from graphite-web over the whisper files, from graphite-web
+//!   reading ringlet as its `CLUSTER_SERVERS`, and from ringlet over the whisper files
+//!   imported with `ringlet import whisper`.
 //!
 //! Needs root, /dev/fuse, unshare, and the packages scripts/setup installs; without them the
 //! tests say so, and fail in CI (which has them).
@@ -201,6 +202,7 @@ fn graphite_web_gives_what_ringlets_render_api_gives() {
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .count();
     assert!(n >= 50, "{n} targets");
+    assert!(out.contains("IMPORTED: 7 imported, 0 skipped"), "{out}");
     assert_eq!(
         out.lines().filter(|l| l.starts_with("SAME: ")).count(),
         n,

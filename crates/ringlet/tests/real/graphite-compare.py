@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Compare /render's JSON from ringlet and from graphite-web (over whisper files, and over
-ringlet as its CLUSTER_SERVERS) for each target in TARGETS_FILE.
+ringlet as its CLUSTER_SERVERS), and from ringlet over the whisper files imported
+(`ringlet import whisper`), for each target in TARGETS_FILE.
 
-    graphite-compare.py RINGLET_URL WHISPER_URL CLUSTER_URL FROM UNTIL TARGETS_FILE
+    graphite-compare.py RINGLET_URL WHISPER_URL CLUSTER_URL FROM UNTIL TARGETS_FILE [IMPORTED_URL]
 
 Prints SAME: target, or DIFF: target and where; exits 1 if any differs.
 """
@@ -13,6 +14,7 @@ import urllib.parse
 import urllib.request
 
 ringlet, whisper_url, cluster, frm, until, targets_file = sys.argv[1:7]
+imported = sys.argv[7] if len(sys.argv) > 7 else None
 
 
 def render(base, target, extra=""):
@@ -52,11 +54,16 @@ for line in open(targets_file):
         r = render(ringlet, t, extra)
         w = render(whisper_url, t, extra)
         c = render(cluster, t, extra)
+        i = render(imported, t, extra) if imported else r
     except Exception as e:  # noqa: BLE001 - report which target failed
         print(f"DIFF: {t}: {e}")
         bad += 1
         continue
-    why = same(r, w) or (same(r, c) and f"via CLUSTER_SERVERS: {same(r, c)}")
+    why = (
+        same(r, w)
+        or (same(r, c) and f"via CLUSTER_SERVERS: {same(r, c)}")
+        or (same(i, w) and f"imported whisper: {same(i, w)}")
+    )
     if why:
         print(f"DIFF: {t}{extra}: {why}")
         bad += 1

@@ -4,8 +4,9 @@
 #
 # The same points go to whisper files (python3-whisper) and, as carbon's plaintext lines,
 # to ringlet serve --carbon. graphite-web serves the whisper files (one instance) and
-# ringlet's API as its CLUSTER_SERVERS (another): for every target of graphite-targets.txt
-# all three give the same JSON.
+# ringlet's API as its CLUSTER_SERVERS (another); the whisper files are also imported into a
+# second store (`ringlet import whisper`) served by a second ringlet: for every target of
+# graphite-targets.txt all four give the same JSON.
 set -euo pipefail
 # Debian's Python: python3-whisper and graphite-web are its packages.
 PY=/usr/bin/python3
@@ -88,6 +89,18 @@ EOC
     "${env[@]}" "$PY" -m django runserver "127.0.0.1:$2" --noreload >"$T/gw/$1/server.log" 2>&1 &
     pids+=($!)
 }
+# The whisper files imported into a store of their own, served by a second daemon.
+"$RINGLET" --store "$T/imported" import whisper -q "$T/whisper" >"$T/import.log" 2>&1 ||
+    fail "import: $(cat "$T/import.log")"
+grep -q "^$(find "$T/whisper" -name '*.wsp' | wc -l) imported, 0 skipped" "$T/import.log" ||
+    fail "import: $(cat "$T/import.log")"
+IP=$(port)
+mkdir -p "$T/ibase"
+"$RINGLET" serve -g -w 3600 -l "unix:$T/i.sock" -b "$T/ibase" --store "$T/imported" \
+    --http "$IP" >"$T/serve-imported.log" 2>&1 &
+pids+=($!)
+wait_port "$IP"
+echo "IMPORTED: $(cat "$T/import.log")"
 WP=$(port) XP=$(port)
 gw whisper "$WP" "WHISPER_DIR = \"$T/whisper\"
 STANDARD_DIRS = [\"$T/whisper\"]"
@@ -97,4 +110,5 @@ REMOTE_EXCLUDE_LOCAL = False"
 wait_port "$WP"
 wait_port "$XP"
 "$PY" "$HERE/graphite-compare.py" "http://127.0.0.1:$HP" "http://127.0.0.1:$WP" \
-    "http://127.0.0.1:$XP" "$((A + 5))" "$((A + 7000))" "$HERE/graphite-targets.txt"
+    "http://127.0.0.1:$XP" "$((A + 5))" "$((A + 7000))" "$HERE/graphite-targets.txt" \
+    "http://127.0.0.1:$IP"

@@ -1,0 +1,523 @@
+//! `ringlet import whisper DIR`: a tree of whisper files (carbon's) as series of the store.
+//!
+//! Each `a/b/c.wsp` under DIR becomes the series of the Graphite path `a.b.c` (`a/b/c.rrd`,
+//! as `--carbon` names it; `--prefix p.` puts it under `p`): one GAUGE `value`, an archive a
+//! whisper archive (its seconds a point and its point count; the CF from the file's
+//! aggregation method, as `--carbon` maps carbon's rules; xff `1 - xFilesFactor`), every
+//! point in its slot's row, and the consolidation in progress of each coarser archive taken
+//! from the finest one's newest points, so that points sent later continue it. A file is
+//! read whole and checked (header, archive table, sizes) before anything is stored; a series
+//! is stored by one `restore` (all or nothing), then read back and compared with the file
+//! (the count of points of the finest archive and a sample of their values). Runs where the
+//! store is: in the daemon that holds it, else on the store. `--resume` skips series that
+//! exist; `--force` replaces them.
+//!
+//! The whisper format is read here (big-endian: a 16-byte header of aggregation type,
+//! maximum retention, xFilesFactor and archive count; 12 bytes an archive of offset, seconds
+//! a point and points; 12 bytes a point of time and value), from its documentation and
+//! python3-whisper's files.
+
+use cli::{Ctx, Outcome};
+use server::remote::Client;
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+
+pub const USAGE: &str = "\
+usage: ringlet [--store DIR] import whisper [--prefix PREFIX] [--force|-f] [--resume|-r]
+                               [--daemon|-d ADDR] [--quiet|-q] DIR
+
+Import a tree of whisper files (carbon's, under its LOCAL_DATA_DIR): DIR/a/b/c.wsp becomes
+the series of the Graphite path a.b.c (the store name a/b/c.rrd, as `ringlet serve --carbon`
+names it), with one archive per whisper archive and every point kept. Each file is checked
+before it is stored, stored whole or not at all, and read back and compared. Runs in the
+daemon that holds the store if there is one (found as for every command), else on the store.
+
+  --prefix P     put every path under P (P.a.b.c)
+  -f, --force    replace series that exist
+  -r, --resume   skip series that exist (an interrupted import)
+  -q, --quiet    no progress bar
+";
+
+/// Where the commands run (as for `ringlet export`).
+enum Source {
+    Daemon(Client),
+    Store(Box<engine::Store>),
+}
+
+impl Source {
+    /// Run `cmd` (restore's XML file is read on this side, beside the daemon).
+    fn run(&mut self, dir: &Path, cmd: &str, args: &[String]) -> Outcome {
+        match self {
+            Source::Daemon(c) => c.run(cmd, args, crate::now()),
+            Source::Store(st) => {
+                let cell = RefCell::new(&mut **st);
+                let ctx = Ctx {
+                    shared: Some(&cell),
+                    commit_each: false,
+                    ..Ctx::local(dir, crate::now())
+                };
+                cli::dispatch(cmd, args, &ctx)
+            }
+        }
+    }
+}
+
+fn fail(msg: &str) -> i32 {
+    eprintln!("ERROR: {msg}");
+    1
+}
+
+/// One whisper archive: seconds a point, point count, and its valid points by time.
+pub struct Archive {
+    pub spp: u64,
+    pub points: u64,
+    pub data: std::collections::BTreeMap<i64, f64>,
+}
+
+/// A whisper file.
+pub struct Whisper {
+    pub method: u32,
+    pub xff: f32,
+    pub archives: Vec<Archive>,
+}
+
+fn be32(b: &[u8], at: usize) -> Option<u32> {
+    let s: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
+    let mut s = s;
+    s.reverse();
+    Some(u32::from_le_bytes(s))
+}
+
+fn be64(b: &[u8], at: usize) -> Option<u64> {
+    let s: [u8; 8] = b.get(at..at + 8)?.try_into().ok()?;
+    let mut s = s;
+    s.reverse();
+    Some(u64::from_le_bytes(s))
+}
+
+/// Read a whisper file's bytes, checking every size and offset.
+pub fn parse(b: &[u8]) -> Result<Whisper, String> {
+    let bad = |why: &str| format!("not a whisper file ({why}; compressed whisper is not read)");
+    let method = be32(b, 0).ok_or_else(|| bad("shorter than its header"))?;
+    let xff = f32::from_bits(be32(b, 8).ok_or_else(|| bad("shorter than its header"))?);
+    let count = be32(b, 12).ok_or_else(|| bad("shorter than its header"))? as usize;
+    if !(1..=64).contains(&count) {
+        return Err(bad(&format!("{count} archives")));
+    }
+    if !(1..=8).contains(&method) || !(0.0..=1.0).contains(&xff) {
+        return Err(bad("an unknown aggregation method or xFilesFactor"));
+    }
+    let mut archives = Vec::with_capacity(count);
+    for i in 0..count {
+        let at = 16 + 12 * i;
+        let (off, spp, points) = match (be32(b, at), be32(b, at + 4), be32(b, at + 8)) {
+            (Some(o), Some(s), Some(p)) => (o as usize, u64::from(s), u64::from(p)),
+            _ => return Err(bad("an archive table cut short")),
+        };
+        let end = (points as usize)
+            .checked_mul(12)
+            .and_then(|n| n.checked_add(off))
+            .filter(|&e| e <= b.len() && off >= 16 + 12 * count);
+        let Some(end) = end else {
+            return Err(bad(&format!("archive {i} outside the file")));
+        };
+        if spp == 0 || points == 0 {
+            return Err(bad(&format!("archive {i} of {spp} s x {points} points")));
+        }
+        let mut raw = Vec::with_capacity(points as usize);
+        for p in (off..end).step_by(12) {
+            let t = i64::from(be32(b, p).unwrap_or(0));
+            let v = f64::from_bits(be64(b, p + 4).unwrap_or(0));
+            if t > 0 && t % spp as i64 == 0 {
+                raw.push((t, v));
+            }
+        }
+        // Points of an earlier lap of the ring are stale: only the last `points` slots count.
+        let newest = raw.iter().map(|p| p.0).max().unwrap_or(0);
+        let oldest = newest - (points as i64 - 1) * spp as i64;
+        let data = raw
+            .into_iter()
+            .filter(|&(t, v)| t >= oldest && !v.is_nan())
+            .collect();
+        archives.push(Archive { spp, points, data });
+    }
+    for w in archives.windows(2) {
+        if w[1].spp <= w[0].spp || w[1].spp % w[0].spp != 0 {
+            return Err(bad("archives whose precisions do not divide"));
+        }
+    }
+    Ok(Whisper {
+        method,
+        xff,
+        archives,
+    })
+}
+
+/// The RRD of a whisper file: every point in its slot's row (rrdtool labels a row by its
+/// end: the slot's start plus its span); `now` for a file without points.
+pub fn to_rrd(w: &Whisper, now: i64) -> rrd::Rrd {
+    use rrd::{Cf, DsDef, DsType, RraDef, Schema};
+    let step = w.archives[0].spp;
+    let cf = match w.method {
+        3 => Cf::Last,
+        4 | 7 => Cf::Max,
+        5 | 8 => Cf::Min,
+        _ => Cf::Average,
+    };
+    let schema = Schema {
+        step,
+        ds: vec![DsDef {
+            name: "value".into(),
+            kind: DsType::Gauge,
+            heartbeat: step,
+            min: f64::NAN,
+            max: f64::NAN,
+            rpn: None,
+        }],
+        rra: w
+            .archives
+            .iter()
+            .enumerate()
+            .map(|(i, a)| RraDef {
+                cf: if i == 0 { Cf::Average } else { cf },
+                xff: (1.0 - f64::from(w.xff)).clamp(0.0, 1.0 - 1e-9),
+                pdp_cnt: a.spp / step,
+                row_cnt: a.points,
+            })
+            .collect(),
+    };
+    let step = step as i64;
+    let newest = w
+        .archives
+        .iter()
+        .filter_map(|a| a.data.keys().next_back().map(|&t| t + a.spp as i64))
+        .max();
+    // The last update: the end of the finest archive's newest slot (or of any archive's).
+    let last = w.archives[0]
+        .data
+        .keys()
+        .next_back()
+        .map(|&t| t + step)
+        .or(newest)
+        .unwrap_or(now - now.rem_euclid(step));
+    let mut r = rrd::Rrd::new(schema, last);
+    for (i, a) in w.archives.iter().enumerate() {
+        let span = a.spp as i64;
+        for (&t, &v) in &a.data {
+            // Sums and coarse slots still filling are left to the consolidation below.
+            if let Some(row) = r.ring_row(i, t + span) {
+                r.rra[i].rows.set(row, v);
+            }
+        }
+        if i == 0 {
+            continue;
+        }
+        // The coarse row in progress: the finest archive's points since that row began.
+        let end = r.rra_end(i);
+        let (mut sum, mut n, mut unknown) = (f64::NAN, 0u64, 0u64);
+        let mut t = end;
+        while t < last {
+            match w.archives[0].data.get(&t) {
+                Some(&v) => {
+                    sum = match (cf, sum.is_nan()) {
+                        (_, true) => v,
+                        (Cf::Average, false) => sum + v,
+                        (Cf::Min, false) => sum.min(v),
+                        (Cf::Max, false) => sum.max(v),
+                        _ => v,
+                    };
+                    n += 1;
+                }
+                None => unknown += 1,
+            }
+            t += step;
+        }
+        let c = &mut r.cdp[i];
+        c.val = if n == 0 { rrd::num::DNAN } else { sum };
+        c.unkn_pdp_cnt = unknown;
+    }
+    // The sum method's coarse archives hold sums: as averages, a row is the sum over its
+    // points (the method `--carbon` stores as AVERAGE).
+    if w.method == 2 {
+        for (i, a) in w.archives.iter().enumerate().skip(1) {
+            let k = (a.spp / w.archives[0].spp) as f64;
+            for (&t, &v) in &a.data {
+                if let Some(row) = r.ring_row(i, t + a.spp as i64) {
+                    r.rra[i].rows.set(row, v / k);
+                }
+            }
+        }
+    }
+    r
+}
+
+/// Every `.wsp` file under `dir`, sorted, relative.
+fn walk(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir.join(rel))?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let ty = e.file_type()?;
+        let r = rel.join(e.file_name());
+        if ty.is_dir() {
+            walk(dir, &r, out)?;
+        } else if ty.is_file() && r.extension().is_some_and(|x| x == "wsp") {
+            out.push(r);
+        }
+    }
+    Ok(())
+}
+
+/// Run `ringlet import` with the arguments after `import`; the exit status.
+pub fn run(args: &[String], dir: &Path) -> i32 {
+    let (mut force, mut resume, mut quiet) = (false, false, false);
+    let mut daemon: Option<String> = None;
+    let mut prefix = String::new();
+    let mut pos: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return 0;
+            }
+            "-f" | "--force" => force = true,
+            "-r" | "--resume" => resume = true,
+            "-q" | "--quiet" => quiet = true,
+            "-d" | "--daemon" => match it.next() {
+                Some(v) => daemon = Some(v.clone()),
+                None => return fail("option requires an argument -- 'daemon'"),
+            },
+            "--prefix" => match it.next() {
+                Some(v) => prefix = v.trim_end_matches('.').to_string(),
+                None => return fail("--prefix needs a path"),
+            },
+            s if s.starts_with('-') && s.len() > 1 => {
+                eprint!("{USAGE}");
+                return fail(&format!("unknown option '{s}'"));
+            }
+            _ => pos.push(a.clone()),
+        }
+    }
+    if force && resume {
+        return fail("--force and --resume: choose one");
+    }
+    let [kind, tree] = pos.as_slice() else {
+        eprint!("{USAGE}");
+        return 2;
+    };
+    if kind != "whisper" {
+        return fail(&format!("cannot import '{kind}' (whisper)"));
+    }
+    let tree = PathBuf::from(tree);
+    let mut files = Vec::new();
+    if let Err(e) = walk(&tree, Path::new(""), &mut files) {
+        return fail(&format!("{}: {e}", tree.display()));
+    }
+    if files.is_empty() {
+        return fail(&format!("no .wsp files under {}", tree.display()));
+    }
+    let mut src = match crate::daemon_for(daemon, dir) {
+        crate::Daemon::At(_, c) => Source::Daemon(c),
+        crate::Daemon::Unreachable(_, e) => return fail(&e),
+        crate::Daemon::None => match cli::store::open(dir) {
+            Ok(s) => Source::Store(Box::new(s)),
+            Err(e) => return fail(&e),
+        },
+    };
+    let bar = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(files.len() as u64)
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} importing [{bar:30}] {pos}/{len} files, {msg} ({eta} left)",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let tmp = std::env::temp_dir().join(format!("ringlet-import-{}.xml", std::process::id()));
+    let (mut done, mut skipped, mut failed) = (0u64, 0u64, 0u64);
+    for f in &files {
+        bar.inc(1);
+        let stem = f.with_extension("");
+        let comps: Vec<String> = stem
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let mut path = comps.join(".");
+        if !prefix.is_empty() {
+            path = format!("{prefix}.{path}");
+        }
+        let name = match server::carbon::name_of(&path) {
+            Ok(n) => n,
+            Err(e) => {
+                bar.suspend(|| eprintln!("{}: {e}", f.display()));
+                failed += 1;
+                continue;
+            }
+        };
+        let exists = src
+            .run(dir, "last", std::slice::from_ref(&name))
+            .error
+            .is_none();
+        if exists && resume {
+            skipped += 1;
+            continue;
+        }
+        if exists && !force {
+            bar.suspend(|| {
+                eprintln!("{name}: exists already (--resume skips it, --force replaces it)")
+            });
+            failed += 1;
+            continue;
+        }
+        let r = std::fs::read(tree.join(f))
+            .map_err(|e| e.to_string())
+            .and_then(|b| parse(&b))
+            .and_then(|w| {
+                let rrd = to_rrd(&w, crate::now().0);
+                let xml = rrd::dump::dump_xml(&rrd, "");
+                std::fs::write(&tmp, xml).map_err(|e| format!("{}: {e}", tmp.display()))?;
+                let mut a = vec![tmp.display().to_string(), name.clone()];
+                if force {
+                    a.insert(0, "-f".into());
+                }
+                let out = src.run(dir, "restore", &a);
+                if let Some(e) = out.error {
+                    return Err(e);
+                }
+                verify(&mut src, dir, &name, &w)
+            });
+        match r {
+            Ok(()) => done += 1,
+            Err(e) => {
+                bar.suspend(|| eprintln!("{}: {e}", f.display()));
+                failed += 1;
+            }
+        }
+        bar.set_message(format!("{done} imported"));
+    }
+    let _ = std::fs::remove_file(&tmp);
+    if let Source::Store(st) = &mut src {
+        if let Err(e) = st.commit() {
+            return fail(&format!("commit: {e}"));
+        }
+    }
+    bar.finish_and_clear();
+    println!(
+        "{done} imported, {skipped} skipped (there already), {failed} failed, of {} files",
+        files.len()
+    );
+    i32::from(failed > 0)
+}
+
+/// Read the series back: the finest archive holds the file's finest points.
+fn verify(src: &mut Source, dir: &Path, name: &str, w: &Whisper) -> Result<(), String> {
+    let a = &w.archives[0];
+    let (Some(&first), Some(&last)) = (a.data.keys().next(), a.data.keys().next_back()) else {
+        return Ok(());
+    };
+    let step = a.spp as i64;
+    let args: Vec<String> = vec![
+        name.to_string(),
+        "AVERAGE".into(),
+        "-r".into(),
+        step.to_string(),
+        "-s".into(),
+        first.to_string(),
+        "-e".into(),
+        (last + step).to_string(),
+    ];
+    let out = src.run(dir, "fetch", &args);
+    if let Some(e) = out.error {
+        return Err(format!("read back: {e}"));
+    }
+    let mut known = 0usize;
+    let mut checked = 0usize;
+    for line in out.stdout.lines() {
+        let Some((t, v)) = line.split_once(':') else {
+            continue;
+        };
+        let (Ok(t), Ok(v)) = (t.trim().parse::<i64>(), v.trim().parse::<f64>()) else {
+            continue;
+        };
+        if v.is_nan() {
+            continue;
+        }
+        known += 1;
+        // rrdtool prints a row at its end: the point of the slot before it.
+        match a.data.get(&(t - step)) {
+            Some(&p) if (p - v).abs() <= 1e-9 * p.abs().max(1.0) => checked += 1,
+            p => return Err(format!("read back {v} at {t}, the file holds {p:?}")),
+        }
+    }
+    let want = a.data.range(first..=last).count();
+    if known != want {
+        return Err(format!("read back {known} points of {want}"));
+    }
+    debug_assert_eq!(checked, known);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn be(v: u32) -> [u8; 4] {
+        let mut b = v.to_le_bytes();
+        b.reverse();
+        b
+    }
+
+    /// A whisper file of one archive (10 s x 4 points), as python3-whisper lays it out.
+    fn file(points: &[(u32, f64)]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(be(1)); // average
+        b.extend(be(40));
+        b.extend(be(0.5f32.to_bits()));
+        b.extend(be(1));
+        b.extend(be(28)); // offset
+        b.extend(be(10));
+        b.extend(be(4));
+        for i in 0..4 {
+            let (t, v) = points.get(i).copied().unwrap_or((0, 0.0));
+            b.extend(be(t));
+            let mut x = v.to_bits().to_le_bytes();
+            x.reverse();
+            b.extend(x);
+        }
+        b
+    }
+
+    #[test]
+    fn whisper_points_come_in_their_slots_and_stale_ones_stay_out() {
+        // 1700000000 is a stale point of an earlier lap of the ring.
+        let w = parse(&file(&[
+            (1_700_000_100, 1.0),
+            (1_700_000_110, 2.5),
+            (1_700_000_000, 9.0),
+            (1_700_000_090, f64::NAN),
+        ]))
+        .unwrap();
+        assert_eq!(w.archives.len(), 1);
+        let d: Vec<(i64, f64)> = w.archives[0].data.iter().map(|(&t, &v)| (t, v)).collect();
+        assert_eq!(d, vec![(1_700_000_100, 1.0), (1_700_000_110, 2.5)]);
+        let r = to_rrd(&w, 0);
+        assert_eq!(r.last_up, 1_700_000_120);
+        assert_eq!(r.value_at(0, 0, 1_700_000_110), 1.0);
+        assert_eq!(r.value_at(0, 0, 1_700_000_120), 2.5);
+        assert!(r.value_at(0, 0, 1_700_000_100).is_nan());
+        assert!((r.schema.rra[0].xff - 0.5).abs() < 1e-12);
+        // Damaged files are refused, never read past their end.
+        let good = file(&[(1_700_000_100, 1.0)]);
+        for cut in [0, 10, 16, 27, 40] {
+            assert!(parse(&good[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut bad = good.clone();
+        bad[12..16].copy_from_slice(&be(1000));
+        assert!(parse(&bad).is_err());
+        let mut bad = good;
+        bad[16..20].copy_from_slice(&be(u32::MAX));
+        assert!(parse(&bad).is_err());
+    }
+}
