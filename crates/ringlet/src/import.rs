@@ -1,4 +1,5 @@
-//! `ringlet import whisper DIR`: a tree of whisper files (carbon's) as series of the store.
+//! `ringlet import whisper DIR`: a tree of whisper files (carbon's) as series of the store;
+//! `ringlet import phpfina DIR`: emoncms's PHPFina feeds (`<id>.meta`, `<id>.dat`) likewise.
 //!
 //! Each `a/b/c.wsp` under DIR becomes the series of the Graphite path `a.b.c` (`a/b/c.rrd`,
 //! as `--carbon` names it; `--prefix p.` puts it under `p`): one GAUGE `value`, an archive a
@@ -15,7 +16,11 @@
 //! The whisper format is read here (big-endian: a 16-byte header of aggregation type,
 //! maximum retention, xFilesFactor and archive count; 12 bytes an archive of offset, seconds
 //! a point and points; 12 bytes a point of time and value), from its documentation and
-//! python3-whisper's files.
+//! python3-whisper's files. PHPFina (emoncms's fixed-interval feeds): a 16-byte `.meta` whose
+//! little-endian u32 at 8 is the interval and at 12 the first point's time, and a `.dat` of
+//! little-endian f32 values one interval apart (NaN: none); feed `<id>` is the series of
+//! `emoncms.<id>` (`--prefix` replaces `emoncms`), one archive long enough for every point
+//! and at least a year.
 
 use cli::{Ctx, Outcome};
 use server::remote::Client;
@@ -23,16 +28,17 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 pub const USAGE: &str = "\
-usage: ringlet [--store DIR] import whisper [--prefix PREFIX] [--force|-f] [--resume|-r]
-                               [--daemon|-d ADDR] [--quiet|-q] DIR
+usage: ringlet [--store DIR] import whisper|phpfina [--prefix PREFIX] [--force|-f]
+                               [--resume|-r] [--daemon|-d ADDR] [--quiet|-q] DIR
 
 Import a tree of whisper files (carbon's, under its LOCAL_DATA_DIR): DIR/a/b/c.wsp becomes
 the series of the Graphite path a.b.c (the store name a/b/c.rrd, as `ringlet serve --carbon`
-names it), with one archive per whisper archive and every point kept. Each file is checked
+names it), with one archive per whisper archive and every point kept. `phpfina` reads
+emoncms's PHPFina feeds (ID.meta and ID.dat) in DIR as the series emoncms.ID. Each file is checked
 before it is stored, stored whole or not at all, and read back and compared. Runs in the
 daemon that holds the store if there is one (found as for every command), else on the store.
 
-  --prefix P     put every path under P (P.a.b.c)
+  --prefix P     put every path under P (P.a.b.c; PHPFina: P.ID, default emoncms)
   -f, --force    replace series that exist
   -r, --resume   skip series that exist (an interrupted import)
   -q, --quiet    no progress bar
@@ -153,6 +159,49 @@ pub fn parse(b: &[u8]) -> Result<Whisper, String> {
     })
 }
 
+/// A PHPFina feed (`.meta` and `.dat` bytes) as a one-archive whisper file.
+pub fn parse_phpfina(meta: &[u8], dat: &[u8]) -> Result<Whisper, String> {
+    let le32 = |b: &[u8], at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    let (Some(interval), Some(start)) = (le32(meta, 8), le32(meta, 12)) else {
+        return Err("not a PHPFina feed (a .meta shorter than 16 bytes)".into());
+    };
+    if interval == 0 {
+        return Err("not a PHPFina feed (an interval of 0)".into());
+    }
+    if !dat.len().is_multiple_of(4) {
+        return Err(format!(
+            "a .dat of {} bytes, not whole 4-byte values (cut short?)",
+            dat.len()
+        ));
+    }
+    let n = dat.len() / 4;
+    if n > 0 && start == 0 {
+        return Err("not a PHPFina feed (points without a start time)".into());
+    }
+    let step = i64::from(interval);
+    let t0 = i64::from(start) - i64::from(start) % step;
+    let data = dat
+        .chunks_exact(4)
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            (!v.is_nan()).then_some((t0 + i as i64 * step, f64::from(v)))
+        })
+        .collect();
+    let rows = (n as u64).max((366 * 86_400 / u64::from(interval)).max(1));
+    Ok(Whisper {
+        method: 1,
+        xff: 0.5,
+        archives: vec![Archive {
+            spp: u64::from(interval),
+            points: rows,
+            data,
+        }],
+    })
+}
+
 /// The RRD of a whisper file: every point in its slot's row (rrdtool labels a row by its
 /// end: the slot's start plus its span); `now` for a file without points.
 pub fn to_rrd(w: &Whisper, now: i64) -> rrd::Rrd {
@@ -253,14 +302,19 @@ pub fn to_rrd(w: &Whisper, now: i64) -> rrd::Rrd {
 
 /// Every `.wsp` file under `dir`, sorted, relative.
 fn walk(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    walk_ext(dir, rel, "wsp", out)
+}
+
+/// Every file ending in `.ext` under `dir`, sorted, relative.
+fn walk_ext(dir: &Path, rel: &Path, ext: &str, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir.join(rel))?.flatten().collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let ty = e.file_type()?;
         let r = rel.join(e.file_name());
         if ty.is_dir() {
-            walk(dir, &r, out)?;
-        } else if ty.is_file() && r.extension().is_some_and(|x| x == "wsp") {
+            walk_ext(dir, &r, ext, out)?;
+        } else if ty.is_file() && r.extension().is_some_and(|x| x == ext) {
             out.push(r);
         }
     }
@@ -305,16 +359,27 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         eprint!("{USAGE}");
         return 2;
     };
-    if kind != "whisper" {
-        return fail(&format!("cannot import '{kind}' (whisper)"));
-    }
+    let phpfina = match kind.as_str() {
+        "whisper" => false,
+        "phpfina" => true,
+        _ => return fail(&format!("cannot import '{kind}' (whisper, phpfina)")),
+    };
     let tree = PathBuf::from(tree);
     let mut files = Vec::new();
-    if let Err(e) = walk(&tree, Path::new(""), &mut files) {
+    let listed = if phpfina {
+        walk_ext(&tree, Path::new(""), "meta", &mut files)
+    } else {
+        walk(&tree, Path::new(""), &mut files)
+    };
+    if let Err(e) = listed {
         return fail(&format!("{}: {e}", tree.display()));
     }
     if files.is_empty() {
-        return fail(&format!("no .wsp files under {}", tree.display()));
+        let what = if phpfina { ".meta" } else { ".wsp" };
+        return fail(&format!("no {what} files under {}", tree.display()));
+    }
+    if phpfina && prefix.is_empty() {
+        prefix = "emoncms".into();
     }
     let mut src = match crate::daemon_for(daemon, dir) {
         crate::Daemon::At(_, c) => Source::Daemon(c),
@@ -371,23 +436,29 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
             failed += 1;
             continue;
         }
-        let r = std::fs::read(tree.join(f))
-            .map_err(|e| e.to_string())
-            .and_then(|b| parse(&b))
-            .and_then(|w| {
-                let rrd = to_rrd(&w, crate::now().0);
-                let xml = rrd::dump::dump_xml(&rrd, "");
-                std::fs::write(&tmp, xml).map_err(|e| format!("{}: {e}", tmp.display()))?;
-                let mut a = vec![tmp.display().to_string(), name.clone()];
-                if force {
-                    a.insert(0, "-f".into());
-                }
-                let out = src.run(dir, "restore", &a);
-                if let Some(e) = out.error {
-                    return Err(e);
-                }
-                verify(&mut src, dir, &name, &w)
-            });
+        let read = |p: PathBuf| std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()));
+        let parsed = if phpfina {
+            read(tree.join(f)).and_then(|m| {
+                let dat = read(tree.join(f.with_extension("dat")))?;
+                parse_phpfina(&m, &dat)
+            })
+        } else {
+            read(tree.join(f)).and_then(|b| parse(&b))
+        };
+        let r = parsed.and_then(|w| {
+            let rrd = to_rrd(&w, crate::now().0);
+            let xml = rrd::dump::dump_xml(&rrd, "");
+            std::fs::write(&tmp, xml).map_err(|e| format!("{}: {e}", tmp.display()))?;
+            let mut a = vec![tmp.display().to_string(), name.clone()];
+            if force {
+                a.insert(0, "-f".into());
+            }
+            let out = src.run(dir, "restore", &a);
+            if let Some(e) = out.error {
+                return Err(e);
+            }
+            verify(&mut src, dir, &name, &w)
+        });
         match r {
             Ok(()) => done += 1,
             Err(e) => {
@@ -487,6 +558,27 @@ mod tests {
             b.extend(x);
         }
         b
+    }
+
+    #[test]
+    fn phpfina_feeds_are_one_archive_of_their_interval() {
+        let mut meta = vec![0u8; 8];
+        meta.extend(10u32.to_le_bytes());
+        meta.extend(1_700_000_003u32.to_le_bytes());
+        let mut dat = Vec::new();
+        for v in [1.5f32, f32::NAN, 3.0] {
+            dat.extend(v.to_le_bytes());
+        }
+        let w = parse_phpfina(&meta, &dat).unwrap();
+        let d: Vec<(i64, f64)> = w.archives[0].data.iter().map(|(&t, &v)| (t, v)).collect();
+        assert_eq!(d, vec![(1_700_000_000, 1.5), (1_700_000_020, 3.0)]);
+        assert!(w.archives[0].points >= 366 * 8640);
+        let r = to_rrd(&w, 0);
+        assert_eq!(r.last_up, 1_700_000_030);
+        assert_eq!(r.value_at(0, 0, 1_700_000_010), 1.5);
+        assert!(r.value_at(0, 0, 1_700_000_020).is_nan());
+        assert!(parse_phpfina(&meta[..12], &dat).is_err());
+        assert!(parse_phpfina(&meta, &dat[..5]).is_err());
     }
 
     #[test]
