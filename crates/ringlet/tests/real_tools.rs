@@ -12,6 +12,9 @@
 //!   same JSON from ringlet, from graphite-web over the whisper files, from graphite-web
 //!   reading ringlet as its `CLUSTER_SERVERS`, and from ringlet over the whisper files
 //!   imported with `ringlet import whisper`.
+//! - `scaleout.sh`: carbon-c-relay (Debian's) spreads points over three ringlet nodes by
+//!   consistent hash with replication 2; graphite-web reads the three as its
+//!   `CLUSTER_SERVERS` and gives the whisper oracle's JSON, also with one node stopped.
 //!
 //! Needs root, /dev/fuse, unshare, and the packages scripts/setup installs; without them the
 //! tests say so, and fail in CI (which has them).
@@ -209,4 +212,27 @@ fn graphite_web_gives_what_ringlets_render_api_gives() {
         "{out}"
     );
     assert!(!out.contains("DIFF"), "{out}");
+}
+
+#[test]
+fn carbon_c_relay_spreads_over_three_nodes_and_graphite_web_reads_them_all() {
+    let needs = [
+        "command -v carbon-c-relay",
+        "/usr/bin/python3 -c 'import whisper, django, graphite'",
+    ];
+    if !can_run_with("the scale-out test", &needs, true) {
+        return;
+    }
+    let out = run_in("scaleout.sh", "scaleout", 280, false);
+    let targets = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real/graphite-targets.txt"),
+    )
+    .unwrap();
+    let n = targets
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .count();
+    expect(&out, &["POINTS ON TWO NODES EACH: 4830"]);
+    assert!(out.contains(&format!("THREE NODES SAME: {n}\n")), "{out}");
+    assert!(out.contains(&format!("ONE NODE DOWN SAME: {n}\n")), "{out}");
 }
