@@ -2,7 +2,8 @@
 //! `ringlet import phpfina DIR`: emoncms's PHPFina feeds (`<id>.meta`, `<id>.dat`) likewise.
 //!
 //! Each `a/b/c.wsp` under DIR becomes the series of the Graphite path `a.b.c` (`a/b/c.rrd`,
-//! as `--carbon` names it; `--prefix p.` puts it under `p`): one GAUGE `value`, an archive a
+//! as `--carbon` names it; `--prefix p.` puts it under `p`; carbon's tagged series,
+//! `_tagged/<hash>/<hash>/<name>.wsp`, are the tagged series of that name): one GAUGE `value`, an archive a
 //! whisper archive (its seconds a point and its point count; the CF from the file's
 //! aggregation method, as `--carbon` maps carbon's rules; xff `1 - xFilesFactor`), every
 //! point in its slot's row, and the consolidation in progress of each coarser archive taken
@@ -409,7 +410,11 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
-        let mut path = comps.join(".");
+        // carbon keeps a tagged series at _tagged/<hash>/<hash>/<name, dots as _DOT_>.
+        let mut path = match comps.as_slice() {
+            [t, _, _, enc] if t == "_tagged" && !phpfina => enc.replace("_DOT_", "."),
+            _ => comps.join("."),
+        };
         if !prefix.is_empty() {
             path = format!("{prefix}.{path}");
         }

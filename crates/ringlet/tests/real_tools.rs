@@ -11,7 +11,9 @@
 //!   whisper files and through `--carbon`; every target of `graphite-targets.txt` gives the
 //!   same JSON from ringlet, from graphite-web over the whisper files, from graphite-web
 //!   reading ringlet as its `CLUSTER_SERVERS`, and from ringlet over the whisper files
-//!   imported with `ringlet import whisper`.
+//!   imported with `ringlet import whisper`; the tagged series' queries of
+//!   `graphite-tag-targets.txt` (seriesByTag, aliasByTags) against graphite-web's tag
+//!   database.
 //! - `scaleout.sh`: carbon-c-relay (Debian's) spreads points over three ringlet nodes by
 //!   consistent hash with replication 2; graphite-web reads the three as its
 //!   `CLUSTER_SERVERS` and gives the whisper oracle's JSON, also with one node stopped.
@@ -205,7 +207,20 @@ fn graphite_web_gives_what_ringlets_render_api_gives() {
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .count();
     assert!(n >= 50, "{n} targets");
-    assert!(out.contains("IMPORTED: 7 imported, 0 skipped"), "{out}");
+    assert!(out.contains("IMPORTED: 10 imported, 0 skipped"), "{out}");
+    let tag_targets = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real/graphite-tag-targets.txt"),
+    )
+    .unwrap();
+    let tags = tag_targets
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .count();
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("SAME TAGS: ")).count(),
+        tags,
+        "{out}"
+    );
     assert_eq!(
         out.lines().filter(|l| l.starts_with("SAME: ")).count(),
         n,

@@ -378,7 +378,12 @@ pub fn name_into(path: &str, name: &mut String) -> Result<(), String> {
         return Err(format!("path longer than {MAX_PATH} bytes"));
     }
     if path.contains(';') {
-        return Err("tagged series (name;tag=value) are not stored yet".into());
+        // A tagged series: under _tagged/, by its canonical name.
+        let t = crate::graphite::tags::parse(path)?;
+        name.push_str(crate::graphite::tags::PREFIX);
+        name.push_str(&t.canonical());
+        name.push_str(".rrd");
+        return Ok(());
     }
     for (i, c) in path.split('.').enumerate() {
         if c.is_empty() {
@@ -894,8 +899,9 @@ mod tests {
     fn paths_are_names_under_the_base_and_never_leave_it() {
         assert_eq!(name_of("servers.web1.cpu").unwrap(), "servers/web1/cpu.rrd");
         assert_eq!(name_of("a-b_c.d e").unwrap(), "a-b_c/d e.rrd");
+        assert_eq!(name_of("x.y;b=2;a=1").unwrap(), "_tagged/x.y;a=1;b=2.rrd");
         for bad in [
-            "", "a..b", ".a", "a.", "a/../b", "a.b/c", "x;tag=1", "a\u{1}b",
+            "", "a..b", ".a", "a.", "a/../b", "a.b/c", "x;tag", "x;t=a/b", "a\u{1}b",
         ] {
             assert!(name_of(bad).is_err(), "{bad:?}");
         }

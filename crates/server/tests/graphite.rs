@@ -253,3 +253,116 @@ fn the_render_api_serves_carbons_points_and_rrd_files() {
     // The daemon still serves.
     assert!(request(&mut s, "PING").starts_with("0 PONG"));
 }
+
+#[test]
+fn tagged_series_are_stored_found_by_tag_and_completed() {
+    let dir = TempDir::new("graphite-tags");
+    let (cport, hport) = (free_port(), free_port());
+    let d = Ringlet::start(
+        dir.path(),
+        &[
+            "-w",
+            "3600",
+            "--carbon",
+            &cport.to_string(),
+            "--http",
+            &format!("127.0.0.1:{hport}"),
+        ],
+    );
+    let t0: i64 = 1_700_000_000;
+    let mut lines = String::new();
+    for k in 0..4i64 {
+        let t = t0 + 10 * k;
+        lines += &format!("disk.used;host=a;dc=x {k} {t}\n");
+        lines += &format!("disk.used;dc=y;host=b {} {t}\n", 10 * k);
+        lines += &format!("cpu.user;host=a;dc=x {} {t}\n", 100 + k);
+    }
+    // Bad tags are refused; the lines beside them are kept.
+    lines += "disk.used;host 1 1700000000\n";
+    lines += "disk.used;host=~a 1 1700000000\n";
+    let mut c = TcpStream::connect(("127.0.0.1", cport)).unwrap();
+    c.write_all(lines.as_bytes()).unwrap();
+    drop(c);
+    let mut s = connect(&d.sock);
+    for _ in 0..200 {
+        if request(&mut s, "STATS").contains("CarbonPoints: 12\n") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(request(&mut s, "STATS").contains("CarbonLinesRefused: 2\n"));
+    // Stored by canonical name, beside the tree of plain paths.
+    assert!(d.base.join("_tagged/disk.used;dc=x;host=a.rrd").is_file());
+    let range = format!("from={}&until={}", t0 - 10, t0 + 30);
+    let raw = |target: &str| {
+        get(
+            hport,
+            &format!("/render?target={target}&{range}&format=raw"),
+        )
+    };
+    // A tagged name in any order of its tags is the series.
+    assert_eq!(
+        raw("disk.used;host=a;dc=x"),
+        format!(
+            "disk.used;dc=x;host=a,{t0},{},10|0.0,1.0,2.0,3.0\n",
+            t0 + 40
+        )
+    );
+    assert_eq!(
+        raw("seriesByTag('name=disk.used')"),
+        format!(
+            "disk.used;dc=x;host=a,{t0},{e},10|0.0,1.0,2.0,3.0\ndisk.used;dc=y;host=b,{t0},{e},10|0.0,10.0,20.0,30.0\n",
+            e = t0 + 40
+        )
+    );
+    assert_eq!(
+        raw("aliasByTags(seriesByTag('host=a','name=~cpu'),'name','dc')"),
+        format!("cpu.user.x,{t0},{},10|100.0,101.0,102.0,103.0\n", t0 + 40)
+    );
+    assert_eq!(
+        raw("sumSeries(seriesByTag('name=disk.used','dc!=z'))"),
+        format!(
+            "sumSeries(seriesByTag('name=disk.used','dc!=z')),{t0},{},10|0.0,11.0,22.0,33.0\n",
+            t0 + 40
+        )
+    );
+    let j = get(
+        hport,
+        &format!("/render?target=seriesByTag('host=b')&{range}"),
+    );
+    assert!(
+        j.contains("\"tags\": {\"name\": \"disk.used\", \"dc\": \"y\", \"host\": \"b\"}"),
+        "{j}"
+    );
+    assert_eq!(
+        get(hport, "/tags/autoComplete/tags"),
+        "[\"dc\", \"host\", \"name\"]"
+    );
+    assert_eq!(
+        get(hport, "/tags/autoComplete/tags?tagPrefix=h"),
+        "[\"host\"]"
+    );
+    assert_eq!(
+        get(
+            hport,
+            "/tags/autoComplete/values?tag=host&expr=name%3Ddisk.used"
+        ),
+        "[\"a\", \"b\"]"
+    );
+    assert_eq!(
+        get(hport, "/tags/autoComplete/values?tag=name&expr=host%3Da"),
+        "[\"cpu.user\", \"disk.used\"]"
+    );
+    assert_eq!(
+        get(hport, "/tags/host"),
+        "{\"tag\": \"host\", \"values\": [{\"count\": 2, \"value\": \"a\"}, {\"count\": 1, \"value\": \"b\"}]}"
+    );
+    let (st, b) = http(hport, "GET", "/render?target=seriesByTag('host!=a')", "");
+    assert_eq!(st, 400, "{b}");
+    assert!(b.contains("at least one expression"), "{b}");
+    // The plain tree does not show tagged series.
+    assert_eq!(
+        get(hport, "/metrics/find?query=*&format=completer"),
+        "{\"metrics\": []}"
+    );
+}

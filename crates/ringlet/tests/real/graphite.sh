@@ -28,7 +28,7 @@ wait_port() {
 }
 now=$(date +%s)
 A=$((now - now % 60 - 7200))
-n=$("$PY" "$HERE/graphite-points.py" "$A" "$T/whisper" "$T/points.txt")
+n=$("$PY" "$HERE/graphite-points.py" "$A" "$T/whisper" "$T/points.txt" --tags)
 printf '[all]\npattern = .*\nretentions = 10s:1d\n' >"$T/conf/storage-schemas.conf"
 printf '[all]\npattern = .*\nxFilesFactor = 0\naggregationMethod = average\n' \
     >"$T/conf/storage-aggregation.conf"
@@ -103,12 +103,25 @@ wait_port "$IP"
 echo "IMPORTED: $(cat "$T/import.log")"
 WP=$(port) XP=$(port)
 gw whisper "$WP" "WHISPER_DIR = \"$T/whisper\"
-STANDARD_DIRS = [\"$T/whisper\"]"
+STANDARD_DIRS = [\"$T/whisper\"]
+TAGDB = \"graphite.tags.localdatabase.LocalDatabaseTagDB\""
 gw cluster "$XP" "STANDARD_DIRS = []
 CLUSTER_SERVERS = [\"127.0.0.1:$HP\"]
 REMOTE_EXCLUDE_LOCAL = False"
 wait_port "$WP"
 wait_port "$XP"
+# graphite-web's tag database learns the tagged series as carbon would tell it.
+"$PY" - "$WP" "$T/points.txt.tags" <<'PY'
+import sys, urllib.parse, urllib.request
+paths = [l.strip() for l in open(sys.argv[2]) if l.strip()]
+data = urllib.parse.urlencode([("path", p) for p in paths]).encode()
+urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/tags/tagMultiSeries", data, timeout=60).read()
+PY
+# Tag queries: ringlet, graphite-web over whisper and its tag database, and ringlet over
+# the imported files (graphite-web's CLUSTER_SERVERS keep no tag database of their own).
+"$PY" "$HERE/graphite-compare.py" "http://127.0.0.1:$HP" "http://127.0.0.1:$WP" \
+    "http://127.0.0.1:$HP" "$((A + 5))" "$((A + 7000))" "$HERE/graphite-tag-targets.txt" \
+    "http://127.0.0.1:$IP" | sed 's/^SAME: /SAME TAGS: /'
 "$PY" "$HERE/graphite-compare.py" "http://127.0.0.1:$HP" "http://127.0.0.1:$WP" \
     "http://127.0.0.1:$XP" "$((A + 5))" "$((A + 7000))" "$HERE/graphite-targets.txt" \
     "http://127.0.0.1:$IP"

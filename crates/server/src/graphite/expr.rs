@@ -91,13 +91,16 @@ impl Parser<'_> {
             Some(_) => {
                 let start = self.at;
                 let mut depth = 0usize;
+                // After a `;` the token is a tagged series' name, whose tags hold `=`.
+                let mut tagged = false;
                 while let Some(c) = self.peek() {
                     match c {
                         b'{' => depth += 1,
                         b'}' => depth = depth.saturating_sub(1),
+                        b';' => tagged = true,
                         b',' | b')' if depth == 0 => break,
                         b'(' if depth == 0 => break,
-                        b'=' if depth == 0 => break,
+                        b'=' if depth == 0 && !tagged => break,
                         c if c.is_ascii_whitespace() && depth == 0 => break,
                         _ => {}
                     }
@@ -226,6 +229,13 @@ mod tests {
             })
         );
         assert_eq!(parse("10.host.cpu"), Ok(Expr::Path("10.host.cpu".into())));
+        assert_eq!(
+            parse("scale(disk.used;host=a;dc=x, 2)"),
+            Ok(call(
+                "scale",
+                vec![Expr::Path("disk.used;host=a;dc=x".into()), Expr::Num(2.0)]
+            ))
+        );
         assert_eq!(parse(" 42 "), Ok(Expr::Num(42.0)));
         for bad in [
             "",

@@ -27,7 +27,61 @@ pub fn call(
             }
             Ok(l)
         }
-        "aliasByNode" | "aliasByTags" => {
+        "seriesByTag" => {
+            let mut exprs = Vec::new();
+            let mut quoted = Vec::new();
+            for (i, _) in args.iter().enumerate() {
+                let e = a.string(i, "tagExpressions")?;
+                exprs.push(super::tags::Expr::parse(&e)?);
+                quoted.push(format!("'{e}'"));
+            }
+            if !exprs.iter().any(super::tags::Expr::positive) {
+                return Err(
+                    "seriesByTag: at least one expression must select series by itself \
+                     (tag=value or tag=~regex that does not match nothing)"
+                        .into(),
+                );
+            }
+            let expression = format!("seriesByTag({})", quoted.join(","));
+            let leaves = ctx.g.leaves(ctx.d);
+            let mut out = Vec::new();
+            for path in leaves.keys().filter(|p| p.contains(';')) {
+                let Ok(t) = super::tags::parse(path) else {
+                    continue;
+                };
+                if exprs.iter().all(|e| e.matches(&t)) {
+                    for mut s in ctx.fetch(path)? {
+                        s.path_expression = expression.clone();
+                        out.push(s);
+                    }
+                }
+            }
+            Ok(out)
+        }
+        "aliasByTags" => {
+            let keys: Vec<Expr> = args.iter().skip(1).cloned().collect();
+            Ok(a.series(0)?
+                .into_iter()
+                .map(|mut s| {
+                    let t = super::tags::parse(&metric_of(&s.name)).ok();
+                    let m = metric_of(&s.name);
+                    let parts: Vec<&str> = m.split(';').next().unwrap_or("").split('.').collect();
+                    s.name = keys
+                        .iter()
+                        .filter_map(|k| match k {
+                            Expr::Num(n) => pick(&parts, *n as i64).map(str::to_string),
+                            Expr::Str(tag) | Expr::Path(tag) => {
+                                t.as_ref().and_then(|t| t.get(tag)).map(str::to_string)
+                            }
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join(".");
+                    s
+                })
+                .collect())
+        }
+        "aliasByNode" => {
             let nodes = a.ints_from(1)?;
             Ok(a.series(0)?
                 .into_iter()

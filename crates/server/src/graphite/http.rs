@@ -1,6 +1,6 @@
 //! The HTTP listener (`--http ADDR`) and graphite-web's routes: `/render` (GET, and POST of a
 //! form), `/metrics/find`, `/metrics/expand`, `/metrics/index.json`, `/version`,
-//! `/functions`, `/tags/autoComplete/tags` (no tags are kept: empty). The server is the
+//! `/functions`, `/tags`, `/tags/TAG`, `/tags/autoComplete/tags` and `.../values`. The server is the
 //! `tiny_http` crate (a few worker threads, blocking); the routes are ours. A bad request gets
 //! a 400 with the reason in plain text; a body over [`MAX_BODY`] a 413.
 
@@ -132,7 +132,7 @@ fn answer(d: &Daemon, g: &Graphite, mut req: tiny_http::Request) {
         "/metrics/index.json" => {
             let leaves = g.leaves(d);
             let mut out = String::from("[");
-            for (i, p) in leaves.keys().enumerate() {
+            for (i, p) in leaves.keys().filter(|p| !p.contains(';')).enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
@@ -143,9 +143,13 @@ fn answer(d: &Daemon, g: &Graphite, mut req: tiny_http::Request) {
         }
         "/version" => Ok(text(200, GRAPHITE_VERSION)),
         "/functions" => Ok(body("application/json", functions_json().into_bytes())),
-        "/tags/autoComplete/tags" | "/tags/autoComplete/values" | "/tags" => {
-            Ok(body("application/json", b"[]".to_vec()))
-        }
+        "/tags/autoComplete/tags" => tag_complete(d, g, &params, None),
+        "/tags/autoComplete/values" => match get("tag") {
+            Some(t) => tag_complete(d, g, &params, Some(t)),
+            None => Err((400, "autoComplete/values needs a tag".into())),
+        },
+        "/tags" => tag_list(d, g, None),
+        p if p.starts_with("/tags/") && !p[6..].contains('/') => tag_list(d, g, Some(&p[6..])),
         _ => Err((404, format!("no such page: {path}"))),
     };
     let resp = match r {
@@ -153,6 +157,106 @@ fn answer(d: &Daemon, g: &Graphite, mut req: tiny_http::Request) {
         Err((code, msg)) => text(code, &msg),
     };
     let _ = req.respond(resp);
+}
+
+/// The tagged series (their parsed names) that every `expr` of the request matches.
+fn tagged(
+    d: &Daemon,
+    g: &Graphite,
+    params: &[(String, String)],
+) -> Result<Vec<super::tags::Tagged>, (u16, String)> {
+    let exprs: Vec<super::tags::Expr> = params
+        .iter()
+        .filter(|(k, _)| k == "expr" || k == "expr[]")
+        .map(|(_, v)| super::tags::Expr::parse(v))
+        .collect::<Result<_, _>>()
+        .map_err(|e| (400, e))?;
+    Ok(g.leaves(d)
+        .keys()
+        .filter(|p| p.contains(';'))
+        .filter_map(|p| super::tags::parse(p).ok())
+        .filter(|t| exprs.iter().all(|e| e.matches(t)))
+        .collect())
+}
+
+/// `/tags/autoComplete/tags` (`tag` None: tag names) and `/tags/autoComplete/values`: sorted,
+/// those starting with `tagPrefix` / `valuePrefix`, of the series the `expr`s match, at most
+/// `limit` (100 by default).
+fn tag_complete(
+    d: &Daemon,
+    g: &Graphite,
+    params: &[(String, String)],
+    tag: Option<&str>,
+) -> Result<Resp, (u16, String)> {
+    let get = |k: &str| params.iter().find(|(p, _)| p == k).map(|(_, v)| v.as_str());
+    let limit: usize = match get("limit") {
+        Some(l) => l
+            .parse()
+            .map_err(|_| (400, format!("limit '{l}' is not a count")))?,
+        None => 100,
+    };
+    let mut out = std::collections::BTreeSet::new();
+    for t in tagged(d, g, params)? {
+        match tag {
+            None => {
+                let p = get("tagPrefix").unwrap_or("");
+                out.extend(
+                    std::iter::once("name".to_string())
+                        .chain(t.tags.iter().map(|(k, _)| k.clone()))
+                        .filter(|k| k.starts_with(p)),
+                );
+            }
+            Some(tag) => {
+                let p = get("valuePrefix").unwrap_or("");
+                if let Some(v) = t.get(tag).filter(|v| v.starts_with(p)) {
+                    out.insert(v.to_string());
+                }
+            }
+        }
+    }
+    let list: Vec<String> = out.iter().take(limit).map(|v| json_string(v)).collect();
+    Ok(body(
+        "application/json",
+        format!("[{}]", list.join(", ")).into_bytes(),
+    ))
+}
+
+/// `/tags`: every tag, `[{"tag": ...}]`; `/tags/TAG`: its values and how many series have
+/// each.
+fn tag_list(d: &Daemon, g: &Graphite, tag: Option<&str>) -> Result<Resp, (u16, String)> {
+    let all = tagged(d, g, &[])?;
+    let out = match tag {
+        None => {
+            let mut tags = std::collections::BTreeSet::new();
+            for t in &all {
+                tags.insert("name".to_string());
+                tags.extend(t.tags.iter().map(|(k, _)| k.clone()));
+            }
+            let items: Vec<String> = tags
+                .iter()
+                .map(|t| format!("{{\"tag\": {}}}", json_string(t)))
+                .collect();
+            format!("[{}]", items.join(", "))
+        }
+        Some(tag) => {
+            let mut values: std::collections::BTreeMap<String, usize> = Default::default();
+            for t in &all {
+                if let Some(v) = t.get(tag) {
+                    *values.entry(v.to_string()).or_default() += 1;
+                }
+            }
+            let items: Vec<String> = values
+                .iter()
+                .map(|(v, n)| format!("{{\"count\": {n}, \"value\": {}}}", json_string(v)))
+                .collect();
+            format!(
+                "{{\"tag\": {}, \"values\": [{}]}}",
+                json_string(tag),
+                items.join(", ")
+            )
+        }
+    };
+    Ok(body("application/json", out.into_bytes()))
 }
 
 fn json_string(s: &str) -> String {
@@ -240,6 +344,10 @@ fn nodes(d: &Daemon, g: &Graphite, query: &str) -> Result<Vec<(String, bool)>, S
     for path in leaves.range(prefix.clone()..).map(|(p, _)| p) {
         if !path.starts_with(&prefix) {
             break;
+        }
+        // Tagged series are found by their tags, not in the tree.
+        if path.contains(';') {
+            continue;
         }
         if let Some((node, leaf)) = pat.node_of(path) {
             out.insert((node.to_string(), leaf));
@@ -382,6 +490,8 @@ fn functions_json() -> String {
         ("timeShift", "Transform"),
         ("consolidateBy", "Special"),
         ("constantLine", "Special"),
+        ("seriesByTag", "Special"),
+        ("aliasByTags", "Alias"),
         ("sortByName", "Sorting"),
         ("sortByMaxima", "Sorting"),
         ("limit", "Filter Series"),

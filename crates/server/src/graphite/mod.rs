@@ -25,6 +25,7 @@ pub mod functions;
 pub mod glob;
 pub mod http;
 pub mod render;
+pub mod tags;
 pub mod time;
 
 use crate::daemon::Daemon;
@@ -54,6 +55,25 @@ pub fn component(s: &str) -> String {
 /// The Graphite paths of series `name` with data source names `ds`.
 pub fn paths_of(name: &str, ds: &[String]) -> Vec<(String, usize)> {
     let base = name.strip_suffix(".rrd").unwrap_or(name);
+    if let Some(tagged) = base.strip_prefix(tags::PREFIX) {
+        // A tagged series: its canonical name (a data source other than `value` joins the
+        // metric name).
+        let Ok(t) = tags::parse(tagged) else {
+            return Vec::new();
+        };
+        if ds.len() == 1 && ds[0] == "value" {
+            return vec![(t.canonical(), 0)];
+        }
+        return ds
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let mut u = t.clone();
+                u.name = format!("{}.{}", t.name, component(d));
+                (u.canonical(), i)
+            })
+            .collect();
+    }
     let comps: Vec<String> = base
         .split('/')
         .filter(|c| !c.is_empty())
@@ -145,6 +165,10 @@ mod tests {
         assert_eq!(
             paths_of("/abs/x.rrd", &ds(&["value"]))[0].0,
             "abs.x".to_string()
+        );
+        assert_eq!(
+            paths_of("_tagged/disk.used;dc=x;host=a.rrd", &ds(&["value"])),
+            vec![("disk.used;dc=x;host=a".to_string(), 0)]
         );
     }
 }

@@ -153,15 +153,24 @@ impl Ctx<'_> {
 
     /// The series of every path `pattern` matches, sorted by path.
     pub fn fetch(&self, pattern: &str) -> Result<Vec<Series>, String> {
-        let pat = Pattern::new(pattern)?;
         let leaves = self.g.leaves(self.d);
+        if pattern.contains(';') {
+            // A tagged series, named whole (in any order of its tags).
+            let name = super::tags::parse(pattern)?.canonical();
+            return Ok(leaves
+                .get(&name)
+                .and_then(|leaf| self.read(leaf, &name))
+                .into_iter()
+                .collect());
+        }
+        let pat = Pattern::new(pattern)?;
         let prefix = pat.prefix();
         let mut out = Vec::new();
         for (path, leaf) in leaves.range(prefix.clone()..) {
             if !path.starts_with(&prefix) {
                 break;
             }
-            if pat.matches(path) {
+            if !path.contains(';') && pat.matches(path) {
                 if out.len() >= MAX_SERIES {
                     return Err(format!("'{pattern}' matches more than {MAX_SERIES} series"));
                 }
@@ -393,7 +402,22 @@ pub fn json(series: &[Series], no_null_points: bool) -> String {
         out.push_str("{\"target\": ");
         json_str(&s.name, &mut out);
         out.push_str(", \"tags\": {\"name\": ");
-        json_str(&s.name, &mut out);
+        // A tagged series' name (not wrapped in a function) gives its tags, as graphite-web.
+        match super::tags::parse(&s.name)
+            .ok()
+            .filter(|_| !s.name.contains('('))
+        {
+            Some(t) => {
+                json_str(&t.name, &mut out);
+                for (k, v) in &t.tags {
+                    out.push_str(", ");
+                    json_str(k, &mut out);
+                    out.push_str(": ");
+                    json_str(v, &mut out);
+                }
+            }
+            None => json_str(&s.name, &mut out),
+        }
         out.push_str("}, \"datapoints\": [");
         for (i, (v, t)) in points.iter().enumerate() {
             if i > 0 {
