@@ -277,45 +277,85 @@ pub fn datapoints(s: &Series) -> Vec<(Option<f64>, i64)> {
         .collect()
 }
 
-/// [`py_float`] appended to `out` (no allocation for the usual magnitudes).
+/// [`py_float`] appended to `out`: ryu's shortest digits (Python's repr picks the same ones,
+/// where Rust's own formatting can pick another of two equally short), laid out as Python
+/// does: positional from 1e-4 below 1e16 with ".0" for a whole number, else an exponent
+/// with its sign and two digits at least.
 pub fn py_float_into(out: &mut String, v: f64) {
-    let a = v.abs();
-    if a.is_finite() && a != 0.0 && (1e-4..1e16).contains(&a) {
-        // Positional in both Rust's and Python's shortest forms; Python adds ".0".
-        if v.fract() == 0.0 {
-            let _ = write!(out, "{v}.0");
+    if !v.is_finite() || v == 0.0 {
+        out.push_str(if v.is_nan() {
+            "nan"
+        } else if v == f64::INFINITY {
+            "inf"
+        } else if v == f64::NEG_INFINITY {
+            "-inf"
+        } else if v.is_sign_negative() {
+            "-0.0"
         } else {
-            let _ = write!(out, "{v}");
-        }
+            "0.0"
+        });
         return;
     }
-    out.push_str(&py_float(v));
+    let mut b = ryu::Buffer::new();
+    let r = b.format_finite(v);
+    if (1e-4..1e15).contains(&v.abs()) && !r.contains('e') {
+        out.push_str(r);
+        return;
+    }
+    let (neg, r) = match r.strip_prefix('-') {
+        Some(x) => (true, x),
+        None => (false, r),
+    };
+    let (mant, e) = match r.split_once('e') {
+        Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
+        None => (r, 0),
+    };
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    let all = format!("{int}{frac}");
+    let lead = all.bytes().take_while(|&c| c == b'0').count();
+    let digits = all[lead..].trim_end_matches('0');
+    let digits = if digits.is_empty() { "0" } else { digits };
+    // The decimal exponent of the first significant digit.
+    let exp = e + int.len() as i32 - 1 - lead as i32;
+    if neg {
+        out.push('-');
+    }
+    if (-4..16).contains(&exp) {
+        if exp < 0 {
+            out.push_str("0.");
+            for _ in 0..(-exp - 1) {
+                out.push('0');
+            }
+            out.push_str(digits);
+        } else {
+            let point = exp as usize + 1;
+            if digits.len() <= point {
+                out.push_str(digits);
+                for _ in digits.len()..point {
+                    out.push('0');
+                }
+                out.push_str(".0");
+            } else {
+                out.push_str(&digits[..point]);
+                out.push('.');
+                out.push_str(&digits[point..]);
+            }
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
 }
 
 /// A float as Python's `repr` writes it (`2.0`, `0.1`, `1e-05`, `1e+16`).
 pub fn py_float(v: f64) -> String {
-    if v.is_nan() {
-        return "nan".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    let e = format!("{v:e}");
-    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if (-4..16).contains(&exp) {
-        let s = format!("{v}");
-        if s.contains('.') {
-            s
-        } else {
-            s + ".0"
-        }
-    } else {
-        format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
-    }
+    let mut s = String::new();
+    py_float_into(&mut s, v);
+    s
 }
 
 /// A float as Python's `%g` writes it (names such as `scale(a,0.5)`).
@@ -385,7 +425,9 @@ fn json_num(v: Option<f64>, out: &mut String) {
 
 /// graphite-web's JSON: `[{"target": ..., "tags": {"name": ...}, "datapoints": [[v, t]]}]`.
 pub fn json(series: &[Series], no_null_points: bool) -> String {
-    let mut out = String::from("[");
+    let points: usize = series.iter().map(|s| s.values.len()).sum();
+    let mut out = String::with_capacity(points * 24 + 128 * series.len() + 2);
+    out.push('[');
     let mut first = true;
     for s in series {
         let mut points = datapoints(s);
@@ -419,13 +461,16 @@ pub fn json(series: &[Series], no_null_points: bool) -> String {
             None => json_str(&s.name, &mut out),
         }
         out.push_str("}, \"datapoints\": [");
+        let mut ints = itoa::Buffer::new();
         for (i, (v, t)) in points.iter().enumerate() {
             if i > 0 {
                 out.push_str(", ");
             }
             out.push('[');
             json_num(*v, &mut out);
-            let _ = write!(out, ", {t}]");
+            out.push_str(", ");
+            out.push_str(ints.format(*t));
+            out.push(']');
         }
         out.push_str("]}");
     }
@@ -615,6 +660,37 @@ mod tests {
             let mut s = String::new();
             py_float_into(&mut s, v);
             assert_eq!(s, py_float(v), "{v}");
+        }
+        // Python's own repr of each (printed by python3).
+        let want = "2.0|0.1|1.5e-05|1e+16|123456789.25|-3.0|1000000000000000.0|0.0001|9990000000000000.0|0.5|98323320172204.12|1e-05|1.2345e-07|-2.5e+20|1e+22|123.456|0.00012|5e-324|1.7976931348623157e+308|1234567890123456.0|0.3|2.675|-0.0001|99999999999999.98";
+        let vals = [
+            2.0,
+            0.1,
+            1.5e-5,
+            1e16,
+            123456789.25,
+            -3.0,
+            1e15,
+            0.0001,
+            9.99e15,
+            0.5,
+            9.832332017220413e13,
+            1e-05,
+            1.2345e-7,
+            -2.5e20,
+            1e22,
+            123.456,
+            0.00012,
+            5e-324,
+            f64::MAX,
+            1234567890123456.0,
+            0.3,
+            2.675,
+            -0.0001,
+            99999999999999.99,
+        ];
+        for (v, w) in vals.iter().zip(want.split('|')) {
+            assert_eq!(py_float(*v), w, "{v:e}");
         }
         assert_eq!(py_float(2.0), "2.0");
         assert_eq!(py_float(0.1), "0.1");
