@@ -18,7 +18,10 @@ fail() {
     exit 1
 }
 pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+# Every process stopped and waited for before the test removes the directory (a daemon
+# still committing at its exit would write into it again).
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+      for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null 2>/dev/null || true; done' EXIT
 wait_port() {
     for _ in $(seq 600); do
         (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0

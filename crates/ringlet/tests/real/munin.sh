@@ -21,7 +21,10 @@ echo "$A" >"$T/state/anchor"
 echo 0 >"$T/state/phase"
 echo 100 >"$T/state/max"
 pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+# Every process stopped and waited for before the test removes the directory (a daemon
+# still committing at its exit would write into it again).
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+      for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null 2>/dev/null || true; done' EXIT
 python3 "$HERE/munin-node.py" "$PORT" "$T/state" >"$T/node.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do

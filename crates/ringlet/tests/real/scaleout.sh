@@ -19,7 +19,8 @@ relay=""
 # carbon-c-relay waits for its queues to drain at SIGTERM, for ever if a node is gone: it is
 # killed outright.
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-      [ -n "$relay" ] && kill -9 "$relay" 2>/dev/null || true' EXIT
+      [ -n "$relay" ] && kill -9 "$relay" 2>/dev/null || true
+      for p in "${pids[@]}" $relay; do timeout 20 tail --pid="$p" -f /dev/null 2>/dev/null || true; done' EXIT
 wait_port() {
     for _ in $(seq 600); do
         (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
