@@ -32,14 +32,33 @@ every value it has accepted.
   -q, --quiet    no progress bar
 ";
 
-/// Where the commands run.
-enum Source {
+/// Where the commands run (export's and import's): the daemon that holds the store, else
+/// the store itself.
+pub(crate) enum Source {
     Daemon(Client),
     Store(Box<engine::Store>),
 }
 
 impl Source {
-    fn run(&mut self, dir: &Path, cmd: &str, args: &[String]) -> Outcome {
+    /// The daemon named or recorded for `dir` (see [`crate::daemon_for`]), else the store,
+    /// opened here (`existing`: only a store that is there already).
+    pub(crate) fn open(
+        daemon: Option<String>,
+        dir: &Path,
+        existing: bool,
+    ) -> Result<Source, String> {
+        match crate::daemon_for(daemon, dir) {
+            crate::Daemon::At(_, c) => Ok(Source::Daemon(c)),
+            crate::Daemon::Unreachable(_, e) => Err(e),
+            crate::Daemon::None if existing && !dir.exists() => {
+                Err(format!("no store at {}", dir.display()))
+            }
+            crate::Daemon::None => cli::store::open(dir).map(|s| Source::Store(Box::new(s))),
+        }
+    }
+
+    /// Run `cmd` there (a `restore`'s XML file is read on this side, beside a daemon).
+    pub(crate) fn run(&mut self, dir: &Path, cmd: &str, args: &[String]) -> Outcome {
         match self {
             Source::Daemon(c) => c.run(cmd, args, crate::now()),
             Source::Store(st) => {
@@ -55,7 +74,7 @@ impl Source {
     }
 }
 
-fn fail(msg: &str) -> i32 {
+pub(crate) fn fail(msg: &str) -> i32 {
     eprintln!("ERROR: {msg}");
     1
 }
@@ -96,16 +115,9 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         return 2;
     };
     let out = PathBuf::from(out);
-    let mut src = match crate::daemon_for(daemon, dir) {
-        crate::Daemon::At(_, c) => Source::Daemon(c),
-        crate::Daemon::Unreachable(_, e) => return fail(&e),
-        crate::Daemon::None if !dir.exists() => {
-            return fail(&format!("no store at {}", dir.display()))
-        }
-        crate::Daemon::None => match cli::store::open(dir) {
-            Ok(s) => Source::Store(Box::new(s)),
-            Err(e) => return fail(&e),
-        },
+    let mut src = match Source::open(daemon, dir, true) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
     };
     let listed = src.run(dir, cli::EXPORT_NAMES, globs);
     if let Some(e) = listed.error {

@@ -23,9 +23,7 @@
 //! `emoncms.<id>` (`--prefix` replaces `emoncms`), one archive long enough for every point
 //! and at least a year.
 
-use cli::{Ctx, Outcome};
-use server::remote::Client;
-use std::cell::RefCell;
+use crate::export::{fail, Source};
 use std::path::{Path, PathBuf};
 
 pub const USAGE: &str = "\
@@ -44,35 +42,6 @@ daemon that holds the store if there is one (found as for every command), else o
   -r, --resume   skip series that exist (an interrupted import)
   -q, --quiet    no progress bar
 ";
-
-/// Where the commands run (as for `ringlet export`).
-enum Source {
-    Daemon(Client),
-    Store(Box<engine::Store>),
-}
-
-impl Source {
-    /// Run `cmd` (restore's XML file is read on this side, beside the daemon).
-    fn run(&mut self, dir: &Path, cmd: &str, args: &[String]) -> Outcome {
-        match self {
-            Source::Daemon(c) => c.run(cmd, args, crate::now()),
-            Source::Store(st) => {
-                let cell = RefCell::new(&mut **st);
-                let ctx = Ctx {
-                    shared: Some(&cell),
-                    commit_each: false,
-                    ..Ctx::local(dir, crate::now())
-                };
-                cli::dispatch(cmd, args, &ctx)
-            }
-        }
-    }
-}
-
-fn fail(msg: &str) -> i32 {
-    eprintln!("ERROR: {msg}");
-    1
-}
 
 /// One whisper archive: seconds a point, point count, and its valid points by time.
 pub struct Archive {
@@ -206,37 +175,28 @@ pub fn parse_phpfina(meta: &[u8], dat: &[u8]) -> Result<Whisper, String> {
 /// The RRD of a whisper file: every point in its slot's row (rrdtool labels a row by its
 /// end: the slot's start plus its span); `now` for a file without points.
 pub fn to_rrd(w: &Whisper, now: i64) -> rrd::Rrd {
-    use rrd::{Cf, DsDef, DsType, RraDef, Schema};
-    let step = w.archives[0].spp;
-    let cf = match w.method {
-        3 => Cf::Last,
-        4 | 7 => Cf::Max,
-        5 | 8 => Cf::Min,
-        _ => Cf::Average,
+    use rrd::Cf;
+    use server::carbon::{graphite_schema, Method, Retention};
+    // whisper's aggregation types: 1 average, 2 sum, 3 last, 4 max, 5 min, 6 avg_zero,
+    // 7 absmax, 8 absmin.
+    let method = match w.method {
+        2 => Method::Sum,
+        3 => Method::Last,
+        4 | 7 => Method::Max,
+        5 | 8 => Method::Min,
+        _ => Method::Average,
     };
-    let schema = Schema {
-        step,
-        ds: vec![DsDef {
-            name: "value".into(),
-            kind: DsType::Gauge,
-            heartbeat: step,
-            min: f64::NAN,
-            max: f64::NAN,
-            rpn: None,
-        }],
-        rra: w
-            .archives
-            .iter()
-            .enumerate()
-            .map(|(i, a)| RraDef {
-                cf: if i == 0 { Cf::Average } else { cf },
-                xff: (1.0 - f64::from(w.xff)).clamp(0.0, 1.0 - 1e-9),
-                pdp_cnt: a.spp / step,
-                row_cnt: a.points,
-            })
-            .collect(),
-    };
-    let step = step as i64;
+    let ret: Vec<Retention> = w
+        .archives
+        .iter()
+        .map(|a| Retention {
+            precision: a.spp,
+            points: a.points,
+        })
+        .collect();
+    let schema = graphite_schema(&ret, method, f64::from(w.xff));
+    let cf = schema.rra.last().map_or(Cf::Average, |r| r.cf);
+    let step = schema.step as i64;
     let newest = w
         .archives
         .iter()
@@ -382,13 +342,9 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
     if phpfina && prefix.is_empty() {
         prefix = "emoncms".into();
     }
-    let mut src = match crate::daemon_for(daemon, dir) {
-        crate::Daemon::At(_, c) => Source::Daemon(c),
-        crate::Daemon::Unreachable(_, e) => return fail(&e),
-        crate::Daemon::None => match cli::store::open(dir) {
-            Ok(s) => Source::Store(Box::new(s)),
-            Err(e) => return fail(&e),
-        },
+    let mut src = match Source::open(daemon, dir, false) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
     };
     let bar = if quiet {
         indicatif::ProgressBar::hidden()

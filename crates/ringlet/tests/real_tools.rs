@@ -133,6 +133,19 @@ fn walk(d: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The targets a list in `tests/real/` holds (a line each; `#` comments).
+fn targets(file: &str) -> usize {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/real")
+            .join(file),
+    )
+    .unwrap()
+    .lines()
+    .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    .count()
+}
+
 fn expect(out: &str, lines: &[&str]) {
     for want in lines {
         assert!(
@@ -198,24 +211,10 @@ fn graphite_web_gives_what_ringlets_render_api_gives() {
         return;
     }
     let out = run_in("graphite.sh", "graphite", 280, false);
-    let targets = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real/graphite-targets.txt"),
-    )
-    .unwrap();
-    let n = targets
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .count();
+    let n = targets("graphite-targets.txt");
     assert!(n >= 50, "{n} targets");
     assert!(out.contains("IMPORTED: 10 imported, 0 skipped"), "{out}");
-    let tag_targets = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real/graphite-tag-targets.txt"),
-    )
-    .unwrap();
-    let tags = tag_targets
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .count();
+    let tags = targets("graphite-tag-targets.txt");
     assert_eq!(
         out.lines().filter(|l| l.starts_with("SAME TAGS: ")).count(),
         tags,
@@ -239,14 +238,7 @@ fn carbon_c_relay_spreads_over_three_nodes_and_graphite_web_reads_them_all() {
         return;
     }
     let out = run_in("scaleout.sh", "scaleout", 280, false);
-    let targets = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/real/graphite-targets.txt"),
-    )
-    .unwrap();
-    let n = targets
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .count();
+    let n = targets("graphite-targets.txt");
     expect(&out, &["POINTS ON TWO NODES EACH: 4830"]);
     assert!(out.contains(&format!("THREE NODES SAME: {n}\n")), "{out}");
     assert!(out.contains(&format!("ONE NODE DOWN SAME: {n}\n")), "{out}");

@@ -78,7 +78,8 @@ struct Tm {
     sec: i64,
 }
 
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+/// Days since 1970-01-01 of a civil date (proleptic Gregorian; month 1..=12).
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;

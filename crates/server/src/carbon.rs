@@ -332,35 +332,42 @@ impl Rules {
     pub fn schema(&self, path: &str) -> Schema {
         let (_, ret) = self.retentions(path);
         let (xf, m) = self.aggregation(path);
-        let step = ret[0].precision;
-        let cf = match m {
-            Method::Average | Method::Sum => Cf::Average,
-            Method::Min => Cf::Min,
-            Method::Max => Cf::Max,
-            Method::Last => Cf::Last,
-        };
-        Schema {
-            step,
-            ds: vec![DsDef {
-                name: "value".into(),
-                kind: DsType::Gauge,
-                heartbeat: step,
-                min: f64::NAN,
-                max: f64::NAN,
-                rpn: None,
-            }],
-            rra: ret
-                .iter()
-                .enumerate()
-                .map(|(i, r)| RraDef {
-                    // The first archive holds the points themselves.
-                    cf: if i == 0 { Cf::Average } else { cf },
-                    xff: (1.0 - xf).clamp(0.0, 1.0 - 1e-9),
-                    pdp_cnt: r.precision / step,
-                    row_cnt: r.points,
-                })
-                .collect(),
-        }
+        graphite_schema(&ret, m, xf)
+    }
+}
+
+/// The RRD schema of a Graphite metric with these retentions (at least one, each precision
+/// a multiple of the first), aggregation method and xFilesFactor: what [`Rules::schema`]
+/// gives a new series, and what `ringlet import whisper` gives a whisper file.
+pub fn graphite_schema(ret: &[Retention], m: Method, xfiles: f64) -> Schema {
+    let step = ret[0].precision;
+    let cf = match m {
+        Method::Average | Method::Sum => Cf::Average,
+        Method::Min => Cf::Min,
+        Method::Max => Cf::Max,
+        Method::Last => Cf::Last,
+    };
+    Schema {
+        step,
+        ds: vec![DsDef {
+            name: "value".into(),
+            kind: DsType::Gauge,
+            heartbeat: step,
+            min: f64::NAN,
+            max: f64::NAN,
+            rpn: None,
+        }],
+        rra: ret
+            .iter()
+            .enumerate()
+            .map(|(i, r)| RraDef {
+                // The first archive holds the points themselves.
+                cf: if i == 0 { Cf::Average } else { cf },
+                xff: (1.0 - xfiles).clamp(0.0, 1.0 - 1e-9),
+                pdp_cnt: r.precision / step,
+                row_cnt: r.points,
+            })
+            .collect(),
     }
 }
 
@@ -416,9 +423,9 @@ pub struct Conn {
     name: String,
     gap: String,
     val: String,
-    /// The current line's value text (in `text_buf`), if the point is written with it.
-    text: Option<usize>,
-    text_buf: String,
+    /// The current line's value text, written as the point's value (empty: the value is
+    /// formatted, as for a pickle's).
+    text: String,
     /// Points taken and dropped late since the last [`Carbon::settle`].
     points: u64,
     late: u64,
@@ -516,9 +523,8 @@ impl Carbon {
             Ok(p) => p,
             Err(e) => return self.refuse(from, line, &e),
         };
-        l.text = Some(text.len());
-        l.text_buf.clear();
-        l.text_buf.push_str(text);
+        l.text.clear();
+        l.text.push_str(text);
         match self.point(d, l, path, value, ts) {
             Ok(true) => l.points += 1,
             Ok(false) => l.late += 1,
@@ -597,9 +603,10 @@ impl Carbon {
         }
         if value.is_nan() {
             let _ = write!(l.val, "{end}:U");
-        } else if l.text.take().is_some() {
+        } else if !l.text.is_empty() {
             // The value as the line gave it (a number Rust reads, so librrd's strtod does).
-            let _ = write!(l.val, "{end}:{}", l.text_buf);
+            let _ = write!(l.val, "{end}:{}", l.text);
+            l.text.clear();
         } else {
             let _ = write!(l.val, "{end}:{value}");
         }
@@ -631,14 +638,25 @@ impl Carbon {
 
 /// Serve carbon's plaintext protocol on a TCP listener: a thread a connection, lines in.
 pub fn serve_tcp(d: Arc<Daemon>, c: Arc<Carbon>, l: TcpListener) {
-    for conn in l.incoming() {
-        let Ok(s) = conn else {
+    accept(d, c, l, "carbon", tcp_conn);
+}
+
+/// A thread named `name` a connection accepted on `l`, running `conn` on it.
+fn accept(
+    d: Arc<Daemon>,
+    c: Arc<Carbon>,
+    l: TcpListener,
+    name: &str,
+    conn: fn(&Daemon, &Carbon, TcpStream),
+) {
+    for s in l.incoming() {
+        let Ok(s) = s else {
             continue;
         };
         let (d, c) = (d.clone(), c.clone());
         let _ = std::thread::Builder::new()
-            .name("carbon".into())
-            .spawn(move || tcp_conn(&d, &c, s));
+            .name(name.into())
+            .spawn(move || conn(&d, &c, s));
     }
 }
 
@@ -693,15 +711,7 @@ fn tcp_lines(d: &Daemon, c: &Carbon, s: TcpStream, conn: &mut Conn) {
 /// Serve carbon's pickle protocol on a TCP listener: a thread a connection; each message a
 /// 4-byte big-endian length and a pickled list of `(path, (timestamp, value))`.
 pub fn serve_pickle(d: Arc<Daemon>, c: Arc<Carbon>, l: TcpListener) {
-    for conn in l.incoming() {
-        let Ok(s) = conn else {
-            continue;
-        };
-        let (d, c) = (d.clone(), c.clone());
-        let _ = std::thread::Builder::new()
-            .name("carbon-pickle".into())
-            .spawn(move || pickle_conn(&d, &c, s));
-    }
+    accept(d, c, l, "carbon-pickle", pickle_conn);
 }
 
 fn pickle_conn(d: &Daemon, c: &Carbon, s: TcpStream) {

@@ -275,6 +275,8 @@ const LOCAL_MAX: usize = 1 << 18;
 
 impl Local {
     /// The entry of `file` (from this connection's map, else the shared index, kept here).
+    /// [`Local::update`] does the same lookup without taking a reference to the entry: it is
+    /// rrdcached's UPDATE path.
     pub fn entry(&mut self, d: &Daemon, file: &str) -> Result<Arc<Entry>, Response> {
         let key = d.index_key(file);
         if let Some(e) = self.map.find(fx_hash(key), |e| &*e.name == key) {

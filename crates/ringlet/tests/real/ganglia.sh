@@ -20,23 +20,7 @@ set -euo pipefail
 B=$T/rrds O=$T/oracle S=$T/s.sock
 mkdir -p "$B" "$O" "$T/store"
 chown ganglia: "$B" "$O" "$T/store"
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-pids=()
-# Every process stopped and waited for before the test removes the directory (a daemon
-# still committing at its exit would write into it again).
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-      for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null 2>/dev/null || true; done' EXIT
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    fail "nothing listens on $1"
-}
+. "$HERE/lib.sh"
 A=$(($(date +%s) - 600))
 P1=$(port) P2=$(port) DP=$(port)
 python3 "$HERE/gmond.py" "$P1" "$A" >"$T/gmond1.log" 2>&1 &

@@ -8,27 +8,9 @@
 # second store (`ringlet import whisper`) served by a second ringlet: for every target of
 # graphite-targets.txt all four give the same JSON.
 set -euo pipefail
-# Debian's Python: python3-whisper and graphite-web are its packages.
-PY=/usr/bin/python3
 S=$T/s.sock
 mkdir -p "$T/base" "$T/whisper" "$T/conf" "$T/gw"
-port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-pids=()
-# Every process stopped and waited for before the test removes the directory (a daemon
-# still committing at its exit would write into it again).
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-      for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null 2>/dev/null || true; done' EXIT
-wait_port() {
-    for _ in $(seq 600); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    fail "nothing listens on $1"
-}
+. "$HERE/lib.sh"
 now=$(date +%s)
 A=$((now - now % 60 - 7200))
 n=$("$PY" "$HERE/graphite-points.py" "$A" "$T/whisper" "$T/points.txt" --tags)
@@ -68,30 +50,6 @@ done
 [ "$got" = "$n" ] || fail "ringlet took $got points of $n"
 echo "POINTS: $n"
 
-# graphite-web: settings of its own for each instance, a database it migrates itself.
-gw() { # name port extra-settings
-    cat >"$T/gw/gw_$1.py" <<EOC
-SECRET_KEY = "ringlet-test"
-ALLOWED_HOSTS = ["*"]
-TIME_ZONE = "UTC"
-DEFAULT_XFILES_FACTOR = 0
-GRAPHITE_ROOT = "/usr/share/graphite-web"
-STATIC_ROOT = "/usr/share/graphite-web/static"
-STORAGE_DIR = "$T/gw/$1"
-LOG_DIR = "$T/gw/$1/log"
-INDEX_FILE = "$T/gw/$1/index"
-DATABASES = {"default": {"NAME": "$T/gw/$1/graphite.db", "ENGINE": "django.db.backends.sqlite3"}}
-FUNCTION_PLUGINS = []
-TAGDB = ""
-$3
-EOC
-    mkdir -p "$T/gw/$1/log"
-    local env=(env PYTHONPATH="$T/gw" GRAPHITE_SETTINGS_MODULE="gw_$1" DJANGO_SETTINGS_MODULE=graphite.settings)
-    "${env[@]}" "$PY" -m django migrate --noinput >"$T/gw/$1/migrate.log" 2>&1 ||
-        fail "graphite-web's migrate: $(tail -5 "$T/gw/$1/migrate.log")"
-    "${env[@]}" "$PY" -m django runserver "127.0.0.1:$2" --noreload >"$T/gw/$1/server.log" 2>&1 &
-    pids+=($!)
-}
 # The whisper files imported into a store of their own, served by a second daemon.
 "$RINGLET" --store "$T/imported" import whisper -q "$T/whisper" >"$T/import.log" 2>&1 ||
     fail "import: $(cat "$T/import.log")"

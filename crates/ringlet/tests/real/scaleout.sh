@@ -7,27 +7,8 @@
 # JSON graphite-web gives over whisper files fed the same points; with one node stopped it
 # still does, from the replicas. No cluster code of ringlet's own.
 set -euo pipefail
-PY=/usr/bin/python3
 mkdir -p "$T/whisper" "$T/conf" "$T/gw"
-port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-pids=()
-relay=""
-# carbon-c-relay waits for its queues to drain at SIGTERM, for ever if a node is gone: it is
-# killed outright.
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-      [ -n "$relay" ] && kill -9 "$relay" 2>/dev/null || true
-      for p in "${pids[@]}" $relay; do timeout 20 tail --pid="$p" -f /dev/null 2>/dev/null || true; done' EXIT
-wait_port() {
-    for _ in $(seq 600); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    fail "nothing listens on $1"
-}
+. "$HERE/lib.sh"
 stat_of() { # socket key
     "$PY" - "$1" "$2" <<'PY'
 import socket, sys
@@ -93,29 +74,6 @@ done
 echo "POINTS ON TWO NODES EACH: $n"
 for k in 1 2 3; do echo "node $k: $(stat_of "$T/n$k.sock" CarbonSeriesCreated) series"; done
 
-gw() { # name port extra-settings
-    cat >"$T/gw/gw_$1.py" <<EOC
-SECRET_KEY = "ringlet-test"
-ALLOWED_HOSTS = ["*"]
-TIME_ZONE = "UTC"
-DEFAULT_XFILES_FACTOR = 0
-GRAPHITE_ROOT = "/usr/share/graphite-web"
-STATIC_ROOT = "/usr/share/graphite-web/static"
-STORAGE_DIR = "$T/gw/$1"
-LOG_DIR = "$T/gw/$1/log"
-INDEX_FILE = "$T/gw/$1/index"
-DATABASES = {"default": {"NAME": "$T/gw/$1/graphite.db", "ENGINE": "django.db.backends.sqlite3"}}
-FUNCTION_PLUGINS = []
-TAGDB = ""
-$3
-EOC
-    mkdir -p "$T/gw/$1/log"
-    local env=(env PYTHONPATH="$T/gw" GRAPHITE_SETTINGS_MODULE="gw_$1" DJANGO_SETTINGS_MODULE=graphite.settings)
-    "${env[@]}" "$PY" -m django migrate --noinput >"$T/gw/$1/migrate.log" 2>&1 ||
-        fail "graphite-web's migrate: $(tail -5 "$T/gw/$1/migrate.log")"
-    "${env[@]}" "$PY" -m django runserver "127.0.0.1:$2" --noreload >"$T/gw/$1/server.log" 2>&1 &
-    pids+=($!)
-}
 WP=$(port) XP=$(port)
 gw whisper "$WP" "WHISPER_DIR = \"$T/whisper\"
 STANDARD_DIRS = [\"$T/whisper\"]"

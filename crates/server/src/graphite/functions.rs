@@ -442,30 +442,15 @@ pub fn call(
             if !is_agg(&cb) {
                 return Err(format!("{name}: unknown function '{callback}'"));
             }
-            let mut groups: Vec<(String, Vec<Series>)> = Vec::new();
-            for s in a.series(0)? {
-                let m = metric_of(&s.name);
+            aggregate_groups(a.series(0)?, &cb, |name| {
+                let m = metric_of(name);
                 let parts: Vec<&str> = m.split('.').collect();
-                let key = nodes
+                nodes
                     .iter()
                     .filter_map(|&n| pick(&parts, n))
                     .collect::<Vec<_>>()
-                    .join(".");
-                match groups.iter_mut().find(|g| g.0 == key) {
-                    Some(g) => g.1.push(s),
-                    None => groups.push((key, vec![s])),
-                }
-            }
-            groups.sort_by(|x, y| x.0.cmp(&y.0));
-            let mut out = Vec::new();
-            for (key, l) in groups {
-                let mut r = aggregate(l, &cb, &format!("{cb}Series"))?;
-                for s in &mut r {
-                    s.name = key.clone();
-                }
-                out.extend(r);
-            }
-            Ok(out)
+                    .join(".")
+            })
         }
         "sumSeriesWithWildcards" | "averageSeriesWithWildcards" => {
             let positions = a.ints_from(1)?;
@@ -474,31 +459,14 @@ pub fn call(
             } else {
                 "average"
             };
-            let mut groups: Vec<(String, Vec<Series>)> = Vec::new();
-            for s in a.series(0)? {
-                let parts: Vec<&str> = s.name.split('.').collect();
-                let key = parts
-                    .iter()
+            aggregate_groups(a.series(0)?, f, |name| {
+                name.split('.')
                     .enumerate()
                     .filter(|(i, _)| !positions.contains(&(*i as i64)))
-                    .map(|(_, p)| *p)
+                    .map(|(_, p)| p)
                     .collect::<Vec<_>>()
-                    .join(".");
-                match groups.iter_mut().find(|g| g.0 == key) {
-                    Some(g) => g.1.push(s),
-                    None => groups.push((key, vec![s])),
-                }
-            }
-            groups.sort_by(|x, y| x.0.cmp(&y.0));
-            let mut out = Vec::new();
-            for (key, l) in groups {
-                let mut r = aggregate(l, f, &format!("{f}Series"))?;
-                for s in &mut r {
-                    s.name = key.clone();
-                }
-                out.extend(r);
-            }
-            Ok(out)
+                    .join(".")
+            })
         }
         "asPercent" => {
             let l = a.series(0)?;
@@ -927,6 +895,27 @@ fn path_expressions(l: &[Series]) -> String {
     v.sort_unstable();
     v.dedup();
     v.join(",")
+}
+
+/// The series grouped by `key` of their names, each group aggregated by `func` into one
+/// series named by its key, the groups in key order (groupByNode, ...WithWildcards).
+fn aggregate_groups(
+    l: Vec<Series>,
+    func: &str,
+    key: impl Fn(&str) -> String,
+) -> Result<Vec<Series>, String> {
+    let mut groups: std::collections::BTreeMap<String, Vec<Series>> = Default::default();
+    for s in l {
+        groups.entry(key(&s.name)).or_default().push(s);
+    }
+    let mut out = Vec::new();
+    for (k, l) in groups {
+        for mut s in aggregate(l, func, &format!("{func}Series"))? {
+            s.name = k.clone();
+            out.push(s);
+        }
+    }
+    Ok(out)
 }
 
 /// `func` over the series, point by point: one series named `name(paths)`.

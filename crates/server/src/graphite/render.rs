@@ -489,7 +489,7 @@ pub fn csv(series: &[Series]) -> String {
         };
         for (i, v) in s.values.iter().enumerate() {
             let t = s.start + i as i64 * s.step;
-            let _ = write!(out, "{name},{},", civil(t));
+            let _ = write!(out, "{name},{},", rrd::dump::utc_datetime(t));
             if let Some(v) = v {
                 out.push_str(&py_float(*v));
             }
@@ -497,29 +497,6 @@ pub fn csv(series: &[Series]) -> String {
         }
     }
     out
-}
-
-/// `YYYY-MM-DD HH:MM:SS` of a time (UTC).
-pub fn civil(t: i64) -> String {
-    let days = t.div_euclid(86_400);
-    let secs = t.rem_euclid(86_400);
-    // Civil date from days since the epoch (proleptic Gregorian).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
 }
 
 /// `name,start,end,step|v,v,None,...` lines.
@@ -704,8 +681,11 @@ mod tests {
         assert_eq!(fmt_g(123456.0), "123456");
         assert_eq!(fmt_g(0.0001), "0.0001");
         assert_eq!(fmt_g(1.0 / 3.0), "0.333333");
-        assert_eq!(civil(1_700_000_000), "2023-11-14 22:13:20");
-        assert_eq!(civil(0), "1970-01-01 00:00:00");
+        assert_eq!(
+            rrd::dump::utc_datetime(1_700_000_000),
+            "2023-11-14 22:13:20"
+        );
+        assert_eq!(rrd::dump::utc_datetime(0), "1970-01-01 00:00:00");
     }
 
     #[test]

@@ -36,19 +36,9 @@ pub fn parse(s: &str, now: i64) -> Result<i64, String> {
     Ok(reference_time(reference, now).ok_or_else(bad)? + offset_secs(offset).ok_or_else(bad)?)
 }
 
-/// Days since the epoch of a civil date (proleptic Gregorian).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 fn date(y: i64, m: i64, d: i64) -> Option<i64> {
-    ((1..=12).contains(&m) && (1..=31).contains(&d)).then(|| days_from_civil(y, m, d) * 86_400)
+    ((1..=12).contains(&m) && (1..=31).contains(&d))
+        .then(|| rrd::parsetime::days_from_civil(y, m, d) * 86_400)
 }
 
 fn reference_time(r: &str, now: i64) -> Option<i64> {
