@@ -424,6 +424,11 @@ fn queue(d: &Daemon) -> Response {
 }
 
 fn stats(d: &Daemon) -> Response {
+    Response::lines("Statistics follow", &stats_lines(d))
+}
+
+/// STATS's lines, `Key: value` (the web page's Disk panel reads them too).
+pub fn stats_lines(d: &Daemon) -> Vec<String> {
     let inner = d.lock();
     let s = &d.stats;
     let nodes = inner.store.len() as u64;
@@ -482,7 +487,7 @@ fn stats(d: &Daemon) -> Response {
         lines.push(format!("CarbonPointsLate: {}", n(&c.counts.late)));
         lines.push(format!("CarbonSeriesCreated: {}", n(&c.counts.created)));
     }
-    Response::lines("Statistics follow", &lines)
+    lines
 }
 
 /// Where the log records' bytes went, per sample committed (docs/PROTOCOL.md, STATS): the

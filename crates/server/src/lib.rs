@@ -22,6 +22,7 @@ pub mod remote;
 mod sample;
 mod sys;
 pub mod view;
+pub mod web;
 
 use config::{Addr, Config};
 use daemon::Daemon;

@@ -125,6 +125,18 @@ fn answer(d: &Daemon, g: &Graphite, mut req: tiny_http::Request) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |t| t.as_secs() as i64);
+    if let Some(r) = crate::web::route(d, g, &path, &params, now) {
+        let mut resp = tiny_http::Response::from_data(r.body)
+            .with_status_code(r.code)
+            .with_header(header("Content-Type", r.content_type));
+        if r.immutable {
+            resp = resp.with_header(header("Cache-Control", "public, max-age=86400"));
+        } else {
+            resp = resp.with_header(header("Cache-Control", "no-store"));
+        }
+        let _ = req.respond(resp);
+        return;
+    }
     let r = match path.trim_end_matches('/') {
         "/render" => render_route(d, g, &params, now),
         "/metrics/find" | "/metrics" => find(d, g, get("query").unwrap_or(""), get("format")),

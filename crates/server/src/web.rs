@@ -1,0 +1,496 @@
+//! The web page (`ringlet serve --http ADDR`, at `/`): find series, chart and compare them,
+//! and see what the disk is spared. Served by the same listener as graphite-web's API
+//! ([`crate::graphite::http`]), on the same read path (the daemon's queued values applied
+//! first, rows read from the store as `rrdtool fetch` reads them).
+//!
+//! - `/` is one page of our own (`web/index.html`: its HTML, CSS and script, no framework)
+//!   and `/ui/uPlot.iife.min.js`, `/ui/uPlot.min.css` the charting library uPlot 1.6.32 (MIT,
+//!   pinned: `web/vendor/uPlot-1.6.32`, its sha256 in `web/README.md`). Every asset is built
+//!   into the binary (`include_str!`): the page works with no network.
+//! - `/api/series?q=WORDS&limit=N`: the series (name, step, last update, data sources with
+//!   their type and Graphite path, archives), sorted by name; `q` keeps those whose name,
+//!   data source names or paths contain every word (any case); at most `limit` (default
+//!   [`SERIES_LIMIT`]), with the count of all that matched.
+//! - `/api/fetch?series=NAME&ds=DS&cf=CF&rra=auto|N&from=T&until=T&width=PX`: one data
+//!   source's rows. With `rra=auto` (the default) they are exactly `rrdtool fetch`'s
+//!   (`-s from -e until -r (until-from)/width`: the archive rrdtool picks for the range at
+//!   about a row a pixel); `rra=N` reads archive N over the same slots. Times in Graphite's
+//!   forms (`-1d`, `now`, seconds). More than [`MAX_POINTS`] rows are consolidated by the
+//!   CF (the reply says by how many).
+//! - `/api/stats`: STATS as JSON (every `Key: number` line), the loss window (`-w`), and the
+//!   write load projected: ringlet's device bytes a day and a year against what writing each
+//!   series' file once a window would cost ([`PER_FILE_WRITE`], docs/BENCHMARKS.md).
+//!
+//! A bad request gets a 4xx and `{"error": "..."}`; nothing a request says reaches a path
+//! outside the store (a series is looked up by name in the store, never opened as a file).
+
+use crate::daemon::Daemon;
+use crate::graphite::{paths_of, Graphite};
+
+/// The page and its library, built in.
+const INDEX_HTML: &str = include_str!("../web/index.html");
+const UPLOT_JS: &str = include_str!("../web/vendor/uPlot-1.6.32/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../web/vendor/uPlot-1.6.32/uPlot.min.css");
+
+/// Series `/api/series` lists when no `limit` is given.
+pub const SERIES_LIMIT: usize = 5_000;
+/// The largest `limit` it takes.
+pub const MAX_SERIES_LIMIT: usize = 200_000;
+/// Rows `/api/fetch` returns at most; more are consolidated.
+pub const MAX_POINTS: usize = 20_000;
+/// Device bytes one write of one RRD file costs when a daemon writes each file once a
+/// window: rrdcached `-w 300` on ext4 under the Munin load wrote 12,399 bytes a value with
+/// one value a file a window (docs/BENCHMARKS.md, issue 15's real-time runs; 616-6,050 a
+/// sample under the Ganglia load, where each write carries 30 values).
+pub const PER_FILE_WRITE: u64 = 12_399;
+
+/// An answer: status, content type, body.
+pub struct Reply {
+    pub code: u16,
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+    /// Whether the body never changes for this build (the page's assets).
+    pub immutable: bool,
+}
+
+fn json_reply(code: u16, body: String) -> Reply {
+    Reply {
+        code,
+        content_type: "application/json",
+        body: body.into_bytes(),
+        immutable: false,
+    }
+}
+
+fn error(code: u16, msg: &str) -> Reply {
+    json_reply(code, format!("{{\"error\": {}}}", json_str(msg)))
+}
+
+fn asset(content_type: &'static str, body: &str) -> Reply {
+    Reply {
+        code: 200,
+        content_type,
+        body: body.as_bytes().to_vec(),
+        immutable: true,
+    }
+}
+
+/// The page's answer to `path`, or `None` when the path is not the page's (graphite-web's
+/// routes then).
+pub fn route(
+    d: &Daemon,
+    g: &Graphite,
+    path: &str,
+    params: &[(String, String)],
+    now: i64,
+) -> Option<Reply> {
+    let get = |k: &str| params.iter().find(|(p, _)| p == k).map(|(_, v)| v.as_str());
+    Some(match path {
+        "" | "/" | "/index.html" => Reply {
+            immutable: false,
+            ..asset("text/html; charset=utf-8", INDEX_HTML)
+        },
+        "/ui/uPlot.iife.min.js" => asset("text/javascript; charset=utf-8", UPLOT_JS),
+        "/ui/uPlot.min.css" => asset("text/css; charset=utf-8", UPLOT_CSS),
+        "/api/series" => series(d, get("q").unwrap_or(""), get("limit")),
+        "/api/fetch" => fetch(d, g, &get, now),
+        "/api/stats" => stats(d),
+        p if p.starts_with("/api/") || p.starts_with("/ui/") => {
+            error(404, &format!("no such endpoint: {p}"))
+        }
+        _ => return None,
+    })
+}
+
+/// A JSON string literal.
+pub fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A JSON number (`null` for unknown; infinities as numbers too large for a double, which
+/// JavaScript reads as ±Infinity).
+fn json_num(v: f64, out: &mut String) {
+    if v.is_nan() {
+        out.push_str("null");
+    } else if v.is_infinite() {
+        out.push_str(if v > 0.0 { "1e9999" } else { "-1e9999" });
+    } else {
+        out.push_str(ryu::Buffer::new().format(v));
+    }
+}
+
+/// `/api/series`.
+fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
+    let limit = match limit {
+        None | Some("") => SERIES_LIMIT,
+        Some(l) => match l.parse::<usize>() {
+            Ok(n) if (1..=MAX_SERIES_LIMIT).contains(&n) => n,
+            _ => {
+                return error(
+                    400,
+                    &format!("limit '{l}' is not a count from 1 to {MAX_SERIES_LIMIT}"),
+                )
+            }
+        },
+    };
+    let words: Vec<String> = q.split_whitespace().map(|w| w.to_lowercase()).collect();
+    let inner = d.lock();
+    let (mut total, mut shown) = (0usize, 0usize);
+    let mut out = String::from("{\"series\": [");
+    for name in inner.store.names() {
+        let Some(rrd) = inner.store.get(&name) else {
+            continue;
+        };
+        let ds: Vec<String> = rrd.schema.ds.iter().map(|d| d.name.clone()).collect();
+        let paths = paths_of(&name, &ds);
+        if !words.is_empty() {
+            let hay = {
+                let mut h = name.to_lowercase();
+                for n in &ds {
+                    h.push('\n');
+                    h.push_str(&n.to_lowercase());
+                }
+                for (p, _) in &paths {
+                    h.push('\n');
+                    h.push_str(&p.to_lowercase());
+                }
+                h
+            };
+            if !words.iter().all(|w| hay.contains(w.as_str())) {
+                continue;
+            }
+        }
+        total += 1;
+        if shown >= limit {
+            continue;
+        }
+        if shown > 0 {
+            out.push_str(", ");
+        }
+        shown += 1;
+        out.push_str(&format!(
+            "{{\"name\": {}, \"step\": {}, \"last\": {}, \"ds\": [",
+            json_str(&name),
+            rrd.schema.step,
+            rrd.last_up
+        ));
+        for (i, def) in rrd.schema.ds.iter().enumerate() {
+            let path = paths.iter().find(|(_, k)| *k == i).map(|(p, _)| p.as_str());
+            out.push_str(&format!(
+                "{}{{\"name\": {}, \"type\": \"{}\", \"path\": {}}}",
+                if i > 0 { ", " } else { "" },
+                json_str(&def.name),
+                def.kind.name(),
+                path.map_or("null".to_string(), json_str)
+            ));
+        }
+        out.push_str("], \"rra\": [");
+        for (i, r) in rrd.schema.rra.iter().enumerate() {
+            out.push_str(&format!(
+                "{}{{\"cf\": \"{}\", \"pdp\": {}, \"rows\": {}, \"step\": {}}}",
+                if i > 0 { ", " } else { "" },
+                r.cf.name(),
+                r.pdp_cnt,
+                r.row_cnt,
+                r.pdp_cnt * rrd.schema.step
+            ));
+        }
+        out.push_str("]}");
+    }
+    out.push_str(&format!("], \"total\": {total}, \"shown\": {shown}}}"));
+    json_reply(200, out)
+}
+
+/// `/api/fetch`.
+fn fetch<'a>(d: &Daemon, _g: &Graphite, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Reply {
+    let Some(name) = get("series").filter(|s| !s.is_empty()) else {
+        return error(400, "fetch needs series=NAME (a name /api/series lists)");
+    };
+    let time = |k: &str, default: &str| -> Result<i64, Reply> {
+        let v = get(k).filter(|v| !v.is_empty()).unwrap_or(default);
+        crate::graphite::time::parse(v, now).map_err(|e| error(400, &format!("{k}: {e}")))
+    };
+    let (from, until) = match (time("from", "-1d"), time("until", "now")) {
+        (Ok(f), Ok(u)) => (f, u),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    if until <= from {
+        return error(400, &format!("until ({until}) must be after from ({from})"));
+    }
+    if from < rrd::parsetime::MIN_TIME {
+        return error(400, "from: the first time to fetch must be after 1980");
+    }
+    let width: u64 = match get("width").filter(|v| !v.is_empty()) {
+        None => 1000,
+        Some(w) => match w.parse::<u64>() {
+            Ok(n) if (1..=100_000).contains(&n) => n,
+            _ => {
+                return error(
+                    400,
+                    &format!("width '{w}' is not a count of pixels (1-100000)"),
+                )
+            }
+        },
+    };
+    let mut inner = d.lock();
+    d.apply_series(&mut inner, name);
+    let Some(rrd) = inner.store.get(name) else {
+        return error(404, &format!("no series {name}"));
+    };
+    let ds = match get("ds").filter(|v| !v.is_empty()) {
+        None => 0,
+        Some(v) => match rrd.schema.ds_index(v) {
+            Some(i) => i,
+            None => match v.parse::<usize>() {
+                Ok(i) if i < rrd.schema.ds.len() => i,
+                _ => return error(400, &format!("{name} has no data source {v}")),
+            },
+        },
+    };
+    let cfs: Vec<rrd::Cf> = rrd.schema.rra.iter().map(|r| r.cf).collect();
+    let cf = match get("cf").filter(|v| !v.is_empty()) {
+        None if cfs.contains(&rrd::Cf::Average) => rrd::Cf::Average,
+        None => match cfs.first() {
+            Some(&c) => c,
+            None => return error(400, &format!("{name} has no archives")),
+        },
+        Some(v) => match rrd::Cf::from_name(&v.to_ascii_uppercase()) {
+            Some(c) if cfs.contains(&c) => c,
+            _ => return error(400, &format!("{name} has no {v} archive")),
+        },
+    };
+    let resolution = ((until - from) as u64 / width).max(1);
+    let (rra, start, step, mut values) = match get("rra").filter(|v| !v.is_empty() && *v != "auto")
+    {
+        None => match rrd::fetch::fetch(rrd, cf, from, until, resolution, false) {
+            Ok(r) => {
+                let rra = rrd::fetch::choose_rra(rrd, cf, from, until, resolution).unwrap_or(0);
+                let vals: Vec<f64> = r.rows.iter().map(|row| row[ds]).collect();
+                (rra, r.start + r.step as i64, r.step as i64, vals)
+            }
+            Err(e) => return error(400, &e.to_string()),
+        },
+        Some(v) => {
+            let Some(rra) = v
+                .parse::<usize>()
+                .ok()
+                .filter(|&i| i < rrd.schema.rra.len())
+            else {
+                return error(
+                    400,
+                    &format!(
+                        "rra '{v}': auto or an archive of {name} (0 to {})",
+                        rrd.schema.rra.len().saturating_sub(1)
+                    ),
+                );
+            };
+            let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt) as i64;
+            // The slots `rrdtool fetch` would give for this archive: labelled by their ends,
+            // from the one holding `from` to the one after `until`'s start.
+            let s = from - from.rem_euclid(span);
+            let e = until + span - until.rem_euclid(span);
+            let mut reader = rrd.rra[rra].rows.reader();
+            let n = ((e - s) / span) as usize;
+            if n > MAX_POINTS * 1000 {
+                return error(400, "the range holds too many rows of that archive");
+            }
+            let vals = (0..n as i64)
+                .map(|k| match rrd.ring_row(rra, s + (k + 1) * span) {
+                    Some(row) => reader.row(row)[ds],
+                    None => rrd::num::DNAN,
+                })
+                .collect();
+            (rra, s + span, span, vals)
+        }
+    };
+    let def = &rrd.schema.rra[rra];
+    let (pdp, rows, rra_cf) = (def.pdp_cnt, def.row_cnt, def.cf);
+    let ds_name = rrd.schema.ds[ds].name.clone();
+    drop(inner);
+    let (by, step) = if values.len() > MAX_POINTS {
+        let by = values.len().div_ceil(MAX_POINTS);
+        values = consolidate(&values, by, cf);
+        (by, step * by as i64)
+    } else {
+        (1, step)
+    };
+    let mut out = String::with_capacity(values.len() * 20 + 256);
+    out.push_str(&format!(
+        "{{\"series\": {}, \"ds\": {}, \"cf\": \"{}\", \"rra\": {rra}, \"rraCf\": \"{}\", \"pdp\": {pdp}, \"rows\": {rows}, \"from\": {from}, \"until\": {until}, \"start\": {start}, \"step\": {step}, \"consolidated\": {by}, \"values\": [",
+        json_str(name),
+        json_str(&ds_name),
+        cf.name(),
+        rra_cf.name(),
+    ));
+    for (i, &v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_num(v, &mut out);
+    }
+    out.push_str("]}");
+    json_reply(200, out)
+}
+
+/// `vals` in groups of `by`, each group's known values consolidated by `cf` (unknown if none).
+fn consolidate(vals: &[f64], by: usize, cf: rrd::Cf) -> Vec<f64> {
+    vals.chunks(by)
+        .map(|g| {
+            let known = g.iter().copied().filter(|v| !v.is_nan());
+            match cf {
+                rrd::Cf::Average => {
+                    let (n, sum) = known.fold((0usize, 0.0), |(n, s), v| (n + 1, s + v));
+                    if n == 0 {
+                        f64::NAN
+                    } else {
+                        sum / n as f64
+                    }
+                }
+                rrd::Cf::Min => known.fold(f64::NAN, f64::min),
+                rrd::Cf::Max => known.fold(f64::NAN, f64::max),
+                rrd::Cf::Last => g
+                    .iter()
+                    .rev()
+                    .copied()
+                    .find(|v| !v.is_nan())
+                    .unwrap_or(f64::NAN),
+            }
+        })
+        .collect()
+}
+
+/// What the Disk panel shows, from the daemon's STATS: every `Key: number` line, the loss
+/// window, and the projections.
+fn stats(d: &Daemon) -> Reply {
+    let lines = crate::handlers::stats_lines(d);
+    let mut fields: Vec<(String, f64)> = Vec::new();
+    let mut out = String::from("{\"stats\": {");
+    for l in &lines {
+        let Some((k, v)) = l.split_once(": ") else {
+            continue;
+        };
+        let Ok(x) = v.trim().parse::<f64>() else {
+            continue;
+        };
+        if !fields.is_empty() {
+            out.push_str(", ");
+        }
+        out.push_str(&json_str(k));
+        out.push_str(": ");
+        out.push_str(v.trim());
+        fields.push((k.to_string(), x));
+    }
+    out.push_str("}, ");
+    let f = |k: &str| fields.iter().find(|(n, _)| n == k).map_or(0.0, |(_, v)| *v);
+    let p = project(
+        d.commit_interval.as_secs().max(1),
+        f("TreeNodesNumber") as u64,
+        f("DataSetsWritten") as u64,
+        f("UptimeSeconds") as u64,
+    );
+    out.push_str(&format!(
+        "\"lossWindowSeconds\": {}, \"series\": {}, \"samplesPerDay\": {}, \"bytesPerDay\": {}, \"perFileWrite\": {PER_FILE_WRITE}, \"perFileBytesPerDay\": {}, \"filesPerWindow\": {}}}",
+        d.commit_interval.as_secs(),
+        f("TreeNodesNumber") as u64,
+        p.samples_per_day,
+        f("DiskBytesPerDay") as u64,
+        p.per_file_bytes_per_day,
+        p.files_per_window,
+    ));
+    json_reply(200, out)
+}
+
+/// The write load projected to a day.
+#[derive(Debug, PartialEq)]
+pub struct Projection {
+    pub samples_per_day: u64,
+    /// Files a per-file writer would write each window: a series is written in a window
+    /// if a value came for it (at most the series, at most the values of a window).
+    pub files_per_window: u64,
+    /// What writing each of those files once a window would cost a day.
+    pub per_file_bytes_per_day: u64,
+}
+
+/// Project a day from `samples` over `uptime` seconds (STATS projects ringlet's own bytes:
+/// DiskBytesPerDay), with `series` series and a window of `window` seconds.
+pub fn project(window: u64, series: u64, samples: u64, uptime: u64) -> Projection {
+    if uptime < 60 {
+        return Projection {
+            samples_per_day: 0,
+            files_per_window: 0,
+            per_file_bytes_per_day: 0,
+        };
+    }
+    let per_day = |x: u64| (x as u128 * 86_400 / uptime as u128) as u64;
+    let samples_per_window = (samples as u128 * window as u128 / uptime as u128) as u64;
+    let files = series.min(samples_per_window);
+    Projection {
+        samples_per_day: per_day(samples),
+        files_per_window: files,
+        per_file_bytes_per_day: (files as u128
+            * (86_400 / window.max(1)) as u128
+            * PER_FILE_WRITE as u128) as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_escape_what_json_needs() {
+        assert_eq!(json_str("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+        assert_eq!(json_str("h\u{2028}"), "\"h\\u2028\"");
+    }
+
+    #[test]
+    fn numbers_unknowns_and_infinities() {
+        let mut s = String::new();
+        for v in [1.5, f64::NAN, f64::INFINITY, -2.0, 1e-7] {
+            json_num(v, &mut s);
+            s.push(' ');
+        }
+        assert_eq!(s, "1.5 null 1e9999 -2.0 1e-7 ");
+    }
+
+    #[test]
+    fn consolidation_follows_the_cf_and_keeps_unknown_groups() {
+        let v = [1.0, f64::NAN, 3.0, f64::NAN, f64::NAN, 8.0, 2.0];
+        let avg = consolidate(&v, 3, rrd::Cf::Average);
+        assert_eq!(avg[0], 2.0);
+        assert_eq!(avg[1], 8.0);
+        assert_eq!(avg[2], 2.0);
+        assert_eq!(consolidate(&v, 3, rrd::Cf::Max)[0], 3.0);
+        assert_eq!(consolidate(&v, 3, rrd::Cf::Min)[1], 8.0);
+        assert_eq!(consolidate(&v, 3, rrd::Cf::Last)[0], 3.0);
+        assert!(consolidate(&[f64::NAN, f64::NAN], 2, rrd::Cf::Average)[0].is_nan());
+    }
+
+    #[test]
+    fn the_projection_counts_a_file_a_series_a_window() {
+        // 1,000 series, one value each every 300 s, for an hour: 12,000 values.
+        let p = project(300, 1_000, 12_000, 3_600);
+        assert_eq!(p.samples_per_day, 288_000);
+        assert_eq!(p.files_per_window, 1_000);
+        assert_eq!(p.per_file_bytes_per_day, 1_000 * 288 * PER_FILE_WRITE);
+        // Fewer values a window than series: only the files that got one are written.
+        let q = project(300, 1_000, 1_200, 3_600);
+        assert_eq!(q.files_per_window, 100);
+        // Under a minute: no projection yet, as STATS.
+        assert_eq!(project(300, 5, 5, 30).per_file_bytes_per_day, 0);
+    }
+}

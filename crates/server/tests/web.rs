@@ -1,0 +1,357 @@
+//! The web page's side of `--http` (crates/server/src/web.rs): the page and its assets are
+//! served whole and within the page weight; `/api/series` lists and filters the series;
+//! `/api/fetch` gives exactly the rows `rrdtool fetch -r` gives on a file fed the same updates
+//! (Debian's rrdtool as the oracle) for the archive it picks, and an archive named; `/api/stats` is STATS; every
+//! bad request gets a 4xx with a JSON reason, and the daemon keeps serving. (The page itself
+//! is checked in headless Chromium by crates/ringlet/tests/real/web.sh.)
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// (status, headers, body) of a GET.
+fn http(port: u16, path: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let text = String::from_utf8_lossy(&out).to_string();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (status, head.to_string(), body.to_string())
+}
+
+fn get(port: u16, path: &str) -> String {
+    let (st, _, b) = http(port, path);
+    assert_eq!(st, 200, "{path}: {b}");
+    b
+}
+
+/// The number or string after `"key": ` in a flat JSON object.
+fn field(json: &str, key: &str) -> String {
+    let at = json
+        .find(&format!("\"{key}\": "))
+        .unwrap_or_else(|| panic!("no {key} in {json}"))
+        + key.len()
+        + 4;
+    let rest = &json[at..];
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    rest[..end].trim_matches('"').to_string()
+}
+
+/// The `values` array of a fetch reply (None for null).
+fn values(json: &str) -> Vec<Option<f64>> {
+    let at = json.find("\"values\": [").expect("values") + 11;
+    let end = at + json[at..].find(']').expect("end of values");
+    json[at..end]
+        .split(',')
+        .filter(|v| !v.is_empty())
+        .map(|v| match v {
+            "null" => None,
+            v => Some(v.parse().unwrap()),
+        })
+        .collect()
+}
+
+/// `rrdtool fetch` rows (time, value of DS `ds`).
+fn rrdtool_fetch(dir: &std::path::Path, args: &[&str], ds: usize) -> Vec<(i64, Option<f64>)> {
+    let mut a: Vec<String> = vec!["fetch".into()];
+    a.extend(args.iter().map(|s| s.to_string()));
+    let o = rrdtool(dir, &a);
+    assert_eq!(o.code, 0, "rrdtool {a:?}: {}", o.stderr);
+    o.stdout
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter_map(|(t, vs)| {
+            let t: i64 = t.trim().parse().ok()?;
+            let v = vs.split_whitespace().nth(ds)?;
+            let v: f64 = v.parse().ok()?;
+            Some((t, (!v.is_nan()).then_some(v)))
+        })
+        .collect()
+}
+
+#[test]
+fn the_page_its_api_and_rrdtools_rows() {
+    if !need(&["rrdtool"]) {
+        return;
+    }
+    let dir = TempDir::new("web");
+    let hport = free_port();
+    let d = Ringlet::start(
+        dir.path(),
+        &["-w", "120", "--http", &format!("127.0.0.1:{hport}")],
+    );
+    std::fs::create_dir_all(d.base.join("web")).unwrap();
+    std::fs::create_dir_all(d.base.join("h1")).unwrap();
+    let mut s = connect(&d.sock);
+    // Two days of minutes before a fixed time: a saw 0..99 and a counter; hourly MAX and
+    // AVERAGE archives.
+    // A whole hour (1,800,000,000 is one).
+    let end: i64 = 1_800_000_000;
+    let t0 = end - 2 * 86_400;
+    assert!(request(
+        &mut s,
+        &format!("CREATE web/known.rrd -b {t0} -s 60 DS:v:GAUGE:120:U:U DS:w:COUNTER:120:U:U RRA:AVERAGE:0.5:1:2880 RRA:MAX:0.5:60:48 RRA:AVERAGE:0.5:60:400")
+    )
+    .starts_with("0 "));
+    assert!(request(
+        &mut s,
+        &format!("CREATE h1/load.rrd -b {t0} -s 60 DS:shortterm:GAUGE:120:0:U RRA:LAST:0.5:1:100")
+    )
+    .starts_with("0 "));
+    let mut batch = String::from("BATCH\n");
+    let mut c = 0u64;
+    // The same updates into a file of rrdtool's own, the oracle (`rrdtool fetch --daemon`
+    // cannot ask for a resolution: rrdcached's FETCH has none).
+    let oracle = dir.path().join("known.rrd").display().to_string();
+    let mut create: Vec<String> = ["create", &oracle, "-b", &t0.to_string(), "-s", "60"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    create.extend(
+        [
+            "DS:v:GAUGE:120:U:U",
+            "DS:w:COUNTER:120:U:U",
+            "RRA:AVERAGE:0.5:1:2880",
+        ]
+        .iter()
+        .chain(&["RRA:MAX:0.5:60:48", "RRA:AVERAGE:0.5:60:400"])
+        .map(|s| s.to_string()),
+    );
+    assert_eq!(rrdtool(dir.path(), &create).code, 0);
+    let mut update = vec!["update".to_string(), oracle.clone()];
+    for k in 1..=2 * 1440i64 {
+        let t = t0 + 60 * k;
+        c += 1000 + (k as u64 % 7) * 10;
+        batch += &format!("UPDATE web/known.rrd {t}:{}:{c}\n", k % 100);
+        update.push(format!("{t}:{}:{c}", k % 100));
+    }
+    assert_eq!(rrdtool(dir.path(), &update).code, 0);
+    batch += ".\n";
+    s.write_all(batch.as_bytes()).unwrap();
+    let go = read_reply(&mut s);
+    assert!(go.starts_with("0 Go ahead"), "{go}");
+    let r = read_reply(&mut s);
+    assert!(r.starts_with("0 errors"), "{r}");
+
+    // The page and its assets: served whole, the page under 300 KB in all.
+    let (st, head, page) = http(hport, "/");
+    assert_eq!(st, 200);
+    assert!(head.contains("text/html"), "{head}");
+    for id in [
+        "id=\"tree\"",
+        "id=\"search\"",
+        "id=\"chart\"",
+        "id=\"legend\"",
+        "id=\"disk\"",
+    ] {
+        assert!(page.contains(id), "the page has no {id}");
+    }
+    let js = get(hport, "/ui/uPlot.iife.min.js");
+    let css = get(hport, "/ui/uPlot.min.css");
+    assert!(js.contains("uPlot"));
+    let weight = page.len() + js.len() + css.len();
+    assert!(weight <= 300_000, "page weight {weight} bytes");
+    eprintln!(
+        "page weight: {weight} bytes (page {}, uPlot {} + {})",
+        page.len(),
+        js.len(),
+        css.len()
+    );
+
+    // The series, filtered as the search box asks.
+    let all = get(hport, "/api/series");
+    assert_eq!(field(&all, "total"), "2");
+    assert!(
+        all.contains("\"name\": \"web/known.rrd\", \"step\": 60"),
+        "{all}"
+    );
+    assert!(all.contains("{\"name\": \"v\", \"type\": \"GAUGE\", \"path\": \"web.known.v\"}"));
+    assert!(all.contains("{\"cf\": \"MAX\", \"pdp\": 60, \"rows\": 48, \"step\": 3600}"));
+    let one = get(hport, "/api/series?q=KNOWN%20w");
+    assert_eq!(field(&one, "total"), "1");
+    assert!(one.contains("web/known.rrd"));
+    let by_path = get(hport, "/api/series?q=h1.load.short");
+    assert_eq!(field(&by_path, "total"), "1");
+    assert!(by_path.contains("h1/load.rrd"));
+    let limited = get(hport, "/api/series?limit=1");
+    assert_eq!(
+        (
+            field(&limited, "total").as_str(),
+            field(&limited, "shown").as_str()
+        ),
+        ("2", "1")
+    );
+
+    // Rows as rrdtool fetch gives them, for the archive it picks at a row a pixel.
+    for (from, until, width, ds, cf) in [
+        (end - 3600, end, 1000u64, "v", "AVERAGE"),
+        (end - 86_400, end - 600, 1000, "v", "AVERAGE"),
+        (end - 86_400, end, 20, "v", "AVERAGE"),
+        (end - 86_400, end, 1000, "w", "AVERAGE"),
+        (end - 2 * 86_400, end, 30, "v", "MAX"),
+    ] {
+        let body = get(
+            hport,
+            &format!("/api/fetch?series=web/known.rrd&ds={ds}&cf={cf}&from={from}&until={until}&width={width}"),
+        );
+        let res = ((until - from) as u64 / width).max(1).to_string();
+        let want = rrdtool_fetch(
+            dir.path(),
+            &[
+                &oracle,
+                cf,
+                "-s",
+                &from.to_string(),
+                "-e",
+                &until.to_string(),
+                "-r",
+                &res,
+            ],
+            if ds == "v" { 0 } else { 1 },
+        );
+        let (start, step): (i64, i64) = (
+            field(&body, "start").parse().unwrap(),
+            field(&body, "step").parse().unwrap(),
+        );
+        let got: Vec<(i64, Option<f64>)> = values(&body)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (start + i as i64 * step, v))
+            .collect();
+        assert_eq!(got.len(), want.len(), "{from}..{until} w{width} {ds} {cf}");
+        for ((t1, v1), (t2, v2)) in got.iter().zip(&want) {
+            assert_eq!(t1, t2);
+            match (v1, v2) {
+                (Some(a), Some(b)) => {
+                    assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{t1}: {a} {b}")
+                }
+                (a, b) => assert_eq!(a, b, "{t1}"),
+            }
+        }
+        assert!(got.iter().any(|(_, v)| v.is_some()), "{body}");
+    }
+    // The hourly archive when the range is wide for the width; the minutes when not.
+    let wide = get(
+        hport,
+        &format!(
+            "/api/fetch?series=web/known.rrd&from={}&until={end}&width=24",
+            end - 86_400
+        ),
+    );
+    assert_eq!(
+        (field(&wide, "rra").as_str(), field(&wide, "step").as_str()),
+        ("2", "3600")
+    );
+    // An archive named: its rows over the same slots.
+    let max = get(
+        hport,
+        &format!(
+            "/api/fetch?series=web/known.rrd&rra=1&from={}&until={end}",
+            end - 86_400
+        ),
+    );
+    assert_eq!(field(&max, "rraCf"), "MAX");
+    // rrdtool picks the same archive for MAX at an hour a row.
+    let want: Vec<Option<f64>> = rrdtool_fetch(
+        dir.path(),
+        &[
+            &oracle,
+            "MAX",
+            "-s",
+            &(end - 86_400).to_string(),
+            "-e",
+            &end.to_string(),
+            "-r",
+            "3600",
+        ],
+        0,
+    )
+    .into_iter()
+    .map(|(_, v)| v)
+    .collect();
+    assert_eq!(values(&max), want);
+    assert_eq!(want.iter().flatten().count(), 24);
+    // Relative times, as the presets send them, and a CF given in any case.
+    let rel = get(
+        hport,
+        "/api/fetch?series=h1/load.rrd&cf=last&from=-1h&until=now",
+    );
+    assert_eq!(field(&rel, "cf"), "LAST");
+
+    // STATS as JSON, and the projection.
+    let st = get(hport, "/api/stats");
+    assert_eq!(field(&st, "TreeNodesNumber"), "2");
+    assert_eq!(field(&st, "lossWindowSeconds"), "120");
+    assert!(st.contains("\"perFileWrite\": 12399"), "{st}");
+
+    // Bad requests: a 4xx and the reason, as JSON.
+    for (path, code, says) in [
+        ("/api/fetch", 400, "needs series"),
+        ("/api/fetch?series=nope.rrd", 404, "no series nope.rrd"),
+        ("/api/fetch?series=../../etc/passwd", 404, "no series"),
+        (
+            "/api/fetch?series=web/known.rrd&ds=zz",
+            400,
+            "no data source zz",
+        ),
+        (
+            "/api/fetch?series=web/known.rrd&cf=LAST",
+            400,
+            "no LAST archive",
+        ),
+        (
+            "/api/fetch?series=web/known.rrd&cf=HWPREDICT",
+            400,
+            "no HWPREDICT",
+        ),
+        ("/api/fetch?series=web/known.rrd&rra=7", 400, "rra '7'"),
+        (
+            "/api/fetch?series=web/known.rrd&from=now&until=-1h",
+            400,
+            "must be after",
+        ),
+        (
+            "/api/fetch?series=web/known.rrd&from=yesterdayish",
+            400,
+            "from:",
+        ),
+        (
+            "/api/fetch?series=web/known.rrd&from=100&until=200",
+            400,
+            "after 1980",
+        ),
+        ("/api/fetch?series=web/known.rrd&width=0", 400, "width"),
+        ("/api/series?limit=lots", 400, "limit"),
+        ("/api/nothing", 404, "no such endpoint"),
+    ] {
+        let (st, head, body) = http(hport, path);
+        assert_eq!(st, code, "{path}: {body}");
+        assert!(head.contains("application/json"), "{path}: {head}");
+        assert!(
+            body.starts_with("{\"error\": \"") && body.contains(says),
+            "{path}: {body}"
+        );
+    }
+    // Still serving, graphite-web's API beside the page's.
+    assert_eq!(get(hport, "/version").trim(), "1.1.10");
+    assert!(request(&mut s, "PING").starts_with("0 PONG"));
+}
