@@ -18,6 +18,12 @@
 //!   consistent hash with replication 2; graphite-web reads the three as its
 //!   `CLUSTER_SERVERS` and gives the whisper oracle's JSON, also with one node stopped.
 //!
+//! - `web.sh`: the web page of `--http` in headless Chromium (Debian's), driven over the
+//!   DevTools protocol (`cdp.py`): the tree and the search over 2,001 series, a chart whose
+//!   legend gives `rrdtool fetch --daemon`'s min/avg/max/last, drag to zoom, double-click,
+//!   the URL, live refresh and the Disk panel against STATS; screenshots of each view in
+//!   `target/tmp/web-shots/`.
+//!
 //! Needs root, /dev/fuse, unshare, and the packages scripts/setup installs; without them the
 //! tests say so, and fail in CI (which has them).
 
@@ -93,6 +99,11 @@ fn run_in(script: &str, tag: &str, limit_s: u32, mounts: bool) -> String {
         .env("RINGLET", BIN)
         .env("T", &dir.0)
         .env("HERE", &here)
+        // Screenshots and such, kept after the test (under target/, not in git).
+        .env(
+            "SHOTS",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{tag}-shots")),
+        )
         .output()
         .expect("unshare");
     let out = String::from_utf8_lossy(&o.stdout).to_string();
@@ -242,4 +253,29 @@ fn carbon_c_relay_spreads_over_three_nodes_and_graphite_web_reads_them_all() {
     expect(&out, &["POINTS ON TWO NODES EACH: 4830"]);
     assert!(out.contains(&format!("THREE NODES SAME: {n}\n")), "{out}");
     assert!(out.contains(&format!("ONE NODE DOWN SAME: {n}\n")), "{out}");
+}
+
+#[test]
+fn the_web_page_finds_charts_zooms_and_shows_the_disk_in_chromium() {
+    let needs = ["command -v chromium rrdtool python3"];
+    if !can_run_with("the web page test", &needs, true) {
+        return;
+    }
+    let out = run_in("web.sh", "web", 280, false);
+    expect(
+        &out,
+        &[
+            "FIRST CHART MS",
+            "TREE LISTS: 2001 series",
+            "CHART DRAWN",
+            "SEARCH FILTERS",
+            "COMPARE: 2 series",
+            "ZOOM REQUESTS",
+            "DOUBLE-CLICK RESETS",
+            "URL RESTORES",
+            "LIVE REFRESH",
+            "DISK PANEL: 2001 series",
+        ],
+    );
+    eprintln!("{out}");
 }
