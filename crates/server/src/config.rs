@@ -89,7 +89,7 @@ pub struct Config {
     pub carbon_pickle: Vec<std::net::SocketAddr>,
     /// `--graphite-conf DIR`: carbon's storage-schemas.conf and storage-aggregation.conf.
     pub graphite_conf: Option<PathBuf>,
-    /// `--http ADDR`: graphite-web's API.
+    /// `--http ADDR`: graphite-web's API and the web page.
     pub http: Vec<std::net::SocketAddr>,
 }
 
@@ -190,7 +190,9 @@ ringlet options:
                          Grafana's Graphite data source calls) at ADDR (host:port, or
                          a port: loopback; default port 8080). Every series is a path:
                          a/b/c.rrd with one data source named value is a.b.c, else each
-                         data source d is a.b.c.d
+                         data source d is a.b.c.d; and a web page at / to find,
+                         chart and compare series and see the disk's write load
+                         (open http://ADDR/ in a browser)
   -h, --help             this text
 ";
 

@@ -7,6 +7,8 @@
 //!   and `/ui/uPlot.iife.min.js`, `/ui/uPlot.min.css` the charting library uPlot 1.6.32 (MIT,
 //!   pinned: `web/vendor/uPlot-1.6.32`, its sha256 in `web/README.md`). Every asset is built
 //!   into the binary (`include_str!`): the page works with no network.
+//! - `/api/tree?dir=D`: the directories under `D` (with their series counts) and the
+//!   series directly in it: the page's tree opens a directory at a time.
 //! - `/api/series?q=WORDS&limit=N`: the series (name, step, last update, data sources with
 //!   their type and Graphite path, archives), sorted by name; `q` keeps those whose name,
 //!   data source names or paths contain every word (any case); at most `limit` (default
@@ -93,6 +95,7 @@ pub fn route(
         "/ui/uPlot.iife.min.js" => asset("text/javascript; charset=utf-8", UPLOT_JS),
         "/ui/uPlot.min.css" => asset("text/css; charset=utf-8", UPLOT_CSS),
         "/api/series" => series(d, get("q").unwrap_or(""), get("limit")),
+        "/api/tree" => tree(d, get("dir").unwrap_or("")),
         "/api/fetch" => fetch(d, g, &get, now),
         "/api/stats" => stats(d),
         p if p.starts_with("/api/") || p.starts_with("/ui/") => {
@@ -133,6 +136,60 @@ fn json_num(v: f64, out: &mut String) {
     }
 }
 
+/// The store's names, sorted, as of its last create or remove (sorting a million names for
+/// every request of the page would take most of a second).
+fn sorted_names(d: &Daemon) -> std::sync::Arc<Vec<String>> {
+    type Cache = Option<(usize, (u64, usize), std::sync::Arc<Vec<String>>)>;
+    static CACHE: std::sync::Mutex<Cache> = std::sync::Mutex::new(None);
+    let inner = d.lock();
+    let version = inner.store.names_version();
+    let me = d as *const Daemon as usize;
+    let mut c = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((who, v, names)) = c.as_ref() {
+        if *who == me && *v == version {
+            return names.clone();
+        }
+    }
+    let names = std::sync::Arc::new(inner.store.names());
+    *c = Some((me, version, names.clone()));
+    names
+}
+
+/// One series as the page lists it: name, step, last update, data sources (type, Graphite
+/// path), archives (CF, PDPs a row, rows, seconds a row).
+fn entry_json(name: &str, rrd: &rrd::Rrd, out: &mut String) {
+    let ds: Vec<String> = rrd.schema.ds.iter().map(|d| d.name.clone()).collect();
+    let paths = paths_of(name, &ds);
+    out.push_str(&format!(
+        "{{\"name\": {}, \"step\": {}, \"last\": {}, \"ds\": [",
+        json_str(name),
+        rrd.schema.step,
+        rrd.last_up
+    ));
+    for (i, def) in rrd.schema.ds.iter().enumerate() {
+        let path = paths.iter().find(|(_, k)| *k == i).map(|(p, _)| p.as_str());
+        out.push_str(&format!(
+            "{}{{\"name\": {}, \"type\": \"{}\", \"path\": {}}}",
+            if i > 0 { ", " } else { "" },
+            json_str(&def.name),
+            def.kind.name(),
+            path.map_or("null".to_string(), json_str)
+        ));
+    }
+    out.push_str("], \"rra\": [");
+    for (i, r) in rrd.schema.rra.iter().enumerate() {
+        out.push_str(&format!(
+            "{}{{\"cf\": \"{}\", \"pdp\": {}, \"rows\": {}, \"step\": {}}}",
+            if i > 0 { ", " } else { "" },
+            r.cf.name(),
+            r.pdp_cnt,
+            r.row_cnt,
+            r.pdp_cnt * rrd.schema.step
+        ));
+    }
+    out.push_str("]}");
+}
+
 /// `/api/series`.
 fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
     let limit = match limit {
@@ -148,28 +205,27 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
         },
     };
     let words: Vec<String> = q.split_whitespace().map(|w| w.to_lowercase()).collect();
+    let names = sorted_names(d);
     let inner = d.lock();
     let (mut total, mut shown) = (0usize, 0usize);
     let mut out = String::from("{\"series\": [");
-    for name in inner.store.names() {
-        let Some(rrd) = inner.store.get(&name) else {
+    let mut hay = String::new();
+    for name in names.iter() {
+        let Some(rrd) = inner.store.get(name) else {
             continue;
         };
-        let ds: Vec<String> = rrd.schema.ds.iter().map(|d| d.name.clone()).collect();
-        let paths = paths_of(&name, &ds);
         if !words.is_empty() {
-            let hay = {
-                let mut h = name.to_lowercase();
-                for n in &ds {
-                    h.push('\n');
-                    h.push_str(&n.to_lowercase());
-                }
-                for (p, _) in &paths {
-                    h.push('\n');
-                    h.push_str(&p.to_lowercase());
-                }
-                h
-            };
+            hay.clear();
+            hay.push_str(&name.to_lowercase());
+            let ds: Vec<String> = rrd.schema.ds.iter().map(|d| d.name.clone()).collect();
+            for n in &ds {
+                hay.push('\n');
+                hay.push_str(&n.to_lowercase());
+            }
+            for (p, _) in paths_of(name, &ds) {
+                hay.push('\n');
+                hay.push_str(&p.to_lowercase());
+            }
             if !words.iter().all(|w| hay.contains(w.as_str())) {
                 continue;
             }
@@ -182,36 +238,88 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
             out.push_str(", ");
         }
         shown += 1;
-        out.push_str(&format!(
-            "{{\"name\": {}, \"step\": {}, \"last\": {}, \"ds\": [",
-            json_str(&name),
-            rrd.schema.step,
-            rrd.last_up
-        ));
-        for (i, def) in rrd.schema.ds.iter().enumerate() {
-            let path = paths.iter().find(|(_, k)| *k == i).map(|(p, _)| p.as_str());
-            out.push_str(&format!(
-                "{}{{\"name\": {}, \"type\": \"{}\", \"path\": {}}}",
-                if i > 0 { ", " } else { "" },
-                json_str(&def.name),
-                def.kind.name(),
-                path.map_or("null".to_string(), json_str)
-            ));
-        }
-        out.push_str("], \"rra\": [");
-        for (i, r) in rrd.schema.rra.iter().enumerate() {
-            out.push_str(&format!(
-                "{}{{\"cf\": \"{}\", \"pdp\": {}, \"rows\": {}, \"step\": {}}}",
-                if i > 0 { ", " } else { "" },
-                r.cf.name(),
-                r.pdp_cnt,
-                r.row_cnt,
-                r.pdp_cnt * rrd.schema.step
-            ));
-        }
-        out.push_str("]}");
+        entry_json(name, rrd, &mut out);
     }
     out.push_str(&format!("], \"total\": {total}, \"shown\": {shown}}}"));
+    json_reply(200, out)
+}
+
+/// The names under `prefix` (sorted `names`): the directories directly under it with how
+/// many names each holds, the names directly in it, and how many names are under it in all.
+/// With no prefix, absolute names (outside the base directory) are under the directory "/".
+fn group<'a>(names: &'a [String], prefix: &str) -> (Vec<(&'a str, usize)>, Vec<&'a str>, usize) {
+    let from = names.partition_point(|n| n.as_str() < prefix);
+    let mut dirs: Vec<(&str, usize)> = Vec::new();
+    let mut here: Vec<&str> = Vec::new();
+    let mut in_dir = 0usize;
+    // Names with a common prefix are next to each other in sorted order: a directory's
+    // names come together.
+    for n in names[from..].iter() {
+        let Some(rest) = n.strip_prefix(prefix) else {
+            break;
+        };
+        in_dir += 1;
+        let sub = if prefix.is_empty() && rest.starts_with('/') {
+            Some("/")
+        } else {
+            rest.split_once('/').map(|(sub, _)| sub)
+        };
+        match sub {
+            Some(sub) => match dirs.last_mut() {
+                Some((last, k)) if *last == sub => *k += 1,
+                _ => dirs.push((sub, 1)),
+            },
+            None => here.push(n),
+        }
+    }
+    (dirs, here, in_dir)
+}
+
+/// `/api/tree?dir=D`: the directories directly under `D` (each with how many series it
+/// holds, at any depth) and the series directly in it (at most [`SERIES_LIMIT`]), so that
+/// the page's tree opens a directory at a time whatever the store's size.
+fn tree(d: &Daemon, dir: &str) -> Reply {
+    // Names outside the base directory are absolute: they sit under the directory "/".
+    let dir = if dir == "/" {
+        dir
+    } else {
+        dir.trim_end_matches('/')
+    };
+    let prefix = match dir {
+        "" => String::new(),
+        "/" => "/".to_string(),
+        d => format!("{d}/"),
+    };
+    let names = sorted_names(d);
+    let (dirs, here, in_dir) = group(&names, &prefix);
+    if in_dir == 0 && !dir.is_empty() {
+        return error(404, &format!("no series under {dir}/"));
+    }
+    let inner = d.lock();
+    let mut out = format!(
+        "{{\"dir\": {}, \"total\": {}, \"under\": {in_dir}, \"dirs\": [",
+        json_str(dir),
+        names.len()
+    );
+    for (i, (name, k)) in dirs.iter().enumerate() {
+        out.push_str(&format!(
+            "{}{{\"name\": {}, \"series\": {k}}}",
+            if i > 0 { ", " } else { "" },
+            json_str(name)
+        ));
+    }
+    out.push_str("], \"series\": [");
+    let mut shown = 0;
+    for n in here.iter().take(SERIES_LIMIT) {
+        if let Some(rrd) = inner.store.get(n) {
+            if shown > 0 {
+                out.push_str(", ");
+            }
+            shown += 1;
+            entry_json(n, rrd, &mut out);
+        }
+    }
+    out.push_str(&format!("], \"more\": {}}}", here.len() > SERIES_LIMIT));
     json_reply(200, out)
 }
 
@@ -478,6 +586,28 @@ mod tests {
         assert_eq!(consolidate(&v, 3, rrd::Cf::Min)[1], 8.0);
         assert_eq!(consolidate(&v, 3, rrd::Cf::Last)[0], 3.0);
         assert!(consolidate(&[f64::NAN, f64::NAN], 2, rrd::Cf::Average)[0].is_nan());
+    }
+
+    #[test]
+    fn the_tree_groups_names_a_directory_at_a_time() {
+        let mut names: Vec<String> = ["a/x.rrd", "a/b/y.rrd", "a/b/z.rrd", "a-b/w.rrd", "top.rrd"]
+            .iter()
+            .chain(&["/abs/q.rrd", "/abs/r/s.rrd", "a0/v.rrd"])
+            .map(|s| s.to_string())
+            .collect();
+        names.sort();
+        let (dirs, here, n) = group(&names, "");
+        // In byte order ("a-b" before "a/..."), each directory once.
+        assert_eq!(dirs, [("/", 2), ("a-b", 1), ("a", 3), ("a0", 1)]);
+        assert_eq!(here, ["top.rrd"]);
+        assert_eq!(n, 8);
+        let (dirs, here, n) = group(&names, "a/");
+        assert_eq!((dirs, here, n), (vec![("b", 2)], vec!["a/x.rrd"], 3));
+        let (dirs, here, _) = group(&names, "/");
+        assert_eq!((dirs, here), (vec![("abs", 2)], vec![]));
+        let (dirs, here, _) = group(&names, "/abs/");
+        assert_eq!((dirs, here), (vec![("r", 1)], vec!["/abs/q.rrd"]));
+        assert_eq!(group(&names, "zz/").2, 0);
     }
 
     #[test]

@@ -201,6 +201,14 @@ fn the_page_its_api_and_rrdtools_rows() {
         ("2", "1")
     );
 
+    // The tree, a directory at a time.
+    assert_eq!(
+        get(hport, "/api/tree"),
+        "{\"dir\": \"\", \"total\": 2, \"under\": 2, \"dirs\": [{\"name\": \"h1\", \"series\": 1}, {\"name\": \"web\", \"series\": 1}], \"series\": [], \"more\": false}"
+    );
+    let web = get(hport, "/api/tree?dir=web/");
+    assert!(web.starts_with("{\"dir\": \"web\", \"total\": 2, \"under\": 1, \"dirs\": [], \"series\": [{\"name\": \"web/known.rrd\""), "{web}");
+
     // Rows as rrdtool fetch gives them, for the archive it picks at a row a pixel.
     for (from, until, width, ds, cf) in [
         (end - 3600, end, 1000u64, "v", "AVERAGE"),
@@ -341,6 +349,8 @@ fn the_page_its_api_and_rrdtools_rows() {
         ),
         ("/api/fetch?series=web/known.rrd&width=0", 400, "width"),
         ("/api/series?limit=lots", 400, "limit"),
+        ("/api/tree?dir=we", 404, "no series under we/"),
+        ("/api/tree?dir=..%2F..", 404, "no series under"),
         ("/api/nothing", 404, "no such endpoint"),
     ] {
         let (st, head, body) = http(hport, path);
