@@ -410,7 +410,9 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     for a in &cfg.http {
         let server =
             tiny_http::Server::http(a).map_err(|e| format!("cannot serve HTTP on {a}: {e}"))?;
-        log(&format!("serving the web page and graphite-web's API on http://{a}/"));
+        log(&format!(
+            "serving the web page and graphite-web's API on http://{a}/"
+        ));
         http_bound.push(server);
     }
     if let Some(p) = &cfg.pid_file {
