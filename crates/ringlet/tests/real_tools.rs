@@ -19,7 +19,7 @@
 //!   `CLUSTER_SERVERS` and gives the whisper oracle's JSON, also with one node stopped.
 //!
 //! - `web.sh`: the web page of `--http` in headless Chromium (Debian's), driven over the
-//!   DevTools protocol (`cdp.py`): the tree and the search over 2,001 series, a chart whose
+//!   DevTools protocol (`cdp.py`): the tree and the search over 2,002 series (one of them named in HTML), a chart whose
 //!   legend gives `rrdtool fetch --daemon`'s min/avg/max/last, drag to zoom, double-click,
 //!   the URL, live refresh and the Disk panel against STATS; screenshots of each view in
 //!   `target/tmp/web-shots/`.
@@ -266,7 +266,7 @@ fn the_web_page_finds_charts_zooms_and_shows_the_disk_in_chromium() {
         &out,
         &[
             "FIRST CHART MS",
-            "TREE LISTS: 2001 series",
+            "TREE LISTS: 2002 series",
             "CHART DRAWN",
             "SEARCH FILTERS",
             "COMPARE: 2 series",
@@ -274,7 +274,7 @@ fn the_web_page_finds_charts_zooms_and_shows_the_disk_in_chromium() {
             "DOUBLE-CLICK RESETS",
             "URL RESTORES",
             "LIVE REFRESH",
-            "DISK PANEL: 2001 series",
+            "DISK PANEL: 2002 series",
         ],
     );
     eprintln!("{out}");

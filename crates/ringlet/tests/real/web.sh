@@ -6,7 +6,7 @@
 # the rrdcached protocol; then web-check.py drives the page.
 set -euo pipefail
 . "$HERE/lib.sh"
-SERIES=${SERIES:-2001}
+SERIES=${SERIES:-2001}   # with the hostile name: one more
 S=$T/s.sock
 mkdir -p "$T/base/web"
 HP=$(port)
@@ -33,6 +33,8 @@ end = now - now % 60
 t0 = end - 36 * 3600
 ask("CREATE web/known.rrd -b %d -s 60 DS:v:GAUGE:120:U:U DS:w:COUNTER:120:U:U "
     "RRA:AVERAGE:0.5:1:2880 RRA:MAX:0.5:60:48 RRA:AVERAGE:0.5:60:400" % t0)
+# A name a careless page would run as HTML.
+ask("CREATE web/<b>bold&'q<script>alert(1)<script>.rrd -b %d -s 60 DS:value:GAUGE:120:U:U RRA:LAST:0.5:1:10" % t0)
 hosts = (count - 1 + 19) // 20
 made = 0
 for h in range(hosts):
