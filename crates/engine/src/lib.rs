@@ -370,6 +370,10 @@ pub struct Store {
     busy: bool,
     /// What failed after a commit had become durable (a lagged checkpoint), for the caller.
     deferred_error: Option<String>,
+    /// A checkpoint that had to stand in for a commit's record (the ring full) failed: the
+    /// state in memory is ahead of the newest checkpoint and the log, and every commit
+    /// writes a checkpoint (only that) until one is written. Why, for the caller.
+    must_checkpoint: Option<String>,
     /// The mark of a clean close is on disk ([`Store::mark_clean`]).
     marked: bool,
     /// Samples in the log since the store was created (as far as this process knows: those
@@ -387,6 +391,17 @@ pub struct Store {
     notices: Vec<String>,
     report: RecoveryReport,
     stats: StoreStats,
+}
+
+/// Whether `e` is the file system out of room (ENOSPC, EDQUOT): a checkpoint that fails so
+/// leaves the older checkpoint and the log as they were, and is tried again; any other
+/// failed write or fsync (EIO) leaves the store refusing writes, since what reached the
+/// disk is not known.
+fn out_of_space(e: &Error) -> bool {
+    matches!(e, Error::Io(io) if matches!(
+        io.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    ))
 }
 
 impl Store {
@@ -442,6 +457,7 @@ impl Store {
             failed: false,
             busy: false,
             deferred_error: None,
+            must_checkpoint: None,
             marked: false,
             last_record: 0,
             pending_time_bits: 0,
@@ -754,6 +770,14 @@ impl Store {
     fn commit_inner(&mut self) -> Result<CommitStats, Error> {
         self.last_commit = Instant::now();
         if self.pending.is_empty() && self.reg.dirty.is_empty() {
+            if self.must_checkpoint.is_some() {
+                // Nothing new, but what an earlier commit took is not durable yet.
+                let bytes = self.checkpoint_for_commit()?;
+                return Ok(CommitStats {
+                    bytes,
+                    ..CommitStats::default()
+                });
+            }
             return Ok(CommitStats::default());
         }
         self.unmark()?;
@@ -802,17 +826,13 @@ impl Store {
             stripped,
             framed,
         );
-        match self.write_commit(&parts, framed, too_big) {
-            Ok(n) => {
-                stats.bytes = n;
-                if n >= framed {
-                    self.stats.record_cost.add(&cost);
-                }
-            }
-            Err(e) => {
-                self.failed = true;
-                return Err(e);
-            }
+        // A failed write of the log leaves the store refusing writes; a failed checkpoint
+        // that stood in for the record leaves it writable, every commit writing a checkpoint
+        // until one is (`must_checkpoint`).
+        let n = self.write_commit(&parts, framed, too_big)?;
+        stats.bytes = n;
+        if n >= framed {
+            self.stats.record_cost.add(&cost);
         }
         self.stats.commits += 1;
         self.stats.samples_committed += stats.samples as u64;
@@ -830,20 +850,81 @@ impl Store {
         framed: u64,
         too_big: bool,
     ) -> Result<u64, Error> {
-        if too_big || self.end_lsn + framed > self.ckpt_lsn + self.log.cap {
-            return self.write_checkpoint();
+        if too_big
+            || self.must_checkpoint.is_some()
+            || self.end_lsn + framed > self.ckpt_lsn + self.log.cap
+        {
+            return self.checkpoint_for_commit();
         }
-        self.append(payload, framed)?;
-        // The commit is durable now, whatever happens to the checkpoint: a failure there
-        // leaves the store refusing writes (like any failed write) but this commit stands.
+        self.append(payload, framed)
+            .inspect_err(|_| self.failed = true)?;
+        // The commit is durable now, whatever happens to the checkpoint. One that could not
+        // be written (a full disk) leaves the older checkpoint and the log as they were: the
+        // next commits try again while the ring has room.
         match self.after_append() {
             Ok(n) => Ok(framed + n),
+            Err(e) if !self.failed && out_of_space(&e) => {
+                self.abandon_checkpoint();
+                self.notices.push(format!(
+                    "could not write a checkpoint ({e}); the next commits try again, and once \
+                     the log ring is full ({} of {} bytes used now) commits fail until one is \
+                     written",
+                    self.end_lsn - self.ckpt_lsn,
+                    self.log.cap
+                ));
+                Ok(framed)
+            }
             Err(e) => {
+                // Any other failure (EIO: what reached the disk is not known) leaves the
+                // store refusing writes; this commit stands.
                 self.failed = true;
                 self.deferred_error = Some(e.to_string());
                 Ok(framed)
             }
         }
+    }
+
+    /// The whole state as a checkpoint, in place of a commit's record (the ring has no room
+    /// for it, the record is too large, or an earlier such checkpoint failed). On failure the
+    /// store stays writable and the next commit tries again: the state in memory holds what
+    /// this commit took, and the newest checkpoint and the log are as they were.
+    fn checkpoint_for_commit(&mut self) -> Result<u64, Error> {
+        match self.write_checkpoint() {
+            Ok(n) => {
+                if self.must_checkpoint.take().is_some() {
+                    self.notices
+                        .push("a checkpoint was written: commits go on".to_string());
+                }
+                Ok(n)
+            }
+            Err(e) if out_of_space(&e) => {
+                self.abandon_checkpoint();
+                self.must_checkpoint = Some(e.to_string());
+                Err(e)
+            }
+            Err(e) => {
+                self.failed = true;
+                Err(e)
+            }
+        }
+    }
+
+    /// After a checkpoint failed: give back what it wrote (segment files no checkpoint names,
+    /// a temporary file), best effort: on a full disk that space is what the next try needs.
+    fn abandon_checkpoint(&mut self) {
+        let _ = self.segs.remove_unused(self.vfs.as_ref(), &self.dir);
+        for p in files::checkpoints(&self.dir) {
+            let tmp = files::tmp(&p);
+            if self.vfs.exists(&tmp).unwrap_or(false) {
+                let _ = self.vfs.remove(&tmp);
+            }
+        }
+    }
+
+    /// Why every commit now has to write a checkpoint (an earlier one that stood in for a
+    /// commit's record failed), if one has to.
+    pub fn must_checkpoint(&self) -> Option<&str> {
+        self.must_checkpoint.as_deref()
     }
 
     /// With nothing pending (a commit just ended), the in-memory state is the committed one:
@@ -916,14 +997,17 @@ impl Store {
                 &self.dir,
             ))
         })?;
-        self.log = match ring::LogRing::replace(self.vfs.as_ref(), &self.dir)? {
+        self.log = match ring::LogRing::replace(self.vfs.as_ref(), &self.dir)
+            .inspect_err(|_| self.failed = true)?
+        {
             Ok(ring) => ring,
             Err(why) => {
+                self.failed = true;
                 return Err(Error::Corrupt {
                     file: files::log(&self.dir),
                     offset: 0,
                     what: why,
-                })
+                });
             }
         };
         self.stats.rings_grown += 1;
@@ -1088,7 +1172,15 @@ impl Store {
         self.writable()?;
         self.commit()?;
         self.unmark()?;
-        self.write_checkpoint().inspect_err(|_| self.failed = true)
+        // The log holds everything (the commit above): a checkpoint that cannot be written
+        // leaves the older one and the log as they were.
+        self.write_checkpoint().inspect_err(|e| {
+            if out_of_space(e) {
+                self.abandon_checkpoint();
+            } else {
+                self.failed = true;
+            }
+        })
     }
 
     /// Commit and release the lock, leaving the mark of a clean close.

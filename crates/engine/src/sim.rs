@@ -28,6 +28,9 @@ pub enum Fault {
     FailWrite(u64),
     /// The N-th write panics without writing (a bug in the middle of a commit).
     PanicAtWrite(u64),
+    /// The disk is full: every write past a file's end (and every growth) fails with
+    /// `StorageFull`, until the fault is cleared; writes within a file go on.
+    NoSpace,
 }
 
 #[derive(Debug, Clone)]
@@ -242,6 +245,14 @@ impl VFile for SimFile {
             drop(st);
             panic!("simulated panic in a write");
         }
+        if st.fault == Some(Fault::NoSpace)
+            && off + buf.len() as u64 > st.inodes[self.ino].live.len() as u64
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "No space left on device",
+            ));
+        }
         let ino = &mut st.inodes[self.ino];
         write_into(&mut ino.live, off, buf);
         ino.pending.push(Pending::Write(off, buf.to_vec()));
@@ -254,6 +265,12 @@ impl VFile for SimFile {
 
     fn set_len(&mut self, len: u64) -> io::Result<()> {
         let mut st = self.alive()?;
+        if st.fault == Some(Fault::NoSpace) && len > st.inodes[self.ino].live.len() as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "No space left on device",
+            ));
+        }
         let ino = &mut st.inodes[self.ino];
         ino.live.resize(len as usize, 0);
         ino.pending.push(Pending::SetLen(len));

@@ -1,5 +1,7 @@
-//! After a failed write or fsync the store refuses every later write with `PreviousIo`
-//! (it never retries an fsync), and a reopen recovers the last durable commit.
+//! After a failed write or fsync (EIO) the store refuses every later write with `PreviousIo`
+//! (it never retries an fsync), and a reopen recovers the last durable commit. A full disk
+//! (ENOSPC) is different: failed checkpoints are tried again, commits fail only while the
+//! ring is full, and the store goes on once there is room.
 
 mod common;
 
@@ -152,4 +154,85 @@ fn updates_that_reach_the_size_limit_commit_on_their_own() {
             .unwrap_or_else(|e| panic!("update {k}: {e}"));
     }
     assert!(store.stats().commits >= 2, "{:?}", store.stats());
+}
+
+#[test]
+fn a_full_disk_fails_checkpoints_then_commits_and_both_go_on_once_there_is_room() {
+    // ENOSPC is not EIO: what failed to be written is known not to be there. Checkpoints fail
+    // while the ring has room (commits go on); once it is full, commits fail (nothing
+    // acknowledged), the store stays writable, and the first commit with room writes the
+    // checkpoint: everything committed before and after is there after a crash.
+    let fs = SimFs::new();
+    let mut store =
+        Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(64 << 10)).unwrap();
+    let names: Vec<String> = (0..20).map(|k| format!("s{k}")).collect();
+    for n in &names {
+        store.create(n, make_rrd(0), false).unwrap();
+    }
+    store.commit().unwrap();
+    fs.set_fault(Fault::NoSpace);
+    let mut t = START;
+    let mut committed_while_full = 0;
+    let mut failed = None;
+    for _ in 0..20_000 {
+        t += 15;
+        for n in &names {
+            store.update(n, &sample(t), &mut |_| {}).unwrap();
+        }
+        match store.commit() {
+            Ok(_) => committed_while_full += 1,
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    let Some(Error::Io(e)) = failed else {
+        panic!("no commit failed on the full disk: {failed:?}");
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::StorageFull);
+    assert!(
+        committed_while_full > 0,
+        "the ring had room: commits went on"
+    );
+    let notices = store.take_notices();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("could not write a checkpoint")),
+        "{notices:?}"
+    );
+    assert!(store.must_checkpoint().is_some());
+    assert!(!store.refuses_writes());
+    // Still full: more values are taken, but no commit succeeds, with or without new ones.
+    t += 15;
+    store.update("s0", &sample(t), &mut |_| {}).unwrap();
+    assert!(store.commit().is_err());
+    assert!(store.commit().is_err());
+    // Room again: the next commit writes the checkpoint; commits go on.
+    fs.set_fault(Fault::None);
+    store.commit().unwrap();
+    assert!(store.must_checkpoint().is_none());
+    for _ in 0..5 {
+        t += 15;
+        for n in &names {
+            store.update(n, &sample(t), &mut |_| {}).unwrap();
+        }
+        store.commit().unwrap();
+    }
+    let want: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| codec::rrdbin::rrd_bytes(store.get(n).unwrap()))
+        .collect();
+    drop(store);
+    // A crash now: every committed value is there.
+    let store = Store::open_with(
+        Arc::new(fs.restart(None)),
+        Path::new(DIR),
+        small_opts(64 << 10),
+    )
+    .unwrap();
+    for (n, w) in names.iter().zip(&want) {
+        assert_eq!(&codec::rrdbin::rrd_bytes(store.get(n).unwrap()), w, "{n}");
+    }
 }

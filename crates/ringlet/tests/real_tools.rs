@@ -24,6 +24,11 @@
 //!   the URL, live refresh and the Disk panel against STATS; screenshots of each view in
 //!   `target/tmp/web-shots/`.
 //!
+//! - `diskfull.sh`: the daemon's store on a 40 MB tmpfs filled to its last byte: checkpoints
+//!   fail, then commits (UPDATE refuses with the reason, CREATE gets the file system's
+//!   error); once space is freed commits go on, and after a restart every value a FLUSHALL
+//!   acknowledged is served.
+//!
 //! Needs root, /dev/fuse, unshare, and the packages scripts/setup installs; without them the
 //! tests say so, and fail in CI (which has them).
 
@@ -275,6 +280,29 @@ fn the_web_page_finds_charts_zooms_and_shows_the_disk_in_chromium() {
             "URL RESTORES",
             "LIVE REFRESH",
             "DISK PANEL: 2002 series",
+        ],
+    );
+    eprintln!("{out}");
+}
+
+#[test]
+fn a_full_disk_refuses_values_loses_nothing_and_goes_on_when_space_returns() {
+    let needs = ["command -v unshare mount umount python3"];
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !can_run_with("the full-disk test", &needs, root) {
+        return;
+    }
+    let out = run("diskfull.sh", "diskfull", 200);
+    expect(
+        &out,
+        &[
+            "REFUSED WHILE FULL",
+            "CREATE WHILE FULL: -1 RRD Error: creating",
+            "WENT ON",
+            "ACKNOWLEDGED",
+            "LOGGED: a failed checkpoint, then commits going on",
+            "NOTHING LOST",
         ],
     );
     eprintln!("{out}");

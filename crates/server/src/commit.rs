@@ -26,6 +26,9 @@ pub(crate) const COMMIT_PIECE: usize = 16 << 20;
 /// The least time between two returns of freed memory to the kernel (each walks the heap:
 /// a few milliseconds for 100 MB).
 const TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+/// How soon the committer tries again while commits fail but the store can go on (a full
+/// disk: UPDATE refuses values until a commit succeeds).
+const BLOCKED_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Daemon {
     /// Count `bytes` more of queued values; at the limit, wake the committer (as the store
@@ -71,7 +74,14 @@ impl Daemon {
                 Ok(Err(e)) => crate::log(&format!("commit failed: {e}")),
                 Err(_) => self.panicked("the committer"),
             }
-            due = Instant::now() + self.commit_interval;
+            // While commits fail for want of space, try again soon: values are refused
+            // until one succeeds.
+            let wait = if self.blocked.load(Ordering::Relaxed) {
+                self.commit_interval.min(BLOCKED_RETRY)
+            } else {
+                self.commit_interval
+            };
+            due = Instant::now() + wait;
         }
     }
 
@@ -226,10 +236,27 @@ impl Daemon {
         let st = match inner.store.commit() {
             Ok(st) => st,
             Err(e) => {
+                for n in inner.store.take_notices() {
+                    crate::log(&n);
+                }
+                if let Some(why) = inner.store.must_checkpoint().map(str::to_string) {
+                    // A full disk (or the like): the store goes on once a checkpoint can be
+                    // written; until then nothing new can be made durable, so UPDATE says so.
+                    let msg = format!(
+                        "the store cannot commit: {why} (the log ring is full and a checkpoint \
+                         could not be written; values are accepted again once one is)"
+                    );
+                    *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = msg.clone();
+                    self.blocked.store(true, Ordering::Relaxed);
+                    return Err(msg);
+                }
                 self.note_store_error(&e);
                 return Err(e.to_string());
             }
         };
+        if self.blocked.swap(false, Ordering::Relaxed) {
+            crate::log("commits go on: the values held since the failures are durable");
+        }
         for n in inner.store.take_notices() {
             crate::log(&n);
         }

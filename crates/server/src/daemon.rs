@@ -63,6 +63,10 @@ pub struct Daemon {
     pub(crate) dirty: Mutex<Vec<Arc<Entry>>>,
     /// Set once the store has failed a write: UPDATE refuses values from then on.
     pub(crate) failed: AtomicBool,
+    /// Set while commits fail but the store can go on (a full disk: the checkpoint that a
+    /// full log ring needs could not be written): UPDATE refuses values, with the reason,
+    /// until a commit succeeds again.
+    pub(crate) blocked: AtomicBool,
     /// Set when the final commit begins: UPDATE refuses values from then on.
     pub(crate) closing: AtomicBool,
     /// Bytes queued since the last full commit began, and the limit that starts one early.
@@ -179,6 +183,7 @@ impl Daemon {
             index: Index::default(),
             dirty: Mutex::new(Vec::new()),
             failed: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             queued: AtomicU64::new(0),
             queue_limit: cfg.queue_limit,
@@ -322,9 +327,10 @@ impl Daemon {
         }
     }
 
-    /// Why UPDATE refuses values: the store failed a write (it refuses writes until reopened).
+    /// Why UPDATE refuses values: the store failed a write (it refuses writes until reopened),
+    /// or commits fail until the disk has room again.
     pub fn failure(&self) -> Option<String> {
-        if !self.failed.load(Ordering::Relaxed) {
+        if !self.failed.load(Ordering::Relaxed) && !self.blocked.load(Ordering::Relaxed) {
             return None;
         }
         Some(
