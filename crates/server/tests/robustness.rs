@@ -688,3 +688,82 @@ fn a_fetch_being_answered_does_not_hold_up_other_clients() {
         "LAST waited {waited:?} for the FETCH"
     );
 }
+
+/// The daemon's resident memory, from /proc.
+fn rss_kb(pid: u32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_flood_of_unknown_names_is_refused_with_bounded_memory_and_others_are_served() {
+    // Issue 21: a client sending distinct unknown names must not grow the daemon (no entry
+    // is made for a name that is not a series), nor stop other clients.
+    let dir = TempDir::new("unknown-names");
+    let d = Ringlet::start(dir.path(), &[]);
+    let n = 300_000usize;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let by = sc.spawn(|| bystander(&d.sock, "by.rrd", &stop));
+        // Pipelined, one reply each.
+        let mut s = connect(&d.sock);
+        let mut r = s.try_clone().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut errors = 0usize;
+            for _ in 0..n {
+                if read_line(&mut r).starts_with("-1 ") {
+                    errors += 1;
+                }
+            }
+            errors
+        });
+        let mut buf = Vec::with_capacity(1 << 20);
+        for i in 0..n {
+            buf.extend_from_slice(format!("UPDATE flood/name{i}.rrd N:1\n").as_bytes());
+            if buf.len() > (1 << 20) - 64 {
+                s.write_all(&buf).unwrap();
+                buf.clear();
+            }
+        }
+        s.write_all(&buf).unwrap();
+        assert_eq!(reader.join().unwrap(), n);
+        let after_lines = rss_kb(d.proc.pid(), "VmRSS:");
+        // In one BATCH: the reply counts them all, a line each.
+        let mut b = connect(&d.sock);
+        let mut text = b"BATCH\n".to_vec();
+        for i in 0..n {
+            text.extend_from_slice(format!("UPDATE flood/batch{i}.rrd N:1\n").as_bytes());
+        }
+        text.extend_from_slice(b".\n");
+        let mut w = b.try_clone().unwrap();
+        let writer = std::thread::spawn(move || w.write_all(&text));
+        assert!(read_reply(&mut b).starts_with("0 Go ahead"));
+        let head = read_line(&mut b);
+        assert_eq!(head, format!("{n} errors\n"));
+        for k in 0..n {
+            let l = read_line(&mut b);
+            assert!(l.starts_with(&format!("{} ", k + 1)), "{l}");
+        }
+        writer.join().unwrap().unwrap();
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (worst, m) = by.join().unwrap();
+        assert!(
+            worst < Duration::from_secs(5),
+            "a bystander waited {worst:?}"
+        );
+        let mut c = connect(&d.sock);
+        assert!(request(&mut c, "FLUSH by.rrd").starts_with("0 Successfully"));
+        expect_values(&d.sock, "by.rrd", m, |k| k as f64);
+        // No entry for any of them: the pipelined flood left the daemon's memory where a
+        // daemon with one series is (tens of MB); the batch's peak is its reply, a line an
+        // error (about 70 bytes here), given back after.
+        let peak = rss_kb(d.proc.pid(), "VmHWM:");
+        eprintln!("RSS after {n} unknown names: {after_lines} kB; peak with the batch {peak} kB");
+        assert!(after_lines < 100_000, "{after_lines} kB after the flood");
+        assert!(peak < 300_000, "peak {peak} kB");
+    });
+}
