@@ -27,7 +27,7 @@
 //! outside the store (a series is looked up by name in the store, never opened as a file).
 
 use crate::daemon::Daemon;
-use crate::graphite::{paths_of, Graphite};
+use crate::graphite::paths_of;
 
 /// The page and its library, built in.
 const INDEX_HTML: &str = include_str!("../web/index.html");
@@ -40,6 +40,8 @@ pub const SERIES_LIMIT: usize = 5_000;
 pub const MAX_SERIES_LIMIT: usize = 200_000;
 /// Rows `/api/fetch` returns at most; more are consolidated.
 pub const MAX_POINTS: usize = 20_000;
+/// Rows `/api/fetch` reads at most (before consolidating them), 8 bytes each.
+pub const MAX_ROWS: usize = 5_000_000;
 /// Device bytes one write of one RRD file costs when a daemon writes each file once a
 /// window: rrdcached `-w 300` on ext4 under the Munin load wrote 12,399 bytes a value with
 /// one value a file a window (docs/BENCHMARKS.md, issue 15's real-time runs; 616-6,050 a
@@ -79,13 +81,7 @@ fn asset(content_type: &'static str, body: &str) -> Reply {
 
 /// The page's answer to `path`, or `None` when the path is not the page's (graphite-web's
 /// routes then).
-pub fn route(
-    d: &Daemon,
-    g: &Graphite,
-    path: &str,
-    params: &[(String, String)],
-    now: i64,
-) -> Option<Reply> {
+pub fn route(d: &Daemon, path: &str, params: &[(String, String)], now: i64) -> Option<Reply> {
     let get = |k: &str| params.iter().find(|(p, _)| p == k).map(|(_, v)| v.as_str());
     Some(match path {
         "" | "/" | "/index.html" => Reply {
@@ -96,7 +92,7 @@ pub fn route(
         "/ui/uPlot.min.css" => asset("text/css; charset=utf-8", UPLOT_CSS),
         "/api/series" => series(d, get("q").unwrap_or(""), get("limit")),
         "/api/tree" => tree(d, get("dir").unwrap_or("")),
-        "/api/fetch" => fetch(d, g, &get, now),
+        "/api/fetch" => fetch(d, &get, now),
         "/api/stats" => stats(d),
         p if p.starts_with("/api/") || p.starts_with("/ui/") => {
             error(404, &format!("no such endpoint: {p}"))
@@ -324,7 +320,7 @@ fn tree(d: &Daemon, dir: &str) -> Reply {
 }
 
 /// `/api/fetch`.
-fn fetch<'a>(d: &Daemon, _g: &Graphite, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Reply {
+fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Reply {
     let Some(name) = get("series").filter(|s| !s.is_empty()) else {
         return error(400, "fetch needs series=NAME (a name /api/series lists)");
     };
@@ -382,6 +378,27 @@ fn fetch<'a>(d: &Daemon, _g: &Graphite, get: &dyn Fn(&str) -> Option<&'a str>, n
         },
     };
     let resolution = ((until - from) as u64 / width).max(1);
+    // Rows of the archive that will be read, counted before any is: a range of centuries at
+    // a fine archive must not take the daemon's memory.
+    let chosen = match get("rra").filter(|v| !v.is_empty() && *v != "auto") {
+        None => rrd::fetch::choose_rra(rrd, cf, from, until, resolution),
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|&i| i < rrd.schema.rra.len()),
+    };
+    if let Some(a) = chosen {
+        let span = (rrd.schema.step * rrd.schema.rra[a].pdp_cnt).max(1) as i64;
+        let rows = (until - from) / span + 2;
+        if rows > MAX_ROWS as i64 {
+            return error(
+                400,
+                &format!(
+                    "{from}..{until} is {rows} rows of archive {a} ({span} s a row), more than {MAX_ROWS}: narrow the range or choose a coarser archive"
+                ),
+            );
+        }
+    }
     let (rra, start, step, mut values) = match get("rra").filter(|v| !v.is_empty() && *v != "auto")
     {
         None => match rrd::fetch::fetch(rrd, cf, from, until, resolution, false) {
@@ -413,9 +430,6 @@ fn fetch<'a>(d: &Daemon, _g: &Graphite, get: &dyn Fn(&str) -> Option<&'a str>, n
             let e = until + span - until.rem_euclid(span);
             let mut reader = rrd.rra[rra].rows.reader();
             let n = ((e - s) / span) as usize;
-            if n > MAX_POINTS * 1000 {
-                return error(400, "the range holds too many rows of that archive");
-            }
             let vals = (0..n as i64)
                 .map(|k| match rrd.ring_row(rra, s + (k + 1) * span) {
                     Some(row) => reader.row(row)[ds],

@@ -240,6 +240,11 @@ fn the_render_api_serves_carbons_points_and_rrd_files() {
             "must be after from",
         ),
         ("/metrics/find?query=a.[b", "unclosed '['"),
+        // Centuries at ten seconds a row: refused before a row is read.
+        (
+            "/render?target=host.load.long&from=19800101&until=21000101",
+            "more than 10000000 rows",
+        ),
     ] {
         let (st, b) = http(hport, "GET", path, "");
         assert_eq!(st, 400, "{path}: {b}");

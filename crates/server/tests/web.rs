@@ -348,6 +348,11 @@ fn the_page_its_api_and_rrdtools_rows() {
             "after 1980",
         ),
         ("/api/fetch?series=web/known.rrd&width=0", 400, "width"),
+        (
+            "/api/fetch?series=web/known.rrd&rra=0&from=19800102&until=now",
+            400,
+            "narrow the range",
+        ),
         ("/api/series?limit=lots", 400, "limit"),
         ("/api/tree?dir=we", 404, "no series under we/"),
         ("/api/tree?dir=..%2F..", 404, "no series under"),

@@ -125,7 +125,7 @@ fn answer(d: &Daemon, g: &Graphite, mut req: tiny_http::Request) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |t| t.as_secs() as i64);
-    if let Some(r) = crate::web::route(d, g, &path, &params, now) {
+    if let Some(r) = crate::web::route(d, &path, &params, now) {
         let mut resp = tiny_http::Response::from_data(r.body)
             .with_status_code(r.code)
             .with_header(header("Content-Type", r.content_type));

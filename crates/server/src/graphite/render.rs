@@ -141,6 +141,9 @@ pub struct Ctx<'a> {
 /// Series at most one target may fetch (a glob over a large tree must not take the daemon's
 /// memory).
 pub const MAX_SERIES: usize = 100_000;
+/// Rows at most one series may give (a range of centuries at a fine archive must not take
+/// the daemon's memory: 16 bytes a row).
+pub const MAX_ROWS: usize = 10_000_000;
 
 impl Ctx<'_> {
     pub fn eval(&self, e: &Expr) -> Result<Vec<Series>, String> {
@@ -157,11 +160,10 @@ impl Ctx<'_> {
         if pattern.contains(';') {
             // A tagged series, named whole (in any order of its tags).
             let name = super::tags::parse(pattern)?.canonical();
-            return Ok(leaves
-                .get(&name)
-                .and_then(|leaf| self.read(leaf, &name))
-                .into_iter()
-                .collect());
+            return Ok(match leaves.get(&name) {
+                Some(leaf) => self.read(leaf, &name)?.into_iter().collect(),
+                None => Vec::new(),
+            });
         }
         let pat = Pattern::new(pattern)?;
         let prefix = pat.prefix();
@@ -174,7 +176,7 @@ impl Ctx<'_> {
                 if out.len() >= MAX_SERIES {
                     return Err(format!("'{pattern}' matches more than {MAX_SERIES} series"));
                 }
-                if let Some(mut s) = self.read(leaf, path) {
+                if let Some(mut s) = self.read(leaf, path)? {
                     s.path_expression = pattern.to_string();
                     out.push(s);
                 }
@@ -185,19 +187,31 @@ impl Ctx<'_> {
 
     /// One path's points for `from`..`until`, as whisper returns them: the slots from the
     /// one after `from`'s up to `until`'s, each labelled by its start.
-    fn read(&self, leaf: &Leaf, path: &str) -> Option<Series> {
+    fn read(&self, leaf: &Leaf, path: &str) -> Result<Option<Series>, String> {
         let mut inner = self.d.lock();
         self.d.apply_series(&mut inner, &leaf.series);
-        let rrd = inner.store.get(&leaf.series)?;
+        let Some(rrd) = inner.store.get(&leaf.series) else {
+            return Ok(None);
+        };
+        let Some(first) = rrd.schema.rra.first() else {
+            return Ok(None);
+        };
         let cf = if rrd.schema.rra.iter().any(|r| r.cf == rrd::Cf::Average) {
             rrd::Cf::Average
         } else {
-            rrd.schema.rra.first()?.cf
+            first.cf
         };
-        let rra = rrd::fetch::choose_rra(rrd, cf, self.from, self.until, 0)?;
+        let Some(rra) = rrd::fetch::choose_rra(rrd, cf, self.from, self.until, 0) else {
+            return Ok(None);
+        };
         let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt) as i64;
         let from = self.from - self.from.rem_euclid(span) + span;
         let until = self.until - self.until.rem_euclid(span) + span;
+        if (until - from) / span > MAX_ROWS as i64 {
+            return Err(format!(
+                "{path}: {from}..{until} is more than {MAX_ROWS} rows of {span} s"
+            ));
+        }
         let mut values = Vec::with_capacity(((until - from).max(0) / span) as usize);
         // Each chunk of rows decoded once for the walk.
         let mut reader = rrd.rra[rra].rows.reader();
@@ -211,7 +225,13 @@ impl Ctx<'_> {
             values.push((!v.is_nan()).then_some(v));
             t += span;
         }
-        Some(Series::new(path.to_string(), from, until, span, values))
+        Ok(Some(Series::new(
+            path.to_string(),
+            from,
+            until,
+            span,
+            values,
+        )))
     }
 }
 
