@@ -283,6 +283,13 @@ impl Local {
             return Ok(e.clone());
         }
         let e = entry_for(d, file)?;
+        self.remember(key, &e);
+        Ok(e)
+    }
+
+    /// Keep `e`, found for `key`, in this connection's table (only under its own name: an
+    /// absolute name is looked up again).
+    fn remember(&mut self, key: &str, e: &Arc<Entry>) {
         if key == &*e.name {
             if self.map.len() >= LOCAL_MAX {
                 self.map.clear();
@@ -290,7 +297,6 @@ impl Local {
             self.map
                 .insert_unique(fx_hash(key), e.clone(), |x| fx_hash(&x.name));
         }
-        Ok(e)
     }
 
     /// [`update`] of entry `e`, with this connection's scratch and count.
@@ -315,13 +321,7 @@ impl Local {
             return update(d, e, values, &mut self.queued, &mut self.scratch);
         }
         let e = entry_for(d, file)?;
-        if key == &*e.name {
-            if self.map.len() >= LOCAL_MAX {
-                self.map.clear();
-            }
-            self.map
-                .insert_unique(fx_hash(key), e.clone(), |x| fx_hash(&x.name));
-        }
+        self.remember(key, &e);
         update(d, &e, values, &mut self.queued, &mut self.scratch)
     }
 }

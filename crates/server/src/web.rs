@@ -101,23 +101,9 @@ pub fn route(d: &Daemon, path: &str, params: &[(String, String)], now: i64) -> O
     })
 }
 
-/// A JSON string literal.
+/// A JSON string literal (the daemon's one writer of them, as graphite-web's JSON escapes).
 pub fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    crate::graphite::render::json_string(s)
 }
 
 /// A JSON number (`null` for unknown; infinities as numbers too large for a double, which
@@ -151,11 +137,15 @@ fn sorted_names(d: &Daemon) -> std::sync::Arc<Vec<String>> {
     names
 }
 
+/// The Graphite paths of series `name`'s data sources ([`paths_of`]).
+fn paths_for(name: &str, rrd: &rrd::Rrd) -> Vec<(String, usize)> {
+    let ds: Vec<String> = rrd.schema.ds.iter().map(|d| d.name.clone()).collect();
+    paths_of(name, &ds)
+}
+
 /// One series as the page lists it: name, step, last update, data sources (type, Graphite
 /// path), archives (CF, PDPs a row, rows, seconds a row).
-fn entry_json(name: &str, rrd: &rrd::Rrd, out: &mut String) {
-    let ds: Vec<String> = rrd.schema.ds.iter().map(|d| d.name.clone()).collect();
-    let paths = paths_of(name, &ds);
+fn entry_json(name: &str, rrd: &rrd::Rrd, paths: &[(String, usize)], out: &mut String) {
     out.push_str(&format!(
         "{{\"name\": {}, \"step\": {}, \"last\": {}, \"ds\": [",
         json_str(name),
@@ -210,21 +200,24 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
         let Some(rrd) = inner.store.get(name) else {
             continue;
         };
+        // Worked out once for a search, else only for the series listed.
+        let mut paths = None;
         if !words.is_empty() {
+            let p = paths_for(name, rrd);
             hay.clear();
             hay.push_str(&name.to_lowercase());
-            let ds: Vec<String> = rrd.schema.ds.iter().map(|d| d.name.clone()).collect();
-            for n in &ds {
+            for def in &rrd.schema.ds {
                 hay.push('\n');
-                hay.push_str(&n.to_lowercase());
+                hay.push_str(&def.name.to_lowercase());
             }
-            for (p, _) in paths_of(name, &ds) {
+            for (path, _) in &p {
                 hay.push('\n');
-                hay.push_str(&p.to_lowercase());
+                hay.push_str(&path.to_lowercase());
             }
             if !words.iter().all(|w| hay.contains(w.as_str())) {
                 continue;
             }
+            paths = Some(p);
         }
         total += 1;
         if shown >= limit {
@@ -234,7 +227,8 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
             out.push_str(", ");
         }
         shown += 1;
-        entry_json(name, rrd, &mut out);
+        let paths = paths.unwrap_or_else(|| paths_for(name, rrd));
+        entry_json(name, rrd, &paths, &mut out);
     }
     out.push_str(&format!("], \"total\": {total}, \"shown\": {shown}}}"));
     json_reply(200, out)
@@ -312,7 +306,7 @@ fn tree(d: &Daemon, dir: &str) -> Reply {
                 out.push_str(", ");
             }
             shown += 1;
-            entry_json(n, rrd, &mut out);
+            entry_json(n, rrd, &paths_for(n, rrd), &mut out);
         }
     }
     out.push_str(&format!("], \"more\": {}}}", here.len() > SERIES_LIMIT));
@@ -403,7 +397,8 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
     {
         None => match rrd::fetch::fetch(rrd, cf, from, until, resolution, false) {
             Ok(r) => {
-                let rra = rrd::fetch::choose_rra(rrd, cf, from, until, resolution).unwrap_or(0);
+                // The archive fetch read (it found one, as `chosen` did).
+                let rra = chosen.unwrap_or(0);
                 let vals: Vec<f64> = r.rows.iter().map(|row| row[ds]).collect();
                 (rra, r.start + r.step as i64, r.step as i64, vals)
             }

@@ -13,14 +13,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn stat(sock: &Path, key: &str) -> Option<u64> {
     let mut s = connect(sock);
     let r = request(&mut s, "STATS");

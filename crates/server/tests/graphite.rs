@@ -6,50 +6,18 @@
 mod common;
 
 use common::*;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// (status, body) of an HTTP/1.0 request.
 fn http(port: u16, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let head = if body.is_empty() {
-        format!("{method} {path} HTTP/1.0\r\nHost: x\r\n\r\n")
-    } else {
-        format!(
-            "{method} {path} HTTP/1.0\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-    };
-    s.write_all(head.as_bytes()).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let text = String::from_utf8_lossy(&out).to_string();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    let (st, _, b) = http_request(port, method, path, body);
+    (st, b)
 }
 
 fn get(port: u16, path: &str) -> String {
-    let (st, b) = http(port, "GET", path, "");
-    assert_eq!(st, 200, "{path}: {b}");
-    b
+    http_get(port, path)
 }
 
 #[test]

@@ -1,47 +1,23 @@
 //! The web page's side of `--http` (crates/server/src/web.rs): the page and its assets are
 //! served whole and within the page weight; `/api/series` lists and filters the series;
-//! `/api/fetch` gives exactly the rows `rrdtool fetch -r` gives on a file fed the same updates
-//! (Debian's rrdtool as the oracle) for the archive it picks, and an archive named; `/api/stats` is STATS; every
-//! bad request gets a 4xx with a JSON reason, and the daemon keeps serving. (The page itself
+//! `/api/fetch` gives exactly the rows `rrdtool fetch -r` gives on a file fed the same
+//! updates (Debian's rrdtool as the oracle) for the archive it picks, and an archive named;
+//! `/api/stats` is STATS; every bad request gets a 4xx with a JSON reason, and the daemon
+//! keeps serving. (The page itself
 //! is checked in headless Chromium by crates/ringlet/tests/real/web.sh.)
 
 mod common;
 
 use common::*;
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use std::io::Write;
 
 /// (status, headers, body) of a GET.
 fn http(port: u16, path: &str) -> (u16, String, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
-        .unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let text = String::from_utf8_lossy(&out).to_string();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (status, head.to_string(), body.to_string())
+    http_request(port, "GET", path, "")
 }
 
 fn get(port: u16, path: &str) -> String {
-    let (st, _, b) = http(port, path);
-    assert_eq!(st, 200, "{path}: {b}");
-    b
+    http_get(port, path)
 }
 
 /// The number or string after `"key": ` in a flat JSON object.

@@ -5,7 +5,7 @@
 //! a 400 with the reason in plain text; a body over [`MAX_BODY`] a 413.
 
 use super::glob::Pattern;
-use super::render::{self, Ctx};
+use super::render::{self, json_string, Ctx};
 use super::Graphite;
 use crate::daemon::Daemon;
 use std::io::Read;
@@ -269,21 +269,6 @@ fn tag_list(d: &Daemon, g: &Graphite, tag: Option<&str>) -> Result<Resp, (u16, S
         }
     };
     Ok(body("application/json", out.into_bytes()))
-}
-
-fn json_string(s: &str) -> String {
-    let mut out = String::new();
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 fn render_route(

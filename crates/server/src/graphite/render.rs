@@ -412,7 +412,10 @@ pub fn fmt_g(v: f64) -> String {
     }
 }
 
-fn json_str(s: &str, out: &mut String) {
+/// `s` as a JSON string literal, appended to `out`, escaped as Python's `json.dumps` does
+/// (ASCII only: `\uXXXX` beyond, surrogate pairs above the BMP). The one JSON string writer
+/// of the daemon's HTTP answers.
+pub fn json_str(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -441,6 +444,13 @@ fn json_num(v: Option<f64>, out: &mut String) {
         Some(x) if x.is_infinite() => out.push_str(if x > 0.0 { "1e9999" } else { "-1e9999" }),
         Some(x) => py_float_into(out, x),
     }
+}
+
+/// [`json_str`] as a `String`.
+pub fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    json_str(s, &mut out);
+    out
 }
 
 /// graphite-web's JSON: `[{"target": ..., "tags": {"name": ...}, "datapoints": [[v, t]]}]`.

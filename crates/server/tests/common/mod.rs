@@ -1,6 +1,6 @@
 //! What the daemon tests share: temporary directories, starting `ringlet serve` and the real
-//! rrdcached as child processes (stopped by pid when dropped), a raw protocol client, running
-//! `rrdtool`, and a seeded random generator.
+//! rrdcached as child processes (stopped by pid when dropped), a raw protocol client, an HTTP
+//! client and free loopback ports, running `rrdtool`, and a seeded random generator.
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -414,4 +414,46 @@ pub fn fetch_rows(sock: &Path, file: &str, cf: &str, start: i64, end: i64) -> Ve
             Some((t, v.to_string()))
         })
         .collect()
+}
+
+/// A TCP port free on the loopback now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// (status, head, body) of an HTTP/1.0 request on the loopback; a non-empty `body` is sent
+/// as a form.
+pub fn http_request(port: u16, method: &str, path: &str, body: &str) -> (u16, String, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let head = if body.is_empty() {
+        format!("{method} {path} HTTP/1.0\r\nHost: x\r\n\r\n")
+    } else {
+        format!(
+            "{method} {path} HTTP/1.0\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    s.write_all(head.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let text = String::from_utf8_lossy(&out).to_string();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (status, head.to_string(), body.to_string())
+}
+
+/// The body of a GET that must answer 200.
+pub fn http_get(port: u16, path: &str) -> String {
+    let (st, _, b) = http_request(port, "GET", path, "");
+    assert_eq!(st, 200, "{path}: {b}");
+    b
 }
