@@ -15,23 +15,30 @@
 #     --workload ganglia, its 10-second updates) sent to those series through the daemon for D,
 #     then the daemon's RSS (and peak), feed's RESULT line (late steps), and the open after
 #     kill -9 (replaying the load's log).
+#   - with --fill as well: after that open, the same load accelerated (virtual time after the
+#     real-time load's) until the log since the newest checkpoint is about 0.8 of the ring (a
+#     lagged checkpoint comes at 7/8), then kill -9 and the open that replays it: the worst
+#     replay after a crash with the default ring.
 # The cold fetch beside the daemon evicts the store's files, not the daemon's memory: it
 # shows what a read costs when its stored chunks left the page cache.
 # Everything lives in a directory of its own (under $SCRATCH when run by
 # ../shared/bin/bounded); the daemon is stopped by its pid at the end, also on failure.
 #
-# usage: bench/scale.sh [--series N] [--days "1 30 365"] [--load 10m]
+# usage: bench/scale.sh [--series N] [--days "1 30 365"] [--load 10m] [--fill]
 #        (default 260 series: 1/100 of 26,000)
 set -euo pipefail
 SERIES=260
 DAYS="1 30 365"
 LOAD=10m
+FILL=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --series) SERIES=$2; shift 2 ;;
         --days) DAYS=$2; shift 2 ;;
         --load) LOAD=$2; shift 2 ;;
-        *) echo "usage: $0 [--series N] [--days \"1 30 365\"] [--load 10m]" >&2; exit 2 ;;
+        --fill) FILL=1; shift ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+        *) echo "usage: $0 [--series N] [--days \"1 30 365\"] [--load 10m] [--fill]" >&2; exit 2 ;;
     esac
 done
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -150,6 +157,34 @@ for D in $DAYS; do
         kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""
         start_daemon
         echo "  $D days, after $LOAD of the Ganglia load: RSS ${LRSS} MB (peak ${LHWM} MB); open after kill -9 ${OPEN} s (RSS ${RSS} MB); feed: ${RES#RESULT }"
+        if [ "$FILL" = 1 ]; then
+            stat() { "$RINGLET" stats -d "unix:$WORK/s.sock" | awk -v k="$1:" '$1 == k { print $2 }'; }
+            # Fed in steps towards 0.83 of the ring (a checkpoint at 7/8 would drop it to
+            # 3/8): about 1.3 bytes of record a sample at first, then as measured.
+            ring=$(stat LogRingBytes) since=$(stat LogSinceCheckpoint) bps=1.3 vt=$(( $(date +%s) + 60 ))
+            t0=$(date +%s) RES="" steps=0 total=0
+            while awk -v r="$ring" -v s="$since" 'BEGIN { exit !(s < 0.8 * r) }' && [ $steps -lt 20 ]; do
+                secs=$(awk -v r="$ring" -v s="$since" -v n="$SERIES" -v b="$bps" \
+                    'BEGIN { d = 0.9 * (0.83 * r - s) / b / n * 10; if (d < 300) d = 300; printf "%d", d }')
+                RES=$("$FEED" --workload ganglia --proto rrdcached --target "unix:$WORK/s.sock" --phase run \
+                    --accelerated --start "$vt" --duration "$secs" \
+                    --scale "$(awk -v n="$SERIES" 'BEGIN { printf "%.9f", n / 26000 }')" \
+                    --names synth | grep '^RESULT' || true)
+                vt=$((vt + secs)) steps=$((steps + 1)) total=$((total + secs))
+                now=$(stat LogSinceCheckpoint)
+                # A checkpoint came meanwhile: the log since it is shorter; keep the old rate.
+                if [ "$now" -gt "$since" ]; then
+                    bps=$(awk -v a="$since" -v b="$now" -v d="$secs" -v n="$SERIES" 'BEGIN { printf "%.3f", (b - a) / (d / 10 * n) }')
+                fi
+                since=$now
+            done
+            FILLED="$("$RINGLET" stats -d "unix:$WORK/s.sock" | grep -E '^(LogRingBytes|LogSinceCheckpoint)' | tr '\n' ' ')"
+            kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""
+            start_daemon
+            echo "  $D days, filled in $(( $(date +%s) - t0 )) s ($total s of virtual time in $steps steps; last: ${RES#RESULT }): $FILLED"
+            echo "  $D days, open after kill -9 with the ring filled: ${OPEN} s (RSS ${RSS} MB, peak ${HWM} MB)"
+            grep -E 'replayed|open took|store opened' "$WORK/serve.log" | tail -2 | sed 's/^/    log: /'
+        fi
     fi
     stop_daemon
     start_daemon

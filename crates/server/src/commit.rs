@@ -14,11 +14,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// A stop without `-F` leaves a checkpoint past this many samples logged since the newest
-/// one: about 5 s of replay at the next open (replay applies 9-10 million samples a second
-/// on two cores; docs/BENCHMARKS.md).
-const STOP_CHECKPOINT_SAMPLES: u64 = 50_000_000;
+/// one: about a second of replay at the next open (replay applies 8-12 million samples a
+/// second; 26,000 gmetad series replayed 39.7 million in 3.7 s: docs/BENCHMARKS.md), so an
+/// open after a clean stop stays within a second. The checkpoint costs a few hundred bytes
+/// a series, once a stop.
+const STOP_CHECKPOINT_SAMPLES: u64 = 8_000_000;
 /// ... or past this much log (records of creates hold no samples, but they are read).
-const STOP_CHECKPOINT_BYTES: u64 = 1 << 30;
+const STOP_CHECKPOINT_BYTES: u64 = 256 << 20;
 
 /// Encoded samples a drain applies before it commits them (see [`Daemon::commit_all`]).
 pub(crate) const COMMIT_PIECE: usize = 16 << 20;
