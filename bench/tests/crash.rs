@@ -107,3 +107,69 @@ fn power_cuts_at_the_block_device_lose_nothing_acknowledged_on_ext4_and_xfs() {
         check(fs, &out);
     }
 }
+
+/// `bench/faults.sh`: the disk fails every write, or every flush, under the daemon.
+fn faults(fs: &str, fail: &str) -> String {
+    let ringlet = Path::new(BLOCKREC).with_file_name("ringlet");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("faults.sh");
+    let o = Command::new("timeout")
+        .args(["-k", "5", "300", "bash"])
+        .arg(&script)
+        .args(["--fs", fs, "--fail", fail])
+        .env("RINGLET", &ringlet)
+        .env("BLOCKREC", BLOCKREC)
+        .output()
+        .expect("bash");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "faults.sh --fs {fs} --fail {fail} failed: {:?}\n{out}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
+#[test]
+fn a_failing_disk_gets_no_acknowledgement_serves_nothing_unwritten_and_loses_nothing() {
+    if !can_run() {
+        return;
+    }
+    for fs in ["ext4", "xfs"] {
+        for fail in ["fail-writes", "fail-flushes"] {
+            let out = faults(fs, fail);
+            let line = |head: &str| {
+                out.lines()
+                    .find_map(|l| l.strip_prefix(head))
+                    .unwrap_or_else(|| panic!("{fs} {fail}: no {head:?} in\n{out}"))
+                    .to_string()
+            };
+            // The script checks the figures; these are the daemon's words for them.
+            assert!(
+                line("FLUSHALL ON THE FAILING DISK: ").starts_with("-1 the commit failed ("),
+                "{fs} {fail}:\n{out}"
+            );
+            assert!(
+                line("UPDATE AFTER: ").contains("a write to the store failed ("),
+                "{fs} {fail}:\n{out}"
+            );
+            assert!(
+                line("FETCH AFTER: ").starts_with("-1 rrd_fetch_r failed: a write to the store"),
+                "{fs} {fail}:\n{out}"
+            );
+            assert!(
+                line("FLUSHALL ON THE HEALED DISK: ").starts_with("-1 "),
+                "{fs} {fail}:\n{out}"
+            );
+            assert!(
+                line("LOGGED: ").starts_with("1 lines of failure"),
+                "{fs} {fail}:\n{out}"
+            );
+            assert!(
+                line("STORE: ").contains("50 a series acknowledged"),
+                "{fs} {fail}:\n{out}"
+            );
+            eprintln!("{fs} {fail}: {}", line("SERVED AFTER RESTART: "));
+        }
+    }
+}

@@ -1012,7 +1012,9 @@ fn faults(a: &[String]) -> Result<(), String> {
         let last = lines
             .iter()
             .filter_map(|l| l.split_once(": "))
-            .filter(|(t, v)| t.parse::<i64>().is_ok() && !v.trim().eq_ignore_ascii_case("nan"))
+            .filter(|(t, v)| {
+                t.parse::<i64>().is_ok() && v.trim().parse::<f64>().is_ok_and(|x| !x.is_nan())
+            })
             .filter_map(|(t, _)| t.parse::<i64>().ok())
             .max()
             .map_or(0, |t| t - T0);

@@ -253,7 +253,14 @@ impl Daemon {
                     return Err(msg);
                 }
                 self.note_store_error(&e);
-                return Err(e.to_string());
+                // After the first failure, its reason (the engine only says there was one).
+                let why = match (&e, self.failure()) {
+                    (engine::Error::PreviousIo, Some(f)) => f,
+                    _ => e.to_string(),
+                };
+                return Err(format!(
+                    "the commit failed ({why}): nothing since the last commit is acknowledged"
+                ));
             }
         };
         if self.blocked.swap(false, Ordering::Relaxed) {

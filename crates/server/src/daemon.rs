@@ -343,10 +343,37 @@ impl Daemon {
 
     pub(crate) fn note_store_error(&self, e: &engine::Error) {
         if matches!(e, engine::Error::Io(_) | engine::Error::PreviousIo) {
-            *self.failure.lock().unwrap_or_else(|p| p.into_inner()) =
-                engine::Error::PreviousIo.to_string();
-            self.failed.store(true, Ordering::Relaxed);
+            let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+            if !self.failed.swap(true, Ordering::Relaxed) {
+                *failure = format!(
+                    "a write to the store failed ({e}); restart the daemon, which serves what \
+                     reached the disk"
+                );
+                crate::log(&format!(
+                    "{failure}. Until then no value is accepted, and nothing the store holds \
+                     in memory is read: it may never have reached the disk"
+                ));
+            }
         }
+    }
+
+    /// Why reads are refused: the store failed a write (or the committer panicked), so what
+    /// it holds in memory may include values that never reached the disk and never will
+    /// (reads must not serve what could not be made durable). A full disk does not stop
+    /// reads: what is held is committed once there is room. None when reads are served.
+    pub fn unreadable(&self) -> Option<String> {
+        if !self.failed.load(Ordering::Relaxed) {
+            return None;
+        }
+        let why = self
+            .failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Some(format!(
+            "{why} (nothing held in memory is read after a failed write: it may never have \
+             reached the disk)"
+        ))
     }
 
     /// List `e` as having queued values (its state says it is not listed yet).

@@ -751,6 +751,9 @@ fn locked_rrd<R>(
     f: impl FnOnce(&Target, &Rrd) -> R,
 ) -> Result<R, Response> {
     let t = d.resolve(file).map_err(Response::err)?;
+    if let Some(why) = d.unreadable() {
+        return Err(Response::err(format!("{prefix}{why}")));
+    }
     let mut inner = d.lock();
     let missing = || {
         Response::err(format!(

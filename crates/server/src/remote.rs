@@ -316,6 +316,9 @@ pub fn serve(
     args: &[String],
     input: Option<&str>,
 ) -> Response {
+    if let Some(why) = d.unreadable() {
+        return Response::err(why);
+    }
     if cli::writes(cmd) {
         if d.closing() {
             return Response::err("Shutting down: no more updates are accepted.");

@@ -477,6 +477,10 @@ impl View {
 
     /// The series' file as rrdtool would hold it, with every value the daemon accepted.
     fn snapshot(&self, name: &str) -> Result<Vec<u8>, Errno> {
+        if self.d.unreadable().is_some() {
+            // Logged once, when the write failed.
+            return Err(Errno::EIO);
+        }
         let rrd = {
             let mut inner = self.d.lock();
             self.d.apply_series(&mut inner, name);

@@ -83,6 +83,11 @@ fn asset(content_type: &'static str, body: &str) -> Reply {
 /// routes then).
 pub fn route(d: &Daemon, path: &str, params: &[(String, String)], now: i64) -> Option<Reply> {
     let get = |k: &str| params.iter().find(|(p, _)| p == k).map(|(_, v)| v.as_str());
+    if path.starts_with("/api/") {
+        if let Some(why) = d.unreadable() {
+            return Some(error(503, &why));
+        }
+    }
     Some(match path {
         "" | "/" | "/index.html" => Reply {
             immutable: false,

@@ -137,6 +137,10 @@ fn answer(d: &Daemon, g: &Graphite, mut req: tiny_http::Request) {
         let _ = req.respond(resp);
         return;
     }
+    if let Some(why) = d.unreadable() {
+        let _ = req.respond(text(503, &why));
+        return;
+    }
     let r = match path.trim_end_matches('/') {
         "/render" => render_route(d, g, &params, now),
         "/metrics/find" | "/metrics" => find(d, g, get("query").unwrap_or(""), get("format")),
