@@ -5,7 +5,8 @@
 //! [`bytes`] and [`bits`] (little-endian fields, varints, bit streams), [`decimal`] and
 //! [`sample`] (the per-series sample compression), [`rrdbin`] (one `Rrd` as bytes) with
 //! [`rows`] (its archive rows), [`frame`] (log superblock and record frames), [`record`] (a
-//! commit record's payload) with [`block`] (a commit's samples, commit-wide) and [`checkpoint`] (checkpoint files).
+//! commit record's payload) with [`block`] (a commit's samples, commit-wide) and [`checkpoint`] (checkpoint files); [`whisper`] reads other stores' files for
+//! `ringlet import`.
 
 pub mod bits;
 pub mod block;
@@ -19,5 +20,6 @@ pub mod rows;
 pub mod rrdbin;
 pub mod sample;
 pub mod segment;
+pub mod whisper;
 
 pub use bytes::DecodeError;

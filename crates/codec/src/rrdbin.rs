@@ -419,9 +419,11 @@ fn decode_schema(r: &mut ByteReader) -> Result<Schema, DecodeError> {
             row_cnt,
         });
     }
+    // Rows are bounded with at least one DS: a schema without any still keeps a table
+    // entry per chunk of rows (found by fuzzing: 2^40 rows of no DS took 4 TB).
     if rra
         .iter()
-        .any(|def| (def.row_cnt as u128) * (ds_cnt as u128) > MAX_VALUES)
+        .any(|def| (def.row_cnt as u128) * (ds_cnt.max(1) as u128) > MAX_VALUES)
     {
         return Err(r.err("archive too large"));
     }
@@ -522,6 +524,19 @@ pub(crate) mod tests {
 
     fn bits_equal(a: &Rrd, b: &Rrd) -> bool {
         rrd_bytes(a) == rrd_bytes(b) && format!("{a:?}") == format!("{b:?}")
+    }
+
+    #[test]
+    fn an_archive_of_too_many_rows_is_refused_even_without_a_ds() {
+        // Found by fuzzing (fuzz/regressions/checkpoint/rows-of-no-ds): no DS made the
+        // bound on rows zero, and the rows' chunk table took terabytes.
+        for ds in [0, 1] {
+            let mut schema = sample_rrd().schema.as_ref().clone();
+            schema.ds.truncate(ds);
+            schema.rra[0].row_cnt = 1 << 40;
+            let e = decode_schema_bytes(&schema_bytes(&schema)).unwrap_err();
+            assert!(e.to_string().contains("archive too large"), "{e}");
+        }
     }
 
     #[test]

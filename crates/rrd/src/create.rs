@@ -111,8 +111,11 @@ pub fn parse_create_with(
                 None => (long, None),
             }
         } else if a.len() > 1 && a.starts_with('-') {
-            let short = &a[1..2];
-            let rest = &a[2..];
+            // One character, whatever its length in bytes (`-é` is an unknown option, not a
+            // slice through a character).
+            let end = 1 + a[1..].chars().next().map_or(0, char::len_utf8);
+            let short = &a[1..end];
+            let rest = &a[end..];
             (short, (!rest.is_empty()).then_some(rest))
         } else {
             positional.push(a);
@@ -526,6 +529,12 @@ mod tests {
         assert_eq!(
             fails(&format!("c.rrd --foo {ok_ds} {ok_rra}")),
             "invalid option -- 'foo'"
+        );
+        // A short option of a character of several bytes (found by the fuzz smoke: it was
+        // sliced through the character).
+        assert_eq!(
+            fails(&format!("c.rrd -\u{e9}x {ok_ds} {ok_rra}")),
+            "invalid option -- '\u{e9}'"
         );
         assert_eq!(
             fails(&format!(

@@ -373,7 +373,10 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             if let Some((f, v)) = a.split_once('=').filter(|_| a.starts_with("--")) {
                 (f, Some(v.to_string()))
             } else if a.len() > 2 && a.starts_with('-') && !a.starts_with("--") {
-                (&a[..2], Some(a[2..].to_string()))
+                // The flag is `-` and one character, however many bytes it takes.
+                let end = 1 + a[1..].chars().next().map_or(0, char::len_utf8);
+                let rest = &a[end..];
+                (&a[..end], (!rest.is_empty()).then(|| rest.to_string()))
             } else {
                 (a.as_str(), None)
             };
@@ -477,6 +480,14 @@ mod tests {
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_flag_of_a_character_of_several_bytes_is_refused_not_cut() {
+        for a in ["-\u{e9}", "-\u{e9}300", "-\u{1f600}x"] {
+            let e = parse(&args(a)).map(|_| ()).unwrap_err();
+            assert!(e.contains('-'), "{a}: {e}");
+        }
     }
 
     #[test]

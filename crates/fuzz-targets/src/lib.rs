@@ -1,0 +1,338 @@
+//! The fuzz targets (issue 21): every parser of bytes or text that comes from outside the
+//! process or from disk, each as a function of arbitrary bytes that must return (an error is
+//! fine) and never panic, hang, or allocate without bound. `fuzz/` (cargo-fuzz, libFuzzer,
+//! nightly) runs them for hours; `tests/smoke.rs` runs each over its corpus in `fuzz/corpus/`
+//! and a few thousand mutations of it in every test run (stable). A crash found by either is
+//! fixed and its input kept in `fuzz/regressions/<target>/`, which the smoke test replays.
+//!
+//! Where a decoder accepts its input, the result is also used (encoded again, or read
+//! through), so that what it built is checked as well as the parse.
+
+/// A target: a function of arbitrary bytes.
+pub type Target = fn(&[u8]);
+
+/// Every target, by name (the name of its fuzz/fuzz_targets/ file and corpus directory).
+pub const TARGETS: &[(&str, Target)] = &[
+    ("protocol", protocol),
+    ("update", update),
+    ("create", create),
+    ("times", times),
+    ("record", record),
+    ("replay", replay),
+    ("checkpoint", checkpoint),
+    ("segment", segment),
+    ("rows", rows),
+    ("rrdfile", rrdfile),
+    ("restore", restore),
+    ("carbon", carbon),
+    ("pickle", pickle),
+    ("graphite", graphite),
+    ("http", http),
+    ("whisper", whisper),
+];
+
+/// The target called `name`.
+pub fn target(name: &str) -> Option<Target> {
+    TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+fn text(data: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(data)
+}
+
+/// rrdcached's protocol: each line of the input parsed as a request (a daemon's connection
+/// reads lines of at most 4,096 bytes; longer ones are refused before parsing).
+pub fn protocol(data: &[u8]) {
+    for line in text(data).lines() {
+        let _ = proto::request::parse(line);
+        let _ = proto::tokenize::fields(line);
+    }
+}
+
+/// A schema of two DSs and three archives that updates are parsed against.
+fn schema() -> rrd::Schema {
+    let args: Vec<String> = [
+        "x.rrd",
+        "-s",
+        "10",
+        "DS:a:GAUGE:600:U:U",
+        "DS:b:COUNTER:600:0:1e9",
+        "RRA:AVERAGE:0.5:1:100",
+        "RRA:MAX:0.5:6:100",
+        "RRA:LAST:0.5:60:10",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    rrd::create::parse_create(&args, 1_700_000_000)
+        .expect("the fuzzing schema")
+        .schema
+}
+
+/// UPDATE's arguments: the first line a template (or none if empty), each other line an
+/// update argument (`time:value:value`, `time@values`, `N:...`).
+pub fn update(data: &[u8]) {
+    let s = schema();
+    let t = text(data);
+    let mut lines = t.lines();
+    let tmpl = lines
+        .next()
+        .filter(|l| !l.is_empty())
+        .and_then(|l| rrd::update::parse_template(&s, l).ok());
+    for l in lines {
+        let _ = rrd::update::parse_update_arg(&s, l, tmpl.as_deref(), (1_700_000_000, 0));
+    }
+}
+
+/// CREATE's arguments, one a line; a schema that parses is also built into an RRD and
+/// written as a `.rrd` file.
+pub fn create(data: &[u8]) {
+    let args: Vec<String> = text(data).lines().map(str::to_string).collect();
+    if let Ok(req) = rrd::create::parse_create(&args, 1_700_000_000) {
+        let cells =
+            req.schema.ds.len() as u64 * req.schema.rra.iter().map(|r| r.row_cnt).sum::<u64>();
+        // A schema of millions of rows is valid; building it here would only measure memory.
+        if cells <= 1 << 16 {
+            let r = rrd::state::Rrd::new(req.schema, req.start);
+            let _ = rrd::rrdfile::write(&r);
+        }
+    }
+}
+
+/// Times: rrdtool's at-style times (fetch -s/-e, update's `time@`) and Graphite's
+/// (`from`/`until`), one a line.
+pub fn times(data: &[u8]) {
+    for l in text(data).lines() {
+        let _ = rrd::parsetime::parse_time(l, 1_700_000_000);
+        let _ = server::graphite::time::parse(l, 1_700_000_000);
+    }
+}
+
+/// A commit record's payload (past its checksum): every entry decoded, and the samples of
+/// each series decoded from its stream as replay would.
+pub fn record(data: &[u8]) {
+    let Ok(entries) = codec::record::decode_record(data) else {
+        return;
+    };
+    let mut codec = codec::sample::SeriesCodec::seed(1_700_000_000, 0, ["U", "U"]);
+    for e in entries {
+        match e {
+            codec::record::Entry::Samples { count, chunk, .. } => {
+                let _ = codec::sample::decode_chunk(&mut codec, chunk, count as usize);
+            }
+            codec::record::Entry::Block(b) => {
+                for s in b.series() {
+                    let Ok(s) = s else { break };
+                    let mut r = s.span.reader();
+                    for _ in 0..s.count.min(1 << 16) {
+                        if codec.decode(&mut r).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            codec::record::Entry::Create { rrd, .. } => {
+                let _ = rrd::rrdfile::write(&rrd);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A commit record past its checksum, replayed by a store's open: a store on the simulated
+/// file system (two series, a commit) has its last record's payload replaced by the input,
+/// framed with a valid checksum, and is opened again (replay applies what decodes; open
+/// must fail with an error or serve the series).
+pub fn replay(data: &[u8]) {
+    use engine::vfs::Vfs;
+    let fs = engine::sim::SimFs::new();
+    let vfs: std::sync::Arc<dyn Vfs> = std::sync::Arc::new(fs);
+    let dir = std::path::Path::new("/store");
+    let opts = || engine::Options {
+        log_bytes: 256 << 10,
+        ..engine::Options::default()
+    };
+    let t0 = 1_700_000_000;
+    {
+        let Ok(mut st) = engine::Store::open_with(vfs.clone(), dir, opts()) else {
+            return;
+        };
+        for name in ["a.rrd", "b.rrd"] {
+            let rrd = rrd::state::Rrd::new(schema(), t0 - 10);
+            st.create(name, rrd, false).expect("create");
+        }
+        st.commit().expect("commit");
+        let sample = rrd::update::Sample {
+            time: t0,
+            usec: 0,
+            values: vec!["1.5".into(), "100".into()],
+        };
+        st.update("a.rrd", &sample, &mut |_| {}).expect("update");
+        st.commit().expect("commit");
+        // Dropped without close: the records stay to be replayed.
+    }
+    let Ok(mut log) = vfs.open(&dir.join("log"), false) else {
+        return;
+    };
+    let len = log.len().unwrap_or(0);
+    let (mut last, mut at) = (None, codec::frame::RING_START);
+    let mut h = [0u8; codec::frame::REC_HEADER_LEN];
+    while at + h.len() as u64 <= len {
+        if log.read_at(&mut h, at).is_ok() {
+            if let codec::frame::HeaderScan::Header(rh) = codec::frame::scan_header(&h) {
+                if last.is_none_or(|(_, s, _)| rh.seq > s) {
+                    last = Some((at, rh.seq, rh.lsn));
+                }
+            }
+        }
+        at += 4096;
+    }
+    let Some((at, seq, lsn)) = last else { return };
+    let rec = codec::frame::encode_record(codec::frame::KIND_COMMIT, seq, lsn, data, 4096);
+    if at + rec.len() as u64 > len || log.write_at(&rec, at).is_err() {
+        return;
+    }
+    drop(log);
+    if let Ok(st) = engine::Store::open_with(vfs, dir, opts()) {
+        for name in st.names() {
+            if let Some(r) = st.get(&name) {
+                let _ = rrd::fetch::fetch(r, rrd::Cf::Average, t0 - 3600, t0 + 3600, 1, false);
+                let _ = rrd::rrdfile::write(r);
+            }
+        }
+    }
+}
+
+/// A checkpoint's payload (past its checksum), as each version reads it: the first byte
+/// picks the version, the rest is the payload.
+pub fn checkpoint(data: &[u8]) {
+    let Some((&v, payload)) = data.split_first() else {
+        return;
+    };
+    let h = codec::checkpoint::CheckpointHeader {
+        version: u32::from(v % 6),
+        generation: 1,
+        log_lsn: 0,
+        log_seq: 1,
+        payload_len: payload.len() as u64,
+        payload_crc: codec::crc32c::crc32c(payload),
+    };
+    let _ = codec::checkpoint::decode_checkpoint_payload(&h, payload);
+    let _ = codec::checkpoint::decode_checkpoint_header(data);
+}
+
+/// A segment file: its header and index (version 2), every chunk found through it, and the
+/// whole-file reading of version 1.
+pub fn segment(data: &[u8]) {
+    if let Ok(v) = codec::segment::SegView::open(data, 1) {
+        for ord in 0..v.len().min(1 << 16) {
+            let k = v.key(ord);
+            let _ = v.find(k);
+            if let Ok((start, len)) = v.chunk(ord) {
+                let mut out = Vec::new();
+                let _ = rrd::rows::decode_values(&data[start..start + len], 256, &mut out);
+            }
+        }
+    }
+    let _ = codec::segment::decode_segment(data, 1);
+}
+
+/// Archive rows' block encoding: the first two bytes say how many values to read.
+pub fn rows(data: &[u8]) {
+    if data.len() < 2 {
+        return;
+    }
+    let n = usize::from(u16::from_le_bytes([data[0], data[1]]));
+    let mut out = Vec::new();
+    if rrd::rows::decode_values(&data[2..], n, &mut out).is_ok() {
+        // What decodes encodes again and decodes to the same bits.
+        let mut again = Vec::new();
+        rrd::rows::encode_values(&out, &mut again);
+        let mut back = Vec::new();
+        let used = rrd::rows::decode_values(&again, n, &mut back).expect("re-encoded rows decode");
+        assert_eq!(used, again.len());
+        assert!(out
+            .iter()
+            .zip(&back)
+            .all(|(a, b)| a.to_bits() == b.to_bits()));
+    }
+}
+
+/// A `.rrd` file, as the view, `ringlet import` and the daemon's first sight of a file read
+/// it; one that reads is written again and read back.
+pub fn rrdfile(data: &[u8]) {
+    if let Ok(r) = rrd::rrdfile::read(data) {
+        if let Ok(bytes) = rrd::rrdfile::write(&r) {
+            rrd::rrdfile::read(&bytes).expect("a written .rrd file reads");
+        }
+    }
+}
+
+/// rrdtool's XML dump, as `restore` reads it (with and without the range check).
+pub fn restore(data: &[u8]) {
+    let t = text(data);
+    let _ = rrd::restore::restore_xml(&t, true);
+    if let Ok(r) = rrd::restore::restore_xml(&t, false) {
+        let _ = rrd::dump::dump_xml(&r, "");
+    }
+}
+
+/// carbon's plaintext lines, storage-schemas retentions and metric names.
+pub fn carbon(data: &[u8]) {
+    for l in text(data).lines() {
+        let _ = server::carbon::parse_line(l, 1_700_000_000.0);
+        let _ = server::carbon::parse_retentions(l);
+        let _ = server::carbon::name_of(l);
+    }
+}
+
+/// A pickle, as carbon's pickle receiver gets it (without its length prefix).
+pub fn pickle(data: &[u8]) {
+    let _ = server::pickle::loads(data);
+}
+
+/// Graphite's target expressions (render's `target=`), one a line.
+pub fn graphite(data: &[u8]) {
+    for l in text(data).lines() {
+        let _ = server::graphite::expr::parse(l);
+    }
+}
+
+/// The HTTP API's query strings (and form bodies), one a line, as the render, find and
+/// page routes read them: every parameter decoded, targets parsed, `from`/`until` read, and
+/// `query`s matched as globs.
+pub fn http(data: &[u8]) {
+    for l in text(data).lines() {
+        for (k, v) in server::graphite::http::form(l) {
+            match k.as_str() {
+                "target" => {
+                    let _ = server::graphite::expr::parse(&v);
+                }
+                "from" | "until" => {
+                    let _ = server::graphite::time::parse(&v, 1_700_000_000);
+                }
+                _ => {
+                    if let Ok(p) = server::graphite::glob::Pattern::new(&v) {
+                        let _ = p.prefix();
+                    }
+                    if let Ok(c) = server::graphite::glob::Component::new(&v) {
+                        let _ = c.matches("servers");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A whisper file; with a first byte of 0 the rest is a PHPFina feed (16 bytes of `.meta`,
+/// then the `.dat`).
+pub fn whisper(data: &[u8]) {
+    match data.split_first() {
+        Some((0, rest)) if rest.len() >= 16 => {
+            let _ = codec::whisper::parse_phpfina(&rest[..16], &rest[16..]);
+        }
+        _ => {
+            let _ = codec::whisper::parse(data);
+        }
+    }
+}
