@@ -41,55 +41,13 @@ while [ $# -gt 0 ]; do
         *) echo "usage: $0 [--fs ext4|xfs] [--images N] [--series N] [--batches B] [--per M] [--seed S] [--log-size SIZE] [--control N]" >&2; exit 2 ;;
     esac
 done
-case "$FS" in
-    ext4) SIZE=128M ;;
-    xfs) SIZE=320M ;;  # mkfs.xfs refuses less than 300 MB
-    *) echo "crash.sh: --fs ext4 or xfs" >&2; exit 2 ;;
-esac
-if [ "${RINGLET_CRASH_NS:-}" != 1 ]; then
-    RINGLET_CRASH_NS=1 exec unshare -m --propagation private -- bash "$0" --fs "$FS" --images "$IMAGES" \
-        --series "$SERIES" --batches "$BATCHES" --per "$PER" --seed "$SEED" --log-size "$LOGSIZE" --control "$CONTROL"
-fi
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-# $RINGLET and $BLOCKREC, when both set (the test that runs this), are used as they are.
-if [ -z "${RINGLET:-}" ] || [ -z "${BLOCKREC:-}" ]; then
-    (cd "$ROOT" && cargo build --release -q -p ringlet -p ringlet-bench)
-    RINGLET=$TARGET/release/ringlet
-    BLOCKREC=$TARGET/release/blockrec
-fi
-WORK=$(mktemp -d "${SCRATCH:-${TMPDIR:-/tmp}}/ringlet-crash.XXXXXX")
-PID="" REC="" LOOP=""
-cleanup() {
-    [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-    mountpoint -q "$WORK/mnt" 2>/dev/null && timeout 30 umount "$WORK/mnt"
-    mountpoint -q "$WORK/cm" 2>/dev/null && timeout 30 umount "$WORK/cm"
-    [ -n "$LOOP" ] && timeout 30 losetup -d "$LOOP"
-    for l in $(losetup -j "$WORK/crash/crash.img" -O NAME -n 2>/dev/null); do timeout 30 losetup -d "$l"; done
-    mountpoint -q "$WORK/rec" 2>/dev/null && timeout 30 umount "$WORK/rec"
-    [ -n "$REC" ] && kill "$REC" 2>/dev/null && wait "$REC" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-mkdir -p "$WORK/rec" "$WORK/mnt" "$WORK/cm"
+# shellcheck source=bench/blockdev-lib.sh
+. "$(dirname "$0")/blockdev-lib.sh"
+blk_start crash --fs "$FS" --images "$IMAGES" --series "$SERIES" --batches "$BATCHES" --per "$PER" \
+    --seed "$SEED" --log-size "$LOGSIZE" --control "$CONTROL"
+mkdir -p "$WORK/cm"
 t0=$(date +%s)
-
-truncate -s "$SIZE" "$WORK/disk.img"
-if [ "$FS" = ext4 ]; then
-    # Inode tables and journal written now, not by the kernel in the background later.
-    mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$WORK/disk.img"
-else
-    mkfs.xfs -q -f "$WORK/disk.img"
-fi
-cp --sparse=always "$WORK/disk.img" "$WORK/base.img"
-
-"$BLOCKREC" serve --image "$WORK/disk.img" --log "$WORK/rec.log" "$WORK/rec" 2>"$WORK/rec.err" &
-REC=$!
-for _ in $(seq 100); do [ -e "$WORK/rec/disk.img" ] && break; sleep 0.05; done
-[ -e "$WORK/rec/disk.img" ] || { cat "$WORK/rec.err" >&2; echo "crash.sh: the recorder did not mount" >&2; exit 1; }
-LOOP=$(timeout 30 losetup -f --show "$WORK/rec/disk.img")
-timeout 60 mount "$LOOP" "$WORK/mnt"
+blk_record
 mkdir -p "$WORK/mnt/base"
 # A small ring that grows with the series (8 KiB each): checkpoints come every few dozen
 # commits, and the ring is replaced (built, renamed over the log) as series are created.
@@ -105,10 +63,7 @@ timeout 600 "$BLOCKREC" load --socket "$WORK/s.sock" --marks "$WORK/rec/marks" \
 # The power cut: nothing more from the daemon; what the file system writes at unmount is
 # recorded too (images are cut at every point of the log anyway).
 kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""
-timeout 60 umount "$WORK/mnt"
-timeout 30 losetup -d "$LOOP"; LOOP=""
-timeout 30 umount "$WORK/rec"
-wait "$REC" || true; REC=""
+blk_detach
 t1=$(date +%s)
 echo "crash.sh: $FS, $SERIES series x $BATCHES batches of $PER updates recorded in $((t1 - t0)) s: $(du -k "$WORK/rec.log" | cut -f1) KB of log"
 
@@ -117,9 +72,7 @@ cat >"$WORK/check.sh" <<EOF
 # One crash image: mount it (journal replay), open and check the store, unmount.
 set -u
 L=\$(timeout 30 losetup -f --show "\$IMAGE") || { echo "losetup failed"; exit 3; }
-opts=""
-[ "$FS" = xfs ] && opts="-o nouuid"
-if ! timeout 60 mount \$opts "\$L" "$WORK/cm" 2>"$WORK/mount.err"; then
+if ! timeout 60 mount $MOUNT_OPTS "\$L" "$WORK/cm" 2>"$WORK/mount.err"; then
     echo "the file system does not mount: \$(head -c 300 "$WORK/mount.err")"
     timeout 30 losetup -d "\$L"
     exit 4

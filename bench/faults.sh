@@ -33,40 +33,13 @@ while [ $# -gt 0 ]; do
         *) echo "usage: $0 [--fs ext4|xfs] [--fail fail-writes|fail-flushes] [--series N]" >&2; exit 2 ;;
     esac
 done
-case "$FS" in
-    ext4) SIZE=128M ;;
-    xfs) SIZE=320M ;;
-    *) echo "faults.sh: --fs ext4 or xfs" >&2; exit 2 ;;
-esac
 case "$FAIL" in
     fail-writes|fail-flushes) ;;
     *) echo "faults.sh: --fail fail-writes or fail-flushes" >&2; exit 2 ;;
 esac
-if [ "${RINGLET_FAULTS_NS:-}" != 1 ]; then
-    RINGLET_FAULTS_NS=1 exec unshare -m --propagation private -- bash "$0" --fs "$FS" --fail "$FAIL" --series "$SERIES"
-fi
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-if [ -z "${RINGLET:-}" ] || [ -z "${BLOCKREC:-}" ]; then
-    (cd "$ROOT" && cargo build --release -q -p ringlet -p ringlet-bench)
-    RINGLET=$TARGET/release/ringlet
-    BLOCKREC=$TARGET/release/blockrec
-fi
-WORK=$(mktemp -d "${SCRATCH:-${TMPDIR:-/tmp}}/ringlet-faults.XXXXXX")
-PID="" REC="" LOOP=""
-cleanup() {
-    [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-    mountpoint -q "$WORK/mnt" 2>/dev/null && timeout 30 umount -l "$WORK/mnt"
-    [ -n "$LOOP" ] && timeout 30 losetup -d "$LOOP"
-    mountpoint -q "$WORK/rec" 2>/dev/null && timeout 30 umount -l "$WORK/rec"
-    [ -n "$REC" ] && kill "$REC" 2>/dev/null && wait "$REC" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-mkdir -p "$WORK/rec" "$WORK/mnt"
-opts=""
-[ "$FS" = xfs ] && opts="-o nouuid"
+# shellcheck source=bench/blockdev-lib.sh
+. "$(dirname "$0")/blockdev-lib.sh"
+blk_start faults --fs "$FS" --fail "$FAIL" --series "$SERIES"
 
 start_daemon() {
     "$RINGLET" serve -g -w 300 -l "unix:$WORK/s.sock" -b "$WORK/mnt/base" \
@@ -78,18 +51,7 @@ start_daemon() {
     done
 }
 
-truncate -s "$SIZE" "$WORK/disk.img"
-if [ "$FS" = ext4 ]; then
-    mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$WORK/disk.img"
-else
-    mkfs.xfs -q -f "$WORK/disk.img"
-fi
-"$BLOCKREC" serve --image "$WORK/disk.img" --log "$WORK/rec.log" "$WORK/rec" 2>"$WORK/rec.err" &
-REC=$!
-for _ in $(seq 100); do [ -e "$WORK/rec/disk.img" ] && break; sleep 0.05; done
-[ -e "$WORK/rec/disk.img" ] || { cat "$WORK/rec.err" >&2; echo "faults.sh: the recorder did not mount" >&2; exit 1; }
-LOOP=$(timeout 30 losetup -f --show "$WORK/rec/disk.img")
-timeout 60 mount $opts "$LOOP" "$WORK/mnt"
+blk_record
 mkdir -p "$WORK/mnt/base"
 start_daemon
 OUT=$(timeout 300 "$BLOCKREC" faults --socket "$WORK/s.sock" --marks "$WORK/rec/marks" \
@@ -100,11 +62,8 @@ rm -f "$WORK/s.sock"
 echo "LOGGED: $(grep -ciE 'failed|error' "$WORK/serve.log") lines of failure; first: $(grep -iE 'failed|error' "$WORK/serve.log" | head -1)"
 # What reached the disk: unmount (after a failed write the file system may refuse), detach,
 # and mount the image afresh.
-timeout 60 umount "$WORK/mnt" || timeout 30 umount -l "$WORK/mnt"
-timeout 30 losetup -d "$LOOP"; LOOP=""
-timeout 30 umount "$WORK/rec"; wait "$REC" || true; REC=""
-LOOP=$(timeout 30 losetup -f --show "$WORK/disk.img")
-timeout 60 mount $opts "$LOOP" "$WORK/mnt"
+blk_detach
+blk_attach "$WORK/disk.img" "$WORK/mnt"
 ACKED=$(echo "$OUT" | awk -F': ' '/^ACKED:/ { print $2 }')
 set +e
 STORE=$(timeout 120 "$BLOCKREC" verify --store "$WORK/mnt/store" --series "$SERIES" --per "$PER" --acked "$ACKED")
