@@ -8,7 +8,7 @@
 //! allocates, and every enum code.
 
 use crate::bytes::{ByteReader, ByteWriter, DecodeError};
-use crate::rows::{decode_runs, encode_rows, MAX_VALUES};
+use crate::rows::{encode_rows, MAX_VALUES};
 use rrd::rows::Part;
 use rrd::{CdpPrep, Cf, DsDef, DsType, PdpPrep, Rows, RraData, RraDef, Rrd, Schema};
 
@@ -261,8 +261,11 @@ pub fn decode_rrd(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
     let ds_cnt = rrd.ds_cnt();
     for (def, data) in rrd.schema.rra.iter().zip(rrd.rra.iter_mut()) {
         data.cur_row = read_cur_row(r, def.row_cnt)?;
-        let n = def.row_cnt as usize * ds_cnt;
-        data.rows = Rows::from_values(ds_cnt, &decode_runs(r, n)?);
+        let at = r.pos();
+        let (rows, used) = rrd::rows::decode_rows(r.rest(), def.row_cnt, ds_cnt)
+            .map_err(|e| DecodeError::new(at + e.offset, e.what))?;
+        r.take(used)?;
+        data.rows = rows;
     }
     Ok(rrd)
 }

@@ -131,7 +131,7 @@ pub fn record(data: &[u8]) {
                     }
                 }
             }
-            codec::record::Entry::Create { rrd, .. } => {
+            codec::record::Entry::Create { rrd, .. } if small(&rrd) => {
                 let _ = rrd::rrdfile::write(&rrd);
             }
             _ => {}
@@ -197,10 +197,18 @@ pub fn replay(data: &[u8]) {
         for name in st.names() {
             if let Some(r) = st.get(&name) {
                 let _ = rrd::fetch::fetch(r, rrd::Cf::Average, t0 - 3600, t0 + 3600, 1, false);
-                let _ = rrd::rrdfile::write(r);
+                if small(r) {
+                    let _ = rrd::rrdfile::write(r);
+                }
             }
         }
     }
+}
+
+/// Whether `r`'s archives are small enough to write out as a `.rrd` file here (a valid
+/// schema may have 2^31 rows: 16 GB as a file, which would only measure memory).
+fn small(r: &rrd::state::Rrd) -> bool {
+    r.ds_cnt() as u64 * r.schema.rra.iter().map(|a| a.row_cnt).sum::<u64>() <= 1 << 20
 }
 
 /// A checkpoint's payload (past its checksum), as each version reads it: the first byte
