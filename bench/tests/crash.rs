@@ -45,25 +45,16 @@ fn can_run() -> bool {
     ok
 }
 
-fn crash(fs: &str) -> String {
+/// Run `bench/<script>` with `args` and the binaries of this build; its output.
+fn script(script: &str, args: &[&str]) -> String {
     // The daemon's binary is built beside this package's (the workspace's tests build both).
     let ringlet = Path::new(BLOCKREC).with_file_name("ringlet");
     assert!(ringlet.exists(), "{} is not built", ringlet.display());
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("crash.sh");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
     let o = Command::new("timeout")
         .args(["-k", "5", "300", "bash"])
-        .arg(&script)
-        .args([
-            "--fs",
-            fs,
-            "--images",
-            "40",
-            "--series",
-            "20",
-            "--batches",
-            "40",
-        ])
-        .args(["--per", "20", "--control", "40"])
+        .arg(&path)
+        .args(args)
         .env("RINGLET", &ringlet)
         .env("BLOCKREC", BLOCKREC)
         .output()
@@ -71,11 +62,17 @@ fn crash(fs: &str) -> String {
     let out = String::from_utf8_lossy(&o.stdout).to_string();
     assert!(
         o.status.success(),
-        "crash.sh --fs {fs} failed: {:?}\n{out}\n{}",
+        "{script} {args:?} failed: {:?}\n{out}\n{}",
         o.status,
         String::from_utf8_lossy(&o.stderr)
     );
     out
+}
+
+fn crash(fs: &str) -> String {
+    let args = ["--images", "40", "--series", "20", "--batches", "40"];
+    let more = ["--per", "20", "--control", "40"];
+    script("crash.sh", &[&["--fs", fs][..], &args, &more].concat())
 }
 
 fn check(fs: &str, out: &str) {
@@ -110,24 +107,7 @@ fn power_cuts_at_the_block_device_lose_nothing_acknowledged_on_ext4_and_xfs() {
 
 /// `bench/faults.sh`: the disk fails every write, or every flush, under the daemon.
 fn faults(fs: &str, fail: &str) -> String {
-    let ringlet = Path::new(BLOCKREC).with_file_name("ringlet");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("faults.sh");
-    let o = Command::new("timeout")
-        .args(["-k", "5", "300", "bash"])
-        .arg(&script)
-        .args(["--fs", fs, "--fail", fail])
-        .env("RINGLET", &ringlet)
-        .env("BLOCKREC", BLOCKREC)
-        .output()
-        .expect("bash");
-    let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(
-        o.status.success(),
-        "faults.sh --fs {fs} --fail {fail} failed: {:?}\n{out}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
+    script("faults.sh", &["--fs", fs, "--fail", fail])
 }
 
 #[test]
