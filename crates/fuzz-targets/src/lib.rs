@@ -31,11 +31,6 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("whisper", whisper),
 ];
 
-/// The target called `name`.
-pub fn target(name: &str) -> Option<Target> {
-    TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
-}
-
 fn text(data: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(data)
 }
@@ -49,8 +44,13 @@ pub fn protocol(data: &[u8]) {
     }
 }
 
-/// A schema of two DSs and three archives that updates are parsed against.
+/// A schema of two DSs and three archives that updates are parsed against (built once).
 fn schema() -> rrd::Schema {
+    static SCHEMA: std::sync::OnceLock<rrd::Schema> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(build_schema).clone()
+}
+
+fn build_schema() -> rrd::Schema {
     let args: Vec<String> = [
         "x.rrd",
         "-s",

@@ -277,24 +277,33 @@ pub struct PackError {
 
 /// Read `n` values written by [`encode_values`] from the start of `buf`, appending them to
 /// `out`. Returns how many bytes they took.
+/// The varint at `*pos` of `buf`, moving `*pos` past it.
+fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, PackError> {
+    let start = *pos;
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let Some(&b) = buf.get(*pos) else {
+            return Err(PackError {
+                offset: start,
+                what: "truncated varint",
+            });
+        };
+        *pos += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(PackError {
+        offset: start,
+        what: "varint too long",
+    })
+}
+
 pub fn decode_values(buf: &[u8], n: usize, out: &mut Vec<f64>) -> Result<usize, PackError> {
     let mut pos = 0usize;
     let err = |offset: usize, what: &'static str| PackError { offset, what };
-    let varint = |pos: &mut usize| -> Result<u64, PackError> {
-        let start = *pos;
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let Some(&b) = buf.get(*pos) else {
-                return Err(err(start, "truncated varint"));
-            };
-            *pos += 1;
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(err(start, "varint too long"))
-    };
+    let varint = |pos: &mut usize| read_varint(buf, pos);
     let f64_at = |pos: &mut usize| -> Result<f64, PackError> {
         let b = buf
             .get(*pos..*pos + 8)
@@ -407,21 +416,8 @@ pub fn decode_rows(buf: &[u8], row_cnt: u64, ds_cnt: usize) -> Result<(Rows, usi
     };
     while done < total {
         // The block's header, read again by `decode_values` for the blocks it expands.
-        let (mut p, mut h, mut shift) = (pos, 0u64, 0);
-        loop {
-            let Some(&b) = buf.get(p) else {
-                return Err(err(pos, "truncated varint"));
-            };
-            p += 1;
-            h |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                break;
-            }
-            shift += 7;
-            if shift >= 64 {
-                return Err(err(pos, "varint too long"));
-            }
-        }
+        let mut p = pos;
+        let h = read_varint(buf, &mut p)?;
         let len = usize::try_from(h >> 2).unwrap_or(usize::MAX);
         if len == 0 || len > total - done {
             return Err(err(pos, "bad run length in archive rows"));

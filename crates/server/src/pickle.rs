@@ -76,11 +76,10 @@ pub fn loads(b: &[u8]) -> Result<V, String> {
     // end, then freed newest first (a value is dropped while what it holds is still held
     // here: no recursion).
     let mut made: Vec<V> = Vec::new();
-    let r = parse(b, &mut made).and_then(|v| {
-        let reach = check(&v)?;
-        Ok((v, reach))
-    });
-    let keep = r.as_ref().map(|(_, k)| k.clone()).unwrap_or_default();
+    let (r, keep) = match parse(b, &mut made).and_then(|v| check(&v).map(|k| (v, k))) {
+        Ok((v, keep)) => (Ok(v), keep),
+        Err(e) => (Err(e), Default::default()),
+    };
     for v in &made {
         if let V::List(l) = v {
             if !keep.contains(&(Rc::as_ptr(l) as *const () as usize)) {
@@ -92,7 +91,7 @@ pub fn loads(b: &[u8]) -> Result<V, String> {
     while let Some(v) = made.pop() {
         drop(v);
     }
-    r.map(|(v, _)| v)
+    r
 }
 
 /// The address of a list's or tuple's shared part.
@@ -109,10 +108,10 @@ fn addr(v: &V) -> Option<usize> {
 fn check(v: &V) -> Result<std::collections::HashSet<usize>, String> {
     use std::collections::HashSet;
     let (mut on_path, mut done) = (HashSet::new(), HashSet::new());
-    // (the container, its items, the next item to visit)
-    let mut path: Vec<(usize, Vec<V>, usize)> = Vec::new();
+    // (the container's address, the container, the next item to visit)
+    let mut path: Vec<(usize, V, usize)> = Vec::new();
     let enter = |v: &V,
-                 path: &mut Vec<(usize, Vec<V>, usize)>,
+                 path: &mut Vec<(usize, V, usize)>,
                  on_path: &mut HashSet<usize>,
                  done: &HashSet<usize>|
      -> Result<(), String> {
@@ -128,13 +127,18 @@ fn check(v: &V) -> Result<std::collections::HashSet<usize>, String> {
                 "pickle: lists or tuples nested more than {MAX_DEPTH} deep"
             ));
         }
-        path.push((a, v.items().unwrap_or_default(), 0));
+        path.push((a, v.clone(), 0));
         Ok(())
     };
     enter(v, &mut path, &mut on_path, &done)?;
-    while let Some((a, items, next)) = path.last_mut() {
-        if *next < items.len() {
-            let child = items[*next].clone();
+    while let Some((a, container, next)) = path.last_mut() {
+        // One item at a time, by index: a container's items are not copied.
+        let child = match container {
+            V::List(l) => l.borrow().get(*next).cloned(),
+            V::Tuple(t) => t.get(*next).cloned(),
+            _ => None,
+        };
+        if let Some(child) = child {
             *next += 1;
             enter(&child, &mut path, &mut on_path, &done)?;
         } else {
