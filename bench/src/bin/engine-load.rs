@@ -283,6 +283,7 @@ fn run(a: &Args) -> Result<(), String> {
         Options {
             commit_interval: None,
             sample_entries: a.sample_entries,
+            spill_bytes: engine::spill_bytes_from_env()?,
             ..Options::default()
         },
     )
@@ -366,6 +367,8 @@ fn run(a: &Args) -> Result<(), String> {
     ss.checkpoints -= w.checkpoints;
     ss.checkpoint_bytes -= w.checkpoint_bytes;
     ss.segment_bytes -= w.segment_bytes;
+    ss.spills -= w.spills;
+    ss.spill_bytes -= w.spill_bytes;
     let c = &ss.record_cost;
     let per = |bits: u64| bits as f64 / 8.0 / samples.max(1) as f64;
     if let (Some(d0), Some(d1)) = (dev0, dev1) {
@@ -391,8 +394,8 @@ fn run(a: &Args) -> Result<(), String> {
     );
     println!(
         "samples={samples} commits={commits} engine_bytes={bytes} engine_bytes_per_sample={:.3} \
-         log_bytes={} record_bytes={} record_bytes_per_sample={:.3} checkpoints={} checkpoint_bytes={} segment_bytes={} wall_s={secs:.2} \
-         samples_per_s={:.0}",
+         log_bytes={} record_bytes={} record_bytes_per_sample={:.3} checkpoints={} checkpoint_bytes={} segment_bytes={} spills={} \
+         spill_bytes={} wall_s={secs:.2} samples_per_s={:.0}",
         bytes as f64 / samples.max(1) as f64,
         ss.log_bytes,
         ss.record_bytes,
@@ -400,6 +403,8 @@ fn run(a: &Args) -> Result<(), String> {
         ss.checkpoints,
         ss.checkpoint_bytes,
         ss.segment_bytes,
+        ss.spills,
+        ss.spill_bytes,
         samples as f64 / secs
     );
     Ok(())

@@ -93,6 +93,7 @@ pub fn open(dir: &Path) -> Result<Store, String> {
         commit_interval: None,
         log_bytes: engine::log_size_from_env()?,
         log_per_series: engine::log_per_series_from_env()?,
+        spill_bytes: engine::spill_bytes_from_env()?,
         ..Options::default()
     };
     Store::open(dir, opts).map_err(|e| message(&e, ""))

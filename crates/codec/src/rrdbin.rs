@@ -383,7 +383,10 @@ fn decode_schema(r: &mut ByteReader) -> Result<Schema, DecodeError> {
     if step == 0 {
         return Err(r.err("step is 0"));
     }
-    let ds_cnt = count(r, 34)?;
+    // The least a DS takes: a name's length (1) with no name, its type (1), heartbeat, min
+    // and max (8 each), the RPN flag (1). (34 refused every schema of many DSs with short
+    // names, such as 26 DSs named a to z: a store holding one did not open.)
+    let ds_cnt = count(r, 27)?;
     let mut ds = Vec::with_capacity(ds_cnt);
     for _ in 0..ds_cnt {
         let name = r.str()?;
@@ -540,6 +543,34 @@ pub(crate) mod tests {
             let e = decode_schema_bytes(&schema_bytes(&schema)).unwrap_err();
             assert!(e.to_string().contains("archive too large"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_schema_of_many_short_named_dss_reads_back() {
+        // Found by a spill crash test: the bound on the DS count assumed 34 bytes a DS, and
+        // 26 DSs named a to z (28 bytes each) made every checkpoint of the store unreadable.
+        let mut schema = sample_rrd().schema.as_ref().clone();
+        let one = schema.ds[0].clone();
+        schema.ds = (b'a'..=b'z')
+            .map(|c| DsDef {
+                name: (c as char).to_string(),
+                rpn: None,
+                ..one.clone()
+            })
+            .collect();
+        schema.rra.truncate(1);
+        let b = schema_bytes(&schema);
+        assert_eq!(schema_bytes(&decode_schema_bytes(&b).unwrap()), b);
+        // An empty name is the least a DS can take: 27 bytes.
+        schema.ds.iter_mut().for_each(|d| d.name.clear());
+        let b = schema_bytes(&schema);
+        assert_eq!(schema_bytes(&decode_schema_bytes(&b).unwrap()), b);
+        // One DS fewer than the count says: refused.
+        let mut cut = schema.clone();
+        cut.ds.pop();
+        let mut b = schema_bytes(&cut);
+        b[8] += 1;
+        assert!(decode_schema_bytes(&b).is_err());
     }
 
     #[test]

@@ -82,6 +82,7 @@ fn main() {
         only: None,
         before_checkpoint: None,
         sample_entries: false,
+        spill_bytes: engine::DEFAULT_SPILL_BYTES,
     };
     let dir = std::env::temp_dir().join(format!("ringlet-ingest-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -255,6 +255,11 @@ pub struct SegTable {
     reads: RwLock<HashMap<u32, Arc<ReadSeg>>>,
     /// Chunks that failed their checksum (or whose segment was gone) when read.
     pub damaged: AtomicU64,
+    /// Packed bytes of the chunks sealed on the heap since the last count
+    /// ([`ChunkSource::sealed`]; set to the exact figure by every checkpoint and spill): an
+    /// upper bound of what the heap holds unstored (a chunk overwritten or removed since is
+    /// not taken off).
+    pub sealed: AtomicU64,
 }
 
 impl SegTable {
@@ -280,6 +285,10 @@ impl SegTable {
 }
 
 impl ChunkSource for SegTable {
+    fn sealed(&self, bytes: usize) {
+        self.sealed.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
     fn chunk(&self, seg: u32, key: (u64, u32, u32)) -> Option<(SharedBytes, usize, usize)> {
         let read = self.reads.read().expect("segment table").get(&seg).cloned();
         let found = if let Some(r) = read {
@@ -327,6 +336,17 @@ pub struct Settled {
     pub seg: u32,
 }
 
+/// What one spill ([`Segments::spill`]) wrote.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spilled {
+    /// Bytes of the new segment files.
+    pub bytes: u64,
+    pub chunks: usize,
+    pub segments: usize,
+    /// Packed bytes of unstored chunks left on the heap.
+    pub left: u64,
+}
+
 /// The segments of one checkpoint being written.
 pub struct Plan {
     next_id: u64,
@@ -344,6 +364,11 @@ pub struct Plan {
 pub struct Segments {
     /// Segments the newest checkpoint draws on.
     pub live: BTreeSet<u64>,
+    /// Segments written by spills ([`Segments::spill`]) that chunks in memory are read from
+    /// and the newest checkpoint does not name (yet): kept, and named by the next checkpoint
+    /// that keeps their chunks. After a crash no checkpoint names them: the next open
+    /// removes them (replay rebuilds their chunks).
+    pub spilled: BTreeSet<u64>,
     /// Number for the next new segment.
     pub next_id: u64,
     /// The mapped segments chunks are read from.
@@ -484,7 +509,7 @@ impl Segments {
             next_id: self.next_id.max(1),
             writers: BTreeMap::new(),
             marks: Vec::new(),
-            present: self.live.clone(),
+            present: self.live.union(&self.spilled).copied().collect(),
             live: BTreeSet::new(),
             bytes: 0,
         }
@@ -544,20 +569,102 @@ impl Segments {
         out
     }
 
+    /// Store sealed chunks the heap holds (not yet in a segment) without a checkpoint, so
+    /// that memory holds a bounded amount of them whatever the checkpoint interval: the
+    /// retention classes that hold the most go into a new segment each, largest first, until
+    /// at most `leave` bytes are left on the heap (a class holding little, such as a
+    /// year-long archive's, waits for the next checkpoint rather than make a file that lives
+    /// for a year). The files are durable (synced, and the directory) before the chunks are
+    /// marked stored; no checkpoint names them yet ([`Segments::spilled`]). Returns the
+    /// chunks to drop from the heap and what was written.
+    pub fn spill(
+        &mut self,
+        reg: &Registry,
+        leave: u64,
+        vfs: &dyn Vfs,
+        dir: &Path,
+    ) -> io::Result<(Vec<Settled>, Spilled)> {
+        let series: Vec<(u64, &crate::series::Series)> = reg.iter().collect();
+        let mut by_class: BTreeMap<u32, u64> = BTreeMap::new();
+        for (_, s) in &series {
+            for (a, data) in s.rrd.rra.iter().enumerate() {
+                let n: usize = data.rows.unstored().map(|(_, p)| p.bytes().len()).sum();
+                if n > 0 {
+                    *by_class.entry(class_of(&s.rrd, a)).or_default() += n as u64;
+                }
+            }
+        }
+        let mut classes: Vec<(u32, u64)> = by_class.into_iter().collect();
+        classes.sort_by_key(|&(c, n)| (std::cmp::Reverse(n), c));
+        let mut left: u64 = classes.iter().map(|c| c.1).sum();
+        let mut chosen = BTreeSet::new();
+        for (class, n) in classes {
+            if left <= leave {
+                break;
+            }
+            chosen.insert(class);
+            left -= n;
+        }
+        let mut plan = self.plan();
+        for (id, s) in &series {
+            for (a, data) in s.rrd.rra.iter().enumerate() {
+                let class = class_of(&s.rrd, a);
+                if !chosen.contains(&class) {
+                    continue;
+                }
+                for (c, p) in data.rows.unstored() {
+                    plan.store(class, *id, a, c, p.bytes(), Some(p.clone()));
+                }
+            }
+        }
+        let segments = plan.writers.len();
+        let chunks = plan.marks.len();
+        self.write(&mut plan, vfs, dir)?;
+        let mut out = Vec::with_capacity(plan.marks.len());
+        for m in plan.marks {
+            if let Some(p) = &m.heap {
+                p.mark_stored(m.seg);
+            }
+            self.spilled.insert(m.seg);
+            if let Ok(seg) = u32::try_from(m.seg) {
+                out.push(Settled {
+                    series: m.series,
+                    archive: m.archive,
+                    chunk: m.chunk,
+                    heap: m.heap,
+                    seg,
+                });
+            }
+        }
+        self.table.sealed.store(left, Ordering::Relaxed);
+        let spilled = Spilled {
+            bytes: plan.bytes,
+            chunks,
+            segments,
+            left,
+        };
+        Ok((out, spilled))
+    }
+
     /// Drop the mappings of segments that neither the newest checkpoint nor any chunk in
-    /// memory (`used`) names.
+    /// memory (`used`) names; a spilled segment the checkpoint now names is one of its own,
+    /// one no chunk uses any more is let go (its file removed by the next checkpoint).
     pub fn retain(&mut self, used: &BTreeSet<u64>) {
+        let live = &self.live;
+        self.spilled
+            .retain(|s| used.contains(s) && !live.contains(s));
         let keep: BTreeSet<u64> = used.union(&self.live).copied().collect();
         self.table.retain(&keep);
         self.old.retain(|(id, _)| keep.contains(id));
     }
 
-    /// Remove every segment file the newest checkpoint does not name.
+    /// Remove every segment file that neither the newest checkpoint names nor a spill wrote
+    /// for chunks in memory.
     pub fn remove_unused(&self, vfs: &dyn Vfs, dir: &Path) -> io::Result<()> {
         let mut removed = false;
         for name in vfs.list(dir)? {
             if let Some(id) = files::segment_id(&name) {
-                if !self.live.contains(&id) {
+                if !self.live.contains(&id) && !self.spilled.contains(&id) {
                     vfs.remove(&dir.join(&name))?;
                     removed = true;
                 }
@@ -631,6 +738,7 @@ impl Segments {
         }
         Ok(Segments {
             live: live.iter().copied().collect(),
+            spilled: BTreeSet::new(),
             next_id,
             table,
             old,

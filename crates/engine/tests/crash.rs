@@ -55,17 +55,21 @@ fn sim(block: u64) -> SimFs {
 }
 
 fn crash_at_every_sync_on(seed: u64, rounds: usize, log_bytes: u64, torn: bool, block: u64) {
-    let ops = workload(seed, rounds);
+    crash_at_every_sync_of(&workload(seed, rounds), seed, log_bytes, torn, block)
+}
+
+/// Crash `ops` at every sync in turn (torn writes seeded from `seed`).
+fn crash_at_every_sync_of(ops: &[Op], seed: u64, log_bytes: u64, torn: bool, block: u64) {
     let opts = small_opts(log_bytes);
     let clean = sim(block);
-    let (all, _) = run_until_crash(&clean, &ops, &opts);
+    let (all, _) = run_until_crash(&clean, ops, &opts);
     let total = clean.syncs();
     assert!(total > 10, "workload too small: {total} syncs");
     let (mut checked, mut replayed, mut from_later_ckpt, mut from_lagged) = (0, 0, 0, 0);
     for n in 1..=total {
         let fs = sim(block);
         fs.set_fault(Fault::CrashAtSync(n));
-        let (committed, in_flight) = run_until_crash(&fs, &ops, &opts);
+        let (committed, in_flight) = run_until_crash(&fs, ops, &opts);
         assert!(fs.crashed(), "sync {n} of {total} never happened");
         let after = fs.restart(torn.then_some(seed ^ n));
         let store = reopen(&after, &opts);
@@ -107,6 +111,79 @@ fn crash_at_every_sync_on(seed: u64, rounds: usize, log_bytes: u64, torn: bool, 
 fn crash_at_every_sync_loses_nothing_committed() {
     // 32 KiB ring: the workload wraps the ring and takes several checkpoints.
     crash_at_every_sync(1, 400, 32 << 10, false);
+}
+
+/// Three series of 32 DSs (a chunk is 8 rows: one is sealed every 8 or 24 steps) fed noisy
+/// values for `rounds` steps, one of them removed and created again half way.
+fn wide_workload(seed: u64, rounds: i64) -> Vec<Op> {
+    let mut rng = Rng::new(seed);
+    let schema = rrd::Schema {
+        step: 10,
+        ds: (0..32)
+            .map(|i| ds(&format!("v{i}"), rrd::DsType::Gauge))
+            .collect(),
+        rra: vec![rra(rrd::Cf::Average, 1, 48), rra(rrd::Cf::Max, 3, 40)],
+    };
+    let names: Vec<String> = (0..3).map(|s| format!("wide{s}.rrd")).collect();
+    let mut ops: Vec<Op> = names
+        .iter()
+        .map(|n| Op::Create(n.clone(), rrd::Rrd::new(schema.clone(), START)))
+        .collect();
+    ops.push(Op::Commit);
+    for r in 1..=rounds {
+        for n in &names {
+            let values = (0..32)
+                .map(|_| format!("{}.{:03}", rng.below(1000), rng.below(1000)))
+                .collect();
+            let time = START + 10 * r;
+            ops.push(Op::Update(
+                n.clone(),
+                rrd::Sample {
+                    time,
+                    usec: 0,
+                    values,
+                },
+            ));
+        }
+        if r == rounds / 2 {
+            ops.push(Op::Remove(names[1].clone()));
+            let again = rrd::Rrd::new(schema.clone(), START + 10 * r);
+            ops.push(Op::Create(names[1].clone(), again));
+        }
+        if rng.below(3) == 0 {
+            ops.push(Op::Commit);
+        }
+    }
+    ops.push(Op::Commit);
+    ops
+}
+
+#[test]
+fn crash_at_every_sync_while_sealed_chunks_spill() {
+    // Sealed chunks go to segment files between checkpoints (small_opts spills past 300
+    // bytes of them); a crash at any sync of a spill, of a checkpoint naming spilled
+    // segments or of a commit after them loses nothing committed, and the open removes the
+    // spilled files no checkpoint names.
+    let ops = wide_workload(9, 150);
+    let opts = small_opts(24 << 10);
+    let clean = SimFs::new();
+    let mut store =
+        Store::open_with(Arc::new(clean.clone()), Path::new(DIR), opts.clone()).unwrap();
+    let mut model = Model::default();
+    for op in &ops {
+        model.apply(op);
+        run_op(&mut store, op).unwrap();
+    }
+    let st = store.stats().clone();
+    assert!(st.spills >= 10, "{st:?}");
+    assert!(st.checkpoints >= 2, "{st:?}");
+    same(&store, &model).unwrap();
+    drop(store);
+    let store = reopen(&clean, &opts);
+    same(&store, &model).unwrap();
+    drop(store);
+    crash_at_every_sync_of(&ops, 9, 24 << 10, false, 4096);
+    crash_at_every_sync_of(&ops, 10, 24 << 10, true, 4096);
 }
 
 #[test]

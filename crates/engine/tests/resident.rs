@@ -368,3 +368,91 @@ fn series_created_together_share_one_chunk_table() {
         "{before} bytes before, {committed} committed, {after} after the checkpoint"
     );
 }
+
+/// Archive heap bytes of a store fed `steps` noisy 15-second updates of 20 series (one
+/// 5,000-row archive each), committed every 20 steps, with no checkpoint due (64 MiB ring):
+/// after `steps / 4` and after `steps`, and the store's stats.
+fn heap_while_fed(
+    dir: &std::path::Path,
+    spill: u64,
+    steps: i64,
+) -> (usize, usize, engine::StoreStats) {
+    let o = Options {
+        log_bytes: 64 << 20,
+        spill_bytes: spill,
+        ..opts()
+    };
+    let mut st = Store::open(dir, o).unwrap();
+    let args: Vec<String> =
+        "x --start 1700000000 --step 15 DS:v:GAUGE:60:U:U RRA:AVERAGE:0.5:1:5000"
+            .split(' ')
+            .map(String::from)
+            .collect();
+    let schema =
+        rrd::create::parse_create_with(&args, 1_700_000_000, &mut |_| None, &mut |_| false)
+            .unwrap()
+            .schema;
+    for i in 0..20 {
+        st.create(
+            &format!("s{i}"),
+            rrd::Rrd::new(schema.clone(), 1_700_000_000),
+            false,
+        )
+        .unwrap();
+    }
+    let mut x = 99u64;
+    let mut early = 0;
+    for k in 1..=steps {
+        for i in 0..20 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let s = rrd::Sample {
+                time: 1_700_000_000 + 15 * k,
+                usec: 0,
+                values: vec![format!("{}", (x % 1_000_000) as f64 / 7.0)],
+            };
+            st.update(&format!("s{i}"), &s, &mut |_| {}).unwrap();
+        }
+        if k % 20 == 0 {
+            st.commit().unwrap();
+        }
+        if k == steps / 4 {
+            early = st.archive_heap_bytes();
+        }
+    }
+    (early, st.archive_heap_bytes(), st.stats().clone())
+}
+
+#[test]
+fn sealed_rows_are_spilled_so_the_heap_does_not_grow_between_checkpoints() {
+    // 4,000 noisy rows of 20 series: about 640 KB of sealed chunks and no checkpoint. Spilled
+    // past 64 KiB, the heap holds at most that and the open chunks (20 x 256 values).
+    let a = TempDir::new("resident-spill");
+    let (early, late, stats) = heap_while_fed(&a.0, 64 << 10, 4000);
+    assert_eq!(stats.checkpoints, 0, "{stats:?}");
+    assert!(stats.spills >= 5, "{stats:?}");
+    assert!(
+        late < (64 << 10) + 20 * 256 * 8 + (16 << 10),
+        "{early} then {late}"
+    );
+    // Without spills the same load keeps every sealed chunk.
+    let b = TempDir::new("resident-nospill");
+    let (early0, late0, stats0) = heap_while_fed(&b.0, 0, 4000);
+    assert_eq!(stats0.spills, 0);
+    assert!(
+        late0 > 3 * early0 && late0 > 4 * late,
+        "{early0} then {late0}, spilled {late}"
+    );
+    // The spilled store reads back what the other holds, after a reopen too.
+    let reopened = Store::open(&a.0, opts()).unwrap();
+    let other = Store::open(&b.0, opts()).unwrap();
+    for i in 0..20 {
+        let n = format!("s{i}");
+        let (x, y) = (reopened.get(&n).unwrap(), other.get(&n).unwrap());
+        assert_eq!(
+            bits(&[x.rra[0].rows.to_vec()]),
+            bits(&[y.rra[0].rows.to_vec()])
+        );
+    }
+}

@@ -515,6 +515,11 @@ pub trait ChunkSource: Send + Sync {
     /// `None` if the segment is gone, lacks the key, or the bytes are damaged (the source
     /// reports it); the chunk then reads as unknown.
     fn chunk(&self, seg: u32, key: (u64, u32, u32)) -> Option<(SharedBytes, usize, usize)>;
+
+    /// A chunk of `bytes` packed bytes was sealed on the heap, not stored yet: the store
+    /// counts them to know when to spill ([`Rows::unstored`]). Not called for a chunk sealed
+    /// with the values it already had.
+    fn sealed(&self, _bytes: usize) {}
 }
 
 /// One chunk, by value: a single repeated bit pattern, packed values on the heap (immutable:
@@ -1008,6 +1013,9 @@ impl Rows {
                 .unwrap_or(false),
             _ => false,
         };
+        if let (false, Chunk::Packed(p), Some(src)) = (same, &new, &self.src) {
+            src.src.sealed(p.bytes().len());
+        }
         self.set_chunk(o.idx as usize, if same { o.prev } else { new });
         let mut buf = o.vals;
         buf.clear();
@@ -1396,6 +1404,15 @@ impl Rows {
         {
             o.prev = Chunk::Stored(seg);
         }
+    }
+
+    /// The sealed chunks on the heap that no segment holds yet (chunk index, packed
+    /// version): what a checkpoint or a spill stores ([`Rows::settle`] then drops them).
+    pub fn unstored(&self) -> impl Iterator<Item = (usize, &Arc<Packed>)> {
+        self.other.iter().filter_map(|(c, ch)| match ch {
+            Chunk::Packed(p) if p.stored().is_none() => Some((*c as usize, p)),
+            _ => None,
+        })
     }
 
     /// Add every segment a chunk of these rows (or a version an open chunk came from) is

@@ -81,6 +81,10 @@ pub struct Config {
     /// `--log-per-series`: ring bytes a series is given (None: `$RINGLET_LOG_PER_SERIES`,
     /// else the engine's default; 0: the ring keeps its size).
     pub log_per_series: Option<u64>,
+    /// `--spill`: bytes of sealed archive chunks held in memory before they are stored
+    /// ahead of the next checkpoint (None: `$RINGLET_SPILL`, else the engine's default; 0:
+    /// never).
+    pub spill: Option<u64>,
     /// `--queue-limit`: bytes of queued values that start a commit before `-w` is up.
     pub queue_limit: u64,
     /// `--carbon ADDR`: where carbon's plaintext protocol is taken (TCP and UDP).
@@ -164,6 +168,9 @@ ringlet options:
                          once the series outgrow the ring it is replaced by one 1.5 times
                          their share (a million series: 2-3G); 0 keeps it. Replay
                          after a crash reads up to 7/8 of the ring
+  --spill SIZE           archive rows sealed since the last checkpoint held in memory
+                         before they are written to segment files (default 16M, or
+                         $RINGLET_SPILL; 0: at checkpoints only)
   --view [DIR]           mount a live view at DIR: every series as a .rrd file at its
                          name, byte for byte what rrdtool would hold, for tools that
                          open files themselves (rrdtool info/dump/fetch/graph without
@@ -296,6 +303,7 @@ const LONG_WITH_VALUE: &[&str] = &[
     "--max-line",
     "--log-size",
     "--log-per-series",
+    "--spill",
     "--queue-limit",
     "--max-connections",
     "--commit-interval",
@@ -358,6 +366,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         max_connections: 4096,
         log_size: None,
         log_per_series: None,
+        spill: None,
         queue_limit: 256 << 20,
         carbon: Vec::new(),
         graphite_conf: None,
@@ -439,6 +448,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "--max-line" => c.max_line = num(value()?)?.max(64) as usize,
             "--log-size" => c.log_size = Some(engine::parse_size(&value()?)?),
             "--log-per-series" => c.log_per_series = Some(engine::parse_any_size(&value()?)?),
+            "--spill" => c.spill = Some(engine::parse_any_size(&value()?)?),
             "--queue-limit" => c.queue_limit = num(value()?)?.max(1),
             "--max-connections" => c.max_connections = num(value()?)?.max(1) as usize,
             "--carbon" => c.carbon.push(carbon_addr(&value()?)?),

@@ -155,6 +155,10 @@ impl Daemon {
                     Some(n) => n,
                     None => engine::log_per_series_from_env()?,
                 },
+                spill_bytes: match cfg.spill {
+                    Some(n) => n,
+                    None => engine::spill_bytes_from_env()?,
+                },
                 // The placeholders of the series a checkpoint holds are durable with it: an
                 // open checks the others first, and these after it serves (lib.rs).
                 before_checkpoint: base.clone().map(|b| {

@@ -457,7 +457,9 @@ pub fn stats_lines(d: &Daemon) -> Vec<String> {
         format!("TreeDepth: {depth}"),
         format!(
             "JournalBytes: {}",
-            inner.store.stats().log_bytes + inner.store.stats().checkpoint_bytes
+            inner.store.stats().log_bytes
+                + inner.store.stats().checkpoint_bytes
+                + inner.store.stats().spill_bytes
         ),
         format!("JournalRotate: {}", inner.store.stats().checkpoints),
     ];
@@ -512,6 +514,8 @@ fn record_lines(st: &engine::StoreStats) -> Vec<String> {
         format!("RecordFramingBytesPerSample: {}", per(c.framing)),
         format!("RecordPaddingBytesPerSample: {}", per(c.padding)),
         format!("CheckpointBytesPerSample: {}", per(st.checkpoint_bytes * 8)),
+        format!("SpillBytesPerSample: {}", per(st.spill_bytes * 8)),
+        format!("Spills: {}", st.spills),
     ]
 }
 

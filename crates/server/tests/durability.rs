@@ -125,6 +125,55 @@ fn kill_9_keeps_everything_flushed_and_created() {
 }
 
 #[test]
+fn sealed_rows_spilled_between_checkpoints_survive_kill_9_and_restarts() {
+    // `--spill 1`: every commit that seals a chunk stores it in a segment file at once (no
+    // checkpoint is due with the default ring). 400 rows seal three chunks of the 1-row
+    // archive (128 rows of 2 DSs each).
+    let dir = TempDir::new("spill");
+    let mut d = Ringlet::start(dir.path(), &["-w", "3600", "--spill", "1"]);
+    setup(&d.sock, "a.rrd");
+    let mut s = connect(&d.sock);
+    for (from, to) in [(1, 150), (151, 300), (301, 400)] {
+        update(&d.sock, "a.rrd", from, to);
+        assert!(request(&mut s, "FLUSH a.rrd").starts_with("0 Successfully flushed"));
+    }
+    let st = request(&mut s, "STATS");
+    let spills: u64 = st
+        .lines()
+        .find_map(|l| l.strip_prefix("Spills: "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{st}"));
+    assert!(spills >= 2, "{st}");
+    assert!(st.contains("\nJournalRotate: 0\n"), "no checkpoint: {st}");
+    let flushed = snapshot(&d.sock, "a.rrd");
+    drop(s);
+    d.proc
+        .stop(libc::SIGKILL, Duration::from_secs(10))
+        .expect("killed");
+    // Replay rebuilds what the spills stored (no checkpoint names their files).
+    let mut d = Ringlet::start(dir.path(), &["-w", "3600", "--spill", "1", "-F"]);
+    assert_eq!(snapshot(&d.sock, "a.rrd"), flushed);
+    update(&d.sock, "a.rrd", 401, 600);
+    let mut s = connect(&d.sock);
+    assert!(request(&mut s, "FLUSH a.rrd").starts_with("0 Successfully flushed"));
+    let more = snapshot(&d.sock, "a.rrd");
+    drop(s);
+    // A clean stop with -F leaves a checkpoint naming the spilled segments.
+    let st = d
+        .proc
+        .stop(libc::SIGTERM, Duration::from_secs(20))
+        .expect("exits");
+    assert!(st.success());
+    assert!(
+        d.log_text().contains("wrote a checkpoint at shutdown"),
+        "{}",
+        d.log_text()
+    );
+    let d = Ringlet::start(dir.path(), &["-w", "3600", "--spill", "0"]);
+    assert_eq!(snapshot(&d.sock, "a.rrd"), more);
+}
+
+#[test]
 fn commit_interval_bounds_what_kill_9_loses() {
     let dir = TempDir::new("interval");
     let mut d = Ringlet::start(dir.path(), &["-w", "1"]);

@@ -355,9 +355,11 @@ fn stats_has_rrdcacheds_nine_keys_in_order() {
             "RecordFramingBytesPerSample",
             "RecordPaddingBytesPerSample",
             "CheckpointBytesPerSample",
+            "SpillBytesPerSample",
+            "Spills",
         ]
     );
-    assert_eq!(r.lines().next(), Some("28 Statistics follow"));
+    assert_eq!(r.lines().next(), Some("30 Statistics follow"));
     assert_eq!(keys(&r)[0], "QueueLength");
     // Values are numbers: unsigned integers but for the bytes per sample.
     for l in r.lines().skip(1) {
@@ -377,7 +379,7 @@ fn ringlet_stats_reads_either_daemon() {
     };
     let r = server::client::query(&format!("unix:{}", p.r.sock.display())).expect("ringlet");
     let c = server::client::query(&p.c.sock.display().to_string()).expect("rrdcached");
-    assert_eq!(r.len(), 28, "{r:?}");
+    assert_eq!(r.len(), 30, "{r:?}");
     assert_eq!(c.len(), 9, "{c:?}");
     assert!(r[0].starts_with("QueueLength: ") && c[0].starts_with("QueueLength: "));
     let e = server::client::query("unix:/nonexistent/sock").unwrap_err();
