@@ -49,11 +49,15 @@ type Job<'a, 'b> = (u64, &'b mut Series, Vec<Chunk<'a>>);
 type JobError = (usize, u64, String);
 
 /// Most (series, record) pieces of samples collected before they are applied: each takes
-/// about 56 bytes until then. Records of a daemon whose clients FLUSH every second hold a
-/// second's worth of many series each, and a ring of them is millions of pieces (found by
-/// the two-hour soak: 26,000 Ganglia series with a FLUSHALL every second peaked near 900 MB
-/// at an open that replayed 80 minutes of such records).
-const MAX_PIECES: usize = 256 << 10;
+/// 56 bytes until then (about 70 with its list's room), so a run holds at most about 70 MB.
+/// Records of a daemon whose clients FLUSH every second hold a second's worth of many series
+/// each, and a ring of them is millions of pieces (found by the two-hour soak: 26,000
+/// Ganglia series with a FLUSHALL every second peaked near 900 MB at an open that replayed
+/// 80 minutes of such records). Smaller runs cost time: each visits every series it has
+/// samples for again, with its state out of the caches, and ends with the threads waiting
+/// for each other (3,000 series, 5.76 million pieces: 1.33-1.38 s whole, 1.50 s in runs of
+/// 1M, 1.43-1.74 s in runs of 256K).
+const MAX_PIECES: usize = 1 << 20;
 
 /// Apply `records` (in log order) to `reg`: all of a log's records, or its records a batch
 /// at a time, batch after batch. Within them, records are taken a run at a time, each run
