@@ -463,6 +463,7 @@ impl Store {
             opts.replay_batch,
             opts.repair,
             opts.only.as_deref(),
+            opts.spill_bytes,
         )?;
         let needs_checkpoint = r.needs_checkpoint && opts.only.is_none();
         let mut store = Store {
@@ -502,6 +503,7 @@ impl Store {
         store.reg.share_tables(None);
         // What replay sealed beyond the budget goes to segment files now.
         store.maybe_spill();
+        store.segs.table.release_all();
         Ok(store)
     }
 
@@ -861,6 +863,7 @@ impl Store {
         // until one is (`must_checkpoint`).
         let n = self.write_commit(&parts, framed, too_big)?;
         self.maybe_spill();
+        self.segs.table.release_all();
         stats.bytes = n;
         if n >= framed {
             self.stats.record_cost.add(&cost);
@@ -1160,18 +1163,7 @@ impl Store {
 
     /// Chunks now durably in segments: drop their heap versions.
     fn settle(&mut self, settled: Vec<segments::Settled>) {
-        for m in settled {
-            let Some(s) = self.reg.by_id_mut(m.series) else {
-                continue;
-            };
-            let rows = &mut s.rrd.rra[m.archive].rows;
-            match &m.heap {
-                Some(p) => rows.settle(m.chunk, p, m.seg),
-                None => {
-                    rows.place(m.chunk, m.seg);
-                }
-            }
-        }
+        segments::settle(&mut self.reg, settled);
     }
 
     /// Once the heap holds more than [`Options::spill_bytes`] of sealed chunks no segment

@@ -132,6 +132,7 @@ pub fn recover(
     replay_batch: usize,
     repair: bool,
     only: Option<&[String]>,
+    spill_bytes: u64,
 ) -> Result<Recovered, Error> {
     let vfs: &dyn Vfs = vfs_arc.as_ref();
     if let Some(names) = only {
@@ -185,6 +186,24 @@ pub fn recover(
     report.checkpoint_complete_lsn = complete_lsn;
     report.log_was_truncated = log.is_short()?;
 
+    // What replay seals beyond the spill budget goes to segment files as it goes (a writer's
+    // open only), so that replaying a long log holds no more of it than the running store
+    // did. Such files are named by no checkpoint: should this open be refused below, the
+    // next one removes them.
+    let mut segs = segs;
+    let mut spill = |reg: &mut Registry| {
+        let sealed = segs.table.sealed.load(std::sync::atomic::Ordering::Relaxed);
+        if only.is_some() || spill_bytes == 0 || sealed <= spill_bytes {
+            return;
+        }
+        // A failure (a full disk) leaves the chunks on the heap; the store's own spills
+        // report it.
+        if let Ok((settled, _)) = segs.spill(reg, spill_bytes / 4, vfs, dir) {
+            crate::segments::settle(reg, settled);
+            reg.share_tables(None);
+        }
+        segs.table.release_all();
+    };
     let (mut lsn, mut seq) = (ckpt_lsn, ck.header.log_seq);
     let mut records = Vec::new();
     let mut batch_bytes = 0;
@@ -213,7 +232,10 @@ pub fn recover(
                 // never in memory at once. Nothing is written before the checks below, so an
                 // open they refuse has only changed memory it drops.
                 if batch_bytes >= replay_batch {
-                    replayed.add(replay(&mut reg, &records, &log_path)?, records.len());
+                    replayed.add(
+                        replay(&mut reg, &records, &log_path, &mut spill)?,
+                        records.len(),
+                    );
                     records.clear();
                     batch_bytes = 0;
                 }
@@ -304,7 +326,10 @@ pub fn recover(
             }
         }
     }
-    replayed.add(replay(&mut reg, &records, &log_path)?, records.len());
+    replayed.add(
+        replay(&mut reg, &records, &log_path, &mut spill)?,
+        records.len(),
+    );
     report.records_replayed = replayed.records;
     report.samples_replayed = replayed.counts.applied;
     report.samples_refused = replayed.counts.refused;

@@ -64,7 +64,14 @@ const MAX_PIECES: usize = 1 << 20;
 /// ending with the record that makes its pieces pass [`MAX_PIECES`] (or twice the series,
 /// so that the walk over every series a run ends with stays a small part of its work):
 /// applying consecutive runs one after the other is what applying them at once does.
-pub fn replay(reg: &mut Registry, records: &[Record], log: &Path) -> Result<Counts, Error> {
+///
+/// `after_run` is called after each run (recovery spills what replay sealed there).
+pub fn replay(
+    reg: &mut Registry,
+    records: &[Record],
+    log: &Path,
+    after_run: &mut dyn FnMut(&mut Registry),
+) -> Result<Counts, Error> {
     let limit = MAX_PIECES.max(2 * reg.len());
     let mut total = Counts::default();
     let mut start = 0;
@@ -73,6 +80,7 @@ pub fn replay(reg: &mut Registry, records: &[Record], log: &Path) -> Result<Coun
         total.applied += c.applied;
         total.refused += c.refused;
         start += used;
+        after_run(reg);
     }
     Ok(total)
 }
