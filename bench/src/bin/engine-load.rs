@@ -437,7 +437,11 @@ fn device_snapshot(dir: &std::path::Path) -> Option<(u64, u64, u64)> {
 
 fn open(a: &Args) -> Result<(), String> {
     let t = Instant::now();
-    let store = Store::open(&a.store, Options::default()).map_err(|e| e.to_string())?;
+    let opts = Options {
+        spill_bytes: engine::spill_bytes_from_env()?,
+        ..Options::default()
+    };
+    let store = Store::open(&a.store, opts).map_err(|e| e.to_string())?;
     let r = store.recovery();
     println!(
         "open_s={:.3} series={} checkpoint_generation={} records_replayed={} samples_replayed={}",

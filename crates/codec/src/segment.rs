@@ -92,6 +92,29 @@ impl SegmentWriter {
 
     /// The file's bytes, and the ordinal in the file of each chunk, in the order added.
     pub fn finish(self) -> (Vec<u8>, Vec<u32>) {
+        let mut b = Vec::with_capacity(self.file_len() as usize);
+        let ords = self
+            .finish_to(&mut |piece: &[u8]| {
+                b.extend_from_slice(piece);
+                Ok(())
+            })
+            .expect("a Vec takes every byte");
+        (b, ords)
+    }
+
+    /// The file's length.
+    pub fn file_len(&self) -> u64 {
+        (SEG_HEADER_LEN + self.keys.len() * (KEY_LEN + LOC_LEN) + self.data.len()) as u64
+    }
+
+    /// [`SegmentWriter::finish`], the file's bytes given to `out` in order, piece by piece:
+    /// the header and index, then the chunks (in one piece when they were added in key
+    /// order, as a store adds them), so the file is never built whole in memory beside them
+    /// (a checkpoint or a spill's segments are up to hundreds of MB).
+    pub fn finish_to(
+        self,
+        out: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<Vec<u32>> {
         let n = self.keys.len();
         let mut order: Vec<usize> = (0..n).collect();
         order.sort_unstable_by_key(|&i| self.keys[i]);
@@ -100,7 +123,7 @@ impl SegmentWriter {
             ords[i] = ord as u32;
         }
         let index_end = SEG_HEADER_LEN + n * (KEY_LEN + LOC_LEN);
-        let mut b = Vec::with_capacity(index_end + self.data.len());
+        let mut b = Vec::with_capacity(index_end);
         b.extend_from_slice(&SEG_MAGIC);
         b.extend_from_slice(&SEG_VERSION.to_le_bytes());
         b.extend_from_slice(&self.class.to_le_bytes());
@@ -127,11 +150,25 @@ impl SegmentWriter {
             b.extend_from_slice(&crc.to_le_bytes());
             off += u64::from(len);
         }
-        for &i in &order {
-            let (s, e) = self.spans[i];
-            b.extend_from_slice(&self.data[s..e]);
+        out(&b)?;
+        drop(b);
+        if order.iter().enumerate().all(|(k, &i)| k == i) {
+            out(&self.data)?;
+        } else {
+            let mut buf = Vec::with_capacity(1 << 20);
+            for &i in &order {
+                let (s, e) = self.spans[i];
+                if buf.len() + (e - s) > buf.capacity() && !buf.is_empty() {
+                    out(&buf)?;
+                    buf.clear();
+                }
+                buf.extend_from_slice(&self.data[s..e]);
+            }
+            if !buf.is_empty() {
+                out(&buf)?;
+            }
         }
-        (b, ords)
+        Ok(ords)
     }
 }
 

@@ -59,10 +59,19 @@ type JobError = (usize, u64, String);
 /// 1M, 1.43-1.74 s in runs of 256K).
 const MAX_PIECES: usize = 1 << 20;
 
+/// Most samples a run applies: the archive rows they seal stay on the heap until the spill
+/// after the run (recovery's `after_run`), about 1.3 rows a sample for gmetad's archives, 8
+/// bytes a noisy value at most: 8 million keep that under 90 MB. Runs cost time (each one's
+/// collecting pass runs alone and allocates afresh): 2,600 gmetad series replaying 25.6
+/// million samples of 5-minute commits took 2.6-2.8 s in 2 runs, 2.8-3.2 s in runs of 8
+/// million samples, 3.7-3.9 s in runs of 2 million (`engine-load open`).
+const MAX_RUN_SAMPLES: u64 = 8 << 20;
+
 /// Apply `records` (in log order) to `reg`: all of a log's records, or its records a batch
 /// at a time, batch after batch. Within them, records are taken a run at a time, each run
 /// ending with the record that makes its pieces pass [`MAX_PIECES`] (or twice the series,
-/// so that the walk over every series a run ends with stays a small part of its work):
+/// so that the walk over every series a run ends with stays a small part of its work) or its
+/// samples pass [`MAX_RUN_SAMPLES`]:
 /// applying consecutive runs one after the other is what applying them at once does.
 ///
 /// `after_run` is called after each run (recovery spills what replay sealed there).
@@ -95,10 +104,10 @@ fn replay_run(
 ) -> Result<(usize, Counts), Error> {
     let mut work: HashMap<u64, Vec<Chunk<'_>>> = HashMap::new();
     let mut reseeds = Vec::new();
-    let mut pieces = 0usize;
+    let (mut pieces, mut samples) = (0usize, 0u64);
     let mut used = 0;
     for (i, rec) in records.iter().enumerate() {
-        if pieces >= limit {
+        if pieces >= limit || samples >= MAX_RUN_SAMPLES {
             break;
         }
         used = i + 1;
@@ -129,6 +138,7 @@ fn replay_run(
                         .or_default()
                         .push((i, BitSpan::chunk(chunk), count));
                     pieces += 1;
+                    samples = samples.saturating_add(count);
                 }
                 Entry::Block(b) => {
                     for s in b.series() {
@@ -141,6 +151,7 @@ fn replay_run(
                         }
                         work.entry(s.id).or_default().push((i, s.span, s.count));
                         pieces += 1;
+                        samples = samples.saturating_add(s.count);
                     }
                 }
                 Entry::Reseed => reseeds.push(i),

@@ -558,12 +558,16 @@ impl Segments {
         for (_, w) in std::mem::take(&mut plan.writers) {
             let id = w.id();
             let path = files::segment(dir, id);
-            let (bytes, _) = w.finish();
             let mut f = vfs.open(&path, true)?;
             f.set_len(0)?;
-            f.write_at(&bytes, 0)?;
+            let mut at = 0u64;
+            w.finish_to(&mut |piece: &[u8]| {
+                f.write_at(piece, at)?;
+                at += piece.len() as u64;
+                Ok(())
+            })?;
             f.sync_all()?;
-            plan.bytes += bytes.len() as u64;
+            plan.bytes += at;
             let id32 = u32::try_from(id)
                 .map_err(|_| io::Error::other(format!("segment id {id} out of range")))?;
             let mapped = vfs.map(&path)?;
