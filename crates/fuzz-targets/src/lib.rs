@@ -89,6 +89,12 @@ pub fn update(data: &[u8]) {
 pub fn create(data: &[u8]) {
     let args: Vec<String> = text(data).lines().map(str::to_string).collect();
     if let Ok(req) = rrd::create::parse_create(&args, 1_700_000_000) {
+        // Whatever CREATE accepts, a checkpoint must read back: the schema's bytes decode
+        // to the same bytes (a bound on the DS count once refused 26 DSs named a to z).
+        let bytes = codec::rrdbin::schema_bytes(&req.schema);
+        let back = codec::rrdbin::decode_schema_bytes(&bytes)
+            .unwrap_or_else(|e| panic!("a schema CREATE accepted does not read back: {e}"));
+        assert_eq!(codec::rrdbin::schema_bytes(&back), bytes);
         let cells =
             req.schema.ds.len() as u64 * req.schema.rra.iter().map(|r| r.row_cnt).sum::<u64>();
         // A schema of millions of rows is valid; building it here would only measure memory.
