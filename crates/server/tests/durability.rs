@@ -174,6 +174,62 @@ fn sealed_rows_spilled_between_checkpoints_survive_kill_9_and_restarts() {
 }
 
 #[test]
+fn a_series_of_short_named_dss_survives_a_restart() {
+    // Five DSs named with one letter and one archive: the checkpoint reader once refused
+    // their schema, and the store did not open again.
+    let dir = TempDir::new("shortds");
+    let mut d = Ringlet::start(dir.path(), &["-w", "3600", "-F"]);
+    let mut s = connect(&d.sock);
+    let create = format!(
+        "CREATE s.rrd -b {T0} -s 10 DS:a:GAUGE:30:U:U DS:b:GAUGE:30:U:U DS:c:GAUGE:30:U:U \
+         DS:d:GAUGE:30:U:U DS:e:GAUGE:30:U:U RRA:LAST:0.5:1:20"
+    );
+    assert_eq!(request(&mut s, &create), "0 RRD created OK\n");
+    drop(s);
+    // Each clean stop with -F after an update writes a checkpoint holding the schema.
+    for k in 1..=3 {
+        let mut s = connect(&d.sock);
+        let r = request(&mut s, &format!("UPDATE s.rrd {}:{k}:2:3:4:5", T0 + 10 * k));
+        assert_eq!(r, "0 errors, enqueued 1 value(s).\n");
+        drop(s);
+        let st = d
+            .proc
+            .stop(libc::SIGTERM, Duration::from_secs(20))
+            .expect("exits");
+        assert!(st.success());
+        assert!(
+            d.log_text().contains("wrote a checkpoint at shutdown"),
+            "{}",
+            d.log_text()
+        );
+        d = Ringlet::start(dir.path(), &["-w", "3600", "-F"]);
+    }
+    let mut s = connect(&d.sock);
+    let fetch = format!("FETCH s.rrd LAST {T0} {}", T0 + 60);
+    let after = request(&mut s, &fetch);
+    assert!(
+        after.contains(&format!("{}: 3.00000000000000000e+00", T0 + 30)),
+        "{after}"
+    );
+    drop(s);
+    d.proc
+        .stop(libc::SIGKILL, Duration::from_secs(10))
+        .expect("killed");
+    let d = Ringlet::start(dir.path(), &["-w", "3600"]);
+    let mut s = connect(&d.sock);
+    assert_eq!(request(&mut s, &fetch), after);
+    // Every open read the newest checkpoint: none was skipped as invalid (the refused
+    // schema made each new one invalid, the open fell back on the first and replayed the
+    // log since, and once the ring had moved past that, the store would not open).
+    assert!(!d.log_text().contains("invalid"), "{}", d.log_text());
+    assert!(
+        d.log_text().contains("checkpoint generation 4"),
+        "{}",
+        d.log_text()
+    );
+}
+
+#[test]
 fn commit_interval_bounds_what_kill_9_loses() {
     let dir = TempDir::new("interval");
     let mut d = Ringlet::start(dir.path(), &["-w", "1"]);
