@@ -49,15 +49,16 @@ type Job<'a, 'b> = (u64, &'b mut Series, Vec<Chunk<'a>>);
 type JobError = (usize, u64, String);
 
 /// Most (series, record) pieces of samples collected before they are applied: each takes
-/// 56 bytes until then (about 70 with its list's room), so a run holds at most about 70 MB.
+/// 56 bytes until then (about 70 with its list's room), so a run holds at most about 140 MB.
 /// Records of a daemon whose clients FLUSH every second hold a second's worth of many series
 /// each, and a ring of them is millions of pieces (found by the two-hour soak: 26,000
 /// Ganglia series with a FLUSHALL every second peaked near 900 MB at an open that replayed
 /// 80 minutes of such records). Smaller runs cost time: each visits every series it has
 /// samples for again, with its state out of the caches, and ends with the threads waiting
 /// for each other (3,000 series, 5.76 million pieces: 1.33-1.38 s whole, 1.50 s in runs of
-/// 1M, 1.43-1.74 s in runs of 256K).
-const MAX_PIECES: usize = 1 << 20;
+/// 1M, 1.43-1.74 s in runs of 256K; the soak's 26,000 series, a visit each per run for about
+/// 40 pieces in runs of 1M, opened in up to twice the time of one run).
+const MAX_PIECES: usize = 2 << 20;
 
 /// Most samples a run applies: the archive rows they seal stay on the heap until the spill
 /// after the run (recovery's `after_run`), about 1.3 rows a sample for gmetad's archives, 8
