@@ -1,4 +1,4 @@
-//! Replay applies a batch of records a run of pieces at a time (`engine::replay`, a million
+//! Replay applies a batch of records a run of pieces at a time (`engine::replay`, two million
 //! (series, record) pieces a run): a log whose records each hold a step of many series,
 //! replayed in one batch, comes back exactly as a model that applied every sample in order.
 
@@ -21,7 +21,7 @@ fn a_batch_of_more_pieces_than_a_run_replays_exactly() {
         ds: vec![ds("v", DsType::Gauge)],
         rra: vec![rra(Cf::Average, 1, 300), rra(Cf::Max, 6, 100)],
     };
-    let (series, rounds) = (1_500, 800i64);
+    let (series, rounds) = (2_600, 850i64);
     let mut model = Model::default();
     let mut st = Store::open(&dir.0, opts.clone()).unwrap();
     for s in 0..series {
@@ -45,7 +45,7 @@ fn a_batch_of_more_pieces_than_a_run_replays_exactly() {
             model.apply(&op);
             run_op(&mut st, &op).unwrap();
         }
-        // A record a step: 1,500 pieces each, 1.2 million in all.
+        // A record a step: 2,600 pieces each, 2.2 million in all.
         st.commit().unwrap();
     }
     assert_eq!(st.stats().checkpoints, 0);
