@@ -358,6 +358,27 @@ pub struct Spilled {
     pub left: u64,
 }
 
+/// The chunks of `marks`, now durably in their segments: each heap version marked stored,
+/// and the list to drop from the heap ([`settle`]).
+fn stored_marks(marks: Vec<Mark>) -> Vec<Settled> {
+    let mut out = Vec::with_capacity(marks.len());
+    for m in marks {
+        if let Some(p) = &m.heap {
+            p.mark_stored(m.seg);
+        }
+        if let Ok(seg) = u32::try_from(m.seg) {
+            out.push(Settled {
+                series: m.series,
+                archive: m.archive,
+                chunk: m.chunk,
+                heap: m.heap,
+                seg,
+            });
+        }
+    }
+    out
+}
+
 /// Chunks now durably in segments ([`Segments::installed`], [`Segments::spill`]): drop their
 /// heap versions from the series in `reg`.
 pub fn settle(reg: &mut Registry, settled: Vec<Settled>) {
@@ -581,21 +602,7 @@ impl Segments {
     /// it no longer draws on (best effort: a leftover is removed at the next open). Returns
     /// the chunks the store can now drop from its heap.
     pub fn installed(&mut self, plan: Plan, vfs: &dyn Vfs, dir: &Path) -> Vec<Settled> {
-        let mut out = Vec::with_capacity(plan.marks.len());
-        for m in plan.marks {
-            if let Some(p) = &m.heap {
-                p.mark_stored(m.seg);
-            }
-            if let Ok(seg) = u32::try_from(m.seg) {
-                out.push(Settled {
-                    series: m.series,
-                    archive: m.archive,
-                    chunk: m.chunk,
-                    heap: m.heap,
-                    seg,
-                });
-            }
-        }
+        let out = stored_marks(plan.marks);
         self.live = plan.live;
         let _ = self.remove_unused(vfs, dir);
         out
@@ -652,22 +659,8 @@ impl Segments {
         let segments = plan.writers.len();
         let chunks = plan.marks.len();
         self.write(&mut plan, vfs, dir)?;
-        let mut out = Vec::with_capacity(plan.marks.len());
-        for m in plan.marks {
-            if let Some(p) = &m.heap {
-                p.mark_stored(m.seg);
-            }
-            self.spilled.insert(m.seg);
-            if let Ok(seg) = u32::try_from(m.seg) {
-                out.push(Settled {
-                    series: m.series,
-                    archive: m.archive,
-                    chunk: m.chunk,
-                    heap: m.heap,
-                    seg,
-                });
-            }
-        }
+        self.spilled.extend(plan.marks.iter().map(|m| m.seg));
+        let out = stored_marks(plan.marks);
         self.table.sealed.store(left, Ordering::Relaxed);
         let spilled = Spilled {
             bytes: plan.bytes,
