@@ -41,7 +41,8 @@ create: make the series, named host<h>/m<i>.rrd; then commit and close. The log 
         $RINGLET_LOG_SIZE (e.g. 512M) or the engine's default (64M).
 run:    continue every series from its last update, one value per column per series per step,
         for --duration of virtual time, committing at every --commit boundary; then close.
-        Prints samples (values), commits, bytes the engine reported writing, the records'
+        Prints samples (values), commits, bytes the engine reported writing, the archives' heap
+        bytes (the most seen, and at the end), the records'
         payload bytes and where their bytes went, and wall-clock rates. --warmup D runs D of
         virtual time first, not counted (the codec learns each series' figures afresh at
         every open and checkpoint; a store that runs for days spends most commits after that).
@@ -326,6 +327,9 @@ fn run(a: &Args) -> Result<(), String> {
     let mut next_commit = t0 - t0 % a.commit as i64 + a.commit as i64;
     let mut t = t0;
     let mut sink = |_| {};
+    // The archives' heap bytes (rows not stored yet, open chunks, chunk tables), the most
+    // seen at every 12th commit.
+    let mut heap_most = 0usize;
     while t < t_end {
         for (n, s, _) in series.iter_mut() {
             let sample = Sample {
@@ -344,6 +348,9 @@ fn run(a: &Args) -> Result<(), String> {
             commits += 1;
             bytes += st.bytes;
             next_commit += a.commit as i64;
+            if commits % 12 == 0 {
+                heap_most = heap_most.max(store.archive_heap_bytes());
+            }
             if warm.is_none() && t >= measured_from {
                 warm = Some((samples, commits, bytes, store.stats().clone()));
                 dev0 = device_snapshot(&a.store);
@@ -354,6 +361,7 @@ fn run(a: &Args) -> Result<(), String> {
     bytes += st.bytes;
     commits += u64::from(st.samples > 0);
     let mut ss = store.stats().clone();
+    let heap_end = store.archive_heap_bytes();
     let dev1 = device_snapshot(&a.store);
     store.close().map_err(|e| e.to_string())?;
     let secs = began.elapsed().as_secs_f64();
@@ -367,6 +375,7 @@ fn run(a: &Args) -> Result<(), String> {
     ss.checkpoints -= w.checkpoints;
     ss.checkpoint_bytes -= w.checkpoint_bytes;
     ss.segment_bytes -= w.segment_bytes;
+    ss.open_chunk_bytes -= w.open_chunk_bytes;
     ss.spills -= w.spills;
     ss.spill_bytes -= w.spill_bytes;
     let c = &ss.record_cost;
@@ -382,6 +391,7 @@ fn run(a: &Args) -> Result<(), String> {
             (d1.1 - d0.1) as f64 / commits.max(1) as f64
         );
     }
+    println!("archive heap bytes: most {heap_most} at the end {heap_end}");
     println!(
         "record bytes a sample: series {:.3} times {:.3} values {:.3} entries {:.3} framing {:.3} \
          padding {:.3}",
@@ -394,7 +404,7 @@ fn run(a: &Args) -> Result<(), String> {
     );
     println!(
         "samples={samples} commits={commits} engine_bytes={bytes} engine_bytes_per_sample={:.3} \
-         log_bytes={} record_bytes={} record_bytes_per_sample={:.3} checkpoints={} checkpoint_bytes={} segment_bytes={} spills={} \
+         log_bytes={} record_bytes={} record_bytes_per_sample={:.3} checkpoints={} checkpoint_bytes={} segment_bytes={} open_chunk_bytes={} spills={} \
          spill_bytes={} wall_s={secs:.2} samples_per_s={:.0}",
         bytes as f64 / samples.max(1) as f64,
         ss.log_bytes,
@@ -403,6 +413,7 @@ fn run(a: &Args) -> Result<(), String> {
         ss.checkpoints,
         ss.checkpoint_bytes,
         ss.segment_bytes,
+        ss.open_chunk_bytes,
         ss.spills,
         ss.spill_bytes,
         samples as f64 / secs

@@ -122,34 +122,22 @@ impl SegmentWriter {
         for (ord, &i) in order.iter().enumerate() {
             ords[i] = ord as u32;
         }
-        let index_end = SEG_HEADER_LEN + n * (KEY_LEN + LOC_LEN);
-        let mut b = Vec::with_capacity(index_end);
-        b.extend_from_slice(&SEG_MAGIC);
-        b.extend_from_slice(&SEG_VERSION.to_le_bytes());
-        b.extend_from_slice(&self.class.to_le_bytes());
-        b.extend_from_slice(&self.id.to_le_bytes());
-        b.extend_from_slice(&(n as u64).to_le_bytes());
-        b.extend_from_slice(&[0; 8]); // keys_crc and header_crc, below
-        for &i in &order {
-            let (s, a, c) = self.keys[i];
-            b.extend_from_slice(&s.to_le_bytes());
-            b.extend_from_slice(&a.to_le_bytes());
-            b.extend_from_slice(&c.to_le_bytes());
-        }
-        let keys_crc = crc32c(&b[SEG_HEADER_LEN..]);
-        b[32..36].copy_from_slice(&keys_crc.to_le_bytes());
-        let hcrc = crc32c(&b[..SEG_HEADER_CRC_OFFSET]);
-        b[36..40].copy_from_slice(&hcrc.to_le_bytes());
-        let mut off = index_end as u64;
+        let mut off = (SEG_HEADER_LEN + n * (KEY_LEN + LOC_LEN)) as u64;
+        let mut locs = Vec::with_capacity(n);
         for (ord, &i) in order.iter().enumerate() {
             let (s, e) = self.spans[i];
             let len = (e - s) as u32;
             let crc = loc_crc(self.keys[i], ord as u32, off, len, &self.data[s..e]);
-            b.extend_from_slice(&off.to_le_bytes());
-            b.extend_from_slice(&len.to_le_bytes());
-            b.extend_from_slice(&crc.to_le_bytes());
+            locs.push(Loc { off, len, crc });
             off += u64::from(len);
         }
+        let b = head_and_index(
+            self.id,
+            self.class,
+            order.iter().map(|&i| self.keys[i]),
+            &locs,
+        );
+        drop(locs);
         out(&b)?;
         drop(b);
         if order.iter().enumerate().all(|(k, &i)| k == i) {
@@ -169,6 +157,110 @@ impl SegmentWriter {
             }
         }
         Ok(ords)
+    }
+}
+
+/// A version 2 segment's header and index: `keys` (ascending) and their `locs`, as many.
+fn head_and_index(
+    id: u64,
+    class: u32,
+    keys: impl Iterator<Item = SegKey>,
+    locs: &[Loc],
+) -> Vec<u8> {
+    let n = locs.len();
+    let mut b = Vec::with_capacity(SEG_HEADER_LEN + n * (KEY_LEN + LOC_LEN));
+    b.extend_from_slice(&SEG_MAGIC);
+    b.extend_from_slice(&SEG_VERSION.to_le_bytes());
+    b.extend_from_slice(&class.to_le_bytes());
+    b.extend_from_slice(&id.to_le_bytes());
+    b.extend_from_slice(&(n as u64).to_le_bytes());
+    b.extend_from_slice(&[0; 8]); // keys_crc and header_crc, below
+    for (s, a, c) in keys {
+        b.extend_from_slice(&s.to_le_bytes());
+        b.extend_from_slice(&a.to_le_bytes());
+        b.extend_from_slice(&c.to_le_bytes());
+    }
+    let keys_crc = crc32c(&b[SEG_HEADER_LEN..]);
+    b[32..36].copy_from_slice(&keys_crc.to_le_bytes());
+    let hcrc = crc32c(&b[..SEG_HEADER_CRC_OFFSET]);
+    b[36..40].copy_from_slice(&hcrc.to_le_bytes());
+    for l in locs {
+        b.extend_from_slice(&l.off.to_le_bytes());
+        b.extend_from_slice(&l.len.to_le_bytes());
+        b.extend_from_slice(&l.crc.to_le_bytes());
+    }
+    b
+}
+
+/// A segment written as its chunks come, for a writer that adds them in ascending key
+/// order and knows how many it may add at most (`max`): each chunk's place in the file is
+/// known when it is added, so its bytes go to the file at once ([`SegmentSpool::chunk`]),
+/// and only the keys and locs (32 bytes a chunk) are held until the header and index are
+/// written at the start ([`SegmentSpool::index`]). The chunks start after room for `max`
+/// index entries; room left unused is never written (a hole that reads as zeros and that
+/// no loc points into). A checkpoint stores its open chunks' versions this way: a million
+/// series hold hundreds of MB of them, which must not be on the heap twice.
+pub struct SegmentSpool {
+    id: u64,
+    class: u32,
+    max: usize,
+    keys: Vec<SegKey>,
+    locs: Vec<Loc>,
+    next: u64,
+}
+
+impl SegmentSpool {
+    pub fn new(id: u64, class: u32, max: usize) -> Self {
+        SegmentSpool {
+            id,
+            class,
+            max,
+            keys: Vec::new(),
+            locs: Vec::new(),
+            next: (SEG_HEADER_LEN + max * (KEY_LEN + LOC_LEN)) as u64,
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Chunks added.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Add one chunk's packed values: the offset in the file to write `bytes` at, or `None`
+    /// (nothing added) when its key is not above every key before or `max` were added.
+    pub fn chunk(&mut self, key: SegKey, bytes: &[u8]) -> Option<u64> {
+        if self.keys.len() >= self.max || self.keys.last().is_some_and(|&k| k >= key) {
+            return None;
+        }
+        let len = u32::try_from(bytes.len()).ok()?;
+        let (ord, off) = (self.keys.len() as u32, self.next);
+        self.locs.push(Loc {
+            off,
+            len,
+            crc: loc_crc(key, ord, off, len, bytes),
+        });
+        self.keys.push(key);
+        self.next += u64::from(len);
+        Some(off)
+    }
+
+    /// Bytes of the file that are written: the header, the index and the chunks.
+    pub fn written_len(&self) -> u64 {
+        let room = (self.max - self.keys.len()) * (KEY_LEN + LOC_LEN);
+        self.next - room as u64
+    }
+
+    /// The header and index, to write at the file's start once every chunk is added.
+    pub fn index(&self) -> Vec<u8> {
+        head_and_index(self.id, self.class, self.keys.iter().copied(), &self.locs)
     }
 }
 
@@ -251,6 +343,12 @@ impl Loc {
     pub fn checks(&self, key: SegKey, ord: u32, bytes: &[u8]) -> bool {
         bytes.len() == self.len as usize && loc_crc(key, ord, self.off, self.len, bytes) == self.crc
     }
+}
+
+/// The class a segment's header gives (read after the header is checked; `None` if the
+/// bytes are too short to hold one).
+pub fn segment_class(b: &[u8]) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(12..16)?.try_into().ok()?))
 }
 
 /// The version of a segment file whose header checks (1 or 2).
@@ -490,6 +588,64 @@ mod tests {
         let short = &b[..b.len() - 1];
         let v = SegView::open(short, 7).unwrap();
         assert!(v.chunk(1).is_err(), "chunk cut short");
+    }
+
+    #[test]
+    fn a_spooled_segment_reads_like_a_written_one_and_refuses_keys_out_of_order() {
+        // Room for 5 chunks, 3 added: a hole after the index, the chunks after it.
+        let mut sp = SegmentSpool::new(9, 1 << 16, 5);
+        let mut file = Vec::new();
+        let mut put = |at: u64, bytes: &[u8]| {
+            let end = at as usize + bytes.len();
+            if file.len() < end {
+                file.resize(end, 0xEE);
+            }
+            file[at as usize..end].copy_from_slice(bytes);
+        };
+        let chunks: [(SegKey, &[u8]); 3] = [
+            ((3, 0, 5), b"abc"),
+            ((3, 1, 0), &[7; 40]),
+            ((300, 2, 70_000), &[9; 200]),
+        ];
+        for (k, b) in chunks {
+            let at = sp.chunk(k, b).expect("ascending");
+            put(at, b);
+        }
+        assert_eq!(sp.chunk((3, 1, 0), b"x"), None, "not above the last key");
+        assert_eq!(sp.len(), 3);
+        let head = sp.index();
+        assert_eq!(head.len(), SEG_HEADER_LEN + 3 * (KEY_LEN + LOC_LEN));
+        put(0, &head);
+        assert_eq!(
+            sp.written_len(),
+            file.len() as u64 - 2 * (KEY_LEN + LOC_LEN) as u64
+        );
+        let v = SegView::open(&file, 9).unwrap();
+        assert_eq!(v.len(), 3);
+        assert_eq!(segment_class(&file), Some(1 << 16));
+        for (ord, (k, b)) in chunks.iter().enumerate() {
+            assert_eq!(v.find(*k), Some(ord));
+            let (s, l) = v.chunk(ord).unwrap();
+            assert_eq!(&file[s..s + l], *b);
+        }
+        // The same chunks through the writer that holds them: the same reads.
+        let mut w = SegmentWriter::new(9, 1 << 16);
+        for (k, b) in chunks {
+            w.chunk(k.0, k.1, k.2, b);
+        }
+        let (whole, _) = w.finish();
+        let v2 = SegView::open(&whole, 9).unwrap();
+        for ord in 0..3 {
+            assert_eq!(v2.key(ord), v.key(ord));
+        }
+        // A damaged chunk is caught as in any segment.
+        let (s, _) = v.chunk(2).unwrap();
+        file[s + 10] ^= 1;
+        assert!(SegView::open(&file, 9).unwrap().chunk(2).is_err());
+        // Full: no more chunks.
+        let mut sp = SegmentSpool::new(1, 0, 1);
+        assert!(sp.chunk((1, 0, 0), b"a").is_some());
+        assert_eq!(sp.chunk((2, 0, 0), b"b"), None);
     }
 
     #[test]

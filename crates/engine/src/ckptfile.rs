@@ -20,6 +20,9 @@ pub struct Loaded {
     pub path: PathBuf,
     pub header: CheckpointHeader,
     pub state: CheckpointState,
+    /// The segments the other checkpoint file names, when it is valid too (a whole open
+    /// only): kept on disk while it is the fallback.
+    pub older_segments: Vec<u64>,
 }
 
 /// Read and verify one checkpoint file; `Ok(Err(why))` if it is invalid.
@@ -57,6 +60,7 @@ fn load_one(vfs: &dyn Vfs, path: &Path, keep: Keep<'_>) -> io::Result<Result<Loa
             path: path.to_path_buf(),
             header,
             state,
+            older_segments: Vec::new(),
         })),
         Err(e) => Ok(Err(e.to_string())),
     }
@@ -115,7 +119,11 @@ pub fn load_newest_of(
         };
         match load_one(vfs, &p, keep_here)? {
             Ok(l) if best.is_none() => best = Some(l),
-            Ok(_) => {}
+            Ok(l) => {
+                if let Some(b) = best.as_mut() {
+                    b.older_segments = l.state.segments;
+                }
+            }
             Err(why) => notes.push(format!("{}: {why}", p.display())),
         }
     }

@@ -284,8 +284,11 @@ pub struct StoreStats {
     pub checkpoints: u64,
     /// Bytes of checkpoints written, their new segment files included.
     pub checkpoint_bytes: u64,
-    /// Of those, bytes of segment files (archive chunks stored once).
+    /// Of those, bytes of segment files of sealed chunks (archive chunks stored once).
     pub segment_bytes: u64,
+    /// And of segment files of open chunks' versions (each checkpoint stores the chunks
+    /// being written, as they stand, and rebases them there: `segments::OPEN_CLASS`).
+    pub open_chunk_bytes: u64,
     /// Times the log ring was replaced by a larger one ([`Options::log_per_series`]).
     pub rings_grown: u64,
     /// Spills of sealed chunks between checkpoints ([`Options::spill_bytes`]), and the
@@ -1071,7 +1074,8 @@ impl Store {
             snap.series.len(),
         );
         let mut file = self.begin_checkpoint(generation)?;
-        let mut plan = self.segs.plan();
+        let archives = snap.series.iter().map(|s| s.schema.rra.len()).sum();
+        let mut plan = self.segs.checkpoint_plan(self.vfs.clone(), archives);
         for s in &snap.series {
             let (live, cur_rows, rows_written) = s.parts();
             // Ids are never reused: a series with this id now is the one snapshotted.
@@ -1136,7 +1140,8 @@ impl Store {
         let n = len + plan.bytes;
         self.stats.checkpoints += 1;
         self.stats.checkpoint_bytes += n;
-        self.stats.segment_bytes += plan.bytes;
+        self.stats.segment_bytes += plan.bytes - plan.open_bytes;
+        self.stats.open_chunk_bytes += plan.open_bytes;
         // The chunks just stored leave the heap; segments no chunk names any more are let go.
         let settled = self.segs.installed(plan, self.vfs.as_ref(), &self.dir);
         self.settle(settled);
@@ -1232,7 +1237,8 @@ impl Store {
             self.reg.len(),
         );
         let mut file = self.begin_checkpoint(generation)?;
-        let mut plan = self.segs.plan();
+        let archives = self.reg.iter().map(|(_, s)| s.rrd.rra.len()).sum();
+        let mut plan = self.segs.checkpoint_plan(self.vfs.clone(), archives);
         for (id, s) in self.reg.iter() {
             let fresh = segments::fresh_rows(None, &s.rrd, &s.rows_written);
             let entries = plan.entries(id, &s.rrd, &fresh);

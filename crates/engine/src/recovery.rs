@@ -163,8 +163,9 @@ pub fn recover(
     let complete_lsn = ck.state.complete_lsn;
     report.checkpoint_next_id = ck.state.next_id;
     let lazy = (only.is_some() && ck.state.tables).then_some(vfs_arc);
-    let segs = Segments::open(vfs, dir, &ck.state.segments, only.is_some(), lazy)
+    let mut segs = Segments::open(vfs, dir, &ck.state.segments, only.is_some(), lazy)
         .map_err(|why| corrupt(&ck.path, 0, why))?;
+    segs.older = ck.older_segments.iter().copied().collect();
     let mut reg = Registry::new(ck.state.next_id);
     reg.src = Some(segs.source());
     for s in ck.state.series {
@@ -190,7 +191,6 @@ pub fn recover(
     // open only), so that replaying a long log holds no more of it than the running store
     // did. Such files are named by no checkpoint: should this open be refused below, the
     // next one removes them.
-    let mut segs = segs;
     let mut spill = |reg: &mut Registry| {
         let sealed = segs.table.sealed.load(std::sync::atomic::Ordering::Relaxed);
         if only.is_some() || spill_bytes == 0 || sealed <= spill_bytes {

@@ -18,8 +18,8 @@ use crate::series::Registry;
 use crate::vfs::{Mapping, VFile, Vfs};
 use codec::rrdbin::ChunkEntry;
 use codec::segment::{
-    decode_segment, key_from, segment_header, segment_version, Loc, SegKey, SegView, SegmentWriter,
-    KEY_LEN, LOC_LEN, SEG_HEADER_LEN,
+    decode_segment, key_from, segment_class, segment_header, segment_version, Loc, SegKey, SegView,
+    SegmentSpool, SegmentWriter, KEY_LEN, LOC_LEN, SEG_HEADER_LEN,
 };
 use rrd::rows::{encode_values, ChunkSource, Fresh, Keep, Packed, SharedBytes};
 use rrd::Rrd;
@@ -335,6 +335,9 @@ struct Mark {
     chunk: usize,
     heap: Option<Arc<Packed>>,
     seg: u64,
+    /// The open chunk's current values ([`Keep::Values`]): the chunk is rebased on them
+    /// ([`rrd::Rows::rebase`]).
+    open: bool,
 }
 
 /// A chunk now durably in a segment, to drop from the heap ([`rrd::Rows::settle`], or
@@ -345,6 +348,8 @@ pub struct Settled {
     pub chunk: usize,
     pub heap: Option<Arc<Packed>>,
     pub seg: u32,
+    /// The open chunk's values were stored: rebase it ([`rrd::Rows::rebase`]).
+    pub open: bool,
 }
 
 /// What one spill ([`Segments::spill`]) wrote.
@@ -373,6 +378,7 @@ fn stored_marks(marks: Vec<Mark>) -> Vec<Settled> {
                 chunk: m.chunk,
                 heap: m.heap,
                 seg,
+                open: m.open,
             });
         }
     }
@@ -389,6 +395,7 @@ pub fn settle(reg: &mut Registry, settled: Vec<Settled>) {
         let rows = &mut s.rrd.rra[m.archive].rows;
         match &m.heap {
             Some(p) => rows.settle(m.chunk, p, m.seg),
+            None if m.open => rows.rebase(m.chunk, m.seg),
             None => {
                 rows.place(m.chunk, m.seg);
             }
@@ -396,28 +403,50 @@ pub fn settle(reg: &mut Registry, settled: Vec<Settled>) {
     }
 }
 
+/// The segment of open chunks' versions a checkpoint writes as it goes
+/// ([`SegmentSpool`]), and the first error writing it.
+struct Spool {
+    w: SegmentSpool,
+    file: Box<dyn crate::vfs::VFile>,
+    err: Option<io::Error>,
+}
+
 /// The segments of one checkpoint being written.
 pub struct Plan {
     next_id: u64,
     writers: BTreeMap<u32, SegmentWriter>,
+    /// Where the open chunks' versions go as they come: the file system and directory, the
+    /// most the checkpoint can store (one a series' archive), and the segment once begun.
+    spool_to: Option<(Arc<dyn Vfs>, std::path::PathBuf, usize)>,
+    spool: Option<Spool>,
     marks: Vec<Mark>,
-    /// Segments whose files are present (the newest checkpoint's).
+    /// Segments whose files are present (the newest checkpoint's) and that a chunk may go on
+    /// being read from (not a segment of open chunks' versions: [`OPEN_CLASS`]).
     present: BTreeSet<u64>,
+    /// This plan's segments of open chunks' versions ([`OPEN_CLASS`]).
+    open_segs: BTreeSet<u64>,
     /// Segments the checkpoint's images draw on.
     pub live: BTreeSet<u64>,
     /// Bytes of the new segment files.
     pub bytes: u64,
+    /// Of those, bytes of segments of open chunks' versions ([`OPEN_CLASS`]).
+    pub open_bytes: u64,
 }
 
 /// The store's segments.
 pub struct Segments {
     /// Segments the newest checkpoint draws on.
     pub live: BTreeSet<u64>,
+    /// Segments the checkpoint before it draws on: their files stay while it is the
+    /// fallback (should the newest file be found damaged), until the next checkpoint.
+    pub older: BTreeSet<u64>,
     /// Segments written by spills ([`Segments::spill`]) that chunks in memory are read from
     /// and the newest checkpoint does not name (yet): kept, and named by the next checkpoint
     /// that keeps their chunks. After a crash no checkpoint names them: the next open
     /// removes them (replay rebuilds their chunks).
     pub spilled: BTreeSet<u64>,
+    /// Segments of open chunks' versions ([`OPEN_CLASS`]) the newest checkpoint names.
+    pub open_segs: BTreeSet<u64>,
     /// Number for the next new segment.
     pub next_id: u64,
     /// The mapped segments chunks are read from.
@@ -433,6 +462,14 @@ impl std::fmt::Debug for Segments {
         write!(f, "Segments({:?}, next {})", self.live, self.next_id)
     }
 }
+
+/// The class of a segment of open chunks' versions, as a checkpoint stores them (the chunks
+/// being written, rebased on these versions: [`rrd::Rows::rebase`]). Their versions change
+/// at every write, so such a segment is drawn on by one checkpoint only: the next one stores
+/// a chunk still there again (in its own such segment while rows go on being written into
+/// it, else with the sealed chunks of its archive's class), and the file goes. Retention
+/// classes are below 64.
+pub const OPEN_CLASS: u32 = 1 << 16;
 
 /// The retention class of archive `a`: log2 of the seconds it spans, rounded up.
 fn class_of(rrd: &Rrd, a: usize) -> u32 {
@@ -482,20 +519,72 @@ impl Plan {
         bytes: &[u8],
         heap: Option<Arc<Packed>>,
     ) -> u64 {
+        if class == OPEN_CLASS && heap.is_none() {
+            if let Some(seg) = self.spooled(id, a, c, bytes) {
+                return seg;
+            }
+        }
         let next_id = &mut self.next_id;
         let w = self.writers.entry(class).or_insert_with(|| {
             *next_id += 1;
             SegmentWriter::new(*next_id - 1, class)
         });
         w.chunk(id, a as u32, c as u32, bytes);
+        if class == OPEN_CLASS {
+            self.open_segs.insert(w.id());
+        }
         self.marks.push(Mark {
             series: id,
             archive: a,
             chunk: c,
             heap,
             seg: w.id(),
+            open: false,
         });
         w.id()
+    }
+
+    /// Add a chunk to the spooled segment (begun at the first), its bytes written to the file
+    /// now; the segment's id, or `None` if the spool cannot take it (no spool, keys out of
+    /// order, full): the caller holds it in a segment written at the end instead.
+    fn spooled(&mut self, id: u64, a: usize, c: usize, bytes: &[u8]) -> Option<u64> {
+        let (vfs, dir, max) = self.spool_to.as_ref()?;
+        if self.spool.is_none() {
+            let seg = self.next_id;
+            let file = vfs.open(&files::segment(dir, seg), true);
+            let file = file.and_then(|mut f| f.set_len(0).map(|_| f));
+            match file {
+                Ok(file) => {
+                    self.next_id += 1;
+                    self.spool = Some(Spool {
+                        w: SegmentSpool::new(seg, OPEN_CLASS, *max),
+                        file,
+                        err: None,
+                    });
+                }
+                // Not begun: the chunks go to a segment written at the end (which will
+                // likely fail the same way and report it).
+                Err(_) => return None,
+            }
+        }
+        let sp = self.spool.as_mut()?;
+        let at = sp.w.chunk((id, a as u32, c as u32), bytes)?;
+        if sp.err.is_none() {
+            if let Err(e) = sp.file.write_at(bytes, at) {
+                sp.err = Some(e);
+            }
+        }
+        let seg = sp.w.id();
+        self.open_segs.insert(seg);
+        self.marks.push(Mark {
+            series: id,
+            archive: a,
+            chunk: c,
+            heap: None,
+            seg,
+            open: false,
+        });
+        Some(seg)
     }
 
     /// The chunk entries of series `id` as `rows_of` holds it now, given the rows replay
@@ -503,17 +592,29 @@ impl Plan {
     /// segments, and so do stored ones whose segment file is gone.
     pub fn entries(&mut self, id: u64, now: &Rrd, fresh: &[Fresh]) -> Vec<Vec<ChunkEntry>> {
         let mut all = Vec::with_capacity(now.rra.len());
+        let mut b = Vec::new();
         for (a, data) in now.rra.iter().enumerate() {
             let rows = &data.rows;
-            let class = class_of(now, a);
+            let sealed = class_of(now, a);
+            // The chunk the next row goes to: its versions go with the open chunks'.
+            let next = (data.cur_row as usize + 1) % rows.row_cnt().max(1) as usize;
+            let writing = next / rows.chunk_rows();
             let mut list = Vec::with_capacity(rows.chunk_count());
             for c in 0..rows.chunk_count() {
+                let class = if c == writing { OPEN_CLASS } else { sealed };
                 list.push(match rows.keep(c, fresh[a]) {
                     Keep::Fill(b) => ChunkEntry::Fill(b),
                     Keep::Values(v) => {
-                        let mut b = Vec::new();
+                        // Stored, and the open chunk rebased on it once the checkpoint is
+                        // durable: memory holds what is written after it.
+                        b.clear();
                         encode_values(&v, &mut b);
-                        ChunkEntry::Inline(b)
+                        let seg = self.store(class, id, a, c, &b, None);
+                        if let Some(m) = self.marks.last_mut() {
+                            m.open = true;
+                        }
+                        self.live.insert(seg);
+                        stored(seg)
                     }
                     Keep::Packed(p) => {
                         let seg = match p.stored().filter(|s| self.present.contains(s)) {
@@ -528,8 +629,9 @@ impl Plan {
                         stored(seg)
                     }
                     Keep::Stored(_) => match rows.packed_bytes(c) {
-                        // Its file was removed while a version the checkpoint did not keep
-                        // still pointed at it: store it again.
+                        // An open chunk's version of an older checkpoint, or its file was
+                        // removed while a version the checkpoint did not keep still pointed
+                        // at it: store it again.
                         Some(b) => {
                             let seg = self.store(class, id, a, c, &b, None);
                             self.live.insert(seg);
@@ -551,16 +653,34 @@ impl Plan {
 }
 
 impl Segments {
-    /// Start the segments of a checkpoint.
+    /// Start the segments of a spill.
     pub fn plan(&self) -> Plan {
         Plan {
             // 0 means "not stored" in a chunk: numbers start at 1.
             next_id: self.next_id.max(1),
             writers: BTreeMap::new(),
+            spool_to: None,
+            spool: None,
             marks: Vec::new(),
-            present: self.live.union(&self.spilled).copied().collect(),
+            present: self
+                .live
+                .union(&self.spilled)
+                .filter(|s| !self.open_segs.contains(s))
+                .copied()
+                .collect(),
+            open_segs: BTreeSet::new(),
             live: BTreeSet::new(),
             bytes: 0,
+            open_bytes: 0,
+        }
+    }
+
+    /// Start the segments of a checkpoint of at most `archives` archives: the open chunks'
+    /// versions are written to their segment in `dir` as they come ([`SegmentSpool`]).
+    pub fn checkpoint_plan(&self, vfs: Arc<dyn Vfs>, archives: usize) -> Plan {
+        Plan {
+            spool_to: Some((vfs, self.dir.clone(), archives)),
+            ..self.plan()
         }
     }
 
@@ -573,10 +693,29 @@ impl Segments {
     /// map them for reading.
     pub fn write(&mut self, plan: &mut Plan, vfs: &dyn Vfs, dir: &Path) -> io::Result<()> {
         self.next_id = self.next_id.max(plan.next_id);
+        if let Some(mut sp) = plan.spool.take() {
+            let id = sp.w.id();
+            if let Some(e) = sp.err.take() {
+                return Err(e);
+            }
+            sp.file.write_at(&sp.w.index(), 0)?;
+            sp.file.sync_all()?;
+            let n = sp.w.written_len();
+            plan.bytes += n;
+            plan.open_bytes += n;
+            let id32 = u32::try_from(id)
+                .map_err(|_| io::Error::other(format!("segment id {id} out of range")))?;
+            let mapped = vfs.map(&files::segment(dir, id))?;
+            mapped.random();
+            self.table.insert(id32, mapped);
+            if plan.writers.is_empty() {
+                return vfs.sync_dir(dir);
+            }
+        }
         if plan.writers.is_empty() {
             return Ok(());
         }
-        for (_, w) in std::mem::take(&mut plan.writers) {
+        for (class, w) in std::mem::take(&mut plan.writers) {
             let id = w.id();
             let path = files::segment(dir, id);
             let mut f = vfs.open(&path, true)?;
@@ -589,6 +728,9 @@ impl Segments {
             })?;
             f.sync_all()?;
             plan.bytes += at;
+            if class == OPEN_CLASS {
+                plan.open_bytes += at;
+            }
             let id32 = u32::try_from(id)
                 .map_err(|_| io::Error::other(format!("segment id {id} out of range")))?;
             let mapped = vfs.map(&path)?;
@@ -603,7 +745,8 @@ impl Segments {
     /// the chunks the store can now drop from its heap.
     pub fn installed(&mut self, plan: Plan, vfs: &dyn Vfs, dir: &Path) -> Vec<Settled> {
         let out = stored_marks(plan.marks);
-        self.live = plan.live;
+        self.older = std::mem::replace(&mut self.live, plan.live);
+        self.open_segs = plan.open_segs;
         let _ = self.remove_unused(vfs, dir);
         out
     }
@@ -683,13 +826,16 @@ impl Segments {
         self.old.retain(|(id, _)| keep.contains(id));
     }
 
-    /// Remove every segment file that neither the newest checkpoint names nor a spill wrote
-    /// for chunks in memory.
+    /// Remove every segment file that neither the two newest checkpoints name nor a spill
+    /// wrote for chunks in memory.
     pub fn remove_unused(&self, vfs: &dyn Vfs, dir: &Path) -> io::Result<()> {
         let mut removed = false;
         for name in vfs.list(dir)? {
             if let Some(id) = files::segment_id(&name) {
-                if !self.live.contains(&id) && !self.spilled.contains(&id) {
+                if !self.live.contains(&id)
+                    && !self.older.contains(&id)
+                    && !self.spilled.contains(&id)
+                {
                     vfs.remove(&dir.join(&name))?;
                     removed = true;
                 }
@@ -723,6 +869,7 @@ impl Segments {
     ) -> Result<Segments, String> {
         let table = Arc::new(SegTable::default());
         let mut old = Vec::new();
+        let mut open_segs = BTreeSet::new();
         for &id in live {
             let path = files::segment(dir, id);
             let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
@@ -750,6 +897,9 @@ impl Segments {
                 old.push((id, mapped.clone()));
             } else {
                 SegView::header_checked(all, id).map_err(|e| err(&e))?;
+                if segment_class(all) == Some(OPEN_CLASS) {
+                    open_segs.insert(id);
+                }
                 let id32 = u32::try_from(id).map_err(|_| err(&"segment id out of range"))?;
                 table.insert(id32, mapped.clone());
             }
@@ -763,7 +913,9 @@ impl Segments {
         }
         Ok(Segments {
             live: live.iter().copied().collect(),
+            older: BTreeSet::new(),
             spilled: BTreeSet::new(),
+            open_segs,
             next_id,
             table,
             old,

@@ -1314,9 +1314,18 @@ impl Rows {
         if seg == 0 || seg == UNPLACED {
             return false;
         }
-        if self.segs.get(c).is_some_and(|&s| s != 0) {
-            // Stored (or to be found): never in `other`, so the number is all there is.
+        if let Some(&old) = self.segs.get(c).filter(|&&s| s != 0) {
+            // Stored (or to be found): never in `other`, so the number is all there is. An
+            // open chunk opened from that version reads it from the new segment too (its
+            // version was stored again there, and the old file goes).
             self.set_seg(c, seg);
+            if let Some(o) = self
+                .open
+                .as_mut()
+                .filter(|o| (o.idx as usize) == c && matches!(o.prev, Chunk::Stored(s) if s == old))
+            {
+                o.prev = Chunk::Stored(seg);
+            }
             return true;
         }
         let ok = self.placeable(c);
@@ -1404,6 +1413,20 @@ impl Rows {
         {
             o.prev = Chunk::Stored(seg);
         }
+    }
+
+    /// The open chunk `c`'s values, as they are now, are durably stored in segment `seg` (a
+    /// checkpoint stored its [`Keep::Values`]): let them go from memory. The chunk reads
+    /// from that segment, and the next write opens it again on that version, holding only
+    /// what it writes from then on. Nothing changes unless chunk `c` is the open one.
+    pub fn rebase(&mut self, c: usize, seg: u32) {
+        let open = self.open.as_ref().is_some_and(|o| (o.idx as usize) == c);
+        if seg == 0 || seg == UNPLACED || !open {
+            return;
+        }
+        // Not sealed: the values are not packed again, nor counted as sealed on the heap.
+        self.open = None;
+        self.set_chunk(c, Chunk::Stored(seg));
     }
 
     /// The sealed chunks on the heap that no segment holds yet (chunk index, packed

@@ -481,6 +481,14 @@ pub fn stats_lines(d: &Daemon) -> Vec<String> {
         inner.store.log_since_checkpoint()
     ));
     lines.extend(record_lines(inner.store.stats()));
+    lines.push(format!(
+        "ArchiveHeapBytes: {}",
+        inner.store.archive_heap_bytes()
+    ));
+    lines.push(format!(
+        "ResidentBytes: {}",
+        crate::iostats::resident_bytes()
+    ));
     // With --carbon: what carbon's listeners took, refused and dropped.
     if let Some(c) = d.carbon() {
         let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
@@ -596,19 +604,16 @@ fn daemon_fetch(
     }
     let rra_end = rrd.rra_end(rra);
     let row_cnt = rrd.schema.rra[rra].row_cnt as i64;
+    // A chunk decoded once for its rows, not once a value.
+    let mut reader = rrd.rra[rra].rows.reader();
     let rows = (0..n)
         .map(|k| {
             let t = s.wrapping_add((k + 1) * span);
             let kept = t <= rra_end && (rra_end.wrapping_sub(t)) / span < row_cnt;
-            (0..rrd.ds_cnt())
-                .map(|d| {
-                    if kept {
-                        rrd.value_at(rra, d, t)
-                    } else {
-                        rrd::num::DNAN
-                    }
-                })
-                .collect()
+            match rrd.ring_row(rra, t).filter(|_| kept) {
+                Some(row) => reader.row(row).to_vec(),
+                None => vec![rrd::num::DNAN; rrd.ds_cnt()],
+            }
         })
         .collect();
     Ok(rrd::fetch::FetchResult {

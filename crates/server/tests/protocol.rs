@@ -357,9 +357,20 @@ fn stats_has_rrdcacheds_nine_keys_in_order() {
             "CheckpointBytesPerSample",
             "SpillBytesPerSample",
             "Spills",
+            "ArchiveHeapBytes",
+            "ResidentBytes",
         ]
     );
-    assert_eq!(r.lines().next(), Some("30 Statistics follow"));
+    assert_eq!(r.lines().next(), Some("32 Statistics follow"));
+    let value = |k: &str| -> u64 {
+        r.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}: ")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    // The daemon's own memory, and the archives' share of it.
+    assert!(value("ResidentBytes") > 1 << 20, "{r}");
+    assert!(value("ArchiveHeapBytes") < value("ResidentBytes"), "{r}");
     assert_eq!(keys(&r)[0], "QueueLength");
     // Values are numbers: unsigned integers but for the bytes per sample.
     for l in r.lines().skip(1) {
@@ -379,7 +390,7 @@ fn ringlet_stats_reads_either_daemon() {
     };
     let r = server::client::query(&format!("unix:{}", p.r.sock.display())).expect("ringlet");
     let c = server::client::query(&p.c.sock.display().to_string()).expect("rrdcached");
-    assert_eq!(r.len(), 30, "{r:?}");
+    assert_eq!(r.len(), 32, "{r:?}");
     assert_eq!(c.len(), 9, "{c:?}");
     assert!(r[0].starts_with("QueueLength: ") && c[0].starts_with("QueueLength: "));
     let e = server::client::query("unix:/nonexistent/sock").unwrap_err();
