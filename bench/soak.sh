@@ -9,7 +9,9 @@
 #     cycle, and beside it `blockrec load`: 20 series of one-second rows, a batch of 10
 #     updates each every second, each batch acknowledged by FLUSHALL and its number appended
 #     to a marks file once acknowledged;
-#   - at the cycle's end: the daemon's RSS (VmRSS, and its peak VmHWM), then kill -9, then
+#   - at the cycle's end: the daemon's RSS (VmRSS, and its peak VmHWM; from its STATS, the
+#     archive rows it holds, the log since the newest checkpoint and the checkpoints it
+#     wrote in the cycle), then kill -9, then
 #     the store checked with the daemon down (`blockrec verify`: every acknowledged update
 #     of the 20 series there, every value the one sent, no update after a lost one), then the
 #     daemon started again (seconds until it answers PING) and the next cycle.
@@ -23,7 +25,7 @@ while [ $# -gt 0 ]; do
         --duration) DURATION=$2; shift 2 ;;
         --every) EVERY=$2; shift 2 ;;
         --scale) SCALE=$2; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) echo "usage: $0 [--duration 2h] [--every 10m] [--scale F]" >&2; exit 2 ;;
     esac
 done
@@ -81,6 +83,11 @@ while [ $(( $(date +%s) - start )) -lt "$TOTAL" ]; do
     LOAD=$!
     sleep "$d"
     rss=$(proc_mb "$PID" VmRSS) hwm=$(proc_mb "$PID" VmHWM)
+    # The store's archive rows in memory and the log since the newest checkpoint (STATS).
+    st=$("$RINGLET" stats --daemon "unix:$WORK/s.sock" 2>/dev/null || true)
+    heap=$(echo "$st" | awk '/^ArchiveHeapBytes:/ {printf "%.0f", $2 / 1048576}')
+    since=$(echo "$st" | awk '/^LogSinceCheckpoint:/ {printf "%.0f", $2 / 1048576}')
+    ckpts=$(echo "$st" | awk '/^JournalRotate:/ {print $2}')
     kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""
     wait "$LOAD" 2>/dev/null || true; LOAD=""
     kill "$FEEDPID" 2>/dev/null || true; wait "$FEEDPID" 2>/dev/null || true; FEEDPID=""
@@ -94,7 +101,7 @@ while [ $(( $(date +%s) - start )) -lt "$TOTAL" ]; do
     set -e
     [ "$rc" = 0 ] || fails=$((fails + 1))
     serve_start
-    echo "cycle $cycle: ${d} s; RSS ${rss} MB (peak ${hwm} MB) at kill -9; acknowledged up to batch $acked; check: $([ "$rc" = 0 ] && echo ok || echo FAILED) ($said); open after kill -9 ${OPEN} s, RSS $(proc_mb "$PID" VmRSS) MB; feed ${late:-late_steps=?}"
+    echo "cycle $cycle: ${d} s; RSS ${rss} MB (peak ${hwm} MB, archive rows ${heap:-?} MB, log since checkpoint ${since:-?} MB, ${ckpts:-?} checkpoints written in the cycle) at kill -9; acknowledged up to batch $acked; check: $([ "$rc" = 0 ] && echo ok || echo FAILED) ($said); open after kill -9 ${OPEN} s, RSS $(proc_mb "$PID" VmRSS) MB; feed ${late:-late_steps=?}"
     [ "$acked" = created ] || from=$((acked + 1))
 done
 kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
