@@ -369,6 +369,39 @@ fn series_created_together_share_one_chunk_table() {
     );
 }
 
+/// A store in `dir` opened with `o`, with `series` RRDs `s<i>` of one 5,000-row archive of
+/// 15-second rows.
+fn one_archive_store(dir: &std::path::Path, o: Options, series: usize) -> Store {
+    let mut st = Store::open(dir, o).unwrap();
+    let args: Vec<String> =
+        "x --start 1700000000 --step 15 DS:v:GAUGE:60:U:U RRA:AVERAGE:0.5:1:5000"
+            .split(' ')
+            .map(String::from)
+            .collect();
+    let schema =
+        rrd::create::parse_create_with(&args, 1_700_000_000, &mut |_| None, &mut |_| false)
+            .unwrap()
+            .schema;
+    for i in 0..series {
+        let rrd = rrd::Rrd::new(schema.clone(), 1_700_000_000);
+        st.create(&format!("s{i}"), rrd, false).unwrap();
+    }
+    st
+}
+
+/// Update series `s<i>` of [`one_archive_store`] at step `k` with a noisy value from `x`.
+fn update_noisy(st: &mut Store, i: usize, k: i64, x: &mut u64) {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    let s = rrd::Sample {
+        time: 1_700_000_000 + 15 * k,
+        usec: 0,
+        values: vec![format!("{}", (*x % 1_000_000) as f64 / 7.0)],
+    };
+    st.update(&format!("s{i}"), &s, &mut |_| {}).unwrap();
+}
+
 /// Archive heap bytes of a store fed `steps` noisy 15-second updates of 20 series (one
 /// 5,000-row archive each), committed every 20 steps, with no checkpoint due (64 MiB ring):
 /// after `steps / 4` and after `steps`, and the store's stats.
@@ -382,37 +415,12 @@ fn heap_while_fed(
         spill_bytes: spill,
         ..opts()
     };
-    let mut st = Store::open(dir, o).unwrap();
-    let args: Vec<String> =
-        "x --start 1700000000 --step 15 DS:v:GAUGE:60:U:U RRA:AVERAGE:0.5:1:5000"
-            .split(' ')
-            .map(String::from)
-            .collect();
-    let schema =
-        rrd::create::parse_create_with(&args, 1_700_000_000, &mut |_| None, &mut |_| false)
-            .unwrap()
-            .schema;
-    for i in 0..20 {
-        st.create(
-            &format!("s{i}"),
-            rrd::Rrd::new(schema.clone(), 1_700_000_000),
-            false,
-        )
-        .unwrap();
-    }
+    let mut st = one_archive_store(dir, o, 20);
     let mut x = 99u64;
     let mut early = 0;
     for k in 1..=steps {
         for i in 0..20 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let s = rrd::Sample {
-                time: 1_700_000_000 + 15 * k,
-                usec: 0,
-                values: vec![format!("{}", (x % 1_000_000) as f64 / 7.0)],
-            };
-            st.update(&format!("s{i}"), &s, &mut |_| {}).unwrap();
+            update_noisy(&mut st, i, k, &mut x);
         }
         if k % 20 == 0 {
             st.commit().unwrap();
@@ -468,20 +476,7 @@ fn feed_open_chunks(
     steps: i64,
     checkpoint_every: i64,
 ) -> (Store, Vec<(usize, usize)>, usize) {
-    let mut st = Store::open(dir, opts()).unwrap();
-    let args: Vec<String> =
-        "x --start 1700000000 --step 15 DS:v:GAUGE:60:U:U RRA:AVERAGE:0.5:1:5000"
-            .split(' ')
-            .map(String::from)
-            .collect();
-    let schema =
-        rrd::create::parse_create_with(&args, 1_700_000_000, &mut |_| None, &mut |_| false)
-            .unwrap()
-            .schema;
-    for i in 0..series {
-        let rrd = rrd::Rrd::new(schema.clone(), 1_700_000_000);
-        st.create(&format!("s{i}"), rrd, false).unwrap();
-    }
+    let mut st = one_archive_store(dir, opts(), series);
     let segs = || {
         std::fs::read_dir(dir)
             .unwrap()
@@ -494,15 +489,7 @@ fn feed_open_chunks(
     let (mut heaps, mut most, mut x) = (Vec::new(), 0, 7u64);
     for k in 1..=steps {
         for i in (0..series).filter(|&i| i < live || k <= 40) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let s = rrd::Sample {
-                time: 1_700_000_000 + 15 * k,
-                usec: 0,
-                values: vec![format!("{}", (x % 1_000_000) as f64 / 7.0)],
-            };
-            st.update(&format!("s{i}"), &s, &mut |_| {}).unwrap();
+            update_noisy(&mut st, i, k, &mut x);
         }
         st.commit().unwrap();
         if checkpoint_every > 0 && k % checkpoint_every == 0 {

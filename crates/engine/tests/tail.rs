@@ -204,6 +204,25 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_older_one_and_the_log() {
     same(&store, &model).unwrap();
 }
 
+/// The older checkpoint's segment files outlive opens from the newest (which remove the
+/// files no checkpoint names), so it stays a whole fallback: damaged later, the newest gives
+/// way to it and the log.
+#[test]
+fn the_older_checkpoint_keeps_its_segments_through_opens_from_the_newest() {
+    let fs = SimFs::new();
+    let model = two_checkpoints(&fs, 19);
+    for _ in 0..2 {
+        let store = open(&fs);
+        assert_eq!(store.recovery().checkpoint_generation, 3);
+        same(&store, &model).unwrap();
+        store.close().unwrap();
+    }
+    damage_checkpoint(&fs, 3, |n| n / 2);
+    let store = open(&fs);
+    assert_eq!(store.recovery().checkpoint_generation, 2);
+    same(&store, &model).unwrap();
+}
+
 /// Once the newest checkpoint is valid, the older one is checked as far as its header and
 /// meta: damage there is reported, and the store opens from the newest.
 #[test]
