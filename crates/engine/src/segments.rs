@@ -327,29 +327,32 @@ impl ChunkSource for SegTable {
     }
 }
 
-/// A chunk going into a new segment: where it is in memory (series id, archive, chunk; the
-/// heap version, if it is one) and the segment it goes to.
-struct Mark {
-    series: u64,
-    archive: usize,
-    chunk: usize,
-    heap: Option<Arc<Packed>>,
-    seg: u64,
-    /// The open chunk's current values ([`Keep::Values`]): the chunk is rebased on them
-    /// ([`rrd::Rows::rebase`]).
-    open: bool,
-}
-
-/// A chunk now durably in a segment, to drop from the heap ([`rrd::Rows::settle`], or
-/// [`rrd::Rows::place`] for one moved out of a removed segment).
+/// A chunk going into a new segment (series id, archive, chunk; the heap version, if it is
+/// one; the segment, 0 if its id is out of range, which fails the write), then, once the
+/// segment is durable, to drop from the heap ([`rrd::Rows::settle`], [`rrd::Rows::rebase`],
+/// or [`rrd::Rows::place`] for one stored again). 32 bytes: a checkpoint of a million series
+/// holds one for each of its three million open chunks.
 pub struct Settled {
     pub series: u64,
-    pub archive: usize,
-    pub chunk: usize,
-    pub heap: Option<Arc<Packed>>,
+    pub archive: u32,
+    pub chunk: u32,
     pub seg: u32,
-    /// The open chunk's values were stored: rebase it ([`rrd::Rows::rebase`]).
+    /// The open chunk's current values ([`Keep::Values`]): the chunk is rebased on them.
     pub open: bool,
+    pub heap: Option<Arc<Packed>>,
+}
+
+impl Settled {
+    fn new(series: u64, a: usize, c: usize, seg: u64, heap: Option<Arc<Packed>>) -> Settled {
+        Settled {
+            series,
+            archive: a as u32,
+            chunk: c as u32,
+            seg: u32::try_from(seg).unwrap_or(0),
+            open: false,
+            heap,
+        }
+    }
 }
 
 /// What one spill ([`Segments::spill`]) wrote.
@@ -363,26 +366,15 @@ pub struct Spilled {
     pub left: u64,
 }
 
-/// The chunks of `marks`, now durably in their segments: each heap version marked stored,
-/// and the list to drop from the heap ([`settle`]).
-fn stored_marks(marks: Vec<Mark>) -> Vec<Settled> {
-    let mut out = Vec::with_capacity(marks.len());
-    for m in marks {
+/// The chunks of `marks`, now durably in their segments: each heap version marked stored;
+/// the list to drop from the heap ([`settle`]).
+fn stored_marks(marks: Vec<Settled>) -> Vec<Settled> {
+    for m in &marks {
         if let Some(p) = &m.heap {
-            p.mark_stored(m.seg);
-        }
-        if let Ok(seg) = u32::try_from(m.seg) {
-            out.push(Settled {
-                series: m.series,
-                archive: m.archive,
-                chunk: m.chunk,
-                heap: m.heap,
-                seg,
-                open: m.open,
-            });
+            p.mark_stored(u64::from(m.seg));
         }
     }
-    out
+    marks
 }
 
 /// Chunks now durably in segments ([`Segments::installed`], [`Segments::spill`]): drop their
@@ -392,12 +384,15 @@ pub fn settle(reg: &mut Registry, settled: Vec<Settled>) {
         let Some(s) = reg.by_id_mut(m.series) else {
             continue;
         };
-        let rows = &mut s.rrd.rra[m.archive].rows;
+        let Some(data) = s.rrd.rra.get_mut(m.archive as usize) else {
+            continue;
+        };
+        let (rows, c) = (&mut data.rows, m.chunk as usize);
         match &m.heap {
-            Some(p) => rows.settle(m.chunk, p, m.seg),
-            None if m.open => rows.rebase(m.chunk, m.seg),
+            Some(p) => rows.settle(c, p, m.seg),
+            None if m.open => rows.rebase(c, m.seg),
             None => {
-                rows.place(m.chunk, m.seg);
+                rows.place(c, m.seg);
             }
         }
     }
@@ -419,7 +414,7 @@ pub struct Plan {
     /// most the checkpoint can store (one a series' archive), and the segment once begun.
     spool_to: Option<(Arc<dyn Vfs>, std::path::PathBuf, usize)>,
     spool: Option<Spool>,
-    marks: Vec<Mark>,
+    marks: Vec<Settled>,
     /// Segments whose files are present (the newest checkpoint's) and that a chunk may go on
     /// being read from (not a segment of open chunks' versions: [`OPEN_CLASS`]).
     present: BTreeSet<u64>,
@@ -533,14 +528,7 @@ impl Plan {
         if class == OPEN_CLASS {
             self.open_segs.insert(w.id());
         }
-        self.marks.push(Mark {
-            series: id,
-            archive: a,
-            chunk: c,
-            heap,
-            seg: w.id(),
-            open: false,
-        });
+        self.marks.push(Settled::new(id, a, c, w.id(), heap));
         w.id()
     }
 
@@ -576,14 +564,7 @@ impl Plan {
         }
         let seg = sp.w.id();
         self.open_segs.insert(seg);
-        self.marks.push(Mark {
-            series: id,
-            archive: a,
-            chunk: c,
-            heap: None,
-            seg,
-            open: false,
-        });
+        self.marks.push(Settled::new(id, a, c, seg, None));
         Some(seg)
     }
 
@@ -802,7 +783,8 @@ impl Segments {
         let segments = plan.writers.len();
         let chunks = plan.marks.len();
         self.write(&mut plan, vfs, dir)?;
-        self.spilled.extend(plan.marks.iter().map(|m| m.seg));
+        self.spilled
+            .extend(plan.marks.iter().map(|m| u64::from(m.seg)));
         let out = stored_marks(plan.marks);
         self.table.sealed.store(left, Ordering::Relaxed);
         let spilled = Spilled {
