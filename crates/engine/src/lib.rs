@@ -1075,7 +1075,9 @@ impl Store {
         );
         let mut file = self.begin_checkpoint(generation)?;
         let archives = snap.series.iter().map(|s| s.schema.rra.len()).sum();
-        let mut plan = self.segs.checkpoint_plan(self.vfs.clone(), archives);
+        let mut plan = self
+            .segs
+            .checkpoint_plan(self.vfs.clone(), archives, self.newest_update());
         for s in &snap.series {
             let (live, cur_rows, rows_written) = s.parts();
             // Ids are never reused: a series with this id now is the one snapshotted.
@@ -1238,7 +1240,9 @@ impl Store {
         );
         let mut file = self.begin_checkpoint(generation)?;
         let archives = self.reg.iter().map(|(_, s)| s.rrd.rra.len()).sum();
-        let mut plan = self.segs.checkpoint_plan(self.vfs.clone(), archives);
+        let mut plan = self
+            .segs
+            .checkpoint_plan(self.vfs.clone(), archives, self.newest_update());
         for (id, s) in self.reg.iter() {
             let fresh = segments::fresh_rows(None, &s.rrd, &s.rows_written);
             let entries = plan.entries(id, &s.rrd, &fresh);
@@ -1250,6 +1254,15 @@ impl Store {
         self.snap = None;
         self.reg.reseed_all();
         Ok(n)
+    }
+
+    /// The time of the latest update of any series (what a checkpoint takes as now).
+    fn newest_update(&self) -> i64 {
+        self.reg
+            .iter()
+            .map(|(_, s)| s.rrd.last_up)
+            .max()
+            .unwrap_or(i64::MIN)
     }
 
     /// Commit pending changes, then write a checkpoint now (it makes the log before it

@@ -414,6 +414,8 @@ pub struct Plan {
     /// most the checkpoint can store (one a series' archive), and the segment once begun.
     spool_to: Option<(Arc<dyn Vfs>, std::path::PathBuf, usize)>,
     spool: Option<Spool>,
+    /// A series whose last update is before this time has stopped ([`STOPPED_AFTER`]).
+    stopped_before: i64,
     marks: Vec<Settled>,
     /// Segments whose files are present (the newest checkpoint's) and that a chunk may go on
     /// being read from (not a segment of open chunks' versions: [`OPEN_CLASS`]).
@@ -465,6 +467,12 @@ impl std::fmt::Debug for Segments {
 /// it, else with the sealed chunks of its archive's class), and the file goes. Retention
 /// classes are below 64.
 pub const OPEN_CLASS: u32 = 1 << 16;
+
+/// Seconds without an update after which a series counts as stopped (a host taken out of
+/// service whose files stay): the chunks it was writing are stored with their archives'
+/// sealed chunks, once, instead of in every checkpoint's segment of open versions. Should
+/// it come back, the version it resumes from is left behind there, superseded.
+pub const STOPPED_AFTER: i64 = 86_400;
 
 /// The retention class of archive `a`: log2 of the seconds it spans, rounded up.
 fn class_of(rrd: &Rrd, a: usize) -> u32 {
@@ -574,12 +582,18 @@ impl Plan {
     pub fn entries(&mut self, id: u64, now: &Rrd, fresh: &[Fresh]) -> Vec<Vec<ChunkEntry>> {
         let mut all = Vec::with_capacity(now.rra.len());
         let mut b = Vec::new();
+        let stopped = now.last_up < self.stopped_before;
         for (a, data) in now.rra.iter().enumerate() {
             let rows = &data.rows;
             let sealed = class_of(now, a);
-            // The chunk the next row goes to: its versions go with the open chunks'.
+            // The chunk the next row goes to: its versions go with the open chunks' (unless
+            // the series has stopped).
             let next = (data.cur_row as usize + 1) % rows.row_cnt().max(1) as usize;
-            let writing = next / rows.chunk_rows();
+            let writing = if stopped {
+                usize::MAX
+            } else {
+                next / rows.chunk_rows()
+            };
             let mut list = Vec::with_capacity(rows.chunk_count());
             for c in 0..rows.chunk_count() {
                 let class = if c == writing { OPEN_CLASS } else { sealed };
@@ -642,6 +656,7 @@ impl Segments {
             writers: BTreeMap::new(),
             spool_to: None,
             spool: None,
+            stopped_before: i64::MIN,
             marks: Vec::new(),
             present: self
                 .live
@@ -656,11 +671,13 @@ impl Segments {
         }
     }
 
-    /// Start the segments of a checkpoint of at most `archives` archives: the open chunks'
-    /// versions are written to their segment in `dir` as they come ([`SegmentSpool`]).
-    pub fn checkpoint_plan(&self, vfs: Arc<dyn Vfs>, archives: usize) -> Plan {
+    /// Start the segments of a checkpoint of at most `archives` archives, `newest` the time
+    /// of the store's latest update: the open chunks' versions are written to their segment
+    /// in `dir` as they come ([`SegmentSpool`]).
+    pub fn checkpoint_plan(&self, vfs: Arc<dyn Vfs>, archives: usize, newest: i64) -> Plan {
         Plan {
             spool_to: Some((vfs, self.dir.clone(), archives)),
+            stopped_before: newest.saturating_sub(STOPPED_AFTER),
             ..self.plan()
         }
     }

@@ -545,3 +545,72 @@ fn open_chunks_are_rebased_at_checkpoints_so_the_heap_holds_rows_since_the_last(
     let st = Store::open(&a.0, opts()).unwrap();
     assert_eq!(rows(&st), want, "after a reopen");
 }
+
+/// A series that stopped a day ago (a host taken out of service) has its open chunks' versions
+/// stored once with its archives' sealed chunks, not copied into every checkpoint's segment of
+/// open versions; the live ones go on being stored, and every row reads back.
+#[test]
+fn a_stopped_series_open_chunks_are_stored_once_not_at_every_checkpoint() {
+    let dir = TempDir::new("resident-stopped");
+    let mut st = Store::open(&dir.0, opts()).unwrap();
+    // Hourly rows: a chunk of 256 rows takes ten days to fill, a day is 24 steps.
+    let args: Vec<String> =
+        "x --start 1700000000 --step 3600 DS:v:GAUGE:7200:U:U RRA:AVERAGE:0.5:1:1000"
+            .split(' ')
+            .map(String::from)
+            .collect();
+    let schema =
+        rrd::create::parse_create_with(&args, 1_700_000_000, &mut |_| None, &mut |_| false)
+            .unwrap()
+            .schema;
+    for i in 0..20 {
+        let rrd = rrd::Rrd::new(schema.clone(), 1_700_000_000);
+        st.create(&format!("s{i}"), rrd, false).unwrap();
+    }
+    let mut per_checkpoint = Vec::new();
+    let mut x = 3u64;
+    for k in 1..=120i64 {
+        // s10..s19 stop after the fifth hour.
+        for i in (0..20).filter(|&i| i < 10 || k <= 5) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let s = rrd::Sample {
+                time: 1_700_000_000 + 3600 * k,
+                usec: 0,
+                values: vec![format!("{}", (x % 1_000_000) as f64 / 7.0)],
+            };
+            st.update(&format!("s{i}"), &s, &mut |_| {}).unwrap();
+        }
+        if k % 6 == 0 {
+            let before = st.stats().open_chunk_bytes;
+            st.checkpoint().unwrap();
+            per_checkpoint.push(st.stats().open_chunk_bytes - before);
+        }
+    }
+    // Every checkpoint stores the live half's open chunks whole (growing by six rows each
+    // time) and, until a day after they stopped (the fifth checkpoint, at hour 30), the
+    // stopped half's versions copied unchanged; from then on the live half's alone.
+    let p = &per_checkpoint;
+    let growth = p[3] - p[2];
+    assert!(p[4] < p[3], "the stopped half left: {p:?}");
+    for w in p[5..].windows(2) {
+        let g = w[1] - w[0];
+        assert!(
+            g * 10 < growth * 13 && g * 10 > growth * 7,
+            "only the live half grows: {p:?}"
+        );
+    }
+    let rows = |s: &Store| -> Vec<Vec<u64>> {
+        (0..20)
+            .map(|i| {
+                let r = s.get(&format!("s{i}")).unwrap().rra[0].rows.to_vec();
+                r.iter().map(|v| v.to_bits()).collect()
+            })
+            .collect()
+    };
+    let want = rows(&st);
+    st.close().unwrap();
+    let st = Store::open(&dir.0, opts()).unwrap();
+    assert!(rows(&st) == want, "read back after a reopen");
+}
