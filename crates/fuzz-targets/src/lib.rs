@@ -249,6 +249,49 @@ pub fn segment(data: &[u8]) {
         }
     }
     let _ = codec::segment::decode_segment(data, 1);
+    spooled_segment(data);
+}
+
+/// Chunks cut from the input, written as a checkpoint writes its open chunks' versions (a
+/// spool, with room for a few more than it gets): the segment opens and every chunk reads
+/// back by its key.
+fn spooled_segment(data: &[u8]) {
+    use codec::segment::{SegKey, SegView, SegmentSpool};
+    let chunks: Vec<(SegKey, &[u8])> = data
+        .chunks(17)
+        .take(64)
+        .enumerate()
+        .map(|(i, c)| {
+            let key = (
+                i as u64 * 3 + u64::from(c[0] % 3),
+                u32::from(c[c.len() - 1]),
+                i as u32,
+            );
+            (key, c)
+        })
+        .collect();
+    let room = data.first().map_or(0, |&b| usize::from(b % 4));
+    let mut sp = SegmentSpool::new(2, 1 << 16, chunks.len() + room);
+    let mut file = Vec::new();
+    for (k, b) in &chunks {
+        let at = sp.chunk(*k, b).expect("keys ascending, room for each") as usize;
+        if file.len() < at + b.len() {
+            file.resize(at + b.len(), 0);
+        }
+        file[at..at + b.len()].copy_from_slice(b);
+    }
+    let head = sp.index();
+    if file.len() < head.len() {
+        file.resize(head.len(), 0);
+    }
+    file[..head.len()].copy_from_slice(&head);
+    let v = SegView::open(&file, 2).expect("a spooled segment opens");
+    assert_eq!(v.len(), chunks.len());
+    for (ord, (k, b)) in chunks.iter().enumerate() {
+        assert_eq!(v.find(*k), Some(ord));
+        let (s, l) = v.chunk(ord).expect("a spooled chunk checks");
+        assert_eq!(&file[s..s + l], *b);
+    }
 }
 
 /// Archive rows' block encoding: the first two bytes say how many values to read.
