@@ -286,8 +286,9 @@ pub struct StoreStats {
     pub checkpoint_bytes: u64,
     /// Of those, bytes of segment files of sealed chunks (archive chunks stored once).
     pub segment_bytes: u64,
-    /// And of segment files of open chunks' versions (each checkpoint stores the chunks
-    /// being written, as they stand, and rebases them there: `segments::OPEN_CLASS`).
+    /// And of segment files of pieces of open chunks (each checkpoint stores the chunks
+    /// being written, the values since they were last stored, and rebases them there:
+    /// `segments::PIECES_CLASS`).
     pub open_chunk_bytes: u64,
     /// Times the log ring was replaced by a larger one ([`Options::log_per_series`]).
     pub rings_grown: u64,

@@ -7,6 +7,8 @@
 //! ([`rrd::Rows::keep`]). A checkpoint writes one segment per retention class (the archive's
 //! rows times its row span, rounded up to a power of two), so the chunks of a segment expire
 //! about together and a segment file is removed soon after its last chunk is overwritten.
+//! The chunk each archive is writing goes, at each checkpoint, into a segment of pieces: the
+//! values written since it was last stored, over that version ([`PIECES_CLASS`]).
 //!
 //! Order of a checkpoint: segments written and synced, directory synced, checkpoint written
 //! and synced ([`crate::ckptfile`]), then chunks marked stored and segments that the new
@@ -21,7 +23,7 @@ use codec::segment::{
     decode_segment, key_from, segment_class, segment_header, segment_version, Loc, SegKey, SegView,
     SegmentSpool, SegmentWriter, KEY_LEN, LOC_LEN, SEG_HEADER_LEN,
 };
-use rrd::rows::{encode_values, ChunkSource, Fresh, Keep, Packed, SharedBytes};
+use rrd::rows::{encode_piece, encode_values, ChunkSource, Fresh, Keep, Packed, SharedBytes};
 use rrd::Rrd;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
@@ -53,6 +55,7 @@ enum Opened {
     V2 {
         file: Mutex<Box<dyn VFile>>,
         count: u64,
+        class: u32,
     },
     V1(HashMap<SegKey, Vec<u8>>),
 }
@@ -75,6 +78,7 @@ fn open_read(vfs: &dyn Vfs, path: &Path, id: u64) -> Result<Opened, String> {
         return Ok(Opened::V2 {
             file: Mutex::new(f),
             count,
+            class: segment_class(&head).unwrap_or(0),
         });
     }
     let mut all = vec![0u8; usize::try_from(len).map_err(|_| err(&"segment too large"))?];
@@ -260,9 +264,18 @@ pub struct SegTable {
     /// upper bound of what the heap holds unstored (a chunk overwritten or removed since is
     /// not taken off).
     pub sealed: AtomicU64,
+    /// Mapped segments that hold pieces ([`PIECES_CLASS`]).
+    piece_segs: RwLock<std::collections::HashSet<u32>>,
 }
 
 impl SegTable {
+    /// Segment `id` holds pieces.
+    fn mark_pieces(&self, id: u64) {
+        if let Ok(id) = u32::try_from(id) {
+            self.piece_segs.write().expect("segment table").insert(id);
+        }
+    }
+
     fn insert(&self, id: u32, m: Arc<dyn Mapping>) {
         self.maps.write().expect("segment table").insert(id, m);
     }
@@ -292,10 +305,29 @@ impl SegTable {
             .write()
             .expect("segment table")
             .retain(|id, _| ids.contains(&u64::from(*id)));
+        self.piece_segs
+            .write()
+            .expect("segment table")
+            .retain(|id| ids.contains(&u64::from(*id)));
     }
 }
 
 impl ChunkSource for SegTable {
+    fn pieces(&self, seg: u32) -> bool {
+        if self
+            .piece_segs
+            .read()
+            .expect("segment table")
+            .contains(&seg)
+        {
+            return true;
+        }
+        let read = self.reads.read().expect("segment table").get(&seg).cloned();
+        read.is_some_and(
+            |r| matches!(r.opened(), Ok(Opened::V2 { class, .. }) if *class == PIECES_CLASS),
+        )
+    }
+
     fn sealed(&self, bytes: usize) {
         self.sealed.fetch_add(bytes as u64, Ordering::Relaxed);
     }
@@ -398,7 +430,7 @@ pub fn settle(reg: &mut Registry, settled: Vec<Settled>) {
     }
 }
 
-/// The segment of open chunks' versions a checkpoint writes as it goes
+/// The segment of pieces of open chunks a checkpoint writes as it goes
 /// ([`SegmentSpool`]), and the first error writing it.
 struct Spool {
     w: SegmentSpool,
@@ -410,7 +442,7 @@ struct Spool {
 pub struct Plan {
     next_id: u64,
     writers: BTreeMap<u32, SegmentWriter>,
-    /// Where the open chunks' versions go as they come: the file system and directory, the
+    /// Where the open chunks' pieces go as they come: the file system and directory, the
     /// most the checkpoint can store (one a series' archive), and the segment once begun.
     spool_to: Option<(Arc<dyn Vfs>, std::path::PathBuf, usize)>,
     spool: Option<Spool>,
@@ -418,15 +450,21 @@ pub struct Plan {
     stopped_before: i64,
     marks: Vec<Settled>,
     /// Segments whose files are present (the newest checkpoint's) and that a chunk may go on
-    /// being read from (not a segment of open chunks' versions: [`OPEN_CLASS`]).
+    /// being read from (not a segment of open chunks' versions of an earlier kind,
+    /// [`OPEN_CLASS`], nor one of pieces leaving the window).
     present: BTreeSet<u64>,
-    /// This plan's segments of open chunks' versions ([`OPEN_CLASS`]).
-    open_segs: BTreeSet<u64>,
+    /// Segments of pieces that stay in the window after this checkpoint ([`PIECE_WINDOW`]),
+    /// and the lowest of their ids (`u64::MAX`: none): a piece may follow a chain only
+    /// within them.
+    staying: BTreeSet<u64>,
+    keep_from: u64,
+    /// This plan's segments of pieces ([`PIECES_CLASS`]).
+    new_pieces: BTreeSet<u64>,
     /// Segments the checkpoint's images draw on.
     pub live: BTreeSet<u64>,
     /// Bytes of the new segment files.
     pub bytes: u64,
-    /// Of those, bytes of segments of open chunks' versions ([`OPEN_CLASS`]).
+    /// Of those, bytes of segments of pieces of open chunks ([`PIECES_CLASS`]).
     pub open_bytes: u64,
 }
 
@@ -442,8 +480,11 @@ pub struct Segments {
     /// that keeps their chunks. After a crash no checkpoint names them: the next open
     /// removes them (replay rebuilds their chunks).
     pub spilled: BTreeSet<u64>,
-    /// Segments of open chunks' versions ([`OPEN_CLASS`]) the newest checkpoint names.
+    /// Segments of open chunks' whole versions ([`OPEN_CLASS`], written before pieces) the
+    /// newest checkpoint names.
     pub open_segs: BTreeSet<u64>,
+    /// Segments of pieces ([`PIECES_CLASS`]) the newest checkpoint names: the window.
+    pub pieces: BTreeSet<u64>,
     /// Number for the next new segment.
     pub next_id: u64,
     /// The mapped segments chunks are read from.
@@ -460,13 +501,23 @@ impl std::fmt::Debug for Segments {
     }
 }
 
-/// The class of a segment of open chunks' versions, as a checkpoint stores them (the chunks
-/// being written, rebased on these versions: [`rrd::Rows::rebase`]). Their versions change
-/// at every write, so such a segment is drawn on by one checkpoint only: the next one stores
-/// a chunk still there again (in its own such segment while rows go on being written into
-/// it, else with the sealed chunks of its archive's class), and the file goes. Retention
-/// classes are below 64.
+/// The class of a segment of whole versions of open chunks, as checkpoints of earlier builds
+/// stored them: the next checkpoint stores a chunk still there again, and the file goes.
+/// Retention classes are below 64.
 pub const OPEN_CLASS: u32 = 1 << 16;
+
+/// The class of a segment of pieces of open chunks (`rrd::rows::PieceHead`): what each
+/// checkpoint writes since pieces. A checkpoint stores, for the chunk each archive is
+/// writing, the values written since it was last stored, over that version, as long as the
+/// chain of pieces stays within the newest [`PIECE_WINDOW`] such segments (which every
+/// checkpoint names); else the whole chunk. A chunk whose chain would leave the window is
+/// stored again whole.
+pub const PIECES_CLASS: u32 = OPEN_CLASS | 1;
+
+/// Segments of pieces a checkpoint names: a chain of pieces is at most this long, and a
+/// chunk being filled over many checkpoints is written whole once every this many of them
+/// at most (its pieces, the values written since, at the others).
+pub const PIECE_WINDOW: usize = 8;
 
 /// Seconds without an update after which a series counts as stopped (a host taken out of
 /// service whose files stay): the chunks it was writing are stored with their archives'
@@ -483,6 +534,16 @@ fn class_of(rrd: &Rrd, a: usize) -> u32 {
         .saturating_mul(rrd.schema.step)
         .max(1);
     64 - (secs - 1).leading_zeros()
+}
+
+/// Where a chunk stored whole goes ([`Plan::store_whole`]).
+#[derive(Clone, Copy)]
+struct Whole {
+    id: u64,
+    a: usize,
+    c: usize,
+    sealed: u32,
+    writing: bool,
 }
 
 /// The entry of a chunk stored in segment `seg` (ids are below 2^32: [`Segments::write`]
@@ -522,28 +583,19 @@ impl Plan {
         bytes: &[u8],
         heap: Option<Arc<Packed>>,
     ) -> u64 {
-        if class == OPEN_CLASS && heap.is_none() {
-            if let Some(seg) = self.spooled(id, a, c, bytes) {
-                return seg;
-            }
-        }
         let next_id = &mut self.next_id;
         let w = self.writers.entry(class).or_insert_with(|| {
             *next_id += 1;
             SegmentWriter::new(*next_id - 1, class)
         });
         w.chunk(id, a as u32, c as u32, bytes);
-        if class == OPEN_CLASS {
-            self.open_segs.insert(w.id());
-        }
         self.marks.push(Settled::new(id, a, c, w.id(), heap));
         w.id()
     }
 
-    /// Add a chunk to the spooled segment (begun at the first), its bytes written to the file
-    /// now; the segment's id, or `None` if the spool cannot take it (no spool, keys out of
-    /// order, full): the caller holds it in a segment written at the end instead.
-    fn spooled(&mut self, id: u64, a: usize, c: usize, bytes: &[u8]) -> Option<u64> {
+    /// The id of this checkpoint's segment of pieces, begun now if it is not yet (`None`:
+    /// no spool, or its file cannot be made: chunks go whole with their classes then).
+    fn spool_id(&mut self) -> Option<u64> {
         let (vfs, dir, max) = self.spool_to.as_ref()?;
         if self.spool.is_none() {
             let seg = self.next_id;
@@ -553,16 +605,25 @@ impl Plan {
                 Ok(file) => {
                     self.next_id += 1;
                     self.spool = Some(Spool {
-                        w: SegmentSpool::new(seg, OPEN_CLASS, *max),
+                        w: SegmentSpool::new(seg, PIECES_CLASS, *max),
                         file,
                         err: None,
                     });
+                    self.new_pieces.insert(seg);
                 }
-                // Not begun: the chunks go to a segment written at the end (which will
-                // likely fail the same way and report it).
+                // Not begun: the chunks go whole with their classes, to segments written
+                // at the end (which will likely fail the same way and report it).
                 Err(_) => return None,
             }
         }
+        self.spool.as_ref().map(|sp| sp.w.id())
+    }
+
+    /// Add a piece (chunk `c` of archive `a` of series `id`) to this checkpoint's segment of
+    /// pieces, its bytes written to the file now; the segment's id, or `None` if the spool
+    /// cannot take it (keys out of order, full).
+    fn spooled(&mut self, id: u64, a: usize, c: usize, bytes: &[u8]) -> Option<u64> {
+        self.spool_id()?;
         let sp = self.spool.as_mut()?;
         let at = sp.w.chunk((id, a as u32, c as u32), bytes)?;
         if sp.err.is_none() {
@@ -571,9 +632,56 @@ impl Plan {
             }
         }
         let seg = sp.w.id();
-        self.open_segs.insert(seg);
         self.marks.push(Settled::new(id, a, c, seg, None));
         Some(seg)
+    }
+
+    /// Store chunk `c` (archive `a` of series `id`, retention class `sealed`) as `vals`,
+    /// whole: a first piece in this checkpoint's segment of pieces if it is the chunk being
+    /// written (`writing`), else packed with its class.
+    fn store_whole(&mut self, w: Whole, vals: &[f64], b: &mut Vec<u8>) -> u64 {
+        b.clear();
+        if w.writing {
+            if let Some(sid) = self.spool_id() {
+                encode_piece(0, 0, u32::try_from(sid).unwrap_or(0), vals, b);
+                if let Some(seg) = self.spooled(w.id, w.a, w.c, b) {
+                    return seg;
+                }
+                b.clear();
+            }
+        }
+        encode_values(vals, b);
+        self.store(w.sealed, w.id, w.a, w.c, b, None)
+    }
+
+    /// A piece over the version open chunk `c` was opened from, if that version is a piece
+    /// whose chain stays in the window: the piece's bytes into `b`.
+    fn piece_of(&self, rows: &rrd::Rows, c: usize, b: &mut Vec<u8>) -> bool {
+        let Some((start, vals, prev)) = rows.open_piece(c) else {
+            return false;
+        };
+        if !self.staying.contains(&u64::from(prev)) {
+            return false;
+        }
+        let Some(h) = rows.stored_piece(c, prev) else {
+            return false;
+        };
+        if u64::from(h.oldest) < self.keep_from {
+            return false;
+        }
+        b.clear();
+        encode_piece(start, prev, h.oldest, &vals, b);
+        true
+    }
+
+    /// Whether chunk `c`'s version in segment `seg` (of pieces) may stay there: its segment
+    /// and its chain's first stay in the window.
+    fn piece_stays(&self, rows: &rrd::Rows, c: usize, seg: u64) -> bool {
+        self.staying.contains(&seg)
+            && u32::try_from(seg)
+                .ok()
+                .and_then(|s| rows.stored_piece(c, s))
+                .is_some_and(|h| u64::from(h.oldest) >= self.keep_from)
     }
 
     /// The chunk entries of series `id` as `rows_of` holds it now, given the rows replay
@@ -596,15 +704,24 @@ impl Plan {
             };
             let mut list = Vec::with_capacity(rows.chunk_count());
             for c in 0..rows.chunk_count() {
-                let class = if c == writing { OPEN_CLASS } else { sealed };
+                let whole = Whole {
+                    id,
+                    a,
+                    c,
+                    sealed,
+                    writing: c == writing,
+                };
                 list.push(match rows.keep(c, fresh[a]) {
                     Keep::Fill(b) => ChunkEntry::Fill(b),
                     Keep::Values(v) => {
-                        // Stored, and the open chunk rebased on it once the checkpoint is
-                        // durable: memory holds what is written after it.
-                        b.clear();
-                        encode_values(&v, &mut b);
-                        let seg = self.store(class, id, a, c, &b, None);
+                        // Stored (what was written since it was last stored, over that
+                        // version, where the chain allows), and the open chunk rebased on it
+                        // once the checkpoint is durable: memory holds what is written after.
+                        let piece = whole.writing && self.piece_of(rows, c, &mut b);
+                        let seg = match piece.then(|| self.spooled(id, a, c, &b)).flatten() {
+                            Some(seg) => seg,
+                            None => self.store_whole(whole, &v, &mut b),
+                        };
                         if let Some(m) = self.marks.last_mut() {
                             m.open = true;
                         }
@@ -614,21 +731,24 @@ impl Plan {
                     Keep::Packed(p) => {
                         let seg = match p.stored().filter(|s| self.present.contains(s)) {
                             Some(seg) => seg,
-                            None => self.store(class, id, a, c, p.bytes(), Some(p.clone())),
+                            None => self.store(sealed, id, a, c, p.bytes(), Some(p.clone())),
                         };
                         self.live.insert(seg);
                         stored(seg)
                     }
-                    Keep::Stored(seg) if self.present.contains(&seg) => {
+                    Keep::Stored(seg)
+                        if self.present.contains(&seg)
+                            && (!self.staying.contains(&seg) || self.piece_stays(rows, c, seg)) =>
+                    {
                         self.live.insert(seg);
                         stored(seg)
                     }
                     Keep::Stored(_) => match rows.packed_bytes(c) {
-                        // An open chunk's version of an older checkpoint, or its file was
-                        // removed while a version the checkpoint did not keep still pointed
-                        // at it: store it again.
-                        Some(b) => {
-                            let seg = self.store(class, id, a, c, &b, None);
+                        // A version of an open chunk in a segment leaving the window (or of
+                        // an earlier kind), or its file was removed while a version the
+                        // checkpoint did not keep still pointed at it: store it again, whole.
+                        Some(_) => {
+                            let seg = self.store_whole(whole, &rows.chunk_values(c), &mut b);
                             self.live.insert(seg);
                             stored(seg)
                         }
@@ -650,6 +770,15 @@ impl Plan {
 impl Segments {
     /// Start the segments of a spill.
     pub fn plan(&self) -> Plan {
+        // The window after this checkpoint: the newest PIECE_WINDOW - 1 segments of pieces
+        // and the one it writes.
+        let staying: BTreeSet<u64> = self
+            .pieces
+            .iter()
+            .rev()
+            .take(PIECE_WINDOW - 1)
+            .copied()
+            .collect();
         Plan {
             // 0 means "not stored" in a chunk: numbers start at 1.
             next_id: self.next_id.max(1),
@@ -661,11 +790,16 @@ impl Segments {
             present: self
                 .live
                 .union(&self.spilled)
-                .filter(|s| !self.open_segs.contains(s))
+                .filter(|s| {
+                    !self.open_segs.contains(s) && (!self.pieces.contains(s) || staying.contains(s))
+                })
                 .copied()
                 .collect(),
-            open_segs: BTreeSet::new(),
-            live: BTreeSet::new(),
+            keep_from: staying.first().copied().unwrap_or(u64::MAX),
+            // Every checkpoint names the window: chains of pieces reach into it.
+            live: staying.clone(),
+            staying,
+            new_pieces: BTreeSet::new(),
             bytes: 0,
             open_bytes: 0,
         }
@@ -706,6 +840,7 @@ impl Segments {
             let mapped = vfs.map(&files::segment(dir, id))?;
             mapped.random();
             self.table.insert(id32, mapped);
+            self.table.mark_pieces(id);
             if plan.writers.is_empty() {
                 return vfs.sync_dir(dir);
             }
@@ -713,7 +848,7 @@ impl Segments {
         if plan.writers.is_empty() {
             return Ok(());
         }
-        for (class, w) in std::mem::take(&mut plan.writers) {
+        for (_, w) in std::mem::take(&mut plan.writers) {
             let id = w.id();
             let path = files::segment(dir, id);
             let mut f = vfs.open(&path, true)?;
@@ -726,9 +861,6 @@ impl Segments {
             })?;
             f.sync_all()?;
             plan.bytes += at;
-            if class == OPEN_CLASS {
-                plan.open_bytes += at;
-            }
             let id32 = u32::try_from(id)
                 .map_err(|_| io::Error::other(format!("segment id {id} out of range")))?;
             let mapped = vfs.map(&path)?;
@@ -744,7 +876,12 @@ impl Segments {
     pub fn installed(&mut self, plan: Plan, vfs: &dyn Vfs, dir: &Path) -> Vec<Settled> {
         let out = stored_marks(plan.marks);
         self.older = std::mem::replace(&mut self.live, plan.live);
-        self.open_segs = plan.open_segs;
+        // The window: the pieces that stay and this checkpoint's (older ones are named by
+        // no chain any more: their chunks were stored again); segments of whole versions of
+        // an earlier kind are never kept.
+        self.pieces = plan.staying.union(&plan.new_pieces).copied().collect();
+        let live = &self.live;
+        self.open_segs.retain(|s| live.contains(s));
         let _ = self.remove_unused(vfs, dir);
         out
     }
@@ -868,7 +1005,7 @@ impl Segments {
     ) -> Result<Segments, String> {
         let table = Arc::new(SegTable::default());
         let mut old = Vec::new();
-        let mut open_segs = BTreeSet::new();
+        let (mut open_segs, mut pieces) = (BTreeSet::new(), BTreeSet::new());
         for &id in live {
             let path = files::segment(dir, id);
             let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
@@ -896,8 +1033,15 @@ impl Segments {
                 old.push((id, mapped.clone()));
             } else {
                 SegView::header_checked(all, id).map_err(|e| err(&e))?;
-                if segment_class(all) == Some(OPEN_CLASS) {
-                    open_segs.insert(id);
+                match segment_class(all) {
+                    Some(OPEN_CLASS) => {
+                        open_segs.insert(id);
+                    }
+                    Some(PIECES_CLASS) => {
+                        pieces.insert(id);
+                        table.mark_pieces(id);
+                    }
+                    _ => {}
                 }
                 let id32 = u32::try_from(id).map_err(|_| err(&"segment id out of range"))?;
                 table.insert(id32, mapped.clone());
@@ -915,6 +1059,7 @@ impl Segments {
             older: BTreeSet::new(),
             spilled: BTreeSet::new(),
             open_segs,
+            pieces,
             next_id,
             table,
             old,

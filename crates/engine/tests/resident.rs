@@ -527,8 +527,11 @@ fn open_chunks_are_rebased_at_checkpoints_so_the_heap_holds_rows_since_the_last(
             "checkpoint {i}: {before} bytes held for 20 steps of 10 series"
         );
     }
-    // The versions' files: the newest checkpoint's and the one before it (its fallback).
-    assert!(most <= 2, "{most} segment files at once");
+    // The versions' files: the window of pieces, and the one before it (the fallback's).
+    assert!(
+        most <= engine::segments::PIECE_WINDOW + 1,
+        "{most} segment files at once"
+    );
     let rows = |s: &Store| -> Vec<Vec<u64>> {
         (0..20)
             .map(|i| {
@@ -546,11 +549,14 @@ fn open_chunks_are_rebased_at_checkpoints_so_the_heap_holds_rows_since_the_last(
     assert_eq!(rows(&st), want, "after a reopen");
 }
 
-/// A series that stopped a day ago (a host taken out of service) has its open chunks' versions
-/// stored once with its archives' sealed chunks, not copied into every checkpoint's segment of
-/// open versions; the live ones go on being stored, and every row reads back.
+/// Checkpoints store the chunk each archive is writing as pieces: what was written since the
+/// chunk was last stored, with the whole chunk once every `PIECE_WINDOW` checkpoints, so what
+/// a checkpoint writes does not grow as the chunk fills (a chunk of hourly rows takes ten
+/// days). A series that stopped a day ago (a host taken out of service) has its chunk stored
+/// with its archive's sealed chunks once its chain leaves the window, not in pieces again.
+/// Every row reads back, after a reopen too.
 #[test]
-fn a_stopped_series_open_chunks_are_stored_once_not_at_every_checkpoint() {
+fn open_chunks_are_stored_as_pieces_and_a_stopped_series_once() {
     let dir = TempDir::new("resident-stopped");
     let mut st = Store::open(&dir.0, opts()).unwrap();
     // Hourly rows: a chunk of 256 rows takes ten days to fill, a day is 24 steps.
@@ -588,18 +594,30 @@ fn a_stopped_series_open_chunks_are_stored_once_not_at_every_checkpoint() {
             per_checkpoint.push(st.stats().open_chunk_bytes - before);
         }
     }
-    // Every checkpoint stores the live half's open chunks whole (growing by six rows each
-    // time) and, until a day after they stopped (the fifth checkpoint, at hour 30), the
-    // stopped half's versions copied unchanged; from then on the live half's alone.
+    // Pieces: the live half's six new rows each time; the whole chunks (growing with their
+    // fill) once every PIECE_WINDOW checkpoints, when the chain's first leaves the window.
+    let window = engine::segments::PIECE_WINDOW;
     let p = &per_checkpoint;
-    let growth = p[3] - p[2];
-    assert!(p[4] < p[3], "the stopped half left: {p:?}");
-    for w in p[5..].windows(2) {
-        let g = w[1] - w[0];
-        assert!(
-            g * 10 < growth * 13 && g * 10 > growth * 7,
-            "only the live half grows: {p:?}"
-        );
+    for (i, &n) in p.iter().enumerate().skip(1) {
+        if i % window != 0 {
+            assert!(n * 10 < p[1] * 13 && n * 10 > p[1] * 7, "pieces: {p:?}");
+        } else {
+            assert!(n > 3 * p[1], "whole: {p:?}");
+        }
+    }
+    // Where each series' chunk is now: the live ones' in a segment of pieces, the stopped
+    // ones' with the archive's sealed chunks.
+    let class_of = |i: usize| {
+        let seg = st.get(&format!("s{i}")).unwrap().rra[0]
+            .rows
+            .seg_of(0)
+            .unwrap();
+        let bytes = std::fs::read(engine::files::segment(&dir.0, u64::from(seg))).unwrap();
+        codec::segment::segment_class(&bytes).unwrap()
+    };
+    for i in 0..20 {
+        let pieces = class_of(i) == engine::segments::PIECES_CLASS;
+        assert_eq!(pieces, i < 10, "series {i}");
     }
     let rows = |s: &Store| -> Vec<Vec<u64>> {
         (0..20)

@@ -459,6 +459,61 @@ pub fn decode_rows(buf: &[u8], row_cnt: u64, ds_cnt: usize) -> Result<(Rows, usi
     Ok((rows, pos))
 }
 
+/// A piece of a chunk (docs/FORMAT.md, "Segment files"): the values from index `start`
+/// (`n` of them) written over the piece before it, in segment `prev` (0: none; then the
+/// piece is the whole chunk, `start` 0), `oldest` the segment of the whole version its chain
+/// begins with. A segment of pieces holds a checkpoint's open chunks, each the values written
+/// since the chunk was last stored, so that a chunk being filled over many checkpoints is
+/// not written whole at each of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PieceHead {
+    pub start: usize,
+    pub n: usize,
+    pub prev: u32,
+    pub oldest: u32,
+    /// Bytes of the header: the values' blocks follow.
+    pub len: usize,
+}
+
+/// Encode a piece: its header, then `vals` as [`encode_values`] packs them.
+pub fn encode_piece(start: usize, prev: u32, oldest: u32, vals: &[f64], out: &mut Vec<u8>) {
+    put_varint(out, start as u64);
+    put_varint(out, vals.len() as u64);
+    put_varint(out, u64::from(prev));
+    put_varint(out, u64::from(oldest));
+    encode_values(vals, out);
+}
+
+/// The header of a piece of a chunk of `chunk_len` values.
+pub fn piece_head(buf: &[u8], chunk_len: usize) -> Result<PieceHead, PackError> {
+    let mut pos = 0;
+    let start = read_varint(buf, &mut pos)?;
+    let n = read_varint(buf, &mut pos)?;
+    let prev = read_varint(buf, &mut pos)?;
+    let oldest = read_varint(buf, &mut pos)?;
+    let bad = |what| PackError { offset: 0, what };
+    let (start, n) = (start as usize, n as usize);
+    if start > chunk_len || n > chunk_len - start {
+        return Err(bad("piece past its chunk's end"));
+    }
+    let prev = u32::try_from(prev).map_err(|_| bad("piece's segment out of range"))?;
+    let oldest = u32::try_from(oldest).map_err(|_| bad("piece's segment out of range"))?;
+    if prev == 0 && (start != 0 || n != chunk_len) {
+        return Err(bad("a first piece that is not the whole chunk"));
+    }
+    Ok(PieceHead {
+        start,
+        n,
+        prev,
+        oldest,
+        len: pos,
+    })
+}
+
+/// Links a read follows at most through a chunk's pieces (a store keeps chains shorter:
+/// `engine::segments::PIECE_WINDOW`); a longer chain reads as damaged.
+const MAX_PIECE_LINKS: u32 = 64;
+
 /// Where a sealed chunk's packed values are.
 #[derive(Clone)]
 enum PackedBytes {
@@ -515,6 +570,12 @@ pub trait ChunkSource: Send + Sync {
     /// `None` if the segment is gone, lacks the key, or the bytes are damaged (the source
     /// reports it); the chunk then reads as unknown.
     fn chunk(&self, seg: u32, key: (u64, u32, u32)) -> Option<(SharedBytes, usize, usize)>;
+
+    /// Whether segment `seg` holds pieces of chunks ([`PieceHead`]) rather than whole packed
+    /// chunks.
+    fn pieces(&self, _seg: u32) -> bool {
+        false
+    }
 
     /// A chunk of `bytes` packed bytes was sealed on the heap, not stored yet: the store
     /// counts them to know when to spill ([`Rows::unstored`]). Not called for a chunk sealed
@@ -913,9 +974,7 @@ impl Rows {
             }
             // Packed here from whole values, or checked at load: it always decodes.
             Chunk::Packed(p) => decode_values(p.bytes(), n, out).is_ok(),
-            Chunk::Stored(_) => self
-                .with_stored(c, ch, |b| decode_values(b, n, out).is_ok())
-                .unwrap_or(false),
+            Chunk::Stored(seg) => self.unpack_stored(c, *seg, n, out, MAX_PIECE_LINKS),
         };
         if !ok {
             // A stored chunk that is gone or damaged (its source reported it): unknown,
@@ -923,6 +982,71 @@ impl Rows {
             out.clear();
         }
         out.resize(n, f64::NAN);
+    }
+
+    /// The values of chunk `c` (`n` of them) as stored in segment `seg` into `out` (empty):
+    /// packed whole, or a piece over the pieces before it (at most `links` more, each in an
+    /// older segment). False if any of it cannot be read.
+    fn unpack_stored(&self, c: usize, seg: u32, n: usize, out: &mut Vec<f64>, links: u32) -> bool {
+        let pieces = self.src.as_ref().is_some_and(|s| s.src.pieces(seg));
+        if !pieces {
+            return self
+                .with_stored(c, &Chunk::Stored(seg), |b| decode_values(b, n, out).is_ok())
+                .unwrap_or(false);
+        }
+        let mut vals = Vec::new();
+        let head = self.with_stored(c, &Chunk::Stored(seg), |b| {
+            let h = piece_head(b, n).ok()?;
+            decode_values(&b[h.len..], h.n, &mut vals).ok()?;
+            Some(h)
+        });
+        let Some(Some(h)) = head else {
+            return false;
+        };
+        if h.prev == 0 {
+            *out = vals;
+            return true;
+        }
+        if links == 0 || h.prev >= seg || !self.unpack_stored(c, h.prev, n, out, links - 1) {
+            return false;
+        }
+        out[h.start..h.start + h.n].copy_from_slice(&vals);
+        true
+    }
+
+    /// The header of chunk `c`'s piece in segment `seg`, if that segment holds pieces and it
+    /// can be read.
+    pub fn stored_piece(&self, c: usize, seg: u32) -> Option<PieceHead> {
+        let s = self.src.as_ref()?;
+        if !s.src.pieces(seg) {
+            return None;
+        }
+        let n = self.chunk_len(c);
+        self.with_stored(c, &Chunk::Stored(seg), |b| piece_head(b, n).ok())?
+    }
+
+    /// The values of chunk `c` as it stands sealed (for the open chunk, the version it was
+    /// opened from); unknown where it cannot be read.
+    pub fn chunk_values(&self, c: usize) -> Vec<f64> {
+        let mut out = Vec::with_capacity(self.chunk_len(c));
+        self.unpack_chunk(c, &self.chunk(c), &mut out);
+        out
+    }
+
+    /// The open chunk `c`'s values written since it was opened on a stored version: where
+    /// they start in the chunk, the values, and that version's segment. `None` if chunk `c`
+    /// is not open on a stored version or nothing was written.
+    pub fn open_piece(&self, c: usize) -> Option<(usize, Vec<f64>, u32)> {
+        let o = self.open.as_ref().filter(|o| (o.idx as usize) == c)?;
+        let Chunk::Stored(seg) = o.prev else {
+            return None;
+        };
+        if o.len() == 0 {
+            return None;
+        }
+        let mut vals = Vec::with_capacity(o.len());
+        o.written_into(&mut vals);
+        Some((o.start as usize, vals, seg))
     }
 
     /// Run `f` on the checked bytes of `ch`, a stored version of chunk `c`.
@@ -942,6 +1066,17 @@ impl Rows {
         match self.chunk(c) {
             Chunk::Fill(_) => None,
             Chunk::Packed(p) => Some(p.bytes().to_vec()),
+            Chunk::Stored(seg) if self.src.as_ref().is_some_and(|s| s.src.pieces(seg)) => {
+                // Pieces: the values they add up to, packed whole.
+                let mut v = Vec::new();
+                let n = self.chunk_len(c);
+                if !self.unpack_stored(c, seg, n, &mut v, MAX_PIECE_LINKS) {
+                    return None;
+                }
+                let mut b = Vec::new();
+                encode_values(&v, &mut b);
+                Some(b)
+            }
             ch @ Chunk::Stored(_) => self.with_stored(c, &ch, |b| b.to_vec()),
         }
     }
@@ -2085,6 +2220,90 @@ mod tests {
         );
         r.seal();
         assert!(bits(&r.to_vec()) == bits(&want), "sealed");
+    }
+
+    /// A source whose segments 20 and up hold pieces.
+    struct PieceSrc(std::collections::HashMap<(u32, u32), Vec<u8>>);
+
+    impl ChunkSource for PieceSrc {
+        fn chunk(&self, seg: u32, key: (u64, u32, u32)) -> Option<(SharedBytes, usize, usize)> {
+            let b = self.0.get(&(seg, key.2))?.clone();
+            let len = b.len();
+            Some((Arc::new(b), 0, len))
+        }
+        fn pieces(&self, seg: u32) -> bool {
+            seg >= 20
+        }
+    }
+
+    /// A chunk stored as a whole first piece and pieces over it reads as their values laid
+    /// over each other; a chain that points forward, is too long, or has a damaged link reads
+    /// as unknown, never as other values.
+    #[test]
+    fn pieces_read_back_over_the_pieces_before_them() {
+        let vals = mixed_values(256, 21);
+        let mut whole = Vec::new();
+        encode_piece(0, 0, 20, &vals[..100], &mut whole);
+        // A first piece must be the whole chunk.
+        assert!(piece_head(&whole, 256).is_err());
+        whole.clear();
+        let mut first = vals.clone();
+        first[100..].fill(crate::num::DNAN);
+        encode_piece(0, 0, 20, &first, &mut whole);
+        let mut p1 = Vec::new();
+        encode_piece(100, 20, 20, &vals[100..180], &mut p1);
+        let mut p2 = Vec::new();
+        encode_piece(180, 21, 20, &vals[180..256], &mut p2);
+        let h = piece_head(&p2, 256).unwrap();
+        assert_eq!((h.start, h.n, h.prev, h.oldest), (180, 76, 21, 20));
+        let chunks = [((20, 0), whole), ((21, 0), p1.clone()), ((22, 0), p2)];
+        let src: Arc<dyn ChunkSource> = Arc::new(PieceSrc(chunks.iter().cloned().collect()));
+        let mut r = Rows::from_parts(256, 1, vec![Part::InSegments]).unwrap();
+        r.adopt(&src, 1, 0);
+        assert!(r.place(0, 22));
+        assert_eq!(bits(&r.to_vec()), bits(&vals));
+        assert_eq!(r.stored_piece(0, 22).map(|h| h.oldest), Some(20));
+        // Flattened for a copy: the values packed whole.
+        let mut back = Vec::new();
+        decode_values(&r.packed_bytes(0).unwrap(), 256, &mut back).unwrap();
+        assert_eq!(bits(&back), bits(&vals));
+        // Read through segment 21: the first two pieces.
+        assert!(r.place(0, 21));
+        assert_eq!(bits(&r.to_vec()[..180]), bits(&vals[..180]));
+        assert!(r.get(200).is_nan());
+        // A piece whose link points at itself or a newer segment, a damaged link, a piece
+        // past its chunk: unknown.
+        let mut bad = Vec::new();
+        encode_piece(100, 23, 20, &vals[100..180], &mut bad);
+        let mut gone = Vec::new();
+        encode_piece(100, 19, 20, &vals[100..180], &mut gone);
+        let mut past = Vec::new();
+        encode_piece(250, 20, 20, &vals[100..180], &mut past);
+        for (seg, b) in [(23, bad), (24, gone), (25, past)] {
+            let mut m: std::collections::HashMap<(u32, u32), Vec<u8>> =
+                chunks.iter().cloned().collect();
+            m.insert((seg, 0), b);
+            let src: Arc<dyn ChunkSource> = Arc::new(PieceSrc(m));
+            let mut r = Rows::from_parts(256, 1, vec![Part::InSegments]).unwrap();
+            r.adopt(&src, 1, 0);
+            assert!(r.place(0, seg));
+            assert!(r.to_vec().iter().all(|v| v.is_nan()), "segment {seg}");
+        }
+        // A chain longer than a read follows: unknown.
+        let mut m: std::collections::HashMap<(u32, u32), Vec<u8>> = chunks.into_iter().collect();
+        let top = 22 + MAX_PIECE_LINKS + 1;
+        for seg in 23..=top {
+            let mut b = Vec::new();
+            encode_piece(180, seg - 1, 20, &vals[180..256], &mut b);
+            m.insert((seg, 0), b);
+        }
+        let src: Arc<dyn ChunkSource> = Arc::new(PieceSrc(m));
+        let mut r = Rows::from_parts(256, 1, vec![Part::InSegments]).unwrap();
+        r.adopt(&src, 1, 0);
+        assert!(r.place(0, top));
+        assert!(r.get(0).is_nan());
+        assert!(r.place(0, 30));
+        assert_eq!(r.get(0).to_bits(), vals[0].to_bits());
     }
 
     /// Archives that share a table and get the same chunks placed share the result; others
