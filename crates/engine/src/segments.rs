@@ -660,7 +660,10 @@ impl Plan {
         let Some((start, vals, prev)) = rows.open_piece(c) else {
             return false;
         };
-        if !self.staying.contains(&u64::from(prev)) {
+        // Every value written again (out of order): the whole chunk, which starts a chain.
+        if !self.staying.contains(&u64::from(prev))
+            || (start == 0 && vals.len() == rows.chunk_len(c))
+        {
             return false;
         }
         let Some(h) = rows.stored_piece(c, prev) else {

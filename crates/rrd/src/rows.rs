@@ -871,8 +871,8 @@ impl Rows {
         self.len() == 0
     }
 
-    /// Values in chunk `c`.
-    fn chunk_len(&self, c: usize) -> usize {
+    /// Values in chunk `c` (the last chunk may hold fewer rows).
+    pub fn chunk_len(&self, c: usize) -> usize {
         let rows = self.chunk_rows().min(self.row_cnt - c * self.chunk_rows());
         rows * (self.ds_cnt as usize)
     }
