@@ -517,7 +517,7 @@ pub const PIECES_CLASS: u32 = OPEN_CLASS | 1;
 /// Segments of pieces a checkpoint names: a chain of pieces is at most this long, and a
 /// chunk being filled over many checkpoints is written whole once every this many of them
 /// at most (its pieces, the values written since, at the others).
-pub const PIECE_WINDOW: usize = 8;
+pub const PIECE_WINDOW: usize = 16;
 
 /// Seconds without an update after which a series counts as stopped (a host taken out of
 /// service whose files stay): the chunks it was writing are stored with their archives'
