@@ -451,13 +451,11 @@ pub struct Plan {
     marks: Vec<Settled>,
     /// Segments whose files are present (the newest checkpoint's) and that a chunk may go on
     /// being read from (not a segment of open chunks' versions of an earlier kind,
-    /// [`OPEN_CLASS`], nor one of pieces leaving the window).
+    /// [`OPEN_CLASS`], nor one of pieces of an epoch that ends).
     present: BTreeSet<u64>,
-    /// Segments of pieces that stay in the window after this checkpoint ([`PIECE_WINDOW`]),
-    /// and the lowest of their ids (`u64::MAX`: none): a piece may follow a chain only
-    /// within them.
+    /// Segments of pieces of the epoch this checkpoint goes on ([`PIECE_EPOCH`]; none when
+    /// it begins one): a piece may be laid over a piece in them.
     staying: BTreeSet<u64>,
-    keep_from: u64,
     /// This plan's segments of pieces ([`PIECES_CLASS`]).
     new_pieces: BTreeSet<u64>,
     /// Segments the checkpoint's images draw on.
@@ -508,16 +506,18 @@ pub const OPEN_CLASS: u32 = 1 << 16;
 
 /// The class of a segment of pieces of open chunks (`rrd::rows::PieceHead`): what each
 /// checkpoint writes since pieces. A checkpoint stores, for the chunk each archive is
-/// writing, the values written since it was last stored, over that version, as long as the
-/// chain of pieces stays within the newest [`PIECE_WINDOW`] such segments (which every
-/// checkpoint names); else the whole chunk. A chunk whose chain would leave the window is
-/// stored again whole.
+/// writing, the values written since it was last stored laid over that version when that
+/// version is a piece of the current epoch ([`PIECE_EPOCH`]), else the whole chunk. Every
+/// checkpoint names the epoch's segments of pieces (chains reach into them), so no chain
+/// reaches a removed file, and nothing about chains is read or held to decide.
 pub const PIECES_CLASS: u32 = OPEN_CLASS | 1;
 
-/// Segments of pieces a checkpoint names: a chain of pieces is at most this long, and a
-/// chunk being filled over many checkpoints is written whole once every this many of them
-/// at most (its pieces, the values written since, at the others).
-pub const PIECE_WINDOW: usize = 16;
+/// Checkpoints of pieces an epoch lasts: the checkpoint that finds this many segments of
+/// pieces begins a new epoch, storing every chunk still in a piece whole (in a new segment
+/// of pieces if it is being written, else with its archive's class), and the epoch's
+/// segments go. A chain of pieces is at most this long, and a chunk being filled over many
+/// checkpoints is written whole once an epoch (in pieces at the others).
+pub const PIECE_EPOCH: usize = 16;
 
 /// Seconds without an update after which a series counts as stopped (a host taken out of
 /// service whose files stay): the chunks it was writing are stored with their archives'
@@ -642,20 +642,18 @@ impl Plan {
     fn store_whole(&mut self, w: Whole, vals: &[f64], b: &mut Vec<u8>) -> u64 {
         b.clear();
         if w.writing {
-            if let Some(sid) = self.spool_id() {
-                encode_piece(0, 0, u32::try_from(sid).unwrap_or(0), vals, b);
-                if let Some(seg) = self.spooled(w.id, w.a, w.c, b) {
-                    return seg;
-                }
-                b.clear();
+            encode_piece(0, 0, vals, b);
+            if let Some(seg) = self.spooled(w.id, w.a, w.c, b) {
+                return seg;
             }
+            b.clear();
         }
         encode_values(vals, b);
         self.store(w.sealed, w.id, w.a, w.c, b, None)
     }
 
     /// A piece over the version open chunk `c` was opened from, if that version is a piece
-    /// whose chain stays in the window: the piece's bytes into `b`.
+    /// of the current epoch: the piece's bytes into `b`.
     fn piece_of(&self, rows: &rrd::Rows, c: usize, b: &mut Vec<u8>) -> bool {
         let Some((start, vals, prev)) = rows.open_piece(c) else {
             return false;
@@ -666,25 +664,9 @@ impl Plan {
         {
             return false;
         }
-        let Some(h) = rows.stored_piece(c, prev) else {
-            return false;
-        };
-        if u64::from(h.oldest) < self.keep_from {
-            return false;
-        }
         b.clear();
-        encode_piece(start, prev, h.oldest, &vals, b);
+        encode_piece(start, prev, &vals, b);
         true
-    }
-
-    /// Whether chunk `c`'s version in segment `seg` (of pieces) may stay there: its segment
-    /// and its chain's first stay in the window.
-    fn piece_stays(&self, rows: &rrd::Rows, c: usize, seg: u64) -> bool {
-        self.staying.contains(&seg)
-            && u32::try_from(seg)
-                .ok()
-                .and_then(|s| rows.stored_piece(c, s))
-                .is_some_and(|h| u64::from(h.oldest) >= self.keep_from)
     }
 
     /// The chunk entries of series `id` as `rows_of` holds it now, given the rows replay
@@ -739,10 +721,7 @@ impl Plan {
                         self.live.insert(seg);
                         stored(seg)
                     }
-                    Keep::Stored(seg)
-                        if self.present.contains(&seg)
-                            && (!self.staying.contains(&seg) || self.piece_stays(rows, c, seg)) =>
-                    {
+                    Keep::Stored(seg) if self.present.contains(&seg) => {
                         self.live.insert(seg);
                         stored(seg)
                     }
@@ -773,15 +752,13 @@ impl Plan {
 impl Segments {
     /// Start the segments of a spill.
     pub fn plan(&self) -> Plan {
-        // The window after this checkpoint: the newest PIECE_WINDOW - 1 segments of pieces
-        // and the one it writes.
-        let staying: BTreeSet<u64> = self
-            .pieces
-            .iter()
-            .rev()
-            .take(PIECE_WINDOW - 1)
-            .copied()
-            .collect();
+        // The epoch goes on with its segments of pieces, or this checkpoint begins a new one
+        // (nothing stays).
+        let staying = if self.pieces.len() >= PIECE_EPOCH {
+            BTreeSet::new()
+        } else {
+            self.pieces.clone()
+        };
         Plan {
             // 0 means "not stored" in a chunk: numbers start at 1.
             next_id: self.next_id.max(1),
@@ -798,8 +775,7 @@ impl Segments {
                 })
                 .copied()
                 .collect(),
-            keep_from: staying.first().copied().unwrap_or(u64::MAX),
-            // Every checkpoint names the window: chains of pieces reach into it.
+            // Every checkpoint names the epoch's segments: chains of pieces reach into them.
             live: staying.clone(),
             staying,
             new_pieces: BTreeSet::new(),

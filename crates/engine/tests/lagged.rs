@@ -173,7 +173,7 @@ fn sealed_chunks_are_stored_once_in_segments() {
     // About 47 segments of the 1-PDP class were written (a chunk seals every 256 steps);
     // live: at most 4 of them (900 rows is 4 chunks) and 5 of the 10-PDP class (1,200 rows);
     // besides them the window of pieces of open chunks, and the older checkpoint's oldest.
-    let most = 10 + engine::segments::PIECE_WINDOW + 1;
+    let most = 10 + engine::segments::PIECE_EPOCH + 1;
     assert!((1..=most).contains(&segs()), "{} segments", segs());
     drop(store);
     let store = Store::open(&tmp.0, opts()).unwrap();

@@ -529,7 +529,7 @@ fn open_chunks_are_rebased_at_checkpoints_so_the_heap_holds_rows_since_the_last(
     }
     // The versions' files: the window of pieces, and the one before it (the fallback's).
     assert!(
-        most <= engine::segments::PIECE_WINDOW + 1,
+        most <= engine::segments::PIECE_EPOCH + 1,
         "{most} segment files at once"
     );
     let rows = |s: &Store| -> Vec<Vec<u64>> {
@@ -550,10 +550,10 @@ fn open_chunks_are_rebased_at_checkpoints_so_the_heap_holds_rows_since_the_last(
 }
 
 /// Checkpoints store the chunk each archive is writing as pieces: what was written since the
-/// chunk was last stored, with the whole chunk once every `PIECE_WINDOW` checkpoints, so what
+/// chunk was last stored, with the whole chunk once every `PIECE_EPOCH` checkpoints, so what
 /// a checkpoint writes does not grow as the chunk fills (a chunk of hourly rows takes ten
 /// days). A series that stopped a day ago (a host taken out of service) has its chunk stored
-/// with its archive's sealed chunks once its chain leaves the window, not in pieces again.
+/// with its archive's sealed chunks when the epoch of pieces ends, not in pieces again.
 /// Every row reads back, after a reopen too.
 #[test]
 fn open_chunks_are_stored_as_pieces_and_a_stopped_series_once() {
@@ -595,8 +595,8 @@ fn open_chunks_are_stored_as_pieces_and_a_stopped_series_once() {
         }
     }
     // Pieces: the live half's six new rows each time; the whole chunks (growing with their
-    // fill) once every PIECE_WINDOW checkpoints, when the chain's first leaves the window.
-    let window = engine::segments::PIECE_WINDOW;
+    // fill) once every PIECE_EPOCH checkpoints, when an epoch of pieces begins.
+    let window = engine::segments::PIECE_EPOCH;
     let p = &per_checkpoint;
     for (i, &n) in p.iter().enumerate().skip(1) {
         if i % window != 0 {

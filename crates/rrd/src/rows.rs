@@ -461,26 +461,23 @@ pub fn decode_rows(buf: &[u8], row_cnt: u64, ds_cnt: usize) -> Result<(Rows, usi
 
 /// A piece of a chunk (docs/FORMAT.md, "Segment files"): the values from index `start`
 /// (`n` of them) written over the piece before it, in segment `prev` (0: none; then the
-/// piece is the whole chunk, `start` 0), `oldest` the segment of the whole version its chain
-/// begins with. A segment of pieces holds a checkpoint's open chunks, each the values written
-/// since the chunk was last stored, so that a chunk being filled over many checkpoints is
-/// not written whole at each of them.
+/// piece is the whole chunk, `start` 0). A segment of pieces holds a checkpoint's open
+/// chunks, each the values written since the chunk was last stored, so that a chunk being
+/// filled over many checkpoints is not written whole at each of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PieceHead {
     pub start: usize,
     pub n: usize,
     pub prev: u32,
-    pub oldest: u32,
     /// Bytes of the header: the values' blocks follow.
     pub len: usize,
 }
 
 /// Encode a piece: its header, then `vals` as [`encode_values`] packs them.
-pub fn encode_piece(start: usize, prev: u32, oldest: u32, vals: &[f64], out: &mut Vec<u8>) {
+pub fn encode_piece(start: usize, prev: u32, vals: &[f64], out: &mut Vec<u8>) {
     put_varint(out, start as u64);
     put_varint(out, vals.len() as u64);
     put_varint(out, u64::from(prev));
-    put_varint(out, u64::from(oldest));
     encode_values(vals, out);
 }
 
@@ -490,14 +487,12 @@ pub fn piece_head(buf: &[u8], chunk_len: usize) -> Result<PieceHead, PackError> 
     let start = read_varint(buf, &mut pos)?;
     let n = read_varint(buf, &mut pos)?;
     let prev = read_varint(buf, &mut pos)?;
-    let oldest = read_varint(buf, &mut pos)?;
     let bad = |what| PackError { offset: 0, what };
     let (start, n) = (start as usize, n as usize);
     if start > chunk_len || n > chunk_len - start {
         return Err(bad("piece past its chunk's end"));
     }
     let prev = u32::try_from(prev).map_err(|_| bad("piece's segment out of range"))?;
-    let oldest = u32::try_from(oldest).map_err(|_| bad("piece's segment out of range"))?;
     if prev == 0 && (start != 0 || n != chunk_len) {
         return Err(bad("a first piece that is not the whole chunk"));
     }
@@ -505,13 +500,12 @@ pub fn piece_head(buf: &[u8], chunk_len: usize) -> Result<PieceHead, PackError> 
         start,
         n,
         prev,
-        oldest,
         len: pos,
     })
 }
 
 /// Links a read follows at most through a chunk's pieces (a store keeps chains shorter:
-/// `engine::segments::PIECE_WINDOW`); a longer chain reads as damaged.
+/// `engine::segments::PIECE_EPOCH`); a longer chain reads as damaged.
 const MAX_PIECE_LINKS: u32 = 64;
 
 /// Where a sealed chunk's packed values are.
@@ -1012,17 +1006,6 @@ impl Rows {
         }
         out[h.start..h.start + h.n].copy_from_slice(&vals);
         true
-    }
-
-    /// The header of chunk `c`'s piece in segment `seg`, if that segment holds pieces and it
-    /// can be read.
-    pub fn stored_piece(&self, c: usize, seg: u32) -> Option<PieceHead> {
-        let s = self.src.as_ref()?;
-        if !s.src.pieces(seg) {
-            return None;
-        }
-        let n = self.chunk_len(c);
-        self.with_stored(c, &Chunk::Stored(seg), |b| piece_head(b, n).ok())?
     }
 
     /// The values of chunk `c` as it stands sealed (for the open chunk, the version it was
@@ -2243,26 +2226,25 @@ mod tests {
     fn pieces_read_back_over_the_pieces_before_them() {
         let vals = mixed_values(256, 21);
         let mut whole = Vec::new();
-        encode_piece(0, 0, 20, &vals[..100], &mut whole);
+        encode_piece(0, 0, &vals[..100], &mut whole);
         // A first piece must be the whole chunk.
         assert!(piece_head(&whole, 256).is_err());
         whole.clear();
         let mut first = vals.clone();
         first[100..].fill(crate::num::DNAN);
-        encode_piece(0, 0, 20, &first, &mut whole);
+        encode_piece(0, 0, &first, &mut whole);
         let mut p1 = Vec::new();
-        encode_piece(100, 20, 20, &vals[100..180], &mut p1);
+        encode_piece(100, 20, &vals[100..180], &mut p1);
         let mut p2 = Vec::new();
-        encode_piece(180, 21, 20, &vals[180..256], &mut p2);
+        encode_piece(180, 21, &vals[180..256], &mut p2);
         let h = piece_head(&p2, 256).unwrap();
-        assert_eq!((h.start, h.n, h.prev, h.oldest), (180, 76, 21, 20));
+        assert_eq!((h.start, h.n, h.prev), (180, 76, 21));
         let chunks = [((20, 0), whole), ((21, 0), p1.clone()), ((22, 0), p2)];
         let src: Arc<dyn ChunkSource> = Arc::new(PieceSrc(chunks.iter().cloned().collect()));
         let mut r = Rows::from_parts(256, 1, vec![Part::InSegments]).unwrap();
         r.adopt(&src, 1, 0);
         assert!(r.place(0, 22));
         assert_eq!(bits(&r.to_vec()), bits(&vals));
-        assert_eq!(r.stored_piece(0, 22).map(|h| h.oldest), Some(20));
         // Flattened for a copy: the values packed whole.
         let mut back = Vec::new();
         decode_values(&r.packed_bytes(0).unwrap(), 256, &mut back).unwrap();
@@ -2274,11 +2256,11 @@ mod tests {
         // A piece whose link points at itself or a newer segment, a damaged link, a piece
         // past its chunk: unknown.
         let mut bad = Vec::new();
-        encode_piece(100, 23, 20, &vals[100..180], &mut bad);
+        encode_piece(100, 23, &vals[100..180], &mut bad);
         let mut gone = Vec::new();
-        encode_piece(100, 19, 20, &vals[100..180], &mut gone);
+        encode_piece(100, 19, &vals[100..180], &mut gone);
         let mut past = Vec::new();
-        encode_piece(250, 20, 20, &vals[100..180], &mut past);
+        encode_piece(250, 20, &vals[100..180], &mut past);
         for (seg, b) in [(23, bad), (24, gone), (25, past)] {
             let mut m: std::collections::HashMap<(u32, u32), Vec<u8>> =
                 chunks.iter().cloned().collect();
@@ -2294,7 +2276,7 @@ mod tests {
         let top = 22 + MAX_PIECE_LINKS + 1;
         for seg in 23..=top {
             let mut b = Vec::new();
-            encode_piece(180, seg - 1, 20, &vals[180..256], &mut b);
+            encode_piece(180, seg - 1, &vals[180..256], &mut b);
             m.insert((seg, 0), b);
         }
         let src: Arc<dyn ChunkSource> = Arc::new(PieceSrc(m));
