@@ -481,7 +481,7 @@ pub struct Segments {
     /// Segments of open chunks' whole versions ([`OPEN_CLASS`], written before pieces) the
     /// newest checkpoint names.
     pub open_segs: BTreeSet<u64>,
-    /// Segments of pieces ([`PIECES_CLASS`]) the newest checkpoint names: the window.
+    /// Segments of pieces ([`PIECES_CLASS`]) the newest checkpoint names: its epoch's.
     pub pieces: BTreeSet<u64>,
     /// Number for the next new segment.
     pub next_id: u64,
@@ -521,8 +521,8 @@ pub const PIECE_EPOCH: usize = 16;
 
 /// Seconds without an update after which a series counts as stopped (a host taken out of
 /// service whose files stay): the chunks it was writing are stored with their archives'
-/// sealed chunks, once, instead of in every checkpoint's segment of open versions. Should
-/// it come back, the version it resumes from is left behind there, superseded.
+/// sealed chunks, once, instead of whole again at every epoch of pieces. Should it come
+/// back, the version it resumes from is left behind there, superseded.
 pub const STOPPED_AFTER: i64 = 86_400;
 
 /// The retention class of archive `a`: log2 of the seconds it spans, rounded up.
