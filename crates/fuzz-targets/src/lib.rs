@@ -300,6 +300,12 @@ pub fn rows(data: &[u8]) {
         return;
     }
     let n = usize::from(u16::from_le_bytes([data[0], data[1]]));
+    // The same bytes as a piece of a chunk of `n` values: its header reads or errs, and a
+    // header that reads stays within the chunk.
+    if let Ok(h) = rrd::rows::piece_head(&data[2..], n) {
+        assert!(h.start + h.n <= n && h.len <= data.len() - 2);
+        assert!(h.prev != 0 || (h.start == 0 && h.n == n));
+    }
     let mut out = Vec::new();
     if rrd::rows::decode_values(&data[2..], n, &mut out).is_ok() {
         // What decodes encodes again and decodes to the same bits.
