@@ -1240,7 +1240,7 @@ impl Store {
             self.reg.len(),
         );
         let mut file = self.begin_checkpoint(generation)?;
-        let archives = self.reg.iter().map(|(_, s)| s.rrd.rra.len()).sum();
+        let archives = self.reg.each().map(|s| s.rrd.rra.len()).sum();
         let mut plan = self
             .segs
             .checkpoint_plan(self.vfs.clone(), archives, self.newest_update());
@@ -1260,8 +1260,8 @@ impl Store {
     /// The time of the latest update of any series (what a checkpoint takes as now).
     fn newest_update(&self) -> i64 {
         self.reg
-            .iter()
-            .map(|(_, s)| s.rrd.last_up)
+            .each()
+            .map(|s| s.rrd.last_up)
             .max()
             .unwrap_or(i64::MIN)
     }

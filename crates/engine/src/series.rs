@@ -187,6 +187,11 @@ impl Registry {
         self.by_id.iter_mut().map(|(&id, s)| (id, &mut **s))
     }
 
+    /// Every series, in no order (no list of them is made).
+    pub fn each(&self) -> impl Iterator<Item = &Series> {
+        self.by_id.values().map(|s| &**s)
+    }
+
     /// Every series in id order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (u64, &Series)> {
         let mut v: Vec<(u64, &Series)> = self.by_id.iter().map(|(&id, s)| (id, &**s)).collect();
