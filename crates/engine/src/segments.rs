@@ -696,17 +696,27 @@ impl Plan {
                     sealed,
                     writing: c == writing,
                 };
-                list.push(match rows.keep(c, fresh[a]) {
+                let Some(keep) = rows.keep_lazy(c, fresh[a]) else {
+                    // The open chunk: stored (what was written since it was last stored,
+                    // over that version, where the epoch allows; else whole), and rebased on
+                    // it once the checkpoint is durable: memory holds what is written after.
+                    let piece = whole.writing && self.piece_of(rows, c, &mut b);
+                    let seg = match piece.then(|| self.spooled(id, a, c, &b)).flatten() {
+                        Some(seg) => seg,
+                        None => self.store_whole(whole, &rows.open_now(c), &mut b),
+                    };
+                    if let Some(m) = self.marks.last_mut() {
+                        m.open = true;
+                    }
+                    self.live.insert(seg);
+                    list.push(stored(seg));
+                    continue;
+                };
+                list.push(match keep {
                     Keep::Fill(b) => ChunkEntry::Fill(b),
+                    // Not from keep_lazy (the open chunk is its None); stored whole.
                     Keep::Values(v) => {
-                        // Stored (what was written since it was last stored, over that
-                        // version, where the chain allows), and the open chunk rebased on it
-                        // once the checkpoint is durable: memory holds what is written after.
-                        let piece = whole.writing && self.piece_of(rows, c, &mut b);
-                        let seg = match piece.then(|| self.spooled(id, a, c, &b)).flatten() {
-                            Some(seg) => seg,
-                            None => self.store_whole(whole, &v, &mut b),
-                        };
+                        let seg = self.store_whole(whole, &v, &mut b);
                         if let Some(m) = self.marks.last_mut() {
                             m.open = true;
                         }

@@ -1233,6 +1233,28 @@ impl Rows {
     /// version the open chunk was opened from if only fresh rows were written into it since,
     /// else the chunk as it is.
     pub fn keep(&self, c: usize, fresh: Fresh) -> Keep<'_> {
+        self.keep_lazy(c, fresh)
+            .unwrap_or_else(|| Keep::Values(self.open_now(c)))
+    }
+
+    /// The open chunk `c`'s current values (empty if chunk `c` is not open).
+    pub fn open_now(&self, c: usize) -> std::borrow::Cow<'_, [f64]> {
+        let Some(o) = self.open.as_ref().filter(|o| (o.idx as usize) == c) else {
+            return std::borrow::Cow::Borrowed(&[]);
+        };
+        if (o.start as usize) == 0 && o.packed_n == 0 && o.vals.len() == self.chunk_len(c) {
+            return std::borrow::Cow::Borrowed(&o.vals);
+        }
+        let mut all = Vec::with_capacity(self.chunk_len(c));
+        self.open_values(o, &mut all);
+        std::borrow::Cow::Owned(all)
+    }
+
+    /// [`Rows::keep`] without building the open chunk's values: `None` where they are what
+    /// must be kept ([`Rows::open_now`] gives them; a checkpoint that stores a piece needs
+    /// only what was written since, [`Rows::open_piece`], and reads nothing it was laid
+    /// over).
+    pub fn keep_lazy(&self, c: usize, fresh: Fresh) -> Option<Keep<'_>> {
         let lo = c * self.chunk_rows();
         let hi = (lo + self.chunk_rows()).min(self.row_cnt) - 1;
         fn sealed(ch: Chunk) -> Keep<'static> {
@@ -1249,30 +1271,36 @@ impl Rows {
                     sealed(o.prev.clone())
                 }
                 None => sealed(o.prev.clone()),
-                Some(_)
-                    if (o.start as usize) == 0
-                        && o.packed_n == 0
-                        && o.vals.len() == self.chunk_len(c) =>
-                {
-                    Keep::Values(std::borrow::Cow::Borrowed(&o.vals))
-                }
-                Some(_) => {
-                    let mut all = Vec::with_capacity(self.chunk_len(c));
-                    self.open_values(o, &mut all);
-                    Keep::Values(std::borrow::Cow::Owned(all))
-                }
+                Some(_) => return self.keep_all_fresh(lo, hi, fresh, None),
             },
             None => sealed(self.chunk(c)),
         };
-        if fresh.covers(lo, hi, self.row_cnt) {
-            // Replay rewrites every row: anything will do; a stored version costs no more.
-            return match current {
-                Keep::Packed(ref p) if p.stored().is_some() => current,
-                Keep::Stored(_) => current,
-                _ => Keep::Fill(crate::num::DNAN.to_bits()),
-            };
+        self.keep_all_fresh(lo, hi, fresh, Some(current))
+    }
+
+    /// What to keep of a chunk of rows `lo..=hi` whose current version is `current` (`None`:
+    /// the open chunk's values): where replay rewrites every row anything will do, and a
+    /// stored version costs no more than the unknown fill.
+    fn keep_all_fresh<'a>(
+        &self,
+        lo: usize,
+        hi: usize,
+        fresh: Fresh,
+        current: Option<Keep<'a>>,
+    ) -> Option<Keep<'a>> {
+        if !fresh.covers(lo, hi, self.row_cnt) {
+            return current;
         }
-        current
+        let stored = match &current {
+            Some(Keep::Packed(p)) => p.stored().is_some(),
+            Some(Keep::Stored(_)) => true,
+            _ => false,
+        };
+        if stored {
+            current
+        } else {
+            Some(Keep::Fill(crate::num::DNAN.to_bits()))
+        }
     }
 
     /// Rows from a checkpoint's chunks (`parts.len()` must be the chunk count of `row_cnt`
