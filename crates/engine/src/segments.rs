@@ -266,7 +266,17 @@ pub struct SegTable {
     pub sealed: AtomicU64,
     /// Mapped segments that hold pieces ([`PIECES_CLASS`]).
     piece_segs: RwLock<std::collections::HashSet<u32>>,
+    /// Stored chunks read from mappings since their pages were last let go, and how many
+    /// times they were let go for that ([`RELEASE_EVERY`]).
+    touched: AtomicU64,
+    pub releases: AtomicU64,
 }
+
+/// Stored chunks read from the mappings after which their pages are let go (each read
+/// touches a page or two of a segment's index and chunks): a commit that seals many chunks
+/// laid over pieces (a million series' 1-minute archives seal together) would otherwise
+/// hold every page it read until the commit ends. At most about 64 MB touched.
+const RELEASE_EVERY: u64 = 8192;
 
 impl SegTable {
     /// Segment `id` holds pieces.
@@ -341,13 +351,20 @@ impl ChunkSource for SegTable {
                 (shared, 0, len)
             })
         } else {
-            self.get(seg).and_then(|m| {
+            let found = self.get(seg).and_then(|m| {
                 let all: &[u8] = (*m).as_ref();
                 let view = SegView::trusted(all)?;
                 let (start, len) = view.chunk(view.find(key)?).ok()?;
                 let shared: SharedBytes = m.clone();
                 Some((shared, start, len))
-            })
+            });
+            if self.touched.fetch_add(1, Ordering::Relaxed) + 1 >= RELEASE_EVERY {
+                // The chunk just found stays readable: a released page faults in again.
+                self.touched.store(0, Ordering::Relaxed);
+                self.releases.fetch_add(1, Ordering::Relaxed);
+                self.release_all();
+            }
+            found
         };
         if found.is_none() && self.damaged.fetch_add(1, Ordering::Relaxed) == 0 {
             eprintln!(
