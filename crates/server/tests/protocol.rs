@@ -751,11 +751,7 @@ fn tcp_clients_with_relative_names_work() {
         return;
     }
     let dir = TempDir::new("tcp");
-    // A free port: bind, read it, let go.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port");
+    let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let r = Ringlet::start(dir.path(), &["-l", &addr]);
     let run = |args: &[&str]| {

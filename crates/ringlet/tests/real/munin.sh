@@ -14,7 +14,20 @@ set -euo pipefail
 B=$T/base O=$T/oracle S=$T/s.sock
 mkdir -p "$B" "$O" "$T/store" "$T/state" "$T/html" "$T/html-o" "$T/log" "$T/run" "$T/cgi-o"
 chown munin: "$B" "$O" "$T/store" "$T/html" "$T/html-o" "$T/log" "$T/run" "$T/cgi-o"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# A free port below the ephemeral range (32768 and up), which outgoing connections of the
+# tests beside this one could take before munin-node binds it.
+PORT=$(python3 -c '
+import random, socket
+for _ in range(10000):
+    p = random.randint(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    print(p)
+    break
+')
 now=$(date +%s)
 A=$(((now / 300) * 300 - 300 * 288))
 echo "$A" >"$T/state/anchor"

@@ -417,12 +417,21 @@ pub fn fetch_rows(sock: &Path, file: &str, cf: &str, start: i64, end: i64) -> Ve
 }
 
 /// A TCP port free on the loopback now.
+/// A loopback port free now, below the kernel's range of ephemeral ports (32768 and up):
+/// a port from that range, let go until the daemon binds it, can be taken meanwhile by any
+/// outgoing connection (other tests run beside this one).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let seed = std::process::id().wrapping_mul(2_654_435_761);
+    for _ in 0..10_000 {
+        let n = NEXT.fetch_add(7919, Ordering::Relaxed).wrapping_add(seed);
+        let port = 20_000 + (n % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port between 20000 and 32000");
 }
 
 /// (status, head, body) of an HTTP/1.0 request on the loopback; a non-empty `body` is sent
