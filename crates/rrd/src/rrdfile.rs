@@ -147,6 +147,19 @@ impl Reader<'_> {
         let end = s.iter().position(|&c| c == 0).unwrap_or(len);
         Ok(String::from_utf8_lossy(&s[..end]).into_owned())
     }
+
+    /// A name field of `NAME_LEN` bytes (a data source's name or type, a consolidation
+    /// function): text ended by a NUL within the field, as rrdtool writes it. Anything else
+    /// is damage, and taking it would give a name that does not fit the field again.
+    fn name(&self, off: usize) -> Result<String, RrdError> {
+        let s = self.slice(off, NAME_LEN)?;
+        let end = s
+            .iter()
+            .position(|&c| c == 0)
+            .ok_or_else(|| RrdError::new("corrupt RRD header: a name without its end"))?;
+        String::from_utf8(s[..end].to_vec())
+            .map_err(|_| RrdError::new("corrupt RRD header: a name that is not text"))
+    }
 }
 
 /// Size of the header (everything before the data) for a schema: `info`'s `header_size`.
@@ -209,8 +222,8 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
     let mut names = Vec::with_capacity(ds_cnt);
     let mut ds = Vec::with_capacity(ds_cnt);
     for _ in 0..ds_cnt {
-        let name = r.str(off + DS_NAME, NAME_LEN)?;
-        let type_name = r.str(off + DS_TYPE, NAME_LEN)?;
+        let name = r.name(off + DS_NAME)?;
+        let type_name = r.name(off + DS_TYPE)?;
         let kind = DsType::from_name(&type_name)
             .ok_or_else(|| RrdError::new(format!("unknown data source type '{type_name}'")))?;
         names.push(name.clone());
@@ -240,7 +253,7 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
     // COMPUTE variables may only name earlier DS, so names resolved in order are complete.
     let mut rra = Vec::with_capacity(rra_cnt);
     for _ in 0..rra_cnt {
-        let cf_name = r.str(off + RRA_CF, NAME_LEN)?;
+        let cf_name = r.name(off + RRA_CF)?;
         let cf = Cf::from_name(&cf_name).ok_or_else(|| {
             RrdError::new(format!(
                 "archives of type {cf_name} (Holt-Winters) are not supported by ringlet"
@@ -383,6 +396,18 @@ fn put(buf: &mut [u8], off: usize, bytes: &[u8]) {
     buf[off..off + bytes.len()].copy_from_slice(bytes);
 }
 
+/// Put `name` in a name field, which it must fit with its NUL (never into the next field).
+fn put_name(buf: &mut [u8], off: usize, name: &str) -> Result<(), RrdError> {
+    if name.len() >= NAME_LEN {
+        return Err(RrdError::new(format!(
+            "name '{name}' is longer than an RRD file holds ({} bytes)",
+            NAME_LEN - 1
+        )));
+    }
+    put(buf, off, name.as_bytes());
+    Ok(())
+}
+
 /// Serialise an RRD as rrdtool 1.7.2 would store it.
 /// The length of the file [`write`] makes for `schema`: its header and every row.
 pub fn file_len(schema: &Schema) -> u64 {
@@ -405,8 +430,8 @@ pub fn write(rrd: &Rrd) -> Result<Vec<u8>, RrdError> {
     let mut off = STAT_SIZE;
     let names: Vec<&str> = s.ds.iter().map(|d| d.name.as_str()).collect();
     for d in &s.ds {
-        put(&mut b, off + DS_NAME, d.name.as_bytes());
-        put(&mut b, off + DS_TYPE, d.kind.name().as_bytes());
+        put_name(&mut b, off + DS_NAME, &d.name)?;
+        put_name(&mut b, off + DS_TYPE, d.kind.name())?;
         let par = off + DS_PAR;
         if let Some(expr) = &d.rpn {
             write_rpn(&mut b[par..par + PAR_LEN], expr, &names)?;
@@ -418,7 +443,7 @@ pub fn write(rrd: &Rrd) -> Result<Vec<u8>, RrdError> {
         off += DS_SIZE;
     }
     for r in &s.rra {
-        put(&mut b, off + RRA_CF, r.cf.name().as_bytes());
+        put_name(&mut b, off + RRA_CF, r.cf.name())?;
         put(&mut b, off + RRA_ROW_CNT, &r.row_cnt.to_le_bytes());
         put(&mut b, off + RRA_PDP_CNT, &r.pdp_cnt.to_le_bytes());
         put(&mut b, off + RRA_PAR, &r.xff.to_le_bytes());

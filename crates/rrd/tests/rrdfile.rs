@@ -106,6 +106,54 @@ fn truncated_and_foreign_files_are_refused() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// A name field (a data source's name) that is not text, or has no NUL in its 20 bytes, is
+/// damage: refused, not read into a name that would not fit the field when written again
+/// (the fuzzer's find: a name of invalid bytes became replacement characters, 3 bytes each,
+/// and the file written from it ran the name into the type's field). A name of 19 bytes, the
+/// longest rrdtool makes, reads and writes; a longer one cannot be written.
+#[test]
+fn names_that_do_not_fit_their_field_are_refused() {
+    let d = tmpdir("names");
+    rrdtool(
+        &d,
+        &[
+            "create",
+            "x.rrd",
+            "DS:abcdefghijklmnopqrs:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+        ],
+    );
+    let bytes = std::fs::read(d.join("x.rrd")).unwrap();
+    let r = rrd::rrdfile::read(&bytes).unwrap();
+    assert_eq!(r.schema.ds[0].name, "abcdefghijklmnopqrs");
+    assert_eq!(
+        rrd::rrdfile::write(&r).unwrap(),
+        bytes,
+        "written back alike"
+    );
+    // The DS name is at byte 40 of the file (after the 40-byte static header).
+    let at = bytes
+        .windows(19)
+        .position(|w| w == b"abcdefghijklmnopqrs")
+        .unwrap();
+    let mut no_nul = bytes.clone();
+    no_nul[at + 19] = b't';
+    assert!(rrd::rrdfile::read(&no_nul)
+        .unwrap_err()
+        .msg
+        .contains("name"));
+    let mut not_text = bytes.clone();
+    not_text[at..at + 4].copy_from_slice(&[0xff, 0xfe, 0xfd, 0xfc]);
+    assert!(rrd::rrdfile::read(&not_text)
+        .unwrap_err()
+        .msg
+        .contains("name"));
+    let mut long = r.clone();
+    std::sync::Arc::make_mut(&mut long.schema).ds[0].name = "abcdefghijklmnopqrst".into();
+    assert!(rrd::rrdfile::write(&long).is_err(), "20 bytes do not fit");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn holt_winters_files_are_refused_clearly() {
     let d = tmpdir("hw");
