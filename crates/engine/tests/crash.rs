@@ -113,43 +113,45 @@ fn crash_at_every_sync_loses_nothing_committed() {
     crash_at_every_sync(1, 400, 32 << 10, false);
 }
 
-/// Three series of 32 DSs (a chunk is 8 rows: one is sealed every 8 or 24 steps) fed noisy
-/// values for `rounds` steps, one of them removed and created again half way.
-fn wide_workload(seed: u64, rounds: i64) -> Vec<Op> {
+/// `ops` run to the end on a fresh simulated disk: the disk, the store and the model.
+fn run_clean(ops: &[Op], opts: &Options) -> (SimFs, Store, Model) {
+    let clean = SimFs::new();
+    let mut store =
+        Store::open_with(Arc::new(clean.clone()), Path::new(DIR), opts.clone()).unwrap();
+    let mut model = Model::default();
+    for op in ops {
+        model.apply(op);
+        run_op(&mut store, op).unwrap();
+    }
+    (clean, store, model)
+}
+
+/// `names.len()` series of `schema` fed `rounds` 10-second steps of `values`, a commit
+/// every few steps; `between(r, ops)` may add operations after step `r`.
+fn fed_workload(
+    seed: u64,
+    rounds: i64,
+    schema: &rrd::Schema,
+    names: &[String],
+    mut values: impl FnMut(&mut Rng) -> Vec<String>,
+    mut between: impl FnMut(i64, &mut Vec<Op>),
+) -> Vec<Op> {
     let mut rng = Rng::new(seed);
-    let schema = rrd::Schema {
-        step: 10,
-        ds: (0..32)
-            .map(|i| ds(&format!("v{i}"), rrd::DsType::Gauge))
-            .collect(),
-        rra: vec![rra(rrd::Cf::Average, 1, 48), rra(rrd::Cf::Max, 3, 40)],
-    };
-    let names: Vec<String> = (0..3).map(|s| format!("wide{s}.rrd")).collect();
     let mut ops: Vec<Op> = names
         .iter()
         .map(|n| Op::Create(n.clone(), rrd::Rrd::new(schema.clone(), START)))
         .collect();
     ops.push(Op::Commit);
     for r in 1..=rounds {
-        for n in &names {
-            let values = (0..32)
-                .map(|_| format!("{}.{:03}", rng.below(1000), rng.below(1000)))
-                .collect();
-            let time = START + 10 * r;
-            ops.push(Op::Update(
-                n.clone(),
-                rrd::Sample {
-                    time,
-                    usec: 0,
-                    values,
-                },
-            ));
+        for n in names {
+            let sample = rrd::Sample {
+                time: START + 10 * r,
+                usec: 0,
+                values: values(&mut rng),
+            };
+            ops.push(Op::Update(n.clone(), sample));
         }
-        if r == rounds / 2 {
-            ops.push(Op::Remove(names[1].clone()));
-            let again = rrd::Rrd::new(schema.clone(), START + 10 * r);
-            ops.push(Op::Create(names[1].clone(), again));
-        }
+        between(r, &mut ops);
         if rng.below(3) == 0 {
             ops.push(Op::Commit);
         }
@@ -158,37 +160,45 @@ fn wide_workload(seed: u64, rounds: i64) -> Vec<Op> {
     ops
 }
 
+/// Three series of 32 DSs (a chunk is 8 rows: one is sealed every 8 or 24 steps) fed noisy
+/// values for `rounds` steps, one of them removed and created again half way.
+fn wide_workload(seed: u64, rounds: i64) -> Vec<Op> {
+    let schema = rrd::Schema {
+        step: 10,
+        ds: (0..32)
+            .map(|i| ds(&format!("v{i}"), rrd::DsType::Gauge))
+            .collect(),
+        rra: vec![rra(rrd::Cf::Average, 1, 48), rra(rrd::Cf::Max, 3, 40)],
+    };
+    let names: Vec<String> = (0..3).map(|s| format!("wide{s}.rrd")).collect();
+    let values = |rng: &mut Rng| {
+        (0..32)
+            .map(|_| format!("{}.{:03}", rng.below(1000), rng.below(1000)))
+            .collect()
+    };
+    let again = names[1].clone();
+    let between = |r: i64, ops: &mut Vec<Op>| {
+        if r == rounds / 2 {
+            ops.push(Op::Remove(again.clone()));
+            let rrd = rrd::Rrd::new(schema.clone(), START + 10 * r);
+            ops.push(Op::Create(again.clone(), rrd));
+        }
+    };
+    fed_workload(seed, rounds, &schema, &names, values, between)
+}
+
 /// Four series of one GAUGE whose archives' chunks take 2,560 and 10,240 seconds to fill,
 /// fed `rounds` 10-second updates with a commit every few: with a small ring, a chunk is open
 /// across many checkpoints, which store it as pieces over pieces, and epochs of pieces begin.
 fn slow_chunk_workload(seed: u64, rounds: i64) -> Vec<Op> {
-    let mut rng = Rng::new(seed);
     let schema = rrd::Schema {
         step: 10,
         ds: vec![ds("v", rrd::DsType::Gauge)],
         rra: vec![rra(rrd::Cf::Average, 1, 600), rra(rrd::Cf::Max, 4, 300)],
     };
     let names: Vec<String> = (0..4).map(|s| format!("slow{s}.rrd")).collect();
-    let mut ops: Vec<Op> = names
-        .iter()
-        .map(|n| Op::Create(n.clone(), rrd::Rrd::new(schema.clone(), START)))
-        .collect();
-    ops.push(Op::Commit);
-    for r in 1..=rounds {
-        for n in &names {
-            let sample = rrd::Sample {
-                time: START + 10 * r,
-                usec: 0,
-                values: vec![format!("{}.{:02}", rng.below(500), rng.below(100))],
-            };
-            ops.push(Op::Update(n.clone(), sample));
-        }
-        if rng.below(3) == 0 {
-            ops.push(Op::Commit);
-        }
-    }
-    ops.push(Op::Commit);
-    ops
+    let values = |rng: &mut Rng| vec![format!("{}.{:02}", rng.below(500), rng.below(100))];
+    fed_workload(seed, rounds, &schema, &names, values, |_, _| {})
 }
 
 #[test]
@@ -199,14 +209,7 @@ fn crash_at_every_sync_while_open_chunks_are_stored_as_pieces() {
     let ops = slow_chunk_workload(11, 420);
     let ring = 16 << 10;
     let opts = small_opts(ring);
-    let clean = SimFs::new();
-    let mut store =
-        Store::open_with(Arc::new(clean.clone()), Path::new(DIR), opts.clone()).unwrap();
-    let mut model = Model::default();
-    for op in &ops {
-        model.apply(op);
-        run_op(&mut store, op).unwrap();
-    }
+    let (clean, store, model) = run_clean(&ops, &opts);
     let st = store.stats().clone();
     assert!(
         st.checkpoints > engine::segments::PIECE_EPOCH as u64 + 2,
@@ -230,14 +233,7 @@ fn crash_at_every_sync_while_sealed_chunks_spill() {
     // spilled files no checkpoint names.
     let ops = wide_workload(9, 150);
     let opts = small_opts(24 << 10);
-    let clean = SimFs::new();
-    let mut store =
-        Store::open_with(Arc::new(clean.clone()), Path::new(DIR), opts.clone()).unwrap();
-    let mut model = Model::default();
-    for op in &ops {
-        model.apply(op);
-        run_op(&mut store, op).unwrap();
-    }
+    let (clean, store, model) = run_clean(&ops, &opts);
     let st = store.stats().clone();
     assert!(st.spills >= 10, "{st:?}");
     assert!(st.checkpoints >= 2, "{st:?}");

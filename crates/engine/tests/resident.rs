@@ -24,14 +24,7 @@ fn store_with_history(dir: &std::path::Path, series: usize, filled: usize) -> Ve
 fn fill(st: &mut Store, series: usize, filled: usize) -> Vec<Vec<f64>> {
     let mut all = Vec::new();
     let mut x = 12345u64;
-    let args: Vec<String> = "x --start 1700000000 --step 15 DS:v:GAUGE:60:U:U RRA:AVERAGE:0.5:1:5000 RRA:MAX:0.5:4:3000"
-        .split(' ')
-        .map(String::from)
-        .collect();
-    let schema =
-        rrd::create::parse_create_with(&args, 1_700_000_000, &mut |_| None, &mut |_| false)
-            .unwrap()
-            .schema;
+    let schema = schema_of("--step 15 DS:v:GAUGE:60:U:U RRA:AVERAGE:0.5:1:5000 RRA:MAX:0.5:4:3000");
     for i in 0..series {
         let mut rrd = rrd::Rrd::new(schema.clone(), 1_700_000_000);
         for a in 0..rrd.rra.len() {
@@ -372,16 +365,30 @@ fn series_created_together_share_one_chunk_table() {
 /// A store in `dir` opened with `o`, with `series` RRDs `s<i>` of one 5,000-row archive of
 /// 15-second rows.
 fn one_archive_store(dir: &std::path::Path, o: Options, series: usize) -> Store {
+    store_of(
+        dir,
+        o,
+        series,
+        "--step 15 DS:v:GAUGE:60:U:U RRA:AVERAGE:0.5:1:5000",
+    )
+}
+
+/// The schema `create` makes of `spec` (its arguments after the start, 1700000000).
+fn schema_of(spec: &str) -> rrd::Schema {
+    let args: Vec<String> = format!("x --start 1700000000 {spec}")
+        .split(' ')
+        .map(String::from)
+        .collect();
+    rrd::create::parse_create_with(&args, 1_700_000_000, &mut |_| None, &mut |_| false)
+        .unwrap()
+        .schema
+}
+
+/// A store in `dir` opened with `o`, with `series` RRDs `s<i>` created with `spec` (the
+/// arguments of `create` after its start).
+fn store_of(dir: &std::path::Path, o: Options, series: usize, spec: &str) -> Store {
     let mut st = Store::open(dir, o).unwrap();
-    let args: Vec<String> =
-        "x --start 1700000000 --step 15 DS:v:GAUGE:60:U:U RRA:AVERAGE:0.5:1:5000"
-            .split(' ')
-            .map(String::from)
-            .collect();
-    let schema =
-        rrd::create::parse_create_with(&args, 1_700_000_000, &mut |_| None, &mut |_| false)
-            .unwrap()
-            .schema;
+    let schema = schema_of(spec);
     for i in 0..series {
         let rrd = rrd::Rrd::new(schema.clone(), 1_700_000_000);
         st.create(&format!("s{i}"), rrd, false).unwrap();
@@ -389,13 +396,28 @@ fn one_archive_store(dir: &std::path::Path, o: Options, series: usize) -> Store 
     st
 }
 
+/// The bits of the first archive's rows of series `s0..s<n>`.
+fn first_archives(s: &Store, n: usize) -> Vec<Vec<u64>> {
+    (0..n)
+        .map(|i| {
+            let r = s.get(&format!("s{i}")).unwrap().rra[0].rows.to_vec();
+            r.iter().map(|v| v.to_bits()).collect()
+        })
+        .collect()
+}
+
 /// Update series `s<i>` of [`one_archive_store`] at step `k` with a noisy value from `x`.
 fn update_noisy(st: &mut Store, i: usize, k: i64, x: &mut u64) {
+    update_noisy_every(st, i, 15 * k, x)
+}
+
+/// Update series `s<i>` at `secs` after the stores' start with a noisy value from `x`.
+fn update_noisy_every(st: &mut Store, i: usize, secs: i64, x: &mut u64) {
     *x ^= *x << 13;
     *x ^= *x >> 7;
     *x ^= *x << 17;
     let s = rrd::Sample {
-        time: 1_700_000_000 + 15 * k,
+        time: 1_700_000_000 + secs,
         usec: 0,
         values: vec![format!("{}", (*x % 1_000_000) as f64 / 7.0)],
     };
@@ -532,14 +554,7 @@ fn open_chunks_are_rebased_at_checkpoints_so_the_heap_holds_rows_since_the_last(
         most <= engine::segments::PIECE_EPOCH + 1,
         "{most} segment files at once"
     );
-    let rows = |s: &Store| -> Vec<Vec<u64>> {
-        (0..20)
-            .map(|i| {
-                let r = s.get(&format!("s{i}")).unwrap().rra[0].rows.to_vec();
-                r.iter().map(|v| v.to_bits()).collect()
-            })
-            .collect()
-    };
+    let rows = |s: &Store| first_archives(s, 20);
     let want = rows(&other);
     assert_eq!(rows(&st), want, "rebased rows read back as written");
     // Written on after the last checkpoint, then dropped without a close: the reopened
@@ -558,35 +573,15 @@ fn open_chunks_are_rebased_at_checkpoints_so_the_heap_holds_rows_since_the_last(
 #[test]
 fn open_chunks_are_stored_as_pieces_and_a_stopped_series_once() {
     let dir = TempDir::new("resident-stopped");
-    let mut st = Store::open(&dir.0, opts()).unwrap();
     // Hourly rows: a chunk of 256 rows takes ten days to fill, a day is 24 steps.
-    let args: Vec<String> =
-        "x --start 1700000000 --step 3600 DS:v:GAUGE:7200:U:U RRA:AVERAGE:0.5:1:1000"
-            .split(' ')
-            .map(String::from)
-            .collect();
-    let schema =
-        rrd::create::parse_create_with(&args, 1_700_000_000, &mut |_| None, &mut |_| false)
-            .unwrap()
-            .schema;
-    for i in 0..20 {
-        let rrd = rrd::Rrd::new(schema.clone(), 1_700_000_000);
-        st.create(&format!("s{i}"), rrd, false).unwrap();
-    }
+    let spec = "--step 3600 DS:v:GAUGE:7200:U:U RRA:AVERAGE:0.5:1:1000";
+    let mut st = store_of(&dir.0, opts(), 20, spec);
     let mut per_checkpoint = Vec::new();
     let mut x = 3u64;
     for k in 1..=120i64 {
         // s10..s19 stop after the fifth hour.
         for i in (0..20).filter(|&i| i < 10 || k <= 5) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let s = rrd::Sample {
-                time: 1_700_000_000 + 3600 * k,
-                usec: 0,
-                values: vec![format!("{}", (x % 1_000_000) as f64 / 7.0)],
-            };
-            st.update(&format!("s{i}"), &s, &mut |_| {}).unwrap();
+            update_noisy_every(&mut st, i, 3600 * k, &mut x);
         }
         if k % 6 == 0 {
             let before = st.stats().open_chunk_bytes;
@@ -619,14 +614,7 @@ fn open_chunks_are_stored_as_pieces_and_a_stopped_series_once() {
         let pieces = class_of(i) == engine::segments::PIECES_CLASS;
         assert_eq!(pieces, i < 10, "series {i}");
     }
-    let rows = |s: &Store| -> Vec<Vec<u64>> {
-        (0..20)
-            .map(|i| {
-                let r = s.get(&format!("s{i}")).unwrap().rra[0].rows.to_vec();
-                r.iter().map(|v| v.to_bits()).collect()
-            })
-            .collect()
-    };
+    let rows = |s: &Store| first_archives(s, 20);
     let want = rows(&st);
     st.close().unwrap();
     let st = Store::open(&dir.0, opts()).unwrap();
