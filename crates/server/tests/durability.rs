@@ -159,6 +159,14 @@ fn sealed_rows_spilled_between_checkpoints_survive_kill_9_and_restarts() {
     let more = snapshot(&d.sock, "a.rrd");
     drop(s);
     // A clean stop with -F leaves a checkpoint naming the spilled segments.
+    stop_with_checkpoint(&mut d);
+    let d = Ringlet::start(dir.path(), &["-w", "3600", "--spill", "0"]);
+    assert_eq!(snapshot(&d.sock, "a.rrd"), more);
+}
+
+/// Stop the daemon cleanly (SIGTERM) and check that it wrote a checkpoint at shutdown
+/// (it runs with -F).
+fn stop_with_checkpoint(d: &mut Ringlet) {
     let st = d
         .proc
         .stop(libc::SIGTERM, Duration::from_secs(20))
@@ -169,8 +177,6 @@ fn sealed_rows_spilled_between_checkpoints_survive_kill_9_and_restarts() {
         "{}",
         d.log_text()
     );
-    let d = Ringlet::start(dir.path(), &["-w", "3600", "--spill", "0"]);
-    assert_eq!(snapshot(&d.sock, "a.rrd"), more);
 }
 
 #[test]
@@ -192,16 +198,7 @@ fn a_series_of_short_named_dss_survives_a_restart() {
         let r = request(&mut s, &format!("UPDATE s.rrd {}:{k}:2:3:4:5", T0 + 10 * k));
         assert_eq!(r, "0 errors, enqueued 1 value(s).\n");
         drop(s);
-        let st = d
-            .proc
-            .stop(libc::SIGTERM, Duration::from_secs(20))
-            .expect("exits");
-        assert!(st.success());
-        assert!(
-            d.log_text().contains("wrote a checkpoint at shutdown"),
-            "{}",
-            d.log_text()
-        );
+        stop_with_checkpoint(&mut d);
         d = Ringlet::start(dir.path(), &["-w", "3600", "-F"]);
     }
     let mut s = connect(&d.sock);
@@ -282,16 +279,7 @@ fn a_clean_stop_with_f_leaves_a_checkpoint() {
     update(&d.sock, "s7.rrd", 1, 30);
     let expect = snapshot(&d.sock, "s7.rrd");
     let mut d = d;
-    assert!(d
-        .proc
-        .stop(libc::SIGTERM, Duration::from_secs(20))
-        .unwrap()
-        .success());
-    assert!(
-        d.log_text().contains("wrote a checkpoint at shutdown"),
-        "{}",
-        d.log_text()
-    );
+    stop_with_checkpoint(&mut d);
     let mut d = Ringlet::start(dir.path(), &[]);
     assert!(
         d.log_text().contains("replayed 0 commits (0 samples)"),
