@@ -7,7 +7,8 @@
 # `feed --workload million --phase setup` (1,000,000 collectd-like series: one GAUGE at 10 s,
 # archives 1 min x 1 day, 10 min x 30 days, 1 h x 1 year; `--scale F` keeps a fraction),
 # then feeds them in real time for --load D. It prints the daemon's RSS after the creates,
-# every minute of the load and at its end (VmRSS, and the peak VmHWM), feed's RESULT line
+# every minute of the load and at its end (VmRSS, its anonymous and file-backed parts, the peak
+# VmHWM, and the archive rows held: STATS ArchiveHeapBytes), feed's RESULT line
 # (samples, late steps), then the open (seconds until the socket answers PING, and the RSS
 # after it) after `kill -9` (replaying the log since the last checkpoint) and after a clean
 # stop. The daemon is stopped by its pid at the end, also on failure.
@@ -58,29 +59,35 @@ mkdir -p "$WORK/base"
 # shellcheck source=bench/serve-lib.sh
 . "$(dirname "$0")/serve-lib.sh"
 
+# The daemon's memory: VmRSS (its anonymous and file-backed parts), the peak VmHWM, and the
+# archive rows it holds (STATS ArchiveHeapBytes).
+mem() {
+    echo "RSS $(proc_mb "$PID" VmRSS) MB (anon $(proc_mb "$PID" RssAnon), file $(proc_mb "$PID" RssFile); peak $(proc_mb "$PID" VmHWM) MB), archive heap $("$RINGLET" stats -d "unix:$WORK/s.sock" | awk '$1 == "ArchiveHeapBytes:" { printf "%.0f", $2 / 1048576 }') MB"
+}
+
 serve_start
 echo "million.sh: scale $SCALE, load $LOAD, log ring $RINGLET_LOG_SIZE; empty store opened in ${OPEN} s"
 t0=$(date +%s)
 "$FEED" --workload million --scale "$SCALE" --proto rrdcached --target "unix:$WORK/s.sock" \
     --phase setup | grep '^RESULT' || true
-echo "  created in $(( $(date +%s) - t0 )) s: RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
+echo "  created in $(( $(date +%s) - t0 )) s: $(mem)"
 echo "  $("$RINGLET" stats -d "unix:$WORK/s.sock" | grep -E '^(LogRingBytes|JournalRotate|JournalBytes)' | tr '\n' ' ')"
 ( while sleep 60; do
-    echo "  load: RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
+    echo "  load: $(mem)"
   done ) &
 MON=$!
 "$FEED" --workload million --scale "$SCALE" --proto rrdcached --target "unix:$WORK/s.sock" \
     --phase run --realtime --duration "$LOAD" | grep '^RESULT' || true
 kill "$MON"; MON=""
-echo "  after the load: RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
+echo "  after the load: $(mem)"
 echo "  $("$RINGLET" stats -d "unix:$WORK/s.sock" | grep -E '^(LogRingBytes|LogSinceCheckpoint|JournalRotate|JournalBytes)' | tr '\n' ' ')"
 echo "  store: $(du -sm "$WORK/store" | cut -f1) MB; base: $(du -sm "$WORK/base" | cut -f1) MB"
 kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""
 serve_start
-echo "  open after kill -9: ${OPEN} s, RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
+echo "  open after kill -9: ${OPEN} s, $(mem)"
 kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
 serve_start
-echo "  open after a clean stop: ${OPEN} s, RSS $(proc_mb "$PID" VmRSS) MB (peak $(proc_mb "$PID" VmHWM) MB)"
+echo "  open after a clean stop: ${OPEN} s, $(mem)"
 if [ "$FILL" = 1 ]; then
     stat() { "$RINGLET" stats -d "unix:$WORK/s.sock" | awk -v k="$1:" '$1 == k { print $2 }'; }
     ring=$(stat LogRingBytes) since=$(stat LogSinceCheckpoint)

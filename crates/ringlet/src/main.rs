@@ -18,13 +18,16 @@ mod pipe;
 /// jemalloc, not glibc's malloc: a daemon holds a few dozen small allocations per series
 /// (a million series: tens of millions), and glibc's 8-byte header and 32-byte minimum on
 /// each, with its arenas' fragmentation, cost a fifth of the daemon's memory
-/// (docs/BENCHMARKS.md, "Memory a series").
+/// (docs/BENCHMARKS.md, "Memory a series"). Built with `--features system-alloc`, the
+/// binary uses the C library's malloc instead, so that heaptrack can profile the daemon.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// jemalloc's options, read at its start: two arenas (glibc gave each allocating thread one,
 /// and each connection's kept the pages of the queues it grew), and freed pages returned by
 /// a background thread within seconds.
+#[cfg(not(feature = "system-alloc"))]
 #[export_name = "_rjem_malloc_conf"]
 static MALLOC_CONF: &u8 =
     &b"narenas:2,background_thread:true,dirty_decay_ms:5000,muzzy_decay_ms:0\0"[0];
