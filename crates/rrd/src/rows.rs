@@ -589,38 +589,92 @@ enum Chunk {
 
 /// The open chunk: its index, the version it was opened from, the values written since
 /// (the chunk's values from index `start` on: the first `packed_n` of them packed, by
-/// [`encode_values`] in groups of [`OPEN_GROUP`], then `vals`; the others are still
-/// `prev`'s), and the rows (within the chunk) written since it was opened. Rows are written
-/// in order, so the values grow by appending and hold only what was written; a write
-/// elsewhere first brings in every value (`start` 0, `vals` whole, nothing packed).
-/// Positions are u32 (a chunk holds at most [`CHUNK_VALUES`] values, but a row of more DSs
-/// makes a chunk of one row: still far below 2^32): every series of a store keeps one of
-/// these for each archive it writes.
+/// [`encode_values`] in groups of [`OPEN_GROUP`], then the staged ones; the others are
+/// still `prev`'s), and the rows (within the chunk) written since it was opened. Rows are
+/// written in order, so the values grow by appending and hold only what was written; a
+/// write elsewhere first brings in every value (`start` 0, every value staged, nothing
+/// packed). Positions are u32 (a chunk holds at most [`CHUNK_VALUES`] values, but a row of
+/// more DSs makes a chunk of one row: still far below 2^32): every series of a store keeps
+/// one of these for each archive it writes, so it is kept in 64 bytes (jemalloc's 64-byte
+/// class; 88 with a buffer each for packed and staged values, and a second allocation).
 struct Open {
     idx: u32,
     start: u32,
     packed_n: u32,
-    written: Option<(u32, u32)>,
+    /// Bytes of `buf` that are packed values; the rest are the staged values, 8 bytes each
+    /// (little-endian bit patterns).
+    packed_len: u32,
+    /// The first and last row written since the chunk was opened; `NOT_WRITTEN` if none.
+    written: (u32, u32),
     prev: Chunk,
     /// Open chunks are most of what a series holds in memory: packed, the values of
     /// consolidation take 2-4 bytes instead of 8.
-    packed: Vec<u8>,
-    vals: Vec<f64>,
+    buf: Vec<u8>,
 }
 
+/// `Open::written` when no row was written.
+const NOT_WRITTEN: (u32, u32) = (u32::MAX, 0);
+
 impl Open {
+    fn new(idx: u32, prev: Chunk, buf: Vec<u8>) -> Open {
+        Open {
+            idx,
+            start: 0,
+            packed_n: 0,
+            packed_len: 0,
+            written: NOT_WRITTEN,
+            prev,
+            buf,
+        }
+    }
+
     /// How many values were written since it was opened (from `start` on).
     fn len(&self) -> usize {
-        self.packed_n as usize + self.vals.len()
+        self.packed_n as usize + self.staged_n()
+    }
+
+    /// The rows written since it was opened, first and last.
+    fn written(&self) -> Option<(u32, u32)> {
+        (self.written.0 <= self.written.1).then_some(self.written)
+    }
+
+    fn staged_n(&self) -> usize {
+        (self.buf.len() - self.packed_len as usize) / 8
+    }
+
+    fn staged(&self, i: usize) -> f64 {
+        let at = self.packed_len as usize + i * 8;
+        let b: [u8; 8] = self.buf[at..at + 8].try_into().expect("8 bytes");
+        f64::from_bits(u64::from_le_bytes(b))
+    }
+
+    fn set_staged(&mut self, i: usize, v: f64) {
+        let at = self.packed_len as usize + i * 8;
+        self.buf[at..at + 8].copy_from_slice(&v.to_bits().to_le_bytes());
+    }
+
+    /// Every value staged, `vals`, nothing packed (a write out of order).
+    fn stage_all(&mut self, vals: &[f64]) {
+        self.buf = Vec::with_capacity(vals.len() * 8);
+        for v in vals {
+            self.buf.extend_from_slice(&v.to_bits().to_le_bytes());
+        }
+        self.start = 0;
+        self.packed_len = 0;
+        self.packed_n = 0;
     }
 
     /// Those values, in order, into `out` (appended).
     fn written_into(&self, out: &mut Vec<f64>) {
         if self.packed_n > 0 {
             // Packed here from whole values: it always decodes.
-            let _ = decode_values(&self.packed, self.packed_n as usize, out);
+            let _ = decode_values(
+                &self.buf[..self.packed_len as usize],
+                self.packed_n as usize,
+                out,
+            );
         }
-        out.extend_from_slice(&self.vals);
+        out.extend((0..self.staged_n()).map(|i| self.staged(i)));
     }
 }
 
@@ -1072,8 +1126,8 @@ impl Rows {
         if let Some(o) = self.open.as_ref().filter(|o| (o.idx as usize) == c) {
             let j = i - c * per;
             let tail = (o.start + o.packed_n) as usize;
-            if j >= tail && j < tail + o.vals.len() {
-                return o.vals[j - tail];
+            if j >= tail && j < tail + o.staged_n() {
+                return o.staged(j - tail);
             }
             if j >= (o.start as usize) && j < tail {
                 let mut w = Vec::with_capacity(o.packed_n as usize);
@@ -1097,29 +1151,21 @@ impl Rows {
     /// Open chunk `c` for writing (sealing the one open before).
     fn open_chunk(&mut self, c: usize) -> &mut Open {
         if self.open.as_ref().is_none_or(|o| (o.idx as usize) != c) {
-            let mut vals = match self.open.take() {
+            let mut buf = match self.open.take() {
                 Some(o) => self.seal_open(o),
                 None => Vec::new(),
             };
-            vals.clear();
+            buf.clear();
             let prev = self.chunk(c);
-            self.open = Some(Box::new(Open {
-                idx: c as u32,
-                prev,
-                start: 0,
-                packed_n: 0,
-                packed: Vec::new(),
-                vals,
-                written: None,
-            }));
+            self.open = Some(Box::new(Open::new(c as u32, prev, buf)));
         }
         self.open.as_mut().expect("just opened")
     }
 
     /// Pack `o` into its chunk, keeping the version it was opened from if nothing changed
     /// (so a chunk already stored stays stored after replay rewrites the same values).
-    /// Returns its value buffer for reuse.
-    fn seal_open(&mut self, o: Box<Open>) -> Vec<f64> {
+    /// Returns its buffer for reuse.
+    fn seal_open(&mut self, o: Box<Open>) -> Vec<u8> {
         let mut all = Vec::with_capacity(self.chunk_len(o.idx as usize));
         self.open_values(&o, &mut all);
         let new = pack(&all);
@@ -1135,9 +1181,9 @@ impl Rows {
             src.src.sealed(p.bytes().len());
         }
         self.set_chunk(o.idx as usize, if same { o.prev } else { new });
-        let mut buf = o.vals;
+        let mut buf = o.buf;
         buf.clear();
-        if buf.capacity() > self.chunk_rows() * (self.ds_cnt as usize) / 4 {
+        if buf.capacity() > self.chunk_rows() * (self.ds_cnt as usize) * 2 {
             buf = Vec::new();
         }
         buf
@@ -1156,45 +1202,45 @@ impl Rows {
             o.start = j as u32;
         }
         let tail = (o.start + o.packed_n) as usize;
-        let end = tail + o.vals.len();
+        let staged = o.staged_n();
+        let end = tail + staged;
         if j == end {
-            if o.vals.len() == o.vals.capacity() {
+            if o.buf.len() + 8 > o.buf.capacity() {
                 // Grown by a quarter, not doubled: an open chunk is most of what a series
                 // holds in memory, and a doubled buffer is a quarter empty on average.
                 let room = self.chunk_len(c).saturating_sub(end).min(OPEN_GROUP);
-                let grow = (o.vals.len() / 4).max(OPEN_GROWTH);
-                o.vals
-                    .reserve_exact(grow.min(room.saturating_sub(o.vals.len())).max(1));
+                let grow = (staged / 4).max(OPEN_GROWTH);
+                o.buf
+                    .reserve_exact(8 * grow.min(room.saturating_sub(staged)).max(1));
             }
-            o.vals.push(v);
-            if o.vals.len() == OPEN_GROUP && end + 1 < self.chunk_len(c) {
-                // A group filled, and the chunk goes on: packed.
+            o.buf.extend_from_slice(&v.to_bits().to_le_bytes());
+            if staged + 1 == OPEN_GROUP && end + 1 < self.chunk_len(c) {
+                // A group filled, and the chunk goes on: packed in place of its values.
+                let group: Vec<f64> = (0..OPEN_GROUP).map(|i| o.staged(i)).collect();
                 let mut b = Vec::with_capacity(OPEN_GROUP * 3);
-                encode_values(&o.vals, &mut b);
-                o.packed.reserve_exact(b.len());
-                o.packed.extend_from_slice(&b);
+                encode_values(&group, &mut b);
+                o.buf.truncate(o.packed_len as usize);
+                o.buf.reserve_exact(b.len());
+                o.buf.extend_from_slice(&b);
+                o.packed_len = o.buf.len() as u32;
                 o.packed_n += OPEN_GROUP as u32;
-                o.vals.clear();
             }
         } else if j >= tail && j < end {
-            o.vals[j - tail] = v;
+            o.set_staged(j - tail, v);
         } else {
             // Not in order (or into the packed values): every value in memory from now on.
             let mut all = Vec::with_capacity(self.chunk_len(c));
             self.open_values(&o, &mut all);
             all[j] = v;
-            o.start = 0;
-            o.packed = Vec::new();
-            o.packed_n = 0;
-            o.vals = all;
+            o.stage_all(&all);
         }
         self.open = Some(o);
         let o = self.open.as_mut().expect("put back");
         let row = row as u32;
-        o.written = Some(match o.written {
+        o.written = match o.written() {
             Some((lo, hi)) => (lo.min(row), hi.max(row)),
             None => (row, row),
-        });
+        };
     }
 
     /// Set row `row` to `vals` (`ds_cnt` values).
@@ -1242,9 +1288,6 @@ impl Rows {
         let Some(o) = self.open.as_ref().filter(|o| (o.idx as usize) == c) else {
             return std::borrow::Cow::Borrowed(&[]);
         };
-        if (o.start as usize) == 0 && o.packed_n == 0 && o.vals.len() == self.chunk_len(c) {
-            return std::borrow::Cow::Borrowed(&o.vals);
-        }
         let mut all = Vec::with_capacity(self.chunk_len(c));
         self.open_values(o, &mut all);
         std::borrow::Cow::Owned(all)
@@ -1266,7 +1309,7 @@ impl Rows {
         }
         let open = self.open.as_ref().filter(|o| (o.idx as usize) == c);
         let current = match open {
-            Some(o) => match o.written {
+            Some(o) => match o.written() {
                 Some((a, b)) if fresh.covers(lo + a as usize, lo + b as usize, self.row_cnt) => {
                     sealed(o.prev.clone())
                 }
@@ -1642,9 +1685,10 @@ impl Rows {
                 _ => 0,
             })
             .sum();
-        let open = self.open.as_ref().map_or(0, |o| {
-            o.vals.capacity() * 8 + o.packed.capacity() + size_of::<Open>()
-        });
+        let open = self
+            .open
+            .as_ref()
+            .map_or(0, |o| o.buf.capacity() + size_of::<Open>());
         packed + open + self.other.capacity() * std::mem::size_of::<(u32, Chunk)>()
     }
 }
@@ -1735,8 +1779,8 @@ impl Clone for Rows {
                     prev: o.prev.detached(),
                     start: o.start,
                     packed_n: o.packed_n,
-                    packed: o.packed.clone(),
-                    vals: o.vals.clone(),
+                    packed_len: o.packed_len,
+                    buf: o.buf.clone(),
                     written: o.written,
                 })
             }),
@@ -1972,6 +2016,12 @@ mod tests {
         }
         let again = Rows::from_values(ds, &model);
         assert_eq!(bits(&again.to_vec()), bits(&model));
+    }
+
+    #[test]
+    fn an_open_chunk_fits_in_64_bytes() {
+        // Every archive being written keeps one: a million series, two or three each.
+        assert!(size_of::<Open>() <= 64, "{}", size_of::<Open>());
     }
 
     #[test]
