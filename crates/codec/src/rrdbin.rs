@@ -433,7 +433,11 @@ fn decode_schema(r: &mut ByteReader) -> Result<Schema, DecodeError> {
     {
         return Err(r.err("archive too large"));
     }
-    Ok(Schema { step, ds, rra })
+    let schema = Schema { step, ds, rra };
+    if !schema.spans_fit() {
+        return Err(r.err("an archive spans more time than can be counted"));
+    }
+    Ok(schema)
 }
 
 /// The live state ([`encode_live`]) of an RRD of `schema`; archives with every row unknown.

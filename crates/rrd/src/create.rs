@@ -229,6 +229,12 @@ pub fn parse_create_with(
     if values.is_none_or(|v| v > MAX_VALUES) {
         return Err(err("cannot allocate memory"));
     }
+    if !schema.spans_fit() {
+        return Err(err(format!(
+            "an archive would span more than {} seconds a row or 2^62 in all (step x steps x rows)",
+            crate::schema::MAX_ROW_SPAN
+        )));
+    }
     Ok(CreateRequest {
         name: name.to_string(),
         schema,
@@ -542,6 +548,18 @@ mod tests {
             )),
             "cannot allocate memory"
         );
+        // Row times would overflow (found by the fuzz smoke with overflow checks on).
+        for huge in [
+            "--step 2000000000000 DS:x:GAUGE:600:U:U RRA:AVERAGE:0.5:1:10",
+            "--step 1000000 DS:x:GAUGE:600:U:U RRA:AVERAGE:0.5:1000000000:10",
+            "--step 1000000 DS:x:GAUGE:600:U:U RRA:AVERAGE:0.5:1000000:100000000",
+        ] {
+            assert!(
+                fails(&format!("c.rrd {huge}")).contains("would span more than"),
+                "{huge}"
+            );
+        }
+        assert!(create("c.rrd --step 86400 DS:x:GAUGE:1d:U:U RRA:AVERAGE:0.5:365:1000").is_ok());
         assert!(fails(&format!("c.rrd {ok_ds} RRA:HWPREDICT:10:0.1:0.1:10"))
             .contains("does not support"));
     }

@@ -260,7 +260,7 @@ fn full_year(y: i64) -> Result<i64, RrdError> {
         Err(err("won't handle dates before epoch (01/01/1970), sorry"))
     } else if y < 100 {
         Ok(1900 + y)
-    } else if y > 1970 {
+    } else if y > 1970 && y <= MAX_OFFSET / (366 * 86400) {
         Ok(y)
     } else {
         Err(err(format!(
@@ -476,7 +476,9 @@ fn day(p: &mut Parser, tm: &mut Tm, had_tod: bool) -> Result<(), RrdError> {
                 return set_date(tm, year, mon, mday);
             }
             p.i += 1;
-            if n > MIN_TIME {
+            if n > MAX_OFFSET {
+                Err(err(format!("time out of range: {n}")))
+            } else if n > MIN_TIME {
                 *tm = Tm::from_epoch(n);
                 Ok(())
             } else if n > 19700101 && n < 24000101 {
@@ -492,6 +494,11 @@ fn day(p: &mut Parser, tm: &mut Tm, had_tod: bool) -> Result<(), RrdError> {
         _ => Ok(()),
     }
 }
+
+/// The largest offset, and the latest time, in seconds (about 35,000 years; of days, months
+/// and years, as many as make that much): beyond it the sums of offsets and dates could
+/// overflow (rrdtool's own arithmetic wraps there).
+const MAX_OFFSET: i64 = 1 << 40;
 
 /// `+`/`-` groups: `-5mon1w2d`, `+1h30m`, `-1d-6h`.
 fn offsets(p: &mut Parser, ts: &mut TimeSpec, tm: &mut Tm) -> Result<(), RrdError> {
@@ -525,15 +532,22 @@ fn offsets(p: &mut Parser, ts: &mut TimeSpec, tm: &mut Tm) -> Result<(), RrdErro
             }
             prev = Some(unit);
             let v = sign * n;
-            match unit {
-                Unit::Sec | Unit::Ambiguous => ts.secs += v,
-                Unit::Min => ts.secs += v * 60,
-                Unit::Hour => ts.secs += v * 3600,
-                Unit::Day => ts.days += v,
-                Unit::Week => ts.days += 7 * v,
-                Unit::Month => ts.months += v,
-                Unit::Year => ts.years += v,
-            }
+            // Each sum, its unit's length at most and the seconds of the units' longest.
+            const DAY: i64 = 86400;
+            let (to, by, most) = match unit {
+                Unit::Sec | Unit::Ambiguous => (&mut ts.secs, 1, 1),
+                Unit::Min => (&mut ts.secs, 60, 1),
+                Unit::Hour => (&mut ts.secs, 3600, 1),
+                Unit::Day => (&mut ts.days, 1, DAY),
+                Unit::Week => (&mut ts.days, 7, DAY),
+                Unit::Month => (&mut ts.months, 1, 31 * DAY),
+                Unit::Year => (&mut ts.years, 1, 366 * DAY),
+            };
+            *to = v
+                .checked_mul(by)
+                .and_then(|v| to.checked_add(v))
+                .filter(|t| t.unsigned_abs() <= (MAX_OFFSET / most) as u64)
+                .ok_or_else(|| err(format!("time offset out of range: '{}'", p.spec)))?;
         }
     }
     if !relative {
@@ -642,6 +656,43 @@ mod tests {
             fails("12/32/2020"),
             "I'm afraid that 32 is not a valid day of the month"
         );
+    }
+
+    #[test]
+    fn offsets_too_large_are_refused_and_nothing_overflows() {
+        assert_eq!(
+            fails("now+9223372036854775807h"),
+            "time offset out of range: 'now+9223372036854775807h'"
+        );
+        assert_eq!(
+            fails("1+7000000000000000000+7000000000000000000"),
+            "time offset out of range: '1+7000000000000000000+7000000000000000000'"
+        );
+        assert!(parse_time("now+1000000000000s", NOW).is_ok());
+        assert!(parse_time("now-30000y", NOW).is_ok());
+        assert!(parse_time("now-40000y", NOW).is_err());
+        // Whatever they give, these return (overflow checks are on in tests).
+        let big = "99999999999999999999";
+        for spec in [
+            big.to_string(),
+            format!("{big}+{big}"),
+            format!("{big}-1y"),
+            format!("-{big}d"),
+            format!("{big}:00"),
+            format!("noon+{big}m-{big}m"),
+            "now+1099511627776s+1099511627776s".to_string(),
+            format!("12/31/{big}"),
+            format!("{big} {big}"),
+            format!("e-{big}"),
+            format!("@{big}"),
+            "e-30000y".into(),
+            "e+1099511627776s".into(),
+        ] {
+            if let Ok(ts) = parse_time(&spec, NOW) {
+                let latest = parse_time("1099511627776", NOW).unwrap();
+                let _ = resolve_pair(&ts, &latest);
+            }
+        }
     }
 
     #[test]

@@ -104,13 +104,18 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
             rows: Rows::from_values(ds_cnt, &rows),
         });
     }
+    let schema = Schema {
+        step: step as u64,
+        ds,
+        rra: rra_defs,
+    };
+    if !schema.spans_fit() {
+        return Err(RrdError::new(
+            "restore: an archive spans more time than can be counted (step x pdp_per_row x rows)",
+        ));
+    }
     Ok(Rrd {
-        schema: Schema {
-            step: step as u64,
-            ds,
-            rra: rra_defs,
-        }
-        .into(),
+        schema: schema.into(),
         last_up,
         last_up_usec: 0,
         pdp,

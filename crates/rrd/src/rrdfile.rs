@@ -299,6 +299,13 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
         ptrs.push(r.u64(off)?);
         off += PTR_SIZE;
     }
+    let schema = Schema { step, ds, rra };
+    if !schema.spans_fit() {
+        return Err(RrdError::new(
+            "corrupt RRA definition: an archive spans more time than can be counted",
+        ));
+    }
+    let Schema { step, ds, rra } = schema;
     let mut data = Vec::with_capacity(rra_cnt);
     for (def, cur_row) in rra.iter().zip(ptrs) {
         let n = def.row_cnt as usize * ds_cnt;

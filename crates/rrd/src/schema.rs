@@ -121,7 +121,24 @@ pub struct Schema {
     pub rra: Vec<RraDef>,
 }
 
+/// The longest time one row of an archive may span (steps x seconds), about 35,000 years;
+/// and a whole archive, rows x that, at most 2^62 seconds: row times are computed in `i64`
+/// seconds, and rrdtool's own arithmetic wraps past them.
+pub const MAX_ROW_SPAN: u64 = 1 << 40;
+
 impl Schema {
+    /// Whether every archive's row span (`step` x steps) and whole span (x rows) stay within
+    /// [`MAX_ROW_SPAN`] and 2^62 seconds, so that no time computed from them overflows. The
+    /// readers of schemas (CREATE, `.rrd` files, XML dumps, checkpoints and log records)
+    /// refuse one that does not.
+    pub fn spans_fit(&self) -> bool {
+        self.step <= MAX_ROW_SPAN
+            && self.rra.iter().all(|r| {
+                let span = u128::from(self.step) * u128::from(r.pdp_cnt);
+                span <= u128::from(MAX_ROW_SPAN) && span * u128::from(r.row_cnt) <= 1 << 62
+            })
+    }
+
     pub fn ds_index(&self, name: &str) -> Option<usize> {
         self.ds.iter().position(|d| d.name == name)
     }

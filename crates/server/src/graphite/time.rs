@@ -33,11 +33,16 @@ pub fn parse(s: &str, now: i64) -> Result<i64, String> {
         Some(i) => (&t[..i], &t[i..]),
         None => (t.as_str(), ""),
     };
-    Ok(reference_time(reference, now).ok_or_else(bad)? + offset_secs(offset).ok_or_else(bad)?)
+    reference_time(reference, now)
+        .zip(offset_secs(offset))
+        .and_then(|(r, o)| r.checked_add(o))
+        .ok_or_else(bad)
 }
 
+/// Midnight of a date, for years 1-9999 (Python's `datetime`, which graphite-web parses
+/// with, has no others).
 fn date(y: i64, m: i64, d: i64) -> Option<i64> {
-    ((1..=12).contains(&m) && (1..=31).contains(&d))
+    ((1..=9999).contains(&y) && (1..=12).contains(&m) && (1..=31).contains(&d))
         .then(|| rrd::parsetime::days_from_civil(y, m, d) * 86_400)
 }
 
@@ -170,5 +175,19 @@ mod tests {
         for bad in ["", "-1x", "soon", "-", "13/40/2020"] {
             assert!(parse(bad, NOW).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn times_past_any_calendar_are_refused_not_overflowed() {
+        for bad in [
+            "01/01/818880000002168931",
+            "1/2/-9223372036854775808",
+            "now+9223372036854775807s",
+            "9223372036854775807+1s",
+            "-9223372036854775807-1y",
+        ] {
+            assert!(parse(bad, NOW).is_err(), "{bad}");
+        }
+        assert_eq!(parse("12/31/9999", NOW), Ok(253_402_214_400));
     }
 }
