@@ -16,6 +16,11 @@
 //! loc or chunk is caught when that chunk is read ([`SegView::chunk`]) even by a reader that
 //! did not check every key (one that opens a single series).
 //!
+//! Chunks of one series with the same chunk index and the same bytes are written once, their
+//! locs pointing at the same bytes: an RRD's archives of one step a row (AVERAGE, MIN, MAX and
+//! LAST of Munin's, Cacti's and LibreNMS's templates) hold the same values, and so do their
+//! open chunks' pieces. Readers take each loc as it is (a chunk is found by its loc alone).
+//!
 //! Version 1 (still read):
 //!
 //! ```text
@@ -60,9 +65,52 @@ pub struct SegmentWriter {
     id: u64,
     class: u32,
     keys: Vec<SegKey>,
-    /// Each chunk's (start, end) in `data`, in the order added.
+    /// Each chunk's (start, end) in `data`, in the order added (shared by equal chunks of a
+    /// series: [`Shared`]).
     spans: Vec<(usize, usize)>,
     data: Vec<u8>,
+    /// Whether the keys came in ascending order (a store adds them so): only then are the
+    /// chunks laid out as added, and equal ones written once.
+    ascending: bool,
+    shared: Shared<(usize, usize)>,
+}
+
+/// The chunks added for the series being added, by chunk index: where their bytes are, to
+/// find one with the same index and bytes (the archives of one step a row of an RRD).
+struct Shared<T> {
+    series: Option<u64>,
+    by_chunk: Vec<(u32, T)>,
+}
+
+impl<T: Copy> Shared<T> {
+    fn new() -> Self {
+        Shared {
+            series: None,
+            by_chunk: Vec::new(),
+        }
+    }
+
+    /// Where chunk `chunk` of `series` with these bytes already is (`same` compares a
+    /// candidate's bytes with them).
+    fn find(&mut self, series: u64, chunk: u32, same: impl Fn(T) -> bool) -> Option<T> {
+        if self.series != Some(series) {
+            self.series = Some(series);
+            self.by_chunk.clear();
+        }
+        self.by_chunk
+            .iter()
+            .filter(|(c, _)| *c == chunk)
+            .map(|&(_, at)| at)
+            .find(|&at| same(at))
+    }
+
+    fn add(&mut self, chunk: u32, at: T) {
+        // A series adds a few chunks a segment (a checkpoint after a long import, a few
+        // hundred): the list is searched whole.
+        if self.by_chunk.len() < 4096 {
+            self.by_chunk.push((chunk, at));
+        }
+    }
 }
 
 impl SegmentWriter {
@@ -73,6 +121,8 @@ impl SegmentWriter {
             keys: Vec::new(),
             spans: Vec::new(),
             data: Vec::new(),
+            ascending: true,
+            shared: Shared::new(),
         }
     }
 
@@ -83,10 +133,22 @@ impl SegmentWriter {
     /// Add one chunk's packed values; returns its position among the chunks added. Keys are
     /// distinct (a checkpoint stores a chunk once).
     pub fn chunk(&mut self, series: u64, archive: u32, chunk: u32, bytes: &[u8]) -> usize {
-        self.keys.push((series, archive, chunk));
-        let start = self.data.len();
-        self.data.extend_from_slice(bytes);
-        self.spans.push((start, self.data.len()));
+        let key = (series, archive, chunk);
+        self.ascending &= self.keys.last().is_none_or(|&k| k < key);
+        let data = &self.data;
+        let same = self
+            .shared
+            .find(series, chunk, |(s, e)| data[s..e] == *bytes)
+            .filter(|_| self.ascending);
+        let span = same.unwrap_or_else(|| {
+            let start = self.data.len();
+            self.data.extend_from_slice(bytes);
+            let span = (start, self.data.len());
+            self.shared.add(chunk, span);
+            span
+        });
+        self.keys.push(key);
+        self.spans.push(span);
         self.keys.len() - 1
     }
 
@@ -104,7 +166,12 @@ impl SegmentWriter {
 
     /// The file's length.
     pub fn file_len(&self) -> u64 {
-        (SEG_HEADER_LEN + self.keys.len() * (KEY_LEN + LOC_LEN) + self.data.len()) as u64
+        let data = if self.ascending {
+            self.data.len()
+        } else {
+            self.spans.iter().map(|(s, e)| e - s).sum()
+        };
+        (SEG_HEADER_LEN + self.keys.len() * (KEY_LEN + LOC_LEN) + data) as u64
     }
 
     /// [`SegmentWriter::finish`], the file's bytes given to `out` in order, piece by piece:
@@ -122,13 +189,17 @@ impl SegmentWriter {
         for (ord, &i) in order.iter().enumerate() {
             ords[i] = ord as u32;
         }
-        let mut off = (SEG_HEADER_LEN + n * (KEY_LEN + LOC_LEN)) as u64;
+        // Added in key order, the chunks are laid out as added (equal ones once); else in key
+        // order, each where the one before ends.
+        let base = (SEG_HEADER_LEN + n * (KEY_LEN + LOC_LEN)) as u64;
+        let mut off = base;
         let mut locs = Vec::with_capacity(n);
         for (ord, &i) in order.iter().enumerate() {
             let (s, e) = self.spans[i];
             let len = (e - s) as u32;
-            let crc = loc_crc(self.keys[i], ord as u32, off, len, &self.data[s..e]);
-            locs.push(Loc { off, len, crc });
+            let at = if self.ascending { base + s as u64 } else { off };
+            let crc = loc_crc(self.keys[i], ord as u32, at, len, &self.data[s..e]);
+            locs.push(Loc { off: at, len, crc });
             off += u64::from(len);
         }
         let b = head_and_index(
@@ -140,7 +211,7 @@ impl SegmentWriter {
         drop(locs);
         out(&b)?;
         drop(b);
-        if order.iter().enumerate().all(|(k, &i)| k == i) {
+        if self.ascending {
             out(&self.data)?;
         } else {
             let mut buf = Vec::with_capacity(1 << 20);
@@ -207,6 +278,10 @@ pub struct SegmentSpool {
     keys: Vec<SegKey>,
     locs: Vec<Loc>,
     next: u64,
+    /// The bytes of the chunks added for the series being added (`recent`), to write equal
+    /// ones once: (start, end) in `recent` and the loc they are at.
+    shared: Shared<(usize, usize, usize)>,
+    recent: Vec<u8>,
 }
 
 impl SegmentSpool {
@@ -218,6 +293,8 @@ impl SegmentSpool {
             keys: Vec::new(),
             locs: Vec::new(),
             next: (SEG_HEADER_LEN + max * (KEY_LEN + LOC_LEN)) as u64,
+            shared: Shared::new(),
+            recent: Vec::new(),
         }
     }
 
@@ -235,21 +312,45 @@ impl SegmentSpool {
     }
 
     /// Add one chunk's packed values: the offset in the file to write `bytes` at, or `None`
-    /// (nothing added) when its key is not above every key before or `max` were added.
-    pub fn chunk(&mut self, key: SegKey, bytes: &[u8]) -> Option<u64> {
+    /// (nothing added) when its key is not above every key before or `max` were added; with
+    /// `false` when a chunk of the same series and index with the same bytes is already
+    /// there (nothing to write: the two locs share them).
+    pub fn chunk(&mut self, key: SegKey, bytes: &[u8]) -> Option<(u64, bool)> {
         if self.keys.len() >= self.max || self.keys.last().is_some_and(|&k| k >= key) {
             return None;
         }
         let len = u32::try_from(bytes.len()).ok()?;
-        let (ord, off) = (self.keys.len() as u32, self.next);
+        let (series, _, chunk) = key;
+        if self.shared.series != Some(series) {
+            self.recent.clear();
+        }
+        let recent = &self.recent;
+        let same = self
+            .shared
+            .find(series, chunk, |(s, e, _)| recent[s..e] == *bytes);
+        let ord = self.keys.len() as u32;
+        let (off, new) = match same {
+            Some((_, _, loc)) => (self.locs[loc].off, false),
+            None => {
+                // The bytes kept for comparison while the series lasts (1 MiB at most).
+                if self.recent.len() + bytes.len() <= 1 << 20 {
+                    let start = self.recent.len();
+                    self.recent.extend_from_slice(bytes);
+                    self.shared
+                        .add(chunk, (start, self.recent.len(), self.locs.len()));
+                }
+                let off = self.next;
+                self.next += u64::from(len);
+                (off, true)
+            }
+        };
         self.locs.push(Loc {
             off,
             len,
             crc: loc_crc(key, ord, off, len, bytes),
         });
         self.keys.push(key);
-        self.next += u64::from(len);
-        Some(off)
+        Some((off, new))
     }
 
     /// Bytes of the file that are written: the header, the index and the chunks.
@@ -608,7 +709,8 @@ mod tests {
             ((300, 2, 70_000), &[9; 200]),
         ];
         for (k, b) in chunks {
-            let at = sp.chunk(k, b).expect("ascending");
+            let (at, new) = sp.chunk(k, b).expect("ascending");
+            assert!(new);
             put(at, b);
         }
         assert_eq!(sp.chunk((3, 1, 0), b"x"), None, "not above the last key");
@@ -646,6 +748,64 @@ mod tests {
         let mut sp = SegmentSpool::new(1, 0, 1);
         assert!(sp.chunk((1, 0, 0), b"a").is_some());
         assert_eq!(sp.chunk((2, 0, 0), b"b"), None);
+    }
+
+    #[test]
+    fn equal_chunks_of_a_series_are_written_once_and_each_key_reads_them() {
+        // Three archives of one step a row (AVERAGE, MIN, MAX) of series 4: chunk 2 of each
+        // the same bytes, chunk 3 of the third different; series 5's chunk 2 the same bytes
+        // again, but another series: written again.
+        let same = [7u8; 300];
+        let chunks: [(SegKey, &[u8]); 6] = [
+            ((4, 0, 2), &same),
+            ((4, 0, 3), b"xyz"),
+            ((4, 1, 2), &same),
+            ((4, 2, 2), &same),
+            ((4, 2, 3), b"xyw"),
+            ((5, 0, 2), &same),
+        ];
+        let mut w = SegmentWriter::new(3, 1);
+        for (k, b) in chunks {
+            w.chunk(k.0, k.1, k.2, b);
+        }
+        let index = SEG_HEADER_LEN + 6 * (KEY_LEN + LOC_LEN);
+        assert_eq!(w.file_len(), (index + 300 + 3 + 3 + 300) as u64);
+        let (whole, _) = w.finish();
+        assert_eq!(whole.len(), index + 606);
+        let mut sp = SegmentSpool::new(3, 1, 6);
+        let mut file = vec![0; index];
+        let mut written = Vec::new();
+        for (k, b) in chunks {
+            let (at, new) = sp.chunk(k, b).unwrap();
+            written.push(new);
+            if new {
+                assert_eq!(at as usize, file.len());
+                file.extend_from_slice(b);
+            }
+        }
+        assert_eq!(written, [true, true, false, false, true, true]);
+        file[..index].copy_from_slice(&sp.index());
+        for f in [&whole, &file] {
+            let v = SegView::open(f, 3).unwrap();
+            for (ord, (k, b)) in chunks.iter().enumerate() {
+                assert_eq!(v.find(*k), Some(ord));
+                let (s, l) = v.chunk(ord).unwrap();
+                assert_eq!(&f[s..s + l], *b);
+            }
+        }
+        // Added out of key order, nothing is shared: every chunk in key order, whole.
+        let mut w = SegmentWriter::new(3, 1);
+        for (k, b) in chunks.iter().rev() {
+            w.chunk(k.0, k.1, k.2, b);
+        }
+        assert_eq!(w.file_len(), (index + 4 * 300 + 6) as u64);
+        let (back, _) = w.finish();
+        assert_eq!(back.len(), index + 1206);
+        let v = SegView::open(&back, 3).unwrap();
+        for (ord, (_, b)) in chunks.iter().enumerate() {
+            let (s, l) = v.chunk(ord).unwrap();
+            assert_eq!(&back[s..s + l], *b);
+        }
     }
 
     #[test]

@@ -265,6 +265,8 @@ pub struct SeriesId(u64);
 pub struct CommitStats {
     pub series: usize,
     pub samples: usize,
+    /// Bytes written: the record (or the checkpoint that stood in for it), and the segments
+    /// of a spill the commit made.
     pub bytes: u64,
 }
 
@@ -866,9 +868,9 @@ impl Store {
         // that stood in for the record leaves it writable, every commit writing a checkpoint
         // until one is (`must_checkpoint`).
         let n = self.write_commit(&parts, framed, too_big)?;
-        self.maybe_spill();
+        let spilled = self.maybe_spill();
         self.segs.table.release_all();
-        stats.bytes = n;
+        stats.bytes = n + spilled;
         if n >= framed {
             self.stats.record_cost.add(&cost);
         }
@@ -1179,10 +1181,11 @@ impl Store {
     /// checkpoint. A spill that fails (a full disk) costs memory, not data: the log holds
     /// those rows, the chunks stay on the heap, and the next try waits for another budget's
     /// worth; the files it left are removed by the next checkpoint or open.
-    fn maybe_spill(&mut self) {
+    /// Returns the bytes it wrote.
+    fn maybe_spill(&mut self) -> u64 {
         let budget = self.opts.spill_bytes;
         if budget == 0 || self.opts.only.is_some() || self.failed {
-            return;
+            return 0;
         }
         let sealed = self
             .segs
@@ -1190,7 +1193,7 @@ impl Store {
             .sealed
             .load(std::sync::atomic::Ordering::Relaxed);
         if sealed <= budget.max(self.spill_retry_at) {
-            return;
+            return 0;
         }
         match self
             .segs
@@ -1204,6 +1207,7 @@ impl Store {
                     self.stats.spills += 1;
                     self.stats.spill_bytes += w.bytes;
                 }
+                w.bytes
             }
             Err(e) => {
                 self.spill_retry_at = sealed.saturating_add(budget);
@@ -1211,6 +1215,7 @@ impl Store {
                     "could not store {sealed} bytes of sealed archive rows ahead of the next \
                      checkpoint ({e}); they stay in memory until it, or the next try"
                 ));
+                0
             }
         }
     }

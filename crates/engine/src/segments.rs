@@ -642,8 +642,8 @@ impl Plan {
     fn spooled(&mut self, id: u64, a: usize, c: usize, bytes: &[u8]) -> Option<u64> {
         self.spool_id()?;
         let sp = self.spool.as_mut()?;
-        let at = sp.w.chunk((id, a as u32, c as u32), bytes)?;
-        if sp.err.is_none() {
+        let (at, new) = sp.w.chunk((id, a as u32, c as u32), bytes)?;
+        if new && sp.err.is_none() {
             if let Err(e) = sp.file.write_at(bytes, at) {
                 sp.err = Some(e);
             }
