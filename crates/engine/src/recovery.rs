@@ -191,6 +191,7 @@ pub fn recover(
     // open only), so that replaying a long log holds no more of it than the running store
     // did. Such files are named by no checkpoint: should this open be refused below, the
     // next one removes them.
+    let spill_bytes = crate::spill_budget(spill_bytes, log.cap);
     let mut spill = |reg: &mut Registry| {
         let sealed = segs.table.sealed.load(std::sync::atomic::Ordering::Relaxed);
         if only.is_some() || spill_bytes == 0 || sealed <= spill_bytes {

@@ -342,6 +342,14 @@ impl ChunkSource for SegTable {
         self.sealed.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
+    fn unsealed(&self, bytes: usize) {
+        let _ = self
+            .sealed
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_sub(bytes as u64))
+            });
+    }
+
     fn chunk(&self, seg: u32, key: (u64, u32, u32)) -> Option<(SharedBytes, usize, usize)> {
         let read = self.reads.read().expect("segment table").get(&seg).cloned();
         let found = if let Some(r) = read {

@@ -455,6 +455,18 @@ fn heap_while_fed(
 }
 
 #[test]
+fn rows_overwritten_before_they_are_stored_do_not_count_toward_a_spill() {
+    // 20 series, one 5,000-row archive each, three laps of noisy rows and no checkpoint: the
+    // heap holds one lap's sealed chunks at most (each lap replaces the one before), under
+    // the budget, so nothing is spilled, though the chunks sealed over the laps are past it.
+    let a = TempDir::new("resident-laps");
+    let (_, late, stats) = heap_while_fed(&a.0, 1 << 20, 15_000);
+    assert_eq!(stats.checkpoints, 0, "{stats:?}");
+    assert_eq!(stats.spills, 0, "{stats:?}");
+    assert!(late > 400 << 10 && late < 1 << 20, "{late}");
+}
+
+#[test]
 fn sealed_rows_are_spilled_so_the_heap_does_not_grow_between_checkpoints() {
     // 4,000 noisy rows of 20 series: about 640 KB of sealed chunks and no checkpoint. Spilled
     // past 64 KiB, the heap holds at most that and the open chunks (20 x 256 values).

@@ -575,6 +575,11 @@ pub trait ChunkSource: Send + Sync {
     /// counts them to know when to spill ([`Rows::unstored`]). Not called for a chunk sealed
     /// with the values it already had.
     fn sealed(&self, _bytes: usize) {}
+
+    /// A chunk of `bytes` packed bytes counted by [`ChunkSource::sealed`] was replaced by
+    /// a newer version before it was stored (its archive came round to it again): never to
+    /// be stored, no longer held.
+    fn unsealed(&self, _bytes: usize) {}
 }
 
 /// One chunk, by value: a single repeated bit pattern, packed values on the heap (immutable:
@@ -1177,8 +1182,15 @@ impl Rows {
                 .unwrap_or(false),
             _ => false,
         };
-        if let (false, Chunk::Packed(p), Some(src)) = (same, &new, &self.src) {
-            src.src.sealed(p.bytes().len());
+        if let (false, Some(src)) = (same, &self.src) {
+            if let Chunk::Packed(p) = &new {
+                src.src.sealed(p.bytes().len());
+            }
+            if let Chunk::Packed(old) = &o.prev {
+                if old.stored().is_none() {
+                    src.src.unsealed(old.bytes().len());
+                }
+            }
         }
         self.set_chunk(o.idx as usize, if same { o.prev } else { new });
         let mut buf = o.buf;

@@ -169,8 +169,9 @@ ringlet options:
                          their share (a million series: 2-3G); 0 keeps it. Replay
                          after a crash reads up to 7/8 of the ring
   --spill SIZE           archive rows sealed since the last checkpoint held in memory
-                         before they are written to segment files (default 16M, or
-                         $RINGLET_SPILL; 0: at checkpoints only)
+                         before they are written to segment files (default an eighth
+                         of the log ring, 16M to 64M, or $RINGLET_SPILL; 0: at
+                         checkpoints only)
   --view [DIR]           mount a live view at DIR: every series as a .rrd file at its
                          name, byte for byte what rrdtool would hold, for tools that
                          open files themselves (rrdtool info/dump/fetch/graph without
