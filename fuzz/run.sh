@@ -21,12 +21,12 @@ while [ $# -gt 0 ]; do
 done
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || mapfile -t TARGETS < <(ls fuzz_targets | sed 's/\.rs$//')
-cargo +nightly fuzz build -O >/dev/null
+cargo +nightly fuzz build -O -a >/dev/null
 LOGS=$(mktemp -d); trap 'rm -rf "$LOGS"' EXIT
 one() {
     local t=$1 rc=0
     mkdir -p "corpus/$t"
-    cargo +nightly fuzz run -O "$t" "corpus/$t" -- -max_total_time="$TIME" -rss_limit_mb=2048 \
+    cargo +nightly fuzz run -O -a "$t" "corpus/$t" -- -max_total_time="$TIME" -rss_limit_mb=2048 \
         -malloc_limit_mb=2048 -timeout=10 -max_len=65536 -print_final_stats=1 >"$LOGS/$t" 2>&1 || rc=$?
     local execs cov
     execs=$(awk '/stat::number_of_executed_units/ { print $2 }' "$LOGS/$t")
