@@ -305,9 +305,8 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
             "corrupt RRA definition: an archive spans more time than can be counted",
         ));
     }
-    let Schema { step, ds, rra } = schema;
     let mut data = Vec::with_capacity(rra_cnt);
-    for (def, cur_row) in rra.iter().zip(ptrs) {
+    for (def, cur_row) in schema.rra.iter().zip(ptrs) {
         let n = def.row_cnt as usize * ds_cnt;
         let bytes = r.slice(off, n * 8)?;
         let vals: Vec<f64> = bytes
@@ -322,7 +321,7 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
         off += n * 8;
     }
     Ok(Rrd {
-        schema: Schema { step, ds, rra }.into(),
+        schema: schema.into(),
         last_up,
         last_up_usec,
         pdp,
