@@ -41,6 +41,22 @@ const BLOCK_LITERAL: u64 = 0;
 const BLOCK_REPEAT: u64 = 1;
 const BLOCK_DECIMAL: u64 = 2;
 const BLOCK_RATIO: u64 = 3;
+/// The header byte of an extended block: `0 << 2 | BLOCK_LITERAL`, which no other block has
+/// (their `n` is at least 1). A varint `n << 2 | ext` follows.
+const EXTENDED: u8 = 0;
+/// Extended kind: a packed block (ratios with their residuals bit-packed).
+const EXT_PACKED: u64 = 0;
+/// A packed block's predictor: none (`m_i` itself is packed) or the previous `m`.
+const PRED_NONE: u8 = 0;
+const PRED_DELTA: u8 = 1;
+/// Widest field of a packed block: the bits of a `u64`.
+const MAX_WIDTH: u8 = 64;
+/// Widest `zz(u)` of a packed block: `|u| <= MAX_ULPS` takes 7 bits.
+const MAX_ULP_WIDTH: u8 = 7;
+/// Most values in a block written by [`put_numbered`]: a packed block's values are bounded
+/// by this rather than by its bytes (fields of 0 bits take none), and each block of a long
+/// run gets the field widths of its own values.
+const MAX_PACKED: usize = CHUNK_VALUES;
 
 /// Shortest run of values worth a ratio block.
 const MIN_RATIO: usize = 3;
@@ -75,6 +91,236 @@ fn zigzag(n: i64) -> u64 {
 
 fn unzigzag(u: u64) -> i64 {
     (u >> 1) as i64 ^ -((u & 1) as i64)
+}
+
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Bits needed for `v`: 0 for 0.
+fn width(v: u64) -> u8 {
+    (64 - v.leading_zeros()) as u8
+}
+
+/// Fields of up to 64 bits appended least significant bit first, the last byte padded with
+/// zeros.
+struct BitWriter<'a> {
+    out: &'a mut Vec<u8>,
+    acc: u128,
+    n: u32,
+}
+
+impl<'a> BitWriter<'a> {
+    fn new(out: &'a mut Vec<u8>) -> Self {
+        BitWriter { out, acc: 0, n: 0 }
+    }
+
+    /// The low `w` bits of `v` (`w <= 64`).
+    fn put(&mut self, v: u64, w: u8) {
+        let v = if w >= 64 { v } else { v & ((1u64 << w) - 1) };
+        self.acc |= u128::from(v) << self.n;
+        self.n += u32::from(w);
+        while self.n >= 8 {
+            self.out.push(self.acc as u8);
+            self.acc >>= 8;
+            self.n -= 8;
+        }
+    }
+
+    fn finish(self) {
+        if self.n > 0 {
+            self.out.push(self.acc as u8);
+        }
+    }
+}
+
+/// Fields read as [`BitWriter`] wrote them, from bytes the caller checked are there.
+struct BitReader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    acc: u128,
+    n: u32,
+}
+
+impl<'a> BitReader<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        BitReader {
+            buf,
+            pos: 0,
+            acc: 0,
+            n: 0,
+        }
+    }
+
+    /// The next `w` bits (`w <= 64`); zeros past the end of the bytes.
+    fn get(&mut self, w: u8) -> u64 {
+        let w32 = u32::from(w);
+        while self.n < w32 {
+            let b = self.buf.get(self.pos).copied().unwrap_or(0);
+            self.pos += 1;
+            self.acc |= u128::from(b) << self.n;
+            self.n += 8;
+        }
+        let v = if w >= 64 {
+            self.acc as u64
+        } else {
+            (self.acc as u64) & ((1u64 << w) - 1)
+        };
+        self.acc >>= w32;
+        self.n -= w32;
+        v
+    }
+}
+
+/// How a run of numbered values (`m_i / d`, moved by `u_i` units in the last place) is
+/// written: the block that takes the fewest bytes of those that can hold it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Form {
+    /// Kind 2: varint deltas of `m` (every `u_i` is 0 and the divisor is `10^scale`).
+    Decimal,
+    /// Kind 3: varint deltas of `m` and varint `u`.
+    Ratio,
+    /// Extended, packed, with its predictor.
+    Packed(u8),
+}
+
+/// The residuals a packed block of predictor `pred` packs: every `m_i` (none) or, after the
+/// first, `m_i - m_(i-1)` (delta); their least value and the width of the offsets above it.
+fn packed_residuals(ms: &[i64], pred: u8) -> (i64, u8) {
+    let res = |i: usize| -> i64 {
+        if pred == PRED_DELTA {
+            ms[i].wrapping_sub(ms[i - 1])
+        } else {
+            ms[i]
+        }
+    };
+    let from = usize::from(pred == PRED_DELTA);
+    if ms.len() <= from {
+        return (0, 0);
+    }
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for i in from..ms.len() {
+        let r = res(i);
+        lo = lo.min(r);
+        hi = hi.max(r);
+    }
+    (lo, width(hi.wrapping_sub(lo) as u64))
+}
+
+/// Bytes of the run `(ms, us)` over divisor `k * 10^scale` written in `form`.
+fn form_cost(form: Form, k: u64, ms: &[i64], us: &[i64]) -> usize {
+    let n = ms.len();
+    let deltas = || {
+        let mut prev = 0i64;
+        ms.iter()
+            .map(move |&m| {
+                let d = varint_len(zigzag(m.wrapping_sub(prev)));
+                prev = m;
+                d
+            })
+            .sum::<usize>()
+    };
+    match form {
+        Form::Decimal => varint_len((n as u64) << 2) + 1 + deltas(),
+        Form::Ratio => {
+            varint_len((n as u64) << 2)
+                + varint_len(k)
+                + 1
+                + deltas()
+                + us.iter().map(|&u| varint_len(zigzag(u))).sum::<usize>()
+        }
+        Form::Packed(pred) => {
+            let (base, w) = packed_residuals(ms, pred);
+            let wu = us.iter().map(|&u| width(zigzag(u))).max().unwrap_or(0);
+            let first = if pred == PRED_DELTA {
+                varint_len(zigzag(ms[0]))
+            } else {
+                0
+            };
+            let fields = n - usize::from(pred == PRED_DELTA);
+            1 + varint_len((n as u64) << 2)
+                + varint_len(k)
+                + 4
+                + first
+                + varint_len(zigzag(base))
+                + (fields * usize::from(w) + n * usize::from(wu)).div_ceil(8)
+        }
+    }
+}
+
+/// Write the run of values `m_i / (k * 10^scale)` moved by `u_i` units in the last place
+/// (`u_i` all 0 and `k` 1 for a decimal run), in blocks of at most [`MAX_PACKED`] values,
+/// each in the form of fewest bytes.
+fn put_numbered(out: &mut Vec<u8>, k: u64, scale: u8, ms: &[i64], us: &[i64]) {
+    for (ms, us) in ms.chunks(MAX_PACKED).zip(us.chunks(MAX_PACKED)) {
+        put_numbered_block(out, k, scale, ms, us);
+    }
+}
+
+fn put_numbered_block(out: &mut Vec<u8>, k: u64, scale: u8, ms: &[i64], us: &[i64]) {
+    let n = ms.len();
+    let exact = k == 1 && us.iter().all(|&u| u == 0);
+    let forms = [
+        Form::Decimal,
+        Form::Ratio,
+        Form::Packed(PRED_NONE),
+        Form::Packed(PRED_DELTA),
+    ];
+    let form = forms
+        .into_iter()
+        .filter(|&f| f != Form::Decimal || exact)
+        .min_by_key(|&f| form_cost(f, k, ms, us))
+        .expect("a form");
+    match form {
+        Form::Decimal | Form::Ratio => {
+            let decimal = form == Form::Decimal;
+            put_varint(
+                out,
+                ((n as u64) << 2) | if decimal { BLOCK_DECIMAL } else { BLOCK_RATIO },
+            );
+            if !decimal {
+                put_varint(out, k);
+            }
+            out.push(scale);
+            let mut prev = 0i64;
+            for (&m, &u) in ms.iter().zip(us) {
+                put_varint(out, zigzag(m.wrapping_sub(prev)));
+                if !decimal {
+                    put_varint(out, zigzag(u));
+                }
+                prev = m;
+            }
+        }
+        Form::Packed(pred) => {
+            let (base, w) = packed_residuals(ms, pred);
+            let wu = us.iter().map(|&u| width(zigzag(u))).max().unwrap_or(0);
+            out.push(EXTENDED);
+            put_varint(out, ((n as u64) << 2) | EXT_PACKED);
+            put_varint(out, k);
+            out.push(scale);
+            out.push(pred);
+            if pred == PRED_DELTA {
+                put_varint(out, zigzag(ms[0]));
+            }
+            put_varint(out, zigzag(base));
+            out.push(w);
+            out.push(wu);
+            let mut bits = BitWriter::new(out);
+            let from = usize::from(pred == PRED_DELTA);
+            for i in from..n {
+                let r = if pred == PRED_DELTA {
+                    ms[i].wrapping_sub(ms[i - 1])
+                } else {
+                    ms[i]
+                };
+                bits.put(r.wrapping_sub(base) as u64, w);
+            }
+            for &u in us {
+                bits.put(zigzag(u), wu);
+            }
+            bits.finish();
+        }
+    }
 }
 
 /// `m` such that `m as f64 / 10^scale` is exactly `v` (bit for bit), if there is one with
@@ -181,11 +427,18 @@ fn best_ratio(vals: &[f64]) -> Option<(u64, u8, usize)> {
 /// `n` varints `zz(m_i - m_(i-1))` (`m_(-1) = 0`), value `i` being `m_i as f64 / 10^scale`;
 /// kind 3, a varint `k` and a scale byte, then `n` pairs of varints `zz(m_i - m_(i-1))`,
 /// `zz(u_i)`, value `i` being `m_i as f64 / (k * 10^scale)` moved by `u_i` units in the last
-/// place (its bit pattern plus `u_i`).
-/// Unknown rows of fresh archives cost a few bytes; rows that are short decimals (a
-/// 2-decimal gauge's PDPs, MAX and LAST rows) one or two bytes each; averages of those and
-/// rates over whole seconds (within a few units in the last place of a ratio of a small
-/// divisor) two to four.
+/// place (its bit pattern plus `u_i`); or an extended block, a `0` byte then a varint
+/// `n << 2 | 0` (n <= [`MAX_PACKED`]), the packed block: the same `m_i / (k * 10^scale)` and
+/// `u_i`, with `k`, the scale, a predictor (0: none; 1: the previous `m`, and then
+/// `zz(m_0)`), `zz(base)` and two widths `w` and `wu` (bytes), then bit-packed least
+/// significant bit first: the residuals (`m_i`, or `m_i - m_(i-1)` after the first) less
+/// `base` in `w` bits each, then every `zz(u_i)` in `wu` bits.
+/// A run of decimals or ratios is written in whichever of its block forms takes the fewest
+/// bytes. Unknown rows of fresh archives cost a few bytes; rows that are short decimals (a
+/// 2-decimal gauge's PDPs, MAX and LAST rows) about a byte each; averages of those and rates
+/// over whole seconds (within a few units in the last place of a ratio of a small divisor)
+/// the bits of their spread: a counter's rate of 16 bits two bytes, where varints of its
+/// deltas and units in the last place took four.
 pub fn encode_values(vals: &[f64], out: &mut Vec<u8>) {
     let run_at = |i: usize| {
         let b = vals[i].to_bits();
@@ -200,6 +453,7 @@ pub fn encode_values(vals: &[f64], out: &mut Vec<u8>) {
         }
     };
     let mut ms = Vec::new();
+    let mut us = Vec::new();
     let mut i = 0;
     let mut lit_start = 0;
     // The next value at which a ratio block is looked for, and the wait after a failure.
@@ -220,13 +474,9 @@ pub fn encode_values(vals: &[f64], out: &mut Vec<u8>) {
             ms.extend(vals[i..].iter().map_while(|&v| as_decimal(v, scale)));
             if ms.len() >= MIN_DECIMALS {
                 flush(out, lit_start, i);
-                put_varint(out, ((ms.len() as u64) << 2) | BLOCK_DECIMAL);
-                out.push(scale);
-                let mut prev = 0i64;
-                for &m in &ms {
-                    put_varint(out, zigzag(m.wrapping_sub(prev)));
-                    prev = m;
-                }
+                us.clear();
+                us.resize(ms.len(), 0);
+                put_numbered(out, 1, scale, &ms, &us);
                 i += ms.len();
                 lit_start = i;
                 continue;
@@ -241,17 +491,15 @@ pub fn encode_values(vals: &[f64], out: &mut Vec<u8>) {
                         .unwrap_or(n)
                         .max(MIN_RATIO.min(n));
                     flush(out, lit_start, i);
-                    put_varint(out, ((n as u64) << 2) | BLOCK_RATIO);
-                    put_varint(out, k);
-                    out.push(scale);
                     let d = ratio_divisor(k, scale);
-                    let mut prev = 0i64;
+                    ms.clear();
+                    us.clear();
                     for &v in &vals[i..i + n] {
                         let (m, u) = as_ratio(v, d).expect("checked by best_ratio");
-                        put_varint(out, zigzag(m.wrapping_sub(prev)));
-                        put_varint(out, zigzag(u));
-                        prev = m;
+                        ms.push(m);
+                        us.push(u);
                     }
+                    put_numbered(out, k, scale, &ms, &us);
                     i += n;
                     lit_start = i;
                     backoff = RATIO_BACKOFF;
@@ -317,12 +565,11 @@ pub fn decode_values(buf: &[u8], n: usize, out: &mut Vec<f64>) -> Result<usize, 
     out.reserve(n.min(buf.len()));
     while out.len() < goal {
         let at = pos;
-        let h = varint(&mut pos)?;
-        let len = (h >> 2) as usize;
+        let (len, kind) = block_head(buf, &mut pos)?;
         if len == 0 || len > goal - out.len() {
             return Err(err(at, "bad run length in archive rows"));
         }
-        match h & 3 {
+        match kind {
             BLOCK_LITERAL => {
                 if len > (buf.len() - pos) / 8 {
                     return Err(err(pos, "archive rows truncated"));
@@ -375,10 +622,98 @@ pub fn decode_values(buf: &[u8], n: usize, out: &mut Vec<f64>) -> Result<usize, 
                     out.push(ratio_value(m, d, u));
                 }
             }
-            _ => unreachable!("two bits"),
+            BLOCK_PACKED => {
+                pos += decode_packed(&buf[pos..], len, out).map_err(|e| PackError {
+                    offset: pos + e.offset,
+                    what: e.what,
+                })?
+            }
+            _ => return Err(err(at, "unknown block kind in archive rows")),
         }
     }
     Ok(pos)
+}
+
+/// A block's kind as [`block_head`] gives it for a packed block.
+const BLOCK_PACKED: u64 = 4 + EXT_PACKED;
+
+/// A block's header at `*pos`: its number of values and its kind (0 to 3, or 4 plus the
+/// extended kind), `*pos` moved past it.
+fn block_head(buf: &[u8], pos: &mut usize) -> Result<(usize, u64), PackError> {
+    let h = read_varint(buf, pos)?;
+    let (h, ext) = if h == u64::from(EXTENDED) {
+        (read_varint(buf, pos)?, 4)
+    } else {
+        (h, 0)
+    };
+    Ok((usize::try_from(h >> 2).unwrap_or(usize::MAX), ext + (h & 3)))
+}
+
+/// Read a packed block's `n` values (after its header) from the start of `buf` into `out`;
+/// the bytes it took.
+fn decode_packed(buf: &[u8], n: usize, out: &mut Vec<f64>) -> Result<usize, PackError> {
+    let err = |offset: usize, what: &'static str| PackError { offset, what };
+    if n > MAX_PACKED {
+        return Err(err(0, "packed block too long in archive rows"));
+    }
+    let mut pos = 0usize;
+    let k = read_varint(buf, &mut pos)?;
+    if k == 0 || k > MAX_K {
+        return Err(err(0, "bad divisor in archive rows"));
+    }
+    let head = |pos: &mut usize| -> Result<u8, PackError> {
+        let b = *buf.get(*pos).ok_or(err(*pos, "archive rows truncated"))?;
+        *pos += 1;
+        Ok(b)
+    };
+    let scale = head(&mut pos)?;
+    if scale > MAX_SCALE {
+        return Err(err(pos - 1, "bad ratio scale in archive rows"));
+    }
+    let pred = head(&mut pos)?;
+    if pred > PRED_DELTA {
+        return Err(err(pos - 1, "bad predictor in archive rows"));
+    }
+    let first = if pred == PRED_DELTA {
+        unzigzag(read_varint(buf, &mut pos)?)
+    } else {
+        0
+    };
+    let base = unzigzag(read_varint(buf, &mut pos)?);
+    let w = head(&mut pos)?;
+    let wu = head(&mut pos)?;
+    if w > MAX_WIDTH || wu > MAX_ULP_WIDTH {
+        return Err(err(pos - 1, "bad field width in archive rows"));
+    }
+    let fields = n - usize::from(pred == PRED_DELTA);
+    let bits = (fields as u128) * u128::from(w) + (n as u128) * u128::from(wu);
+    let bytes = bits.div_ceil(8);
+    if bytes > (buf.len() - pos) as u128 {
+        return Err(err(pos, "archive rows truncated"));
+    }
+    let bytes = bytes as usize;
+    let mut ms = Vec::with_capacity(n);
+    let mut r = BitReader::new(&buf[pos..pos + bytes]);
+    let mut prev = first;
+    if pred == PRED_DELTA {
+        ms.push(first);
+    }
+    for _ in 0..fields {
+        let v = base.wrapping_add(r.get(w) as i64);
+        let m = if pred == PRED_DELTA {
+            prev.wrapping_add(v)
+        } else {
+            v
+        };
+        ms.push(m);
+        prev = m;
+    }
+    let d = ratio_divisor(k, scale);
+    for m in ms {
+        let u = unzigzag(r.get(wu));
+        out.push(ratio_value(m, d, u));
+    }
+    Ok(pos + bytes)
 }
 
 /// Bytes that live outside the heap and are shared by many chunks: a segment file mapped
@@ -417,12 +752,11 @@ pub fn decode_rows(buf: &[u8], row_cnt: u64, ds_cnt: usize) -> Result<(Rows, usi
     while done < total {
         // The block's header, read again by `decode_values` for the blocks it expands.
         let mut p = pos;
-        let h = read_varint(buf, &mut p)?;
-        let len = usize::try_from(h >> 2).unwrap_or(usize::MAX);
+        let (len, kind) = block_head(buf, &mut p)?;
         if len == 0 || len > total - done {
             return Err(err(pos, "bad run length in archive rows"));
         }
-        if h & 3 == BLOCK_REPEAT {
+        if kind == BLOCK_REPEAT {
             let b = buf.get(p..p + 8).ok_or(err(p, "archive rows truncated"))?;
             let v = f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
             pos = p + 8;
@@ -1968,6 +2302,114 @@ mod tests {
         let mut out3 = Vec::new();
         encode_values(&noise, &mut out3);
         assert!(out3.len() <= 256 * 8 + 8, "{}", out3.len());
+    }
+
+    /// Munin's and Cacti's rows: a counter's rate over 300 s (an increment of 0 to 50,000
+    /// divided), the average of six of them (Munin's 30-minute archive), and a 2-decimal
+    /// random walk; the bytes a value of the packed blocks and of the varint blocks before
+    /// them (kinds 2 and 3, still written where they are smaller).
+    #[test]
+    fn packed_blocks_take_the_bits_of_the_values_spread() {
+        let mut next = xorshift(0x5EED);
+        let rates: Vec<f64> = (0..256).map(|_| (next() % 50_001) as f64 / 300.0).collect();
+        let avgs: Vec<f64> = (0..256)
+            .map(|_| {
+                (0..6)
+                    .map(|_| (next() % 50_001) as f64 / 300.0)
+                    .sum::<f64>()
+                    / 6.0
+            })
+            .collect();
+        let mut level = 5_000i64;
+        let walk: Vec<f64> = (0..256)
+            .map(|_| {
+                level += (next() % 41) as i64 - 20;
+                level as f64 / 100.0
+            })
+            .collect();
+        for (what, vals, most, varint_least) in [
+            ("rates", &rates, 2.1, 3.5),
+            ("averages of 6 rates", &avgs, 2.9, 3.5),
+            ("2-decimal walk", &walk, 0.85, 1.0),
+        ] {
+            let mut out = Vec::new();
+            encode_values(vals, &mut out);
+            let mut back = Vec::new();
+            assert_eq!(
+                decode_values(&out, vals.len(), &mut back).unwrap(),
+                out.len()
+            );
+            assert_eq!(bits(&back), bits(vals), "{what}");
+            let a_value = out.len() as f64 / vals.len() as f64;
+            assert!(a_value <= most, "{what}: {a_value} bytes a value");
+            assert_eq!(out[0], EXTENDED, "{what}: one packed block");
+            // The same run in the varint blocks: a decimal one where the values are short
+            // decimals, else a ratio one.
+            let varint = match min_scale(vals[0]) {
+                Some(s) if vals.iter().all(|&v| as_decimal(v, s).is_some()) => {
+                    let ms: Vec<i64> = vals.iter().map(|&v| as_decimal(v, s).unwrap()).collect();
+                    form_cost(Form::Decimal, 1, &ms, &vec![0; ms.len()])
+                }
+                _ => {
+                    let (k, scale, n) = best_ratio(vals).unwrap();
+                    assert_eq!(n, vals.len(), "{what}");
+                    let d = ratio_divisor(k, scale);
+                    let (ms, us): (Vec<i64>, Vec<i64>) =
+                        vals.iter().map(|&v| as_ratio(v, d).unwrap()).unzip();
+                    form_cost(Form::Ratio, k, &ms, &us)
+                }
+            };
+            assert!(
+                varint as f64 / vals.len() as f64 >= varint_least,
+                "{what}: varint {varint}"
+            );
+        }
+    }
+
+    #[test]
+    fn blocks_written_before_packed_ones_still_read() {
+        // A decimal block (kind 2) of 1.25, 1.5, 1.0, 0.75 at scale 2 and a ratio block
+        // (kind 3) of 1/3 and 2/3 (k 3, scale 0, u 0), as written before packed blocks.
+        let mut b = vec![(4 << 2) | 2, 2];
+        for d in [125i64, 25, -50, -25] {
+            put_varint(&mut b, zigzag(d));
+        }
+        b.extend_from_slice(&[(2 << 2) | 3, 3, 0, 2, 0, 2, 0]);
+        let mut back = Vec::new();
+        assert_eq!(decode_values(&b, 6, &mut back).unwrap(), b.len());
+        assert_eq!(
+            bits(&back),
+            bits(&[1.25, 1.5, 1.0, 0.75, 1.0 / 3.0, 2.0 / 3.0])
+        );
+    }
+
+    #[test]
+    fn a_packed_block_of_any_bytes_decodes_or_errs() {
+        // Extended headers followed by random bytes: values or an error, never a panic,
+        // and never more than MAX_PACKED values from one block whatever its widths say.
+        let mut next = xorshift(11);
+        for _ in 0..50_000 {
+            let n = 1 + next() % 300;
+            let mut b = vec![EXTENDED];
+            put_varint(&mut b, (n << 2) | (next() % 4));
+            for _ in 0..(next() % 40) {
+                b.push(next() as u8);
+            }
+            let mut back = Vec::new();
+            match decode_values(&b, n as usize, &mut back) {
+                Ok(used) => {
+                    assert!(used <= b.len());
+                    assert_eq!(back.len(), n as usize);
+                }
+                Err(e) => assert!(e.offset <= b.len(), "{e:?}"),
+            }
+        }
+        // Zero-width fields: no bytes, so the count alone bounds the block.
+        let mut b = vec![EXTENDED];
+        put_varint(&mut b, ((MAX_PACKED as u64 + 1) << 2) | EXT_PACKED);
+        b.extend_from_slice(&[1, 0, PRED_NONE, 0, 0, 0]);
+        let e = decode_values(&b, MAX_PACKED + 1, &mut Vec::new()).unwrap_err();
+        assert!(e.what.contains("too long"), "{e:?}");
     }
 
     #[test]
