@@ -184,16 +184,19 @@ enum Form {
     Packed(u8),
 }
 
+/// Residual `i` of a packed block of predictor `pred`: `m_i`, or `m_i - m_(i-1)` (i >= 1).
+fn residual(ms: &[i64], i: usize, pred: u8) -> i64 {
+    if pred == PRED_DELTA {
+        ms[i].wrapping_sub(ms[i - 1])
+    } else {
+        ms[i]
+    }
+}
+
 /// The residuals a packed block of predictor `pred` packs: every `m_i` (none) or, after the
 /// first, `m_i - m_(i-1)` (delta); their least value and the width of the offsets above it.
 fn packed_residuals(ms: &[i64], pred: u8) -> (i64, u8) {
-    let res = |i: usize| -> i64 {
-        if pred == PRED_DELTA {
-            ms[i].wrapping_sub(ms[i - 1])
-        } else {
-            ms[i]
-        }
-    };
+    let res = |i: usize| residual(ms, i, pred);
     let from = usize::from(pred == PRED_DELTA);
     if ms.len() <= from {
         return (0, 0);
@@ -353,12 +356,7 @@ fn put_numbered_block(out: &mut Vec<u8>, k: u64, scale: u8, ms: &[i64], us: &[i6
             let mut bits = BitWriter::new(out);
             let from = usize::from(pred == PRED_DELTA);
             for i in from..n {
-                let r = if pred == PRED_DELTA {
-                    ms[i].wrapping_sub(ms[i - 1])
-                } else {
-                    ms[i]
-                };
-                bits.put(r.wrapping_sub(base) as u64, w);
+                bits.put(residual(ms, i, pred).wrapping_sub(base) as u64, w);
             }
             for &u in us {
                 bits.put(zigzag(u), wu);
