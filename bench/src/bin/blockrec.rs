@@ -1099,7 +1099,7 @@ fn verify(a: &[String]) -> Result<i32, String> {
         };
         let mut gap = None;
         let mut present = 0u64;
-        for (r, row) in f.rows.iter().enumerate() {
+        for (r, row) in f.rows().enumerate() {
             let t = f.start + (r as i64 + 1) * f.step as i64;
             if t <= T0 {
                 continue;

@@ -191,22 +191,35 @@ fn replay_run(
             b.1.push(job);
         }
     }
-    let results: Vec<Result<Counts, JobError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = buckets
+    // One bucket (one core, or a few series): here, not on a thread of its own.
+    let results: Vec<Result<Counts, JobError>> = if buckets.len() <= 1 {
+        buckets
             .into_iter()
             .map(|(_, jobs)| {
-                let reseeds = &reseeds;
-                scope.spawn(move || apply_jobs(jobs, reseeds))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err((0, 0, "replay thread panicked".into())))
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    apply_jobs(jobs, &reseeds)
+                }))
+                .unwrap_or_else(|_| Err((0, 0, "replay panicked".into())))
             })
             .collect()
-    });
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = buckets
+                .into_iter()
+                .map(|(_, jobs)| {
+                    let reseeds = &reseeds;
+                    scope.spawn(move || apply_jobs(jobs, reseeds))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err((0, 0, "replay thread panicked".into())))
+                })
+                .collect()
+        })
+    };
     let mut total = Counts::default();
     for r in results {
         match r {

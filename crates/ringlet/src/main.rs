@@ -25,12 +25,13 @@ mod pipe;
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// jemalloc's options, read at its start: two arenas (glibc gave each allocating thread one,
-/// and each connection's kept the pages of the queues it grew), and freed pages returned by
-/// a background thread within seconds.
+/// and each connection's kept the pages of the queues it grew), and freed pages returned
+/// within seconds, by a background thread that only the daemon starts
+/// (`server::sys::start_allocator_thread`: a CLI command that started one at its first
+/// allocation spent a thread's start and stop on every run).
 #[cfg(not(feature = "system-alloc"))]
 #[export_name = "_rjem_malloc_conf"]
-static MALLOC_CONF: &u8 =
-    &b"narenas:2,background_thread:true,dirty_decay_ms:5000,muzzy_decay_ms:0\0"[0];
+static MALLOC_CONF: &u8 = &b"narenas:2,dirty_decay_ms:5000,muzzy_decay_ms:0\0"[0];
 
 use cli::{Ctx, Outcome};
 use std::io::Write;

@@ -6,7 +6,7 @@
 //! `%0.10e` ([`crate::fmt::rrd_exp`]), which differs from glibc's near rounding ties. Times in
 //! comments are UTC only (rrdtool run with `TZ=UTC`).
 
-use crate::fmt::rrd_exp;
+use crate::fmt::{push_i64, push_padded, push_rrd_exp, rrd_exp};
 use crate::{DsType, Rrd};
 use std::fmt::Write;
 
@@ -22,8 +22,9 @@ https://oss.oetiker.ch/rrdtool/rrdtool-dump.xsd\">\n";
 /// `"none"`); anything else, like rrdtool, gives the default DTD header. Matching is exact:
 /// rrdtool treats `-h XSD` as the default too.
 pub fn dump_xml(rrd: &Rrd, header: &str) -> String {
-    let mut o =
-        String::with_capacity(4096 + rrd.rra.iter().map(|r| r.rows.len() * 24).sum::<usize>());
+    // A row is about 60 bytes of comment and tags and 24 a value.
+    let rows: usize = rrd.schema.rra.iter().map(|r| r.row_cnt as usize).sum();
+    let mut o = String::with_capacity(4096 + rows.saturating_mul(64 + 24 * rrd.ds_cnt()));
     match header {
         "none" => o.push_str("<!-- Round Robin Database Dump -->\n<rrd>\n"),
         "xsd" => {
@@ -110,11 +111,17 @@ pub fn dump_xml(rrd: &Rrd, header: &str) -> String {
         let mut reader = rrd.rra[i].rows.reader();
         for back in (0..def.row_cnt as i64).rev() {
             let t = end - back * span;
-            let _ = write!(o, "\t\t\t<!-- {} UTC / {} --> <row>", utc_datetime(t), t);
+            o.push_str("\t\t\t<!-- ");
+            push_utc_datetime(&mut o, t);
+            o.push_str(" UTC / ");
+            push_i64(&mut o, t);
+            o.push_str(" --> <row>");
             match rrd.ring_row(i, t) {
                 Some(row) => {
                     for v in reader.row(row) {
-                        let _ = write!(o, "<v>{}</v>", rrd_exp(*v, 10));
+                        o.push_str("<v>");
+                        push_rrd_exp(&mut o, *v, 10);
+                        o.push_str("</v>");
                     }
                 }
                 None => (0..ds_cnt).for_each(|_| {
@@ -131,18 +138,32 @@ pub fn dump_xml(rrd: &Rrd, header: &str) -> String {
 
 /// `YYYY-MM-DD HH:MM:SS` of a Unix time, in UTC (proleptic Gregorian).
 pub fn utc_datetime(t: i64) -> String {
+    let mut s = String::with_capacity(19);
+    push_utc_datetime(&mut s, t);
+    s
+}
+
+/// [`utc_datetime`] appended to `out` (a dump prints one a row).
+pub fn push_utc_datetime(out: &mut String, t: i64) {
     let days = t.div_euclid(86_400);
-    let secs = t.rem_euclid(86_400);
+    let secs = t.rem_euclid(86_400) as u64;
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-        y,
-        m,
-        d,
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+    if !(0..=9999).contains(&y) {
+        use std::fmt::Write;
+        let _ = write!(out, "{y:04}-");
+    } else {
+        push_padded(out, y as u64, 4);
+        out.push('-');
+    }
+    push_padded(out, u64::from(m), 2);
+    out.push('-');
+    push_padded(out, u64::from(d), 2);
+    out.push(' ');
+    push_padded(out, secs / 3600, 2);
+    out.push(':');
+    push_padded(out, secs / 60 % 60, 2);
+    out.push(':');
+    push_padded(out, secs % 60, 2);
 }
 
 /// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's algorithm).

@@ -5,7 +5,7 @@
 //! before partial ones), the alignment of start down and end up by an extra step, and NaN for
 //! rows outside the archive's retention. [`format_fetch`] prints the CLI's text form.
 
-use crate::fmt::c_exp;
+use crate::fmt::push_c_exp;
 use crate::num::DNAN;
 use crate::parsetime::MIN_TIME;
 use crate::{Cf, Rrd, RrdError};
@@ -20,8 +20,60 @@ pub struct FetchResult {
     pub end: i64,
     pub step: u64,
     pub ds_names: Vec<String>,
-    /// `(end - start) / step` rows of one value per DS.
-    pub rows: Vec<Vec<f64>>,
+    /// `(end - start) / step` rows of one value per DS, row after row (one vector: a
+    /// 30-day fetch is thousands of rows, and a vector each cost more to allocate and free
+    /// than to fill).
+    pub values: Vec<f64>,
+}
+
+impl FetchResult {
+    /// The number of rows.
+    pub fn row_count(&self) -> usize {
+        self.values.len() / self.ds_names.len().max(1)
+    }
+
+    /// The rows, oldest first, one value per DS each.
+    pub fn rows(&self) -> std::slice::ChunksExact<'_, f64> {
+        self.values.chunks_exact(self.ds_names.len().max(1))
+    }
+}
+
+/// Appends to `out` the rows of archive `rra` labelled `t0 + k * span` for `k` in `0..n`
+/// (`span`: the archive's row span), a row of DNAN for each time the archive does not keep
+/// (not a multiple of the span, or outside its retention); the rows it keeps are copied a
+/// chunk at a time rather than looked up one by one ([`Rrd::ring_row`] gives the same rows).
+pub fn push_archive_rows(rrd: &Rrd, rra: usize, t0: i64, n: usize, out: &mut Vec<f64>) {
+    let d = rrd.ds_cnt();
+    let def = &rrd.schema.rra[rra];
+    let span = i128::from(rrd.schema.step as i64) * i128::from(def.pdp_cnt as i64);
+    out.reserve(n * d);
+    // The kept rows are k in lo..hi, in ring order from the row of t0 + lo * span.
+    let (lo, hi) = if span <= 0 || i128::from(t0).rem_euclid(span) != 0 {
+        (n, n)
+    } else {
+        let end = i128::from(rrd.rra_end(rra));
+        let oldest = end - (i128::from(def.row_cnt as i64) - 1) * span;
+        let t0 = i128::from(t0);
+        let lo = (oldest - t0 + span - 1)
+            .div_euclid(span)
+            .clamp(0, n as i128);
+        let hi = ((end - t0).div_euclid(span) + 1).clamp(lo, n as i128);
+        (lo as usize, hi as usize)
+    };
+    out.resize(out.len() + lo * d, DNAN);
+    if hi > lo {
+        let t = t0 + lo as i64 * span as i64;
+        let first = rrd
+            .ring_row(rra, t)
+            .expect("a time inside the retention has a row");
+        let row_cnt = def.row_cnt as usize;
+        let m = hi - lo;
+        let mut reader = rrd.rra[rra].rows.reader();
+        let before_wrap = m.min(row_cnt - first);
+        reader.push_rows(first, before_wrap, out);
+        reader.push_rows(0, m - before_wrap, out);
+    }
+    out.resize(out.len() + (n - hi) * d, DNAN);
 }
 
 /// The archive rrdtool reads for `cf` over `[start, end]` at `resolution` seconds, or `None`
@@ -89,36 +141,33 @@ pub fn fetch(
     let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt) as i64;
     let s = start - start.rem_euclid(span);
     let e = end + span - end.rem_euclid(span);
-    let mut reader = rrd.rra[rra].rows.reader();
-    let rows = (0..(e - s) / span)
-        .map(|k| match rrd.ring_row(rra, s + (k + 1) * span) {
-            Some(row) => reader.row(row).to_vec(),
-            None => vec![DNAN; rrd.ds_cnt()],
-        })
-        .collect();
+    let mut values = Vec::new();
+    push_archive_rows(rrd, rra, s + span, ((e - s) / span) as usize, &mut values);
     Ok(FetchResult {
         start: s,
         end: e,
         step: span as u64,
         ds_names: rrd.schema.ds.iter().map(|d| d.name.clone()).collect(),
-        rows,
+        values,
     })
 }
 
 /// The text `rrdtool fetch` prints: a header of right-aligned DS names, a blank line, then
 /// `%10lu:` and ` %0.10e` per value for each row.
 pub fn format_fetch(r: &FetchResult) -> String {
-    let mut out = String::from("           ");
+    use std::fmt::Write;
+    let mut out = String::with_capacity(32 + r.ds_names.len() * 20 + r.values.len() * 18);
+    out.push_str("           ");
     for n in &r.ds_names {
-        out.push_str(&format!("{n:>20}"));
+        let _ = write!(out, "{n:>20}");
     }
     out.push_str("\n\n");
-    for (k, row) in r.rows.iter().enumerate() {
+    for (k, row) in r.rows().enumerate() {
         let t = r.start + (k as i64 + 1) * r.step as i64;
-        out.push_str(&format!("{t:>10}:"));
+        let _ = write!(out, "{t:>10}:");
         for v in row {
             out.push(' ');
-            out.push_str(&c_exp(*v, 10));
+            push_c_exp(&mut out, *v, 10);
         }
         out.push('\n');
     }
@@ -185,10 +234,10 @@ mod tests {
         let r = rrd(&[(Cf::Average, 1, 10)], 1700001780);
         let f = fetch(&r, Cf::Average, 1700001030, 1700001200, 1, false).unwrap();
         assert_eq!((f.start, f.end, f.step), (1700001000, 1700001240, 60));
-        assert_eq!(f.rows.len(), 4);
+        assert_eq!(f.row_count(), 4);
         // Retention: rows 1700001240 .. 1700001780 exist; earlier are NaN.
-        assert!(f.rows[2][0].is_nan());
-        assert_eq!(f.rows[3][0], 0.0);
+        assert!(f.values[2].is_nan());
+        assert_eq!(f.values[3], 0.0);
         let text = format_fetch(&f);
         assert!(text.starts_with("                              x\n\n1700001060: -nan\n"));
         assert!(text.ends_with("1700001240: 0.0000000000e+00\n"));
@@ -218,5 +267,77 @@ mod tests {
                 .msg,
             "the RRD does not contain an RRA matching the chosen CF"
         );
+    }
+
+    /// The rows copied a chunk at a time are the rows looked up one by one: every window
+    /// around the retention (before, across its start, inside, across the end, after),
+    /// aligned or not, on archives whose ring wraps at any row, with chunk edges in between.
+    #[test]
+    fn archive_rows_in_runs_are_the_ring_rows() {
+        use crate::rows::chunk_rows_for;
+        let ds = 3;
+        let per = chunk_rows_for(ds) as u64;
+        for row_cnt in [1, 2, 7, per - 1, per, per + 1, 3 * per + 5] {
+            let schema = Schema {
+                step: 60,
+                ds: (0..ds)
+                    .map(|i| DsDef {
+                        name: format!("d{i}"),
+                        kind: DsType::Gauge,
+                        heartbeat: 120,
+                        min: DNAN,
+                        max: DNAN,
+                        rpn: None,
+                    })
+                    .collect(),
+                rra: vec![RraDef {
+                    cf: Cf::Average,
+                    xff: 0.5,
+                    pdp_cnt: 2,
+                    row_cnt,
+                }],
+            };
+            let span = 120i64;
+            for cur in [0, row_cnt / 2, row_cnt - 1] {
+                let mut r = Rrd::new(schema.clone(), 1_700_000_000);
+                r.last_up = 1_700_003_630;
+                r.rra[0].cur_row = cur;
+                let vals: Vec<f64> = (0..row_cnt as usize * ds).map(|i| i as f64).collect();
+                r.rra[0].rows = crate::Rows::from_values(ds, &vals);
+                let end = r.rra_end(0);
+                let oldest = end - (row_cnt as i64 - 1) * span;
+                for t0 in [
+                    oldest - 5 * span,
+                    oldest - span,
+                    oldest,
+                    oldest + span,
+                    end,
+                    end + span,
+                ] {
+                    for shift in [0, 7] {
+                        for n in [0, 1, 3, row_cnt as usize + 9] {
+                            let t0 = t0 + shift;
+                            let mut got = vec![-1.0];
+                            push_archive_rows(&r, 0, t0, n, &mut got);
+                            let mut want = vec![-1.0];
+                            let mut rd = r.rra[0].rows.reader();
+                            for k in 0..n as i64 {
+                                match r.ring_row(0, t0 + k * span) {
+                                    Some(row) => want.extend_from_slice(rd.row(row)),
+                                    None => want.extend(std::iter::repeat_n(DNAN, ds)),
+                                }
+                            }
+                            let bits =
+                                |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                            assert_eq!(
+                                bits(&got),
+                                bits(&want),
+                                "rows {row_cnt} cur {cur} t0 {t0} n {n}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 }

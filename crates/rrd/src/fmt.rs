@@ -5,17 +5,54 @@
 
 /// C `%.{prec}e`. NaN prints as glibc does: `-nan` when the sign bit is set, else `nan`.
 pub fn c_exp(x: f64, prec: usize) -> String {
+    let mut s = String::new();
+    push_c_exp(&mut s, x, prec);
+    s
+}
+
+/// [`c_exp`] appended to `out` (no allocation of its own: fetch prints thousands).
+pub fn push_c_exp(out: &mut String, x: f64, prec: usize) {
+    use std::fmt::Write;
     if x.is_nan() {
-        return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+        out.push_str(if x.is_sign_negative() { "-nan" } else { "nan" });
+        return;
     }
     if x.is_infinite() {
-        return if x < 0.0 { "-inf" } else { "inf" }.to_string();
+        out.push_str(if x < 0.0 { "-inf" } else { "inf" });
+        return;
     }
-    let s = format!("{:.*e}", prec, x);
-    let (mant, exp) = s.split_once('e').expect("{:e} always has an exponent");
-    let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
-    let sign = if exp < 0 { '-' } else { '+' };
-    format!("{}e{}{:02}", mant, sign, exp.abs())
+    let at = out.len();
+    let _ = write!(out, "{:.*e}", prec, x);
+    // Rust's exponent ("e2", "e-7") as C's: a sign and at least two digits.
+    let e = at + out[at..].find('e').expect("{:e} always has an exponent");
+    let exp: i32 = out[e + 1..].parse().expect("{:e} exponent is an integer");
+    out.truncate(e + 1);
+    out.push(if exp < 0 { '-' } else { '+' });
+    push_padded(out, u64::from(exp.unsigned_abs()), 2);
+}
+
+/// `v` in decimal.
+pub(crate) fn push_i64(out: &mut String, v: i64) {
+    if v < 0 {
+        out.push('-');
+    }
+    push_padded(out, v.unsigned_abs(), 1);
+}
+
+/// `v` in decimal, zero-padded to `width` digits.
+pub(crate) fn push_padded(out: &mut String, mut v: u64, width: usize) {
+    for _ in 20..width {
+        out.push('0');
+    }
+    let mut buf = [b'0'; 20];
+    let mut i = buf.len();
+    while v > 0 {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    let start = i.min(buf.len().saturating_sub(width));
+    out.push_str(std::str::from_utf8(&buf[start..]).expect("ASCII digits"));
 }
 
 /// `%0.10e`, with NaN spelled `NaN`: rrdtool's `info` and `dump` form.
@@ -35,11 +72,20 @@ pub fn info_num(x: f64) -> String {
 /// NaN prints `NaN`, infinities `inf`/`-inf`, and -0 prints without a sign.
 /// Checked against `rrdtool dump` for 2000 varied doubles (restore of chosen values, then dump).
 pub fn rrd_exp(x: f64, prec: usize) -> String {
+    let mut s = String::new();
+    push_rrd_exp(&mut s, x, prec);
+    s
+}
+
+/// [`rrd_exp`] appended to `out` (no allocation of its own: dump and xport print thousands).
+pub fn push_rrd_exp(out: &mut String, x: f64, prec: usize) {
     if x.is_nan() {
-        return "NaN".to_string();
+        out.push_str("NaN");
+        return;
     }
     if x.is_infinite() {
-        return if x < 0.0 { "-inf" } else { "inf" }.to_string();
+        out.push_str(if x < 0.0 { "-inf" } else { "inf" });
+        return;
     }
     let neg = x < 0.0;
     let v = x.abs();
@@ -75,19 +121,17 @@ pub fn rrd_exp(x: f64, prec: usize) -> String {
             e += 1;
         }
     }
-    let mut s = String::new();
     if neg {
-        s.push('-');
+        out.push('-');
     }
-    s.push_str(&ip.to_string());
+    push_padded(out, ip, 1);
     if prec > 0 {
-        s.push('.');
-        s.push_str(&format!("{:0width$}", fp, width = prec));
+        out.push('.');
+        push_padded(out, fp, prec);
     }
-    s.push('e');
-    s.push(if e < 0 { '-' } else { '+' });
-    s.push_str(&format!("{:02}", e.abs()));
-    s
+    out.push('e');
+    out.push(if e < 0 { '-' } else { '+' });
+    push_padded(out, u64::from(e.unsigned_abs()), 2);
 }
 
 /// 10^e by repeated multiplication or division, as rrdtool's printer computes it.

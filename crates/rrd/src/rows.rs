@@ -2129,6 +2129,25 @@ impl RowReader<'_> {
         let at = (row - c * r.chunk_rows()) * (r.ds_cnt as usize);
         &self.buf[at..at + (r.ds_cnt as usize)]
     }
+
+    /// Appends the values of rows `row..row + n` (`row + n <= row_cnt`) to `out`, a chunk's
+    /// rows at a time.
+    pub fn push_rows(&mut self, mut row: usize, mut n: usize, out: &mut Vec<f64>) {
+        let r = self.rows;
+        let (per, d) = (r.chunk_rows(), r.ds_cnt as usize);
+        while n > 0 {
+            let c = row / per;
+            if c != self.chunk {
+                r.unpack_into(c, &mut self.buf);
+                self.chunk = c;
+            }
+            let at = row - c * per;
+            let take = (per - at).min(n);
+            out.extend_from_slice(&self.buf[at * d..(at + take) * d]);
+            row += take;
+            n -= take;
+        }
+    }
 }
 
 impl Chunk {

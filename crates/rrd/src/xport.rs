@@ -35,9 +35,10 @@
 //! * Numbers print through rrdtool's own `%0.10e` ([`crate::fmt::rrd_exp`]).
 
 use crate::fetch::{fetch, FetchResult};
-use crate::fmt::rrd_exp;
+use crate::fmt::push_rrd_exp;
 use crate::parsetime::MIN_TIME;
 use crate::{Cf, Rrd, RrdError};
+use std::fmt::Write;
 
 mod args;
 mod cdef;
@@ -274,8 +275,7 @@ fn reduce(
 ) -> Result<(i64, i64, Vec<f64>), RrdError> {
     let step0 = fr.step as i64;
     let column: Vec<f64> = fr
-        .rows
-        .iter()
+        .rows()
         .map(|r| r.get(col).copied().unwrap_or(f64::NAN))
         .collect();
     if step0 <= 0 || want <= step0 {
@@ -357,7 +357,7 @@ struct Grid<'a> {
 }
 
 fn format_xml(g: &Grid, showtime: bool, enumds: bool) -> String {
-    let mut o = String::new();
+    let mut o = String::with_capacity(512 + g.rows.len() * (16 + g.legends.len() * 24));
     o.push_str("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n\n<xport>\n  <meta>\n");
     o.push_str(&format!(
         "    <start>{}</start>\n    <end>{}</end>\n    <step>{}</step>\n    <rows>{}</rows>\n    <columns>{}</columns>\n    <legend>\n",
@@ -385,13 +385,17 @@ fn format_xml(g: &Grid, showtime: bool, enumds: bool) -> String {
     for (k, row) in g.rows.iter().enumerate() {
         o.push_str("    <row>");
         if showtime {
-            o.push_str(&format!("<t>{}</t>", g.first + k as i64 * g.step));
+            let _ = write!(o, "<t>{}</t>", g.first + k as i64 * g.step);
         }
         for (j, v) in row.iter().enumerate() {
             if enumds {
-                o.push_str(&format!("<v{}>{}</v{}>", j, rrd_exp(*v, 10), j));
+                let _ = write!(o, "<v{j}>");
+                push_rrd_exp(&mut o, *v, 10);
+                let _ = write!(o, "</v{j}>");
             } else {
-                o.push_str(&format!("<v>{}</v>", rrd_exp(*v, 10)));
+                o.push_str("<v>");
+                push_rrd_exp(&mut o, *v, 10);
+                o.push_str("</v>");
             }
         }
         o.push_str("</row>\n");
@@ -430,17 +434,16 @@ fn format_json(g: &Grid, showtime: bool) -> String {
         if showtime {
             o.push_str(&format!("\"{}\",", g.first + k as i64 * g.step));
         }
-        let vals: Vec<String> = row
-            .iter()
-            .map(|v| {
-                if !v.is_finite() {
-                    "null".to_string()
-                } else {
-                    rrd_exp(*v, 10)
-                }
-            })
-            .collect();
-        o.push_str(&vals.join(", "));
+        for (j, v) in row.iter().enumerate() {
+            if j > 0 {
+                o.push_str(", ");
+            }
+            if v.is_finite() {
+                push_rrd_exp(&mut o, *v, 10);
+            } else {
+                o.push_str("null");
+            }
+        }
         o.push_str(if k + 1 < g.rows.len() {
             " ],\n"
         } else {

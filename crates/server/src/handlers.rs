@@ -9,7 +9,7 @@ use crate::ingest;
 use crate::placeholder;
 use crate::strerror;
 use proto::{Command, Response};
-use rrd::fmt::c_exp;
+use rrd::fmt::push_c_exp;
 use rrd::info::InfoValue;
 use rrd::{Cf, Rrd};
 use std::borrow::Cow;
@@ -602,26 +602,31 @@ fn daemon_fetch(
         }
         t = t.wrapping_add(span);
     }
-    let rra_end = rrd.rra_end(rra);
-    let row_cnt = rrd.schema.rra[rra].row_cnt as i64;
-    // A chunk decoded once for its rows, not once a value.
-    let mut reader = rrd.rra[rra].rows.reader();
-    let rows = (0..n)
-        .map(|k| {
+    let mut values = Vec::new();
+    if s.checked_add(span.saturating_mul(n.saturating_add(1)))
+        .is_some()
+    {
+        // No time wraps: the archive's rows a chunk at a time.
+        rrd::fetch::push_archive_rows(rrd, rra, s + span, n as usize, &mut values);
+    } else {
+        let rra_end = rrd.rra_end(rra);
+        let row_cnt = rrd.schema.rra[rra].row_cnt as i64;
+        let mut reader = rrd.rra[rra].rows.reader();
+        for k in 0..n {
             let t = s.wrapping_add((k + 1) * span);
             let kept = t <= rra_end && (rra_end.wrapping_sub(t)) / span < row_cnt;
             match rrd.ring_row(rra, t).filter(|_| kept) {
-                Some(row) => reader.row(row).to_vec(),
-                None => vec![rrd::num::DNAN; rrd.ds_cnt()],
+                Some(row) => values.extend_from_slice(reader.row(row)),
+                None => values.extend(std::iter::repeat_n(rrd::num::DNAN, rrd.ds_cnt())),
             }
-        })
-        .collect();
+        }
+    }
     Ok(rrd::fetch::FetchResult {
         start: s,
         end: e,
         step: span as u64,
         ds_names: rrd.schema.ds.iter().map(|d| d.name.clone()).collect(),
-        rows,
+        values,
     })
 }
 
@@ -709,11 +714,11 @@ fn fetch(
                     format!(
                         "DSName-{}: BinaryData {} 8 LITTLE\n",
                         r.ds_names[c],
-                        r.rows.len()
+                        r.row_count()
                     )
                     .as_bytes(),
                 );
-                for row in &r.rows {
+                for row in r.rows() {
                     body.extend_from_slice(&row[c].to_le_bytes());
                 }
                 body.push(b'\n');
@@ -727,12 +732,12 @@ fn fetch(
                 .collect::<Vec<_>>()
                 .join(" ")
         ));
-        for (k, row) in r.rows.iter().enumerate() {
+        for (k, row) in r.rows().enumerate() {
             let t = r.start.wrapping_add((k as i64 + 1) * r.step as i64) as u64;
             let mut line = format!("{t:10}:");
             for &c in &cols {
                 line.push(' ');
-                line.push_str(&c_exp(row[c], 17));
+                push_c_exp(&mut line, row[c], 17);
             }
             head.push(line);
         }

@@ -287,6 +287,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     }
     // Signals are handled by one thread with sigwait: block them before any thread starts.
     sys::block_signals();
+    sys::start_allocator_thread();
     let ids = sys::ids(cfg.group.as_deref(), cfg.user.as_deref())?;
     // A view left mounted by a daemon that died hides the directory it is on: gone first.
     if let Some(v) = &cfg.view {

@@ -312,6 +312,25 @@ pub fn release_free_memory() {
     }
 }
 
+/// Start jemalloc's background thread, which returns the pages freed in the heap to the
+/// kernel within the decay times the `ringlet` binary sets (seconds), also while the daemon
+/// is idle. Only the daemon wants one; called after the signals are blocked, so the thread
+/// takes none of them.
+pub fn start_allocator_thread() {
+    const NAME: &[u8] = b"background_thread\0";
+    let mut on = true;
+    // SAFETY: a NUL-terminated control name that takes a bool, given by its address and size.
+    unsafe {
+        tikv_jemalloc_sys::mallctl(
+            NAME.as_ptr().cast(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            (&mut on as *mut bool).cast(),
+            std::mem::size_of::<bool>(),
+        );
+    }
+}
+
 /// Make everything written on the file system that holds `dir` durable (`syncfs`): the
 /// placeholders written since the last call, before a checkpoint that holds their series.
 pub fn sync_file_system(dir: &Path) -> std::io::Result<()> {

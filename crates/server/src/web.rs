@@ -404,7 +404,7 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
             Ok(r) => {
                 // The archive fetch read (it found one, as `chosen` did).
                 let rra = chosen.unwrap_or(0);
-                let vals: Vec<f64> = r.rows.iter().map(|row| row[ds]).collect();
+                let vals: Vec<f64> = r.rows().map(|row| row[ds]).collect();
                 (rra, r.start + r.step as i64, r.step as i64, vals)
             }
             Err(e) => return error(400, &e.to_string()),
@@ -428,14 +428,10 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
             // from the one holding `from` to the one after `until`'s start.
             let s = from - from.rem_euclid(span);
             let e = until + span - until.rem_euclid(span);
-            let mut reader = rrd.rra[rra].rows.reader();
             let n = ((e - s) / span) as usize;
-            let vals = (0..n as i64)
-                .map(|k| match rrd.ring_row(rra, s + (k + 1) * span) {
-                    Some(row) => reader.row(row)[ds],
-                    None => rrd::num::DNAN,
-                })
-                .collect();
+            let mut rows = Vec::new();
+            rrd::fetch::push_archive_rows(rrd, rra, s + span, n, &mut rows);
+            let vals = rows.chunks_exact(rrd.ds_cnt()).map(|r| r[ds]).collect();
             (rra, s + span, span, vals)
         }
     };
