@@ -108,25 +108,21 @@ pub fn dump_xml(rrd: &Rrd, header: &str) -> String {
         o.push_str("\t\t</cdp_prep>\n\t\t<database>\n");
         let end = rrd.rra_end(i);
         let span = span as i64;
-        let mut reader = rrd.rra[i].rows.reader();
-        for back in (0..def.row_cnt as i64).rev() {
-            let t = end - back * span;
+        // Every row the archive keeps, oldest first (the ring read a chunk at a time).
+        let oldest = end - (def.row_cnt as i64 - 1) * span;
+        let mut vals = Vec::new();
+        crate::fetch::push_archive_rows(rrd, i, oldest, def.row_cnt as usize, &mut vals);
+        for k in 0..def.row_cnt as usize {
+            let t = oldest + k as i64 * span;
             o.push_str("\t\t\t<!-- ");
             push_utc_datetime(&mut o, t);
             o.push_str(" UTC / ");
             push_i64(&mut o, t);
             o.push_str(" --> <row>");
-            match rrd.ring_row(i, t) {
-                Some(row) => {
-                    for v in reader.row(row) {
-                        o.push_str("<v>");
-                        push_rrd_exp(&mut o, *v, 10);
-                        o.push_str("</v>");
-                    }
-                }
-                None => (0..ds_cnt).for_each(|_| {
-                    let _ = write!(o, "<v>{}</v>", rrd_exp(crate::num::DNAN, 10));
-                }),
+            for v in &vals[k * ds_cnt..(k + 1) * ds_cnt] {
+                o.push_str("<v>");
+                push_rrd_exp(&mut o, *v, 10);
+                o.push_str("</v>");
             }
             o.push_str("</row>\n");
         }
