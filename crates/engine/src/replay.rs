@@ -254,25 +254,34 @@ fn apply_jobs(
         let Series { codec, rrd, .. } = s;
         // Index in `reseeds` of the first reseed this series has not passed yet.
         let mut next = 0;
-        for (i, span, count) in chunks {
-            if reseeds.get(next).is_some_and(|&r| r <= i) {
-                *codec = codec::sample::SeriesCodec::from_rrd(rrd);
-                next = reseeds.partition_point(|&r| r <= i);
-            }
-            let mut r = span.reader();
-            for_each_in(codec, &mut r, count, |smp| {
-                match rrd.apply(smp, &mut |_| {}) {
-                    Ok(()) | Err(rrd::ApplyError::Partial(_)) => counts.applied += 1,
-                    Err(rrd::ApplyError::Rejected(_)) => counts.refused += 1,
+        // The series' rows are written with their packing deferred (most are sealed before
+        // its chunks end), then its open chunks packed as writing packs them.
+        let applied = rrd::rows::with_packing_deferred(|| {
+            for (i, span, count) in chunks {
+                if reseeds.get(next).is_some_and(|&r| r <= i) {
+                    *codec = codec::sample::SeriesCodec::from_rrd(rrd);
+                    next = reseeds.partition_point(|&r| r <= i);
                 }
-                Ok::<(), codec::DecodeError>(())
-            })
-            .map_err(|e| (i, id, e.to_string()))?;
-            if span.exact && !r.at_end() {
-                let what = "its samples end before its bits in the block".to_string();
-                return Err((i, id, what));
+                let mut r = span.reader();
+                for_each_in(codec, &mut r, count, |smp| {
+                    match rrd.apply(smp, &mut |_| {}) {
+                        Ok(()) | Err(rrd::ApplyError::Partial(_)) => counts.applied += 1,
+                        Err(rrd::ApplyError::Rejected(_)) => counts.refused += 1,
+                    }
+                    Ok::<(), codec::DecodeError>(())
+                })
+                .map_err(|e| (i, id, e.to_string()))?;
+                if span.exact && !r.at_end() {
+                    let what = "its samples end before its bits in the block".to_string();
+                    return Err((i, id, what));
+                }
             }
+            Ok(())
+        });
+        for a in &mut rrd.rra {
+            a.rows.pack_staged();
         }
+        applied?;
         // A reseed after the series' last chunk happened in the writer too: the codec that
         // encodes its next samples is the reseeded one.
         if next < reseeds.len() {
