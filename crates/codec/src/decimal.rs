@@ -69,47 +69,100 @@ impl Decimal {
         out.into()
     }
 
+    /// The spelling, digit by digit: any scale.
+    fn spelled(&self) -> String {
+        let digits = self.mantissa.unsigned_abs().to_string();
+        let scale = self.scale as usize;
+        let sign = if self.mantissa < 0 { "-" } else { "" };
+        if scale == 0 {
+            format!("{sign}{digits}")
+        } else if digits.len() > scale {
+            let (i, f) = digits.split_at(digits.len() - scale);
+            format!("{sign}{i}.{f}")
+        } else {
+            format!("{sign}0.{}{digits}", "0".repeat(scale - digits.len()))
+        }
+    }
+
     /// [`Decimal::format`] into `out` (cleared first): the inline text a codec keeps of each
     /// DS's last value (no allocation for 24 bytes or less).
     pub fn format_into(&self, out: &mut CompactString) {
-        let mut buf = [0u8; 20];
+        // Written backwards into one buffer (sign, up to 19 digits, a point, and the zeros
+        // of a scale up to 40 before them), then copied once: replay formats every value.
+        let scale = self.scale as usize;
+        if scale > 40 {
+            out.clear();
+            out.push_str(&self.spelled());
+            return;
+        }
+        let mut buf = [0u8; 64];
         let mut at = buf.len();
         let mut v = self.mantissa.unsigned_abs();
-        loop {
+        let mut written = 0;
+        while v != 0 || written <= scale {
+            if written == scale && scale > 0 {
+                at -= 1;
+                buf[at] = b'.';
+            }
             at -= 1;
             buf[at] = b'0' + (v % 10) as u8;
             v /= 10;
-            if v == 0 {
-                break;
-            }
+            written += 1;
         }
-        // ASCII digits only.
-        let digits = std::str::from_utf8(&buf[at..]).unwrap_or("0");
-        let scale = self.scale as usize;
-        out.clear();
         if self.mantissa < 0 {
-            out.push('-');
+            at -= 1;
+            buf[at] = b'-';
         }
-        if scale == 0 {
-            out.push_str(digits);
-        } else if digits.len() > scale {
-            let (i, f) = digits.split_at(digits.len() - scale);
-            out.push_str(i);
-            out.push('.');
-            out.push_str(f);
-        } else {
-            out.push_str("0.");
-            for _ in digits.len()..scale {
-                out.push('0');
-            }
-            out.push_str(digits);
-        }
+        out.clear();
+        // ASCII only.
+        out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or("0"));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formatting_spells_every_mantissa_and_scale() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut out = CompactString::default();
+        let ms = [
+            0,
+            1,
+            -1,
+            9,
+            10,
+            -10,
+            99,
+            100,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ];
+        for i in 0..50_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let m = match i % 3 {
+                0 => ms[i % ms.len()],
+                1 => (x as i64) >> (x % 64),
+                _ => x as i64,
+            };
+            for scale in [0u8, 1, 2, 3, 5, 18, 19, 20, 31, 40, 41, 255] {
+                let d = Decimal { mantissa: m, scale };
+                d.format_into(&mut out);
+                assert_eq!(out.as_str(), d.spelled(), "{m} at scale {scale}");
+            }
+        }
+        // The spelling itself, on a few by hand.
+        let spell = |m, scale| Decimal { mantissa: m, scale }.spelled();
+        assert_eq!(spell(-1250, 2), "-12.50");
+        assert_eq!(spell(5, 3), "0.005");
+        assert_eq!(spell(0, 0), "0");
+        assert_eq!(spell(0, 2), "0.00");
+        assert_eq!(spell(-7, 1), "-0.7");
+    }
 
     #[test]
     fn canonical_decimals_parse_and_reformat_exactly() {

@@ -68,6 +68,10 @@ const MAX_PIECES: usize = 2 << 20;
 /// million samples, 3.7-3.9 s in runs of 2 million (`engine-load open`).
 const MAX_RUN_SAMPLES: u64 = 8 << 20;
 
+/// Series a replay thread takes from the queue at a time: few enough that the threads end
+/// together, enough that the queue's lock is rare.
+const JOBS_TAKEN: usize = 16;
+
 /// Apply `records` (in log order) to `reg`: all of a log's records, or its records a batch
 /// at a time, batch after batch. Within them, records are taken a run at a time, each run
 /// ending with the record that makes its pieces pass [`MAX_PIECES`] (or twice the series,
@@ -179,36 +183,40 @@ fn replay_run(
         .map(|n| n.get())
         .unwrap_or(1)
         .min(jobs.len().max(1));
-    // Spread the series over the threads, heaviest first, each to the lightest bucket.
+    // Heaviest first, taken a few at a time by whichever thread is free: the samples of a
+    // series are not all its cost (a chunk sealed, a counter's text), and buckets filled
+    // by samples beforehand left one thread idle for up to a third of a run.
     jobs.sort_by_key(|(_, _, c)| {
         std::cmp::Reverse(c.iter().fold(0u64, |a, x| a.saturating_add(x.2)))
     });
-    let mut buckets: Vec<(u64, Vec<Job<'_, '_>>)> = (0..threads).map(|_| (0, Vec::new())).collect();
-    for job in jobs {
-        let weight = job.2.iter().fold(0u64, |a, x| a.saturating_add(x.2));
-        if let Some(b) = buckets.iter_mut().min_by_key(|b| b.0) {
-            b.0 = b.0.saturating_add(weight);
-            b.1.push(job);
-        }
-    }
-    // One bucket (one core, or a few series): here, not on a thread of its own.
-    let results: Vec<Result<Counts, JobError>> = if buckets.len() <= 1 {
-        buckets
-            .into_iter()
-            .map(|(_, jobs)| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    apply_jobs(jobs, &reseeds)
-                }))
-                .unwrap_or_else(|_| Err((0, 0, "replay panicked".into())))
-            })
-            .collect()
+    let results: Vec<Result<Counts, JobError>> = if threads <= 1 {
+        // One core, or a few series: here, not on a thread of its own.
+        vec![
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| apply_jobs(jobs, &reseeds)))
+                .unwrap_or_else(|_| Err((0, 0, "replay panicked".into()))),
+        ]
     } else {
+        let queue = std::sync::Mutex::new(jobs.into_iter());
+        let take = || -> Vec<Job<'_, '_>> {
+            let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+            q.by_ref().take(JOBS_TAKEN).collect()
+        };
         std::thread::scope(|scope| {
-            let handles: Vec<_> = buckets
-                .into_iter()
-                .map(|(_, jobs)| {
-                    let reseeds = &reseeds;
-                    scope.spawn(move || apply_jobs(jobs, reseeds))
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (reseeds, take) = (&reseeds, &take);
+                    scope.spawn(move || {
+                        let mut counts = Counts::default();
+                        loop {
+                            let jobs = take();
+                            if jobs.is_empty() {
+                                return Ok(counts);
+                            }
+                            let c = apply_jobs(jobs, reseeds)?;
+                            counts.applied += c.applied;
+                            counts.refused += c.refused;
+                        }
+                    })
                 })
                 .collect();
             handles
