@@ -18,27 +18,31 @@
 #   - with --fill as well: after that open, the same load accelerated (virtual time after the
 #     real-time load's) until the log since the newest checkpoint is about 0.8 of the ring (a
 #     lagged checkpoint comes at 7/8), then kill -9 and the open that replays it: the worst
-#     replay after a crash with the default ring.
+#     replay after a crash with the default ring. With --keep DIR too, the store as kill -9
+#     left it is copied to DIR/store (and DIR/base) first, to replay again or profile:
+#     `ringlet serve --store DIR/store -b DIR/base -l unix:SOCK -g` on a copy of it.
 # The cold fetch beside the daemon evicts the store's files, not the daemon's memory: it
 # shows what a read costs when its stored chunks left the page cache.
 # Everything lives in a directory of its own (under $SCRATCH when run by
 # ../shared/bin/bounded); the daemon is stopped by its pid at the end, also on failure.
 #
-# usage: bench/scale.sh [--series N] [--days "1 30 365"] [--load 10m] [--fill]
+# usage: bench/scale.sh [--series N] [--days "1 30 365"] [--load 10m] [--fill [--keep DIR]]
 #        (default 260 series: 1/100 of 26,000)
 set -euo pipefail
 SERIES=260
 DAYS="1 30 365"
 LOAD=10m
 FILL=0
+KEEP=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --series) SERIES=$2; shift 2 ;;
         --days) DAYS=$2; shift 2 ;;
         --load) LOAD=$2; shift 2 ;;
         --fill) FILL=1; shift ;;
+        --keep) KEEP=$2; shift 2 ;;
         -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
-        *) echo "usage: $0 [--series N] [--days \"1 30 365\"] [--load 10m] [--fill]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--series N] [--days \"1 30 365\"] [--load 10m] [--fill [--keep DIR]]" >&2; exit 2 ;;
     esac
 done
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -180,6 +184,10 @@ for D in $DAYS; do
             done
             FILLED="$("$RINGLET" stats -d "unix:$WORK/s.sock" | grep -E '^(LogRingBytes|LogSinceCheckpoint)' | tr '\n' ' ')"
             kill -9 "$PID"; wait "$PID" 2>/dev/null || true; PID=""
+            if [ -n "$KEEP" ]; then
+                rm -rf "$KEEP/store" "$KEEP/base"; mkdir -p "$KEEP"
+                cp -a "$WORK/store" "$WORK/base" "$KEEP/"
+            fi
             start_daemon
             echo "  $D days, filled in $(( $(date +%s) - t0 )) s ($total s of virtual time in $steps steps; last: ${RES#RESULT }): $FILLED"
             echo "  $D days, open after kill -9 with the ring filled: ${OPEN} s (RSS ${RSS} MB, peak ${HWM} MB)"

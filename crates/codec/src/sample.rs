@@ -219,6 +219,19 @@ impl SeriesCodec {
 
     /// [`SeriesCodec::decode`] into an existing sample, reusing its strings.
     pub fn decode_into(&mut self, r: &mut BitReader, out: &mut Sample) -> Result<(), DecodeError> {
+        self.decode_with(r, out, None)
+    }
+
+    /// [`SeriesCodec::decode_into`], and with `nums` each value's number as
+    /// `rrd::num::strtod` reads its text, where the codec knows it: set for a decimal, `None`
+    /// for `U` and raw text, left as it was for a repeat (the caller keeps `nums` from one
+    /// sample to the next of one series, starting with every entry `None`).
+    fn decode_with(
+        &mut self,
+        r: &mut BitReader,
+        out: &mut Sample,
+        mut nums: Option<&mut Vec<Option<f64>>>,
+    ) -> Result<(), DecodeError> {
         if r.bit()? {
             let dod = unzigzag(r.exp_golomb(0)?);
             self.step = self.step.wrapping_add(dod);
@@ -232,10 +245,20 @@ impl SeriesCodec {
         out.time = self.time;
         out.usec = self.usec;
         out.values.resize_with(self.ds.len(), String::new);
-        for (ds, v) in self.ds.iter_mut().zip(out.values.iter_mut()) {
-            decode_value(ds, r)?;
+        if let Some(n) = nums.as_deref_mut() {
+            n.resize(self.ds.len(), None);
+        }
+        for (i, (ds, v)) in self.ds.iter_mut().zip(out.values.iter_mut()).enumerate() {
+            let read = decode_value(ds, r)?;
             v.clear();
             v.push_str(&ds.last);
+            if let Some(n) = nums.as_deref_mut() {
+                match read {
+                    Read::Decimal(d) => n[i] = rrd::num::decimal_value(d.mantissa, d.scale),
+                    Read::Text => n[i] = None,
+                    Read::Repeat => {}
+                }
+            }
         }
         Ok(())
     }
@@ -275,8 +298,17 @@ fn encode_value(ds: &mut DsCodec, w: &mut BitWriter, v: &str) {
     }
 }
 
+/// What [`decode_value`] read.
+enum Read {
+    Decimal(Decimal),
+    /// `U` or raw text.
+    Text,
+    /// The previous text again.
+    Repeat,
+}
+
 /// Read one value; the text is left in `ds.last`.
-fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<(), DecodeError> {
+fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<Read, DecodeError> {
     if !r.bit()? {
         let Some(prev) = ds.num else {
             return Err(r.err("decimal residual without a previous decimal"));
@@ -290,9 +322,11 @@ fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<(), DecodeError> 
         };
         ds.num = Some(d);
         d.format_into(&mut ds.last);
+        Ok(Read::Decimal(d))
     } else if !r.bit()? {
         ds.last.clear();
         ds.last.push('U');
+        Ok(Read::Text)
     } else if !r.bit()? {
         let scale = r.bits(5)? as u8;
         let m = unzigzag(r.exp_golomb(6)?);
@@ -301,8 +335,10 @@ fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<(), DecodeError> 
         ds.delta = 0;
         ds.trend8 = 0;
         d.format_into(&mut ds.last);
+        Ok(Read::Decimal(d))
     } else if r.bit()? {
         // A repeat: `last` already holds the text.
+        Ok(Read::Repeat)
     } else {
         let len = r.exp_golomb(3)?;
         if len > r.remaining_bits() / 8 {
@@ -314,8 +350,8 @@ fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<(), DecodeError> 
         }
         ds.last = compact_str::CompactString::from_utf8(&bytes)
             .map_err(|_| r.err("raw value is not UTF-8"))?;
+        Ok(Read::Text)
     }
-    Ok(())
 }
 
 /// Encode `samples` as one byte-padded chunk, advancing `codec`.
@@ -345,14 +381,27 @@ pub fn for_each_in<E: From<DecodeError>>(
     count: u64,
     mut f: impl FnMut(&Sample) -> Result<(), E>,
 ) -> Result<(), E> {
+    for_each_parsed_in(codec, r, count, |s, _| f(s))
+}
+
+/// [`for_each_in`], handing `f` each value's number as well, where the codec knows it
+/// (`rrd::num::strtod` of its text, for `rrd::Rrd::apply_parsed`): replay reads the
+/// decimals it decodes without parsing their text again.
+pub fn for_each_parsed_in<E: From<DecodeError>>(
+    codec: &mut SeriesCodec,
+    r: &mut BitReader,
+    count: u64,
+    mut f: impl FnMut(&Sample, &[Option<f64>]) -> Result<(), E>,
+) -> Result<(), E> {
     let mut s = Sample {
         time: 0,
         usec: 0,
         values: Vec::new(),
     };
+    let mut nums = Vec::new();
     for _ in 0..count {
-        codec.decode_into(r, &mut s)?;
-        f(&s)?;
+        codec.decode_with(r, &mut s, Some(&mut nums))?;
+        f(&s, &nums)?;
     }
     Ok(())
 }
@@ -499,6 +548,94 @@ mod tests {
                 assert_eq!(enc, dec);
             }
         }
+    }
+
+    #[test]
+    fn decoded_numbers_are_what_strtod_reads_of_the_text() {
+        // Decimals, repeats of decimals, of raw text and of U, raw text that reads as a
+        // number, U: wherever the codec gives a number, it is rrd_strtod's of the text, and
+        // it gives one for every decimal.
+        let texts = [
+            "12.37",
+            "12.37",
+            "12.5",
+            "12.5",
+            "-0.005",
+            "1e3",
+            "1e3",
+            "U",
+            "U",
+            "7",
+            "7",
+            "0.1",
+            "0.3",
+            "123456789012345678",
+            "9007199254740993",
+            "-4.20",
+            "abc",
+            "abc",
+            "0.000000000000000001",
+            "3",
+            "3",
+        ];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut samples = Vec::new();
+        for i in 0..2000 {
+            let pick = |r: u64| match r % 3 {
+                0 => texts[(r / 3 % texts.len() as u64) as usize].to_string(),
+                1 => format!("{}.{:02}", r % 5000, r / 7 % 100),
+                _ => format!("-{}", r % 100_000),
+            };
+            let (a, b) = (rnd(1 << 40), rnd(1 << 40));
+            let values = if i > 0 && a % 5 == 0 {
+                // A repeat of the previous sample's text.
+                let prev: &Sample = &samples[i - 1];
+                prev.values.clone()
+            } else {
+                vec![pick(a), pick(b)]
+            };
+            samples.push(Sample {
+                time: 1000 + 15 * i as i64,
+                usec: 0,
+                values,
+            });
+        }
+        let start = SeriesCodec::seed(1000, 0, ["U", "5"]);
+        let mut enc = start.clone();
+        let bytes = encode_chunk(&mut enc, &samples).unwrap();
+        let mut dec = start;
+        let (mut k, mut given, mut decimals) = (0, 0, 0);
+        let mut r = BitReader::new(&bytes);
+        for_each_parsed_in(&mut dec, &mut r, samples.len() as u64, |s, nums| {
+            assert_eq!(s, &samples[k]);
+            assert_eq!(nums.len(), s.values.len());
+            for (t, n) in s.values.iter().zip(nums) {
+                if let Some(d) = crate::decimal::Decimal::parse(t) {
+                    decimals += 1;
+                    let big = d.mantissa.unsigned_abs() >= 1 << 53;
+                    assert!(n.is_some() || big, "{t:?}: no number");
+                }
+                if let Some(v) = n {
+                    given += 1;
+                    let want = rrd::num::strtod(t).map(|(w, used)| (w.to_bits(), used));
+                    assert_eq!(Some((v.to_bits(), t.len())), want, "{t:?}");
+                }
+            }
+            k += 1;
+            Ok::<(), DecodeError>(())
+        })
+        .unwrap();
+        assert_eq!(k, samples.len());
+        assert!(
+            given > 2000 && given <= decimals,
+            "{given} numbers, {decimals} decimals"
+        );
     }
 
     /// A short stream whose bytes are pinned: a change to the bit layout must change this

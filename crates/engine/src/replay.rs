@@ -13,7 +13,7 @@ use crate::series::{Registry, Series};
 use crate::Error;
 use codec::block::BitSpan;
 use codec::record::{decode_record, Entry};
-use codec::sample::for_each_in;
+use codec::sample::for_each_parsed_in;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -271,8 +271,8 @@ fn apply_jobs(
                     next = reseeds.partition_point(|&r| r <= i);
                 }
                 let mut r = span.reader();
-                for_each_in(codec, &mut r, count, |smp| {
-                    match rrd.apply(smp, &mut |_| {}) {
+                for_each_parsed_in(codec, &mut r, count, |smp, nums| {
+                    match rrd.apply_parsed(smp, nums, &mut |_| {}) {
                         Ok(()) | Err(rrd::ApplyError::Partial(_)) => counts.applied += 1,
                         Err(rrd::ApplyError::Rejected(_)) => counts.refused += 1,
                     }

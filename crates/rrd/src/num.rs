@@ -118,6 +118,23 @@ fn strtod_any(s: &str) -> Option<(f64, usize)> {
     Some((scale10(number, exponent), p))
 }
 
+/// [`strtod`] of the canonical spelling of `mantissa / 10^scale` (an optional `-`, the
+/// digits, a point before the last `scale` of them, zeros after `0.` as needed), computed
+/// from the numbers: the digit loop reaches `|mantissa|` exactly below 2^53 (leading zeros
+/// add nothing), then the sign and the scaling are applied as for the text. `None` from
+/// 2^53 on. The sample codec decodes decimals as these two numbers.
+pub fn decimal_value(mantissa: i64, scale: u8) -> Option<f64> {
+    let m = mantissa.unsigned_abs();
+    if m >= 1 << 53 {
+        return None;
+    }
+    let mut number = m as f64;
+    if mantissa < 0 {
+        number = -number;
+    }
+    Some(scale10(number, -i64::from(scale)))
+}
+
 /// [`strtod`] of the whole of `b` when it is the plain spelling the sample codec and most
 /// clients write: an optional `-`, 1-15 digits with at most one `.` among them (not first or
 /// last), nothing else. Below 10^15 every partial sum `n*10 + d` is exact, so the double the

@@ -240,6 +240,19 @@ impl Rrd {
     /// row writes, in rrdtool's order and with its floating-point operations. Every row written
     /// goes to `sink` in `updatev` order.
     pub fn apply(&mut self, s: &Sample, sink: &mut dyn FnMut(RowWrite)) -> Result<(), ApplyError> {
+        self.apply_parsed(s, &[], sink)
+    }
+
+    /// [`Rrd::apply`] with the numbers of some values already read: `nums[i]`, where
+    /// present, must be `num::strtod` of `s.values[i]` (bit for bit; the sample codec gives
+    /// them for the decimals it decodes), and is used for a GAUGE or ABSOLUTE value instead
+    /// of reading its text again. COUNTER and DERIVE work on the text, as rrdtool does.
+    pub fn apply_parsed(
+        &mut self,
+        s: &Sample,
+        nums: &[Option<f64>],
+        sink: &mut dyn FnMut(RowWrite),
+    ) -> Result<(), ApplyError> {
         if s.time < self.last_up || (s.time == self.last_up && s.usec <= self.last_up_usec) {
             return Err(ApplyError::Rejected(RrdError::new(format!(
                 "illegal attempt to update using time {} when last update time is {} (minimum one second step)",
@@ -265,7 +278,7 @@ impl Rrd {
         };
 
         let interval = (s.time - self.last_up) as f64 + (s.usec - self.last_up_usec) as f64 / 1e6;
-        self.update_pdp_prep(s, interval, pdp_new)?;
+        self.update_pdp_prep(s, nums, interval, pdp_new)?;
 
         let step = self.schema.step as i64;
         let proc_pdp_st = self.last_up - self.last_up.rem_euclid(step);
@@ -318,6 +331,7 @@ impl Rrd {
     fn update_pdp_prep(
         &mut self,
         s: &Sample,
+        nums: &[Option<f64>],
         interval: f64,
         pdp_new: &mut [f64],
     ) -> Result<(), ApplyError> {
@@ -366,13 +380,19 @@ impl Rrd {
                         rate = new / interval;
                     }
                     DsType::Absolute => {
-                        new = strtodbl_in("Function update_pdp_prep, case DST_ABSOLUTE", raw)
-                            .map_err(fail)?;
+                        new = match nums.get(i) {
+                            Some(&Some(v)) => v,
+                            _ => strtodbl_in("Function update_pdp_prep, case DST_ABSOLUTE", raw)
+                                .map_err(fail)?,
+                        };
                         rate = new / interval;
                     }
                     DsType::Gauge => {
-                        let v = strtodbl_in("Function update_pdp_prep, case DST_GAUGE", raw)
-                            .map_err(fail)?;
+                        let v = match nums.get(i) {
+                            Some(&Some(v)) => v,
+                            _ => strtodbl_in("Function update_pdp_prep, case DST_GAUGE", raw)
+                                .map_err(fail)?,
+                        };
                         new = v * interval;
                         rate = v;
                     }
