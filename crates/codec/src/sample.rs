@@ -222,15 +222,17 @@ impl SeriesCodec {
         self.decode_with(r, out, None)
     }
 
-    /// [`SeriesCodec::decode_into`], and with `nums` each value's number as
-    /// `rrd::num::strtod` reads its text, where the codec knows it: set for a decimal, `None`
-    /// for `U` and raw text, left as it was for a repeat (the caller keeps `nums` from one
-    /// sample to the next of one series, starting with every entry `None`).
+    /// [`SeriesCodec::decode_into`], and with `parsed` each value's decimal and number (as
+    /// `rrd::num::strtod` reads its text), where the codec knows it: set for a decimal,
+    /// `None` for `U` and raw text, left as it was for a repeat (the caller keeps them from
+    /// one sample to the next of one series, starting with every entry `None`). A decimal
+    /// of a DS whose `lazy` entry is set is not spelled: neither in `out` (whose text for it
+    /// is stale) nor in the codec (its `stale` entry is set; [`SeriesCodec::spell_stale`]).
     fn decode_with(
         &mut self,
         r: &mut BitReader,
         out: &mut Sample,
-        mut nums: Option<&mut Vec<Option<f64>>>,
+        mut parsed: Option<Parsed<'_>>,
     ) -> Result<(), DecodeError> {
         if r.bit()? {
             let dod = unzigzag(r.exp_golomb(0)?);
@@ -245,22 +247,55 @@ impl SeriesCodec {
         out.time = self.time;
         out.usec = self.usec;
         out.values.resize_with(self.ds.len(), String::new);
-        if let Some(n) = nums.as_deref_mut() {
-            n.resize(self.ds.len(), None);
-        }
         for (i, (ds, v)) in self.ds.iter_mut().zip(out.values.iter_mut()).enumerate() {
-            let read = decode_value(ds, r)?;
-            v.clear();
-            v.push_str(&ds.last);
-            if let Some(n) = nums.as_deref_mut() {
-                match read {
-                    Read::Decimal(d) => n[i] = rrd::num::decimal_value(d.mantissa, d.scale),
-                    Read::Text => n[i] = None,
-                    Read::Repeat => {}
+            let Some(p) = parsed.as_mut() else {
+                decode_value(ds, r, true)?;
+                v.clear();
+                v.push_str(&ds.last);
+                continue;
+            };
+            let lazy = p.lazy.get(i).copied().unwrap_or(false);
+            match decode_value(ds, r, !lazy)? {
+                Read::Decimal(d) => {
+                    p.nums[i] = rrd::num::decimal_value(d.mantissa, d.scale).map(|value| {
+                        rrd::update::Number {
+                            value,
+                            mantissa: d.mantissa,
+                            scale: d.scale,
+                        }
+                    });
+                    if lazy {
+                        p.stale[i] = true;
+                        if p.nums[i].is_none() {
+                            // No number (2^53 or more): the text is needed after all.
+                            d.format_into(&mut ds.last);
+                            p.stale[i] = false;
+                        }
+                    }
                 }
+                Read::Text => {
+                    p.nums[i] = None;
+                    p.stale[i] = false;
+                }
+                Read::Repeat => {}
+            }
+            if !p.stale[i] {
+                v.clear();
+                v.push_str(&ds.last);
             }
         }
         Ok(())
+    }
+
+    /// Spell in the codec's state the decimals [`SeriesCodec::decode_with`] left unspelled.
+    fn spell_stale(&mut self, stale: &mut [bool]) {
+        for (ds, st) in self.ds.iter_mut().zip(stale) {
+            if std::mem::take(st) {
+                if let Some(d) = ds.num {
+                    d.format_into(&mut ds.last);
+                }
+            }
+        }
     }
 }
 
@@ -307,8 +342,15 @@ enum Read {
     Repeat,
 }
 
-/// Read one value; the text is left in `ds.last`.
-fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<Read, DecodeError> {
+/// What [`SeriesCodec::decode_with`] gives beside the text, and its state for a series.
+struct Parsed<'a> {
+    lazy: &'a [bool],
+    nums: &'a mut [Option<rrd::update::Number>],
+    stale: &'a mut [bool],
+}
+
+/// Read one value; the text is left in `ds.last` (a decimal's only with `spell`).
+fn decode_value(ds: &mut DsCodec, r: &mut BitReader, spell: bool) -> Result<Read, DecodeError> {
     if !r.bit()? {
         let Some(prev) = ds.num else {
             return Err(r.err("decimal residual without a previous decimal"));
@@ -321,7 +363,9 @@ fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<Read, DecodeError
             scale: prev.scale,
         };
         ds.num = Some(d);
-        d.format_into(&mut ds.last);
+        if spell {
+            d.format_into(&mut ds.last);
+        }
         Ok(Read::Decimal(d))
     } else if !r.bit()? {
         ds.last.clear();
@@ -334,7 +378,9 @@ fn decode_value(ds: &mut DsCodec, r: &mut BitReader) -> Result<Read, DecodeError
         ds.num = Some(d);
         ds.delta = 0;
         ds.trend8 = 0;
-        d.format_into(&mut ds.last);
+        if spell {
+            d.format_into(&mut ds.last);
+        }
         Ok(Read::Decimal(d))
     } else if r.bit()? {
         // A repeat: `last` already holds the text.
@@ -381,29 +427,54 @@ pub fn for_each_in<E: From<DecodeError>>(
     count: u64,
     mut f: impl FnMut(&Sample) -> Result<(), E>,
 ) -> Result<(), E> {
-    for_each_parsed_in(codec, r, count, |s, _| f(s))
+    let mut s = Sample {
+        time: 0,
+        usec: 0,
+        values: Vec::new(),
+    };
+    for _ in 0..count {
+        codec.decode_into(r, &mut s)?;
+        f(&s)?;
+    }
+    Ok(())
 }
 
-/// [`for_each_in`], handing `f` each value's number as well, where the codec knows it
-/// (`rrd::num::strtod` of its text, for `rrd::Rrd::apply_parsed`): replay reads the
-/// decimals it decodes without parsing their text again.
+/// [`for_each_in`], handing `f` each value's decimal and number as well, where the codec
+/// knows it (`rrd::num::strtod` of its text, for `rrd::Rrd::apply_parsed`): replay reads
+/// the decimals it decodes without parsing their text again. The decimals of the DS whose
+/// `lazy` entry is set are not spelled at all: their text in the sample `f` gets is stale
+/// (`f` must take them from the numbers; `apply_parsed` with `pending` does); the codec's
+/// own copy is spelled once, when this returns.
 pub fn for_each_parsed_in<E: From<DecodeError>>(
     codec: &mut SeriesCodec,
     r: &mut BitReader,
     count: u64,
-    mut f: impl FnMut(&Sample, &[Option<f64>]) -> Result<(), E>,
+    lazy: &[bool],
+    mut f: impl FnMut(&Sample, &[Option<rrd::update::Number>]) -> Result<(), E>,
 ) -> Result<(), E> {
     let mut s = Sample {
         time: 0,
         usec: 0,
         values: Vec::new(),
     };
-    let mut nums = Vec::new();
-    for _ in 0..count {
-        codec.decode_with(r, &mut s, Some(&mut nums))?;
-        f(&s, &nums)?;
-    }
-    Ok(())
+    let n = codec.ds.len();
+    let mut nums = vec![None; n];
+    let mut stale = vec![false; n];
+    let mut run = || -> Result<(), E> {
+        for _ in 0..count {
+            let parsed = Parsed {
+                lazy,
+                nums: &mut nums,
+                stale: &mut stale,
+            };
+            codec.decode_with(r, &mut s, Some(parsed))?;
+            f(&s, &nums)?;
+        }
+        Ok(())
+    };
+    let res = run();
+    codec.spell_stale(&mut stale);
+    res
 }
 
 /// Decode `count` samples from one chunk, advancing `codec`.
@@ -612,7 +683,7 @@ mod tests {
         let mut dec = start;
         let (mut k, mut given, mut decimals) = (0, 0, 0);
         let mut r = BitReader::new(&bytes);
-        for_each_parsed_in(&mut dec, &mut r, samples.len() as u64, |s, nums| {
+        for_each_parsed_in(&mut dec, &mut r, samples.len() as u64, &[], |s, nums| {
             assert_eq!(s, &samples[k]);
             assert_eq!(nums.len(), s.values.len());
             for (t, n) in s.values.iter().zip(nums) {
@@ -621,10 +692,15 @@ mod tests {
                     let big = d.mantissa.unsigned_abs() >= 1 << 53;
                     assert!(n.is_some() || big, "{t:?}: no number");
                 }
-                if let Some(v) = n {
+                if let Some(n) = n {
                     given += 1;
                     let want = rrd::num::strtod(t).map(|(w, used)| (w.to_bits(), used));
-                    assert_eq!(Some((v.to_bits(), t.len())), want, "{t:?}");
+                    assert_eq!(Some((n.value.to_bits(), t.len())), want, "{t:?}");
+                    let spelled = crate::decimal::Decimal {
+                        mantissa: n.mantissa,
+                        scale: n.scale,
+                    };
+                    assert_eq!(spelled.format(), *t);
                 }
             }
             k += 1;

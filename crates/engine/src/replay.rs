@@ -68,6 +68,17 @@ const MAX_PIECES: usize = 2 << 20;
 /// million samples, 3.7-3.9 s in runs of 2 million (`engine-load open`).
 const MAX_RUN_SAMPLES: u64 = 8 << 20;
 
+/// Set each `last_ds` that `pending` holds the decimal of ([`rrd::Rrd::apply_parsed`]).
+fn settle_last_ds(rrd: &mut rrd::Rrd, pending: &mut [Option<(i64, u8)>]) {
+    for (p, d) in rrd.pdp.iter_mut().zip(pending) {
+        if let Some((mantissa, scale)) = d.take() {
+            let text = codec::decimal::Decimal { mantissa, scale }.format();
+            p.last_ds.clear();
+            p.last_ds.push_str(rrd::update::last_ds_of(&text));
+        }
+    }
+}
+
 /// Series a replay thread takes from the queue at a time: few enough that the threads end
 /// together, enough that the queue's lock is rare.
 const JOBS_TAKEN: usize = 16;
@@ -262,17 +273,30 @@ fn apply_jobs(
         let Series { codec, rrd, .. } = s;
         // Index in `reseeds` of the first reseed this series has not passed yet.
         let mut next = 0;
+        // The decimals of GAUGE and ABSOLUTE DS are read as numbers and never spelled:
+        // `last_ds` is set from the last one applied (`pending`) once the series is done.
+        let lazy: Vec<bool> = (rrd.schema.ds.iter())
+            .map(|d| {
+                matches!(
+                    d.kind,
+                    rrd::schema::DsType::Gauge | rrd::schema::DsType::Absolute
+                )
+            })
+            .collect();
+        let mut pending = vec![None; lazy.len()];
         // The series' rows are written with their packing deferred (most are sealed before
         // its chunks end), then its open chunks packed as writing packs them.
         let applied = rrd::rows::with_packing_deferred(|| {
             for (i, span, count) in chunks {
                 if reseeds.get(next).is_some_and(|&r| r <= i) {
+                    // The codec is seeded from `last_ds`: spelled first.
+                    settle_last_ds(rrd, &mut pending);
                     *codec = codec::sample::SeriesCodec::from_rrd(rrd);
                     next = reseeds.partition_point(|&r| r <= i);
                 }
                 let mut r = span.reader();
-                for_each_parsed_in(codec, &mut r, count, |smp, nums| {
-                    match rrd.apply_parsed(smp, nums, &mut |_| {}) {
+                for_each_parsed_in(codec, &mut r, count, &lazy, |smp, nums| {
+                    match rrd.apply_parsed(smp, nums, Some(&mut pending), &mut |_| {}) {
                         Ok(()) | Err(rrd::ApplyError::Partial(_)) => counts.applied += 1,
                         Err(rrd::ApplyError::Rejected(_)) => counts.refused += 1,
                     }
@@ -289,6 +313,7 @@ fn apply_jobs(
         for a in &mut rrd.rra {
             a.rows.pack_staged();
         }
+        settle_last_ds(rrd, &mut pending);
         applied?;
         // A reseed after the series' last chunk happened in the writer too: the codec that
         // encodes its next samples is the reseeded one.
@@ -297,4 +322,112 @@ fn apply_jobs(
         }
     }
     Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codec::bits::BitReader;
+    use codec::sample::{encode_chunk, SeriesCodec};
+    use rrd::update::Sample;
+
+    fn xorshift(mut x: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        }
+    }
+
+    #[test]
+    fn unspelled_decimals_end_as_applying_each_sample() {
+        // What replay does (decimals of GAUGE and ABSOLUTE read as numbers, never spelled,
+        // `last_ds` set from the last one applied, and before a reseed) leaves the RRD and
+        // the codec as applying every sample's text one by one does: with unknowns, raw
+        // text, decimals too long for a number, repeats, gaps past the heartbeat, samples
+        // refused for their time, and COUNTER text that fails part of an update.
+        let args: Vec<String> = [
+            "x.rrd",
+            "-s",
+            "15",
+            "DS:g:GAUGE:30:U:U",
+            "DS:c:COUNTER:30:U:U",
+            "DS:a:ABSOLUTE:30:0:1000",
+            "RRA:AVERAGE:0.5:1:100",
+            "RRA:MAX:0.5:4:50",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let schema = rrd::create::parse_create(&args, 1_000_000_000)
+            .unwrap()
+            .schema;
+        for seed in 1..40u64 {
+            let mut rnd = xorshift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let texts = ["U", "1e3", "abc", "123456789012345678", "-0.005", "7"];
+            let mut t = 1_000_000_000i64;
+            let mut counter = 1000u64;
+            let mut samples: Vec<Sample> = Vec::new();
+            for _ in 0..400 {
+                t += [15, 15, 15, 15, 60, 0, -15, 16][rnd(8) as usize];
+                let gauge = |r: u64| match r % 6 {
+                    0 => texts[(r / 6 % texts.len() as u64) as usize].to_string(),
+                    1 | 2 => format!("{}.{:02}", r % 500, r / 7 % 100),
+                    _ => format!("{}", r % 1000),
+                };
+                counter += rnd(5000);
+                let c = match rnd(12) {
+                    0 => "U".to_string(),
+                    1 => "abc".to_string(),
+                    _ => counter.to_string(),
+                };
+                let values = match (samples.last(), rnd(6)) {
+                    (Some(prev), 0) => prev.values.clone(),
+                    _ => vec![gauge(rnd(1 << 40)), c, gauge(rnd(1 << 40))],
+                };
+                samples.push(Sample {
+                    time: t,
+                    usec: 0,
+                    values,
+                });
+            }
+            let mut a = rrd::Rrd::new(schema.clone(), 1_000_000_000);
+            let mut b = a.clone();
+            let mut enc = SeriesCodec::from_rrd(&a);
+            let mut dec = enc.clone();
+            let lazy = [true, false, true];
+            let mut pending = vec![None; 3];
+            for (k, chunk) in samples.chunks(7).enumerate() {
+                if k == 5 {
+                    // A reseed: the writer's codec from its RRD, replay's from its own.
+                    enc = SeriesCodec::from_rrd(&a);
+                    settle_last_ds(&mut b, &mut pending);
+                    dec = SeriesCodec::from_rrd(&b);
+                }
+                let bytes = encode_chunk(&mut enc, chunk).unwrap();
+                for s in chunk {
+                    let _ = a.apply(s, &mut |_| {});
+                }
+                let mut r = BitReader::new(&bytes);
+                for_each_parsed_in(&mut dec, &mut r, chunk.len() as u64, &lazy, |s, nums| {
+                    let _ = b.apply_parsed(s, nums, Some(&mut pending), &mut |_| {});
+                    Ok::<(), codec::DecodeError>(())
+                })
+                .unwrap();
+                assert_eq!(dec, enc, "seed {seed}, chunk {k}: the codecs");
+            }
+            settle_last_ds(&mut b, &mut pending);
+            // Bit for bit, as rrdtool's file (NaN is not equal to itself).
+            let image = |r: &rrd::Rrd| rrd::rrdfile::write(r);
+            assert!(image(&a) == image(&b), "seed {seed}: {a:?}\n{b:?}");
+            let last = |r: &rrd::Rrd| {
+                r.pdp
+                    .iter()
+                    .map(|p| p.last_ds.to_string())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(last(&a), last(&b), "seed {seed}");
+        }
+    }
 }

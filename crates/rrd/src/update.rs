@@ -209,6 +209,20 @@ fn parse_at_time(s: &str, now: (i64, i64)) -> Result<(i64, i64), RrdError> {
     }
 }
 
+/// A value whose decimal and number are known ([`Rrd::apply_parsed`]): `mantissa / 10^scale`
+/// spelled canonically, and `value`, `num::strtod` of that text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Number {
+    pub value: f64,
+    pub mantissa: i64,
+    pub scale: u8,
+}
+
+/// What `last_ds` holds after an update whose value's text was `text`: its first 29 bytes.
+pub fn last_ds_of(text: &str) -> &str {
+    last_ds_prefix(text)
+}
+
 /// Longest prefix of `s` of at most 29 bytes (rrdtool's `last_ds` is `char[30]`), cut at a
 /// character boundary.
 fn last_ds_prefix(s: &str) -> &str {
@@ -240,17 +254,23 @@ impl Rrd {
     /// row writes, in rrdtool's order and with its floating-point operations. Every row written
     /// goes to `sink` in `updatev` order.
     pub fn apply(&mut self, s: &Sample, sink: &mut dyn FnMut(RowWrite)) -> Result<(), ApplyError> {
-        self.apply_parsed(s, &[], sink)
+        self.apply_parsed(s, &[], None, sink)
     }
 
-    /// [`Rrd::apply`] with the numbers of some values already read: `nums[i]`, where
-    /// present, must be `num::strtod` of `s.values[i]` (bit for bit; the sample codec gives
-    /// them for the decimals it decodes), and is used for a GAUGE or ABSOLUTE value instead
-    /// of reading its text again. COUNTER and DERIVE work on the text, as rrdtool does.
+    /// [`Rrd::apply`] with some values already read: `nums[i]`, where present, is the
+    /// decimal `s.values[i]` spells and its number, `num::strtod`'s of the text (bit for
+    /// bit; the sample codec gives them for the decimals it decodes). A GAUGE or ABSOLUTE
+    /// value uses the number instead of reading its text again (COUNTER and DERIVE work on
+    /// the text, as rrdtool does). With `pending`, the text of such a value is not even
+    /// needed: instead of `last_ds`, the decimal goes to `pending[i]` (and a value kept as
+    /// text sets it to `None`); the caller sets `last_ds` from the decimal left there once
+    /// it is done ([`last_ds_of`]), as replay does after a series' samples, whose every
+    /// value but the last would have been formatted only to be overwritten.
     pub fn apply_parsed(
         &mut self,
         s: &Sample,
-        nums: &[Option<f64>],
+        nums: &[Option<Number>],
+        pending: Option<&mut [Option<(i64, u8)>]>,
         sink: &mut dyn FnMut(RowWrite),
     ) -> Result<(), ApplyError> {
         if s.time < self.last_up || (s.time == self.last_up && s.usec <= self.last_up_usec) {
@@ -278,7 +298,7 @@ impl Rrd {
         };
 
         let interval = (s.time - self.last_up) as f64 + (s.usec - self.last_up_usec) as f64 / 1e6;
-        self.update_pdp_prep(s, nums, interval, pdp_new)?;
+        self.update_pdp_prep(s, nums, pending, interval, pdp_new)?;
 
         let step = self.schema.step as i64;
         let proc_pdp_st = self.last_up - self.last_up.rem_euclid(step);
@@ -331,12 +351,16 @@ impl Rrd {
     fn update_pdp_prep(
         &mut self,
         s: &Sample,
-        nums: &[Option<f64>],
+        nums: &[Option<Number>],
+        mut pending: Option<&mut [Option<(i64, u8)>]>,
         interval: f64,
         pdp_new: &mut [f64],
     ) -> Result<(), ApplyError> {
         for (i, def) in self.schema.ds.iter().enumerate() {
             let raw = s.values[i].as_str();
+            let known = nums.get(i).copied().flatten();
+            // The text of a known decimal may not be there (`pending`): it is no `U`.
+            let unknown = known.is_none() && raw.starts_with('U');
             let pdp = &mut self.pdp[i];
             let within_hb = def.heartbeat as f64 >= interval;
             if !within_hb {
@@ -344,7 +368,7 @@ impl Rrd {
                 pdp.last_ds.push('U');
             }
             let mut new = DNAN;
-            if !raw.starts_with('U') && def.kind != DsType::Compute && within_hb {
+            if !unknown && def.kind != DsType::Compute && within_hb {
                 let fail = |e: RrdError| {
                     if i == 0 {
                         ApplyError::Rejected(e)
@@ -380,16 +404,16 @@ impl Rrd {
                         rate = new / interval;
                     }
                     DsType::Absolute => {
-                        new = match nums.get(i) {
-                            Some(&Some(v)) => v,
+                        new = match known {
+                            Some(k) => k.value,
                             _ => strtodbl_in("Function update_pdp_prep, case DST_ABSOLUTE", raw)
                                 .map_err(fail)?,
                         };
                         rate = new / interval;
                     }
                     DsType::Gauge => {
-                        let v = match nums.get(i) {
-                            Some(&Some(v)) => v,
+                        let v = match known {
+                            Some(k) => k.value,
                             _ => strtodbl_in("Function update_pdp_prep, case DST_GAUGE", raw)
                                 .map_err(fail)?,
                         };
@@ -423,8 +447,17 @@ impl Rrd {
                 }
             }
             pdp_new[i] = new;
-            pdp.last_ds.clear();
-            pdp.last_ds.push_str(last_ds_prefix(raw));
+            let lazy = matches!(def.kind, DsType::Gauge | DsType::Absolute);
+            match (known, pending.as_deref_mut()) {
+                (Some(k), Some(p)) if lazy => p[i] = Some((k.mantissa, k.scale)),
+                (_, p) => {
+                    if let Some(p) = p {
+                        p[i] = None;
+                    }
+                    pdp.last_ds.clear();
+                    pdp.last_ds.push_str(last_ds_prefix(raw));
+                }
+            }
         }
         Ok(())
     }
