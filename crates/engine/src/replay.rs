@@ -276,12 +276,7 @@ fn apply_jobs(
         // The decimals of GAUGE and ABSOLUTE DS are read as numbers and never spelled:
         // `last_ds` is set from the last one applied (`pending`) once the series is done.
         let lazy: Vec<bool> = (rrd.schema.ds.iter())
-            .map(|d| {
-                matches!(
-                    d.kind,
-                    rrd::schema::DsType::Gauge | rrd::schema::DsType::Absolute
-                )
-            })
+            .map(|d| rrd::update::text_unneeded(d.kind))
             .collect();
         let mut pending = vec![None; lazy.len()];
         // The series' rows are written with their packing deferred (most are sealed before

@@ -1074,60 +1074,45 @@ impl Open {
 
     /// Pack the staged values of whole groups in their place, but not a group that ends at
     /// `chunk_len` (the chunk is sealed whole), as writing them one at a time would have:
-    /// the same groups, the same bytes. Returns whether any was packed.
+    /// the same groups, the same bytes. Packed through a buffer the thread keeps, so that
+    /// the group writing packs as it fills costs no allocation unless it comes out longer
+    /// than its values (a literal block: one byte more). Returns whether any was packed.
     fn pack_groups(&mut self, chunk_len: usize) -> bool {
-        let end = |o: &Open| (o.start + o.packed_n) as usize + OPEN_GROUP;
-        if self.staged_n() < OPEN_GROUP || end(self) >= chunk_len {
-            return false;
-        }
-        let staged = self.buf.split_off(self.packed_len as usize);
-        let mut at = 0;
-        while staged.len() - at >= 8 * OPEN_GROUP && end(self) < chunk_len {
-            let mut group = [0f64; OPEN_GROUP];
-            for (g, b) in group.iter_mut().zip(staged[at..].chunks_exact(8)) {
-                *g = f64::from_bits(u64::from_le_bytes(b.try_into().expect("8 bytes")));
-            }
-            encode_values(&group, &mut self.buf);
-            self.packed_n += OPEN_GROUP as u32;
-            at += 8 * OPEN_GROUP;
-        }
-        self.packed_len = self.buf.len() as u32;
-        self.buf.extend_from_slice(&staged[at..]);
-        self.buf.shrink_to_fit();
-        true
-    }
-
-    /// Pack the [`OPEN_GROUP`] staged values in their place, without an allocation unless
-    /// the packed group is longer than the values (a literal block: one byte more).
-    fn pack_group(&mut self) {
         thread_local! {
             static PACKED: std::cell::RefCell<Vec<u8>> = const {
                 std::cell::RefCell::new(Vec::new())
             };
         }
-        let mut group = [0f64; OPEN_GROUP];
-        for (i, g) in group.iter_mut().enumerate() {
-            *g = self.staged(i);
+        // Groups that end before the chunk does.
+        let tail = (self.start + self.packed_n) as usize;
+        let room = chunk_len.saturating_sub(tail + 1) / OPEN_GROUP;
+        let n = (self.staged_n() / OPEN_GROUP).min(room);
+        if n == 0 {
+            return false;
         }
-        let mut put = |b: &[u8]| {
+        let mut pack = |b: &mut Vec<u8>| {
+            b.clear();
+            let staged = &self.buf[self.packed_len as usize..];
+            for g in staged.chunks_exact(8 * OPEN_GROUP).take(n) {
+                let mut group = [0f64; OPEN_GROUP];
+                for (v, x) in group.iter_mut().zip(g.chunks_exact(8)) {
+                    *v = f64::from_bits(u64::from_le_bytes(x.try_into().expect("8 bytes")));
+                }
+                encode_values(&group, b);
+            }
+            let packed = b.len();
+            b.extend_from_slice(&staged[n * 8 * OPEN_GROUP..]);
             self.buf.truncate(self.packed_len as usize);
             self.buf.reserve_exact(b.len());
             self.buf.extend_from_slice(b);
+            self.packed_len += packed as u32;
+            self.packed_n += (n * OPEN_GROUP) as u32;
         };
         PACKED.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut b) => {
-                b.clear();
-                encode_values(&group, &mut b);
-                put(&b);
-            }
-            Err(_) => {
-                let mut b = Vec::new();
-                encode_values(&group, &mut b);
-                put(&b);
-            }
+            Ok(mut b) => pack(&mut b),
+            Err(_) => pack(&mut Vec::new()),
         });
-        self.packed_len = self.buf.len() as u32;
-        self.packed_n += OPEN_GROUP as u32;
+        true
     }
 
     /// Every value staged, `vals`, nothing packed (a write out of order).
@@ -1708,8 +1693,8 @@ impl Rows {
         let Some(mut o) = self.open.take() else {
             return;
         };
-        let len = self.chunk_len(o.idx as usize);
-        if !o.pack_groups(len) && o.buf.capacity() > o.buf.len() + 8 * OPEN_GROUP {
+        o.pack_groups(self.chunk_len(o.idx as usize));
+        if o.buf.capacity() > o.buf.len() + 8 * OPEN_GROUP {
             o.buf.shrink_to_fit();
         }
         self.open = Some(o);
@@ -1746,9 +1731,9 @@ impl Rows {
                     .reserve_exact(8 * grow.min(room.saturating_sub(staged)).max(1));
             }
             o.buf.extend_from_slice(&v.to_bits().to_le_bytes());
-            if staged + 1 == OPEN_GROUP && end + 1 < self.chunk_len(c) {
-                // A group filled, and the chunk goes on: packed in place of its values.
-                o.pack_group();
+            if staged + 1 == OPEN_GROUP {
+                // A group filled: packed in place of its values, if the chunk goes on.
+                o.pack_groups(self.chunk_len(c));
             }
         } else if j >= tail && j < end {
             o.set_staged(j - tail, v);

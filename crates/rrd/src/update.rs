@@ -218,6 +218,12 @@ pub struct Number {
     pub scale: u8,
 }
 
+/// Whether [`Rrd::apply_parsed`] with `pending` needs no text for a known value of a DS of
+/// this kind (GAUGE and ABSOLUTE read the number; COUNTER and DERIVE the text).
+pub fn text_unneeded(kind: DsType) -> bool {
+    matches!(kind, DsType::Gauge | DsType::Absolute)
+}
+
 /// What `last_ds` holds after an update whose value's text was `text`: its first 29 bytes.
 pub fn last_ds_of(text: &str) -> &str {
     last_ds_prefix(text)
@@ -447,7 +453,7 @@ impl Rrd {
                 }
             }
             pdp_new[i] = new;
-            let lazy = matches!(def.kind, DsType::Gauge | DsType::Absolute);
+            let lazy = text_unneeded(def.kind);
             match (known, pending.as_deref_mut()) {
                 (Some(k), Some(p)) if lazy => p[i] = Some((k.mantissa, k.scale)),
                 (_, p) => {
