@@ -207,7 +207,46 @@ impl<'a> BitReader<'a> {
         Ok(v)
     }
 
+    /// The next 64 bits of `buf` from `pos`, most significant first, of which at least 57
+    /// are the buffer's (bits past `end` may be anything; callers check `end`); `None` when
+    /// fewer than 8 bytes are left from `pos`'s byte.
+    #[inline]
+    fn peek(&self) -> Option<u64> {
+        let b = (self.pos / 8) as usize;
+        let bytes: [u8; 8] = self.buf.get(b..b.checked_add(8)?)?.try_into().ok()?;
+        // The stream is most significant bit first: its first byte is the word's top byte
+        // (the store's integers are little-endian; only this bit order is not).
+        Some(u64::from_le_bytes(bytes).swap_bytes() << (self.pos % 8))
+    }
+
+    /// Whether `n` bits can be taken from one [`peek`](Self::peek): no leading zeros owed,
+    /// `n` fits in what a peek guarantees, and the range holds `n` more bits.
+    #[inline]
+    fn fits(&self, n: u32) -> bool {
+        self.zeros == 0 && n <= 57 && self.end - self.pos >= n as u64
+    }
+
+    /// `n` bits (`n <= 64`) as an unsigned number.
+    ///
+    /// This and [`rice`](Self::rice) and [`exp_golomb`](Self::exp_golomb) take the common
+    /// case from one 64-bit load (the replay of a full log ring decodes tens of millions of
+    /// values); the bit-at-a-time reading below stays for the ends of ranges, owed leading
+    /// zeros and long codes, and the test `word_reads_match_bit_reads` holds both to the same
+    /// results.
     pub fn bits(&mut self, n: u32) -> Result<u64, DecodeError> {
+        if n == 0 {
+            return Ok(0);
+        }
+        if self.fits(n) {
+            if let Some(w) = self.peek() {
+                self.pos += n as u64;
+                return Ok(w >> (64 - n));
+            }
+        }
+        self.bits_slow(n)
+    }
+
+    fn bits_slow(&mut self, n: u32) -> Result<u64, DecodeError> {
         let mut n = n.min(64);
         let mut v = 0u64;
         while n > 0 && self.zeros > 0 {
@@ -231,19 +270,53 @@ impl<'a> BitReader<'a> {
     }
 
     pub fn rice(&mut self, k: u32) -> Result<u64, DecodeError> {
+        if self.zeros == 0 && k < 64 {
+            if let Some(w) = self.peek() {
+                let q = (!w).leading_zeros();
+                if (q as u64) < RICE_ESCAPE && self.fits(q + 1 + k) {
+                    let low = if k == 0 {
+                        0
+                    } else {
+                        (w << (q + 1)) >> (64 - k)
+                    };
+                    self.pos += (q + 1 + k) as u64;
+                    return Ok(((q as u64) << k) | low);
+                }
+            }
+        }
+        self.rice_slow(k)
+    }
+
+    fn rice_slow(&mut self, k: u32) -> Result<u64, DecodeError> {
         let mut q = 0u64;
         while q < RICE_ESCAPE && self.bit()? {
             q += 1;
         }
         if q < RICE_ESCAPE {
-            return Ok((q << k) | self.bits(k)?);
+            return Ok((q << k) | self.bits_slow(k)?);
         }
-        let rest = self.exp_golomb(k)?;
+        let rest = self.exp_golomb_slow(k)?;
         rest.checked_add(RICE_ESCAPE << k)
             .ok_or_else(|| self.err("Rice value exceeds 64 bits"))
     }
 
     pub fn exp_golomb(&mut self, k: u32) -> Result<u64, DecodeError> {
+        if self.zeros == 0 && k < 64 {
+            if let Some(w) = self.peek() {
+                let z = w.leading_zeros();
+                // `z` zeros, the leading one, `z + k` bits: the value plus 2^k.
+                let len = z + 1 + k;
+                if z < 64 && self.fits(z + len) {
+                    let v = (w << z) >> (64 - len);
+                    self.pos += (z + len) as u64;
+                    return Ok(v - (1u64 << k));
+                }
+            }
+        }
+        self.exp_golomb_slow(k)
+    }
+
+    fn exp_golomb_slow(&mut self, k: u32) -> Result<u64, DecodeError> {
         let mut zeros = 0u32;
         while !self.bit()? {
             zeros += 1;
@@ -312,6 +385,55 @@ mod tests {
         assert_eq!(w.bit_len(), 1);
         w.exp_golomb(1, 0);
         assert_eq!(w.bit_len(), 4);
+    }
+
+    /// The 64-bit fast paths read what bit-at-a-time reading does, value, error and position
+    /// alike: random bytes (runs of ones and zeros, for long unary and Exp-Golomb prefixes),
+    /// ranges that start and end inside bytes, owed leading zeros, every order of code.
+    #[test]
+    fn word_reads_match_bit_reads() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..4000 {
+            let len = (next() % 40) as usize;
+            let buf: Vec<u8> = (0..len)
+                .map(|_| match next() % 4 {
+                    0 => 0xff,
+                    1 => 0,
+                    _ => next() as u8,
+                })
+                .collect();
+            let bits = len as u64 * 8;
+            let from = if bits == 0 { 0 } else { next() % bits };
+            let to = from + next() % (bits - from + 9);
+            let zeros = (next() % 4 == 0) as u32 * (next() % 20) as u32;
+            let mut fast = BitReader::slice(&buf, from, to, zeros);
+            let mut slow = fast.clone();
+            for _ in 0..30 {
+                let op = next() % 3;
+                let k = match next() % 3 {
+                    0 => (next() % 4) as u32,
+                    1 => (next() % 64) as u32,
+                    _ => (next() % 20) as u32,
+                };
+                let (a, b) = match op {
+                    0 => (fast.bits(k), slow.bits_slow(k)),
+                    1 => (fast.rice(k), slow.rice_slow(k)),
+                    _ => (fast.exp_golomb(k), slow.exp_golomb_slow(k)),
+                };
+                assert_eq!(a.is_ok(), b.is_ok(), "op {op} k {k}");
+                if a.is_err() {
+                    break;
+                }
+                assert_eq!(a.unwrap(), b.unwrap(), "op {op} k {k}");
+                assert_eq!((fast.pos, fast.zeros), (slow.pos, slow.zeros));
+            }
+        }
     }
 
     #[test]

@@ -370,8 +370,26 @@ fn put_numbered_block(out: &mut Vec<u8>, k: u64, scale: u8, ms: &[i64], us: &[i6
 /// `|m| < 2^53`. The decoder computes the same IEEE division, so the value comes back exact.
 fn as_decimal(v: f64, scale: u8) -> Option<i64> {
     let p = POW10[scale as usize];
-    let m = round_small(v * p)?;
+    let x = v * p;
+    let m = round_small(x)?;
+    if !near(x, m) {
+        return None;
+    }
     ((m as f64 / p).to_bits() == v.to_bits()).then_some(m)
+}
+
+/// Whether `x = v * d` is close enough to the integer `m` nearest it for `m / d` to be `v`
+/// within [`MAX_ULPS`] units in the last place: a test without a division that turns away
+/// most of the divisors a block's first value is tried with (the divisions were a third of
+/// the encoders' time), and never one that [`as_ratio`] or [`as_decimal`] accepts (they
+/// check exactly after it; the test `the_division_free_test_never_turns_away_a_fit` holds
+/// it to that). If `m / d` rounds to `q` and `v` is within 63 units in the last place of
+/// `q`, `|v - m / d| <= 64 * 2^-52 * |m / d|`, so `|v * d - m| <= 1.43e-14 * |m|` with
+/// the product's rounding: 4e-14 leaves a margin of almost three. `m == 0` is left to the
+/// exact check (`v` a subnormal within 63 units of zero).
+#[inline]
+fn near(x: f64, m: i64) -> bool {
+    m == 0 || (x - m as f64).abs() <= 4e-14 * (m as f64).abs()
 }
 
 /// `x.round()` (halves away from zero) as an integer, if its magnitude is below 9.0e15 (so
@@ -419,7 +437,11 @@ fn ratio_value(m: i64, d: f64, u: i64) -> f64 {
 /// decimals divided, a rate over whole seconds: what rrdtool's consolidation makes).
 fn as_ratio(v: f64, d: f64) -> Option<(i64, i64)> {
     // `v * d` is finite only if `v` is (`d` >= 1).
-    let m = round_small(v * d)?;
+    let x = v * d;
+    let m = round_small(x)?;
+    if !near(x, m) {
+        return None;
+    }
     // The reader's division gives the same `q`, and `q + u` is `v`'s bit pattern: exact by
     // construction (wrapping arithmetic on the bits), whatever `u` is; only its size is
     // checked.
@@ -1008,7 +1030,7 @@ enum Chunk {
 
 /// The open chunk: its index, the version it was opened from, the values written since
 /// (the chunk's values from index `start` on: the first `packed_n` of them packed, by
-/// [`encode_values`] in groups of [`OPEN_GROUP`], then the staged ones; the others are
+/// [`encode_values`] in groups of [`OPEN_GROUP`] (a replay's in one run), then the staged ones; the others are
 /// still `prev`'s), and the rows (within the chunk) written since it was opened. Rows are
 /// written in order, so the values grow by appending and hold only what was written; a
 /// write elsewhere first brings in every value (`start` 0, every value staged, nothing
@@ -1073,11 +1095,14 @@ impl Open {
     }
 
     /// Pack the staged values of whole groups in their place, but not a group that ends at
-    /// `chunk_len` (the chunk is sealed whole), as writing them one at a time would have:
-    /// the same groups, the same bytes. Packed through a buffer the thread keeps, so that
-    /// the group writing packs as it fills costs no allocation unless it comes out longer
-    /// than its values (a literal block: one byte more). Returns whether any was packed.
-    fn pack_groups(&mut self, chunk_len: usize) -> bool {
+    /// `chunk_len` (the chunk is sealed whole): each group on its own, as writing them one
+    /// at a time does, or with `together` all of them in one call to [`encode_values`] (a
+    /// replay's packing of what it left staged: one search for a divisor instead of one a
+    /// group, and fewer block heads; the same values, and the same sealed chunk, which is
+    /// packed again whole). Packed through a buffer the thread keeps, so that the group
+    /// writing packs as it fills costs no allocation unless it comes out longer than its
+    /// values (a literal block: one byte more). Returns whether any was packed.
+    fn pack_groups(&mut self, chunk_len: usize, together: bool) -> bool {
         thread_local! {
             static PACKED: std::cell::RefCell<Vec<u8>> = const {
                 std::cell::RefCell::new(Vec::new())
@@ -1093,12 +1118,22 @@ impl Open {
         let mut pack = |b: &mut Vec<u8>| {
             b.clear();
             let staged = &self.buf[self.packed_len as usize..];
-            for g in staged.chunks_exact(8 * OPEN_GROUP).take(n) {
-                let mut group = [0f64; OPEN_GROUP];
-                for (v, x) in group.iter_mut().zip(g.chunks_exact(8)) {
-                    *v = f64::from_bits(u64::from_le_bytes(x.try_into().expect("8 bytes")));
+            let value =
+                |x: &[u8]| f64::from_bits(u64::from_le_bytes(x.try_into().expect("8 bytes")));
+            if together {
+                let vals: Vec<f64> = staged[..n * 8 * OPEN_GROUP]
+                    .chunks_exact(8)
+                    .map(value)
+                    .collect();
+                encode_values(&vals, b);
+            } else {
+                for g in staged.chunks_exact(8 * OPEN_GROUP).take(n) {
+                    let mut group = [0f64; OPEN_GROUP];
+                    for (v, x) in group.iter_mut().zip(g.chunks_exact(8)) {
+                        *v = value(x);
+                    }
+                    encode_values(&group, b);
                 }
-                encode_values(&group, b);
             }
             let packed = b.len();
             b.extend_from_slice(&staged[n * 8 * OPEN_GROUP..]);
@@ -1687,13 +1722,14 @@ impl Rows {
         buf
     }
 
-    /// Pack the open chunk's values left unpacked by [`with_packing_deferred`] into groups,
-    /// as writing them outside it would have, and give back the buffer's spare room.
+    /// Pack the open chunk's values left unpacked by [`with_packing_deferred`]: the whole
+    /// groups writing them outside it would have packed, in one block run (see
+    /// [`Open::pack_groups`]), and give back the buffer's spare room.
     pub fn pack_staged(&mut self) {
         let Some(mut o) = self.open.take() else {
             return;
         };
-        o.pack_groups(self.chunk_len(o.idx as usize));
+        o.pack_groups(self.chunk_len(o.idx as usize), true);
         if o.buf.capacity() > o.buf.len() + 8 * OPEN_GROUP {
             o.buf.shrink_to_fit();
         }
@@ -1733,7 +1769,7 @@ impl Rows {
             o.buf.extend_from_slice(&v.to_bits().to_le_bytes());
             if staged + 1 == OPEN_GROUP {
                 // A group filled: packed in place of its values, if the chunk goes on.
-                o.pack_groups(self.chunk_len(c));
+                o.pack_groups(self.chunk_len(c), false);
             }
         } else if j >= tail && j < end {
             o.set_staged(j - tail, v);
@@ -2704,6 +2740,51 @@ mod tests {
         assert_eq!(bits(&again.to_vec()), bits(&model));
     }
 
+    /// [`near`] turns away no value that the exact checks accept: values within a few units
+    /// in the last place of ratios of every divisor (at and past the 63 allowed, `m` from 1
+    /// to near 2^53, both signs), short decimals, and random bit patterns.
+    #[test]
+    fn the_division_free_test_never_turns_away_a_fit() {
+        let exact_ratio = |v: f64, d: f64| {
+            let m = round_small(v * d)?;
+            let u = v.to_bits().wrapping_sub((m as f64 / d).to_bits()) as i64;
+            (u.unsigned_abs() <= MAX_ULPS as u64).then_some((m, u))
+        };
+        let exact_decimal = |v: f64, scale: u8| {
+            let p = POW10[scale as usize];
+            let m = round_small(v * p)?;
+            ((m as f64 / p).to_bits() == v.to_bits()).then_some(m)
+        };
+        let mut next = xorshift(11);
+        let divs = ratio_divisors();
+        let (mut fits, mut turned) = (0, 0);
+        for i in 0..400_000 {
+            let (_, scale, d) = divs[(next() % divs.len() as u64) as usize];
+            let mag = 1u64 << (next() % 53);
+            let mut m = (next() % mag) as i64;
+            if next().is_multiple_of(2) {
+                m = -m;
+            }
+            let u = (next() % 141) as i64 - 70;
+            let v = match i % 4 {
+                0 | 1 => ratio_value(m, d, u),
+                2 => m as f64 / POW10[scale as usize],
+                _ => f64::from_bits(next()),
+            };
+            let want = exact_ratio(v, d);
+            assert_eq!(as_ratio(v, d), want, "{v:e} / {d}");
+            fits += usize::from(want.is_some());
+            turned += usize::from(want.is_none() && round_small(v * d).is_some());
+            assert_eq!(
+                as_decimal(v, scale),
+                exact_decimal(v, scale),
+                "{v:e} at {scale}"
+            );
+        }
+        // Both sides of the line were reached.
+        assert!(fits > 100_000 && turned > 50_000, "{fits} {turned}");
+    }
+
     #[test]
     fn round_small_rounds_as_round_does() {
         let mut next = xorshift(3);
@@ -2829,7 +2910,8 @@ mod tests {
         assert_eq!(bits(&r.to_vec()), bits(&model));
     }
 
-    /// Chunk by chunk and in the open chunk, `a` and `b` hold the same bytes.
+    /// Chunk by chunk `a` and `b` hold the same bytes; their open chunks the same rows,
+    /// as many values packed and staged, `b`'s packed in no more bytes.
     fn assert_same_packing(a: &Rows, b: &Rows, what: &str) {
         for c in 0..a.segs.len() {
             match (a.chunk(c), b.chunk(c)) {
@@ -2843,9 +2925,10 @@ mod tests {
         match (&a.open, &b.open) {
             (None, None) => {}
             (Some(x), Some(y)) => {
-                let f = |o: &Open| (o.idx, o.start, o.packed_n, o.packed_len, o.written);
+                let f = |o: &Open| (o.idx, o.start, o.packed_n, o.staged_n(), o.written);
                 assert_eq!(f(x), f(y), "{what}: the open chunk");
-                assert_eq!(x.buf, y.buf, "{what}: the open chunk's bytes");
+                // Packed together, no more room than group by group (on these values).
+                assert!(y.packed_len <= x.packed_len, "{what}: packed bytes");
                 assert!(
                     y.buf.capacity() <= y.buf.len() + 8 * OPEN_GROUP,
                     "{what}: room"
@@ -2858,7 +2941,8 @@ mod tests {
     #[test]
     fn deferred_packing_ends_as_packing_as_it_fills() {
         // Rows written with their packing deferred, then packed, hold what rows written one
-        // value at a time hold, byte for byte, wherever the writes start and stop: replay
+        // value at a time hold, wherever the writes start and stop, sealed chunks byte for
+        // byte, the open chunk the same values packed and staged in no more bytes: replay
         // defers, the daemon's writes do not, and the two go on from each other's state.
         let mut next = xorshift(5);
         for ds in [1usize, 2, 3, 300] {
