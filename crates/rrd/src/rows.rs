@@ -1739,10 +1739,18 @@ impl Rows {
     /// Set value `i`; panics past the end, as a slice would.
     pub fn set(&mut self, i: usize, v: f64) {
         assert!(i < self.len(), "row value {i} out of {}", self.len());
-        let per = self.chunk_rows() * (self.ds_cnt as usize);
-        let c = i / per;
-        let j = i - c * per;
-        let row = j / (self.ds_cnt as usize).max(1);
+        let (c, j, row) = if self.ds_cnt == 1 {
+            // One DS (most RRDs): chunks of `CHUNK_VALUES` rows, a shift instead of the two
+            // divisions below (a fifth of a write's own time in a replay).
+            let c = i / CHUNK_VALUES;
+            let j = i - c * CHUNK_VALUES;
+            (c, j, j)
+        } else {
+            let per = self.chunk_rows() * (self.ds_cnt as usize);
+            let c = i / per;
+            let j = i - c * per;
+            (c, j, j / (self.ds_cnt as usize).max(1))
+        };
         self.open_chunk(c);
         let mut o = self.open.take().expect("just opened");
         if o.len() == 0 {
@@ -1816,8 +1824,14 @@ impl Rows {
     }
 
     /// Rows per chunk (the last chunk may have fewer): `CHUNK_VALUES / ds_cnt`, at least 1.
+    #[inline]
     pub fn chunk_rows(&self) -> usize {
-        chunk_rows_for(self.ds_cnt as usize)
+        if self.ds_cnt == 1 {
+            // Without the division: writes ask on every value.
+            CHUNK_VALUES
+        } else {
+            chunk_rows_for(self.ds_cnt as usize)
+        }
     }
 
     /// What a checkpoint must keep of chunk `c` when replay from its snapshot rewrites the

@@ -303,7 +303,7 @@ impl Rrd {
             &mut heap
         };
 
-        let interval = (s.time - self.last_up) as f64 + (s.usec - self.last_up_usec) as f64 / 1e6;
+        let interval = (s.time - self.last_up) as f64 + usec_secs(s.usec - self.last_up_usec);
         self.update_pdp_prep(s, nums, pending, interval, pdp_new)?;
 
         let step = self.schema.step as i64;
@@ -312,8 +312,8 @@ impl Rrd {
         let steps = if occu_pdp_st > proc_pdp_st {
             Some(Steps {
                 interval,
-                pre_int: (occu_pdp_st - self.last_up) as f64 - self.last_up_usec as f64 / 1e6,
-                post_int: s.time.rem_euclid(step) as f64 + s.usec as f64 / 1e6,
+                pre_int: (occu_pdp_st - self.last_up) as f64 - usec_secs(self.last_up_usec),
+                post_int: s.time.rem_euclid(step) as f64 + usec_secs(s.usec),
                 elapsed: ((occu_pdp_st - proc_pdp_st) / step) as u64,
                 proc_pdp_cnt: (proc_pdp_st / step) as u64,
                 now: s.time,
@@ -466,6 +466,17 @@ impl Rrd {
             }
         }
         Ok(())
+    }
+}
+
+/// Microseconds in seconds, `u as f64 / 1e6`; without the division for 0 (whole-second
+/// updates, nearly all of them: its result, +0.0, is known).
+#[inline]
+fn usec_secs(u: i64) -> f64 {
+    if u == 0 {
+        0.0
+    } else {
+        u as f64 / 1e6
     }
 }
 

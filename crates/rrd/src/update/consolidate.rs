@@ -114,11 +114,18 @@ fn run_steps(
     for r in 0..rrd.schema.rra.len() {
         let def = &rrd.schema.rra[r];
         let (pdp_cnt, row_cnt) = (def.pdp_cnt, def.row_cnt);
-        let start_pdp_offset = pdp_cnt - st.proc_pdp_cnt % pdp_cnt;
-        let rra_step_cnt = if start_pdp_offset <= st.elapsed {
-            ((st.elapsed - start_pdp_offset) / pdp_cnt + 1).min(row_cnt)
+        // (The same without divisions for one PDP a row: replay makes millions of these.)
+        let start_pdp_offset = if pdp_cnt == 1 {
+            1
         } else {
+            pdp_cnt - st.proc_pdp_cnt % pdp_cnt
+        };
+        let rra_step_cnt = if start_pdp_offset > st.elapsed {
             0
+        } else if pdp_cnt == 1 {
+            st.elapsed.min(row_cnt)
+        } else {
+            ((st.elapsed - start_pdp_offset) / pdp_cnt + 1).min(row_cnt)
         };
         update_cdps(rrd, r, &st, start_pdp_offset, rra_step_cnt, pdp_temp);
         if rra_step_cnt == 0 {
@@ -130,7 +137,12 @@ fn run_steps(
         let last_end = time_ref - time_ref.rem_euclid(span);
         let data = &mut rrd.rra[r];
         for k in 0..rra_step_cnt {
-            data.cur_row = (data.cur_row + 1) % row_cnt;
+            // `cur_row < row_cnt` (`check_shape`): the wrap without a division.
+            data.cur_row = if data.cur_row + 1 >= row_cnt {
+                0
+            } else {
+                data.cur_row + 1
+            };
             let base = data.cur_row as usize * ds_cnt;
             // updatev (#899) prints every row after the first one span too late.
             let time =
