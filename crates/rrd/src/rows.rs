@@ -1030,11 +1030,11 @@ enum Chunk {
 
 /// The open chunk: its index, the version it was opened from, the values written since
 /// (the chunk's values from index `start` on: the first `packed_n` of them packed, by
-/// [`encode_values`] in groups of [`OPEN_GROUP`] (a replay's in one run), then the staged ones; the others are
-/// still `prev`'s), and the rows (within the chunk) written since it was opened. Rows are
-/// written in order, so the values grow by appending and hold only what was written; a
-/// write elsewhere first brings in every value (`start` 0, every value staged, nothing
-/// packed). Positions are u32 (a chunk holds at most [`CHUNK_VALUES`] values, but a row of
+/// [`encode_values`] in groups of [`OPEN_GROUP`] (a replay's in one run), then the staged
+/// ones; the others are still `prev`'s), and the rows (within the chunk) written since it
+/// was opened. Rows are written in order, so the values grow by appending and hold only
+/// what was written; a write elsewhere first brings in every value (`start` 0, every value
+/// staged, nothing packed). Positions are u32 (a chunk holds at most [`CHUNK_VALUES`] values, but a row of
 /// more DSs makes a chunk of one row: still far below 2^32): every series of a store keeps
 /// one of these for each archive it writes, so it is kept in 64 bytes (jemalloc's 64-byte
 /// class; 88 with a buffer each for packed and staged values, and a second allocation).
