@@ -74,7 +74,7 @@ fn settle_last_ds(rrd: &mut rrd::Rrd, pending: &mut [Option<(i64, u8)>]) {
         if let Some((mantissa, scale)) = d.take() {
             let text = codec::decimal::Decimal { mantissa, scale }.format();
             p.last_ds.clear();
-            p.last_ds.push_str(rrd::update::last_ds_of(&text));
+            p.last_ds.push_str(rrd::update::last_ds_prefix(&text));
         }
     }
 }

@@ -224,14 +224,9 @@ pub fn text_unneeded(kind: DsType) -> bool {
     matches!(kind, DsType::Gauge | DsType::Absolute)
 }
 
-/// What `last_ds` holds after an update whose value's text was `text`: its first 29 bytes.
-pub fn last_ds_of(text: &str) -> &str {
-    last_ds_prefix(text)
-}
-
-/// Longest prefix of `s` of at most 29 bytes (rrdtool's `last_ds` is `char[30]`), cut at a
-/// character boundary.
-fn last_ds_prefix(s: &str) -> &str {
+/// What `last_ds` holds after an update whose value's text was `s`: its longest prefix of
+/// at most 29 bytes (rrdtool's `last_ds` is `char[30]`), cut at a character boundary.
+pub fn last_ds_prefix(s: &str) -> &str {
     if s.len() <= 29 {
         return s;
     }
@@ -270,7 +265,7 @@ impl Rrd {
     /// the text, as rrdtool does). With `pending`, the text of such a value is not even
     /// needed: instead of `last_ds`, the decimal goes to `pending[i]` (and a value kept as
     /// text sets it to `None`); the caller sets `last_ds` from the decimal left there once
-    /// it is done ([`last_ds_of`]), as replay does after a series' samples, whose every
+    /// it is done ([`last_ds_prefix`]), as replay does after a series' samples, whose every
     /// value but the last would have been formatted only to be overwritten.
     pub fn apply_parsed(
         &mut self,
