@@ -1151,7 +1151,8 @@ impl Store {
         file.write_at(at, &tail)?;
         let len = at + tail.len() as u64;
         drop(tail);
-        self.segs.write(&mut plan, self.vfs.as_ref(), &self.dir)?;
+        self.segs
+            .write(&mut plan, self.vfs.as_ref(), &self.dir, true)?;
         if let Some(hook) = &self.opts.before_checkpoint {
             if let Err(e) = (hook.0)() {
                 self.notices

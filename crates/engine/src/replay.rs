@@ -279,6 +279,8 @@ fn apply_jobs(
             .map(|d| rrd::update::text_unneeded(d.kind))
             .collect();
         let mut pending = vec![None; lazy.len()];
+        // Checked once: applying keeps the shape (a damaged one refuses every sample).
+        let shaped = rrd.check_shape().is_ok();
         // The series' rows are written with their packing deferred (most are sealed before
         // its chunks end), then its open chunks packed as writing packs them.
         let applied = rrd::rows::with_packing_deferred(|| {
@@ -291,7 +293,12 @@ fn apply_jobs(
                 }
                 let mut r = span.reader();
                 for_each_parsed_in(codec, &mut r, count, &lazy, |smp, nums| {
-                    match rrd.apply_parsed(smp, nums, Some(&mut pending), &mut |_| {}) {
+                    let applied = if shaped {
+                        rrd.apply_parsed_shaped(smp, nums, Some(&mut pending), &mut |_| {})
+                    } else {
+                        rrd.apply_parsed(smp, nums, Some(&mut pending), &mut |_| {})
+                    };
+                    match applied {
                         Ok(()) | Err(rrd::ApplyError::Partial(_)) => counts.applied += 1,
                         Err(rrd::ApplyError::Rejected(_)) => counts.refused += 1,
                     }

@@ -503,6 +503,9 @@ pub struct Segments {
     /// that keeps their chunks. After a crash no checkpoint names them: the next open
     /// removes them (replay rebuilds their chunks).
     pub spilled: BTreeSet<u64>,
+    /// Spilled segments not synced yet, with their open files: the next checkpoint syncs
+    /// them (and the directory) before it can name them ([`Segments::write`]).
+    unsynced: Vec<(u64, Box<dyn VFile>)>,
     /// Segments of open chunks' whole versions ([`OPEN_CLASS`], written before pieces) the
     /// newest checkpoint names.
     pub open_segs: BTreeSet<u64>,
@@ -523,6 +526,9 @@ impl std::fmt::Debug for Segments {
         write!(f, "Segments({:?}, next {})", self.live, self.next_id)
     }
 }
+
+/// Spilled segments left unsynced at most (open files) before a spill syncs them all.
+const MAX_UNSYNCED: usize = 64;
 
 /// The class of a segment of whole versions of open chunks, as checkpoints of earlier builds
 /// stored them: the next checkpoint stores a chunk still there again, and the file goes.
@@ -835,10 +841,22 @@ impl Segments {
         self.table.clone()
     }
 
-    /// Write the plan's new segments and make them durable (each file, then the directory);
-    /// map them for reading.
-    pub fn write(&mut self, plan: &mut Plan, vfs: &dyn Vfs, dir: &Path) -> io::Result<()> {
+    /// Write the plan's new segments and map them for reading. `durable` (a checkpoint's
+    /// plan): make them durable (each file, then the directory), and the spilled segments
+    /// not synced yet with them, since the checkpoint may name those too. Else (a spill) the
+    /// files are only handed to the device's writeback and kept open for that sync.
+    pub fn write(
+        &mut self,
+        plan: &mut Plan,
+        vfs: &dyn Vfs,
+        dir: &Path,
+        durable: bool,
+    ) -> io::Result<()> {
         self.next_id = self.next_id.max(plan.next_id);
+        let spilled_unsynced = durable && !self.unsynced.is_empty();
+        if durable {
+            self.sync_spilled()?;
+        }
         if let Some(mut sp) = plan.spool.take() {
             let id = sp.w.id();
             if let Some(e) = sp.err.take() {
@@ -860,7 +878,11 @@ impl Segments {
             }
         }
         if plan.writers.is_empty() {
-            return Ok(());
+            return if spilled_unsynced {
+                vfs.sync_dir(dir)
+            } else {
+                Ok(())
+            };
         }
         for (_, w) in std::mem::take(&mut plan.writers) {
             let id = w.id();
@@ -873,15 +895,41 @@ impl Segments {
                 at += piece.len() as u64;
                 Ok(())
             })?;
-            f.sync_all()?;
+            if durable {
+                f.sync_all()?;
+            } else {
+                f.start_writeback();
+            }
             plan.bytes += at;
             let id32 = u32::try_from(id)
                 .map_err(|_| io::Error::other(format!("segment id {id} out of range")))?;
             let mapped = vfs.map(&path)?;
             mapped.random();
             self.table.insert(id32, mapped);
+            if !durable {
+                self.unsynced.push((id, f));
+            }
         }
-        vfs.sync_dir(dir)
+        if durable {
+            vfs.sync_dir(dir)
+        } else if self.unsynced.len() > MAX_UNSYNCED {
+            // Bounded open files: a long stretch of spills between checkpoints syncs them
+            // here now and then.
+            self.sync_spilled()?;
+            vfs.sync_dir(dir)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sync the spilled segments written since the last sync (each file; the caller syncs
+    /// the directory). One that fails stays listed, to be synced again.
+    fn sync_spilled(&mut self) -> io::Result<()> {
+        while let Some((_, f)) = self.unsynced.last_mut() {
+            f.sync_all()?;
+            self.unsynced.pop();
+        }
+        Ok(())
     }
 
     /// The plan's checkpoint is durable: mark its new chunks stored and remove the segments
@@ -905,9 +953,12 @@ impl Segments {
     /// retention classes that hold the most go into a new segment each, largest first, until
     /// at most `leave` bytes are left on the heap (a class holding little, such as a
     /// year-long archive's, waits for the next checkpoint rather than make a file that lives
-    /// for a year). The files are durable (synced, and the directory) before the chunks are
-    /// marked stored; no checkpoint names them yet ([`Segments::spilled`]). Returns the
-    /// chunks to drop from the heap and what was written.
+    /// for a year). The chunks are marked stored before the files are synced: the log holds
+    /// every sample they were made of until a checkpoint names them, and the checkpoint
+    /// syncs them first ([`Segments::write`]); no checkpoint names them yet
+    /// ([`Segments::spilled`]), and until one does they are read through the page cache
+    /// (each chunk's checksum checked as it is read). Returns the chunks to drop from the heap and
+    /// what was written.
     pub fn spill(
         &mut self,
         reg: &Registry,
@@ -950,7 +1001,7 @@ impl Segments {
         }
         let segments = plan.writers.len();
         let chunks = plan.marks.len();
-        self.write(&mut plan, vfs, dir)?;
+        self.write(&mut plan, vfs, dir, false)?;
         self.spilled
             .extend(plan.marks.iter().map(|m| u64::from(m.seg)));
         let out = stored_marks(plan.marks);
@@ -971,6 +1022,8 @@ impl Segments {
         let live = &self.live;
         self.spilled
             .retain(|s| used.contains(s) && !live.contains(s));
+        let spilled = &self.spilled;
+        self.unsynced.retain(|(s, _)| spilled.contains(s));
         let keep: BTreeSet<u64> = used.union(&self.live).copied().collect();
         self.table.retain(&keep);
         self.old.retain(|(id, _)| keep.contains(id));
@@ -1072,6 +1125,7 @@ impl Segments {
             live: live.iter().copied().collect(),
             older: BTreeSet::new(),
             spilled: BTreeSet::new(),
+            unsynced: Vec::new(),
             open_segs,
             pieces,
             next_id,

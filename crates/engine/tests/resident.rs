@@ -499,6 +499,46 @@ fn sealed_rows_are_spilled_so_the_heap_does_not_grow_between_checkpoints() {
     }
 }
 
+#[test]
+fn spills_between_checkpoints_keep_few_files_open() {
+    // A spill's files are synced by the checkpoint that names them, kept open until then;
+    // hundreds of spills with no checkpoint keep at most 64 of them open (then synced at
+    // once), and what they stored reads back after a reopen.
+    let a = TempDir::new("resident-spill-files");
+    let o = Options {
+        log_bytes: 64 << 20,
+        spill_bytes: 4 << 10,
+        ..opts()
+    };
+    let mut st = one_archive_store(&a.0, o, 20);
+    let open_here = || {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|p| p.starts_with(&a.0))
+            .count()
+    };
+    let (mut x, mut most) = (5u64, 0);
+    // A spill every 256 rows (the series seal together), 93 of them.
+    for k in 1..=24_000 {
+        for i in 0..20 {
+            update_noisy(&mut st, i, k, &mut x);
+        }
+        if k % 20 == 0 {
+            st.commit().unwrap();
+            most = most.max(open_here());
+        }
+    }
+    let stats = st.stats().clone();
+    assert_eq!(stats.checkpoints, 0, "{stats:?}");
+    assert!(stats.spills > 80, "{stats:?}");
+    assert!(most > 40 && most <= 64 + 8, "{most} files open");
+    let before = first_archives(&st, 20);
+    drop(st);
+    let reopened = Store::open(&a.0, opts()).unwrap();
+    assert_eq!(first_archives(&reopened, 20), before);
+}
+
 /// Feed `series` RRDs (one 5,000-row archive of noisy values each) `steps` 15-second
 /// updates; series `i >= live` stop after step 40 (hosts gone). `checkpoint_every`: steps
 /// between checkpoints (0: none). Returns the store, the archive heap bytes just before and
