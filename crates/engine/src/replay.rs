@@ -14,7 +14,6 @@ use crate::Error;
 use codec::block::BitSpan;
 use codec::record::{decode_record, Entry};
 use codec::sample::for_each_parsed_in;
-use std::collections::HashMap;
 use std::path::Path;
 
 /// One valid record: its file offset (for error reports) and payload.
@@ -118,7 +117,7 @@ fn replay_run(
     limit: usize,
     log: &Path,
 ) -> Result<(usize, Counts), Error> {
-    let mut work: HashMap<u64, Vec<Chunk<'_>>> = HashMap::new();
+    let mut work: crate::series::IdMap<Vec<Chunk<'_>>> = Default::default();
     let mut reseeds = Vec::new();
     let (mut pieces, mut samples) = (0usize, 0u64);
     let mut used = 0;
