@@ -343,9 +343,21 @@ fn bit_rot_in_a_record_header_after_the_ring_wrapped_fails_closed() {
     store.create("a", make_rrd(0), false).unwrap();
     store.commit().unwrap();
     let mut t = START;
-    for _ in 0..60 {
+    // Past the first lap, then on to three records after a checkpoint (the one the damage
+    // goes into lies after its complete position).
+    let (mut seen, mut after) = (0, 0);
+    for k in 0..200 {
         t += 15;
         commit_one(&mut store, t);
+        let n = store.stats().checkpoints;
+        if n > seen {
+            (seen, after) = (n, 0);
+        } else {
+            after += 1;
+        }
+        if k >= 40 && after == 3 {
+            break;
+        }
     }
     drop(store);
     let r = Store::open_with(Arc::new(fs.clone()), Path::new(DIR), opts())

@@ -146,7 +146,7 @@ rrdcached options (same meaning unless noted):
   -F             also write a checkpoint at shutdown, so the next start replays no log
                  (ringlet always commits everything at shutdown; without -F the next
                  start replays the log since the last checkpoint: at most 7/8 of the
-                 ring, about 5 s for the default 64M on two cores)
+                 ring, about 4 s for the default 64M on two cores)
   -p FILE        pid file
   -g             stay in the foreground
   -o FILE        log to FILE
