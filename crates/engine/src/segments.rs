@@ -957,8 +957,8 @@ impl Segments {
     /// every sample they were made of until a checkpoint names them, and the checkpoint
     /// syncs them first ([`Segments::write`]); no checkpoint names them yet
     /// ([`Segments::spilled`]), and until one does they are read through the page cache
-    /// (each chunk's checksum checked as it is read). Returns the chunks to drop from the heap and
-    /// what was written.
+    /// (each chunk's checksum checked as it is read). Returns the chunks to drop from the
+    /// heap and what was written.
     pub fn spill(
         &mut self,
         reg: &Registry,
