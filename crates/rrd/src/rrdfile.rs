@@ -128,8 +128,8 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn slice(&self, off: usize, len: usize) -> Result<&[u8], RrdError> {
-        self.b
-            .get(off..off + len)
+        off.checked_add(len)
+            .and_then(|end| self.b.get(off..end))
             .ok_or_else(|| RrdError::new(format!("short read at offset {off}: file is truncated")))
     }
     fn u64(&self, off: usize) -> Result<u64, RrdError> {
@@ -284,6 +284,8 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
         });
         off += PDP_SIZE;
     }
+    // The section is in the file before room is made for it (up to 4 G entries otherwise).
+    r.slice(off, rra_cnt * ds_cnt * CDP_SIZE)?;
     let mut cdp = Vec::with_capacity(rra_cnt * ds_cnt);
     for _ in 0..rra_cnt * ds_cnt {
         cdp.push(CdpPrep {
@@ -307,8 +309,17 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
     }
     let mut data = Vec::with_capacity(rra_cnt);
     for (def, cur_row) in schema.rra.iter().zip(ptrs) {
-        let n = def.row_cnt as usize * ds_cnt;
-        let bytes = r.slice(off, n * 8)?;
+        // A row count from the file: its bytes counted without overflow, then looked for.
+        let len = usize::try_from(def.row_cnt)
+            .ok()
+            .and_then(|rows| rows.checked_mul(ds_cnt)?.checked_mul(8))
+            .ok_or_else(|| {
+                RrdError::new(format!(
+                    "corrupt RRA definition: {} rows of {ds_cnt} values do not fit in a file",
+                    def.row_cnt
+                ))
+            })?;
+        let bytes = r.slice(off, len)?;
         let vals: Vec<f64> = bytes
             .chunks_exact(8)
             .map(|c| f64::from_bits(u64::from_le_bytes(c.try_into().expect("8 bytes"))))
@@ -318,7 +329,7 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
             return Err(RrdError::new("corrupt RRA pointer"));
         }
         data.push(RraData { cur_row, rows });
-        off += n * 8;
+        off += len;
     }
     Ok(Rrd {
         schema: schema.into(),

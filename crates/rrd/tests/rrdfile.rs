@@ -155,6 +155,33 @@ fn names_that_do_not_fit_their_field_are_refused() {
 }
 
 #[test]
+fn row_counts_whose_bytes_overflow_are_refused() {
+    // Found by fuzzing (session 41): a row count whose rows' bytes overflow a usize panicked
+    // (overflow checks) or read as a short archive (without them).
+    let args: Vec<String> = [
+        "x.rrd",
+        "DS:a:GAUGE:600:U:U",
+        "DS:b:GAUGE:600:U:U",
+        "RRA:AVERAGE:0.5:1:10",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let r = rrd::create::parse_create(&args, 1_000_000_000).unwrap();
+    let bytes = rrd::rrdfile::write(&rrd::Rrd::new(r.schema, 1_000_000_000)).unwrap();
+    let cf = bytes
+        .windows(8)
+        .position(|w| w == b"AVERAGE\0")
+        .expect("the archive's definition");
+    for rows in [1u64 << 60, 1 << 61, 1 << 63, u64::MAX, u64::MAX / 16 + 1] {
+        let mut b = bytes.clone();
+        b[cf + 24..cf + 32].copy_from_slice(&rows.to_le_bytes());
+        assert!(rrd::rrdfile::read(&b).is_err(), "{rows} rows");
+    }
+    assert!(rrd::rrdfile::read(&bytes).is_ok());
+}
+
+#[test]
 fn holt_winters_files_are_refused_clearly() {
     let d = tmpdir("hw");
     rrdtool(
