@@ -1034,10 +1034,11 @@ enum Chunk {
 /// ones; the others are still `prev`'s), and the rows (within the chunk) written since it
 /// was opened. Rows are written in order, so the values grow by appending and hold only
 /// what was written; a write elsewhere first brings in every value (`start` 0, every value
-/// staged, nothing packed). Positions are u32 (a chunk holds at most [`CHUNK_VALUES`] values, but a row of
-/// more DSs makes a chunk of one row: still far below 2^32): every series of a store keeps
-/// one of these for each archive it writes, so it is kept in 64 bytes (jemalloc's 64-byte
-/// class; 88 with a buffer each for packed and staged values, and a second allocation).
+/// staged, nothing packed). Positions are u32 (a chunk holds at most [`CHUNK_VALUES`]
+/// values, but a row of more DSs makes a chunk of one row: still far below 2^32): every
+/// series of a store keeps one of these for each archive it writes, so it is kept in 64
+/// bytes (jemalloc's 64-byte class; 88 with a buffer each for packed and staged values, and
+/// a second allocation).
 struct Open {
     idx: u32,
     start: u32,
