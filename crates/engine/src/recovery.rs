@@ -192,6 +192,8 @@ pub fn recover(
     // did. Such files are named by no checkpoint: should this open be refused below, the
     // next one removes them.
     let spill_bytes = crate::spill_budget(spill_bytes, log.cap);
+    let table = segs.table.clone();
+    let sealed = move || table.sealed.load(std::sync::atomic::Ordering::Relaxed);
     let mut spill = |reg: &mut Registry| {
         let sealed = segs.table.sealed.load(std::sync::atomic::Ordering::Relaxed);
         if only.is_some() || spill_bytes == 0 || sealed <= spill_bytes {
@@ -234,7 +236,7 @@ pub fn recover(
                 // open they refuse has only changed memory it drops.
                 if batch_bytes >= replay_batch {
                     replayed.add(
-                        replay(&mut reg, &records, &log_path, &mut spill)?,
+                        replay(&mut reg, &records, &log_path, &sealed, &mut spill)?,
                         records.len(),
                     );
                     records.clear();
@@ -328,7 +330,7 @@ pub fn recover(
         }
     }
     replayed.add(
-        replay(&mut reg, &records, &log_path, &mut spill)?,
+        replay(&mut reg, &records, &log_path, &sealed, &mut spill)?,
         records.len(),
     );
     report.records_replayed = replayed.records;

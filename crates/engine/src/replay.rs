@@ -59,13 +59,24 @@ type JobError = (usize, u64, String);
 /// 40 pieces in runs of 1M, opened in up to twice the time of one run).
 const MAX_PIECES: usize = 2 << 20;
 
-/// Most samples a run applies: the archive rows they seal stay on the heap until the spill
-/// after the run (recovery's `after_run`), about 1.3 rows a sample for gmetad's archives, 8
-/// bytes a noisy value at most: 8 million keep that under 90 MB. Runs cost time (each one's
-/// collecting pass runs alone and allocates afresh): 2,600 gmetad series replaying 25.6
-/// million samples of 5-minute commits took 2.6-2.8 s in 2 runs, 2.8-3.2 s in runs of 8
-/// million samples, 3.7-3.9 s in runs of 2 million (`engine-load open`).
-const MAX_RUN_SAMPLES: u64 = 8 << 20;
+/// Samples the first run applies, before the replay knows what its samples seal: the archive
+/// rows they seal stay on the heap until the spill after the run (recovery's `after_run`),
+/// about 1.3 rows a sample for gmetad's archives, 8 bytes a noisy value at most: 8 million
+/// keep that under 90 MB.
+const FIRST_RUN_SAMPLES: u64 = 8 << 20;
+
+/// Packed bytes of archive rows a later run may seal, from what the runs before it sealed a
+/// sample: runs cost time (each one's collecting pass runs alone, each visits its series
+/// again with their state out of the caches, and the open chunks a run leaves are packed
+/// at its end and again, whole, when a later run seals them). 2,600 gmetad series replaying
+/// 25.6 million samples of 5-minute commits took 2.6-2.8 s in 2 runs, 2.8-3.2 s in runs of
+/// 8 million samples, 3.7-3.9 s in runs of 2 million (`engine-load open`); 26,000 gmetad
+/// series replaying 38 million samples of a full default ring (46 MB sealed) took about
+/// 3.3 s in runs of 8 million samples and 2.9 s in one.
+const RUN_SEALED: u64 = 64 << 20;
+
+/// Most samples a run applies whatever they seal.
+const MAX_RUN_SAMPLES: u64 = 64 << 20;
 
 /// Set each `last_ds` that `pending` holds the decimal of ([`rrd::Rrd::apply_parsed`]).
 fn settle_last_ds(rrd: &mut rrd::Rrd, pending: &mut [Option<(i64, u8)>]) {
@@ -86,35 +97,55 @@ const JOBS_TAKEN: usize = 16;
 /// at a time, batch after batch. Within them, records are taken a run at a time, each run
 /// ending with the record that makes its pieces pass [`MAX_PIECES`] (or twice the series,
 /// so that the walk over every series a run ends with stays a small part of its work) or its
-/// samples pass [`MAX_RUN_SAMPLES`]:
-/// applying consecutive runs one after the other is what applying them at once does.
+/// samples pass the run's limit ([`FIRST_RUN_SAMPLES`], then what is expected to seal
+/// [`RUN_SEALED`]): applying consecutive runs one after the other is what applying them at
+/// once does.
 ///
-/// `after_run` is called after each run (recovery spills what replay sealed there).
+/// `sealed` reads the packed bytes of archive rows sealed on the heap
+/// ([`rrd::rows::ChunkSource::sealed`]); `after_run` is called after each run (recovery
+/// spills what replay sealed there).
 pub fn replay(
     reg: &mut Registry,
     records: &[Record],
     log: &Path,
+    sealed: &dyn Fn() -> u64,
     after_run: &mut dyn FnMut(&mut Registry),
 ) -> Result<Counts, Error> {
     let limit = MAX_PIECES.max(2 * reg.len());
     let mut total = Counts::default();
     let mut start = 0;
+    let mut max_samples = FIRST_RUN_SAMPLES;
+    // Samples applied and bytes they sealed, over the runs so far.
+    let (mut seen, mut made) = (0u64, 0u64);
     while start < records.len() {
-        let (used, c) = replay_run(reg, &records[start..], limit, log)?;
+        let before = sealed();
+        let (used, c) = replay_run(reg, &records[start..], limit, max_samples, log)?;
         total.applied += c.applied;
         total.refused += c.refused;
         start += used;
+        seen = seen.saturating_add(c.applied + c.refused);
+        made = made.saturating_add(sealed().saturating_sub(before));
+        max_samples = run_samples(seen, made);
         after_run(reg);
     }
     Ok(total)
 }
 
+/// Samples the next run may apply when `seen` samples sealed `made` bytes: as many as are
+/// expected to seal [`RUN_SEALED`], within [`FIRST_RUN_SAMPLES`] and [`MAX_RUN_SAMPLES`].
+fn run_samples(seen: u64, made: u64) -> u64 {
+    let expected = (u128::from(RUN_SEALED) * u128::from(seen) / u128::from(made.max(1)))
+        .min(u128::from(MAX_RUN_SAMPLES)) as u64;
+    expected.max(FIRST_RUN_SAMPLES)
+}
+
 /// Apply the first records of `records`, up to the one that makes the pieces collected pass
-/// `limit`; returns how many records that was, and the counts.
+/// `limit` or the samples `max_samples`; returns how many records that was, and the counts.
 fn replay_run(
     reg: &mut Registry,
     records: &[Record],
     limit: usize,
+    max_samples: u64,
     log: &Path,
 ) -> Result<(usize, Counts), Error> {
     let mut work: crate::series::IdMap<Vec<Chunk<'_>>> = Default::default();
@@ -122,7 +153,7 @@ fn replay_run(
     let (mut pieces, mut samples) = (0usize, 0u64);
     let mut used = 0;
     for (i, rec) in records.iter().enumerate() {
-        if pieces >= limit || samples >= MAX_RUN_SAMPLES {
+        if pieces >= limit || samples >= max_samples {
             break;
         }
         used = i + 1;
@@ -339,6 +370,22 @@ mod tests {
             x ^= x << 17;
             x % n
         }
+    }
+
+    #[test]
+    fn runs_are_sized_by_what_the_samples_before_sealed() {
+        // Nothing known yet: the first run's; samples that sealed nothing: the most.
+        assert_eq!(run_samples(0, 0), FIRST_RUN_SAMPLES);
+        assert_eq!(run_samples(8 << 20, 0), MAX_RUN_SAMPLES);
+        // 1.2 bytes a sample (gmetad's archives of noisy decimals): RUN_SEALED's worth.
+        let n = run_samples(10_000_000, 12_000_000);
+        assert_eq!(n, (RUN_SEALED as f64 / 1.2) as u64);
+        assert!(n * 12 / 10 <= RUN_SEALED);
+        // 10 bytes a sample (noisy doubles in every row): never fewer than the first run's.
+        assert_eq!(run_samples(1_000_000, 10_000_000), FIRST_RUN_SAMPLES);
+        // Counts past u64 products do not overflow.
+        assert_eq!(run_samples(u64::MAX / 2 + 1, u64::MAX), RUN_SEALED / 2);
+        assert_eq!(run_samples(u64::MAX, 1), MAX_RUN_SAMPLES);
     }
 
     #[test]
