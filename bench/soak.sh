@@ -17,16 +17,21 @@
 #     daemon started again (seconds until it answers PING) and the next cycle.
 # Prints a line a cycle and the totals; exits non-zero if a check failed.
 #
-# usage: bench/soak.sh [--duration 2h] [--every 10m] [--scale 1]
+# --log-size SIZE: the store is created with a log ring of SIZE and no per-series share
+# (RINGLET_LOG_SIZE, RINGLET_LOG_PER_SERIES=0), so that checkpoints come within the soak:
+# with the default ring (2 KiB a series) the first comes after about 2.3 h of this load.
+#
+# usage: bench/soak.sh [--duration 2h] [--every 10m] [--scale 1] [--log-size SIZE]
 set -euo pipefail
-DURATION=2h EVERY=10m SCALE=1
+DURATION=2h EVERY=10m SCALE=1 LOGSIZE=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --duration) DURATION=$2; shift 2 ;;
         --every) EVERY=$2; shift 2 ;;
         --scale) SCALE=$2; shift 2 ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-        *) echo "usage: $0 [--duration 2h] [--every 10m] [--scale F]" >&2; exit 2 ;;
+        --log-size) LOGSIZE=$2; shift 2 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        *) echo "usage: $0 [--duration 2h] [--every 10m] [--scale F] [--log-size SIZE]" >&2; exit 2 ;;
     esac
 done
 secs() {
@@ -58,6 +63,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 mkdir -p "$WORK/base"
+if [ -n "$LOGSIZE" ]; then
+    export RINGLET_LOG_SIZE=$LOGSIZE RINGLET_LOG_PER_SERIES=0
+fi
 # shellcheck source=bench/serve-lib.sh
 . "$(dirname "$0")/serve-lib.sh"
 
@@ -68,7 +76,7 @@ touch "$WORK/marks"
 PER=10 SERIES=20
 # One batch a second for the whole soak, and some room.
 ROWS=$(( (TOTAL + 600) * PER ))
-echo "soak.sh: $DURATION, kill -9 every $EVERY, Ganglia load at scale $SCALE; empty store opened in ${OPEN} s"
+echo "soak.sh: $DURATION, kill -9 every $EVERY, Ganglia load at scale $SCALE, log ring ${LOGSIZE:-default}; empty store opened in ${OPEN} s"
 start=$(date +%s) cycle=0 fails=0 from=0
 while [ $(( $(date +%s) - start )) -lt "$TOTAL" ]; do
     cycle=$((cycle + 1))

@@ -17,7 +17,7 @@ const USAGE: &str = "\
 usage: engine-load create     --store DIR [--workload W] [--series N] [--step SECS] [--start EPOCH]
                               [--seed N]
        engine-load run        --store DIR [--workload W] [--duration 6h] [--commit 5m] [--seed N]
-                              [--warmup D] [--sample-entries]
+                              [--warmup D] [--sample-entries | --block-v1]
        engine-load open       --store DIR
        engine-load checkpoint --store DIR
 
@@ -47,7 +47,8 @@ run:    continue every series from its last update, one value per column per ser
         virtual time first, not counted (the codec learns each series' figures afresh at
         every open and checkpoint; a store that runs for days spends most commits after that).
         --sample-entries writes the records as stores did before the sample block (one
-        Samples entry a series), to compare.
+        Samples entry a series), --block-v1 as they did before its version 2 (no rows,
+        Rice-coded lengths), to compare.
 open:   open the store (checkpoint + replay) and print how long recovery took.
 checkpoint: write a checkpoint now and print its size.";
 
@@ -112,6 +113,7 @@ struct Args {
     warmup: u64,
     commit: u64,
     sample_entries: bool,
+    block_version1: bool,
     seed: u64,
     workload: Workload,
 }
@@ -131,6 +133,7 @@ fn parse_args() -> Result<Args, String> {
         duration: 6 * 3600,
         warmup: 0,
         sample_entries: false,
+        block_version1: false,
         commit: 300,
         seed: 1,
         workload: Workload::Default,
@@ -138,6 +141,10 @@ fn parse_args() -> Result<Args, String> {
     while let Some(flag) = it.next() {
         if flag == "--sample-entries" {
             a.sample_entries = true;
+            continue;
+        }
+        if flag == "--block-v1" {
+            a.block_version1 = true;
             continue;
         }
         let val = it.next().ok_or(format!("{flag} needs a value"))?;
@@ -284,6 +291,7 @@ fn run(a: &Args) -> Result<(), String> {
         Options {
             commit_interval: None,
             sample_entries: a.sample_entries,
+            block_version1: a.block_version1,
             spill_bytes: engine::spill_bytes_from_env()?,
             ..Options::default()
         },

@@ -15,6 +15,7 @@ pub mod checkpoint;
 pub mod crc32c;
 pub mod decimal;
 pub mod frame;
+pub mod rc;
 pub mod record;
 pub mod rows;
 pub mod rrdbin;

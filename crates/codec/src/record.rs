@@ -7,7 +7,8 @@
 //!         | 3 Samples : id varint, sample_count varint, chunk (varint len, sample bit stream)
 //!         | 4 Reseed  : (nothing) only ever the first entry
 //!         | 5 Block   : series_count varint, head, lens, body (each varint len, bytes):
-//!                       the samples of many series, commit-wide (crate::block)
+//!                       the samples of many series, commit-wide (crate::block), version 1
+//!         | 6 Block   : the same fields, version 2 (rows, arithmetic-coded lens)
 //! ```
 //!
 //! The writer puts one Block last, holding every series' samples of the commit (Samples
@@ -23,7 +24,7 @@
 //! happened (its samples, then its removal). A Samples chunk is decoded with the series'
 //! [`crate::sample::SeriesCodec`], which the reader holds; this module leaves it as bytes.
 
-use crate::block::{Block, BlockWriter};
+use crate::block::{Block, BlockWriter, Row};
 use crate::bytes::{ByteReader, ByteWriter, DecodeError};
 use crate::rrdbin::{encode_rrd, read_image};
 use rrd::Rrd;
@@ -33,6 +34,7 @@ const TAG_REMOVE: u8 = 2;
 const TAG_SAMPLES: u8 = 3;
 const TAG_RESEED: u8 = 4;
 const TAG_BLOCK: u8 = 5;
+const TAG_BLOCK2: u8 = 6;
 
 /// One entry, as decoded.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,6 +100,18 @@ impl RecordWriter {
         self.block.push(id, count, chunk, bits);
     }
 
+    /// Add a series' one sample to the record's block as a row (ids ascending, as for
+    /// [`RecordWriter::block_series`]).
+    pub fn block_row(&mut self, id: u64, row: &Row) {
+        self.block.push_row(id, row);
+    }
+
+    /// Write the block as version 1 (streams only; what binaries before version 2 read).
+    pub fn block_version1(&mut self) {
+        assert!(self.block.is_empty(), "before any series");
+        self.block = BlockWriter::with_version(1);
+    }
+
     /// The block so far (its series and the bits their streams took).
     pub fn block(&self) -> &BlockWriter {
         &self.block
@@ -141,11 +155,11 @@ impl RecordWriter {
         self.head = w.buf;
         let mut b = ByteWriter::new();
         let body: &[u8] = if blocked {
-            let (n, head, lens, body) = self.block.finish();
-            b.u8(TAG_BLOCK);
+            let (version, n, head, lens, body) = self.block.finish();
+            b.u8(if version == 1 { TAG_BLOCK } else { TAG_BLOCK2 });
             b.varint(n);
             b.bytes(&head);
-            b.bytes(lens);
+            b.bytes(&lens);
             b.varint(body.len() as u64);
             body
         } else {
@@ -192,13 +206,14 @@ pub fn decode_record(payload: &[u8]) -> Result<Vec<Entry<'_>>, DecodeError> {
                 chunk: r.bytes()?,
             },
             TAG_RESEED if out.is_empty() => Entry::Reseed,
-            TAG_BLOCK => {
+            TAG_BLOCK | TAG_BLOCK2 => {
                 let at = r.pos();
                 let n = r.varint()?;
                 if n == 0 {
                     return Err(DecodeError::new(at, "a block of no series"));
                 }
                 Entry::Block(Block {
+                    version: if tag == TAG_BLOCK { 1 } else { 2 },
                     n,
                     head: r.bytes()?,
                     lens: r.bytes()?,

@@ -20,6 +20,7 @@
 //!   `1111` for a repeat of the previous raw text.
 
 use crate::bits::{BitReader, BitWriter};
+use crate::block::{BitSpan, Row, MAX_ROW_FIELDS};
 use crate::bytes::{unzigzag, zigzag, DecodeError};
 use crate::decimal::Decimal;
 use rrd::{Rrd, Sample};
@@ -173,6 +174,18 @@ impl SeriesCodec {
 
     /// Append one sample to `w` and advance the state.
     pub fn encode(&mut self, w: &mut BitWriter, s: &Sample) -> Result<u32, EncodeError> {
+        self.encode_noted(w, s).map(|(time_bits, _)| time_bits)
+    }
+
+    /// [`SeriesCodec::encode`], returning the bits the time took and a note for
+    /// [`row_of`]: non-zero when the sample can be a block's row (the microseconds repeat
+    /// and every value continues its decimal, at most [`MAX_ROW_FIELDS`] of them), holding
+    /// the Rice order each value was coded with.
+    pub fn encode_noted(
+        &mut self,
+        w: &mut BitWriter,
+        s: &Sample,
+    ) -> Result<(u32, u32), EncodeError> {
         if s.values.len() != self.ds.len() {
             return Err(EncodeError::ValueCount {
                 expected: self.ds.len(),
@@ -182,6 +195,7 @@ impl SeriesCodec {
         let step = s.time.wrapping_sub(self.time);
         let dod = step.wrapping_sub(self.step);
         let before = w.bit_len();
+        let mut rowable = s.usec == self.usec && (1..=MAX_ROW_FIELDS).contains(&self.ds.len());
         if dod == 0 && s.usec == self.usec {
             w.bit(false);
         } else {
@@ -200,10 +214,14 @@ impl SeriesCodec {
         self.time = s.time;
         self.usec = s.usec;
         self.step = step;
-        for (ds, v) in self.ds.iter_mut().zip(&s.values) {
-            encode_value(ds, w, v);
+        let mut note = 1u32 << 31;
+        for (i, (ds, v)) in self.ds.iter_mut().zip(&s.values).enumerate() {
+            match encode_value(ds, w, v) {
+                Some(k) if rowable => note |= k << (6 * i),
+                _ => rowable = false,
+            }
         }
-        Ok(time_bits)
+        Ok((time_bits, if rowable { note } else { 0 }))
     }
 
     /// Read one sample from `r` and advance the state.
@@ -219,7 +237,7 @@ impl SeriesCodec {
 
     /// [`SeriesCodec::decode`] into an existing sample, reusing its strings.
     pub fn decode_into(&mut self, r: &mut BitReader, out: &mut Sample) -> Result<(), DecodeError> {
-        self.decode_with(r, out, None)
+        self.decode_with(&mut Src::Bits(r), out, None)
     }
 
     /// [`SeriesCodec::decode_into`], and with `parsed` each value's decimal and number (as
@@ -230,17 +248,30 @@ impl SeriesCodec {
     /// is stale) nor in the codec (its `stale` entry is set; [`SeriesCodec::spell_stale`]).
     fn decode_with(
         &mut self,
-        r: &mut BitReader,
+        src: &mut Src<'_, '_>,
         out: &mut Sample,
         mut parsed: Option<Parsed<'_>>,
     ) -> Result<(), DecodeError> {
-        if r.bit()? {
-            let dod = unzigzag(r.exp_golomb(0)?);
-            self.step = self.step.wrapping_add(dod);
-            if r.bit()? {
-                let u = r.exp_golomb(self.usec_order())?;
-                self.learn_usec(u);
-                self.usec = self.usec.wrapping_add(unzigzag(u));
+        match src {
+            Src::Bits(r) => {
+                if r.bit()? {
+                    let dod = unzigzag(r.exp_golomb(0)?);
+                    self.step = self.step.wrapping_add(dod);
+                    if r.bit()? {
+                        let u = r.exp_golomb(self.usec_order())?;
+                        self.learn_usec(u);
+                        self.usec = self.usec.wrapping_add(unzigzag(u));
+                    }
+                }
+            }
+            Src::Row(row) => {
+                if row.n != self.ds.len() {
+                    return Err(DecodeError::new(
+                        0,
+                        "a row's values and the series' DS differ",
+                    ));
+                }
+                self.step = self.step.wrapping_add(row.dod);
             }
         }
         self.time = self.time.wrapping_add(self.step);
@@ -249,13 +280,13 @@ impl SeriesCodec {
         out.values.resize_with(self.ds.len(), String::new);
         for (i, (ds, v)) in self.ds.iter_mut().zip(out.values.iter_mut()).enumerate() {
             let Some(p) = parsed.as_mut() else {
-                decode_value(ds, r, true)?;
+                src.value(ds, i, true)?;
                 v.clear();
                 v.push_str(&ds.last);
                 continue;
             };
             let lazy = p.lazy.get(i).copied().unwrap_or(false);
-            match decode_value(ds, r, !lazy)? {
+            match src.value(ds, i, !lazy)? {
                 Read::Decimal(d) => {
                     p.nums[i] = rrd::num::decimal_value(d.mantissa, d.scale).map(|value| {
                         rrd::update::Number {
@@ -299,13 +330,17 @@ impl SeriesCodec {
     }
 }
 
-fn encode_value(ds: &mut DsCodec, w: &mut BitWriter, v: &str) {
+/// Append one value; returns the Rice order when it continued the decimal (kind `0`).
+fn encode_value(ds: &mut DsCodec, w: &mut BitWriter, v: &str) -> Option<u32> {
     let dec = Decimal::parse(v);
+    let mut k = None;
     match (dec, ds.num) {
         (Some(d), Some(prev)) if d.scale == prev.scale => {
             let u = zigzag(d.mantissa.wrapping_sub(ds.prediction(prev.mantissa)));
             w.bit(false);
-            w.rice(u, ds.order());
+            let order = ds.order();
+            w.rice(u, order);
+            k = Some(order);
             ds.learn(prev.mantissa, d.mantissa, u);
             ds.num = Some(d);
         }
@@ -331,6 +366,68 @@ fn encode_value(ds: &mut DsCodec, w: &mut BitWriter, v: &str) {
         ds.last.clear();
         ds.last.push_str(v);
     }
+    k
+}
+
+/// The row of a stream of one sample that [`SeriesCodec::encode_noted`] noted as one
+/// (`note` non-zero), for `values` DS; `None` when it is not.
+pub fn row_of(chunk: &[u8], bits: u64, note: u32, values: usize) -> Option<Row> {
+    if note == 0 || !(1..=MAX_ROW_FIELDS).contains(&values) {
+        return None;
+    }
+    let mut r = BitReader::slice(chunk, 0, bits, 0);
+    let mut row = Row {
+        n: values,
+        ..Row::default()
+    };
+    if r.bit().ok()? {
+        row.dod = unzigzag(r.exp_golomb(0).ok()?);
+        if r.bit().ok()? {
+            return None;
+        }
+    }
+    row.time_bits = r.position() as u32;
+    for i in 0..values {
+        if r.bit().ok()? {
+            return None;
+        }
+        row.u[i] = r.rice((note >> (6 * i)) & 63).ok()?;
+    }
+    r.at_end().then_some(row)
+}
+
+/// The decimal that continues `ds`'s by the zigzagged residual `u` (kind `0`); `None`
+/// without a previous decimal.
+fn residual(ds: &mut DsCodec, u: u64, spell: bool) -> Option<Read> {
+    let prev = ds.num?;
+    let m = ds.prediction(prev.mantissa).wrapping_add(unzigzag(u));
+    ds.learn(prev.mantissa, m, u);
+    let d = Decimal {
+        mantissa: m,
+        scale: prev.scale,
+    };
+    ds.num = Some(d);
+    if spell {
+        d.format_into(&mut ds.last);
+    }
+    Some(Read::Decimal(d))
+}
+
+/// Where a sample is decoded from: a stream, or a block's row.
+enum Src<'r, 'b> {
+    Bits(&'r mut BitReader<'b>),
+    Row(&'r Row),
+}
+
+impl Src<'_, '_> {
+    /// DS `i`'s value.
+    fn value(&mut self, ds: &mut DsCodec, i: usize, spell: bool) -> Result<Read, DecodeError> {
+        match self {
+            Src::Bits(r) => decode_value(ds, r, spell),
+            Src::Row(row) => residual(ds, row.u[i], spell)
+                .ok_or_else(|| DecodeError::new(0, "a row's value without a previous decimal")),
+        }
+    }
 }
 
 /// What [`decode_value`] read.
@@ -352,21 +449,11 @@ struct Parsed<'a> {
 /// Read one value; the text is left in `ds.last` (a decimal's only with `spell`).
 fn decode_value(ds: &mut DsCodec, r: &mut BitReader, spell: bool) -> Result<Read, DecodeError> {
     if !r.bit()? {
-        let Some(prev) = ds.num else {
+        if ds.num.is_none() {
             return Err(r.err("decimal residual without a previous decimal"));
-        };
-        let u = r.rice(ds.order())?;
-        let m = ds.prediction(prev.mantissa).wrapping_add(unzigzag(u));
-        ds.learn(prev.mantissa, m, u);
-        let d = Decimal {
-            mantissa: m,
-            scale: prev.scale,
-        };
-        ds.num = Some(d);
-        if spell {
-            d.format_into(&mut ds.last);
         }
-        Ok(Read::Decimal(d))
+        let u = r.rice(ds.order())?;
+        residual(ds, u, spell).ok_or_else(|| r.err("decimal residual without a previous decimal"))
     } else if !r.bit()? {
         ds.last.clear();
         ds.last.push('U');
@@ -450,6 +537,37 @@ pub fn for_each_parsed_in<E: From<DecodeError>>(
     r: &mut BitReader,
     count: u64,
     lazy: &[bool],
+    f: impl FnMut(&Sample, &[Option<rrd::update::Number>]) -> Result<(), E>,
+) -> Result<(), E> {
+    parsed_from(codec, Src::Bits(r), count, lazy, f)
+}
+
+/// [`for_each_parsed_in`] for a series' place in a record: a stream (which must end where
+/// its bits do, for a block's) or a block's row.
+pub fn for_each_parsed_in_span<E: From<DecodeError>>(
+    codec: &mut SeriesCodec,
+    span: &BitSpan,
+    count: u64,
+    lazy: &[bool],
+    f: impl FnMut(&Sample, &[Option<rrd::update::Number>]) -> Result<(), E>,
+) -> Result<(), E> {
+    if let Some(row) = span.read_row() {
+        let row = row?;
+        return parsed_from(codec, Src::Row(&row), count.min(1), lazy, f);
+    }
+    let mut r = span.reader();
+    parsed_from(codec, Src::Bits(&mut r), count, lazy, f)?;
+    if span.exact && !r.at_end() {
+        return Err(r.err("its samples end before its bits in the block").into());
+    }
+    Ok(())
+}
+
+fn parsed_from<E: From<DecodeError>>(
+    codec: &mut SeriesCodec,
+    mut src: Src<'_, '_>,
+    count: u64,
+    lazy: &[bool],
     mut f: impl FnMut(&Sample, &[Option<rrd::update::Number>]) -> Result<(), E>,
 ) -> Result<(), E> {
     let mut s = Sample {
@@ -467,7 +585,7 @@ pub fn for_each_parsed_in<E: From<DecodeError>>(
                 nums: &mut nums,
                 stale: &mut stale,
             };
-            codec.decode_with(r, &mut s, Some(parsed))?;
+            codec.decode_with(&mut src, &mut s, Some(parsed))?;
             f(&s, &nums)?;
         }
         Ok(())

@@ -124,6 +124,10 @@ pub struct Options {
     /// opens. Not for use otherwise (it spends about 5 more bytes a series a commit).
     #[doc(hidden)]
     pub sample_entries: bool,
+    /// Write the commit's sample block as version 1 (no rows, Rice-coded lens), as stores
+    /// did before version 2: for tests that a store holding such records opens.
+    #[doc(hidden)]
+    pub block_version1: bool,
     /// Packed bytes of sealed archive chunks the heap may hold before they are stored
     /// without waiting for a checkpoint (a spill: [`segments::Segments::spill`]). Checkpoints
     /// come every half ring of log, hours apart on a large store, and the rows sealed
@@ -155,6 +159,7 @@ impl Default for Options {
             only: None,
             before_checkpoint: None,
             sample_entries: false,
+            block_version1: false,
             spill_bytes: DEFAULT_SPILL_BYTES,
         }
     }
@@ -338,18 +343,27 @@ pub struct RecordCost {
 }
 
 impl RecordCost {
-    /// The cost of a record written from `parts` ([`codec::record::RecordWriter::finish_parts`]).
+    /// The cost of a record written from `parts` ([`codec::record::RecordWriter::finish_parts`]),
+    /// whose block spent `block` and whose samples' streams spent `time_bits` on times.
     fn of(
         parts: &[&[u8]; 4],
         entries_len: usize,
-        (stream_bits, time_bits, series): (u64, u64, u64),
-        (stripped_first, stripped): (u64, u64),
+        block: &codec::block::BlockCost,
+        time_bits: u64,
         framed: u64,
     ) -> RecordCost {
         let payload: u64 = parts.iter().map(|p| p.len() as u64).sum();
-        let time_bits = time_bits.min(stream_bits);
-        let times = time_bits.saturating_sub(stripped_first);
-        let values = (stream_bits - time_bits).saturating_sub(stripped - stripped_first);
+        let series = block.index_bits;
+        // The streams' times, less those of the samples that went into rows, which spend
+        // their own.
+        let stream_bits = block.stream_bits;
+        let time_bits = time_bits
+            .saturating_sub(block.row_stream_time_bits)
+            .min(stream_bits);
+        let times = time_bits.saturating_sub(block.stripped_first) + block.row_time_bits;
+        let values = (stream_bits - time_bits)
+            .saturating_sub(block.stripped - block.stripped_first)
+            + block.row_value_bits;
         let entries = entries_len as u64 * 8;
         let header = codec::frame::REC_HEADER_LEN as u64;
         let framing = ((header + payload) * 8).saturating_sub(entries + series + times + values);
@@ -699,7 +713,7 @@ impl Store {
     fn remove_id(&mut self, id: u64) {
         let before = self.pending.len();
         if let Some(mut s) = self.reg.remove(id) {
-            let (chunk, _, count) = s.take_chunk();
+            let (chunk, _, count, _) = s.take_chunk();
             if count > 0 {
                 self.pending.samples(id, count, &chunk);
             }
@@ -839,6 +853,9 @@ impl Store {
         }
         self.unmark()?;
         let mut rec = std::mem::take(&mut self.pending);
+        if self.opts.block_version1 {
+            rec.block_version1();
+        }
         let mut stats = CommitStats::default();
         let mut dirty = std::mem::take(&mut self.reg.dirty);
         // The block codes ids as gaps: ascending.
@@ -851,12 +868,18 @@ impl Store {
         self.reg.share_tables(Some(&dirty));
         for id in dirty {
             if let Some(s) = self.reg.by_id_mut(id) {
-                let (chunk, bits, count) = s.take_chunk();
+                let (chunk, bits, count, note) = s.take_chunk();
                 if count == 0 {
                     continue;
                 }
+                let ds = s.codec.ds_count();
                 if self.opts.sample_entries {
                     rec.samples(id, count, &chunk);
+                } else if let Some(row) = (count == 1 && !self.opts.block_version1)
+                    .then(|| codec::sample::row_of(&chunk, bits, note, ds))
+                    .flatten()
+                {
+                    rec.block_row(id, &row);
                 } else {
                     rec.block_series(id, count, &chunk, bits);
                 }
@@ -866,8 +889,7 @@ impl Store {
         }
         self.pending_bytes = 0;
         let time_bits = std::mem::take(&mut self.pending_time_bits);
-        let b = rec.block();
-        let (stream_bits, stripped, index_bits) = (b.stream_bits(), b.stripped(), b.index_bits());
+        let block_cost = rec.block().cost();
         let entries_len = rec.len();
         // Written from the entries as they were built, not from a copy (nor a framed one).
         let parts = rec.finish_parts();
@@ -876,13 +898,7 @@ impl Store {
         let framed = framed_len(payload_len, self.log.page);
         let too_big = payload_len > u32::MAX as usize;
         self.samples_total += stats.samples as u64;
-        let cost = RecordCost::of(
-            &parts,
-            entries_len,
-            (stream_bits, time_bits, index_bits),
-            stripped,
-            framed,
-        );
+        let cost = RecordCost::of(&parts, entries_len, &block_cost, time_bits, framed);
         // A failed write of the log leaves the store refusing writes; a failed checkpoint
         // that stood in for the record leaves it writable, every commit writing a checkpoint
         // until one is (`must_checkpoint`).

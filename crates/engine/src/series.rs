@@ -22,6 +22,9 @@ pub struct Series {
     /// Samples accepted since the last commit, encoded.
     pub chunk: BitWriter,
     pub count: u64,
+    /// While the chunk holds one sample: [`SeriesCodec::encode_noted`]'s note (non-zero
+    /// when the sample can be a block's row).
+    pub row: u32,
     /// Rows each archive has written since this process loaded the series (counted by the
     /// writer only; a lagged checkpoint compares them with a snapshot's, see
     /// [`crate::snapshot`]).
@@ -37,6 +40,7 @@ impl Series {
             rrd,
             chunk: BitWriter::new(),
             count: 0,
+            row: 0,
         }
     }
 
@@ -44,16 +48,19 @@ impl Series {
     /// and the bits its time took.
     pub fn log(&mut self, s: &Sample) -> Result<(usize, u32), EncodeError> {
         let before = self.chunk.as_bytes().len();
-        let time_bits = self.codec.encode(&mut self.chunk, s)?;
+        let (time_bits, note) = self.codec.encode_noted(&mut self.chunk, s)?;
+        self.row = if self.count == 0 { note } else { 0 };
         self.count += 1;
         Ok((self.chunk.as_bytes().len() - before, time_bits))
     }
 
-    /// Take the pending chunk (bytes, its length in bits, sample count), leaving it empty.
-    pub fn take_chunk(&mut self) -> (Vec<u8>, u64, u64) {
+    /// Take the pending chunk (bytes, its length in bits, sample count, row note), leaving
+    /// it empty.
+    pub fn take_chunk(&mut self) -> (Vec<u8>, u64, u64, u32) {
         let bits = self.chunk.bit_len();
         let chunk = std::mem::take(&mut self.chunk).into_bytes();
-        (chunk, bits, std::mem::take(&mut self.count))
+        let row = std::mem::take(&mut self.row);
+        (chunk, bits, std::mem::take(&mut self.count), row)
     }
 }
 
@@ -267,6 +274,7 @@ impl Registry {
             s.codec = SeriesCodec::from_rrd(&s.rrd);
             s.chunk = BitWriter::new();
             s.count = 0;
+            s.row = 0;
         }
         self.dirty.clear();
     }

@@ -131,18 +131,20 @@ fn store_ds(r: &rrd::Rrd) -> usize {
     r.schema.ds.len()
 }
 
-/// Records of one Samples entry a series (stores written before the sample block) and
-/// records with a block replay alike, in one log, with removals and re-creates between.
+/// Records of one Samples entry a series (stores written before the sample block),
+/// records with a version 1 block (before rows) and with a version 2 block replay alike,
+/// in one log, with removals and re-creates between.
 #[test]
-fn records_of_both_layouts_replay_bit_for_bit() {
+fn records_of_every_layout_replay_bit_for_bit() {
     let dir = TempDir::new("layouts");
     let ring = 8 << 20;
     let mut model = Model::default();
-    let ops = workload(47, 600);
-    let thirds = ops.chunks(ops.len() / 3 + 1).collect::<Vec<_>>();
-    for (k, part) in thirds.iter().enumerate() {
+    let ops = workload(47, 800);
+    let parts = ops.chunks(ops.len() / 4 + 1).collect::<Vec<_>>();
+    for (k, part) in parts.iter().enumerate() {
         let opts = Options {
-            sample_entries: k != 1,
+            sample_entries: k == 0,
+            block_version1: k == 2,
             ..small_opts(ring)
         };
         let mut store = Store::open(&dir.0, opts).unwrap();

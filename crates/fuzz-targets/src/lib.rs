@@ -129,12 +129,14 @@ pub fn record(data: &[u8]) {
             codec::record::Entry::Block(b) => {
                 for s in b.series() {
                     let Ok(s) = s else { break };
-                    let mut r = s.span.reader();
-                    for _ in 0..s.count.min(1 << 16) {
-                        if codec.decode(&mut r).is_err() {
-                            break;
-                        }
-                    }
+                    // Streams and rows alike, as replay reads them.
+                    let _ = codec::sample::for_each_parsed_in_span(
+                        &mut codec,
+                        &s.span,
+                        s.count.min(1 << 16),
+                        &[true],
+                        |_, _| Ok::<(), codec::DecodeError>(()),
+                    );
                 }
             }
             codec::record::Entry::Create { rrd, .. } if small(&rrd) => {
