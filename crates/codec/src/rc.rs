@@ -23,6 +23,18 @@ const PROB_ONE: u32 = 1 << PROB_BITS;
 const LIMIT: u32 = 1024;
 const TOP: u32 = 1 << 24;
 
+/// `2^40 / (2 n + 2)` rounded up, for every count `n` a context can hold.
+static RECIPROCAL: [u64; LIMIT as usize] = {
+    let mut t = [0u64; LIMIT as usize];
+    let mut n = 0;
+    while n < LIMIT as usize {
+        let d = 2 * n as u64 + 2;
+        t[n] = (1u64 << 40).div_ceil(d);
+        n += 1;
+    }
+    t
+};
+
 /// One adaptive binary context: the bits it has seen (halved now and then), and the
 /// probability they give (`(zeros + 1/2) / (all + 1)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -32,13 +44,14 @@ pub struct Prob {
 }
 
 impl Prob {
-    /// The probability of a 0, in 1/4096ths (1..=4095).
+    /// The probability of a 0, in 1/4096ths (1..=4095): `((2 zeros + 1) * 4096) / (2 all +
+    /// 2)`, the division done as a multiplication by a reciprocal (exact for these
+    /// operands: numerators below 2^24, divisors at most 2048, reciprocals of 40 bits).
     fn p0(&self) -> u32 {
-        let (z, n) = (
-            u32::from(self.zeros),
-            u32::from(self.zeros) + u32::from(self.ones),
-        );
-        (((2 * z + 1) << PROB_BITS) / (2 * n + 2)).clamp(1, PROB_ONE - 1)
+        let z = u64::from(self.zeros);
+        let n = usize::from(self.zeros) + usize::from(self.ones);
+        let q = (((2 * z + 1) << PROB_BITS) * RECIPROCAL[n]) >> 40;
+        (q as u32).clamp(1, PROB_ONE - 1)
     }
 
     fn learn(&mut self, bit: bool) {
@@ -477,6 +490,20 @@ mod tests {
         assert!((1.95..2.05).contains(&bits), "{bits} bits a symbol");
         let est = est as f64 / 65536.0 / n as f64;
         assert!((est - bits).abs() < 0.02, "estimate {est} against {bits}");
+    }
+
+    #[test]
+    fn the_reciprocals_divide_exactly() {
+        for n in 0..LIMIT as u64 {
+            for z in 0..=n {
+                let a = (2 * z + 1) << PROB_BITS;
+                assert_eq!(
+                    (a * RECIPROCAL[n as usize]) >> 40,
+                    a / (2 * n + 2),
+                    "{z}/{n}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -177,6 +177,15 @@ pub fn replay(data: &[u8]) {
         };
         st.update("a.rrd", &sample, &mut |_| {}).expect("update");
         st.commit().expect("commit");
+        // A sample that continues both decimals a step later: the last record's block holds
+        // it as a row (docs/FORMAT.md, "Sample block"), which the input replaces.
+        let sample = rrd::update::Sample {
+            time: t0 + 10,
+            usec: 0,
+            values: vec!["2.5".into(), "150".into()],
+        };
+        st.update("a.rrd", &sample, &mut |_| {}).expect("update");
+        st.commit().expect("commit");
         // Dropped without close: the records stay to be replayed.
     }
     let Ok(mut log) = vfs.open(&dir.join("log"), false) else {
