@@ -641,23 +641,23 @@ impl<'a> Iterator for BlockIter<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::record::{decode_record, Entry, RecordWriter};
     use crate::sample::SeriesCodec;
     use rrd::Sample;
 
-    /// splitmix64, for cases.
-    struct Rng(u64);
+    /// splitmix64, for cases (shared with the range coder's tests).
+    pub(crate) struct Rng(pub u64);
     impl Rng {
-        fn next(&mut self) -> u64 {
+        pub fn next(&mut self) -> u64 {
             self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
             let mut z = self.0;
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^ (z >> 31)
         }
-        fn below(&mut self, n: u64) -> u64 {
+        pub fn below(&mut self, n: u64) -> u64 {
             self.next() % n
         }
     }
@@ -990,6 +990,13 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_span_stays_small() {
+        // Replay holds one for every (series, record) piece it collects, up to two million
+        // at a time: rows' fields fit where a stream's were.
+        assert_eq!(std::mem::size_of::<BitSpan>(), 40);
     }
 
     #[test]
