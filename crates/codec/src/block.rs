@@ -191,10 +191,6 @@ impl BlockWriter {
         }
     }
 
-    pub fn version(&self) -> u8 {
-        self.version
-    }
-
     /// Series added so far.
     pub fn len(&self) -> u64 {
         self.n
@@ -370,7 +366,7 @@ impl<'a> BitSpan<'a> {
         }
     }
 
-    /// A stream's bits (a row's are read with [`BitSpan::row`]).
+    /// A stream's bits (a row's are read with [`BitSpan::read_row`]).
     pub fn reader(&self) -> BitReader<'a> {
         BitReader::slice(self.buf, self.from, self.to, u32::from(self.zeros))
     }
@@ -519,17 +515,12 @@ impl<'a> BlockIter<'a> {
             self.row_span(shape)?
         } else {
             let strip = shape;
-            let len = if let Some(l) = self.lens2.as_mut() {
-                let u = l.len.decode(&mut self.rc);
-                let len = self.model.predict().wrapping_add(unzigzag(u) as u64);
-                self.model.learn(len, u);
-                len
-            } else {
-                let u = self.lens.rice(self.model.order())?;
-                let len = self.model.predict().wrapping_add(unzigzag(u) as u64);
-                self.model.learn(len, u);
-                len
+            let u = match self.lens2.as_mut() {
+                Some(l) => l.len.decode(&mut self.rc),
+                None => self.lens.rice(self.model.order())?,
             };
+            let len = self.model.predict().wrapping_add(unzigzag(u) as u64);
+            self.model.learn(len, u);
             if len > body_bits - self.at {
                 return Err(self.lens.err("block: a series longer than the body"));
             }

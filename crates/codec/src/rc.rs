@@ -187,15 +187,6 @@ impl Encoder {
         }
         self.out
     }
-
-    /// Bytes written so far (those held back for a carry not counted).
-    pub fn len(&self) -> usize {
-        self.out.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.out.is_empty()
-    }
 }
 
 /// Reads what an [`Encoder`] wrote, with the same probabilities in the same order.

@@ -396,10 +396,9 @@ pub fn row_of(chunk: &[u8], bits: u64, note: u32, values: usize) -> Option<Row> 
     r.at_end().then_some(row)
 }
 
-/// The decimal that continues `ds`'s by the zigzagged residual `u` (kind `0`); `None`
-/// without a previous decimal.
-fn residual(ds: &mut DsCodec, u: u64, spell: bool) -> Option<Read> {
-    let prev = ds.num?;
+/// The decimal that continues `ds`'s previous one, `prev`, by the zigzagged residual `u`
+/// (kind `0`).
+fn residual(ds: &mut DsCodec, prev: Decimal, u: u64, spell: bool) -> Read {
     let m = ds.prediction(prev.mantissa).wrapping_add(unzigzag(u));
     ds.learn(prev.mantissa, m, u);
     let d = Decimal {
@@ -410,7 +409,7 @@ fn residual(ds: &mut DsCodec, u: u64, spell: bool) -> Option<Read> {
     if spell {
         d.format_into(&mut ds.last);
     }
-    Some(Read::Decimal(d))
+    Read::Decimal(d)
 }
 
 /// Where a sample is decoded from: a stream, or a block's row.
@@ -424,8 +423,13 @@ impl Src<'_, '_> {
     fn value(&mut self, ds: &mut DsCodec, i: usize, spell: bool) -> Result<Read, DecodeError> {
         match self {
             Src::Bits(r) => decode_value(ds, r, spell),
-            Src::Row(row) => residual(ds, row.u[i], spell)
-                .ok_or_else(|| DecodeError::new(0, "a row's value without a previous decimal")),
+            Src::Row(row) => match ds.num {
+                Some(prev) => Ok(residual(ds, prev, row.u[i], spell)),
+                None => Err(DecodeError::new(
+                    0,
+                    "a row's value without a previous decimal",
+                )),
+            },
         }
     }
 }
@@ -449,11 +453,11 @@ struct Parsed<'a> {
 /// Read one value; the text is left in `ds.last` (a decimal's only with `spell`).
 fn decode_value(ds: &mut DsCodec, r: &mut BitReader, spell: bool) -> Result<Read, DecodeError> {
     if !r.bit()? {
-        if ds.num.is_none() {
+        let Some(prev) = ds.num else {
             return Err(r.err("decimal residual without a previous decimal"));
-        }
+        };
         let u = r.rice(ds.order())?;
-        residual(ds, u, spell).ok_or_else(|| r.err("decimal residual without a previous decimal"))
+        Ok(residual(ds, prev, u, spell))
     } else if !r.bit()? {
         ds.last.clear();
         ds.last.push('U');
