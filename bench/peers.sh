@@ -34,7 +34,8 @@
 # --warmup D (real-time runs): after setup, feed D of history before now accelerated (with
 # FLUSHALL every WINDOW of it), not counted, so the measured window is a peer's steady state
 # rather than its first steps (ringlet's sample codec learns each series' figures from its
-# first values; a whisper file's first points fill its archives).
+# first values; a whisper file's first points fill its archives). The real-time values continue
+# each series from where the warm-up left it (feed --start), as a poller's would.
 # Prints one key=value line and appends it to FILE (--out). Needs root. Installs missing peers
 # from Debian with a policy-rc.d that forbids starting their services. Binaries: $FEED and
 # $RINGLET if set, else built with cargo into $CARGO_TARGET_DIR (or ./target), release.
@@ -193,7 +194,7 @@ if [ "$mode" = accelerated ]; then
     start=$(( (start_s - dur_s - 600) / 3600 * 3600 ))
 else
     start=$(( start_s / 300 * 300 - 300 ))
-    # The history the warm-up feeds ends where the real-time run begins.
+    # The series begin before the history the warm-up feeds.
     [ -n "$warmup" ] && start=$(( start - $(dur_secs "$warmup") ))
 fi
 common=(--workload "$workload" --scale "$scale" --cacti-rrds "$cacti_rrds" --start "$start")
@@ -344,6 +345,15 @@ case "$peer" in
     victoriametrics|prometheus|influxdb) sleep 5 ;;
 esac
 if [ -n "$warmup" ] && [ "$mode" = realtime ]; then
+    # The warm-up's history ends at the last 5-minute boundary (a multiple of every
+    # workload's step), and the real-time run continues each series from there: its first
+    # step follows the warm-up's last with no gap, when the warm-up ends within those 5
+    # minutes (a gap would make every series' next sample late, which a steady store never
+    # sees). Close to the next boundary, wait for it first.
+    now=$(date +%s)
+    if [ $((now % 300)) -gt 200 ]; then sleep $((300 - now % 300 + 1)); fi
+    start=$(( $(date +%s) / 300 * 300 - $(dur_secs "$warmup") ))
+    common=(--workload "$workload" --scale "$scale" --cacti-rrds "$cacti_rrds" --start "$start")
     run_feed "${common[@]}" --proto "$proto" --target "$target" --dir "$DATA" --phase run \
         --accelerated --window "$window" --duration "$warmup" >"$RUN/warmup.out" || {
         cat "$RUN/warmup.out" >&2; die "warm-up failed"; }

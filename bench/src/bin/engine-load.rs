@@ -17,7 +17,7 @@ const USAGE: &str = "\
 usage: engine-load create     --store DIR [--workload W] [--series N] [--step SECS] [--start EPOCH]
                               [--seed N]
        engine-load run        --store DIR [--workload W] [--duration 6h] [--commit 5m] [--seed N]
-                              [--warmup D] [--sample-entries | --block-v1]
+                              [--warmup D] [--sample-entries | --block-version V]
        engine-load open       --store DIR
        engine-load checkpoint --store DIR
 
@@ -47,8 +47,9 @@ run:    continue every series from its last update, one value per column per ser
         virtual time first, not counted (the codec learns each series' figures afresh at
         every open and checkpoint; a store that runs for days spends most commits after that).
         --sample-entries writes the records as stores did before the sample block (one
-        Samples entry a series), --block-v1 as they did before its version 2 (no rows,
-        Rice-coded lengths), to compare.
+        Samples entry a series), --block-version 1 or 2 as they did before its version 2 (no
+        rows, Rice-coded lengths) or 3 (rows against the stream's predictor), to compare;
+        --block-v1 is --block-version 1.
 open:   open the store (checkpoint + replay) and print how long recovery took.
 checkpoint: write a checkpoint now and print its size.";
 
@@ -113,7 +114,7 @@ struct Args {
     warmup: u64,
     commit: u64,
     sample_entries: bool,
-    block_version1: bool,
+    block_version: u8,
     seed: u64,
     workload: Workload,
 }
@@ -133,7 +134,7 @@ fn parse_args() -> Result<Args, String> {
         duration: 6 * 3600,
         warmup: 0,
         sample_entries: false,
-        block_version1: false,
+        block_version: 0,
         commit: 300,
         seed: 1,
         workload: Workload::Default,
@@ -144,7 +145,7 @@ fn parse_args() -> Result<Args, String> {
             continue;
         }
         if flag == "--block-v1" {
-            a.block_version1 = true;
+            a.block_version = 1;
             continue;
         }
         let val = it.next().ok_or(format!("{flag} needs a value"))?;
@@ -159,6 +160,14 @@ fn parse_args() -> Result<Args, String> {
             "--start" => a.start = num()? as i64,
             "--duration" => a.duration = parse_duration(&val)?,
             "--warmup" => a.warmup = parse_duration(&val)?,
+            "--block-version" => {
+                a.block_version = match val.as_str() {
+                    "1" => 1,
+                    "2" => 2,
+                    "3" => 3,
+                    _ => return Err(format!("--block-version: 1, 2 or 3, not {val}")),
+                }
+            }
             "--commit" => a.commit = parse_duration(&val)?,
             "--seed" => a.seed = num()?,
             "--rras" => match val.as_str() {
@@ -291,7 +300,7 @@ fn run(a: &Args) -> Result<(), String> {
         Options {
             commit_interval: None,
             sample_entries: a.sample_entries,
-            block_version1: a.block_version1,
+            block_version: a.block_version,
             spill_bytes: engine::spill_bytes_from_env()?,
             ..Options::default()
         },

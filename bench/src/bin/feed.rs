@@ -47,7 +47,9 @@ usage: feed --workload emoncms|collectd|ganglia|cacti|munin|million --proto P --
   --accelerated         run: virtual time from --start, as fast as possible
   --duration D          run: length (90, 10m, 6h; default 10m)
   --start EPOCH         setup: RRD start / warm-up time; accelerated run: first time
-                        (default: now, rounded down to the step)
+                        (default: now, rounded down to the step); real-time run: each
+                        series' values continue from where an accelerated run from
+                        EPOCH (a warm-up) leaves them at the first step
   --window SECS         accelerated rrdcached: FLUSHALL every SECS of virtual time (300)
   --scale F             keep only this fraction of the series (default 1)
   --cacti-rrds N        cacti: number of RRDs (default 1000; 2 series each)
@@ -1014,6 +1016,17 @@ fn realtime(f: &mut Feeder, tick: i64) -> Result<(u64, f64), String> {
     let begin = now_f();
     let end = begin + f.a.duration as f64;
     let mut t = (begin as i64).div_euclid(tick) * tick + tick;
+    if let Some(start) = f.a.start {
+        // Continue each series where an accelerated run from `start` (a warm-up) left it,
+        // as if it had been polled all along: a counter that restarted from its first
+        // value would jump back, a change no real client sends.
+        for e in &mut f.series {
+            let steps = (t - 1).div_euclid(e.step) - start.div_euclid(e.step);
+            for _ in 0..steps.max(0) {
+                e.next_values();
+            }
+        }
+    }
     let (mut late, mut max_lag) = (0u64, 0f64);
     while (t as f64) <= end {
         let wait = t as f64 - now_f();

@@ -14,17 +14,19 @@
 //! - **lens**: where each series' bits are, so that a reader finds any series' samples
 //!   without decoding the others': replay decodes series in parallel and a reader of one
 //!   series skips the rest. Version 1: each stream's length, Rice-coded against a running
-//!   mean. Version 2: the same lengths, and each row value's bit length and top bit, in an
-//!   adaptive arithmetic code ([`crate::rc`]).
+//!   mean. Versions 2 and 3: the same lengths, and each row value's bit length and top bit,
+//!   in an adaptive arithmetic code ([`crate::rc`]).
 //! - **body**: the streams, each without its leading zero bits up to [`MAX_STRIP`] (a regular
 //!   time and a decimal first value begin every stream of a steady load with `00`), and the
 //!   rows' bits.
 //!
-//! A *row* (version 2) is a series' one sample whose values all continue their decimals: its
-//! values' residuals stored as numbers whose bit lengths are in the lens, rather than as the
-//! stream's Rice codes. A Rice code spends its unary part on what the stream's length says
-//! again; a row's residual costs its bit length once, at about its entropy, and its bits
-//! below the top one. Munin's 4,000 values a commit fit two pages where streams took three.
+//! A *row* (versions 2 and 3) is a series' one sample whose values all continue their
+//! decimals: its values' residuals stored as numbers whose bit lengths are in the lens,
+//! rather than as the stream's Rice codes. A Rice code spends its unary part on what the
+//! stream's length says again; a row's residual costs its bit length once, at about its
+//! entropy, and its bits below the top one. Version 3 takes a row's residuals against the
+//! sample codec's row predictor (a slow running mean among its choices), version 2 against
+//! the stream's. Munin's 4,000 values a commit fit two pages where streams took three.
 //!
 //! Hand-written (no general-purpose compressor) because the reader must find each series'
 //! bits from the head and lens alone, and because the streams are already entropy-coded
@@ -106,6 +108,8 @@ pub struct Row {
     pub u: [u64; MAX_ROW_FIELDS],
     /// Bits the stream spent on the time.
     pub time_bits: u32,
+    /// Whether `u` is against the row predictor rather than the stream's (block version 3).
+    pub row_pred: bool,
 }
 
 /// A row value's bit length in a block: `u` is `2^len - 1` plus a number of `len` bits.
@@ -157,20 +161,20 @@ pub struct BlockWriter {
 
 impl Default for BlockWriter {
     fn default() -> Self {
-        BlockWriter::with_version(2)
+        BlockWriter::with_version(3)
     }
 }
 
 impl BlockWriter {
-    /// A block of the current version (2).
+    /// A block of the current version (3).
     pub fn new() -> Self {
         BlockWriter::default()
     }
 
     /// A block of `version` 1 (streams only, Rice-coded lens: what records before version
-    /// 2 hold) or 2.
+    /// 2 hold), 2 (rows against the stream's predictor) or 3.
     pub fn with_version(version: u8) -> Self {
-        assert!(version == 1 || version == 2, "block version {version}");
+        assert!((1..=3).contains(&version), "block version {version}");
         BlockWriter {
             version,
             n: 0,
@@ -189,6 +193,11 @@ impl BlockWriter {
             est_times: 0,
             est_values: 0,
         }
+    }
+
+    /// The block's version.
+    pub fn version(&self) -> u8 {
+        self.version
     }
 
     /// Series added so far.
@@ -262,6 +271,11 @@ impl BlockWriter {
     /// Version 2 only.
     pub fn push_row(&mut self, id: u64, row: &Row) {
         assert!(self.version >= 2, "rows are version 2");
+        assert_eq!(
+            row.row_pred,
+            self.version >= 3,
+            "a row's predictor and the version"
+        );
         let n = row.n;
         assert!((1..=MAX_ROW_FIELDS).contains(&n), "a row of {n} values");
         self.head_entry(id, 1, SHAPE_ROW + 4 * (n as u32 - 1));
@@ -344,8 +358,9 @@ pub struct BitSpan<'a> {
     /// Whether the stream must end exactly at `to` (a block's series; a Samples entry's
     /// chunk ends in padding).
     pub exact: bool,
-    /// 0: a stream. Else a row: its values (bits 0-2), and bit 4 set when the body holds
-    /// the time's change of step first.
+    /// 0: a stream. Else a row: its values (bits 0-2), bit 4 set when the body holds the
+    /// time's change of step first, bit 5 when its residuals are against the row predictor
+    /// (version 3).
     pub row: u8,
     /// A row's values, a byte each: bits 0-5 the bits of the value in the body, bits 6-7
     /// 0 for a value of no bits, 2 or 3 for a top bit of 0 or 1 in front of them.
@@ -380,6 +395,7 @@ impl<'a> BitSpan<'a> {
         let mut r = BitReader::slice(self.buf, self.from, self.to, 0);
         let mut row = Row {
             n: usize::from(self.row & 7),
+            row_pred: self.row & 32 != 0,
             ..Row::default()
         };
         let read = |r: &mut BitReader, row: &mut Row| -> Result<(), DecodeError> {
@@ -410,7 +426,7 @@ impl<'a> BitSpan<'a> {
 /// The parts of a block as stored; [`Block::series`] walks them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Block<'a> {
-    /// 1 (entry tag 5) or 2 (entry tag 6).
+    /// 1 (entry tag 5), 2 (entry tag 6) or 3 (entry tag 7).
     pub version: u8,
     pub n: u64,
     pub head: &'a [u8],
@@ -589,7 +605,7 @@ impl<'a> BlockIter<'a> {
             to: self.at + bits,
             zeros: 0,
             exact: true,
-            row: n as u8 | if late { 16 } else { 0 },
+            row: n as u8 | if late { 16 } else { 0 } | if self.version >= 3 { 32 } else { 0 },
             shape: packed,
         })
     }
@@ -665,10 +681,12 @@ pub(crate) mod tests {
         (w.into_bytes(), bits)
     }
 
-    /// A row of `n` values with residuals of every size, and now and then a late time.
-    fn row_of(rng: &mut Rng) -> Row {
+    /// A row of `n` values with residuals of every size, and now and then a late time, for
+    /// a block of `version`.
+    fn row_of(rng: &mut Rng, version: u8) -> Row {
         let mut row = Row {
             n: 1 + rng.below(MAX_ROW_FIELDS as u64) as usize,
+            row_pred: version >= 3,
             ..Row::default()
         };
         if rng.below(5) == 0 {
@@ -694,7 +712,7 @@ pub(crate) mod tests {
     fn every_series_comes_back_with_its_bits() {
         let mut rng = Rng(7);
         for case in 0..600 {
-            let version = 1 + (case % 2) as u8;
+            let version = 1 + (case % 3) as u8;
             let n = 1 + rng.below(if case % 10 == 0 { 2000 } else { 40 });
             let mut id = rng.below(5);
             let mut input = Vec::new();
@@ -705,8 +723,8 @@ pub(crate) mod tests {
                 } else {
                     0
                 };
-                if version == 2 && rng.below(3) > 0 {
-                    input.push((id, Item::Row(row_of(&mut rng))));
+                if version >= 2 && rng.below(3) > 0 {
+                    input.push((id, Item::Row(row_of(&mut rng, version))));
                     continue;
                 }
                 let count = if rng.below(6) == 0 {
@@ -790,6 +808,51 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn version_3_rows_of_steady_counters_cost_less_than_version_2() {
+        // Counters growing by increments uniform in 0..50,000 (15.61 bits of information
+        // a value), one sample a series a commit, coded by the sample codec: version 2's
+        // rows take the stream's residual (a trend of noisy running means and the choice
+        // between predictors, both noisy), version 3's the row predictor's.
+        let series = 4000usize;
+        let mut bits = [0f64; 2];
+        for (vi, version) in [2u8, 3].into_iter().enumerate() {
+            let mut rng = Rng(9);
+            let mut codecs: Vec<SeriesCodec> = (0..series)
+                .map(|i| SeriesCodec::seed(1_000_000, 0, [(i * 1000).to_string().as_str()]))
+                .collect();
+            let mut value: Vec<u64> = (0..series as u64).map(|i| i * 1000).collect();
+            for commit in 1..=100i64 {
+                let mut rec = RecordWriter::new();
+                rec.block_version(version);
+                for (i, c) in codecs.iter_mut().enumerate() {
+                    value[i] += rng.below(50_001);
+                    let s = Sample {
+                        time: 1_000_000 + 300 * commit,
+                        usec: 0,
+                        values: vec![value[i].to_string()],
+                    };
+                    let mut w = BitWriter::new();
+                    let note = c.encode_noted(&mut w, &s).unwrap().1;
+                    let (b, n) = (w.as_bytes(), w.bit_len());
+                    let row = crate::sample::row_of(b, n, note, c, version >= 3).unwrap();
+                    rec.block_row(i as u64 + 1, &row);
+                }
+                let payload = rec.finish();
+                // Past the first commits, which learn each series' rate.
+                if commit > 80 {
+                    bits[vi] += payload.len() as f64 * 8.0 / (20 * series) as f64;
+                }
+            }
+        }
+        eprintln!(
+            "bits a value: version 2 {:.3}, version 3 {:.3}",
+            bits[0], bits[1]
+        );
+        assert!(bits[1] < 15.95, "version 3: {:.3} bits a value", bits[1]);
+        assert!(bits[1] < bits[0] - 0.2, "{bits:?}");
+    }
+
+    #[test]
     fn rows_of_uniform_residuals_cost_about_their_entropy() {
         // Munin's and Cacti's counters: residuals spread evenly over 50,000 values, whose
         // information is log2(50,000) = 15.61 bits. A row spends its value's bit length (in
@@ -801,6 +864,7 @@ pub(crate) mod tests {
             for id in 1..=series {
                 let mut row = Row {
                     n: values,
+                    row_pred: true,
                     ..Row::default()
                 };
                 for u in &mut row.u[..values] {
@@ -831,7 +895,7 @@ pub(crate) mod tests {
     fn sample_streams_decode_from_a_block_as_from_their_chunks() {
         // Real sample streams through a record: what replay does, in a block of each
         // version, with rows (one regular or late sample) and streams.
-        for (version, late) in [(1u8, false), (2, false), (2, true)] {
+        for (version, late) in [(1u8, false), (2, false), (2, true), (3, false), (3, true)] {
             let mut rng = Rng(11);
             let seeds: Vec<SeriesCodec> = (0..60)
                 .map(|i| match i % 3 {
@@ -842,13 +906,11 @@ pub(crate) mod tests {
                 .collect();
             let mut enc = seeds.clone();
             let mut want: Vec<Vec<Sample>> = vec![Vec::new(); enc.len()];
-            // Two commits: the second's rows have codecs that learnt from the first.
+            // Four commits: the later ones' rows have codecs that learnt from the first.
             let mut dec = seeds.clone();
-            for commit in 0..2 {
+            for commit in 0..4 {
                 let mut rec = RecordWriter::new();
-                if version == 1 {
-                    rec.block_version1();
-                }
+                rec.block_version(version);
                 let mut rows = 0;
                 for (i, c) in enc.iter_mut().enumerate() {
                     want[i].clear();
@@ -876,9 +938,10 @@ pub(crate) mod tests {
                         note = c.encode_noted(&mut w, &s).unwrap().1;
                         want[i].push(s);
                     }
-                    let row = (count == 1 && version == 2)
+                    let row = (count == 1 && version >= 2)
                         .then(|| {
-                            crate::sample::row_of(w.as_bytes(), w.bit_len(), note, c.ds_count())
+                            let (b, n) = (w.as_bytes(), w.bit_len());
+                            crate::sample::row_of(b, n, note, c, version >= 3)
                         })
                         .flatten();
                     match row {
@@ -894,7 +957,7 @@ pub(crate) mod tests {
                         ),
                     }
                 }
-                assert_eq!(rows > 0, version == 2, "rows {rows}");
+                assert_eq!(rows > 0, version >= 2, "rows {rows}");
                 let payload = rec.finish();
                 let entries = decode_record(&payload).unwrap();
                 let Entry::Block(b) = &entries[0] else {
@@ -931,12 +994,12 @@ pub(crate) mod tests {
 
     #[test]
     fn a_damaged_block_is_an_error_not_a_panic() {
-        for version in [1, 2] {
+        for version in [1, 2, 3] {
             let mut rng = Rng(5);
             let mut w = BlockWriter::with_version(version);
             for id in 1..=30u64 {
-                if version == 2 && id % 3 != 0 {
-                    w.push_row(id * 2, &row_of(&mut rng));
+                if version >= 2 && id % 3 != 0 {
+                    w.push_row(id * 2, &row_of(&mut rng, version));
                     continue;
                 }
                 let (chunk, bits) = chunk_of(&mut rng);

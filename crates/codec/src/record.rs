@@ -35,6 +35,7 @@ const TAG_SAMPLES: u8 = 3;
 const TAG_RESEED: u8 = 4;
 const TAG_BLOCK: u8 = 5;
 const TAG_BLOCK2: u8 = 6;
+const TAG_BLOCK3: u8 = 7;
 
 /// One entry, as decoded.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,10 +107,11 @@ impl RecordWriter {
         self.block.push_row(id, row);
     }
 
-    /// Write the block as version 1 (streams only; what binaries before version 2 read).
-    pub fn block_version1(&mut self) {
+    /// Write the block as `version` (1: streams only, what binaries before version 2 read;
+    /// 2: rows against the stream's predictor, what binaries before version 3 read).
+    pub fn block_version(&mut self, version: u8) {
         assert!(self.block.is_empty(), "before any series");
-        self.block = BlockWriter::with_version(1);
+        self.block = BlockWriter::with_version(version);
     }
 
     /// The block so far (its series and the bits their streams took).
@@ -156,7 +158,11 @@ impl RecordWriter {
         let mut b = ByteWriter::new();
         let body: &[u8] = if blocked {
             let (version, n, head, lens, body) = self.block.finish();
-            b.u8(if version == 1 { TAG_BLOCK } else { TAG_BLOCK2 });
+            b.u8(match version {
+                1 => TAG_BLOCK,
+                2 => TAG_BLOCK2,
+                _ => TAG_BLOCK3,
+            });
             b.varint(n);
             b.bytes(&head);
             b.bytes(&lens);
@@ -206,14 +212,14 @@ pub fn decode_record(payload: &[u8]) -> Result<Vec<Entry<'_>>, DecodeError> {
                 chunk: r.bytes()?,
             },
             TAG_RESEED if out.is_empty() => Entry::Reseed,
-            TAG_BLOCK | TAG_BLOCK2 => {
+            TAG_BLOCK | TAG_BLOCK2 | TAG_BLOCK3 => {
                 let at = r.pos();
                 let n = r.varint()?;
                 if n == 0 {
                     return Err(DecodeError::new(at, "a block of no series"));
                 }
                 Entry::Block(Block {
-                    version: if tag == TAG_BLOCK { 1 } else { 2 },
+                    version: tag - TAG_BLOCK + 1,
                     n,
                     head: r.bytes()?,
                     lens: r.bytes()?,

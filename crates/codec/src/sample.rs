@@ -45,17 +45,25 @@ struct DsCodec {
     /// Mantissa change at the previous decimal of the same scale.
     delta: i64,
     /// Running cost (sum of residual bit lengths, decaying by 1/8) of predicting "previous".
-    cost_delta: u64,
+    /// At most 8 x 64: 16 bits hold it.
+    cost_delta: u16,
     /// The same for predicting "previous + previous delta".
-    cost_dod: u64,
+    cost_dod: u16,
     /// The same for predicting "previous + trend".
-    cost_trend: u64,
+    cost_trend: u16,
     /// 8 x the running mean of changes (decaying by 1/8).
     trend8: i64,
     /// Running magnitude of the residuals sent (8 x their mean); picks the Exp-Golomb order.
     mag: u64,
+    /// 64 x a slow running mean of changes (decaying by 1/64): a row's fourth predictor.
+    slow64: i64,
+    /// For each row predictor (previous, + delta, + trend, + slow mean), 32 x the running
+    /// mean (decaying by 1/32) of the zigzagged residual it would have left, each clamped
+    /// to 2^26; a row predicts with the smallest.
+    row_cost: [u32; 4],
+    /// The encoder's row prediction of the latest value (for [`row_of`]).
+    row_pred: i64,
 }
-
 impl DsCodec {
     fn seed(last: &str) -> Self {
         DsCodec {
@@ -67,6 +75,9 @@ impl DsCodec {
             cost_trend: 0,
             trend8: 0,
             mag: 0,
+            slow64: 0,
+            row_cost: [0; 4],
+            row_pred: 0,
         }
     }
 
@@ -89,16 +100,46 @@ impl DsCodec {
         }
     }
 
+    /// What a row's residual is taken against (block version 3): the previous value plus
+    /// the change of whichever of [`DsCodec::row_offsets`] left the smallest residuals of
+    /// late. Streams keep [`DsCodec::prediction`] (records before version 3 depend on it);
+    /// a row has no Rice order to fit and can use the slow mean, which predicts a counter
+    /// of steady rate with less noise than the trend.
+    fn row_prediction(&self, prev: i64) -> i64 {
+        let c = &self.row_cost;
+        let best = (1..4).fold(0, |b, j| if c[j] < c[b] { j } else { b });
+        prev.wrapping_add(self.row_offsets()[best])
+    }
+
+    /// The changes the row predictors add to the previous value.
+    fn row_offsets(&self) -> [i64; 4] {
+        [0, self.delta, self.trend(), self.slow64 / 64]
+    }
+
+    /// Forget the changes at a decimal of a new scale.
+    fn restart(&mut self) {
+        self.delta = 0;
+        self.trend8 = 0;
+        self.slow64 = 0;
+    }
+
     /// Learn from a decimal `m` of the previous scale whose residual `u` was sent.
     fn learn(&mut self, prev: i64, m: i64, u: u64) {
-        let bitlen = |v: u64| (64 - v.leading_zeros()) as u64;
+        let bitlen = |v: u64| (64 - v.leading_zeros()) as u16;
         let d = m.wrapping_sub(prev);
-        let r_delta = zigzag(d);
-        let r_dod = zigzag(d.wrapping_sub(self.delta));
-        let r_trend = zigzag(d.wrapping_sub(self.trend()));
-        self.cost_delta = self.cost_delta - (self.cost_delta >> 3) + bitlen(r_delta);
-        self.cost_dod = self.cost_dod - (self.cost_dod >> 3) + bitlen(r_dod);
-        self.cost_trend = self.cost_trend - (self.cost_trend >> 3) + bitlen(r_trend);
+        // The residual each predictor would have left (the stream's three are the rows'
+        // first three).
+        let r = self.row_offsets().map(|off| zigzag(d.wrapping_sub(off)));
+        for (c, r) in self.row_cost.iter_mut().zip(r) {
+            *c = *c - (*c >> 5) + r.min(1 << 26) as u32;
+        }
+        self.slow64 = self
+            .slow64
+            .saturating_sub(self.slow64 / 64)
+            .saturating_add(d);
+        self.cost_delta = self.cost_delta - (self.cost_delta >> 3) + bitlen(r[0]);
+        self.cost_dod = self.cost_dod - (self.cost_dod >> 3) + bitlen(r[1]);
+        self.cost_trend = self.cost_trend - (self.cost_trend >> 3) + bitlen(r[2]);
         self.trend8 = self
             .trend8
             .saturating_sub(self.trend8 / 8)
@@ -341,6 +382,7 @@ fn encode_value(ds: &mut DsCodec, w: &mut BitWriter, v: &str) -> Option<u32> {
             let order = ds.order();
             w.rice(u, order);
             k = Some(order);
+            ds.row_pred = ds.row_prediction(prev.mantissa);
             ds.learn(prev.mantissa, d.mantissa, u);
             ds.num = Some(d);
         }
@@ -349,8 +391,7 @@ fn encode_value(ds: &mut DsCodec, w: &mut BitWriter, v: &str) -> Option<u32> {
             w.bits(d.scale as u64, 5);
             w.exp_golomb(zigzag(d.mantissa), 6);
             ds.num = Some(d);
-            ds.delta = 0;
-            ds.trend8 = 0;
+            ds.restart();
         }
         (None, _) if v == "U" => w.bits(0b10, 2),
         (None, _) if v == ds.last => w.bits(0b1111, 4),
@@ -370,14 +411,24 @@ fn encode_value(ds: &mut DsCodec, w: &mut BitWriter, v: &str) -> Option<u32> {
 }
 
 /// The row of a stream of one sample that [`SeriesCodec::encode_noted`] noted as one
-/// (`note` non-zero), for `values` DS; `None` when it is not.
-pub fn row_of(chunk: &[u8], bits: u64, note: u32, values: usize) -> Option<Row> {
+/// (`note` non-zero), `codec` having encoded it last; `None` when it is not. With
+/// `row_pred` (block version 3) the values' residuals are taken against the row predictor
+/// ([`DsCodec::row_prediction`]), else against the stream's.
+pub fn row_of(
+    chunk: &[u8],
+    bits: u64,
+    note: u32,
+    codec: &SeriesCodec,
+    row_pred: bool,
+) -> Option<Row> {
+    let values = codec.ds.len();
     if note == 0 || !(1..=MAX_ROW_FIELDS).contains(&values) {
         return None;
     }
     let mut r = BitReader::slice(chunk, 0, bits, 0);
     let mut row = Row {
         n: values,
+        row_pred,
         ..Row::default()
     };
     if r.bit().ok()? {
@@ -387,19 +438,29 @@ pub fn row_of(chunk: &[u8], bits: u64, note: u32, values: usize) -> Option<Row> 
         }
     }
     row.time_bits = r.position() as u32;
-    for i in 0..values {
+    for (i, ds) in codec.ds.iter().enumerate() {
         if r.bit().ok()? {
             return None;
         }
         row.u[i] = r.rice((note >> (6 * i)) & 63).ok()?;
+        if row_pred {
+            row.u[i] = zigzag(ds.num?.mantissa.wrapping_sub(ds.row_pred));
+        }
     }
     r.at_end().then_some(row)
 }
 
 /// The decimal that continues `ds`'s previous one, `prev`, by the zigzagged residual `u`
-/// (kind `0`).
-fn residual(ds: &mut DsCodec, prev: Decimal, u: u64, spell: bool) -> Read {
-    let m = ds.prediction(prev.mantissa).wrapping_add(unzigzag(u));
+/// (kind `0`): against the stream's prediction, or with `row_pred` a row's.
+fn residual(ds: &mut DsCodec, prev: Decimal, u: u64, row_pred: bool, spell: bool) -> Read {
+    // The row prediction is kept as the encoder keeps it, so both sides' states are equal.
+    ds.row_pred = ds.row_prediction(prev.mantissa);
+    let (m, u) = if row_pred {
+        let m = ds.row_pred.wrapping_add(unzigzag(u));
+        (m, zigzag(m.wrapping_sub(ds.prediction(prev.mantissa))))
+    } else {
+        (ds.prediction(prev.mantissa).wrapping_add(unzigzag(u)), u)
+    };
     ds.learn(prev.mantissa, m, u);
     let d = Decimal {
         mantissa: m,
@@ -424,7 +485,7 @@ impl Src<'_, '_> {
         match self {
             Src::Bits(r) => decode_value(ds, r, spell),
             Src::Row(row) => match ds.num {
-                Some(prev) => Ok(residual(ds, prev, row.u[i], spell)),
+                Some(prev) => Ok(residual(ds, prev, row.u[i], row.row_pred, spell)),
                 None => Err(DecodeError::new(
                     0,
                     "a row's value without a previous decimal",
@@ -457,7 +518,7 @@ fn decode_value(ds: &mut DsCodec, r: &mut BitReader, spell: bool) -> Result<Read
             return Err(r.err("decimal residual without a previous decimal"));
         };
         let u = r.rice(ds.order())?;
-        Ok(residual(ds, prev, u, spell))
+        Ok(residual(ds, prev, u, false, spell))
     } else if !r.bit()? {
         ds.last.clear();
         ds.last.push('U');
@@ -467,8 +528,7 @@ fn decode_value(ds: &mut DsCodec, r: &mut BitReader, spell: bool) -> Result<Read
         let m = unzigzag(r.exp_golomb(6)?);
         let d = Decimal { mantissa: m, scale };
         ds.num = Some(d);
-        ds.delta = 0;
-        ds.trend8 = 0;
+        ds.restart();
         if spell {
             d.format_into(&mut ds.last);
         }

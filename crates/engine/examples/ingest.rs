@@ -82,7 +82,7 @@ fn main() {
         only: None,
         before_checkpoint: None,
         sample_entries: false,
-        block_version1: false,
+        block_version: 0,
         spill_bytes: engine::DEFAULT_SPILL_BYTES,
     };
     let dir = std::env::temp_dir().join(format!("ringlet-ingest-{}", std::process::id()));

@@ -124,10 +124,11 @@ pub struct Options {
     /// opens. Not for use otherwise (it spends about 5 more bytes a series a commit).
     #[doc(hidden)]
     pub sample_entries: bool,
-    /// Write the commit's sample block as version 1 (no rows, Rice-coded lens), as stores
-    /// did before version 2: for tests that a store holding such records opens.
+    /// Write the commit's sample block as this version (1: no rows, Rice-coded lens; 2: rows
+    /// against the stream's predictor), as stores did before the current one (0): for tests
+    /// that a store holding such records opens.
     #[doc(hidden)]
-    pub block_version1: bool,
+    pub block_version: u8,
     /// Packed bytes of sealed archive chunks the heap may hold before they are stored
     /// without waiting for a checkpoint (a spill: [`segments::Segments::spill`]). Checkpoints
     /// come every half ring of log, hours apart on a large store, and the rows sealed
@@ -159,7 +160,7 @@ impl Default for Options {
             only: None,
             before_checkpoint: None,
             sample_entries: false,
-            block_version1: false,
+            block_version: 0,
             spill_bytes: DEFAULT_SPILL_BYTES,
         }
     }
@@ -853,9 +854,10 @@ impl Store {
         }
         self.unmark()?;
         let mut rec = std::mem::take(&mut self.pending);
-        if self.opts.block_version1 {
-            rec.block_version1();
+        if self.opts.block_version != 0 {
+            rec.block_version(self.opts.block_version);
         }
+        let version = rec.block().version();
         let mut stats = CommitStats::default();
         let mut dirty = std::mem::take(&mut self.reg.dirty);
         // The block codes ids as gaps: ascending.
@@ -872,11 +874,10 @@ impl Store {
                 if count == 0 {
                     continue;
                 }
-                let ds = s.codec.ds_count();
                 if self.opts.sample_entries {
                     rec.samples(id, count, &chunk);
-                } else if let Some(row) = (count == 1 && !self.opts.block_version1)
-                    .then(|| codec::sample::row_of(&chunk, bits, note, ds))
+                } else if let Some(row) = (count == 1 && version >= 2)
+                    .then(|| codec::sample::row_of(&chunk, bits, note, &s.codec, version >= 3))
                     .flatten()
                 {
                     rec.block_row(id, &row);

@@ -278,7 +278,7 @@ pub fn small_opts(log_bytes: u64) -> Options {
         only: None,
         before_checkpoint: None,
         sample_entries: false,
-        block_version1: false,
+        block_version: 0,
         // Spills at a few hundred bytes of sealed chunks: every test on these options (the
         // crash at every sync among them) runs through them.
         spill_bytes: 300,

@@ -64,7 +64,9 @@ sleep 16
 kill "$g1" "$g2"
 timeout 20 tail --pid="$g1" -f /dev/null
 timeout 20 tail --pid="$g2" -f /dev/null
-grep -q 'imported' "$T/serve.log" || fail "gmetad made no file through the view"
+grep -q 'imported' "$T/serve.log" ||
+    fail "gmetad made no file through the view; gmetad: $(tail -8 "$T/gmetad-view.log");" \
+        "daemon: $(tail -8 "$T/serve.log")"
 
 # The same values in every file.
 L=ringtest/node1/load_one.rrd
