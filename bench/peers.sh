@@ -13,13 +13,15 @@
 #
 # usage: bench/peers.sh --peer P --workload W [--fs ext4|ext4-1k|xfs|btrfs]
 #          [--mode realtime|accelerated] [--duration 10m] [--window 300] [--out FILE]
-#          [--scale F] [--cacti-rrds N] [--size 8G] [--note TEXT] [--writeback SECS|off]
+#          [--scale F] [--cacti-rrds N] [--cacti-values rate|walk] [--size 8G] [--note TEXT]
+#          [--writeback SECS|off]
 #          [--evict] [--no-settle] [--warmup D]
 #   P: rrdtool (direct, `rrdtool -` pipe), rrdcached (-w WINDOW), carbon, victoriametrics,
 #      prometheus, influxdb, ringlet (ringlet serve -w WINDOW), ringlet-carbon (ringlet serve
 #      -w WINDOW --carbon: carbon's plaintext protocol, carbon's storage schemas)
-#   W: emoncms, collectd, ganglia, cacti, munin (issue 15: 4,000 DERIVE series at 300 s),
-#      million (issue 19: 1,000,000 series at 10 s)
+#   W: emoncms, collectd, ganglia, cacti (--cacti-values walk: issue 15's increments uniform
+#      in 0..50,000; rate: a noisy rate, the default), munin (issue 15: 4,000 DERIVE series
+#      at 300 s), million (issue 19: 1,000,000 series at 10 s)
 # Accelerated runs sync the filesystem every SECS of virtual time (default: the kernel's
 # vm.dirty_expire_centisecs, 30 s), i.e. the kernel's periodic writeback at the accelerated
 # pace, without touching the global sysctls; `--writeback off` lets the page cache merge freely.
@@ -45,7 +47,7 @@
 set -euo pipefail
 
 peer="" workload="" fs=ext4 mode=realtime duration=10m window=300 out="" scale=1
-cacti_rrds=1000 size="" note="" writeback="" evict="" settle=1 warmup=""
+cacti_rrds=1000 cacti_values=rate size="" note="" writeback="" evict="" settle=1 warmup=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --peer) peer=$2; shift 2 ;;
@@ -57,13 +59,14 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --scale) scale=$2; shift 2 ;;
         --cacti-rrds) cacti_rrds=$2; shift 2 ;;
+        --cacti-values) cacti_values=$2; shift 2 ;;
         --size) size=$2; shift 2 ;;
         --note) note=$2; shift 2 ;;
         --writeback) writeback=$2; shift 2 ;;
         --evict) evict=1; shift ;;
         --no-settle) settle=""; shift ;;
         --warmup) warmup=$2; shift 2 ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
         *) echo "peers.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -197,7 +200,8 @@ else
     # The series begin before the history the warm-up feeds.
     [ -n "$warmup" ] && start=$(( start - $(dur_secs "$warmup") ))
 fi
-common=(--workload "$workload" --scale "$scale" --cacti-rrds "$cacti_rrds" --start "$start")
+common=(--workload "$workload" --scale "$scale" --cacti-rrds "$cacti_rrds"
+    --cacti-values "$cacti_values" --start "$start")
 if [ "$peer" = ringlet ] && [ "$workload" = million ] && [ -z "${RINGLET_LOG_SIZE:-}" ]; then
     RINGLET_LOG_SIZE="$(awk -v f="$scale" 'BEGIN { if (f > 1) f = 1; k = int(65536 * f / 4 + 0.5) * 4; if (k < 1024) k = 1024; print k }')K"
     export RINGLET_LOG_SIZE
@@ -353,7 +357,8 @@ if [ -n "$warmup" ] && [ "$mode" = realtime ]; then
     now=$(date +%s)
     if [ $((now % 300)) -gt 200 ]; then sleep $((300 - now % 300 + 1)); fi
     start=$(( $(date +%s) / 300 * 300 - $(dur_secs "$warmup") ))
-    common=(--workload "$workload" --scale "$scale" --cacti-rrds "$cacti_rrds" --start "$start")
+    common=(--workload "$workload" --scale "$scale" --cacti-rrds "$cacti_rrds"
+    --cacti-values "$cacti_values" --start "$start")
     run_feed "${common[@]}" --proto "$proto" --target "$target" --dir "$DATA" --phase run \
         --accelerated --window "$window" --duration "$warmup" >"$RUN/warmup.out" || {
         cat "$RUN/warmup.out" >&2; die "warm-up failed"; }

@@ -51,8 +51,12 @@ usage: feed --workload emoncms|collectd|ganglia|cacti|munin|million --proto P --
                         series' values continue from where an accelerated run from
                         EPOCH (a warm-up) leaves them at the first step
   --window SECS         accelerated rrdcached: FLUSHALL every SECS of virtual time (300)
+                        and at the end
   --scale F             keep only this fraction of the series (default 1)
   --cacti-rrds N        cacti: number of RRDs (default 1000; 2 series each)
+  --cacti-values rate|walk  cacti: octet counters growing by a noisy rate (default; about
+                        2.1 bytes of information a value) or by increments uniform in
+                        0..50,000 (issue 15's load, 1.95 bytes, as munin's)
   --dir DIR             pipe: working directory of `rrdtool -` (the RRD files)
   --seed N              value generator seed (default 1)
   --names synth         RRD names as bench/src/bin/synth.rs makes them
@@ -184,7 +188,8 @@ impl Entry {
 }
 
 /// The series of a workload: groups of (count, step, schema).
-fn workload(name: &str, scale: f64, cacti_rrds: u64, seed: u64) -> Result<Vec<Entry>, String> {
+fn workload(name: &str, scale: f64, cacti: (u64, Kind), seed: u64) -> Result<Vec<Entry>, String> {
+    let (cacti_rrds, cacti_kind) = cacti;
     let groups: Vec<(u64, i64, Schema)> = match name {
         "emoncms" => vec![(25, 60, Schema::Collectd), (20, 10, Schema::Collectd)],
         "collectd" => vec![(718, 10, Schema::Collectd)],
@@ -204,7 +209,7 @@ fn workload(name: &str, scale: f64, cacti_rrds: u64, seed: u64) -> Result<Vec<En
                 (0..2)
                     .map(|c| {
                         let mut r = Rng::new(rng.next_u64() ^ c);
-                        (Series::with_kind(Kind::Counter, &mut r), r)
+                        (Series::with_kind(cacti_kind, &mut r), r)
                     })
                     .collect()
             } else if schema == Schema::Munin {
@@ -246,6 +251,7 @@ struct Args {
     window: i64,
     scale: f64,
     cacti_rrds: u64,
+    cacti_values: Kind,
     dir: String,
     seed: u64,
     synth_names: bool,
@@ -266,6 +272,7 @@ fn parse_args() -> Result<Args, String> {
         window: 300,
         scale: 1.0,
         cacti_rrds: 1000,
+        cacti_values: Kind::Counter,
         dir: ".".into(),
         seed: 1,
         synth_names: false,
@@ -323,6 +330,13 @@ fn parse_args() -> Result<Args, String> {
                     .ok_or(format!("--scale: a fraction in (0, 1], not {v}"))?
             }
             "--cacti-rrds" => a.cacti_rrds = num()?.max(1),
+            "--cacti-values" => {
+                a.cacti_values = match v.as_str() {
+                    "rate" => Kind::Counter,
+                    "walk" => Kind::Walk,
+                    _ => return Err(format!("--cacti-values: rate or walk, not {v}")),
+                }
+            }
             "--dir" => a.dir = v.clone(),
             "--seed" => a.seed = num()?,
             "--names" if v == "synth" => a.synth_names = true,
@@ -902,7 +916,8 @@ fn gcd(a: i64, b: i64) -> i64 {
 }
 
 fn run(a: Args) -> Result<String, String> {
-    let mut series = workload(&a.workload, a.scale, a.cacti_rrds, a.seed)?;
+    let cacti = (a.cacti_rrds, a.cacti_values);
+    let mut series = workload(&a.workload, a.scale, cacti, a.seed)?;
     for e in &mut series {
         e.synth_names = a.synth_names;
     }
@@ -1049,9 +1064,10 @@ fn realtime(f: &mut Feeder, tick: i64) -> Result<(u64, f64), String> {
 
 /// Accelerated: virtual time `start + tick ..= start + duration`, as fast as possible. Over
 /// the rrdcached protocol the values go in chunks (one UPDATE line per series per chunk) and
-/// FLUSHALL follows every `--window` boundary of virtual time. With `--syncfs PATH`, the
-/// filesystem is synced (syncfs) at every `--sync-every` boundary of virtual time, after the
-/// peer has taken everything sent: the kernel's periodic writeback, scaled to virtual time.
+/// FLUSHALL follows every `--window` boundary of virtual time, and the end. With `--syncfs
+/// PATH`, the filesystem is synced (syncfs) at every `--sync-every` boundary of virtual time,
+/// after the peer has taken everything sent: the kernel's periodic writeback, scaled to
+/// virtual time.
 fn accelerated(f: &mut Feeder, start: i64, tick: i64) -> Result<u64, String> {
     let end = start + f.a.duration;
     let (w, se) = (f.a.window, f.a.sync_every);
@@ -1066,7 +1082,9 @@ fn accelerated(f: &mut Feeder, start: i64, tick: i64) -> Result<u64, String> {
         let to = to.min(end + 1);
         if matches!(f.peer, Peer::Rrdc(_)) {
             f.send_chunk(from, to)?;
-            if to % w == 0 {
+            // At each window boundary, and at the end: a warm-up leaves nothing pending for
+            // the run after it.
+            if to % w == 0 || to > end {
                 if let Peer::Rrdc(c) = &mut f.peer {
                     c.flush_all()?;
                 }
@@ -1168,11 +1186,15 @@ mod tests {
 
     #[test]
     fn cacti_workload_has_two_counter_columns_per_rrd() {
-        let w = workload("cacti", 1.0, 10, 1).expect("cacti exists");
+        let w = workload("cacti", 1.0, (10, Kind::Counter), 1).expect("cacti exists");
         assert_eq!(w.len(), 10);
         assert!(w
             .iter()
             .all(|e| e.cols.len() == 2 && e.cols.iter().all(|c| c.0.kind == Kind::Counter)));
+        let w = workload("cacti", 1.0, (10, Kind::Walk), 1).expect("cacti exists");
+        assert!(w
+            .iter()
+            .all(|e| e.cols.iter().all(|c| c.0.kind == Kind::Walk)));
         let args = w[0].schema.create_args(300, 1000, "COUNTER");
         assert!(args.contains("DS:traffic_in:COUNTER:600:0:U"));
         assert!(args.contains("RRA:MAX:0.5:288:797"));
@@ -1180,7 +1202,7 @@ mod tests {
 
     #[test]
     fn scaled_workload_keeps_every_group() {
-        let w = workload("emoncms", 0.5, 0, 1).expect("emoncms exists");
+        let w = workload("emoncms", 0.5, (0, Kind::Counter), 1).expect("emoncms exists");
         assert_eq!(w.iter().filter(|e| e.step == 60).count(), 13);
         assert_eq!(w.iter().filter(|e| e.step == 10).count(), 10);
     }
