@@ -505,6 +505,8 @@ impl Store {
             opts.only.as_deref(),
             opts.spill_bytes,
         )?;
+        // Replay read the log: its pages are cached in large folios (LogRing::drop_cache).
+        r.log.drop_cache();
         let needs_checkpoint = r.needs_checkpoint && opts.only.is_none();
         let mut store = Store {
             vfs,

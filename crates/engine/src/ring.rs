@@ -74,7 +74,9 @@ fn build(vfs: &dyn Vfs, dir: &Path, cap: u64, page: u64, allocate: bool) -> io::
     if !(allocate && f.allocate(RING_START + cap)?) {
         write_zeros(f.as_mut(), RING_START, RING_START + cap)?;
     }
-    f.sync_all()
+    f.sync_all()?;
+    f.drop_cache();
+    Ok(())
 }
 
 /// Rename the built `log.tmp` over `log`, durably.
@@ -133,6 +135,16 @@ impl LogRing {
             })),
             Err(why) => Ok(Err(why.to_string())),
         }
+    }
+
+    /// Let the kernel drop the log's cached pages, as after it was written whole (created)
+    /// or read whole (replayed). Such pages sit in large folios on kernels that have them
+    /// (Linux 6.18's ext4), and a commit's page written into one dirties the whole folio: the
+    /// process's I/O accounting (`write_bytes`, STATS' DiskBytesWritten) then counts the
+    /// folio, a hundred kilobytes and more a commit, though the device gets the page. A
+    /// commit's write into uncached pages makes folios of about its own size.
+    pub fn drop_cache(&self) {
+        self.file.drop_cache();
     }
 
     /// File offset of a log position.

@@ -42,6 +42,9 @@ pub trait VFile: Send {
     fn allocate(&mut self, _len: u64) -> io::Result<bool> {
         Ok(false)
     }
+    /// Let the kernel drop the file's clean cached pages (`posix_fadvise(DONTNEED)`); a
+    /// hint, without effect on the contents.
+    fn drop_cache(&self) {}
 }
 
 /// A held lock; dropping it releases the lock.
@@ -189,6 +192,14 @@ impl VFile for RealFile {
             flags |= FS_NOCOW_FL;
             unsafe { libc::ioctl(fd, FS_IOC_SETFLAGS as _, &flags) };
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn drop_cache(&self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: an advice on a descriptor this file owns; no memory is passed. A failure
+        // leaves the cache as it is.
+        unsafe { libc::posix_fadvise(self.0.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     }
 
     #[cfg(target_os = "linux")]

@@ -49,6 +49,9 @@ impl VFile for CountingFile {
     fn allocate(&mut self, len: u64) -> io::Result<bool> {
         self.f.allocate(len)
     }
+    fn drop_cache(&self) {
+        self.f.drop_cache()
+    }
 }
 
 impl Vfs for CountingFs {
