@@ -214,3 +214,68 @@ fn a_clean_close_lets_a_reader_skip_the_search_of_the_ring_and_any_write_removes
     std::fs::write(&mark, b).unwrap();
     assert!(read(&dir).1, "a damaged mark is not trusted");
 }
+
+#[test]
+fn a_block_claiming_series_past_every_id_is_corrupt_also_to_a_reader_of_a_few() {
+    let dir = TempDir::new("only-claim");
+    let mut st = Store::open(&dir.0, small_opts(1 << 20)).unwrap();
+    for op in workload(23, 200) {
+        run_op(&mut st, &op).unwrap();
+    }
+    st.commit().unwrap();
+    // Dropped, not closed: a reader of a few series searches the ring for its end.
+    drop(st);
+    let st = Store::open(&dir.0, small_opts(1 << 20)).unwrap();
+    let (r, name) = (st.recovery().clone(), st.names()[0].clone());
+    drop(st);
+    // A well-framed record whose block claims 2^60 rows of no bits from id 5,000 on (the
+    // store has a few dozen series): a whole open finds id 5,000 unknown; a reader of one
+    // series must not walk the rest of the claim (it would take centuries).
+    let mut head = codec::bits::BitWriter::new();
+    head.exp_golomb(0, 0); // no series before the first
+    head.exp_golomb(5_000, 0); // its id
+    head.exp_golomb(2, 0); // count 1 (zigzagged change from 0)
+    head.bits(0b11_00, 4); // a row of one value
+    head.exp_golomb(1 << 60, 0); // then every other series like it
+    let head = head.into_bytes();
+    let varint = |out: &mut Vec<u8>, mut v: u64| loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            break;
+        }
+        out.push(b | 0x80);
+    };
+    let mut payload = vec![1u8, 7];
+    varint(&mut payload, (1 << 60) + 1);
+    varint(&mut payload, head.len() as u64);
+    payload.extend_from_slice(&head);
+    payload.extend_from_slice(&[0, 0]); // no lens bytes, no body bytes
+    let seq = r.records_replayed;
+    let rec = codec::frame::encode_record(
+        codec::frame::KIND_COMMIT,
+        seq,
+        r.end_lsn,
+        &payload,
+        codec::frame::PAGE,
+    );
+    let log = engine::files::log(&dir.0);
+    let mut bytes = std::fs::read(&log).unwrap();
+    let at = (codec::frame::RING_START + r.end_lsn) as usize;
+    bytes[at..at + rec.len()].copy_from_slice(&rec);
+    std::fs::write(&log, bytes).unwrap();
+    for only in [None, Some(vec![name])] {
+        let opts = engine::Options {
+            only: only.clone(),
+            ..small_opts(1 << 20)
+        };
+        match Store::open(&dir.0, opts) {
+            Err(engine::Error::Corrupt { what, .. }) => {
+                assert!(what.contains("unknown series 5000"), "{what}")
+            }
+            Err(e) => panic!("{only:?}: expected Corrupt, got {e}"),
+            Ok(_) => panic!("{only:?}: expected Corrupt, got a store"),
+        }
+    }
+}
