@@ -18,6 +18,11 @@
 //!   statistics, so no bits are spent on either); `10` for `U`; `110` + scale + value for a
 //!   decimal with a new scale; `1110` + raw bytes for text that is not a canonical decimal;
 //!   `1111` for a repeat of the previous raw text.
+//!
+//! Every decimal of the first kind also updates the figures of a *row prediction*
+//! ([`row_of`]): a block of version 3 stores a series' one sample as the residuals against
+//! it, which can use a slow running mean of the changes (a row needs no Rice order, and
+//! streams keep the prediction older records were written with).
 
 use crate::bits::{BitReader, BitWriter};
 use crate::block::{BitSpan, Row, MAX_ROW_FIELDS};
@@ -64,6 +69,7 @@ struct DsCodec {
     /// The encoder's row prediction of the latest value (for [`row_of`]).
     row_pred: i64,
 }
+
 impl DsCodec {
     fn seed(last: &str) -> Self {
         DsCodec {
