@@ -434,6 +434,7 @@ line+=" late_steps=$(get late_steps) max_lag_s=$(get max_lag_s) load_start=$load
 line+=" load_end=$load_end duration=$duration writeback=${writeback:-$([ "$mode" = accelerated ] && echo "$(( $(cat /proc/sys/vm/dirty_expire_centisecs) / 100 ))s" || echo kernel)}"
 [ -n "$evict" ] && line+=" evict=1"
 [ -n "$warmup" ] && line+=" warmup=$warmup"
+[ "$workload" = cacti ] && line+=" cacti_values=$cacti_values"
 line+=" settle=$([ -n "$settle" ] && echo yes || echo no)"
 [ -n "$note" ] && line+=" note=${note// /_}"
 line+=" config=${config// /_}"
