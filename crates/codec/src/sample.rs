@@ -928,6 +928,12 @@ mod tests {
     ];
 
     #[test]
+    fn a_ds_codec_state_stays_small() {
+        // One per DS of every series held: a million series' worth is 112 MB.
+        assert!(std::mem::size_of::<DsCodec>() <= 112);
+    }
+
+    #[test]
     fn mismatched_value_count_is_refused() {
         let mut c = SeriesCodec::seed(0, 0, ["U"]);
         let err = c.encode(&mut BitWriter::new(), &sample(1, 0, &["1", "2"]));
