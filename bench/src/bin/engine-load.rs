@@ -47,9 +47,10 @@ run:    continue every series from its last update, one value per column per ser
         virtual time first, not counted (the codec learns each series' figures afresh at
         every open and checkpoint; a store that runs for days spends most commits after that).
         --sample-entries writes the records as stores did before the sample block (one
-        Samples entry a series), --block-version 1 or 2 as they did before its version 2 (no
-        rows, Rice-coded lengths) or 3 (rows against the stream's predictor), to compare;
-        --block-v1 is --block-version 1.
+        Samples entry a series), --block-version 1 as they did before its version 2 (no
+        rows, Rice-coded lengths), 2 as before its version 3 (rows against the stream's
+        predictor), to compare (3, the current one, is the default); --block-v1 is
+        --block-version 1.
 open:   open the store (checkpoint + replay) and print how long recovery took.
 checkpoint: write a checkpoint now and print its size.";
 
