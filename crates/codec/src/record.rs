@@ -158,11 +158,7 @@ impl RecordWriter {
         let mut b = ByteWriter::new();
         let body: &[u8] = if blocked {
             let (version, n, head, lens, body) = self.block.finish();
-            b.u8(match version {
-                1 => TAG_BLOCK,
-                2 => TAG_BLOCK2,
-                _ => TAG_BLOCK3,
-            });
+            b.u8(TAG_BLOCK + version - 1);
             b.varint(n);
             b.bytes(&head);
             b.bytes(&lens);
