@@ -16,6 +16,22 @@ rrdtool create "$T/r2.rrd" -s 10 -b 1700000000 DS:x:DERIVE:20:U:U RRA:MIN:0.5:1:
 cp "$T/r1.rrd" "$T/r2.rrd" "$C/rrdfile/"
 rrdtool dump "$T/r1.rrd" > "$C/restore/rrdtool-r1.xml"
 rrdtool dump "$T/r2.rrd" > "$C/restore/rrdtool-r2.xml"
+# fallback: two bytes choosing the flipped bit, then (op, value) pairs: updates of either
+# series, commits (5), full checkpoints (6), a stop and a start (7), records after both.
+python3 - "$C/fallback" <<'PY'
+import os, random, sys
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+for k in range(8):
+    r = random.Random(k)
+    ops = []
+    for i in range(300 + 100 * k):
+        ops += [r.choice([0, 8, 16, 24, 32, 40]), r.randrange(256)]
+        if i % 7 == 6: ops += [5, 0]
+        if i % (60 + 10 * k) == 59: ops += [6 if k % 2 else 7, 0]
+    with open(os.path.join(d, f"seed-{k}"), "wb") as f:
+        f.write(bytes([r.randrange(256), r.randrange(256)] + ops))
+PY
 python3 - "$C/pickle" <<'PY'
 import os, pickle, sys
 d = sys.argv[1]

@@ -1,7 +1,7 @@
 //! The bytes of a checkpoint file: every series' image, and the log position it covers.
 //!
 //! ```text
-//! 0  magic "RINGCKP1"  8 version u32  12 flags u32 (0)  16 generation u64
+//! 0  magic "RINGCKP1"  8 version u32  12 flags u32  16 generation u64
 //! 24 log_lsn u64 (replay the log from here)   32 log_seq u64 (seq of the record at log_lsn)
 //! 40 payload_len u64   48 payload_crc u32   52 header_crc u32 over bytes 0..52
 //! 56 payload (version 4):
@@ -28,6 +28,10 @@
 //! series `id varint, name str, image bytes` ([`crate::rrdbin::encode_head_chunked`], chunks
 //! "in the segments" without saying which), then the segment list; `payload_crc` covers the
 //! whole payload. Version 2 (still read): the same with every row in each image.
+//!
+//! Flags: bit 0 ([`CK_FLAG_RESEED_MARKED`]) says that the writer starts the first log record
+//! after each checkpoint with a Reseed entry; every other bit is 0 (a header with one set is
+//! refused).
 //!
 //! Two checkpoint files alternate; the valid one with the higher generation wins. Bytes past
 //! `56 + payload_len` are leftovers of an older, longer checkpoint and mean nothing.
@@ -56,6 +60,13 @@ pub const CK_VERSION_V4: u32 = 4;
 pub const CK_VERSION_V3: u32 = 3;
 /// The older version still read: every archive row in each image.
 pub const CK_VERSION_FULL_IMAGES: u32 = 2;
+/// Header flag: the writer of this checkpoint (and of every later one) starts the first log
+/// record after each checkpoint with a Reseed entry ([`crate::record`]), so replay from this
+/// checkpoint through the records after a newer one that was lost decodes them with the
+/// codecs their writer used. Checkpoints without it were written before the mark existed.
+pub const CK_FLAG_RESEED_MARKED: u32 = 1;
+/// Every flag this version knows; a header with another is refused.
+pub const CK_KNOWN_FLAGS: u32 = CK_FLAG_RESEED_MARKED;
 pub const CK_MAGIC_OFFSET: usize = 0;
 pub const CK_VERSION_OFFSET: usize = CK_MAGIC_OFFSET + CK_MAGIC.len();
 pub const CK_FLAGS_OFFSET: usize = CK_VERSION_OFFSET + size_of::<u32>();
@@ -90,6 +101,8 @@ pub fn name_hash(name: &str) -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CheckpointHeader {
     pub version: u32,
+    /// [`CK_FLAG_RESEED_MARKED`] or nothing.
+    pub flags: u32,
     pub generation: u64,
     pub log_lsn: u64,
     pub log_seq: u64,
@@ -150,6 +163,7 @@ pub struct CheckpointWriter {
     count: usize,
     left: usize,
     version: u32,
+    flags: u32,
     /// (name hash, frame offset) of each series written.
     index: Vec<(u64, u64)>,
     /// Bytes of the file already handed out by [`CheckpointWriter::take_written`]: `w`
@@ -190,6 +204,7 @@ impl CheckpointWriter {
             count,
             left: count,
             version: CK_VERSION,
+            flags: CK_FLAG_RESEED_MARKED,
             index: Vec::with_capacity(count),
             flushed: 0,
             schemas: HashMap::default(),
@@ -205,6 +220,7 @@ impl CheckpointWriter {
     pub fn version_3(mut self) -> Self {
         debug_assert_eq!(self.left, self.count, "before any series");
         self.version = CK_VERSION_V3;
+        self.flags = 0;
         self.w.varint(self.next_id);
         self.w.varint(self.complete_lsn);
         self.w.varint(self.count as u64);
@@ -216,6 +232,14 @@ impl CheckpointWriter {
     pub fn version_4(mut self) -> Self {
         debug_assert_eq!(self.left, self.count, "before any series");
         self.version = CK_VERSION_V4;
+        self.flags = 0;
+        self
+    }
+
+    /// Leave [`CK_FLAG_RESEED_MARKED`] out (what stores written before the mark hold; for
+    /// tests that such stores still open, or are refused where replay cannot be trusted).
+    pub fn without_reseed_mark(mut self) -> Self {
+        self.flags = 0;
         self
     }
 
@@ -439,7 +463,7 @@ impl CheckpointWriter {
         let mut b = [0u8; CK_HEADER_LEN];
         b[CK_MAGIC_OFFSET..CK_VERSION_OFFSET].copy_from_slice(&CK_MAGIC);
         b[CK_VERSION_OFFSET..CK_FLAGS_OFFSET].copy_from_slice(&self.version.to_le_bytes());
-        b[CK_FLAGS_OFFSET..CK_GENERATION_OFFSET].copy_from_slice(&0u32.to_le_bytes());
+        b[CK_FLAGS_OFFSET..CK_GENERATION_OFFSET].copy_from_slice(&self.flags.to_le_bytes());
         b[CK_GENERATION_OFFSET..CK_LOG_LSN_OFFSET].copy_from_slice(&self.generation.to_le_bytes());
         b[CK_LOG_LSN_OFFSET..CK_LOG_SEQ_OFFSET].copy_from_slice(&self.log_lsn.to_le_bytes());
         b[CK_LOG_SEQ_OFFSET..CK_PAYLOAD_LEN_OFFSET].copy_from_slice(&self.log_seq.to_le_bytes());
@@ -456,6 +480,25 @@ fn in_ref_order<K, S>(refs: &HashMap<K, u64, S>) -> Vec<&K> {
     let mut all: Vec<(&K, u64)> = refs.iter().map(|(key, &k)| (key, k)).collect();
     all.sort_unstable_by_key(|&(_, k)| k);
     all.into_iter().map(|(key, _)| key).collect()
+}
+
+/// A checkpoint header's fields as they stand, without checking its checksum, version or
+/// flags (`None` only without the magic or room for every field): what a damaged header
+/// probably said, for recovery to weigh, never to trust as valid.
+pub fn read_checkpoint_header_unchecked(b: &[u8]) -> Option<CheckpointHeader> {
+    if b.len() < CK_HEADER_LEN || b[..CK_VERSION_OFFSET] != CK_MAGIC {
+        return None;
+    }
+    let mut r = ByteReader::new(&b[CK_VERSION_OFFSET..CK_HEADER_LEN]);
+    Some(CheckpointHeader {
+        version: r.u32().ok()?,
+        flags: r.u32().ok()?,
+        generation: r.u64().ok()?,
+        log_lsn: r.u64().ok()?,
+        log_seq: r.u64().ok()?,
+        payload_len: r.u64().ok()?,
+        payload_crc: r.u32().ok()?,
+    })
 }
 
 /// Parse and check a checkpoint header.
@@ -481,14 +524,21 @@ pub fn decode_checkpoint_header(b: &[u8]) -> Result<CheckpointHeader, DecodeErro
             "checkpoint header checksum mismatch",
         ));
     }
-    if !(CK_VERSION_FULL_IMAGES..=CK_VERSION).contains(&version) || flags != 0 {
+    if !(CK_VERSION_FULL_IMAGES..=CK_VERSION).contains(&version) {
         return Err(DecodeError::new(
             CK_VERSION_OFFSET,
             "unsupported checkpoint version",
         ));
     }
+    if flags & !CK_KNOWN_FLAGS != 0 {
+        return Err(DecodeError::new(
+            CK_FLAGS_OFFSET,
+            "unsupported checkpoint flags",
+        ));
+    }
     Ok(CheckpointHeader {
         version,
+        flags,
         generation,
         log_lsn,
         log_seq,

@@ -83,6 +83,7 @@ fn main() {
         before_checkpoint: None,
         sample_entries: false,
         block_version: 0,
+        unmarked_reseeds: false,
         spill_bytes: engine::DEFAULT_SPILL_BYTES,
     };
     let dir = std::env::temp_dir().join(format!("ringlet-ingest-{}", std::process::id()));

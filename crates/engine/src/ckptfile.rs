@@ -10,7 +10,8 @@ use crate::files;
 use crate::vfs::Vfs;
 use codec::checkpoint::{
     decode_checkpoint_header, decode_checkpoint_payload_of, decode_checkpoint_payload_read,
-    CheckpointHeader, CheckpointState, CK_HEADER_LEN, CK_VERSION_V4,
+    read_checkpoint_header_unchecked, CheckpointHeader, CheckpointState, CK_HEADER_LEN,
+    CK_VERSION_V4,
 };
 use std::io;
 use std::path::{Path, PathBuf};
@@ -25,21 +26,46 @@ pub struct Loaded {
     pub older_segments: Vec<u64>,
 }
 
-/// Read and verify one checkpoint file; `Ok(Err(why))` if it is invalid.
-fn load_one(vfs: &dyn Vfs, path: &Path, keep: Keep<'_>) -> io::Result<Result<Loaded, String>> {
+/// A checkpoint file that failed verification.
+#[derive(Debug, Clone)]
+pub struct Invalid {
+    /// The file and why.
+    pub note: String,
+    /// Its header: verified (only the payload is damaged) or, with `header_valid` false,
+    /// its fields as they stand (the header itself is damaged); `None` without a magic.
+    pub header: Option<CheckpointHeader>,
+    pub header_valid: bool,
+    /// The header is zeros (or missing): a checkpoint overwritten in place whose header was
+    /// never written, which no writer completed.
+    pub unfinished: bool,
+}
+
+/// Read and verify one checkpoint file; `Ok(Err(_))` if it is invalid.
+fn load_one(vfs: &dyn Vfs, path: &Path, keep: Keep<'_>) -> io::Result<Result<Loaded, Invalid>> {
     let f = vfs.open(path, false)?;
     let len = f.len()?;
     let mut head = vec![0u8; CK_HEADER_LEN];
     let n = f.read_at(&mut head, 0)?;
+    let unfinished = head[..n].iter().all(|&b| b == 0);
+    let invalid = |why: String, header: Option<CheckpointHeader>, header_valid: bool| Invalid {
+        note: format!("{}: {why}", path.display()),
+        header,
+        header_valid,
+        unfinished,
+    };
     let header = match decode_checkpoint_header(&head[..n]) {
         Ok(h) => h,
-        Err(e) => return Ok(Err(e.to_string())),
+        Err(e) => {
+            let seen = read_checkpoint_header_unchecked(&head[..n]);
+            return Ok(Err(invalid(e.to_string(), seen, false)));
+        }
     };
     if header.payload_len > len.saturating_sub(CK_HEADER_LEN as u64) {
-        return Ok(Err(format!(
+        let why = format!(
             "payload of {} bytes does not fit a file of {len}",
             header.payload_len
-        )));
+        );
+        return Ok(Err(invalid(why, Some(header), true)));
     }
     let decoded = if keep.is_some() || header.version >= CK_VERSION_V4 {
         // A reader of a few series reads only what it needs; a whole open of version 4 a
@@ -62,7 +88,7 @@ fn load_one(vfs: &dyn Vfs, path: &Path, keep: Keep<'_>) -> io::Result<Result<Loa
             state,
             older_segments: Vec::new(),
         })),
-        Err(e) => Ok(Err(e.to_string())),
+        Err(e) => Ok(Err(invalid(e.to_string(), Some(header), true))),
     }
 }
 
@@ -84,8 +110,8 @@ pub fn any_exists(vfs: &dyn Vfs, dir: &Path) -> io::Result<bool> {
     Ok(false)
 }
 
-/// The valid checkpoint with the highest generation, and a note for each invalid file.
-pub fn load_newest(vfs: &dyn Vfs, dir: &Path) -> io::Result<(Option<Loaded>, Vec<String>)> {
+/// The valid checkpoint with the highest generation, and each invalid file.
+pub fn load_newest(vfs: &dyn Vfs, dir: &Path) -> io::Result<(Option<Loaded>, Vec<Invalid>)> {
     load_newest_of(vfs, dir, None)
 }
 
@@ -97,7 +123,7 @@ pub fn load_newest_of(
     vfs: &dyn Vfs,
     dir: &Path,
     keep: Keep<'_>,
-) -> io::Result<(Option<Loaded>, Vec<String>)> {
+) -> io::Result<(Option<Loaded>, Vec<Invalid>)> {
     let mut best: Option<Loaded> = None;
     let mut notes = Vec::new();
     let mut paths = Vec::new();
@@ -124,7 +150,7 @@ pub fn load_newest_of(
                     b.older_segments = l.state.segments;
                 }
             }
-            Err(why) => notes.push(format!("{}: {why}", p.display())),
+            Err(bad) => notes.push(bad),
         }
     }
     Ok((best, notes))

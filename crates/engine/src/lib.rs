@@ -129,6 +129,12 @@ pub struct Options {
     /// that a store holding such records opens.
     #[doc(hidden)]
     pub block_version: u8,
+    /// Write as stores did before the mark of codec restarts (checkpoints without
+    /// [`codec::checkpoint::CK_FLAG_RESEED_MARKED`], no Reseed entry after a full
+    /// checkpoint): for tests that such stores open, or are refused where their replay from
+    /// an older checkpoint cannot be trusted.
+    #[doc(hidden)]
+    pub unmarked_reseeds: bool,
     /// Packed bytes of sealed archive chunks the heap may hold before they are stored
     /// without waiting for a checkpoint (a spill: [`segments::Segments::spill`]). Checkpoints
     /// come every half ring of log, hours apart on a large store, and the rows sealed
@@ -161,6 +167,7 @@ impl Default for Options {
             before_checkpoint: None,
             sample_entries: false,
             block_version: 0,
+            unmarked_reseeds: false,
             spill_bytes: DEFAULT_SPILL_BYTES,
         }
     }
@@ -539,6 +546,13 @@ impl Store {
             report: r.report,
             stats: StoreStats::default(),
         };
+        if store.report.records_replayed == 0 && !store.opts.unmarked_reseeds {
+            // The codecs start from the checkpoint's RRDs, as they did after the checkpoint
+            // was written: the first record says so, for a replay that reaches it from the
+            // older checkpoint (the writer that wrote this one may have stopped before
+            // writing any record after it).
+            store.pending.reseed();
+        }
         if needs_checkpoint {
             store.checkpoint()?;
         }
@@ -1114,6 +1128,9 @@ impl Store {
             self.end_lsn,
             snap.series.len(),
         );
+        if self.opts.unmarked_reseeds {
+            w = w.without_reseed_mark();
+        }
         let mut file = self.begin_checkpoint(generation)?;
         let archives = snap.series.iter().map(|s| s.schema.rra.len()).sum();
         let mut plan = self
@@ -1283,6 +1300,9 @@ impl Store {
             self.end_lsn,
             self.reg.len(),
         );
+        if self.opts.unmarked_reseeds {
+            w = w.without_reseed_mark();
+        }
         let mut file = self.begin_checkpoint(generation)?;
         let archives = self.reg.each().map(|s| s.rrd.rra.len()).sum();
         let mut plan = self
@@ -1298,6 +1318,11 @@ impl Store {
         self.samples_at_ckpt = self.samples_total;
         self.snap = None;
         self.reg.reseed_all();
+        // The next record says so: replay from the older checkpoint (should this one be
+        // found damaged) restarts the codecs there as this writer did.
+        if !self.opts.unmarked_reseeds {
+            self.pending.reseed();
+        }
         Ok(n)
     }
 

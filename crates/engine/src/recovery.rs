@@ -13,7 +13,7 @@ use crate::segments::Segments;
 use crate::series::Registry;
 use crate::vfs::Vfs;
 use crate::Error;
-use codec::checkpoint::encode_checkpoint;
+use codec::checkpoint::{encode_checkpoint, CheckpointHeader, CK_FLAG_RESEED_MARKED};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -68,8 +68,10 @@ pub struct Recovered {
     pub ckpt_gen: u64,
     pub segs: Segments,
     pub report: RecoveryReport,
-    /// A repair dropped records: a full checkpoint must be written before anything else, so
-    /// that the log continues from it with sequence numbers past the dropped ones.
+    /// A repair dropped records, or a newer checkpoint than the one loaded was found damaged:
+    /// a full checkpoint must be written before anything else, so that the log continues
+    /// from it with sequence numbers past the dropped ones, or so that the damaged file (the
+    /// slot the next generation takes) is replaced by a good one.
     pub needs_checkpoint: bool,
 }
 
@@ -154,12 +156,13 @@ pub fn recover(
         return Err(corrupt(&log_path, 0, "log file missing"));
     }
     let mut log = LogRing::open(vfs, dir)?.map_err(|why| corrupt(&log_path, 0, why))?;
-    let (loaded, notes) = ckptfile::load_newest_of(vfs, dir, only)?;
-    report.invalid_checkpoints = notes;
+    let (loaded, invalid) = ckptfile::load_newest_of(vfs, dir, only)?;
+    report.invalid_checkpoints = invalid.iter().map(|i| i.note.clone()).collect();
     let Some(ck) = loaded else {
         let p = crate::files::checkpoint(dir, 1);
         return Err(corrupt(&p, 0, "no valid checkpoint file"));
     };
+    let mut lost = LostNewer::weigh(&invalid, &ck.header);
     let complete_lsn = ck.state.complete_lsn;
     report.checkpoint_next_id = ck.state.next_id;
     let lazy = (only.is_some() && ck.state.tables).then_some(vfs_arc);
@@ -207,6 +210,23 @@ pub fn recover(
         }
         segs.table.release_all();
     };
+    if lost.unsure.is_some() {
+        // Replay must not pass the lost checkpoint's restart unknowingly: a first pass over
+        // the records finds it (or finds that none follow), before anything is replayed.
+        let (mut lsn, mut seq, mut any) = (ckpt_lsn, ck.header.log_seq, false);
+        while lsn - ckpt_lsn < log.cap {
+            let Scan::Record { header, framed, .. } = log.scan(lsn, seq, ckpt_lsn)? else {
+                break;
+            };
+            lost.restarts_at(lsn, header.seq);
+            any = true;
+            lsn += framed;
+            seq += 1;
+        }
+        if let Some(why) = lost.doubt(any) {
+            return Err(corrupt(&ck.path, 0, why));
+        }
+    }
     let (mut lsn, mut seq) = (ckpt_lsn, ck.header.log_seq);
     let mut records = Vec::new();
     let mut batch_bytes = 0;
@@ -227,6 +247,7 @@ pub fn recover(
                 records.push(Record {
                     file_offset: log.offset(lsn),
                     seq: header.seq,
+                    reseed: lost.restarts_at(lsn, header.seq),
                     payload,
                 });
                 lsn += framed;
@@ -352,8 +373,105 @@ pub fn recover(
         ckpt_gen,
         segs,
         report,
-        needs_checkpoint: skip_to_seq > seq,
+        needs_checkpoint: skip_to_seq > seq || lost.any,
     })
+}
+
+/// Checkpoint files newer than the one loaded that failed verification ("lost"), and where
+/// their writers restarted every codec from the RRDs (a writer does so after each
+/// checkpoint), which replay from the older checkpoint must do at the same record. Since
+/// [`CK_FLAG_RESEED_MARKED`] that record says so itself (a Reseed entry). Before it, the
+/// place is known only from the lost checkpoint's header (its log position, and the sequence
+/// number of the record there); where that is unreadable, replay past it could decode
+/// samples with the wrong codecs and serve values never written, so the open is refused.
+struct LostNewer {
+    /// A lost checkpoint may be newer: the opener writes a checkpoint at once, replacing it
+    /// (it is the other file's slot), so the next open has two good ones again.
+    any: bool,
+    /// (log position, sequence number) of the record each lost checkpoint of an unmarking
+    /// writer restarted the codecs before, and whether replay met it there.
+    restarts: Vec<(u64, u64, bool)>,
+    /// Restarts that must be met before replay can be trusted (a damaged header's fields,
+    /// or nothing readable): the file's note.
+    unsure: Option<String>,
+}
+
+impl LostNewer {
+    fn weigh(invalid: &[ckptfile::Invalid], loaded: &CheckpointHeader) -> LostNewer {
+        let mut lost = LostNewer {
+            any: false,
+            restarts: Vec::new(),
+            unsure: None,
+        };
+        let marked = loaded.flags & CK_FLAG_RESEED_MARKED != 0;
+        for bad in invalid {
+            match (&bad.header, bad.header_valid) {
+                // The overwrite of a checkpoint that never completed (its header is written
+                // last, over zeros), or, with a verified header, the earlier generation.
+                _ if bad.unfinished => {}
+                (Some(h), true) if h.generation < loaded.generation => {}
+                (Some(h), true) => {
+                    // Only the payload is damaged. A writer that marks its restarts did, if
+                    // it completed this checkpoint at all.
+                    lost.any = true;
+                    if !marked && h.flags & CK_FLAG_RESEED_MARKED == 0 {
+                        lost.restarts.push((h.log_lsn, h.log_seq, false));
+                    }
+                }
+                (seen, _) => {
+                    // A damaged header: its fields as they stand, one of which may be wrong.
+                    // Older in all three is the other file's earlier generation.
+                    let older = seen.is_some_and(|h| {
+                        h.generation < loaded.generation
+                            && h.log_lsn <= loaded.log_lsn
+                            && h.log_seq <= loaded.log_seq
+                    });
+                    if older {
+                        continue;
+                    }
+                    lost.any = true;
+                    if marked {
+                        continue;
+                    }
+                    // Trusted only where replay finds a record with both.
+                    if let Some(h) = seen {
+                        lost.restarts.push((h.log_lsn, h.log_seq, false));
+                    }
+                    lost.unsure = Some(bad.note.clone());
+                }
+            }
+        }
+        lost
+    }
+
+    /// Whether the record at `lsn` with sequence number `seq` is one a lost checkpoint's
+    /// writer restarted the codecs before.
+    fn restarts_at(&mut self, lsn: u64, seq: u64) -> bool {
+        let mut hit = false;
+        for r in &mut self.restarts {
+            if r.0 == lsn && r.1 == seq {
+                r.2 = true;
+                hit = true;
+            }
+        }
+        if hit && self.restarts.iter().all(|r| r.2) {
+            self.unsure = None;
+        }
+        hit
+    }
+
+    /// Why replay cannot be trusted, if it cannot: records follow the loaded checkpoint
+    /// (`any`), and a lost newer one's restart was not found among them.
+    fn doubt(&self, any: bool) -> Option<String> {
+        let note = self.unsure.as_ref().filter(|_| any)?;
+        Some(format!(
+            "the newer checkpoint is damaged ({note}) and the older one was written before \
+             ringlet marked in the log where each checkpoint restarts the sample codecs: \
+             replaying the log from the older checkpoint could serve values never written, \
+             so the store is not opened (restore it from a backup, or `ringlet export` it \
+             with an older checkpoint file moved aside)"
+        ))
+    }
 }
 
 /// What replay has done so far, batch after batch.

@@ -20,6 +20,10 @@ use std::path::Path;
 pub struct Record {
     pub file_offset: u64,
     pub seq: u64,
+    /// Every codec restarts from its RRD before this record, though it may not say so: the
+    /// first record after a newer checkpoint that was lost, written before the Reseed mark
+    /// (recovery's `LostNewer`).
+    pub reseed: bool,
     pub payload: Vec<u8>,
 }
 
@@ -160,6 +164,9 @@ fn replay_run(
         let at =
             |what: String| corrupt(log, rec.file_offset, format!("record {}: {what}", rec.seq));
         let entries = decode_record(&rec.payload).map_err(|e| at(e.to_string()))?;
+        if rec.reseed {
+            reseeds.push(i);
+        }
         for e in entries {
             match e {
                 Entry::Create { id, name, rrd } => {
@@ -206,7 +213,8 @@ fn replay_run(
                         samples = samples.saturating_add(s.count);
                     }
                 }
-                Entry::Reseed => reseeds.push(i),
+                Entry::Reseed if reseeds.last() != Some(&i) => reseeds.push(i),
+                Entry::Reseed => {}
             }
         }
     }

@@ -9,7 +9,7 @@ mod common;
 use codec::frame::RING_START;
 use common::*;
 use engine::sim::SimFs;
-use engine::{files, Store};
+use engine::{files, Options, Store};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -202,6 +202,125 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_older_one_and_the_log() {
     assert_eq!(r.invalid_checkpoints.len(), 1, "{r:?}");
     assert!(r.records_replayed > 0);
     same(&store, &model).unwrap();
+}
+
+/// A store with two checkpoints and committed records after both: generation 2 after the
+/// first third of a workload, generation 3 after the second, then the last third committed
+/// to the log. `reopen`: the store is closed after generation 3 and reopened for the last
+/// third (a daemon stopped with a checkpoint and started again). Returns the model.
+fn records_after_both_checkpoints(fs: &SimFs, seed: u64, reopen: bool) -> Model {
+    let mut store = open(fs);
+    let mut model = Model::default();
+    let ops = workload(seed, 300);
+    let third = ops.len() / 3;
+    for (i, op) in ops.iter().enumerate() {
+        if i == third {
+            store.checkpoint().unwrap(); // generation 2: checkpoint.b
+        }
+        if i == 2 * third {
+            store.checkpoint().unwrap(); // generation 3: checkpoint.a
+            if reopen {
+                store.close().unwrap();
+                store = open(fs);
+            }
+        }
+        model.apply(op);
+        run_op(&mut store, op).unwrap();
+    }
+    store.close().unwrap();
+    model
+}
+
+/// The review's finding: with records after both checkpoints, a damaged newest one made
+/// open replay from the older one through records whose samples were encoded by codecs the
+/// newest checkpoint had restarted, and serve values never written. Replay from the older
+/// checkpoint must give exactly what was committed, whether the newest was written by a
+/// running store or at a stop, and whether its payload or its header is damaged.
+#[test]
+fn a_damaged_newest_checkpoint_with_records_after_both_replays_exactly() {
+    for (seed, reopen) in [(31, false), (32, true), (33, true), (34, false)] {
+        for at in [|n: usize| n / 2, |_: usize| 20, |n: usize| n - 6] {
+            let fs = SimFs::new();
+            let model = records_after_both_checkpoints(&fs, seed, reopen);
+            damage_checkpoint(&fs, 3, at);
+            let store = open(&fs);
+            let r = store.recovery();
+            assert_eq!(r.checkpoint_generation, 2, "{r:?}");
+            assert_eq!(r.invalid_checkpoints.len(), 1, "{r:?}");
+            same(&store, &model).unwrap_or_else(|e| panic!("seed {seed} reopen {reopen}: {e}"));
+        }
+    }
+}
+
+/// [`records_after_both_checkpoints`] by a writer from before the mark of codec restarts
+/// (checkpoints without the flag, no Reseed entry after a full checkpoint).
+fn unmarked_records_after_both_checkpoints(fs: &SimFs, seed: u64, reopen: bool) -> Model {
+    let opts = Options {
+        unmarked_reseeds: true,
+        ..small_opts(RING)
+    };
+    let open = || Store::open_with(Arc::new(fs.clone()), Path::new(DIR), opts.clone()).unwrap();
+    let mut store = open();
+    let mut model = Model::default();
+    let ops = workload(seed, 300);
+    let third = ops.len() / 3;
+    for (i, op) in ops.iter().enumerate() {
+        if i == third {
+            store.checkpoint().unwrap();
+        }
+        if i == 2 * third {
+            store.checkpoint().unwrap();
+            if reopen {
+                store.close().unwrap();
+                store = open();
+            }
+        }
+        model.apply(op);
+        run_op(&mut store, op).unwrap();
+    }
+    store.close().unwrap();
+    model
+}
+
+/// A store written before the mark: where the lost checkpoint's header still says where
+/// its writer restarted the codecs (a damaged payload, or a damaged header whose position
+/// and sequence number meet a record), replay restarts them there and is exact; where it
+/// cannot say (the position itself damaged), the open is refused, naming the checkpoint.
+#[test]
+fn an_unmarked_store_replays_past_a_lost_checkpoint_only_where_its_header_says_where() {
+    use codec::checkpoint::{CK_GENERATION_OFFSET, CK_HEADER_CRC_OFFSET, CK_LOG_LSN_OFFSET};
+    for (seed, reopen) in [(41, false), (42, true)] {
+        for at in [
+            |n: usize| n / 2,
+            |_: usize| CK_GENERATION_OFFSET + 4,
+            |_: usize| CK_HEADER_CRC_OFFSET,
+        ] {
+            let fs = SimFs::new();
+            let model = unmarked_records_after_both_checkpoints(&fs, seed, reopen);
+            damage_checkpoint(&fs, 3, at);
+            let store = open(&fs);
+            assert_eq!(store.recovery().checkpoint_generation, 2);
+            same(&store, &model).unwrap_or_else(|e| panic!("seed {seed} reopen {reopen}: {e}"));
+        }
+        let fs = SimFs::new();
+        unmarked_records_after_both_checkpoints(&fs, seed, reopen);
+        damage_checkpoint(&fs, 3, |_| CK_LOG_LSN_OFFSET + 1);
+        let err = Store::open_with(Arc::new(fs.clone()), Path::new(DIR), small_opts(RING))
+            .err()
+            .expect("refused");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("checkpoint.a") && msg.contains("could serve values never written"),
+            "{msg}"
+        );
+        // A damaged header of the older file is no doubt: the newest serves.
+        let fs = SimFs::new();
+        let model = unmarked_records_after_both_checkpoints(&fs, seed, reopen);
+        damage_checkpoint(&fs, 2, |_| CK_LOG_LSN_OFFSET + 1);
+        let store = open(&fs);
+        assert_eq!(store.recovery().checkpoint_generation, 3);
+        same(&store, &model).unwrap();
+    }
 }
 
 /// The older checkpoint's segment files outlive opens from the newest (which remove the

@@ -19,6 +19,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("times", times),
     ("record", record),
     ("replay", replay),
+    ("fallback", fallback),
     ("checkpoint", checkpoint),
     ("segment", segment),
     ("rows", rows),
@@ -224,6 +225,106 @@ pub fn replay(data: &[u8]) {
     }
 }
 
+/// Replay from the older checkpoint past a damaged newest one. The input drives a writer of
+/// two series (updates, commits, full checkpoints, a stop and a start, the ring's own lagged
+/// checkpoints); then one bit of the newest checkpoint file is flipped (its first two bytes
+/// choose which) and the store opened again: refused, or holding exactly what was written,
+/// bit for bit ([`rrd::rrdfile::write`] of each series against the same updates applied in
+/// memory). A different state panics: the review found replay from the older checkpoint
+/// serving values never written.
+pub fn fallback(data: &[u8]) {
+    use engine::vfs::Vfs;
+    let [a, b, ops @ ..] = data else {
+        return;
+    };
+    let fs = engine::sim::SimFs::new();
+    let vfs: std::sync::Arc<dyn Vfs> = std::sync::Arc::new(fs.clone());
+    let dir = std::path::Path::new("/store");
+    let open = || {
+        let opts = engine::Options {
+            log_bytes: 64 << 10,
+            commit_interval: None,
+            spill_bytes: 2048,
+            ..engine::Options::default()
+        };
+        engine::Store::open_with(vfs.clone(), dir, opts)
+    };
+    let t0 = 1_700_000_000;
+    let names = ["a.rrd", "b.rrd"];
+    let mut model: Vec<rrd::state::Rrd> = names
+        .iter()
+        .map(|_| rrd::state::Rrd::new(schema(), t0 - 10))
+        .collect();
+    let Ok(mut st) = open() else { return };
+    for (name, rrd) in names.iter().zip(&model) {
+        st.create(name, rrd.clone(), false).expect("create");
+    }
+    st.commit().expect("commit");
+    let (mut t, mut counter) = ([t0; 2], [1000u64; 2]);
+    for op in ops.chunks(2).take(1500) {
+        let (o, v) = (op[0], op.get(1).copied().unwrap_or(0));
+        match o % 8 {
+            0..=4 => {
+                let i = usize::from(o >> 3) & 1;
+                t[i] += 5 + i64::from(o >> 4);
+                counter[i] += u64::from(v) * 37;
+                let sample = rrd::update::Sample {
+                    time: t[i],
+                    usec: 0,
+                    values: vec![format!("{}.{}", v / 10, v % 10), counter[i].to_string()],
+                };
+                let _ = model[i].apply(&sample, &mut |_| {});
+                match st.update(names[i], &sample, &mut |_| {}) {
+                    Ok(()) | Err(engine::Error::Rrd(_)) => {}
+                    Err(e) => panic!("update: {e}"),
+                }
+            }
+            5 => {
+                st.commit().expect("commit");
+            }
+            6 => {
+                st.checkpoint().expect("checkpoint");
+            }
+            _ => {
+                st.close().expect("close");
+                st = open().expect("reopen");
+            }
+        }
+    }
+    st.close().expect("close");
+    // The newest checkpoint file: the one whose header claims the higher generation.
+    let generation = |p: &std::path::Path| {
+        fs.read_file(p).map_or(0, |f| {
+            codec::checkpoint::decode_checkpoint_header(&f).map_or(0, |h| h.generation)
+        })
+    };
+    let Some(newest) = engine::files::checkpoints(dir)
+        .into_iter()
+        .max_by_key(|p| generation(p))
+    else {
+        return;
+    };
+    let Some(mut ck) = fs.read_file(&newest) else {
+        return;
+    };
+    let at = usize::from(u16::from_le_bytes([*a, *b])) % ck.len().max(1);
+    if let Some(byte) = ck.get_mut(at) {
+        *byte ^= 1 << (a % 8);
+    }
+    fs.write_file(&newest, ck);
+    if let Ok(st) = open() {
+        for (name, want) in names.iter().zip(&model) {
+            let got = st.get(name).expect("series");
+            assert!(
+                rrd::rrdfile::write(got).ok() == rrd::rrdfile::write(want).ok(),
+                "{name}: replay past a damaged newest checkpoint gave another state (last update {} vs {})",
+                got.last_up,
+                want.last_up
+            );
+        }
+    }
+}
+
 /// Whether `r`'s archives are small enough to write out as a `.rrd` file here (a valid
 /// schema may have 2^31 rows: 16 GB as a file, which would only measure memory). 65,536
 /// values: at a million, writing one file took half a second in the instrumented build (a
@@ -240,6 +341,7 @@ pub fn checkpoint(data: &[u8]) {
     };
     let h = codec::checkpoint::CheckpointHeader {
         version: u32::from(v % 6),
+        flags: 0,
         generation: 1,
         log_lsn: 0,
         log_seq: 1,
@@ -248,6 +350,7 @@ pub fn checkpoint(data: &[u8]) {
     };
     let _ = codec::checkpoint::decode_checkpoint_payload(&h, payload);
     let _ = codec::checkpoint::decode_checkpoint_header(data);
+    let _ = codec::checkpoint::read_checkpoint_header_unchecked(data);
 }
 
 /// A segment file: its header and index (version 2), every chunk found through it, and the

@@ -92,6 +92,8 @@ pub enum Op {
     Update(String, Sample),
     Remove(String),
     Commit,
+    /// A commit, then a full checkpoint (what `ringlet serve -F` does at a stop).
+    Checkpoint,
 }
 
 /// A seeded workload: creates, many updates over several series (some rejected, some
@@ -185,6 +187,21 @@ pub fn workload_growing(seed: u64, rounds: usize, series: usize) -> Vec<Op> {
     ops
 }
 
+/// [`workload`] with a full checkpoint after every `every` operations.
+pub fn workload_with_checkpoints(seed: u64, rounds: usize, every: usize) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for (i, op) in workload(seed, rounds).into_iter().enumerate() {
+        ops.push(op);
+        if i % every == every - 1 {
+            // Committed first: a crash in the checkpoint then loses nothing the model saw
+            // acknowledged (its own commit would be acknowledged only with it).
+            ops.push(Op::Commit);
+            ops.push(Op::Checkpoint);
+        }
+    }
+    ops
+}
+
 /// The reference: the same operations applied to plain in-memory RRDs.
 #[derive(Clone, Default)]
 pub struct Model {
@@ -205,7 +222,7 @@ impl Model {
             Op::Remove(n) => {
                 self.rrds.remove(n);
             }
-            Op::Commit => {}
+            Op::Commit | Op::Checkpoint => {}
         }
     }
 }
@@ -221,6 +238,7 @@ pub fn run_op(store: &mut Store, op: &Op) -> Result<bool, Error> {
         },
         Op::Remove(n) => store.remove(n).map(|_| false),
         Op::Commit => store.commit().map(|_| true),
+        Op::Checkpoint => store.checkpoint().map(|_| true),
     }
 }
 
@@ -279,6 +297,7 @@ pub fn small_opts(log_bytes: u64) -> Options {
         before_checkpoint: None,
         sample_entries: false,
         block_version: 0,
+        unmarked_reseeds: false,
         // Spills at a few hundred bytes of sealed chunks: every test on these options (the
         // crash at every sync among them) runs through them.
         spill_bytes: 300,
