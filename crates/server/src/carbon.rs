@@ -426,9 +426,20 @@ pub struct Conn {
     /// The current line's value text, written as the point's value (empty: the value is
     /// formatted, as for a pickle's).
     text: String,
-    /// Points taken and dropped late since the last [`Carbon::settle`].
+    /// Points taken, dropped late and not created since the last [`Carbon::settle`].
     points: u64,
     late: u64,
+    not_created: u64,
+}
+
+impl Conn {
+    fn count(&mut self, taken: Taken) {
+        match taken {
+            Taken::Queued => self.points += 1,
+            Taken::Late => self.late += 1,
+            Taken::NotCreated => self.not_created += 1,
+        }
+    }
 }
 
 /// One point of a plaintext line: path, value (NaN: unknown), time (seconds).
@@ -473,12 +484,112 @@ pub struct Counts {
     pub late: AtomicU64,
     /// Series created.
     pub created: AtomicU64,
+    /// Points of new series dropped because `MAX_CREATES_PER_MINUTE` was spent (the series'
+    /// next point tries again).
+    pub create_limited: AtomicU64,
 }
 
-/// Carbon's side of the daemon: the rules new series follow, and the counts.
+/// carbon.conf's `MAX_CREATES_PER_MINUTE` when `--graphite-conf` has none (carbon's own
+/// example file's).
+pub const DEFAULT_MAX_CREATES_PER_MINUTE: f64 = 50.0;
+
+/// New series carbon's listeners may create: carbon's `MAX_CREATES_PER_MINUTE` as carbon
+/// spends it, a bucket of that many that fills at that rate (a burst of up to a minute's
+/// worth, then one every `60 / rate` seconds). Infinite: no bound.
+pub struct CreateBudget {
+    per_minute: f64,
+    /// Creates left, and when it was last filled.
+    left: std::sync::Mutex<(f64, std::time::Instant)>,
+}
+
+impl CreateBudget {
+    pub fn new(per_minute: f64) -> CreateBudget {
+        CreateBudget {
+            per_minute,
+            left: std::sync::Mutex::new((per_minute, std::time::Instant::now())),
+        }
+    }
+
+    /// The bound, a minute.
+    pub fn per_minute(&self) -> f64 {
+        self.per_minute
+    }
+
+    /// Spend one create, if one is left.
+    pub fn take(&self) -> bool {
+        self.take_at(std::time::Instant::now())
+    }
+
+    fn take_at(&self, now: std::time::Instant) -> bool {
+        if self.per_minute.is_infinite() {
+            return true;
+        }
+        let mut g = self.left.lock().unwrap_or_else(|p| p.into_inner());
+        let (left, at) = &mut *g;
+        let secs = now.saturating_duration_since(*at).as_secs_f64();
+        *left = (*left + secs * self.per_minute / 60.0).min(self.per_minute);
+        *at = now;
+        if *left >= 1.0 {
+            *left -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// What carbon.conf says that ringlet uses: `MAX_CREATES_PER_MINUTE` (`[cache]`, or any
+/// section: carbon reads it from the one its daemon runs as), a number or `inf`.
+pub fn max_creates_per_minute(dir: Option<&Path>) -> Result<f64, String> {
+    let Some(p) = dir.map(|d| d.join("carbon.conf")).filter(|p| p.exists()) else {
+        return Ok(DEFAULT_MAX_CREATES_PER_MINUTE);
+    };
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let file = p.display().to_string();
+    let sections = ini(&text, &file)?;
+    let cache = sections
+        .iter()
+        .find(|(name, ..)| name.eq_ignore_ascii_case("cache"))
+        .into_iter()
+        .chain(&sections);
+    for (_, line, settings) in cache {
+        if let Some((_, v)) = settings.iter().find(|(k, _)| k == "max_creates_per_minute") {
+            return match v.trim().to_ascii_lowercase().as_str() {
+                "inf" | "infinity" => Ok(f64::INFINITY),
+                n => n
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| *x >= 0.0 && !x.is_nan())
+                    .ok_or_else(|| {
+                        format!(
+                            "{file}:{line}: MAX_CREATES_PER_MINUTE '{v}' is not a number or inf"
+                        )
+                    }),
+            };
+        }
+    }
+    Ok(DEFAULT_MAX_CREATES_PER_MINUTE)
+}
+
+/// What became of one point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Taken {
+    Queued,
+    /// Its slot was already written, or an earlier one.
+    Late,
+    /// Its series is new and `MAX_CREATES_PER_MINUTE` was spent.
+    NotCreated,
+}
+
+/// Carbon's side of the daemon: the rules new series follow, the bounds, and the counts.
 pub struct Carbon {
     pub rules: Rules,
     pub counts: Counts,
+    pub creates: CreateBudget,
+    /// Carbon's TCP connections at once (`--carbon-max-connections`).
+    pub conns: Arc<crate::gate::Pool>,
+    /// A TCP connection that sends nothing for this long is closed (`--idle-timeout`).
+    pub idle: Option<std::time::Duration>,
 }
 
 /// Refusals logged in full before they are only counted.
@@ -489,6 +600,9 @@ impl Carbon {
         Carbon {
             rules,
             counts: Counts::default(),
+            creates: CreateBudget::new(f64::INFINITY),
+            conns: crate::gate::Pool::new("carbon", 1024),
+            idle: None,
         }
     }
 
@@ -526,8 +640,7 @@ impl Carbon {
         l.text.clear();
         l.text.push_str(text);
         match self.point(d, l, path, value, ts) {
-            Ok(true) => l.points += 1,
-            Ok(false) => l.late += 1,
+            Ok(taken) => l.count(taken),
             Err(e) => self.refuse(from, line, &e),
         }
     }
@@ -545,12 +658,26 @@ impl Carbon {
                 .late
                 .fetch_add(std::mem::take(&mut l.late), Ordering::Relaxed);
         }
+        if l.not_created > 0 {
+            let n = std::mem::take(&mut l.not_created);
+            let before = self.counts.create_limited.fetch_add(n, Ordering::Relaxed);
+            // Logged when the first is dropped, then every 10,000.
+            if before == 0 || before / 10_000 != (before + n) / 10_000 {
+                crate::log(&format!(
+                    "carbon: new series past MAX_CREATES_PER_MINUTE ({}): {} points of \
+                     series not yet made dropped so far (each series' next point tries \
+                     again; CarbonPointsNotCreated in STATS)",
+                    self.creates.per_minute(),
+                    before + n
+                ));
+            }
+        }
         if l.local.queued > 0 {
             d.queued(std::mem::take(&mut l.local.queued));
         }
     }
 
-    /// Queue one point; Ok(false): dropped, its slot already written.
+    /// Queue one point, or say why not.
     fn point(
         &self,
         d: &Daemon,
@@ -558,7 +685,7 @@ impl Carbon {
         path: &str,
         value: f64,
         ts: f64,
-    ) -> Result<bool, String> {
+    ) -> Result<Taken, String> {
         let t = ts.floor() as i64;
         let e = match l.paths.get(path) {
             Some(e) => e.clone(),
@@ -567,7 +694,9 @@ impl Carbon {
                 let e = match l.local.entry(d, &l.name) {
                     Ok(e) => e,
                     Err(_) => {
-                        self.create(d, path, &l.name, t)?;
+                        if !self.create(d, path, &l.name, t)? {
+                            return Ok(Taken::NotCreated);
+                        }
                         l.local.entry(d, &l.name).map_err(|r| r.message)?
                     }
                 };
@@ -591,7 +720,7 @@ impl Carbon {
         }
         let end = t - t.rem_euclid(step) + step;
         if end <= last {
-            return Ok(false);
+            return Ok(Taken::Late);
         }
         use std::fmt::Write as _;
         l.gap.clear();
@@ -616,23 +745,27 @@ impl Carbon {
         if l.local.queued >= 1 << 16 {
             d.queued(std::mem::take(&mut l.local.queued));
         }
-        r.map(|_| true).map_err(|resp| resp.message)
+        r.map(|_| Taken::Queued).map_err(|resp| resp.message)
     }
 
     /// Make the series of `path` (unless another connection just did), its archives from
-    /// the rules, starting one slot before the point at `t`.
-    fn create(&self, d: &Daemon, path: &str, name: &str, t: i64) -> Result<(), String> {
+    /// the rules, starting one slot before the point at `t`. Ok(false): not made, the
+    /// budget of creates is spent.
+    fn create(&self, d: &Daemon, path: &str, name: &str, t: i64) -> Result<bool, String> {
         let schema = self.rules.schema(path);
         let step = schema.step as i64;
         let start = t - t.rem_euclid(step) - step;
         let target = d.resolve(name)?;
         let mut inner = d.lock();
         if inner.store.get(&target.name).is_some() {
-            return Ok(());
+            return Ok(true);
+        }
+        if !self.creates.take() {
+            return Ok(false);
         }
         crate::handlers::place_series(d, &mut inner, &target, Rrd::new(schema, start))?;
         self.counts.created.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -641,23 +774,24 @@ pub fn serve_tcp(d: Arc<Daemon>, c: Arc<Carbon>, l: TcpListener) {
     accept(d, c, l, "carbon", tcp_conn);
 }
 
-/// A thread named `name` a connection accepted on `l`, running `conn` on it.
+/// A thread named `name` a connection accepted on `l`, running `conn` on it, while
+/// carbon's pool has room ([`crate::gate`]); past it a new connection is closed (carbon's
+/// protocol has no way to say why).
 fn accept(
     d: Arc<Daemon>,
     c: Arc<Carbon>,
     l: TcpListener,
-    name: &str,
+    name: &'static str,
     conn: fn(&Daemon, &Carbon, TcpStream),
 ) {
-    for s in l.incoming() {
-        let Ok(s) = s else {
-            continue;
-        };
-        let (d, c) = (d.clone(), c.clone());
-        let _ = std::thread::Builder::new()
-            .name(name.into())
-            .spawn(move || conn(&d, &c, s));
-    }
+    let pools = vec![c.conns.clone()];
+    let idle = c.idle;
+    let accept = || {
+        let (s, _) = l.accept()?;
+        let _ = s.set_read_timeout(idle);
+        Ok(s)
+    };
+    crate::gate::accept_loop(name, pools, accept, drop, move |s| conn(&d, &c, s));
 }
 
 fn tcp_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
@@ -744,11 +878,8 @@ fn pickle_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
         if r.read_exact(&mut buf).is_err() || d.closing() {
             return;
         }
-        let items = match crate::pickle::loads(&buf).and_then(|v| {
-            v.items()
-                .ok_or_else(|| "a pickle that is not a list of points".to_string())
-        }) {
-            Ok(i) => i,
+        let v = match crate::pickle::loads(&buf) {
+            Ok(v) => v,
             Err(e) => {
                 c.refuse(&from, &format!("({n} bytes)"), &e);
                 continue;
@@ -757,34 +888,28 @@ fn pickle_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |t| t.as_secs_f64());
-        for it in items {
-            // (path, (timestamp, value)), as carbon takes it (a list will do for a tuple).
-            let point = it.items().and_then(|pv| {
-                let path = pv.first()?.text()?;
-                let tv = pv.get(1)?.items()?;
-                if pv.len() != 2 || tv.len() != 2 {
-                    return None;
+        // A refusal names the item by its place in the message, never by its contents
+        // (a few hundred bytes can share their way to 2^40 elements).
+        let walked = crate::pickle::for_each_point(&v, MAX_PATH, |point| {
+            let (path, ts, value) = match point {
+                Ok(p) => p,
+                Err(bad) => {
+                    let what = format!("(item {} of a {n}-byte pickle)", bad.index);
+                    return c.refuse(&from, &what, "not (path, (timestamp, value))");
                 }
-                Some((path, tv[0].number()?, tv[1].number()?))
-            });
-            let Some((path, ts, value)) = point else {
-                c.refuse(&from, &format!("{it:?}"), "not (path, (timestamp, value))");
-                continue;
             };
             let ts = if ts == -1.0 { now } else { ts };
             if !(ts.is_finite() && (0.0..1e12).contains(&ts)) || value.is_infinite() {
-                c.refuse(
-                    &from,
-                    &format!("{path} {value} {ts}"),
-                    "not a time or not a number",
-                );
-                continue;
+                let what = format!("{path} {value} {ts}");
+                return c.refuse(&from, &what, "not a time or not a number");
             }
-            match c.point(d, &mut conn, &path, value, ts) {
-                Ok(true) => conn.points += 1,
-                Ok(false) => conn.late += 1,
+            match c.point(d, &mut conn, path, value, ts) {
+                Ok(taken) => conn.count(taken),
                 Err(e) => c.refuse(&from, &format!("{path} {value} {ts}"), &e),
             }
+        });
+        if let Err(e) = walked {
+            c.refuse(&from, &format!("({n} bytes)"), &e);
         }
         c.settle(d, &mut conn);
     }
@@ -822,6 +947,42 @@ pub fn serve_udp(d: Arc<Daemon>, c: Arc<Carbon>, s: UdpSocket) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_create_budget_is_a_minute_s_worth_that_fills_at_the_rate() {
+        let b = CreateBudget::new(60.0);
+        let t0 = std::time::Instant::now();
+        assert!((0..60).all(|_| b.take_at(t0)));
+        assert!(!b.take_at(t0));
+        // One a second comes back, never more than the bound.
+        assert!(!b.take_at(t0 + std::time::Duration::from_millis(500)));
+        assert!(b.take_at(t0 + std::time::Duration::from_millis(1000)));
+        let later = t0 + std::time::Duration::from_secs(3600);
+        assert_eq!((0..100).filter(|_| b.take_at(later)).count(), 60);
+        let inf = CreateBudget::new(f64::INFINITY);
+        assert!((0..100_000).all(|_| inf.take()));
+        let none = CreateBudget::new(0.0);
+        assert!(!none.take_at(later));
+    }
+
+    #[test]
+    fn max_creates_per_minute_comes_from_carbon_conf() {
+        let dir = std::env::temp_dir().join(format!("ringlet-carbonconf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(
+            max_creates_per_minute(Some(&dir)).unwrap(),
+            DEFAULT_MAX_CREATES_PER_MINUTE
+        );
+        let f = dir.join("carbon.conf");
+        std::fs::write(&f, "[cache]\nmax_creates_per_minute = inf\n").unwrap();
+        assert!(max_creates_per_minute(Some(&dir)).unwrap().is_infinite());
+        std::fs::write(&f, "[cache]\nMAX_CREATES_PER_MINUTE = 600\n[relay]\n").unwrap();
+        assert_eq!(max_creates_per_minute(Some(&dir)).unwrap(), 600.0);
+        std::fs::write(&f, "[cache]\nMAX_CREATES_PER_MINUTE = lots\n").unwrap();
+        let e = max_creates_per_minute(Some(&dir)).unwrap_err();
+        assert!(e.contains("carbon.conf:") && e.contains("lots"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     use super::*;
 
     #[test]

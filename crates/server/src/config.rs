@@ -73,8 +73,16 @@ pub struct Config {
     pub store: Option<PathBuf>,
     /// `--max-line`: longest request line accepted, bytes.
     pub max_line: usize,
-    /// `--max-connections`.
+    /// `--max-connections`: rrdcached connections at once, over all its sockets.
     pub max_connections: usize,
+    /// `--max-tcp-connections`: of those, on TCP sockets (None: half of
+    /// `max_connections`), so that the network cannot take the unix sockets' slots.
+    pub max_tcp_connections: Option<usize>,
+    /// `--idle-timeout`: a TCP connection (rrdcached's, carbon's) that sends nothing for
+    /// this long is closed (None: never).
+    pub idle_timeout: Option<std::time::Duration>,
+    /// `--carbon-max-connections`: carbon connections at once (plaintext and pickle, TCP).
+    pub carbon_connections: usize,
     /// `--log-size`: log ring size for a store created now (None: `$RINGLET_LOG_SIZE`, else
     /// the engine's default).
     pub log_size: Option<u64>,
@@ -97,7 +105,18 @@ pub struct Config {
     pub http: Vec<std::net::SocketAddr>,
 }
 
+/// `--idle-timeout`'s default, seconds: three times the longest interval of the clients
+/// that keep a connection open (gmetad's, collectd's and Munin's 300 s at most).
+pub const DEFAULT_IDLE_TIMEOUT: u64 = 900;
+
 impl Config {
+    /// `--max-tcp-connections`, or its default.
+    pub fn tcp_connections(&self) -> usize {
+        self.max_tcp_connections
+            .unwrap_or(self.max_connections / 2)
+            .clamp(1, self.max_connections)
+    }
+
     /// The address a client on this machine should use: the first unix socket, else the
     /// first TCP address (recorded in the store, named in placeholders).
     pub fn client_address(&self) -> Option<String> {
@@ -159,7 +178,15 @@ ringlet options:
                          as root, else $XDG_DATA_HOME/ringlet or ~/.local/share/ringlet)
   --commit-interval SECS same as -w
   --max-line BYTES       longest request line (default 1048576; rrdcached: 8191)
-  --max-connections N    concurrent connections (default 4096)
+  --max-connections N    rrdcached connections at once, over all sockets (default
+                         4096); past it a new one gets `-1 Too many connections`
+  --max-tcp-connections N  of those, on TCP sockets (default half of --max-connections):
+                         clients on the network cannot take the unix sockets' slots
+  --idle-timeout SECS    close a TCP connection (rrdcached's, carbon's) that sends
+                         nothing for SECS (default 900; 0: never; 5m, 1h as -w). Unix
+                         sockets have none. librrd, collectd and gmetad reconnect
+  --carbon-max-connections N  carbon connections at once, plaintext and pickle TCP
+                         together (default 1024); past it a new one is closed
   --queue-limit BYTES    queued update text that starts a commit before -w is up
                          (default 268435456): bounds the memory the queues take
   --log-size SIZE        log ring size when the store is created (default 64M, or
@@ -307,6 +334,9 @@ const LONG_WITH_VALUE: &[&str] = &[
     "--spill",
     "--queue-limit",
     "--max-connections",
+    "--max-tcp-connections",
+    "--idle-timeout",
+    "--carbon-max-connections",
     "--commit-interval",
     "--carbon",
     "--graphite-conf",
@@ -365,6 +395,9 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         store: None,
         max_line: 1 << 20,
         max_connections: 4096,
+        max_tcp_connections: None,
+        idle_timeout: Some(std::time::Duration::from_secs(DEFAULT_IDLE_TIMEOUT)),
+        carbon_connections: 1024,
         log_size: None,
         log_per_series: None,
         spill: None,
@@ -452,6 +485,15 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "--spill" => c.spill = Some(engine::parse_any_size(&value()?)?),
             "--queue-limit" => c.queue_limit = num(value()?)?.max(1),
             "--max-connections" => c.max_connections = num(value()?)?.max(1) as usize,
+            "--max-tcp-connections" => c.max_tcp_connections = Some(num(value()?)?.max(1) as usize),
+            "--idle-timeout" => {
+                let v = value()?;
+                c.idle_timeout = match v.as_str() {
+                    "0" => None,
+                    v => Some(std::time::Duration::from_secs(duration("idle timeout", v)?)),
+                };
+            }
+            "--carbon-max-connections" => c.carbon_connections = num(value()?)?.max(1) as usize,
             "--carbon" => c.carbon.push(carbon_addr(&value()?)?),
             "--carbon-pickle" => c
                 .carbon_pickle

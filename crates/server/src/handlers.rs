@@ -496,6 +496,12 @@ pub fn stats_lines(d: &Daemon) -> Vec<String> {
         lines.push(format!("CarbonLinesRefused: {}", n(&c.counts.bad)));
         lines.push(format!("CarbonPointsLate: {}", n(&c.counts.late)));
         lines.push(format!("CarbonSeriesCreated: {}", n(&c.counts.created)));
+        lines.push(format!(
+            "CarbonPointsNotCreated: {}",
+            n(&c.counts.create_limited)
+        ));
+        lines.push(format!("CarbonConnections: {}", c.conns.active()));
+        lines.push(format!("CarbonConnectionsRefused: {}", c.conns.refused()));
     }
     lines
 }

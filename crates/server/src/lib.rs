@@ -12,6 +12,7 @@ pub mod commit;
 pub mod config;
 pub mod conn;
 pub mod daemon;
+pub mod gate;
 pub mod graphite;
 pub mod handlers;
 pub mod ingest;
@@ -30,7 +31,7 @@ use std::io::Write;
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -127,82 +128,75 @@ fn describe(l: &Listener) -> String {
     }
 }
 
-/// Accept connections on `l`, one thread each. `active` counts the daemon's connections on
-/// every listener: at `max_conns` a new one gets `-1 Too many connections` and is closed.
-fn spawn_acceptor(
-    d: Arc<Daemon>,
-    l: Listener,
-    access: Arc<conn::Access>,
-    active: Arc<AtomicUsize>,
-    max_conns: usize,
-) {
-    std::thread::spawn(move || loop {
-        let stream: Box<dyn ConnStream> = match &l {
-            Listener::Unix(s, _) => match s.accept() {
-                Ok((c, _)) => Box::new(c),
-                Err(e) => {
-                    log(&format!("accept failed: {e}"));
-                    std::thread::sleep(Duration::from_millis(50));
-                    continue;
-                }
-            },
-            Listener::Tcp(s) => match s.accept() {
-                Ok((c, _)) => {
+/// The daemon's rrdcached listeners' pools ([`gate`]): every connection counts in `all`
+/// (`--max-connections`), a TCP one also in `tcp` (`--max-tcp-connections`, half of it by
+/// default), so clients on the network cannot take the slots of the local unix sockets.
+struct Pools {
+    all: Arc<gate::Pool>,
+    tcp: Arc<gate::Pool>,
+    /// A TCP connection that sends nothing for this long is closed (`--idle-timeout`).
+    idle: Option<Duration>,
+}
+
+/// Accept connections on `l`, one thread each; past a pool's bound a new one gets
+/// `-1 Too many connections` and is closed.
+fn spawn_acceptor(d: Arc<Daemon>, l: Listener, access: Arc<conn::Access>, pools: &Pools) {
+    let (tcp, idle) = (matches!(l, Listener::Tcp(_)), pools.idle);
+    let counted = if tcp {
+        vec![pools.all.clone(), pools.tcp.clone()]
+    } else {
+        vec![pools.all.clone()]
+    };
+    std::thread::spawn(move || {
+        let accept = || -> std::io::Result<Box<dyn ConnStream>> {
+            Ok(match &l {
+                Listener::Unix(s, _) => Box::new(s.accept()?.0),
+                Listener::Tcp(s) => {
+                    let c = s.accept()?.0;
                     let _ = c.set_nodelay(true);
+                    let _ = c.set_read_timeout(idle);
                     Box::new(c)
                 }
-                Err(e) => {
-                    log(&format!("accept failed: {e}"));
-                    std::thread::sleep(Duration::from_millis(50));
-                    continue;
-                }
-            },
-        };
-        // Take a slot, or refuse: one count for every listener.
-        if active
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < max_conns).then_some(n + 1)
             })
-            .is_err()
-        {
-            let mut s = stream;
+        };
+        let refused = |mut s: Box<dyn ConnStream>| {
             let _ = s.write_all(b"-1 Too many connections\n");
-            continue;
-        }
-        let (d, access, slot) = (d.clone(), access.clone(), active.clone());
-        let spawned = std::thread::Builder::new()
-            .stack_size(256 * 1024)
-            .spawn(move || {
-                stream.set_write_timeout(Some(Duration::from_secs(30)));
-                // A bug that panics ends this connection only; the slot is given back.
-                let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    conn::serve(&d, &access, stream)
-                }));
-                match served {
-                    Ok(Err(e))
-                        if e.kind() != std::io::ErrorKind::BrokenPipe
-                            && e.kind() != std::io::ErrorKind::ConnectionReset =>
-                    {
-                        log(&format!("connection closed: {e}"));
-                    }
-                    Err(_) => {
-                        log("connection closed: a request made the daemon panic");
-                        // A panic half way through a commit or an update leaves the store
-                        // refusing writes: then stop accepting values too.
-                        if d.lock().store.refuses_writes() {
-                            d.panicked("a request");
-                        }
-                    }
-                    _ => {}
+        };
+        let serve = move |stream: Box<dyn ConnStream>| {
+            stream.set_write_timeout(Some(Duration::from_secs(30)));
+            // A bug that panics ends this connection only; the slot is given back.
+            let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                conn::serve(&d, &access, stream)
+            }));
+            match served {
+                Ok(Err(e)) if idle_end(&e) => {}
+                Ok(Err(e))
+                    if e.kind() != std::io::ErrorKind::BrokenPipe
+                        && e.kind() != std::io::ErrorKind::ConnectionReset =>
+                {
+                    log(&format!("connection closed: {e}"));
                 }
-                slot.fetch_sub(1, Ordering::SeqCst);
-            });
-        if let Err(e) = spawned {
-            // The closure (and the connection in it) is gone: give its slot back.
-            active.fetch_sub(1, Ordering::SeqCst);
-            log(&format!("cannot start a connection thread: {e}"));
-        }
+                Err(_) => {
+                    log("connection closed: a request made the daemon panic");
+                    // A panic half way through a commit or an update leaves the store
+                    // refusing writes: then stop accepting values too.
+                    if d.lock().store.refuses_writes() {
+                        d.panicked("a request");
+                    }
+                }
+                _ => {}
+            }
+        };
+        gate::accept_loop("rrdcached", counted, accept, refused, serve);
     });
+}
+
+/// Whether a read ended because the client sent nothing for the idle timeout.
+fn idle_end(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 /// A socket a connection thread can serve.
@@ -387,7 +381,12 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     let mut pickle_bound = Vec::new();
     if !cfg.carbon.is_empty() || !cfg.carbon_pickle.is_empty() {
         let rules = carbon::Rules::load(cfg.graphite_conf.as_deref())?;
-        let c = Arc::new(carbon::Carbon::new(rules));
+        let mut c = carbon::Carbon::new(rules);
+        let per_minute = carbon::max_creates_per_minute(cfg.graphite_conf.as_deref())?;
+        c.creates = carbon::CreateBudget::new(per_minute);
+        c.conns = gate::Pool::new("carbon", cfg.carbon_connections);
+        c.idle = cfg.idle_timeout;
+        let c = Arc::new(c);
         for a in &cfg.carbon {
             let tcp = TcpListener::bind(a)
                 .map_err(|e| format!("cannot listen for carbon on {a} (TCP): {e}"))?;
@@ -462,13 +461,17 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         sys::give(store_dir, ids)?;
         sys::drop_privileges(ids)?;
     }
-    let active = Arc::new(AtomicUsize::new(0));
+    let pools = Pools {
+        all: gate::Pool::new("rrdcached sockets", cfg.max_connections),
+        tcp: gate::Pool::new("rrdcached TCP sockets", cfg.tcp_connections()),
+        idle: cfg.idle_timeout,
+    };
     for (b, allowed) in bound {
         let access = Arc::new(conn::Access {
             allowed,
             max_line: cfg.max_line,
         });
-        spawn_acceptor(d.clone(), b, access, active.clone(), cfg.max_connections);
+        spawn_acceptor(d.clone(), b, access, &pools);
     }
     if let Some(c) = d.carbon() {
         for (tcp, udp) in carbon_bound {

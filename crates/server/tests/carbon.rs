@@ -398,3 +398,74 @@ fn pickled_points_are_taken_and_nothing_in_a_pickle_runs() {
     assert!(log.contains("pickle opcode 0x63 refused"), "{log}");
     assert!(log.contains("pickle larger than 1048576 bytes"), "{log}");
 }
+
+#[test]
+fn carbon_connections_past_the_limit_are_closed_and_slots_come_back() {
+    // The review (issue 44, defect 2): a thread for every connection, without bound, until
+    // the process aborted at the kernel's map limit.
+    let dir = TempDir::new("carbon-conns");
+    let port = free_port();
+    let d = Ringlet::start(
+        dir.path(),
+        &[
+            "--carbon",
+            &port.to_string(),
+            "--carbon-max-connections",
+            "3",
+        ],
+    );
+    let addr = format!("127.0.0.1:{port}");
+    let held: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // The fourth is closed at once.
+    let mut extra = TcpStream::connect(&addr).unwrap();
+    extra
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut b = [0u8; 1];
+    assert_eq!(std::io::Read::read(&mut extra, &mut b).unwrap_or(0), 0);
+    assert_eq!(stat(&d.sock, "CarbonConnections"), Some(3));
+    assert!(stat(&d.sock, "CarbonConnectionsRefused").unwrap_or(0) >= 1);
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.write_all(b"x.y 1 1700000000\n").unwrap();
+    drop(s);
+    assert_eq!(wait_stat(&d.sock, "CarbonPoints", 1), 1);
+}
+
+#[test]
+fn new_series_past_max_creates_per_minute_are_counted_not_made() {
+    // The review (issue 44, defect 8): 200,000 new paths made 202,000 series in 141 s.
+    let dir = TempDir::new("carbon-creates");
+    let conf = dir.path().join("conf");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(
+        conf.join("carbon.conf"),
+        "[cache]\nLOCAL_DATA_DIR = /var/lib/graphite/whisper/\nMAX_CREATES_PER_MINUTE = 5\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let d = Ringlet::start(
+        dir.path(),
+        &[
+            "--carbon",
+            &port.to_string(),
+            "--graphite-conf",
+            conf.to_str().unwrap(),
+        ],
+    );
+    let mut s = TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+    let mut lines = String::new();
+    for i in 0..20 {
+        lines.push_str(&format!("new.m{i} 1 1700000000\n"));
+    }
+    // A series made before the budget ran out takes every later point.
+    lines.push_str("new.m0 2 1700000010\n");
+    s.write_all(lines.as_bytes()).unwrap();
+    drop(s);
+    assert_eq!(wait_stat(&d.sock, "CarbonPointsNotCreated", 15), 15);
+    assert_eq!(stat(&d.sock, "CarbonSeriesCreated"), Some(5));
+    assert_eq!(stat(&d.sock, "CarbonPoints"), Some(6));
+    assert!(d.log_text().contains("MAX_CREATES_PER_MINUTE"));
+}

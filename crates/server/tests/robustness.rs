@@ -772,3 +772,79 @@ fn a_flood_of_unknown_names_is_refused_with_bounded_memory_and_others_are_served
         assert!(peak < 300_000, "peak {peak} kB");
     });
 }
+
+/// Read one line from a TCP stream (a reply), or what is there at EOF.
+fn tcp_line(s: &mut std::net::TcpStream) -> String {
+    let mut out = Vec::new();
+    let mut b = [0u8; 1];
+    while let Ok(1) = s.read(&mut b) {
+        out.push(b[0]);
+        if b[0] == b'\n' {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn tcp_clients_cannot_take_the_unix_sockets_slots() {
+    // The review (issue 44, defect 7): 4,096 idle TCP connections took every slot of the
+    // daemon and every new client, unix socket included, got `-1 Too many connections`.
+    let dir = TempDir::new("tcpslots");
+    let port = free_port();
+    let tcp = format!("127.0.0.1:{port}");
+    let d = Ringlet::start(dir.path(), &["--max-connections", "6", "-l", &tcp]);
+    std::thread::sleep(Duration::from_millis(200));
+    let (mut held, mut refused) = (Vec::new(), 0);
+    for _ in 0..8 {
+        let mut s = std::net::TcpStream::connect(&tcp).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let _ = s.write_all(b"PING\n");
+        match tcp_line(&mut s).as_str() {
+            "0 PONG\n" => held.push(s),
+            "-1 Too many connections\n" => refused += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((held.len(), refused), (3, 5), "TCP takes half the slots");
+    // The unix socket has the rest.
+    let mut local: Vec<_> = (0..3).map(|_| connect(&d.sock)).collect();
+    for s in local.iter_mut() {
+        assert_eq!(request(s, "PING"), "0 PONG\n");
+    }
+    let mut extra = connect(&d.sock);
+    let mut out = String::new();
+    extra.read_to_string(&mut out).unwrap();
+    assert_eq!(out, "-1 Too many connections\n");
+}
+
+#[test]
+fn an_idle_tcp_connection_is_closed_and_a_unix_one_is_not() {
+    let dir = TempDir::new("idle");
+    let port = free_port();
+    let tcp = format!("127.0.0.1:{port}");
+    let d = Ringlet::start(dir.path(), &["--idle-timeout", "1", "-l", &tcp]);
+    let mut t = std::net::TcpStream::connect(&tcp).unwrap();
+    t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut u = connect(&d.sock);
+    t.write_all(b"PING\n").unwrap();
+    assert_eq!(tcp_line(&mut t), "0 PONG\n");
+    let start = Instant::now();
+    // Nothing sent for the timeout: the daemon closes it (EOF, not the test's own timeout).
+    assert_eq!(tcp_line(&mut t), "");
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(8),
+        "{waited:?}"
+    );
+    assert_eq!(request(&mut u, "PING"), "0 PONG\n");
+    // A client that keeps talking is not cut off.
+    let mut busy = std::net::TcpStream::connect(&tcp).unwrap();
+    busy.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    for _ in 0..6 {
+        busy.write_all(b"PING\n").unwrap();
+        assert_eq!(tcp_line(&mut busy), "0 PONG\n");
+        std::thread::sleep(Duration::from_millis(400));
+    }
+}
