@@ -179,10 +179,17 @@ impl Daemon {
                 suspended: BTreeSet::new(),
                 applied: Vec::new(),
                 scratch: crate::sample::scratch(),
-                places: crate::placeholder::Places::new(
-                    store_dir,
-                    cfg.client_address().unwrap_or_default(),
-                ),
+                places: crate::placeholder::Places {
+                    // -B: nothing below the base directory is reached through a link.
+                    beneath: base
+                        .as_ref()
+                        .filter(|_| cfg.restrict_base)
+                        .map(std::path::PathBuf::from),
+                    ..crate::placeholder::Places::new(
+                        store_dir,
+                        cfg.client_address().unwrap_or_default(),
+                    )
+                },
             }),
             index: Index::default(),
             dirty: Mutex::new(Vec::new()),
@@ -265,6 +272,9 @@ impl Daemon {
     pub fn go_beneath(&self, dir: std::fs::File) {
         use std::os::fd::AsRawFd;
         let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
+        if self.restrict_base {
+            self.lock().places.beneath = Some(std::path::PathBuf::from(&path));
+        }
         let _ = self.lower.set((dir, path));
     }
 

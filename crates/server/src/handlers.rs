@@ -123,18 +123,27 @@ fn ensure(d: &Daemon, inner: &mut Inner, t: &Target, update: bool) -> Result<boo
         return Ok(true);
     }
     let path = t.disk.as_path();
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
+    let beneath = inner.places.beneath.as_deref();
+    // Not through a link below the base under -B (Permission denied), nor at the file.
+    let at = match crate::beneath::At::of(beneath, path, false) {
+        Ok(at) => at,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Err(Fail::Plain(format!("{}: Permission denied", t.abs)))
+        }
         Err(_) => return Ok(false),
     };
-    if !meta.is_file() {
+    let mode = match at.stat() {
+        Ok(Some(st)) => st.st_mode & libc::S_IFMT,
+        _ => return Ok(false),
+    };
+    if mode != libc::S_IFREG {
         return Err(if update {
             Fail::Plain(format!("Not a regular file: {}", t.abs))
         } else {
             Fail::Rrd(format!("mmaping file '{}': No such device", t.abs))
         });
     }
-    if placeholder::inspect(path) == placeholder::Found::Placeholder {
+    if placeholder::inspect(beneath, path) == placeholder::Found::Placeholder {
         // A placeholder whose series is gone (another store, or one reset by hand).
         return Err(Fail::Rrd(format!(
             "'{}' is a ringlet placeholder, and the store {} has no series '{}'",
@@ -167,7 +176,8 @@ fn load_error(abs: &str, bytes: &[u8], e: &rrd::RrdError) -> String {
 /// file is not deleted before the store holds its data durably.
 fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -> Result<(), Fail> {
     let path = t.disk.as_path();
-    let bytes = std::fs::read(path)
+    let bytes = crate::beneath::At::of(inner.places.beneath.as_deref(), path, false)
+        .and_then(|at| at.read())
         .map_err(|e| Fail::Plain(format!("Cannot read/write {}: {}", t.abs, strerror(&e))))?;
     let rrd = rrd::rrdfile::read(&bytes).map_err(|e| Fail::Rrd(load_error(&t.abs, &bytes, &e)))?;
     drop(bytes);
@@ -199,9 +209,15 @@ fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -> Result<()
     Ok(())
 }
 
-/// The (mtime, length) of `t`'s file now, if it is a file.
-fn disk_stamp(t: &Target) -> Option<(Option<std::time::SystemTime>, u64)> {
-    let m = std::fs::metadata(&t.disk).ok().filter(|m| m.is_file())?;
+/// The (mtime, length) of `t`'s file now, if it is a file (not through a link).
+fn disk_stamp(inner: &Inner, t: &Target) -> Option<(Option<std::time::SystemTime>, u64)> {
+    let at = crate::beneath::At::of(inner.places.beneath.as_deref(), &t.disk, false).ok()?;
+    let m = at
+        .open_read()
+        .ok()?
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())?;
     Some((m.modified().ok(), m.len()))
 }
 
@@ -213,7 +229,7 @@ pub(crate) fn forget_disk(inner: &mut Inner, t: &Target) {
 
 /// Remember the file at `t`'s path (not a placeholder ringlet put there) as it is now.
 pub(crate) fn remember_disk(inner: &mut Inner, t: &Target) {
-    match disk_stamp(t) {
+    match disk_stamp(inner, t) {
         Some(s) => {
             // Keyed by the store's copy of the name where it has the series: one copy a name.
             let name = inner
@@ -257,9 +273,9 @@ fn flush(d: &Daemon, file: &str) -> Response {
     };
     let mut inner = d.lock();
     if inner.store.get(&t.name).is_none() {
-        return match std::fs::metadata(&t.disk) {
-            Ok(m) if m.is_file() => Response::ok(format!("Nothing to flush: {}.", t.abs)),
-            _ => Response::err(format!("No such file: {}.", t.abs)),
+        return match disk_stamp(&inner, &t) {
+            Some(_) => Response::ok(format!("Nothing to flush: {}.", t.abs)),
+            None => Response::err(format!("No such file: {}.", t.abs)),
         };
     }
     if inner.suspended.contains(&t.name) {
@@ -278,10 +294,7 @@ fn flush(d: &Daemon, file: &str) -> Response {
 /// `durable`: synced as well (placeholder.rs, `write_durable`).
 pub(crate) fn write_placeholder(inner: &Inner, t: &Target, durable: bool) -> Result<(), String> {
     let path = t.disk.as_path();
-    if let Some(dir) = path.parent() {
-        placeholder::mkdir_p(dir)
-            .map_err(|e| format!("RRD Error: creating '{}': {}", t.abs, strerror(&e)))?;
-    }
+    // The directories are made as the placeholder is written (beneath the base, -B).
     let write = if durable {
         placeholder::write_durable
     } else {
@@ -345,9 +358,12 @@ fn remove_locked(d: &Daemon, inner: &mut Inner, t: &Target) -> Result<(), String
     inner.store.remove(&t.name).map_err(|e| e.to_string())?;
     forget_disk(inner, t);
     // Only a placeholder is removed: a file someone put there stays.
-    let path = t.disk.as_path();
-    if placeholder::inspect(path) == placeholder::Found::Placeholder {
-        let _ = std::fs::remove_file(path);
+    if let Ok(at) = crate::beneath::At::of(inner.places.beneath.as_deref(), &t.disk, false) {
+        if placeholder::inspect(inner.places.beneath.as_deref(), &t.disk)
+            == placeholder::Found::Placeholder
+        {
+            let _ = at.remove();
+        }
     }
     Ok(())
 }
@@ -396,10 +412,10 @@ fn forget(d: &Daemon, file: &str) -> Response {
     // local create) is the new truth: it is read again.
     d.reset_series(&mut inner, &t.name);
     inner.suspended.remove(&t.name);
-    let now = disk_stamp(&t);
+    let now = disk_stamp(&inner, &t);
     if now.is_some()
         && inner.disk.get(t.name.as_str()) != now.as_ref()
-        && placeholder::inspect(&t.disk) == placeholder::Found::Rrd
+        && placeholder::inspect(inner.places.beneath.as_deref(), &t.disk) == placeholder::Found::Rrd
     {
         if let Err(e) = import(d, &mut inner, &t, true) {
             return e.reply("RRD Error: ");

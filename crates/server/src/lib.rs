@@ -6,6 +6,7 @@
 //! SIGINT, SIGUSR1 and SIGUSR2 into a final commit and a clean exit. Command semantics live in
 //! [`handlers`], UPDATE's check-and-queue in [`ingest`]; the wire format in the `proto` crate.
 
+pub mod beneath;
 pub mod carbon;
 pub mod client;
 pub mod commit;

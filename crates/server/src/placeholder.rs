@@ -13,9 +13,9 @@
 //! so the path never goes missing. Full-size copies that ringlet 0.1 wrote at CREATE and FLUSH
 //! are replaced by placeholders when the daemon opens the store ([`repair`]).
 
+use crate::beneath::At;
 use crate::daemon::Daemon;
-use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The first bytes of every placeholder.
@@ -33,6 +33,9 @@ pub struct Places {
     pub aside: PathBuf,
     /// The daemon's first address, as `RRDCACHED_ADDRESS` takes it.
     pub address: String,
+    /// With `-B`: the base directory as the daemon reaches it; no link below it is followed
+    /// ([`crate::beneath`]).
+    pub beneath: Option<PathBuf>,
 }
 
 impl Places {
@@ -41,6 +44,7 @@ impl Places {
             store: store.to_path_buf(),
             aside: imported_dir(store),
             address,
+            beneath: None,
         }
     }
 
@@ -117,21 +121,29 @@ pub enum Found {
     Other,
 }
 
-pub fn inspect(path: &Path) -> Found {
-    // One path lookup: open without following a symlink (nor blocking on a FIFO), then
-    // look at what was opened. At a daemon's open this runs once per series.
-    let f = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-    {
+/// What is at `path`, not following a link there (nor, with `beneath`, in its directories
+/// below the base: such a path is [`Found::Other`]).
+pub fn inspect(beneath: Option<&Path>, path: &Path) -> Found {
+    let at = match At::of(beneath, path, false) {
+        Ok(at) => at,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Found::Missing,
+        Err(_) => return Found::Other,
+    };
+    inspect_at(&at)
+}
+
+/// [`inspect`] of a file in an open directory.
+fn inspect_at(at: &At) -> Found {
+    // One lookup: open without following a symlink (nor blocking on a FIFO), then look at
+    // what was opened. At a daemon's open this runs once per series.
+    let f = match at.open_read() {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Found::Missing,
         // A symlink (ELOOP), a directory we may not read, a socket (ENXIO): not ours.
         Err(_) => {
-            return match std::fs::symlink_metadata(path) {
-                Ok(_) => Found::Other,
-                Err(_) => Found::Missing,
+            return match at.stat() {
+                Ok(None) => Found::Missing,
+                _ => Found::Other,
             }
         }
     };
@@ -182,26 +194,9 @@ fn write_as(
     name: &str,
     sync: bool,
 ) -> std::io::Result<()> {
-    let tmp = tmp_beside(path);
-    let r = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(places.text(abs, name).as_bytes())?;
-        if sync {
-            f.sync_all()?;
-        }
-        drop(f);
-        std::fs::rename(&tmp, path)?;
-        if sync {
-            if let Some(dir) = path.parent() {
-                std::fs::File::open(dir)?.sync_all()?;
-            }
-        }
-        Ok(())
-    })();
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r
+    // Its directories are made (beneath the base under -B); the file is written beside
+    // its name exclusively and renamed over it.
+    At::of(places.beneath.as_deref(), path, true)?.replace(places.text(abs, name).as_bytes(), sync)
 }
 
 /// A free name for `name` under the imported directory: `<aside>/<name>`, else with `.1`,
@@ -223,22 +218,31 @@ fn aside_path(places: &Places, name: &str) -> PathBuf {
 /// replaces it, so a crash leaves the file in one place or both, never neither. Returns where
 /// the file went.
 pub fn move_aside(places: &Places, path: &Path, abs: &str, name: &str) -> std::io::Result<PathBuf> {
+    let at = At::of(places.beneath.as_deref(), path, false)?;
     let dest = aside_path(places, name);
     if let Some(dir) = dest.parent() {
         mkdir_p(dir)?;
     }
-    if std::fs::hard_link(path, &dest).is_err() {
+    if at.link_to(&dest).is_err() {
         // Another file system (or no links): copy, and make the copy durable before the
         // original goes.
         let tmp = tmp_beside(&dest);
-        std::fs::copy(path, &tmp)?;
-        std::fs::File::open(&tmp)?.sync_all()?;
-        std::fs::rename(&tmp, &dest)?;
+        let r = (|| {
+            let mut from = at.open_read()?;
+            let mut to = std::fs::File::create(&tmp)?;
+            std::io::copy(&mut from, &mut to)?;
+            to.sync_all()?;
+            std::fs::rename(&tmp, &dest)
+        })();
+        if r.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        r?;
     }
     if let Some(dir) = dest.parent() {
         let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
     }
-    write(places, path, abs, name)?;
+    at.replace(places.text(abs, name).as_bytes(), false)?;
     Ok(dest)
 }
 
@@ -282,7 +286,7 @@ pub fn repair(
     while !names.is_empty() && !stop() {
         let mut batch = names.split_off(names.len().saturating_sub(REPAIR_BATCH));
         batch.reverse();
-        let found = inspect_all(disk, &batch);
+        let found = inspect_all(places.beneath.as_deref(), disk, &batch);
         for (name, found) in batch.into_iter().zip(found) {
             if !matches!(found, Found::Placeholder | Found::Other) {
                 act(d, places, (base, disk), name, &mut out);
@@ -310,28 +314,27 @@ fn act(d: &Daemon, places: &Places, base: (&str, &str), name: String, out: &mut 
     let abs = format!("{}/{name}", base.0);
     let at = format!("{}/{name}", base.1);
     let path = Path::new(&at);
-    match inspect(path) {
+    let beneath = places.beneath.as_deref();
+    match inspect(beneath, path) {
         Found::Placeholder | Found::Other => {}
-        Found::Empty => {
-            if write(places, path, &abs, &name).is_ok() {
-                out.written += 1;
-            }
-        }
-        Found::Missing => {
-            if let Some(dir) = path.parent() {
-                if mkdir_p(dir).is_err() {
-                    return;
-                }
-            }
+        Found::Empty | Found::Missing => {
             if write(places, path, &abs, &name).is_ok() {
                 out.written += 1;
             }
         }
         Found::Rrd => {
-            let len = std::fs::metadata(path).map_or(0, |m| m.len());
-            let stale = peek_file(path).is_some_and(|(ds, rra, last)| {
-                ds == rrd.schema.ds.len() && rra == rrd.schema.rra.len() && last <= rrd.last_up
-            });
+            let opened = At::of(beneath, path, false).and_then(|a| a.open_read());
+            let len = opened
+                .as_ref()
+                .ok()
+                .and_then(|f| f.metadata().ok())
+                .map_or(0, |m| m.len());
+            let stale = opened
+                .ok()
+                .and_then(peek_file)
+                .is_some_and(|(ds, rra, last)| {
+                    ds == rrd.schema.ds.len() && rra == rrd.schema.rra.len() && last <= rrd.last_up
+                });
             if stale {
                 if write(places, path, &abs, &name).is_ok() {
                     out.copies_replaced += 1;
@@ -345,7 +348,7 @@ fn act(d: &Daemon, places: &Places, base: (&str, &str), name: String, out: &mut 
 }
 
 /// [`inspect`] of every series' path under `base`, in the order of `names`, on a few threads.
-fn inspect_all(base: &str, names: &[String]) -> Vec<Found> {
+fn inspect_all(beneath: Option<&Path>, base: &str, names: &[String]) -> Vec<Found> {
     const THREADS: usize = 2;
     let per = names.len().div_ceil(THREADS).max(1);
     std::thread::scope(|sc| {
@@ -355,7 +358,7 @@ fn inspect_all(base: &str, names: &[String]) -> Vec<Found> {
                 let h = sc.spawn(move || {
                     let mut dir = DirCache::default();
                     part.iter()
-                        .map(|n| dir.inspect(base, n))
+                        .map(|n| dir.inspect(beneath, base, n))
                         .collect::<Vec<_>>()
                 });
                 (part.len(), h)
@@ -377,8 +380,7 @@ fn inspect_all(base: &str, names: &[String]) -> Vec<Found> {
 /// [`inspect`] of names in turn, opening each file relative to its directory, held open
 /// from one name to the next (names come sorted, so a directory's files come together):
 /// a path lookup of the base's components per series was a fifth of the time a daemon's
-/// open spent on placeholders. Only a placeholder (a read of its first bytes) and a
-/// missing file are decided here; anything else is looked at again by [`inspect`].
+/// open spent on placeholders.
 #[derive(Default)]
 struct DirCache {
     path: String,
@@ -386,56 +388,28 @@ struct DirCache {
 }
 
 impl DirCache {
-    fn inspect(&mut self, base: &str, name: &str) -> Found {
-        use std::os::fd::AsRawFd;
+    fn inspect(&mut self, beneath: Option<&Path>, base: &str, name: &str) -> Found {
         let full = format!("{base}/{name}");
         let (parent, file) = match full.rsplit_once('/') {
             Some((p, f)) if !f.is_empty() => (p, f),
-            _ => return inspect(Path::new(&full)),
+            _ => return inspect(beneath, Path::new(&full)),
         };
         if self.dir.is_none() || self.path != parent {
             self.path = parent.to_string();
-            self.dir = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_DIRECTORY)
-                .open(if parent.is_empty() { "/" } else { parent })
-                .ok();
+            self.dir = At::of(beneath, Path::new(&full), false).ok().map(|a| a.dir);
         }
         let (Some(dir), Ok(c)) = (&self.dir, std::ffi::CString::new(file.as_bytes())) else {
-            return inspect(Path::new(&full));
+            return inspect(beneath, Path::new(&full));
         };
-        // SAFETY: a valid directory descriptor and a NUL-terminated name; the descriptor
-        // returned is owned by the File below.
-        let fd = unsafe {
-            libc::openat(
-                dir.as_raw_fd(),
-                c.as_ptr(),
-                libc::O_RDONLY
-                    | libc::O_NOFOLLOW
-                    | libc::O_NONBLOCK
-                    | libc::O_NOCTTY
-                    | libc::O_CLOEXEC,
-            )
+        let Ok(dir) = dir.try_clone() else {
+            return inspect(beneath, Path::new(&full));
         };
-        if fd < 0 {
-            return match std::io::Error::last_os_error().raw_os_error() {
-                Some(libc::ENOENT) => Found::Missing,
-                _ => inspect(Path::new(&full)),
-            };
-        }
-        // SAFETY: `fd` was just opened and is owned by nothing else.
-        let f = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-        let mut head = [0u8; 20];
-        match (&f).read(&mut head) {
-            Ok(n) if is_placeholder(&head[..n]) && n == head.len() => Found::Placeholder,
-            _ => inspect(Path::new(&full)),
-        }
+        inspect_at(&At { dir, name: c })
     }
 }
 
 /// The DS and RRA counts and last update of the `.rrd` file at `path`, from its header.
-fn peek_file(path: &Path) -> Option<(usize, usize, i64)> {
-    let mut f = std::fs::File::open(path).ok()?;
+fn peek_file(mut f: std::fs::File) -> Option<(usize, usize, i64)> {
     let mut head = vec![0u8; 128];
     f.read_exact(&mut head).ok()?;
     let need = rrd::rrdfile::peek_len(&head);

@@ -342,6 +342,13 @@ pub fn serve(
         _ => {}
     }
     let store_dir = inner.places.store.clone();
+    // As CREATE: under -B, no series through a symbolic link below the base directory.
+    let may_create = |name: &str| -> Result<(), String> {
+        if d.restrict_base && !name.starts_with('/') && d.no_links(name).is_err() {
+            return Err(format!("{}: Permission denied", d.abs_of(name)));
+        }
+        Ok(())
+    };
     let (mut out, written) = {
         let cell = RefCell::new(&mut inner.store);
         let ctx = Ctx {
@@ -352,6 +359,7 @@ pub fn serve(
             remote: true,
             input,
             written: RefCell::new(Vec::new()),
+            may_create: Some(&may_create),
         };
         let out = cli::dispatch(cmd, args, &ctx);
         (out, ctx.written.into_inner())

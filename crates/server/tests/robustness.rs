@@ -848,3 +848,64 @@ fn an_idle_tcp_connection_is_closed_and_a_unix_one_is_not() {
         std::thread::sleep(Duration::from_millis(400));
     }
 }
+
+#[test]
+fn under_minus_b_nothing_outside_the_base_is_written_through_a_link() {
+    // The review (issue 44, defect 6): anyone who can write in -b could make the daemon
+    // write or delete outside it: (a) a link planted at a placeholder's temporary name,
+    // (b) a series' directory swapped for a link while the daemon was stopped (a real .rrd
+    // there was replaced by a placeholder, its data gone), (c) RUN (the CLI beside the
+    // daemon) creating a series through a link that CREATE refuses.
+    let dir = TempDir::new("minusb");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let victim = outside.join("victim.txt");
+    std::fs::write(&victim, "ORIGINAL").unwrap();
+    let mut rrd_bytes = b"RRD\0".to_vec();
+    rrd_bytes.resize(700, 7);
+    std::fs::write(outside.join("keep.rrd"), &rrd_bytes).unwrap();
+    let mut d = Ringlet::start(dir.path(), &[]);
+    // (a)
+    let planted = d.base.join(format!("new.rrd.ringlet-tmp-{}", d.proc.pid()));
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    let mut s = connect(&d.sock);
+    create(&mut s, "new.rrd");
+    std::fs::create_dir_all(d.base.join("d")).unwrap();
+    std::fs::create_dir_all(d.base.join("e")).unwrap();
+    create(&mut s, "d/x.rrd");
+    create(&mut s, "e/keep.rrd");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "ORIGINAL");
+    assert!(std::fs::symlink_metadata(d.base.join("new.rrd"))
+        .unwrap()
+        .is_file());
+    // (c)
+    std::os::unix::fs::symlink(&outside, d.base.join("link")).unwrap();
+    let r = request(
+        &mut s,
+        "RUN 1700000000 0 create link/b.rrd -s 10 DS:v:GAUGE:20:U:U RRA:AVERAGE:0.5:1:10",
+    );
+    assert!(r.contains("link/b.rrd: Permission denied"), "{r}");
+    assert!(request(&mut s, "LIST RECURSIVE /")
+        .lines()
+        .all(|l| !l.contains("link")));
+    drop(s);
+    assert!(d
+        .proc
+        .stop(libc::SIGTERM, Duration::from_secs(20))
+        .is_some());
+    // (b)
+    for sub in ["d", "e"] {
+        std::fs::remove_dir_all(d.base.join(sub)).unwrap();
+        std::os::unix::fs::symlink(&outside, d.base.join(sub)).unwrap();
+    }
+    let before = std::fs::read_dir(&outside).unwrap().count();
+    let d2 = Ringlet::start(dir.path(), &[]);
+    let mut s = connect(&d2.sock);
+    assert_eq!(request(&mut s, "PING"), "0 PONG\n");
+    // What the daemon does at start with the series' paths is done before it serves.
+    std::thread::sleep(Duration::from_millis(500));
+    let after = std::fs::read_dir(&outside).unwrap().count();
+    assert_eq!(before, after, "files made outside the base directory");
+    assert_eq!(std::fs::read(outside.join("keep.rrd")).unwrap(), rrd_bytes);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "ORIGINAL");
+}

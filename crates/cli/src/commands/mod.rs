@@ -45,6 +45,9 @@ impl Outcome {
     }
 }
 
+/// A check of a name: Err is the message a refused one gets.
+pub type NameCheck<'a> = dyn Fn(&str) -> Result<(), String> + 'a;
+
 /// The environment of one invocation.
 pub struct Ctx<'a> {
     pub store_dir: &'a Path,
@@ -63,6 +66,10 @@ pub struct Ctx<'a> {
     /// Names of the series the command created (create, restore): the daemon gives them
     /// placeholders and fresh ingest state.
     pub written: RefCell<Vec<String>>,
+    /// The daemon's check of a name a command would create (its `-B`: no symbolic link
+    /// below the base directory), as CREATE checks it: a name refused is not created, and
+    /// the command fails with the message.
+    pub may_create: Option<&'a NameCheck<'a>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -76,7 +83,13 @@ impl<'a> Ctx<'a> {
             remote: false,
             input: None,
             written: RefCell::new(Vec::new()),
+            may_create: None,
         }
+    }
+
+    /// Whether the command may create series `name` (see [`Ctx::may_create`]).
+    pub(crate) fn may_create(&self, name: &str) -> Result<(), String> {
+        self.may_create.map_or(Ok(()), |check| check(name))
     }
 
     pub(crate) fn wrote(&self, name: &str) {

@@ -54,6 +54,9 @@ pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
             Ok(n) => n,
             Err(e) => return Outcome::err(e),
         };
+        if let Err(e) = ctx.may_create(&name) {
+            return Outcome::err(e);
+        }
         let rrd = Rrd::new(req.schema, req.start);
         match st.create(&name, rrd, !req.no_overwrite) {
             Ok(()) => {
@@ -216,6 +219,9 @@ pub fn restore(ctx: &Ctx, args: &[String]) -> Outcome {
         Err(e) => return Outcome::err(e.msg),
     };
     let force = p.has("force-overwrite");
+    if let Err(e) = ctx.may_create(&name) {
+        return Outcome::err(e);
+    }
     with_store(ctx, |st| match st.create(&name, rrd, force) {
         Ok(()) => {
             ctx.wrote(&name);
