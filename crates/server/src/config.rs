@@ -83,6 +83,10 @@ pub struct Config {
     pub idle_timeout: Option<std::time::Duration>,
     /// `--carbon-max-connections`: carbon connections at once (plaintext and pickle, TCP).
     pub carbon_connections: usize,
+    /// `--http-max-connections`: HTTP connections at once (each listener).
+    pub http_connections: usize,
+    /// `--http-workers`: HTTP requests worked on at once (each listener).
+    pub http_workers: usize,
     /// `--log-size`: log ring size for a store created now (None: `$RINGLET_LOG_SIZE`, else
     /// the engine's default).
     pub log_size: Option<u64>,
@@ -228,6 +232,12 @@ ringlet options:
                          data source d is a.b.c.d; and a web page at / to find,
                          chart and compare series and see the disk's write load
                          (open http://ADDR/ in a browser)
+  --http-max-connections N  HTTP connections at once (default 512); when all are
+                         taken, the one waiting longest on a slow client is closed
+                         to let a new one in. A request's head must come within 10 s
+                         and 64 KiB, its body (a Content-Length up to 1 MiB) within
+                         30 s, and its reply be taken within 30 s
+  --http-workers N       HTTP requests worked on at once (default 4)
   -h, --help             this text
 ";
 
@@ -337,6 +347,8 @@ const LONG_WITH_VALUE: &[&str] = &[
     "--max-tcp-connections",
     "--idle-timeout",
     "--carbon-max-connections",
+    "--http-max-connections",
+    "--http-workers",
     "--commit-interval",
     "--carbon",
     "--graphite-conf",
@@ -398,6 +410,8 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         max_tcp_connections: None,
         idle_timeout: Some(std::time::Duration::from_secs(DEFAULT_IDLE_TIMEOUT)),
         carbon_connections: 1024,
+        http_connections: 512,
+        http_workers: 4,
         log_size: None,
         log_per_series: None,
         spill: None,
@@ -494,6 +508,8 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
                 };
             }
             "--carbon-max-connections" => c.carbon_connections = num(value()?)?.max(1) as usize,
+            "--http-max-connections" => c.http_connections = num(value()?)?.max(1) as usize,
+            "--http-workers" => c.http_workers = num(value()?)?.max(1) as usize,
             "--carbon" => c.carbon.push(carbon_addr(&value()?)?),
             "--carbon-pickle" => c
                 .carbon_pickle

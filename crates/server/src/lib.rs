@@ -16,6 +16,7 @@ pub mod daemon;
 pub mod gate;
 pub mod graphite;
 pub mod handlers;
+pub mod httpd;
 pub mod ingest;
 pub mod iostats;
 pub mod pickle;
@@ -409,8 +410,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     // graphite-web's API.
     let mut http_bound = Vec::new();
     for a in &cfg.http {
-        let server =
-            tiny_http::Server::http(a).map_err(|e| format!("cannot serve HTTP on {a}: {e}"))?;
+        let server = TcpListener::bind(a).map_err(|e| format!("cannot serve HTTP on {a}: {e}"))?;
         log(&format!(
             "serving the web page and graphite-web's API on http://{a}/"
         ));
@@ -489,7 +489,11 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         let g = Arc::new(graphite::Graphite::new());
         for server in http_bound {
             let (d1, g1) = (d.clone(), g.clone());
-            std::thread::spawn(move || graphite::http::serve(d1, g1, server));
+            let limits = httpd::Limits {
+                connections: cfg.http_connections,
+                workers: cfg.http_workers,
+            };
+            graphite::http::serve(d1, g1, server, limits);
         }
     }
     let dc = d.clone();

@@ -349,11 +349,20 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
             }
         },
     };
-    let mut inner = d.lock();
-    d.apply_series(&mut inner, name);
-    let Some(rrd) = inner.store.get(name) else {
-        return error(404, &format!("no series {name}"));
+    // A copy of the series (its archives packed) is taken under the store lock; the reply
+    // is built after the lock is let go.
+    let rrd = {
+        let mut inner = d.lock();
+        d.apply_series(&mut inner, name);
+        match inner.store.get(name) {
+            Some(r) => r.clone(),
+            None => return error(404, &format!("no series {name}")),
+        }
     };
+    let rrd = &rrd;
+    if until > i64::MAX / 2 {
+        return error(400, &format!("until ({until}) is not a time"));
+    }
     let ds = match get("ds").filter(|v| !v.is_empty()) {
         None => 0,
         Some(v) => match rrd.schema.ds_index(v) {
@@ -438,7 +447,6 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
     let def = &rrd.schema.rra[rra];
     let (pdp, rows, rra_cf) = (def.pdp_cnt, def.row_cnt, def.cf);
     let ds_name = rrd.schema.ds[ds].name.clone();
-    drop(inner);
     let (by, step) = if values.len() > MAX_POINTS {
         let by = values.len().div_ceil(MAX_POINTS);
         values = consolidate(&values, by, cf);

@@ -213,10 +213,39 @@ fn the_render_api_serves_carbons_points_and_rrd_files() {
             "/render?target=host.load.long&from=19800101&until=21000101",
             "more than 10000000 rows",
         ),
+        // The review (issue 44, defect 3): a range whose row count overflowed i64 passed
+        // the cap; a function's buckets and several targets add up past a request's budget.
+        (
+            "/render?target=host.load.long&from=-158548959918y&until=5000000000000000000",
+            "more than 10000000 rows",
+        ),
+        (
+            "/render?target=summarize(servers.web1.cpu,'1s')&from=-5y",
+            "more than the 10000000 a request may read and make",
+        ),
+        (
+            "/render?target=hitcount(servers.web1.cpu,'1s',true)&from=-5y",
+            "more than the 10000000 a request may read and make",
+        ),
+        (
+            "/render?target=host.load.long&target=host.load.short&target=host.load.long\
+             &target=host.load.short&from=-2y",
+            "more than the 10000000 a request may read and make",
+        ),
+        (
+            "/render?target=movingAverage(host.load.long,2000000)&from=-1y",
+            "more work than a request may take",
+        ),
     ] {
+        let t = std::time::Instant::now();
         let (st, b) = http(hport, "GET", path, "");
         assert_eq!(st, 400, "{path}: {b}");
         assert!(b.contains(why), "{path}: {b}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{path}: {:?}",
+            t.elapsed()
+        );
     }
     let (st, _) = http(hport, "GET", "/nothing/here", "");
     assert_eq!(st, 404);

@@ -492,6 +492,7 @@ pub fn call(
                 from: ctx.from + delta,
                 until: ctx.until + delta,
                 now: ctx.now,
+                budget: ctx.budget,
             };
             let e = a.arg(0, "seriesList").ok_or("timeShift: no series")?;
             Ok(inner
@@ -513,8 +514,13 @@ pub fn call(
                 return Err(format!("summarize: unknown function '{func}'"));
             }
             let align = a.bool_or(3, "alignToFrom", false)?;
-            Ok(a.series(0)?
-                .into_iter()
+            let l = a.series(0)?;
+            for s in &l {
+                let buckets = (i128::from(s.end) - i128::from(s.start)) / i128::from(interval) + 2;
+                ctx.budget
+                    .points(buckets, &format!("summarize({}, '{spec}')", s.name))?;
+            }
+            Ok(l.into_iter()
                 .map(|s| summarize(&s, &spec, interval, &func, align))
                 .collect())
         }
@@ -539,6 +545,7 @@ pub fn call(
                     from: ctx.from - ctx.from.rem_euclid(unit),
                     until: ctx.until,
                     now: ctx.now,
+                    budget: ctx.budget,
                 };
                 let mut l = inner.eval(a.need(0, "seriesList")?)?;
                 for s in &mut l {
@@ -549,6 +556,11 @@ pub fn call(
             } else {
                 a.series(0)?
             };
+            for s in &l {
+                let buckets = (i128::from(s.end) - i128::from(s.start)) / i128::from(interval) + 2;
+                ctx.budget
+                    .points(buckets, &format!("hitcount({}, '{spec}')", s.name))?;
+            }
             Ok(l.iter()
                 .map(|s| hitcount(s, &spec, interval, align))
                 .collect())
@@ -583,11 +595,21 @@ pub fn call(
                 from: ctx.from - preview,
                 until: ctx.until,
                 now: ctx.now,
+                budget: ctx.budget,
             };
             let tag = format!("moving{}{}", func[..1].to_ascii_uppercase(), &func[1..]);
-            Ok(inner
-                .eval(a.need(0, "seriesList")?)?
-                .into_iter()
+            let l = inner.eval(a.need(0, "seriesList")?)?;
+            for s in &l {
+                // Each point visits its window.
+                let points = match &window {
+                    Expr::Num(n) => *n as u128,
+                    _ => (preview / s.step.max(1)).max(0) as u128,
+                };
+                let n = (s.values.len() as u128).saturating_sub(points);
+                ctx.budget
+                    .work(n.saturating_mul(points), &format!("{name}({})", s.name))?;
+            }
+            Ok(l.into_iter()
                 .map(|s| {
                     // A count of points, or as many as the time takes at this step.
                     let points = match &window {

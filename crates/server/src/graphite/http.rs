@@ -1,61 +1,45 @@
-//! The HTTP listener (`--http ADDR`) and graphite-web's routes: `/render` (GET, and POST of a
-//! form), `/metrics/find`, `/metrics/expand`, `/metrics/index.json`, `/version`,
-//! `/functions`, `/tags`, `/tags/TAG`, `/tags/autoComplete/tags` and `.../values`. The server is the
-//! `tiny_http` crate (a few worker threads, blocking); the routes are ours. A bad request gets
-//! a 400 with the reason in plain text; a body over [`MAX_BODY`] a 413.
+//! graphite-web's routes over the HTTP listener (`--http ADDR`, [`crate::httpd`]):
+//! `/render` (GET, and POST of a form), `/metrics/find`, `/metrics/expand`,
+//! `/metrics/index.json`, `/version`, `/functions`, `/tags`, `/tags/TAG`,
+//! `/tags/autoComplete/tags` and `.../values`; the web page's routes first ([`crate::web`]).
+//! A bad request gets a 400 with the reason in plain text; a body over
+//! [`crate::httpd::MAX_BODY`] a 413.
 
 use super::glob::Pattern;
 use super::render::{self, json_string, Ctx};
 use super::Graphite;
 use crate::daemon::Daemon;
-use std::io::Read;
+use crate::httpd::{Request, Response};
 use std::sync::Arc;
-
-/// The largest request body read (a POSTed form of targets).
-pub const MAX_BODY: usize = 1 << 20;
 
 /// The version `/version` reports: graphite-web's whose API this follows (Grafana picks its
 /// features by it).
 pub const GRAPHITE_VERSION: &str = "1.1.10";
 
-/// Worker threads answering requests.
-const WORKERS: usize = 4;
-
-/// Serve graphite-web's API on `server` until the daemon closes.
-pub fn serve(d: Arc<Daemon>, g: Arc<Graphite>, server: tiny_http::Server) {
-    let server = Arc::new(server);
-    for i in 0..WORKERS {
-        let (d, g, server) = (d.clone(), g.clone(), server.clone());
-        let _ = std::thread::Builder::new()
-            .name(format!("http-{i}"))
-            .spawn(move || {
-                while let Ok(req) = server.recv() {
-                    if d.closing() {
-                        let _ = req.respond(text(503, "shutting down"));
-                        return;
-                    }
-                    answer(&d, &g, req);
-                }
-            });
-    }
+/// Serve graphite-web's API and the web page on `listener` (its bounds: `limits`).
+pub fn serve(
+    d: Arc<Daemon>,
+    g: Arc<Graphite>,
+    listener: std::net::TcpListener,
+    limits: crate::httpd::Limits,
+) {
+    let handler = Arc::new(move |req: Request| {
+        if d.closing() {
+            return text(503, "shutting down");
+        }
+        answer(&d, &g, req)
+    });
+    let _ = crate::httpd::serve(listener, limits, handler);
 }
 
-type Resp = tiny_http::Response<std::io::Cursor<Vec<u8>>>;
-
-fn header(k: &str, v: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("a valid header")
-}
+type Resp = Response;
 
 fn text(code: u16, body: &str) -> Resp {
-    tiny_http::Response::from_data(format!("{body}\n").into_bytes())
-        .with_status_code(code)
-        .with_header(header("Content-Type", "text/plain; charset=utf-8"))
+    Response::text(code, body)
 }
 
 fn body(content_type: &str, b: Vec<u8>) -> Resp {
-    tiny_http::Response::from_data(b)
-        .with_header(header("Content-Type", content_type))
-        .with_header(header("Access-Control-Allow-Origin", "*"))
+    Response::new(200, content_type, b).with_header("Access-Control-Allow-Origin", "*")
 }
 
 /// `application/x-www-form-urlencoded` pairs (`+` is a space, `%XX` a byte).
@@ -92,54 +76,32 @@ pub fn form(q: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn answer(d: &Daemon, g: &Graphite, mut req: tiny_http::Request) {
-    let url = req.url().to_string();
-    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+fn answer(d: &Daemon, g: &Graphite, req: Request) -> Response {
+    let url = req.url.as_str();
+    let (path, query) = url.split_once('?').unwrap_or((url, ""));
     let path = path.to_string();
     let mut params = form(query);
-    if *req.method() == tiny_http::Method::Post {
-        let is_form = req.headers().iter().any(|h| {
-            h.field.equiv("Content-Type")
-                && h.value
-                    .as_str()
-                    .starts_with("application/x-www-form-urlencoded")
-        });
-        let mut b = Vec::new();
-        let n = req
-            .as_reader()
-            .take(MAX_BODY as u64 + 1)
-            .read_to_end(&mut b);
-        if n.is_err() {
-            let _ = req.respond(text(400, "cannot read the request body"));
-            return;
-        }
-        if b.len() > MAX_BODY {
-            let _ = req.respond(text(413, &format!("body larger than {MAX_BODY} bytes")));
-            return;
-        }
-        if is_form {
-            params.extend(form(&String::from_utf8_lossy(&b)));
-        }
+    if req.method == "POST"
+        && req
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"))
+    {
+        params.extend(form(&String::from_utf8_lossy(&req.body)));
     }
     let get = |k: &str| params.iter().find(|(p, _)| p == k).map(|(_, v)| v.as_str());
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |t| t.as_secs() as i64);
     if let Some(r) = crate::web::route(d, &path, &params, now) {
-        let mut resp = tiny_http::Response::from_data(r.body)
-            .with_status_code(r.code)
-            .with_header(header("Content-Type", r.content_type));
-        if r.immutable {
-            resp = resp.with_header(header("Cache-Control", "public, max-age=86400"));
+        let cache = if r.immutable {
+            "public, max-age=86400"
         } else {
-            resp = resp.with_header(header("Cache-Control", "no-store"));
-        }
-        let _ = req.respond(resp);
-        return;
+            "no-store"
+        };
+        return Response::new(r.code, r.content_type, r.body).with_header("Cache-Control", cache);
     }
     if let Some(why) = d.unreadable() {
-        let _ = req.respond(text(503, &why));
-        return;
+        return text(503, &why);
     }
     let r = match path.trim_end_matches('/') {
         "/render" => render_route(d, g, &params, now),
@@ -168,11 +130,10 @@ fn answer(d: &Daemon, g: &Graphite, mut req: tiny_http::Request) {
         p if p.starts_with("/tags/") && !p[6..].contains('/') => tag_list(d, g, Some(&p[6..])),
         _ => Err((404, format!("no such page: {path}"))),
     };
-    let resp = match r {
+    match r {
         Ok(r) => r,
         Err((code, msg)) => text(code, &msg),
-    };
-    let _ = req.respond(resp);
+    }
 }
 
 /// The tagged series (their parsed names) that every `expr` of the request matches.
@@ -295,12 +256,14 @@ fn render_route(
     };
     let from = super::time::parse(get("from").unwrap_or("-1d"), now).map_err(bad)?;
     let until = super::time::parse(get("until").unwrap_or("now"), now).map_err(bad)?;
+    let budget = render::Budget::default();
     let ctx = Ctx {
         d,
         g,
         from,
         until,
         now,
+        budget: &budget,
     };
     let mut series = render::evaluate(&ctx, &targets).map_err(bad)?;
     let format = get("format").unwrap_or("json");

@@ -136,6 +136,68 @@ pub struct Ctx<'a> {
     pub from: i64,
     pub until: i64,
     pub now: i64,
+    /// What the whole request may still read and make.
+    pub budget: &'a Budget,
+}
+
+/// Points a request may read from the store and make in its functions, all its targets
+/// together (16 bytes each as a series holds them: 160 MB). The review found 8 targets of
+/// 10 million rows, `summarize(x, '1s')` over five years and a range whose row count
+/// overflowed taking 1.5 GB each.
+pub const MAX_POINTS: u64 = 10_000_000;
+
+/// Steps of work a request's functions may take over the points (a moving window's points
+/// each visit their window).
+pub const MAX_WORK: u64 = 2_000_000_000;
+
+/// A request's budget ([`MAX_POINTS`], [`MAX_WORK`]), spent before anything is allocated or
+/// walked; counts are checked without overflow.
+pub struct Budget {
+    points: std::cell::Cell<u64>,
+    work: std::cell::Cell<u64>,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget::new(MAX_POINTS, MAX_WORK)
+    }
+}
+
+impl Budget {
+    pub fn new(points: u64, work: u64) -> Budget {
+        Budget {
+            points: std::cell::Cell::new(points),
+            work: std::cell::Cell::new(work),
+        }
+    }
+
+    /// Spend `n` points (any integer: a negative count is none) for `what`.
+    pub fn points(&self, n: i128, what: &str) -> Result<(), String> {
+        let n = u64::try_from(n.max(0)).unwrap_or(u64::MAX);
+        let left = self.points.get();
+        if n > left {
+            return Err(format!(
+                "{what}: {n} points, more than the {MAX_POINTS} a request may read and make \
+                 (narrow the time range, the targets, or the interval)"
+            ));
+        }
+        self.points.set(left - n);
+        Ok(())
+    }
+
+    /// Spend `n` steps of work for `what`.
+    pub fn work(&self, n: u128, what: &str) -> Result<(), String> {
+        let n = u64::try_from(n).unwrap_or(u64::MAX);
+        let left = self.work.get();
+        if n > left {
+            return Err(format!(
+                "{what}: more work than a request may take ({MAX_WORK} steps; a smaller window \
+                 or range)"
+            ));
+        }
+        self.work.set(left - n);
+        Ok(())
+    }
 }
 
 /// Series at most one target may fetch (a glob over a large tree must not take the daemon's
@@ -188,11 +250,17 @@ impl Ctx<'_> {
     /// One path's points for `from`..`until`, as whisper returns them: the slots from the
     /// one after `from`'s up to `until`'s, each labelled by its start.
     fn read(&self, leaf: &Leaf, path: &str) -> Result<Option<Series>, String> {
-        let mut inner = self.d.lock();
-        self.d.apply_series(&mut inner, &leaf.series);
-        let Some(rrd) = inner.store.get(&leaf.series) else {
-            return Ok(None);
+        // A copy (its archives as packed, a byte or two a value) is taken under the store
+        // lock, and the points read from it after the lock is let go.
+        let rrd = {
+            let mut inner = self.d.lock();
+            self.d.apply_series(&mut inner, &leaf.series);
+            match inner.store.get(&leaf.series) {
+                Some(r) => r.clone(),
+                None => return Ok(None),
+            }
         };
+        let rrd = &rrd;
         let Some(first) = rrd.schema.rra.first() else {
             return Ok(None);
         };
@@ -204,21 +272,32 @@ impl Ctx<'_> {
         let Some(rra) = rrd::fetch::choose_rra(rrd, cf, self.from, self.until, 0) else {
             return Ok(None);
         };
-        let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt) as i64;
-        let from = self.from - self.from.rem_euclid(span) + span;
-        let until = self.until - self.until.rem_euclid(span) + span;
-        if (until - from) / span > MAX_ROWS as i64 {
+        let span = (rrd.schema.step.saturating_mul(rrd.schema.rra[rra].pdp_cnt)).max(1);
+        let span = i64::try_from(span).unwrap_or(i64::MAX);
+        // In i128: the slots of a range near i64's ends overflow i64 (the review's
+        // `from=-158548959918y&until=5000000000000000000` made a row count that passed).
+        let slot_end = |t: i64| i128::from(t) - i128::from(t.rem_euclid(span)) + i128::from(span);
+        let (from, until) = (slot_end(self.from), slot_end(self.until));
+        let rows = (until - from).max(0) / i128::from(span);
+        if rows > MAX_ROWS as i128 {
             return Err(format!(
                 "{path}: {from}..{until} is more than {MAX_ROWS} rows of {span} s"
             ));
         }
-        let mut values = Vec::with_capacity(((until - from).max(0) / span) as usize);
+        self.budget.points(rows, path)?;
+        let (Ok(from), Ok(until)) = (i64::try_from(from), i64::try_from(until)) else {
+            return Err(format!("{path}: {from}..{until} is not a time range"));
+        };
+        let mut values = Vec::with_capacity(rows as usize);
         // Each chunk of rows decoded once for the walk.
         let mut reader = rrd.rra[rra].rows.reader();
         let mut t = from;
         while t < until {
+            let Some(end) = t.checked_add(span) else {
+                break;
+            };
             // rrdtool labels a row by its end.
-            let v = match rrd.ring_row(rra, t + span) {
+            let v = match rrd.ring_row(rra, end) {
                 Some(row) => reader.row(row)[leaf.ds],
                 None => f64::NAN,
             };

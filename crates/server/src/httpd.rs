@@ -1,0 +1,578 @@
+//! The HTTP/1.1 listener (`--http`): connections, their limits and timeouts; the routes are
+//! graphite's and the web page's ([`crate::graphite::http`]).
+//!
+//! A connection is a thread, as every other connection of the daemon ([`crate::gate`]),
+//! and what made the review's attacks work is bounded here:
+//!
+//! - A request's head (request line and headers) is read within [`HEAD_TIME`] and at most
+//!   [`MAX_HEAD`] bytes (431 past it, never buffered further); its body, of a declared length
+//!   up to [`MAX_BODY`] (413 past it, 411 without one), within [`BODY_TIME`]. A reply is
+//!   written within [`WRITE_TIME`]. A kept-alive connection waits [`KEEP_ALIVE`] for the next
+//!   request. Whatever misses its time is closed.
+//! - At most [`Limits::connections`] connections at once. When they are all taken, the one
+//!   that has waited longest on its client (sending its head or body slowly, or not reading
+//!   its reply) is closed to make room, if it has waited more than [`SHED_AFTER`]; only
+//!   when every connection is busy with a request of ours is the newcomer refused (503).
+//!   Idle or slow clients therefore cannot keep a bystander out, however many they are.
+//! - At most [`Limits::workers`] requests are worked on at once (each may build a large
+//!   reply); the others wait for a turn, not holding a worker while they read or write.
+//! - A failed accept (out of file descriptors) is retried after a pause (gate's loop).
+//!
+//! Hand-written over `httparse` (hyper's parser): tiny_http, used before, accepts and
+//! reads its connections itself, with no timeouts, no bound on a header line or on
+//! connections, and an accept loop that ends at the first EMFILE; hyper would bring an
+//! async runtime into a daemon that is blocking threads everywhere else.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// The longest request head read.
+pub const MAX_HEAD: usize = 64 << 10;
+/// The most headers a request may have.
+const MAX_HEADERS: usize = 100;
+/// The largest request body read (a POSTed form of targets).
+pub const MAX_BODY: usize = 1 << 20;
+/// Time a client has to send a request's head.
+pub const HEAD_TIME: Duration = Duration::from_secs(10);
+/// Time a client has to send a body of its declared length.
+pub const BODY_TIME: Duration = Duration::from_secs(30);
+/// Time a reply has to be taken by the client.
+pub const WRITE_TIME: Duration = Duration::from_secs(30);
+/// Time a kept-alive connection waits for its next request.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// A connection waiting on its client this long may be closed to let another in.
+pub const SHED_AFTER: Duration = Duration::from_millis(500);
+
+/// One request.
+pub struct Request {
+    pub method: String,
+    /// The request target: path and query.
+    pub url: String,
+    /// Headers, names lowercased.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One reply.
+pub struct Response {
+    pub code: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn new(code: u16, content_type: &str, body: Vec<u8>) -> Response {
+        Response {
+            code,
+            headers: vec![("Content-Type", content_type.to_string())],
+            body,
+        }
+    }
+
+    pub fn text(code: u16, body: &str) -> Response {
+        Response::new(
+            code,
+            "text/plain; charset=utf-8",
+            format!("{body}\n").into_bytes(),
+        )
+    }
+
+    pub fn with_header(mut self, k: &'static str, v: &str) -> Response {
+        self.headers.push((k, v.to_string()));
+        self
+    }
+}
+
+fn reason(code: u16) -> &'static str {
+    match code {
+        200 => "OK",
+        204 => "No Content",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        411 => "Length Required",
+        413 => "Payload Too Large",
+        414 => "URI Too Long",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        _ => "",
+    }
+}
+
+/// The listener's bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Connections at once.
+    pub connections: usize,
+    /// Requests worked on at once.
+    pub workers: usize,
+}
+
+/// The live connections: which one to close when a newcomer needs room.
+struct Conns {
+    next: AtomicU64,
+    /// Each connection's socket (to shut it down) and since when it waits on its client
+    /// (None: busy with a request of ours).
+    live: Mutex<HashMap<u64, (TcpStream, Option<Instant>)>>,
+    max: usize,
+    refused: AtomicU64,
+    shed: AtomicU64,
+}
+
+impl Conns {
+    /// Room for `s`: Some(id) (another connection may have been closed for it), or None.
+    fn admit(&self, s: &TcpStream) -> Option<u64> {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if live.len() >= self.max {
+            let oldest = live
+                .iter()
+                .filter_map(|(id, (_, w))| w.map(|w| (*id, w)))
+                .min_by_key(|&(_, w)| w)
+                .filter(|&(_, w)| w.elapsed() >= SHED_AFTER);
+            let (id, _) = oldest?;
+            if let Some((sock, _)) = live.remove(&id) {
+                // Its thread's next read or write fails and ends it.
+                let _ = sock.shutdown(Shutdown::Both);
+                self.shed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let clone = s.try_clone().ok()?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        live.insert(id, (clone, Some(Instant::now())));
+        Some(id)
+    }
+
+    fn waiting(&self, id: u64, on_client: bool) {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = live.get_mut(&id) {
+            c.1 = on_client.then(Instant::now);
+        }
+    }
+
+    fn gone(&self, id: u64) {
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+    }
+}
+
+/// Turns at working on a request.
+struct Turns {
+    free: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl Turns {
+    fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+        {
+            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+            while *free == 0 {
+                free = self.cv.wait(free).unwrap_or_else(|p| p.into_inner());
+            }
+            *free -= 1;
+        }
+        struct Give<'a>(&'a Turns);
+        impl Drop for Give<'_> {
+            fn drop(&mut self) {
+                *self.0.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                self.0.cv.notify_one();
+            }
+        }
+        let _give = Give(self);
+        f()
+    }
+}
+
+/// What the listener counts (STATS).
+pub struct Counts {
+    conns: Arc<Conns>,
+}
+
+impl Counts {
+    /// (connections now, refused, closed to make room) since the start.
+    pub fn get(&self) -> (usize, u64, u64) {
+        let live = self.conns.live.lock().map_or(0, |l| l.len());
+        (
+            live,
+            self.conns.refused.load(Ordering::Relaxed),
+            self.conns.shed.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// A request handler.
+pub type Handler = dyn Fn(Request) -> Response + Send + Sync;
+
+/// Serve `listener` with `handler` for ever (on the calling thread); `counts` is set first.
+pub fn serve(listener: TcpListener, limits: Limits, handler: Arc<Handler>) -> Counts {
+    let conns = Arc::new(Conns {
+        next: AtomicU64::new(0),
+        live: Mutex::new(HashMap::new()),
+        max: limits.connections.max(1),
+        refused: AtomicU64::new(0),
+        shed: AtomicU64::new(0),
+    });
+    let turns = Arc::new(Turns {
+        free: Mutex::new(limits.workers.max(1)),
+        cv: Condvar::new(),
+    });
+    let counts = Counts {
+        conns: conns.clone(),
+    };
+    std::thread::spawn(move || {
+        // The pool of gate's loop is not the bound here (Conns is): it only caps threads
+        // should shed connections be slow to end.
+        let pool = crate::gate::Pool::new("http", conns.max * 2);
+        let c2 = conns.clone();
+        let accept = move || {
+            let (s, _) = listener.accept()?;
+            let _ = s.set_nodelay(true);
+            Ok(s)
+        };
+        let refused = |mut s: TcpStream| {
+            let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+            let _ = write_response(
+                &mut s,
+                &Response::text(503, "too many connections"),
+                false,
+                false,
+            );
+        };
+        let serve = move |s: TcpStream| match c2.admit(&s) {
+            Some(id) => {
+                let _ = connection(&s, id, &c2, &turns, &*handler);
+                c2.gone(id);
+            }
+            None => {
+                c2.refused.fetch_add(1, Ordering::Relaxed);
+                let mut s = s;
+                let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+                let _ = write_response(
+                    &mut s,
+                    &Response::text(503, "too many connections"),
+                    false,
+                    false,
+                );
+            }
+        };
+        crate::gate::accept_loop("http", vec![pool], accept, refused, serve);
+    });
+    counts
+}
+
+/// Read into `buf` until `deadline`, at most `max` bytes in all; Ok(0) at EOF.
+fn read_some(s: &TcpStream, buf: &mut [u8], deadline: Instant) -> io::Result<usize> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(io::ErrorKind::TimedOut.into());
+    }
+    s.set_read_timeout(Some(left))?;
+    (&*s).read(buf)
+}
+
+/// Serve requests on one connection until it closes, a limit ends it, or it asks to close.
+fn connection(
+    s: &TcpStream,
+    id: u64,
+    conns: &Conns,
+    turns: &Turns,
+    handler: &Handler,
+) -> io::Result<()> {
+    let mut buf: Vec<u8> = Vec::with_capacity(4096);
+    let mut first = true;
+    loop {
+        conns.waiting(id, true);
+        // The head: what is buffered from the last request's read, then more.
+        let start = Instant::now();
+        let deadline = if first {
+            start + HEAD_TIME
+        } else {
+            start + KEEP_ALIVE
+        };
+        first = false;
+        let mut head_deadline = deadline;
+        let (parsed, head_len) = loop {
+            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut r = httparse::Request::new(&mut headers);
+            match r.parse(&buf) {
+                Ok(httparse::Status::Complete(n)) => {
+                    let req = Request {
+                        method: r.method.unwrap_or("").to_string(),
+                        url: r.path.unwrap_or("").to_string(),
+                        headers: r
+                            .headers
+                            .iter()
+                            .map(|h| {
+                                (
+                                    h.name.to_ascii_lowercase(),
+                                    String::from_utf8_lossy(h.value).into_owned(),
+                                )
+                            })
+                            .collect(),
+                        body: Vec::new(),
+                    };
+                    let http10 = r.version == Some(0);
+                    break ((req, http10), n);
+                }
+                Ok(httparse::Status::Partial) => {}
+                Err(httparse::Error::TooManyHeaders) => {
+                    return refuse(s, 431, "too many headers");
+                }
+                Err(e) => return refuse(s, 400, &format!("bad request: {e}")),
+            }
+            if buf.len() >= MAX_HEAD {
+                return refuse(
+                    s,
+                    431,
+                    &format!("request head longer than {MAX_HEAD} bytes"),
+                );
+            }
+            let mut chunk = [0u8; 4096];
+            let room = (MAX_HEAD - buf.len()).min(chunk.len());
+            let n = match read_some(s, &mut chunk[..room], head_deadline) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(e) if timed_out(&e) && buf.is_empty() => return Ok(()),
+                Err(e) if timed_out(&e) => return refuse(s, 408, "request head too slow"),
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                // The first byte of a request starts its head's own time.
+                head_deadline = Instant::now() + HEAD_TIME;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let (mut req, http10) = parsed;
+        buf.drain(..head_len);
+        // The body: a declared length, read within its time.
+        if req
+            .header("transfer-encoding")
+            .is_some_and(|t| !t.eq_ignore_ascii_case("identity"))
+        {
+            return refuse(s, 411, "a body needs a Content-Length (no chunked bodies)");
+        }
+        let len = match req.header("content-length") {
+            None => 0,
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(n) => n,
+                Err(_) => return refuse(s, 400, "Content-Length is not a number"),
+            },
+        };
+        if len > MAX_BODY as u64 {
+            return refuse(s, 413, &format!("body larger than {MAX_BODY} bytes"));
+        }
+        let len = len as usize;
+        if len > buf.len()
+            && req
+                .header("expect")
+                .is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
+        {
+            s.set_write_timeout(Some(WRITE_TIME))?;
+            (&*s).write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        }
+        let body_deadline = Instant::now() + BODY_TIME;
+        while buf.len() < len {
+            let mut chunk = vec![0u8; (len - buf.len()).min(64 << 10)];
+            match read_some(s, &mut chunk, body_deadline) {
+                Ok(0) => return Ok(()),
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e) if timed_out(&e) => return refuse(s, 408, "request body too slow"),
+                Err(e) => return Err(e),
+            }
+        }
+        req.body = buf.drain(..len).collect();
+        let close = http10
+            || req
+                .header("connection")
+                .is_some_and(|c| c.eq_ignore_ascii_case("close"));
+        let head = req.method == "HEAD";
+        conns.waiting(id, false);
+        let resp = turns.run(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(req)))
+                .unwrap_or_else(|_| Response::text(500, "the request made the daemon panic"))
+        });
+        conns.waiting(id, true);
+        let mut w = s;
+        w.set_write_timeout(Some(WRITE_TIME))?;
+        write_response(&mut w, &resp, head, !close)?;
+        if close {
+            return Ok(());
+        }
+    }
+}
+
+fn timed_out(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// Answer with an error and close. What the client is still sending is read and dropped
+/// for a moment first (at most [`LINGER_BYTES`] within [`LINGER`]): closing a socket with
+/// bytes unread resets it, and the client could lose the answer before reading it.
+fn refuse(s: &TcpStream, code: u16, why: &str) -> io::Result<()> {
+    let mut w = s;
+    w.set_write_timeout(Some(Duration::from_secs(5)))?;
+    write_response(&mut w, &Response::text(code, why), false, false)?;
+    let _ = s.shutdown(Shutdown::Write);
+    let deadline = Instant::now() + LINGER;
+    let (mut sink, mut left) = ([0u8; 16 << 10], LINGER_BYTES);
+    while left > 0 {
+        match read_some(s, &mut sink, deadline) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
+    Ok(())
+}
+
+/// How long, and how much, a refused client's bytes are drained before the close.
+const LINGER: Duration = Duration::from_secs(2);
+const LINGER_BYTES: usize = 4 << 20;
+
+fn write_response(
+    w: &mut impl Write,
+    r: &Response,
+    head_only: bool,
+    keep_alive: bool,
+) -> io::Result<()> {
+    let mut out = Vec::with_capacity(256 + if head_only { 0 } else { r.body.len() });
+    out.extend_from_slice(format!("HTTP/1.1 {} {}\r\n", r.code, reason(r.code)).as_bytes());
+    for (k, v) in &r.headers {
+        // A header value never carries a line break into the reply.
+        let v: String = v.chars().filter(|c| *c != '\r' && *c != '\n').collect();
+        out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+    }
+    out.extend_from_slice(format!("Content-Length: {}\r\n", r.body.len()).as_bytes());
+    out.extend_from_slice(if keep_alive {
+        b"Connection: keep-alive\r\n\r\n".as_slice()
+    } else {
+        b"Connection: close\r\n\r\n".as_slice()
+    });
+    if !head_only {
+        out.extend_from_slice(&r.body);
+    }
+    w.write_all(&out)?;
+    w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(limits: Limits) -> (std::net::SocketAddr, Counts) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let h: Arc<Handler> = Arc::new(|r: Request| {
+            let body = format!("{} {} {}", r.method, r.url, r.body.len());
+            Response::new(200, "text/plain", body.into_bytes())
+        });
+        (addr, serve(l, limits, h))
+    }
+
+    fn get(addr: std::net::SocketAddr, req: &[u8]) -> String {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(req).unwrap();
+        let mut out = String::new();
+        let _ = c.read_to_string(&mut out);
+        out
+    }
+
+    #[test]
+    fn requests_bodies_and_keep_alive() {
+        let (addr, _) = server(Limits {
+            connections: 8,
+            workers: 2,
+        });
+        let r = get(
+            addr,
+            b"GET /a?b=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+        assert!(r.ends_with("\r\n\r\nGET /a?b=1 0"), "{r}");
+        let r = get(
+            addr,
+            b"POST /p HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET /q HTTP/1.1\r\nConnection: close\r\n\r\n",
+        );
+        assert!(r.contains("POST /p 5") && r.ends_with("GET /q 0"), "{r}");
+        let r = get(addr, b"POST /p HTTP/1.1\r\nContent-Length: 5000000\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 413"), "{r}");
+        let r = get(
+            addr,
+            b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        assert!(r.starts_with("HTTP/1.1 411"), "{r}");
+        let r = get(addr, b"HEAD /h HTTP/1.0\r\n\r\n");
+        assert!(
+            r.starts_with("HTTP/1.1 200") && r.ends_with("\r\n\r\n"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn a_head_that_never_ends_is_refused_at_its_bound() {
+        let (addr, _) = server(Limits {
+            connections: 8,
+            workers: 2,
+        });
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = c.write_all(b"GET / HTTP/1.1\r\nX-Long: ");
+        let line = vec![b'a'; 16 << 10];
+        for _ in 0..8 {
+            if c.write_all(&line).is_err() {
+                break;
+            }
+        }
+        let mut out = String::new();
+        let _ = c.read_to_string(&mut out);
+        assert!(out.starts_with("HTTP/1.1 431"), "{out}");
+    }
+
+    #[test]
+    fn slow_clients_make_room_for_a_bystander() {
+        let (addr, counts) = server(Limits {
+            connections: 4,
+            workers: 2,
+        });
+        // Four that send half a head, and a body they never finish.
+        let mut held = Vec::new();
+        for i in 0..4 {
+            let mut c = TcpStream::connect(addr).unwrap();
+            if i % 2 == 0 {
+                c.write_all(b"GET / HTTP/1.1\r\nHost").unwrap();
+            } else {
+                c.write_all(b"POST / HTTP/1.1\r\nContent-Length: 500000\r\n\r\nx")
+                    .unwrap();
+            }
+            held.push(c);
+        }
+        std::thread::sleep(SHED_AFTER + Duration::from_millis(200));
+        let t = Instant::now();
+        let r = get(addr, b"GET /v HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(r.ends_with("GET /v 0"), "{r}");
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        assert!(counts.get().2 >= 1, "one was closed for it");
+    }
+}
