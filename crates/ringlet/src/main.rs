@@ -114,7 +114,10 @@ pub(crate) fn daemon_for(flag: Option<String>, dir: &Path) -> Daemon {
         .filter(|a| !a.is_empty());
     if let Some(addr) = named {
         return match server::remote::Client::connect(&addr) {
-            Ok(c) => Daemon::At(addr, c),
+            Ok(mut c) => {
+                c.named = true;
+                Daemon::At(addr, c)
+            }
             Err(e) => Daemon::Unreachable(addr, e),
         };
     }

@@ -44,6 +44,9 @@ pub fn run(dir: &Path) -> i32 {
         crate::Daemon::Unreachable(addr, _) => Some(addr),
         crate::Daemon::None => None,
     };
+    // `$RRDCACHED_ADDRESS` names the daemon (rrdtool's output with --daemon); the daemon
+    // that holds the store, found by itself, does not.
+    let default_named = std::env::var("RRDCACHED_ADDRESS").is_ok_and(|a| !a.is_empty());
     let mut store = match &default {
         Some(_) => None,
         None => match cli::store::open(dir) {
@@ -66,6 +69,7 @@ pub fn run(dir: &Path) -> i32 {
             }
             Some((cmd, rest)) => {
                 let (flag, rest) = cli::take_daemon(cmd, rest);
+                let named = flag.is_some() || default_named;
                 match (flag.or_else(|| default.clone()), store.as_mut()) {
                     (Some(addr), _) => {
                         let client = match clients.get_mut(&addr) {
@@ -75,6 +79,7 @@ pub fn run(dir: &Path) -> i32 {
                         };
                         match client {
                             Ok(c) => {
+                                c.named = named;
                                 let out = c.run(cmd, &rest, crate::now());
                                 if out.error.as_deref().is_some_and(|e| e.starts_with(&addr)) {
                                     // The connection broke: the next line connects again.

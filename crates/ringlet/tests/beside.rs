@@ -242,10 +242,88 @@ fn the_cli_beside_the_daemon_prints_what_it_prints_alone() {
     for way in [Way::Found, Way::Env, Way::Flag] {
         let (beside, files) = session(way);
         for ((c, a), (_, b)) in alone.iter().zip(&beside) {
+            if matches!(way, Way::Env | Way::Flag) && c.starts_with("info ") && a.code == 0 {
+                // A named daemon: what `rrdtool info --daemon` prints, the path the daemon
+                // resolved (its -b and the name).
+                let name = c.trim_start_matches("info ");
+                let (head, rest) = b.stdout.split_once('\n').unwrap();
+                assert!(
+                    head.starts_with("filename = \"/")
+                        && head.ends_with(&format!("/base/{name}\"")),
+                    "{way:?}: `{c}`: {head}"
+                );
+                assert_eq!(a.stdout.split_once('\n').unwrap().1, rest, "{way:?}: `{c}`");
+                continue;
+            }
+            if matches!(way, Way::Env | Way::Flag) && (c.starts_with("last ") || c == "-") {
+                // A named daemon's LAST: the time floored to the step (60 s here), as
+                // `rrdtool last --daemon` prints it (in pipe mode too).
+                let floored: String = a
+                    .stdout
+                    .split_inclusive('\n')
+                    .map(|l| match l.trim().parse::<i64>() {
+                        Ok(t) if t > 1_000_000_000 => format!("{}\n", t - t.rem_euclid(60)),
+                        _ => l.to_string(),
+                    })
+                    .collect();
+                assert_eq!(floored, b.stdout, "{way:?}: `{c}`");
+                assert_eq!((&a.stderr, a.code), (&b.stderr, b.code), "{way:?}: `{c}`");
+                continue;
+            }
             assert_eq!(a, b, "{way:?}: `{c}` differs");
         }
         assert_eq!(alone_files, files, "{way:?}: the files dump wrote");
     }
+}
+
+#[test]
+fn a_named_daemon_prints_what_rrdtool_prints_with_daemon() {
+    // The review (issue 44, defect 10): `info` printed the name as given where
+    // `rrdtool info --daemon` prints the path the daemon resolved, and `last` the last
+    // update's time where `rrdtool last --daemon` prints rrdcached's LAST (floored to the
+    // step). A daemon found by the CLI itself is not named: rrdtool's output on a file.
+    let dir = Dir::new("named");
+    let d = Daemon::start(&dir.0);
+    let addr = d.addr();
+    let run = |way: Way, args: &[&str]| ringlet(&dir.0, way, &addr, args, None).stdout;
+    let create = "create h.rrd --start 1700000000 --step 10 DS:v:GAUGE:20:U:U RRA:AVERAGE:0.5:1:10";
+    run(Way::Found, &create.split(' ').collect::<Vec<_>>());
+    run(
+        Way::Found,
+        &["update", "h.rrd", "1700000013:5", "1700000027:6"],
+    );
+    assert_eq!(run(Way::Found, &["last", "h.rrd"]), "1700000027\n");
+    let base = dir.0.join("base").canonicalize().unwrap();
+    for way in [Way::Env, Way::Flag] {
+        assert_eq!(run(way, &["last", "h.rrd"]), "1700000020\n", "{way:?}");
+        let info = run(way, &["info", "h.rrd"]);
+        let want = format!("filename = \"{}/h.rrd\"\n", base.display());
+        assert!(info.starts_with(&want), "{way:?}: {info}");
+    }
+    if which("rrdtool") {
+        // The oracle: rrdtool itself through the same daemon, from the base directory
+        // (librrd makes a relative name absolute where it runs).
+        let out = Command::new("rrdtool")
+            .current_dir(&base)
+            .args(["last", "--daemon", &addr, "h.rrd"])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "1700000020\n");
+        let out = Command::new("rrdtool")
+            .current_dir(&base)
+            .args(["info", "--daemon", &addr, "h.rrd"])
+            .output()
+            .unwrap();
+        let want = format!("filename = \"{}/h.rrd\"\n", base.display());
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with(&want));
+    }
+}
+
+fn which(prog: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {prog}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn raw(sock: &Path, line: &str) -> String {

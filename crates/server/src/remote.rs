@@ -146,7 +146,15 @@ impl<T: Read + Write + Send> Stream for T {}
 pub struct Client {
     addr: String,
     r: BufReader<Box<dyn Stream>>,
+    /// The daemon was named (`--daemon`, `$RRDCACHED_ADDRESS`): commands print what
+    /// `rrdtool <command> --daemon` prints where that differs from rrdtool on a file
+    /// ([`NAMED`]); else (the daemon that holds the store, found by itself) what rrdtool
+    /// on a file prints.
+    pub named: bool,
 }
+
+/// The arguments a client puts first in a RUN when the daemon was named ([`Client::named`]).
+const NAMED: [&str; 2] = ["--daemon", "-"];
 
 /// A connection to a daemon's address as `-l` and librrd take it (`unix:/path`, `/path`,
 /// `host`, `host:port`, `[v6]:port`), parsed.
@@ -188,6 +196,7 @@ impl Client {
         Client {
             addr: addr.to_string(),
             r: BufReader::new(s),
+            named: false,
         }
     }
 
@@ -275,7 +284,13 @@ impl Client {
             }
         }
         let mut line = format!("RUN {} {} {}", now.0, now.1, escape(cmd));
-        for a in args {
+        let named = NAMED.iter().map(|a| a.to_string());
+        let named: Vec<String> = if self.named {
+            named.collect()
+        } else {
+            Vec::new()
+        };
+        for a in named.iter().chain(args) {
             line.push(' ');
             line.push_str(&escape(a));
         }
@@ -327,6 +342,9 @@ pub fn serve(
             return Response::err(why);
         }
     }
+    // A named daemon: rrdtool's output with --daemon (below).
+    let named = args.len() >= 2 && args[..2] == NAMED;
+    let args = if named { &args[2..] } else { args };
     // An update's series: its entry stays locked while the command runs, so that no UPDATE
     // is checked against the state before it.
     let target = match cmd {
@@ -370,6 +388,9 @@ pub fn serve(
         }
     }
     drop(held);
+    if named && out.error.is_none() {
+        as_with_daemon(d, &inner, cmd, args, &mut out);
+    }
     if !written.is_empty() {
         for name in &written {
             d.reset_series(&mut inner, name);
@@ -380,6 +401,36 @@ pub fn serve(
         }
     }
     encode(&out)
+}
+
+/// What `rrdtool <cmd> --daemon` prints where it differs from rrdtool on a file (librrd
+/// asks the daemon, and prints its answer): `info`'s `filename` is the path the daemon
+/// resolved (`/base/h/l.rrd` for `h/l.rrd`), and `last` is the daemon's LAST, the last
+/// update's time floored to the step (rrdcached's; rrdtool on a file gives the time itself).
+fn as_with_daemon(d: &Daemon, inner: &Inner, cmd: &str, args: &[String], out: &mut Outcome) {
+    let Some(given) = args.iter().find(|a| !a.starts_with('-')) else {
+        return;
+    };
+    let Ok(t) = d.resolve(given) else { return };
+    match cmd {
+        "info" => {
+            if let Some(rest) = out.stdout.strip_prefix("filename = \"") {
+                if let Some(end) = rest.find("\"\n") {
+                    out.stdout = format!("filename = \"{}{}", t.abs, &rest[end..]);
+                }
+            }
+        }
+        "last" => {
+            let (Some(rrd), Ok(last)) =
+                (inner.store.get(&t.name), out.stdout.trim().parse::<i64>())
+            else {
+                return;
+            };
+            let step = (rrd.schema.step as i64).max(1);
+            out.stdout = format!("{}\n", last - last.rem_euclid(step));
+        }
+        _ => {}
+    }
 }
 
 /// The placeholder of a series the CLI created, when its name is under the base directory.
