@@ -551,3 +551,38 @@ fn without_a_mount_the_daemon_serves_and_says_why() {
         "{log}"
     );
 }
+
+#[test]
+fn a_view_of_its_own_keeps_other_files_on_its_disk() {
+    // The review (issue 44, defect 9): files that are no series, written into a `--view DIR`
+    // that is not -b, were read back but kept nowhere: gone after a restart.
+    if !can_mount() {
+        return;
+    }
+    let dir = Dir::new("ownview");
+    let script = format!(
+        "{START}{}",
+        r#"
+t() { timeout 10 "$@"; }
+echo kept > "$T/mnt/notes.txt"
+t mkdir "$T/mnt/cache"
+echo png > "$T/mnt/cache/a.png"
+echo "READ: $(t cat "$T/mnt/notes.txt")"
+stop
+echo "DISK: $(cat "$T/mnt/notes.txt") $(cat "$T/mnt/cache/a.png")"
+"$RINGLET" serve -g -R -w 3600 -l "unix:$T/s.sock" -b "$T/base" --store "$T/store" \
+    --view "$T/mnt" >>"$T/serve.log" 2>&1 &
+pid=$!
+for _ in $(seq 200); do
+    mountpoint -q "$T/mnt" && [ -S "$T/s.sock" ] && break
+    sleep 0.05
+done
+echo "AGAIN: $(t cat "$T/mnt/notes.txt") $(t cat "$T/mnt/cache/a.png")"
+stop
+"#
+    );
+    let out = in_namespace(&dir.0, &script);
+    for want in ["READ: kept", "DISK: kept png", "AGAIN: kept png"] {
+        assert!(out.lines().any(|l| l == want), "{want:?} not in:\n{out}");
+    }
+}

@@ -28,8 +28,9 @@
 //!   chown, utimes, fsync, rename, unlink): Munin keeps its state (`datafile`,
 //!   `state-*.storable`, `limits`, `graphs`) and munin-cgi-graph its image cache beside the
 //!   RRDs, and they outlast the daemon. A plain file renamed to a `.rrd` name is imported as
-//!   that series. Links are never followed. (A view at a directory of its own has nothing
-//!   beneath: such files are loose, in memory, until the daemon stops.)
+//!   that series. Links are never followed. A view at a directory of its own (`--view
+//!   DIR`) keeps them the same way in DIR beneath the view, opened before the mount (they
+//!   were loose, in memory, gone at a restart, until the review found it).
 //!
 //! The FUSE side is the `fuser` crate (pure Rust, mounting through /dev/fuse as root); what
 //! is served is ours.
@@ -133,7 +134,17 @@ pub fn mount(
     cfg.acl = SessionACL::All;
     // A slow open (a large file built) does not hold up the others.
     cfg.n_threads = Some(4);
-    let fs = View::new(d, owner);
+    // Beneath the view: -b when it is mounted over it (the daemon opened it before), else
+    // the directory itself, opened before the mount hides it: other programs' files made
+    // there are kept on its disk, as over -b (not in memory, gone at a restart).
+    let own = match d.lower.get() {
+        Some(_) => None,
+        None => Some(
+            std::fs::File::open(dir)
+                .map_err(|e| format!("cannot mount the view at {}: {e}", dir.display()))?,
+        ),
+    };
+    let fs = View::new(d, owner, own);
     let session = fuser::spawn_mount(fs, dir, &cfg)
         .map_err(|e| format!("cannot mount the view at {}: {e}", dir.display()))?;
     Ok(Mounted {
@@ -269,9 +280,12 @@ struct View {
     next_fh: AtomicU64,
     /// The daemon's first address, for the log line of a refused write.
     address: String,
-    /// Mounted over `-b`: the base directory beneath the view, whose directories the view
-    /// shows and keeps in step (mkdir, rmdir), so CREATE finds them and they outlast it.
+    /// The directory beneath the view (`-b` when mounted over it, else the view's own
+    /// directory), whose directories the view shows and keeps in step (mkdir, rmdir), so
+    /// CREATE finds them and they outlast it, and where plain files are kept.
     beneath: Option<String>,
+    /// The view's own directory, opened before the mount (when it is not over `-b`).
+    _below: Option<std::fs::File>,
     /// The ids the view's own files and directories show: the daemon's after `-U`/`-G`.
     uid: u32,
     gid: u32,
@@ -282,11 +296,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl View {
-    fn new(d: Arc<Daemon>, owner: (Option<u32>, Option<u32>)) -> View {
+    fn new(d: Arc<Daemon>, owner: (Option<u32>, Option<u32>), own: Option<std::fs::File>) -> View {
+        use std::os::fd::AsRawFd;
         let mut inodes = Inodes::default();
         inodes.ino("");
         let address = d.lock().places.address.clone();
-        let beneath = d.lower.get().map(|(_, p)| p.clone());
+        let beneath = match &own {
+            Some(f) => Some(format!("/proc/self/fd/{}", f.as_raw_fd())),
+            None => d.lower.get().map(|(_, p)| p.clone()),
+        };
         View {
             d,
             inodes: Mutex::new(inodes),
@@ -300,6 +318,7 @@ impl View {
             next_fh: AtomicU64::new(1),
             address,
             beneath,
+            _below: own,
             // SAFETY: geteuid/getegid cannot fail.
             uid: owner.0.unwrap_or_else(|| unsafe { libc::geteuid() }),
             // SAFETY: as above.
