@@ -100,7 +100,14 @@ pub struct Daemon {
     pub no_overwrite: bool,
     pub recursive_create: bool,
     pub commit_interval: Duration,
+    /// What large replies (FETCH) hold at once ([`READ_BUDGET`]).
+    pub reads: crate::gate::Share,
 }
+
+/// Bytes the replies being built at once may hold (FETCH's rows and text): a reply waits
+/// for its share, one larger than this runs alone. The review found concurrent FETCHes of
+/// 9 million rows adding up (831 MB each).
+pub const READ_BUDGET: u64 = 1 << 30;
 
 /// A client's file name, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,6 +226,7 @@ impl Daemon {
             no_overwrite: cfg.no_overwrite,
             recursive_create: cfg.recursive_create,
             commit_interval: Duration::from_secs(cfg.commit_interval),
+            reads: crate::gate::Share::new(READ_BUDGET),
         })
     }
 

@@ -161,8 +161,80 @@ pub fn accept_loop<S: Send + 'static>(
     }
 }
 
+/// A share of memory that concurrent replies take from (bytes): the daemon's read budget
+/// ([`crate::daemon::READ_BUDGET`]). A reply waits until its share fits beside the others';
+/// one larger than the whole runs alone (never refused: rrdcached would serve it), so what
+/// replies hold at once is bounded by the larger of the two.
+pub struct Share {
+    cap: u64,
+    used: Mutex<u64>,
+    freed: std::sync::Condvar,
+}
+
+/// A reply's part of a [`Share`], given back when dropped.
+pub struct Taken<'a> {
+    share: &'a Share,
+    n: u64,
+}
+
+impl Share {
+    pub fn new(cap: u64) -> Share {
+        Share {
+            cap,
+            used: Mutex::new(0),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Take `n` bytes, waiting while they do not fit (alone, anything fits).
+    pub fn take(&self, n: u64) -> Taken<'_> {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        while *used > 0 && used.saturating_add(n) > self.cap {
+            used = self.freed.wait(used).unwrap_or_else(|p| p.into_inner());
+        }
+        *used = used.saturating_add(n);
+        Taken { share: self, n }
+    }
+
+    /// Bytes taken now.
+    pub fn used(&self) -> u64 {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        let mut used = self.share.used.lock().unwrap_or_else(|p| p.into_inner());
+        *used = used.saturating_sub(self.n);
+        self.share.freed.notify_all();
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn replies_wait_for_their_share_and_a_large_one_runs_alone() {
+        let s = Arc::new(Share::new(100));
+        let a = s.take(60);
+        assert_eq!(s.used(), 60);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let s2 = s.clone();
+        let t = std::thread::spawn(move || {
+            let _b = s2.take(50);
+            tx.send(s2.used()).unwrap();
+        });
+        // 60 + 50 > 100: it waits for the first.
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+        drop(a);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 50);
+        t.join().unwrap();
+        // Larger than the whole: alone, it runs.
+        let big = s.take(1000);
+        assert_eq!(s.used(), 1000);
+        drop(big);
+        assert_eq!(s.used(), 0);
+    }
+
     use super::*;
 
     #[test]
