@@ -515,6 +515,7 @@ impl Store {
         // Replay read the log: its pages are cached in large folios (LogRing::drop_cache).
         r.log.drop_cache();
         let needs_checkpoint = r.needs_checkpoint && opts.only.is_none();
+        let wants_checkpoint = r.wants_checkpoint && opts.only.is_none();
         let mut store = Store {
             vfs,
             dir: dir.to_path_buf(),
@@ -555,6 +556,15 @@ impl Store {
         }
         if needs_checkpoint {
             store.checkpoint()?;
+        } else if wants_checkpoint {
+            if let Err(e) = store.checkpoint() {
+                if !out_of_space(&e) {
+                    return Err(e);
+                }
+                store.notices.push(format!(
+                    "the newest checkpoint was damaged and could not be written again: {e}"
+                ));
+            }
         }
         store.reg.share_tables(None);
         // What replay sealed beyond the budget goes to segment files now.

@@ -68,11 +68,13 @@ pub struct Recovered {
     pub ckpt_gen: u64,
     pub segs: Segments,
     pub report: RecoveryReport,
-    /// A repair dropped records, or a newer checkpoint than the one loaded was found damaged:
-    /// a full checkpoint must be written before anything else, so that the log continues
-    /// from it with sequence numbers past the dropped ones, or so that the damaged file (the
-    /// slot the next generation takes) is replaced by a good one.
+    /// A repair dropped records: a full checkpoint must be written before anything else, so
+    /// that the log continues from it with sequence numbers past the dropped ones.
     pub needs_checkpoint: bool,
+    /// A newer checkpoint than the one loaded was found damaged: a checkpoint written now
+    /// replaces it (the slot the next generation takes), so the store has two good ones
+    /// again. Worth trying, not needed: a failure (a full disk) leaves a notice.
+    pub wants_checkpoint: bool,
 }
 
 fn corrupt(file: &Path, offset: u64, what: impl Into<String>) -> Error {
@@ -373,7 +375,8 @@ pub fn recover(
         ckpt_gen,
         segs,
         report,
-        needs_checkpoint: skip_to_seq > seq || lost.any,
+        needs_checkpoint: skip_to_seq > seq,
+        wants_checkpoint: lost.any,
     })
 }
 

@@ -261,7 +261,7 @@ pub fn fallback(data: &[u8]) {
     }
     st.commit().expect("commit");
     let (mut t, mut counter) = ([t0; 2], [1000u64; 2]);
-    for op in ops.chunks(2).take(1500) {
+    for op in ops.chunks(2).take(600) {
         let (o, v) = (op[0], op.get(1).copied().unwrap_or(0));
         match o % 8 {
             0..=4 => {
