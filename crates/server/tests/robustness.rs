@@ -909,3 +909,64 @@ fn under_minus_b_nothing_outside_the_base_is_written_through_a_link() {
     assert_eq!(std::fs::read(outside.join("keep.rrd")).unwrap(), rrd_bytes);
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "ORIGINAL");
 }
+
+#[test]
+fn listeners_recover_once_the_file_descriptors_come_back() {
+    // The review (issue 44, defect 4): slow connections exhausted the daemon's file
+    // descriptors and the HTTP listener stopped accepting for good, even after the flood.
+    // Here the daemon may hold 64 descriptors; 80 connections are held on its HTTP port,
+    // then let go: each listener answers again.
+    use std::os::unix::process::CommandExt;
+    let dir = TempDir::new("emfile");
+    let hport = free_port();
+    let sock = dir.path().join("r.sock");
+    std::fs::create_dir_all(dir.path().join("db")).unwrap();
+    let log = std::fs::File::create(dir.path().join("ringlet.log")).unwrap();
+    let mut cmd = std::process::Command::new(RINGLET);
+    cmd.args(["-g", "-l"])
+        .arg(format!("unix:{}", sock.display()))
+        .arg("-b")
+        .arg(dir.path().join("db"))
+        .arg("--store")
+        .arg(dir.path().join("store"))
+        .args(["--http", &hport.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 64,
+                rlim_max: 64,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut p = Proc::adopt(cmd.spawn().unwrap(), "ringlet serve");
+    wait_for_socket(&sock, &mut p, &dir.path().join("ringlet.log"));
+    let held: Vec<std::net::TcpStream> = (0..80)
+        .filter_map(|_| std::net::TcpStream::connect(("127.0.0.1", hport)).ok())
+        .collect();
+    assert!(held.len() >= 64, "{} held", held.len());
+    std::thread::sleep(Duration::from_millis(500));
+    drop(held);
+    let t = Instant::now();
+    loop {
+        let answered = std::panic::catch_unwind(|| http_get(hport, "/version"));
+        if answered.is_ok_and(|b| b.trim() == "1.1.10") {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "HTTP never answered again"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut s = connect(&sock);
+    assert_eq!(request(&mut s, "PING"), "0 PONG\n");
+    assert!(p.alive());
+}
