@@ -124,19 +124,28 @@ fn ensure(d: &Daemon, inner: &mut Inner, t: &Target, update: bool) -> Result<boo
     }
     let path = t.disk.as_path();
     let beneath = inner.places.beneath.as_deref();
-    // Not through a link below the base under -B (Permission denied), nor at the file.
-    let at = match crate::beneath::At::of(beneath, path, false) {
-        Ok(at) => at,
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            return Err(Fail::Plain(format!("{}: Permission denied", t.abs)))
+    let regular = match beneath {
+        // Under -B: not through a link below the base (Permission denied), nor at the file.
+        Some(_) => {
+            let at = match crate::beneath::At::of(beneath, path, false) {
+                Ok(at) => at,
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    return Err(Fail::Plain(format!("{}: Permission denied", t.abs)))
+                }
+                Err(_) => return Ok(false),
+            };
+            match at.stat() {
+                Ok(Some(st)) => st.st_mode & libc::S_IFMT == libc::S_IFREG,
+                _ => return Ok(false),
+            }
         }
-        Err(_) => return Ok(false),
+        // Else links are followed, as rrdcached does.
+        None => match std::fs::metadata(path) {
+            Ok(m) => m.is_file(),
+            Err(_) => return Ok(false),
+        },
     };
-    let mode = match at.stat() {
-        Ok(Some(st)) => st.st_mode & libc::S_IFMT,
-        _ => return Ok(false),
-    };
-    if mode != libc::S_IFREG {
+    if !regular {
         return Err(if update {
             Fail::Plain(format!("Not a regular file: {}", t.abs))
         } else {
@@ -176,9 +185,11 @@ fn load_error(abs: &str, bytes: &[u8], e: &rrd::RrdError) -> String {
 /// file is not deleted before the store holds its data durably.
 fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -> Result<(), Fail> {
     let path = t.disk.as_path();
-    let bytes = crate::beneath::At::of(inner.places.beneath.as_deref(), path, false)
-        .and_then(|at| at.read())
-        .map_err(|e| Fail::Plain(format!("Cannot read/write {}: {}", t.abs, strerror(&e))))?;
+    let bytes = match inner.places.beneath.as_deref() {
+        Some(b) => crate::beneath::At::of(Some(b), path, false).and_then(|at| at.read()),
+        None => std::fs::read(path),
+    }
+    .map_err(|e| Fail::Plain(format!("Cannot read/write {}: {}", t.abs, strerror(&e))))?;
     let rrd = rrd::rrdfile::read(&bytes).map_err(|e| Fail::Rrd(load_error(&t.abs, &bytes, &e)))?;
     drop(bytes);
     inner
@@ -211,13 +222,15 @@ fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -> Result<()
 
 /// The (mtime, length) of `t`'s file now, if it is a file (not through a link).
 fn disk_stamp(inner: &Inner, t: &Target) -> Option<(Option<std::time::SystemTime>, u64)> {
-    let at = crate::beneath::At::of(inner.places.beneath.as_deref(), &t.disk, false).ok()?;
-    let m = at
-        .open_read()
-        .ok()?
-        .metadata()
-        .ok()
-        .filter(|m| m.is_file())?;
+    let m = match inner.places.beneath.as_deref() {
+        Some(b) => {
+            let at = crate::beneath::At::of(Some(b), &t.disk, false).ok()?;
+            at.open_read().ok()?.metadata().ok()?
+        }
+        // Without -B links are followed, as rrdcached does.
+        None => std::fs::metadata(&t.disk).ok()?,
+    };
+    let m = Some(m).filter(|m| m.is_file())?;
     Some((m.modified().ok(), m.len()))
 }
 
