@@ -209,7 +209,13 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_older_one_and_the_log() {
 /// to the log. `reopen`: the store is closed after generation 3 and reopened for the last
 /// third (a daemon stopped with a checkpoint and started again). Returns the model.
 fn records_after_both_checkpoints(fs: &SimFs, seed: u64, reopen: bool) -> Model {
-    let mut store = open(fs);
+    written_after_both_checkpoints(fs, seed, reopen, small_opts(RING))
+}
+
+/// [`records_after_both_checkpoints`] with the writer's options `opts`.
+fn written_after_both_checkpoints(fs: &SimFs, seed: u64, reopen: bool, opts: Options) -> Model {
+    let open = || Store::open_with(Arc::new(fs.clone()), Path::new(DIR), opts.clone()).unwrap();
+    let mut store = open();
     let mut model = Model::default();
     let ops = workload(seed, 300);
     let third = ops.len() / 3;
@@ -221,7 +227,7 @@ fn records_after_both_checkpoints(fs: &SimFs, seed: u64, reopen: bool) -> Model 
             store.checkpoint().unwrap(); // generation 3: checkpoint.a
             if reopen {
                 store.close().unwrap();
-                store = open(fs);
+                store = open();
             }
         }
         model.apply(op);
@@ -259,27 +265,7 @@ fn unmarked_records_after_both_checkpoints(fs: &SimFs, seed: u64, reopen: bool) 
         unmarked_reseeds: true,
         ..small_opts(RING)
     };
-    let open = || Store::open_with(Arc::new(fs.clone()), Path::new(DIR), opts.clone()).unwrap();
-    let mut store = open();
-    let mut model = Model::default();
-    let ops = workload(seed, 300);
-    let third = ops.len() / 3;
-    for (i, op) in ops.iter().enumerate() {
-        if i == third {
-            store.checkpoint().unwrap();
-        }
-        if i == 2 * third {
-            store.checkpoint().unwrap();
-            if reopen {
-                store.close().unwrap();
-                store = open();
-            }
-        }
-        model.apply(op);
-        run_op(&mut store, op).unwrap();
-    }
-    store.close().unwrap();
-    model
+    written_after_both_checkpoints(fs, seed, reopen, opts)
 }
 
 /// A store written before the mark: where the lost checkpoint's header still says where

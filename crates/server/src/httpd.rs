@@ -248,15 +248,6 @@ pub fn serve(listener: TcpListener, limits: Limits, handler: Arc<Handler>) -> Co
             let _ = s.set_nodelay(true);
             Ok(s)
         };
-        let refused = |mut s: TcpStream| {
-            let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
-            let _ = write_response(
-                &mut s,
-                &Response::text(503, "too many connections"),
-                false,
-                false,
-            );
-        };
         let serve = move |s: TcpStream| match c2.admit(&s) {
             Some(id) => {
                 let _ = connection(&s, id, &c2, &turns, &*handler);
@@ -264,19 +255,19 @@ pub fn serve(listener: TcpListener, limits: Limits, handler: Arc<Handler>) -> Co
             }
             None => {
                 c2.refused.fetch_add(1, Ordering::Relaxed);
-                let mut s = s;
-                let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
-                let _ = write_response(
-                    &mut s,
-                    &Response::text(503, "too many connections"),
-                    false,
-                    false,
-                );
+                too_many(s);
             }
         };
-        crate::gate::accept_loop("http", vec![pool], accept, refused, serve);
+        crate::gate::accept_loop("http", vec![pool], accept, too_many, serve);
     });
     counts
+}
+
+/// Answer a connection there is no room for (503) and close it.
+fn too_many(mut s: TcpStream) {
+    let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+    let reply = Response::text(503, "too many connections");
+    let _ = write_response(&mut s, &reply, false, false);
 }
 
 /// Read into `buf` until `deadline`, at most `max` bytes in all; Ok(0) at EOF.
