@@ -124,12 +124,7 @@ impl At {
 
     /// Open the file for reading, not following a link (a link: `ELOOP`).
     pub fn open_read(&self) -> io::Result<File> {
-        open_in(
-            &self.dir,
-            &self.name,
-            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
-            0,
-        )
+        open_read_in(&self.dir, &self.name)
     }
 
     /// The whole file.
@@ -142,25 +137,7 @@ impl At {
 
     /// What is at the name, not following a link: None if nothing.
     pub fn stat(&self) -> io::Result<Option<libc::stat>> {
-        // SAFETY: an all-zero `stat` is a valid value to be overwritten.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: valid descriptor, NUL-terminated name, a `stat` to fill.
-        let r = unsafe {
-            libc::fstatat(
-                self.dir.as_raw_fd(),
-                self.name.as_ptr(),
-                &mut st,
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if r != 0 {
-            let e = last_error();
-            return match e.kind() {
-                io::ErrorKind::NotFound => Ok(None),
-                _ => Err(e),
-            };
-        }
-        Ok(Some(st))
+        stat_in(&self.dir, &self.name)
     }
 
     /// Write `bytes` as the file: a temporary file made beside it exclusively (whatever was
@@ -244,17 +221,43 @@ impl At {
 
 /// A link (or a file) where the walk needed a directory: said as such.
 fn refused_if_link(dir: &File, name: &CString, walked: &Path, e: io::Error) -> io::Error {
-    let at = At {
-        dir: match dir.try_clone() {
-            Ok(d) => d,
-            Err(_) => return e,
-        },
-        name: name.clone(),
-    };
-    match at.stat() {
+    match stat_in(dir, name) {
         Ok(Some(st)) if st.st_mode & libc::S_IFMT == libc::S_IFLNK => link_refused(walked),
         _ => e,
     }
+}
+
+/// `name` in `dir` opened for reading, not following a link (a link: `ELOOP`).
+pub fn open_read_in(dir: &File, name: &CString) -> io::Result<File> {
+    open_in(
+        dir,
+        name,
+        libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
+        0,
+    )
+}
+
+/// What is at `name` in `dir`, not following a link: None if nothing.
+pub fn stat_in(dir: &File, name: &CString) -> io::Result<Option<libc::stat>> {
+    // SAFETY: an all-zero `stat` is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid descriptor, NUL-terminated name, a `stat` to fill.
+    let r = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if r != 0 {
+        let e = last_error();
+        return match e.kind() {
+            io::ErrorKind::NotFound => Ok(None),
+            _ => Err(e),
+        };
+    }
+    Ok(Some(st))
 }
 
 #[cfg(test)]

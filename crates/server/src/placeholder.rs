@@ -129,19 +129,19 @@ pub fn inspect(beneath: Option<&Path>, path: &Path) -> Found {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Found::Missing,
         Err(_) => return Found::Other,
     };
-    inspect_at(&at)
+    inspect_at(&at.dir, &at.name)
 }
 
 /// [`inspect`] of a file in an open directory.
-fn inspect_at(at: &At) -> Found {
+fn inspect_at(dir: &std::fs::File, name: &std::ffi::CString) -> Found {
     // One lookup: open without following a symlink (nor blocking on a FIFO), then look at
     // what was opened. At a daemon's open this runs once per series.
-    let f = match at.open_read() {
+    let f = match crate::beneath::open_read_in(dir, name) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Found::Missing,
         // A symlink (ELOOP), a directory we may not read, a socket (ENXIO): not ours.
         Err(_) => {
-            return match at.stat() {
+            return match crate::beneath::stat_in(dir, name) {
                 Ok(None) => Found::Missing,
                 _ => Found::Other,
             }
@@ -401,10 +401,8 @@ impl DirCache {
         let (Some(dir), Ok(c)) = (&self.dir, std::ffi::CString::new(file.as_bytes())) else {
             return inspect(beneath, Path::new(&full));
         };
-        let Ok(dir) = dir.try_clone() else {
-            return inspect(beneath, Path::new(&full));
-        };
-        inspect_at(&At { dir, name: c })
+        // Each file by name in the directory held open: no descriptor copied a series.
+        inspect_at(dir, &c)
     }
 }
 
