@@ -1,9 +1,10 @@
 #!/bin/bash
 # run.sh: fuzz campaigns with cargo-fuzz (libFuzzer; nightly), each target for a while, and
-# a line each of what it did. New inputs that reach new code are added to
-# fuzz/corpus/<target>/ (minimize with `cargo +nightly fuzz cmin <target>` before keeping
-# them); a crash stops its target and is left in fuzz/artifacts/<target>/ (fix it, then keep
-# the input in fuzz/regressions/<target>/, which the tests replay).
+# a line each of what it did. A target's corpus, fuzz/corpus/<target>/, starts from its seeds
+# (fuzz/seed.sh, run here when the corpus is missing) and grows with the inputs that reach new
+# code (it stays out of git; minimize with `cargo +nightly fuzz cmin <target>`); a crash
+# stops its target and is left in fuzz/artifacts/<target>/ (fix it, then keep the input in
+# fuzz/regressions/<target>/, which the tests replay).
 #
 # usage: fuzz/run.sh [--time SECONDS] [--jobs N] [TARGET...]   (default 300 s, 2 jobs, all)
 # Run it under ../shared/bin/bounded (a memory cap: each target is also limited to 2 GB).
@@ -14,7 +15,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --time) TIME=$2; shift 2 ;;
         --jobs) JOBS=$2; shift 2 ;;
-        -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
         -*) echo "usage: $0 [--time SECONDS] [--jobs N] [TARGET...]" >&2; exit 2 ;;
         *) break ;;
     esac
@@ -22,6 +23,9 @@ done
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || mapfile -t TARGETS < <(ls fuzz_targets | sed 's/\.rs$//')
 cargo +nightly fuzz build -O -a >/dev/null
+for t in "${TARGETS[@]}"; do
+    if [ -z "$(ls -A "corpus/$t" 2>/dev/null)" ]; then bash seed.sh "$PWD/corpus" >/dev/null; break; fi
+done
 LOGS=$(mktemp -d); trap 'rm -rf "$LOGS"' EXIT
 one() {
     local t=$1 rc=0

@@ -29,15 +29,8 @@ fn by_table(t: &[u32; 256], bytes: &[u8]) -> u32 {
 
 fn main() {
     let n = 512usize << 20;
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let buf: Vec<u8> = (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let mut rng = testkit::Rng::new(0x2545_F491_4F6C_DD1D);
+    let buf: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
     let t = table();
     for _ in 0..2 {
         let s = Instant::now();

@@ -32,9 +32,10 @@
 //! bits from the head and lens alone, and because the streams are already entropy-coded
 //! by the sample codec: what is left to save is framing, which a generic coder cannot see.
 
-use crate::bits::{BitReader, BitWriter};
-use crate::bytes::{unzigzag, zigzag, DecodeError};
+use crate::bytes::DecodeError;
 use crate::rc::{BitTree, Decoder, Encoder, Prob, Wide};
+use bitio::msb::{BitReader, BitWriter};
+use bitio::{unzigzag, zigzag};
 
 /// At most this many leading zero bits of a series' stream are left out of the body.
 pub const MAX_STRIP: u32 = 2;
@@ -63,7 +64,7 @@ impl LenModel {
     }
 
     fn order(&self) -> u32 {
-        crate::sample::order(self.mag)
+        bitio::msb::order(self.mag)
     }
 
     fn learn(&mut self, len: u64, u: u64) {

@@ -1,43 +1,11 @@
-//! Little-endian byte writer and bounds-checked reader, LEB128 varints and zigzag.
+//! Little-endian byte writer and bounds-checked reader (varints and [`DecodeError`] are
+//! `bitio`'s).
 //!
 //! All multi-byte integers in ringlet's files are little-endian; floats are stored as the
 //! little-endian bytes of their IEEE-754 bit pattern (NaN payloads and signs survive). The
 //! reader never panics on short or malformed input: it returns [`DecodeError`] with the offset.
 
-use std::fmt;
-
-/// Malformed bytes: what was expected and where (offset within the decoded buffer).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DecodeError {
-    pub offset: usize,
-    pub what: String,
-}
-
-impl DecodeError {
-    pub fn new(offset: usize, what: impl Into<String>) -> Self {
-        DecodeError {
-            offset,
-            what: what.into(),
-        }
-    }
-}
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at byte {}", self.what, self.offset)
-    }
-}
-
-impl std::error::Error for DecodeError {}
-
-/// Zigzag: small signed numbers to small unsigned ones (0, -1, 1, -2 ... -> 0, 1, 2, 3 ...).
-pub fn zigzag(n: i64) -> u64 {
-    ((n << 1) ^ (n >> 63)) as u64
-}
-
-pub fn unzigzag(u: u64) -> i64 {
-    ((u >> 1) as i64) ^ -((u & 1) as i64)
-}
+pub use bitio::DecodeError;
 
 /// Appends little-endian fields to a byte vector.
 #[derive(Debug, Default, Clone)]
@@ -71,12 +39,8 @@ impl ByteWriter {
     }
 
     /// Unsigned LEB128: 7 bits per byte, low group first, high bit = more follows.
-    pub fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.buf.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.buf.push(v as u8);
+    pub fn varint(&mut self, v: u64) {
+        bitio::put_varint(&mut self.buf, v);
     }
 
     /// Varint length, then the bytes.
@@ -160,19 +124,11 @@ impl<'a> ByteReader<'a> {
 
     pub fn varint(&mut self) -> Result<u64, DecodeError> {
         let start = self.pos;
-        let mut v: u64 = 0;
-        for shift in (0..64).step_by(7) {
-            let b = self.u8()?;
-            let part = (b & 0x7F) as u64;
-            if shift == 63 && part > 1 {
-                return Err(DecodeError::new(start, "varint overflows 64 bits"));
-            }
-            v |= part << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(DecodeError::new(start, "varint longer than 10 bytes"))
+        bitio::read_varint(self.buf, &mut self.pos).map_err(|e| match e {
+            bitio::VarintError::Truncated(at) => DecodeError::new(at, "need 1 bytes, have 0"),
+            bitio::VarintError::Overflow => DecodeError::new(start, "varint overflows 64 bits"),
+            bitio::VarintError::TooLong => DecodeError::new(start, "varint longer than 10 bytes"),
+        })
     }
 
     /// A varint that must fit `usize` and be at most `max` (guards allocations).
@@ -399,16 +355,6 @@ mod tests {
         assert!(ByteReader::new(&buf).varint().is_err());
         let buf = [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02];
         assert!(ByteReader::new(&buf).varint().is_err());
-    }
-
-    #[test]
-    fn zigzag_maps_small_signed_to_small_unsigned() {
-        assert_eq!(zigzag(0), 0);
-        assert_eq!(zigzag(-1), 1);
-        assert_eq!(zigzag(1), 2);
-        for n in [i64::MIN, -5, 5, i64::MAX] {
-            assert_eq!(unzigzag(zigzag(n)), n);
-        }
     }
 
     #[test]

@@ -2,13 +2,12 @@
 //!
 //! The engine decides *when* and *where* bytes are written; this crate decides *what* they
 //! are, and docs/FORMAT.md describes the same bytes. Modules: [`crc32c`] (the checksum),
-//! [`bytes`] and [`bits`] (little-endian fields, varints, bit streams), [`decimal`] and
+//! [`bytes`] (little-endian fields; varints and bit streams are the `bitio` crate's), [`decimal`] and
 //! [`sample`] (the per-series sample compression), [`rrdbin`] (one `Rrd` as bytes) with
 //! [`rows`] (its archive rows), [`frame`] (log superblock and record frames), [`record`] (a
 //! commit record's payload) with [`block`] (a commit's samples, commit-wide) and [`checkpoint`] (checkpoint files); [`whisper`] reads other stores' files for
 //! `ringlet import`.
 
-pub mod bits;
 pub mod block;
 pub mod bytes;
 pub mod checkpoint;

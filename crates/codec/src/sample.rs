@@ -24,18 +24,12 @@
 //! it, which can use a slow running mean of the changes (a row needs no Rice order, and
 //! streams keep the prediction older records were written with).
 
-use crate::bits::{BitReader, BitWriter};
 use crate::block::{BitSpan, Row, MAX_ROW_FIELDS};
-use crate::bytes::{unzigzag, zigzag, DecodeError};
+use crate::bytes::DecodeError;
 use crate::decimal::Decimal;
+use bitio::msb::{order, BitReader, BitWriter};
+use bitio::{unzigzag, zigzag};
 use rrd::{Rrd, Sample};
-
-/// Exp-Golomb order for residuals whose running magnitude (8 x mean) is `mag`:
-/// `min(40, max(0, bitlen(mag >> 3) - 1))`.
-pub(crate) fn order(mag: u64) -> u32 {
-    let mean = mag >> 3;
-    (64 - mean.leading_zeros()).saturating_sub(1).min(40)
-}
 
 /// Initial microsecond magnitude: a mean change of 1024 (order 10).
 const USEC_MAG_SEED: u64 = 8 << 10;
@@ -782,13 +776,8 @@ mod tests {
             "U", "0", "1", "-1", "0.5", "0.50", "12.34", "1e3", "abc", "", "-7",
         ];
         for seed in 1..60u64 {
-            let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-            let mut rnd = move |n: u64| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x % n
-            };
+            let mut rng = testkit::Rng::seeded(seed);
+            let mut rnd = move |n: u64| rng.next_u64() % n;
             let seed_texts = [texts[rnd(11) as usize], texts[rnd(11) as usize]];
             let start = SeriesCodec::seed(1_000_000, rnd(3) as i64, seed_texts);
             let (mut enc, mut dec) = (start.clone(), start);
@@ -846,13 +835,8 @@ mod tests {
             "3",
             "3",
         ];
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut rnd = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = testkit::Rng::new(0x9E37_79B9_7F4A_7C15u64);
+        let mut rnd = move |n: u64| rng.next_u64() % n;
         let mut samples = Vec::new();
         for i in 0..2000 {
             let pick = |r: u64| match r % 3 {
@@ -958,15 +942,8 @@ mod tests {
     #[test]
     fn decoding_garbage_fails_or_yields_without_panic() {
         for seed in 0..200u64 {
-            let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-            let bytes: Vec<u8> = (0..32)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect();
+            let mut rng = testkit::Rng::seeded(seed);
+            let bytes: Vec<u8> = (0..32).map(|_| rng.next_u64() as u8).collect();
             let mut c = SeriesCodec::seed(0, 0, ["1", "U"]);
             let _ = decode_chunk(&mut c, &bytes, 50);
         }

@@ -6,20 +6,7 @@ use codec::record::RecordWriter;
 use codec::sample::{encode_chunk, SeriesCodec};
 use rrd::Sample;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in [0, 1).
-    fn f(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+use testkit::Rng;
 
 /// One value text per step for `n` steps.
 fn series(kind: &str, n: usize, rng: &mut Rng) -> Vec<String> {
@@ -29,7 +16,7 @@ fn series(kind: &str, n: usize, rng: &mut Rng) -> Vec<String> {
         "gauge-2dec-walk" => {
             let mut v = 21.37f64;
             for _ in 0..n {
-                v += (rng.f() - 0.5) * 0.1;
+                v += (rng.unit() - 0.5) * 0.1;
                 out.push(format!("{v:.2}"));
             }
         }
@@ -37,21 +24,21 @@ fn series(kind: &str, n: usize, rng: &mut Rng) -> Vec<String> {
         "gauge-2dec-load" => {
             let mut v = 0.8f64;
             for _ in 0..n {
-                v = (v + (1.0 - v) * 0.1 + (rng.f() - 0.5) * 0.2).max(0.0);
+                v = (v + (1.0 - v) * 0.1 + (rng.unit() - 0.5) * 0.2).max(0.0);
                 out.push(format!("{v:.2}"));
             }
         }
         // CPU percent: noisy, 2 decimals (a hard case).
         "gauge-2dec-cpu" => {
             for _ in 0..n {
-                out.push(format!("{:.2}", 20.0 + rng.f() * 10.0));
+                out.push(format!("{:.2}", 20.0 + rng.unit() * 10.0));
             }
         }
         // Interface octets: ~10 kB/s with +-10% jitter.
         "counter-octets" => {
             let mut c: u64 = 123_456_789;
             for _ in 0..n {
-                c += (150_000.0 * (0.9 + 0.2 * rng.f())) as u64;
+                c += (150_000.0 * (0.9 + 0.2 * rng.unit())) as u64;
                 out.push(c.to_string());
             }
         }
@@ -59,7 +46,7 @@ fn series(kind: &str, n: usize, rng: &mut Rng) -> Vec<String> {
         "counter-packets" => {
             let mut c: u64 = 98_765;
             for _ in 0..n {
-                c += 40 + rng.next() % 20;
+                c += 40 + rng.next_u64() % 20;
                 out.push(c.to_string());
             }
         }
@@ -67,7 +54,7 @@ fn series(kind: &str, n: usize, rng: &mut Rng) -> Vec<String> {
         "counter-errors" => {
             let mut c: u64 = 3;
             for _ in 0..n {
-                if rng.next().is_multiple_of(200) {
+                if rng.next_u64().is_multiple_of(200) {
                     c += 1;
                 }
                 out.push(c.to_string());
@@ -101,8 +88,8 @@ fn bytes_per_sample(values: &[String], clock: Clock, rng: &mut Rng) -> f64 {
             let t_us = (start + 15 * (i as i64 + 1)) * 1_000_000
                 + match clock {
                     Clock::Regular => 0,
-                    Clock::RandomUsec => (rng.next() % 1_000_000) as i64,
-                    Clock::Jitter => 47_140 + (rng.next() % 1000) as i64 - 500,
+                    Clock::RandomUsec => (rng.next_u64() % 1_000_000) as i64,
+                    Clock::Jitter => 47_140 + (rng.next_u64() % 1000) as i64 - 500,
                 };
             Sample {
                 time: t_us.div_euclid(1_000_000),
@@ -123,7 +110,7 @@ fn bytes_per_sample(values: &[String], clock: Clock, rng: &mut Rng) -> f64 {
 
 #[test]
 fn bytes_per_sample_on_realistic_series() {
-    let mut rng = Rng(0x5EED_1234_5678_9ABC);
+    let mut rng = Rng::new(0x5EED_1234_5678_9ABC);
     let n = 5760; // one day at 15 s
     let kinds = [
         "gauge-2dec-walk",

@@ -8,19 +8,7 @@ use codec::rrdbin::{decode_rrd, rrd_bytes};
 use codec::sample::{decode_chunk, encode_chunk, SeriesCodec};
 use rrd::{Cf, DsDef, DsType, RraDef, Rrd, Sample, Schema};
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use testkit::Rng;
 
 fn rrd() -> Rrd {
     let ds = |name: &str, kind| DsDef {
@@ -61,26 +49,26 @@ fn rrd() -> Rrd {
 /// Flip, overwrite, insert, delete or truncate a few bytes.
 fn mutate(rng: &mut Rng, b: &[u8]) -> Vec<u8> {
     let mut v = b.to_vec();
-    for _ in 0..1 + rng.below(4) {
-        match rng.below(5) {
+    for _ in 0..1 + rng.index(4) {
+        match rng.index(5) {
             0 if !v.is_empty() => {
-                let i = rng.below(v.len());
-                v[i] ^= 1 << rng.below(8);
+                let i = rng.index(v.len());
+                v[i] ^= 1 << rng.index(8);
             }
             1 if !v.is_empty() => {
-                let i = rng.below(v.len());
-                v[i] = rng.next() as u8;
+                let i = rng.index(v.len());
+                v[i] = rng.next_u64() as u8;
             }
             2 => {
-                let i = rng.below(v.len() + 1);
-                v.insert(i, rng.next() as u8);
+                let i = rng.index(v.len() + 1);
+                v.insert(i, rng.next_u64() as u8);
             }
             3 if !v.is_empty() => {
-                let i = rng.below(v.len());
+                let i = rng.index(v.len());
                 v.remove(i);
             }
             _ => {
-                let n = rng.below(v.len() + 1);
+                let n = rng.index(v.len() + 1);
                 v.truncate(n);
             }
         }
@@ -108,7 +96,7 @@ fn damaged_encodings_decode_to_errors_not_panics() {
     let seed = SeriesCodec::from_rrd(&r);
     let chunk = encode_chunk(&mut seed.clone(), &samples).unwrap();
 
-    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    let mut rng = Rng::new(0x1234_5678_9ABC_DEF1);
     for _ in 0..3000 {
         let d = mutate(&mut rng, &image);
         let _ = decode_rrd(&mut ByteReader::new(&d));
@@ -121,7 +109,7 @@ fn damaged_encodings_decode_to_errors_not_panics() {
         }
         let d = mutate(&mut rng, &chunk);
         let _ = decode_chunk(&mut seed.clone(), &d, samples.len());
-        let random: Vec<u8> = (0..rng.below(200)).map(|_| rng.next() as u8).collect();
+        let random: Vec<u8> = (0..rng.index(200)).map(|_| rng.next_u64() as u8).collect();
         let _ = decode_rrd(&mut ByteReader::new(&random));
         let _ = decode_record(&random);
     }

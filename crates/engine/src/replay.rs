@@ -368,17 +368,13 @@ fn apply_jobs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use codec::bits::BitReader;
+    use bitio::msb::BitReader;
     use codec::sample::{encode_chunk, for_each_parsed_in, SeriesCodec};
     use rrd::update::Sample;
 
-    fn xorshift(mut x: u64) -> impl FnMut(u64) -> u64 {
-        move |n| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        }
+    fn xorshift(x: u64) -> impl FnMut(u64) -> u64 {
+        let mut rng = testkit::Rng::new(x);
+        move |n| rng.next_u64() % n
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! name. A series' codec state is seeded from its `Rrd` at creation and at every checkpoint
 //! (see [`codec::sample`]); `chunk` holds the bit stream of its uncommitted samples.
 
-use codec::bits::BitWriter;
+use bitio::msb::BitWriter;
 use codec::sample::{EncodeError, SeriesCodec};
 use hashbrown::HashTable;
 use rrd::rows::{ChunkSource, SegPool};

@@ -108,16 +108,8 @@ impl SimFs {
     /// `torn_seed`, each unsynced sector write survives with probability 1/2.
     pub fn restart(&self, torn_seed: Option<u64>) -> SimFs {
         let st = self.lock();
-        let mut rng = torn_seed.map(|s| s.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let mut coin = move || match rng.as_mut() {
-            Some(x) => {
-                *x ^= *x << 13;
-                *x ^= *x >> 7;
-                *x ^= *x << 17;
-                *x & 1 == 1
-            }
-            None => false,
-        };
+        let mut rng = torn_seed.map(testkit::Rng::seeded);
+        let mut coin = move || rng.as_mut().is_some_and(testkit::Rng::coin);
         let inodes = st
             .inodes
             .iter()

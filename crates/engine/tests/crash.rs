@@ -184,7 +184,7 @@ fn fed_workload(
     mut values: impl FnMut(&mut Rng) -> Vec<String>,
     mut between: impl FnMut(i64, &mut Vec<Op>),
 ) -> Vec<Op> {
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::seeded(seed);
     let mut ops: Vec<Op> = names
         .iter()
         .map(|n| Op::Create(n.clone(), rrd::Rrd::new(schema.clone(), START)))
@@ -424,7 +424,7 @@ fn recovery_then_more_writes_then_crash_again() {
 
 /// Records of several pages in a ring of a few pages: records wrap at the ring's end.
 fn wrapping_workload(seed: u64) -> Vec<Op> {
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::seeded(seed);
     let mut ops = Vec::new();
     let mut last = START;
     for round in 0..40 {

@@ -20,7 +20,7 @@ const SERIES: usize = 5;
 
 /// The samples of commit `k` (1-based), deterministic.
 fn commit_samples(k: u64) -> Vec<(String, Sample)> {
-    let mut rng = Rng::new(k);
+    let mut rng = Rng::seeded(k);
     (0..SERIES)
         .map(|i| {
             let name = format!("s{i}");

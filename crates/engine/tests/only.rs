@@ -231,7 +231,7 @@ fn a_block_claiming_series_past_every_id_is_corrupt_also_to_a_reader_of_a_few() 
     // A well-framed record whose block claims 2^60 rows of no bits from id 5,000 on (the
     // store has a few dozen series): a whole open finds id 5,000 unknown; a reader of one
     // series must not walk the rest of the claim (it would take centuries).
-    let mut head = codec::bits::BitWriter::new();
+    let mut head = bitio::msb::BitWriter::new();
     head.exp_golomb(0, 0); // no series before the first
     head.exp_golomb(5_000, 0); // its id
     head.exp_golomb(2, 0); // count 1 (zigzagged change from 0)

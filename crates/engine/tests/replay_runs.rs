@@ -30,7 +30,7 @@ fn a_batch_of_more_pieces_than_a_run_replays_exactly() {
         run_op(&mut st, &op).unwrap();
     }
     st.commit().unwrap();
-    let mut rng = Rng::new(7);
+    let mut rng = Rng::seeded(7);
     for r in 1..=rounds {
         for s in 0..series {
             let values = vec![format!("{}.{}", rng.below(100), rng.below(10))];

@@ -23,7 +23,7 @@ fn store_with_history(dir: &std::path::Path, series: usize, filled: usize) -> Ve
 /// Create `series` RRDs in `st` as [`store_with_history`] describes; their values.
 fn fill(st: &mut Store, series: usize, filled: usize) -> Vec<Vec<f64>> {
     let mut all = Vec::new();
-    let mut x = 12345u64;
+    let mut rng = testkit::Rng::new(12345);
     let schema = schema_of("--step 15 DS:v:GAUGE:60:U:U RRA:AVERAGE:0.5:1:5000 RRA:MAX:0.5:4:3000");
     for i in 0..series {
         let mut rrd = rrd::Rrd::new(schema.clone(), 1_700_000_000);
@@ -32,10 +32,7 @@ fn fill(st: &mut Store, series: usize, filled: usize) -> Vec<Vec<f64>> {
             let mut vals = vec![rrd::num::DNAN; n];
             let keep = (filled * rrd.ds_cnt()).min(n);
             for v in vals[n - keep..].iter_mut() {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                *v = (x % 1_000_000) as f64 / 7.0;
+                *v = (rng.next_u64() % 1_000_000) as f64 / 7.0;
             }
             all.push(vals.clone());
             rrd.rra[a] = RraData {
@@ -407,19 +404,17 @@ fn first_archives(s: &Store, n: usize) -> Vec<Vec<u64>> {
 }
 
 /// Update series `s<i>` of [`one_archive_store`] at step `k` with a noisy value from `x`.
-fn update_noisy(st: &mut Store, i: usize, k: i64, x: &mut u64) {
+fn update_noisy(st: &mut Store, i: usize, k: i64, x: &mut testkit::Rng) {
     update_noisy_every(st, i, 15 * k, x)
 }
 
 /// Update series `s<i>` at `secs` after the stores' start with a noisy value from `x`.
-fn update_noisy_every(st: &mut Store, i: usize, secs: i64, x: &mut u64) {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
+fn update_noisy_every(st: &mut Store, i: usize, secs: i64, x: &mut testkit::Rng) {
+    let x = x.next_u64();
     let s = rrd::Sample {
         time: 1_700_000_000 + secs,
         usec: 0,
-        values: vec![format!("{}", (*x % 1_000_000) as f64 / 7.0)],
+        values: vec![format!("{}", (x % 1_000_000) as f64 / 7.0)],
     };
     st.update(&format!("s{i}"), &s, &mut |_| {}).unwrap();
 }
@@ -438,7 +433,7 @@ fn heap_while_fed(
         ..opts()
     };
     let mut st = one_archive_store(dir, o, 20);
-    let mut x = 99u64;
+    let mut x = testkit::Rng::new(99);
     let mut early = 0;
     for k in 1..=steps {
         for i in 0..20 {
@@ -518,7 +513,7 @@ fn spills_between_checkpoints_keep_few_files_open() {
             .filter(|p| p.starts_with(&a.0))
             .count()
     };
-    let (mut x, mut most) = (5u64, 0);
+    let (mut x, mut most) = (testkit::Rng::new(5), 0);
     // A spill every 256 rows (the series seal together), 93 of them.
     for k in 1..=24_000 {
         for i in 0..20 {
@@ -560,7 +555,7 @@ fn feed_open_chunks(
             })
             .count()
     };
-    let (mut heaps, mut most, mut x) = (Vec::new(), 0, 7u64);
+    let (mut heaps, mut most, mut x) = (Vec::new(), 0, testkit::Rng::new(7));
     for k in 1..=steps {
         for i in (0..series).filter(|&i| i < live || k <= 40) {
             update_noisy(&mut st, i, k, &mut x);
@@ -629,7 +624,7 @@ fn open_chunks_are_stored_as_pieces_and_a_stopped_series_once() {
     let spec = "--step 3600 DS:v:GAUGE:7200:U:U RRA:AVERAGE:0.5:1:1000";
     let mut st = store_of(&dir.0, opts(), 20, spec);
     let mut per_checkpoint = Vec::new();
-    let mut x = 3u64;
+    let mut x = testkit::Rng::new(3);
     for k in 1..=120i64 {
         // s10..s19 stop after the fifth hour.
         for i in (0..20).filter(|&i| i < 10 || k <= 5) {

@@ -375,7 +375,7 @@ fn random_damage_anywhere_in_the_log_fails_closed_or_loses_only_the_torn_tail() 
     assert_eq!(r.checkpoint_lsn, 0, "the whole history must be in the log");
     let pristine = fs.read_file(&log_path()).unwrap();
     let last = states.len() - 1;
-    let mut rng = Rng::new(99);
+    let mut rng = Rng::seeded(99);
     let (mut refused, mut tail) = (0, 0);
     for _ in 0..200 {
         // A machine of its own for each flip (a repair writes a checkpoint).

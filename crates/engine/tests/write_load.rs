@@ -34,7 +34,7 @@ fn five_minute_commits_write_about_one_byte_per_sample() {
     }
     let created = store.commit().unwrap();
     println!("create commit: {} bytes for {n} series", created.bytes);
-    let mut rng = Rng::new(7);
+    let mut rng = Rng::seeded(7);
     let mut gauge: Vec<f64> = (0..n).map(|i| 20.0 + (i % 17) as f64).collect();
     let mut counter: Vec<u64> = (0..n).map(|i| 1_000_000 * i as u64).collect();
     let (mut bytes, mut samples, mut commits) = (0u64, 0usize, 0);

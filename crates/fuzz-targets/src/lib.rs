@@ -1,12 +1,14 @@
 //! The fuzz targets (issue 21): every parser of bytes or text that comes from outside the
 //! process or from disk, each as a function of arbitrary bytes that must return (an error is
 //! fine) and never panic, hang, or allocate without bound. `fuzz/` (cargo-fuzz, libFuzzer,
-//! nightly) runs them for hours; `tests/smoke.rs` runs each over its corpus in `fuzz/corpus/`
-//! and a few thousand mutations of it in every test run (stable). A crash found by either is
+//! nightly) runs them for hours from the seeds of [`seeds`]; `tests/smoke.rs` runs each over
+//! those seeds and a few thousand mutations of them in every test run (stable). A crash found by either is
 //! fixed and its input kept in `fuzz/regressions/<target>/`, which the smoke test replays.
 //!
 //! Where a decoder accepts its input, the result is also used (encoded again, or read
 //! through), so that what it built is checked as well as the parse.
+
+pub mod seeds;
 
 /// A target: a function of arbitrary bytes.
 pub type Target = fn(&[u8]);
@@ -150,23 +152,35 @@ pub fn record(data: &[u8]) {
     }
 }
 
-/// A commit record past its checksum, replayed by a store's open: a store on the simulated
-/// file system (two series, a commit) has its last record's payload replaced by the input,
-/// framed with a valid checksum, and is opened again (replay applies what decodes; open
-/// must fail with an error or serve the series).
-pub fn replay(data: &[u8]) {
+/// The replay target's store, left unclosed on the simulated disk: its log, its directory,
+/// and where its last record starts (place, sequence number, log position).
+pub(crate) struct Written {
+    pub(crate) vfs: std::sync::Arc<dyn engine::vfs::Vfs>,
+    pub(crate) dir: &'static std::path::Path,
+    pub(crate) last: Option<(u64, u64, u64)>,
+    pub(crate) len: u64,
+}
+
+fn replay_opts() -> engine::Options {
+    engine::Options {
+        log_bytes: 256 << 10,
+        ..engine::Options::default()
+    }
+}
+
+const REPLAY_T0: i64 = 1_700_000_000;
+
+/// Two series, a commit of their creation, two of updates.
+pub(crate) fn replay_store() -> Option<Written> {
     use engine::vfs::Vfs;
     let fs = engine::sim::SimFs::new();
     let vfs: std::sync::Arc<dyn Vfs> = std::sync::Arc::new(fs);
     let dir = std::path::Path::new("/store");
-    let opts = || engine::Options {
-        log_bytes: 256 << 10,
-        ..engine::Options::default()
-    };
-    let t0 = 1_700_000_000;
+    let opts = replay_opts;
+    let t0 = REPLAY_T0;
     {
         let Ok(mut st) = engine::Store::open_with(vfs.clone(), dir, opts()) else {
-            return;
+            return None;
         };
         for name in ["a.rrd", "b.rrd"] {
             let rrd = rrd::state::Rrd::new(schema(), t0 - 10);
@@ -191,9 +205,7 @@ pub fn replay(data: &[u8]) {
         st.commit().expect("commit");
         // Dropped without close: the records stay to be replayed.
     }
-    let Ok(mut log) = vfs.open(&dir.join("log"), false) else {
-        return;
-    };
+    let log = vfs.open(&dir.join("log"), false).ok()?;
     let len = log.len().unwrap_or(0);
     let (mut last, mut at) = (None, codec::frame::RING_START);
     let mut h = [0u8; codec::frame::REC_HEADER_LEN];
@@ -207,13 +219,34 @@ pub fn replay(data: &[u8]) {
         }
         at += 4096;
     }
+    Some(Written {
+        vfs,
+        dir,
+        last,
+        len,
+    })
+}
+
+/// A commit record past its checksum, replayed by a store's open: a store on the simulated
+/// file system (two series, a commit) has its last record's payload replaced by the input,
+/// framed with a valid checksum, and is opened again (replay applies what decodes; open
+/// must fail with an error or serve the series).
+pub fn replay(data: &[u8]) {
+    let Some(Written { vfs, dir, last, .. }) = replay_store() else {
+        return;
+    };
     let Some((at, seq, lsn)) = last else { return };
+    let Ok(mut log) = vfs.open(&dir.join("log"), false) else {
+        return;
+    };
+    let len = log.len().unwrap_or(0);
     let rec = codec::frame::encode_record(codec::frame::KIND_COMMIT, seq, lsn, data, 4096);
     if at + rec.len() as u64 > len || log.write_at(&rec, at).is_err() {
         return;
     }
     drop(log);
-    if let Ok(st) = engine::Store::open_with(vfs, dir, opts()) {
+    let t0 = REPLAY_T0;
+    if let Ok(st) = engine::Store::open_with(vfs, dir, replay_opts()) {
         for name in st.names() {
             if let Some(r) = st.get(&name) {
                 let _ = rrd::fetch::fetch(r, rrd::Cf::Average, t0 - 3600, t0 + 3600, 1, false);
@@ -493,7 +526,7 @@ pub fn graphite(data: &[u8]) {
 /// `query`s matched as globs.
 pub fn http(data: &[u8]) {
     for l in text(data).lines() {
-        for (k, v) in server::graphite::http::form(l) {
+        for (k, v) in server::httpd::form(l) {
             match k.as_str() {
                 "target" => {
                     let _ = server::graphite::expr::parse(&v);

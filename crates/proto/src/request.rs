@@ -6,7 +6,8 @@
 
 use crate::response::Response;
 use crate::table::{find, CommandSpec};
-use crate::tokenize::fields;
+use crate::tokenize::{fields, split, Fields};
+use std::borrow::Cow;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -97,6 +98,20 @@ pub fn usage(spec: &CommandSpec) -> Response {
     Response::err(format!("Usage: {}", spec.syntax.unwrap_or(spec.name)))
 }
 
+/// UPDATE's fields, borrowed from the line (without its `\n`; a trailing `\r` is ignored):
+/// the file, and the values in order. None for a line that is not an UPDATE naming a file.
+/// The one parser of UPDATE: the daemon's connections take it this way, without a copy;
+/// [`parse`] builds [`Command::Update`] from it.
+pub fn update(line: &str) -> Option<(Cow<'_, str>, Fields<'_>)> {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let mut f = split(line);
+    if !f.next()?.eq_ignore_ascii_case("UPDATE") {
+        return None;
+    }
+    let file = f.next()?;
+    Some((file, f))
+}
+
 /// Parse one request line (without its `\n`; a trailing `\r` is ignored). On success also
 /// returns the command's table entry, for context and permission checks.
 pub fn parse(line: &str) -> Result<(&'static CommandSpec, Command), Response> {
@@ -107,10 +122,13 @@ pub fn parse(line: &str) -> Result<(&'static CommandSpec, Command), Response> {
     let rest: Vec<String> = f.collect();
     let file = |i: usize| rest.get(i).cloned().ok_or_else(|| usage(spec));
     let cmd = match spec.name {
-        "UPDATE" => Command::Update {
-            file: file(0)?,
-            values: rest[1..].to_vec(),
-        },
+        "UPDATE" => {
+            let (file, values) = update(line).ok_or_else(|| usage(spec))?;
+            Command::Update {
+                file: file.into_owned(),
+                values: values.map(Cow::into_owned).collect(),
+            }
+        }
         "WROTE" => Command::Wrote { file: file(0)? },
         "FLUSH" => Command::Flush { file: file(0)? },
         "FLUSHALL" => Command::FlushAll,

@@ -81,35 +81,23 @@ pub(crate) fn fail(msg: &str) -> i32 {
 
 /// Run `ringlet export` with the arguments after `export`; the exit status.
 pub fn run(args: &[String], dir: &Path) -> i32 {
-    let (mut force, mut resume, mut quiet) = (false, false, false);
-    let mut daemon: Option<String> = None;
-    let mut pos: Vec<String> = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-h" | "--help" => {
-                print!("{USAGE}");
-                return 0;
-            }
-            "-f" | "--force" => force = true,
-            "-r" | "--resume" => resume = true,
-            "-q" | "--quiet" => quiet = true,
-            "-d" | "--daemon" => match it.next() {
-                Some(v) => daemon = Some(v.clone()),
-                None => return fail("option requires an argument -- 'daemon'"),
-            },
-            "--" => pos.extend(it.by_ref().cloned()),
-            s if s.starts_with("--daemon=") => daemon = Some(s["--daemon=".len()..].into()),
-            s if s.starts_with('-') && s.len() > 1 => {
-                eprint!("{USAGE}");
-                return fail(&format!("unknown option '{s}'"));
-            }
-            _ => pos.push(a.clone()),
+    let takes = crate::opts::Takes {
+        write_flags: true,
+        daemon: true,
+        prefix: false,
+    };
+    let o = match crate::opts::parse(args, takes) {
+        Ok(o) if o.help => {
+            print!("{USAGE}");
+            return 0;
         }
-    }
-    if force && resume {
-        return fail("--force and --resume: choose one");
-    }
+        Ok(o) => o,
+        Err(e) => {
+            eprint!("{USAGE}");
+            return fail(&e);
+        }
+    };
+    let (force, resume, quiet, daemon, pos) = (o.force, o.resume, o.quiet, o.daemon, o.pos);
     let Some((out, globs)) = pos.split_first() else {
         eprint!("{USAGE}");
         return 2;

@@ -151,38 +151,27 @@ fn walk_ext(dir: &Path, rel: &Path, ext: &str, out: &mut Vec<PathBuf>) -> std::i
 
 /// Run `ringlet import` with the arguments after `import`; the exit status.
 pub fn run(args: &[String], dir: &Path) -> i32 {
-    let (mut force, mut resume, mut quiet) = (false, false, false);
-    let mut daemon: Option<String> = None;
-    let mut prefix = String::new();
-    let mut pos: Vec<String> = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-h" | "--help" => {
-                print!("{USAGE}");
-                return 0;
-            }
-            "-f" | "--force" => force = true,
-            "-r" | "--resume" => resume = true,
-            "-q" | "--quiet" => quiet = true,
-            "-d" | "--daemon" => match it.next() {
-                Some(v) => daemon = Some(v.clone()),
-                None => return fail("option requires an argument -- 'daemon'"),
-            },
-            "--prefix" => match it.next() {
-                Some(v) => prefix = v.trim_end_matches('.').to_string(),
-                None => return fail("--prefix needs a path"),
-            },
-            s if s.starts_with('-') && s.len() > 1 => {
-                eprint!("{USAGE}");
-                return fail(&format!("unknown option '{s}'"));
-            }
-            _ => pos.push(a.clone()),
+    let takes = crate::opts::Takes {
+        write_flags: true,
+        daemon: true,
+        prefix: true,
+    };
+    let o = match crate::opts::parse(args, takes) {
+        Ok(o) if o.help => {
+            print!("{USAGE}");
+            return 0;
         }
-    }
-    if force && resume {
-        return fail("--force and --resume: choose one");
-    }
+        Ok(o) => o,
+        Err(e) => {
+            eprint!("{USAGE}");
+            return fail(&e);
+        }
+    };
+    let (force, resume, quiet, daemon, pos) = (o.force, o.resume, o.quiet, o.daemon, o.pos);
+    let mut prefix = o
+        .prefix
+        .map(|p| p.trim_end_matches('.').to_string())
+        .unwrap_or_default();
     let [kind, tree] = pos.as_slice() else {
         eprint!("{USAGE}");
         return 2;

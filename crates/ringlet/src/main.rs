@@ -13,6 +13,7 @@
 
 mod export;
 mod import;
+mod opts;
 mod pipe;
 
 /// jemalloc, not glibc's malloc: a daemon holds a few dozen small allocations per series
@@ -68,7 +69,7 @@ fn run(argv: &[String]) -> Outcome {
     };
     let args = &argv[i + 1..];
     if cmd == "stats" {
-        std::process::exit(server::client::stats(args));
+        std::process::exit(stats(args));
     }
     let dir = cli::store::store_dir(store_flag.as_deref());
     cli::store::load_base(&dir);
@@ -141,9 +142,16 @@ on. A store that opens as it is is left alone. Stop the daemon that holds the st
 
 /// `ringlet repair`: the exit status.
 fn repair(args: &[String], dir: &Path) -> i32 {
-    if !args.is_empty() {
-        print!("{REPAIR_USAGE}");
-        return i32::from(!args.iter().any(|a| a == "--help" || a == "-h")) * 2;
+    match opts::parse(args, opts::Takes::default()) {
+        Ok(o) if o.help => {
+            print!("{REPAIR_USAGE}");
+            return 0;
+        }
+        Ok(o) if o.pos.is_empty() => {}
+        _ => {
+            eprint!("{REPAIR_USAGE}");
+            return 2;
+        }
     }
     if !dir.exists() {
         eprintln!("ERROR: no store at {}", dir.display());
@@ -191,6 +199,50 @@ fn repair(args: &[String], dir: &Path) -> i32 {
         }
         Err(e) => {
             eprintln!("ERROR: cannot repair: {e}");
+            1
+        }
+    }
+}
+
+/// `ringlet stats`: ask a running daemon (ringlet serve or rrdcached) for its STATS and print
+/// them, one `Key: value` line each; the exit status. The daemon is found as librrd finds
+/// it: `-d`/`--daemon ADDR`, else `$RRDCACHED_ADDRESS`, else `unix:/tmp/rrdcached.sock`.
+fn stats(args: &[String]) -> i32 {
+    let takes = opts::Takes {
+        daemon: true,
+        ..opts::Takes::default()
+    };
+    let o = match opts::parse(args, takes) {
+        Ok(o) if o.help => {
+            print!("{}", server::client::USAGE);
+            return 0;
+        }
+        Ok(o) if o.pos.is_empty() => o,
+        Ok(_) => {
+            eprint!("{}", server::client::USAGE);
+            return 2;
+        }
+        Err(e) => {
+            eprint!("{}", server::client::USAGE);
+            eprintln!("ERROR: {e}");
+            return 2;
+        }
+    };
+    let addr = o
+        .daemon
+        .or_else(|| std::env::var("RRDCACHED_ADDRESS").ok())
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| format!("unix:{}", server::config::DEFAULT_SOCKET));
+    match server::client::query(&addr) {
+        Ok(lines) => {
+            let mut out = std::io::stdout().lock();
+            for l in lines {
+                let _ = writeln!(out, "{l}");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("ERROR: {e}");
             1
         }
     }

@@ -305,13 +305,8 @@ mod tests {
 
     #[test]
     fn plain_decimals_read_as_the_digit_loop_reads_them() {
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = testkit::Rng::new(0x2545_F491_4F6C_DD1Du64);
+        let mut next = move || rng.next_u64();
         let mut texts: Vec<String> = [
             "0",
             "-0",

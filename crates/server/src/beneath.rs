@@ -86,7 +86,7 @@ impl At {
         let rel = beneath.and_then(|b| parent.strip_prefix(b).ok().map(|r| (b, r)));
         let Some((base, rel)) = rel else {
             if create {
-                crate::placeholder::mkdir_p(parent)?;
+                mkdir_p(parent)?;
             }
             return Ok(At {
                 dir: open_dir(parent)?,
@@ -258,6 +258,28 @@ pub fn stat_in(dir: &File, name: &CString) -> io::Result<Option<libc::stat>> {
         };
     }
     Ok(Some(st))
+}
+
+/// `mkdir -p` without recursion: a client's name may be thousands of directories deep, and a
+/// connection thread's stack is small (std's `create_dir_all` recurses once per level).
+pub fn mkdir_p(dir: &Path) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(d) = at {
+        if d.as_os_str().is_empty() || d.is_dir() {
+            break;
+        }
+        missing.push(d);
+        at = d.parent();
+    }
+    for d in missing.into_iter().rev() {
+        match std::fs::create_dir(d) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

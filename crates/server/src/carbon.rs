@@ -46,12 +46,6 @@ pub const MAX_PATH: usize = 1024;
 /// The longest line taken, bytes; a longer one is dropped whole.
 pub const MAX_LINE: usize = 4096;
 
-/// The default carbon listens on: plaintext on 2003.
-pub const DEFAULT_PORT: u16 = 2003;
-
-/// Carbon's pickle port.
-pub const PICKLE_PORT: u16 = 2004;
-
 /// The largest pickle taken (carbon's own limit, 1 MiB); a larger one is skipped whole.
 pub const MAX_PICKLE: usize = 1 << 20;
 
@@ -418,7 +412,7 @@ type PathHash = std::hash::BuildHasherDefault<rrd::fx::Fx>;
 #[derive(Default)]
 pub struct Conn {
     /// Entries by the paths this connection sent (no name to build for a path seen before).
-    paths: std::collections::HashMap<Box<str>, Arc<ingest::Entry>, PathHash>,
+    paths: std::collections::HashMap<Box<str>, Arc<crate::entry::Entry>, PathHash>,
     local: ingest::Local,
     name: String,
     gap: String,
@@ -595,6 +589,24 @@ pub struct Carbon {
 /// Refusals logged in full before they are only counted.
 const LOGGED: u64 = 20;
 
+/// STATS's carbon lines: what carbon's listeners took, refused and dropped.
+impl crate::daemon::StatsLines for Carbon {
+    fn stats_lines(&self, lines: &mut Vec<String>) {
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let c = &self.counts;
+        lines.push(format!("CarbonPoints: {}", n(&c.points)));
+        lines.push(format!("CarbonLinesRefused: {}", n(&c.bad)));
+        lines.push(format!("CarbonPointsLate: {}", n(&c.late)));
+        lines.push(format!("CarbonSeriesCreated: {}", n(&c.created)));
+        lines.push(format!("CarbonPointsNotCreated: {}", n(&c.create_limited)));
+        lines.push(format!("CarbonConnections: {}", self.conns.active()));
+        lines.push(format!(
+            "CarbonConnectionsRefused: {}",
+            self.conns.refused()
+        ));
+    }
+}
+
 impl Carbon {
     pub fn new(rules: Rules) -> Carbon {
         Carbon {
@@ -610,7 +622,7 @@ impl Carbon {
         let n = self.counts.bad.fetch_add(1, Ordering::Relaxed);
         if n < LOGGED {
             let shown: String = line.chars().take(200).collect();
-            crate::log(&format!(
+            crate::log::line(&format!(
                 "carbon: {from}: line refused ({why}): {}{}",
                 shown.escape_debug(),
                 if n + 1 == LOGGED {
@@ -663,7 +675,7 @@ impl Carbon {
             let before = self.counts.create_limited.fetch_add(n, Ordering::Relaxed);
             // Logged when the first is dropped, then every 10,000.
             if before == 0 || before / 10_000 != (before + n) / 10_000 {
-                crate::log(&format!(
+                crate::log::line(&format!(
                     "carbon: new series past MAX_CREATES_PER_MINUTE ({}): {} points of \
                      series not yet made dropped so far (each series' next point tries \
                      again; CarbonPointsNotCreated in STATS)",
@@ -763,7 +775,7 @@ impl Carbon {
         if !self.creates.take() {
             return Ok(false);
         }
-        crate::handlers::place_series(d, &mut inner, &target, Rrd::new(schema, start))?;
+        crate::series::life::place_series(d, &mut inner, &target, Rrd::new(schema, start))?;
         self.counts.created.fetch_add(1, Ordering::Relaxed);
         Ok(true)
     }

@@ -1,12 +1,8 @@
-//! `ringlet stats`: ask a running daemon (ringlet serve or rrdcached) for its STATS and print
-//! them, one `Key: value` line each.
-//!
-//! The daemon is found as librrd finds it: `-d`/`--daemon ADDR`, else `$RRDCACHED_ADDRESS`,
-//! else `unix:/tmp/rrdcached.sock`.
+//! A daemon's STATS (ringlet serve's or rrdcached's), for `ringlet stats`: its usage text and
+//! the query; the binary reads the command's options.
 
-use crate::config::{parse_addr, DEFAULT_SOCKET};
-use crate::strerror;
-use std::io::Write;
+use crate::config::parse_addr;
+use crate::log::strerror;
 use std::time::Duration;
 
 pub const USAGE: &str = "\
@@ -17,50 +13,6 @@ line. ADDR: unix:/path, /path, host, host:port, [v6]:port; default $RRDCACHED_AD
 else unix:/tmp/rrdcached.sock. ringlet serve adds what it wrote to disk after rrdcached's
 nine keys (docs/PROTOCOL.md).
 ";
-
-/// Run `ringlet stats` with the arguments after `stats`. Returns the exit code.
-pub fn stats(args: &[String]) -> i32 {
-    let mut addr: Option<String> = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-h" | "--help" => {
-                print!("{USAGE}");
-                return 0;
-            }
-            "-d" | "--daemon" => match it.next() {
-                Some(v) => addr = Some(v.clone()),
-                None => return fail(&format!("option requires an argument -- '{a}'")),
-            },
-            _ => match a.strip_prefix("--daemon=") {
-                Some(v) => addr = Some(v.to_string()),
-                None => {
-                    eprint!("{USAGE}");
-                    return 2;
-                }
-            },
-        }
-    }
-    let addr = addr
-        .or_else(|| std::env::var("RRDCACHED_ADDRESS").ok())
-        .filter(|a| !a.is_empty())
-        .unwrap_or_else(|| format!("unix:{DEFAULT_SOCKET}"));
-    match query(&addr) {
-        Ok(lines) => {
-            let mut out = std::io::stdout().lock();
-            for l in lines {
-                let _ = writeln!(out, "{l}");
-            }
-            0
-        }
-        Err(e) => fail(&e),
-    }
-}
-
-fn fail(msg: &str) -> i32 {
-    eprintln!("ERROR: {msg}");
-    1
-}
 
 /// Send STATS to `addr`; the reply's lines.
 pub fn query(addr: &str) -> Result<Vec<String>, String> {

@@ -8,7 +8,7 @@
 //! the store lock, so that everything acknowledged before it began is in the commit.
 
 use crate::daemon::{Daemon, Inner, DRAIN_CHUNK};
-use crate::ingest::{Entry, EntryState, ACCEPTED};
+use crate::entry::{Entry, EntryState, ACCEPTED};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,9 +21,6 @@ use std::time::Instant;
 const STOP_CHECKPOINT_SAMPLES: u64 = 8_000_000;
 /// ... or past this much log (records of creates hold no samples, but they are read).
 const STOP_CHECKPOINT_BYTES: u64 = 256 << 20;
-
-/// Encoded samples a drain applies before it commits them (see [`Daemon::commit_all`]).
-pub(crate) const COMMIT_PIECE: usize = 16 << 20;
 
 /// The least time between two returns of freed memory to the kernel (each walks the heap:
 /// a few milliseconds for 100 MB).
@@ -73,7 +70,7 @@ impl Daemon {
             }
             match done {
                 Ok(Ok(_)) => {}
-                Ok(Err(e)) => crate::log(&format!("commit failed: {e}")),
+                Ok(Err(e)) => crate::log::line(&format!("commit failed: {e}")),
                 Err(_) => self.panicked("the committer"),
             }
             // While commits fail for want of space, try again soon: values are refused
@@ -113,11 +110,11 @@ impl Daemon {
         if since > 0 && (self.checkpoint_at_stop || long) {
             let t0 = Instant::now();
             match inner.store.checkpoint() {
-                Ok(bytes) => crate::log(&format!(
+                Ok(bytes) => crate::log::line(&format!(
                     "wrote a checkpoint at shutdown ({bytes} bytes, in {:.2} s): the next open replays no log",
                     t0.elapsed().as_secs_f64()
                 )),
-                Err(e) => crate::log(&format!(
+                Err(e) => crate::log::line(&format!(
                     "could not write a checkpoint at shutdown ({e}): the next open replays {since} bytes of log"
                 )),
             }
@@ -125,7 +122,7 @@ impl Daemon {
         // Everything is committed: a CLI reading the store after the daemon has gone may
         // skip the search of the log's ring (a later write removes the mark first).
         if let Err(e) = inner.store.mark_clean() {
-            crate::log(&format!("could not mark the clean shutdown: {e}"));
+            crate::log::line(&format!("could not mark the clean shutdown: {e}"));
         }
         Ok(n)
     }
@@ -188,14 +185,14 @@ impl Daemon {
             inner.applied.push(e.clone());
         }
         if let Some(what) = first {
-            crate::log(&format!(
+            crate::log::line(&format!(
                 "{}: {bad} queued value(s) did not apply as checked; first: {what}",
                 self.abs_of(&e.name)
             ));
             self.stats.apply_errors.fetch_add(bad, Ordering::Relaxed);
             // The shadow went its own way: start again from what the store has.
             if let Some(rrd) = inner.store.get(&e.name) {
-                st.shadow = crate::ingest::shadow_of(rrd);
+                st.shadow = crate::entry::shadow_of(rrd);
             }
         }
     }
@@ -228,7 +225,7 @@ impl Daemon {
         let why = format!(
             "{what} panicked (a bug; see the log); no more updates are accepted: restart the daemon"
         );
-        crate::log(&why);
+        crate::log::line(&why);
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = why;
         self.failed.store(true, Ordering::SeqCst);
     }
@@ -239,7 +236,7 @@ impl Daemon {
             Ok(st) => st,
             Err(e) => {
                 for n in inner.store.take_notices() {
-                    crate::log(&n);
+                    crate::log::line(&n);
                 }
                 if let Some(why) = inner.store.must_checkpoint().map(str::to_string) {
                     // A full disk (or the like): the store goes on once a checkpoint can be
@@ -264,16 +261,16 @@ impl Daemon {
             }
         };
         if self.blocked.swap(false, Ordering::Relaxed) {
-            crate::log("commits go on: the values held since the failures are durable");
+            crate::log::line("commits go on: the values held since the failures are durable");
         }
         for n in inner.store.take_notices() {
-            crate::log(&n);
+            crate::log::line(&n);
         }
         if let Some(why) = inner.store.deferred_error() {
             // The commit stands, but the checkpoint after it failed: the store refuses writes
             // from now on, so stop accepting values now rather than at the next commit.
             if !self.failed.load(Ordering::Relaxed) {
-                crate::log(&format!("checkpoint after a commit failed: {why}"));
+                crate::log::line(&format!("checkpoint after a commit failed: {why}"));
             }
             self.note_store_error(&engine::Error::PreviousIo);
         }
@@ -304,14 +301,14 @@ impl Daemon {
 
     /// Apply every queued value and commit: everything accepted before the call is durable
     /// when it returns. The store lock is let go between chunks of series so that reads are
-    /// not held up by a long drain. A drain that has applied [`COMMIT_PIECE`] bytes of
+    /// not held up by a long drain. A drain that has applied [`crate::daemon::COMMIT_PIECE`] bytes of
     /// (`$RINGLET_COMMIT_PIECE`)
     /// samples commits them before it goes on: their queued text is let go then, not at the
     /// end (a million series' window held about 250 MB of queues and 50 MB of encoded
     /// samples at once, the daemon's peak); a few more records of megabytes each cost
     /// nothing in bytes a sample.
     pub fn commit_all(&self) -> Result<u64, String> {
-        if crate::fail_point("commit-panic") {
+        if crate::log::fail_point("commit-panic") {
             panic!("fail point commit-panic");
         }
         self.queued.store(0, Ordering::Relaxed);

@@ -270,10 +270,16 @@ fn duration(what: &str, v: &str) -> Result<u64, String> {
 /// `--http`'s default port (graphite-web's development server's).
 pub const HTTP_PORT: u16 = 8080;
 
+/// The port carbon's plaintext protocol listens on by default (carbon's own, 2003).
+pub const CARBON_PORT: u16 = 2003;
+
+/// The port carbon's pickle protocol listens on by default (carbon's own, 2004).
+pub const PICKLE_PORT: u16 = 2004;
+
 /// `--carbon`'s address: `host:port`, `[v6]:port`, `host` (port 2003) or `:port` and `port`
 /// (loopback: carbon is reached from elsewhere only when asked for).
 pub fn carbon_addr(s: &str) -> Result<std::net::SocketAddr, String> {
-    listen_addr(s, crate::carbon::DEFAULT_PORT)
+    listen_addr(s, CARBON_PORT)
 }
 
 /// A TCP address to listen on: `host:port`, `[v6]:port`, `host` (port `default`), or
@@ -511,9 +517,7 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "--http-max-connections" => c.http_connections = num(value()?)?.max(1) as usize,
             "--http-workers" => c.http_workers = num(value()?)?.max(1) as usize,
             "--carbon" => c.carbon.push(carbon_addr(&value()?)?),
-            "--carbon-pickle" => c
-                .carbon_pickle
-                .push(listen_addr(&value()?, crate::carbon::PICKLE_PORT)?),
+            "--carbon-pickle" => c.carbon_pickle.push(listen_addr(&value()?, PICKLE_PORT)?),
             "--graphite-conf" => c.graphite_conf = Some(PathBuf::from(value()?)),
             "--http" => c.http.push(listen_addr(&value()?, HTTP_PORT)?),
             // An optional value: `--view=DIR`, `--view DIR`, or `--view` alone.

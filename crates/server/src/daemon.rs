@@ -14,9 +14,8 @@
 //! shard is never held while taking another lock.
 
 use crate::config::Config;
-use crate::ingest::{Entry, Index};
+use crate::entry::{Entry, Index};
 use engine::{Options, Store};
-use proto::Response;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -73,7 +72,7 @@ pub struct Daemon {
     pub(crate) queued: AtomicU64,
     pub(crate) queue_limit: u64,
     /// Encoded bytes a commit's drain applies before it commits them and goes on
-    /// ([`crate::commit::COMMIT_PIECE`], or `$RINGLET_COMMIT_PIECE`).
+    /// ([`COMMIT_PIECE`], or `$RINGLET_COMMIT_PIECE`).
     pub(crate) commit_piece: usize,
     /// `-F`: write a checkpoint at shutdown, so that the next start replays no log.
     pub(crate) checkpoint_at_stop: bool,
@@ -94,8 +93,8 @@ pub struct Daemon {
     /// `/proc/self/fd/N` of the base directory opened before the mount (the directory
     /// beneath the view), and that descriptor. Unset: the files are reached at `base`.
     pub(crate) lower: std::sync::OnceLock<(std::fs::File, String)>,
-    /// Carbon's side (`--carbon`): its rules and counts, for STATS.
-    carbon: std::sync::OnceLock<Arc<crate::carbon::Carbon>>,
+    /// Lines the listeners beside rrdcached's add to STATS (carbon's counts).
+    more_stats: Mutex<Vec<Arc<dyn StatsLines>>>,
     pub restrict_base: bool,
     pub no_overwrite: bool,
     pub recursive_create: bool,
@@ -104,22 +103,19 @@ pub struct Daemon {
     pub reads: crate::gate::Share,
 }
 
+/// A listener beside rrdcached's (carbon) that counts what it does: its lines in STATS
+/// (`Key: value`), after rrdcached's and ringlet's own. The daemon knows no listener.
+pub trait StatsLines: Send + Sync {
+    fn stats_lines(&self, out: &mut Vec<String>);
+}
+
 /// Bytes the replies being built at once may hold (FETCH's rows and text): a reply waits
 /// for its share, one larger than this runs alone. The review found concurrent FETCHes of
 /// 9 million rows adding up (831 MB each).
 pub const READ_BUDGET: u64 = 1 << 30;
 
-/// A client's file name, resolved.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    /// The absolute name rrdcached would print in replies.
-    pub abs: String,
-    /// Where the daemon reaches `abs` on disk: `abs` itself, or the same path in the
-    /// directory beneath a view mounted over `-b` ([`Daemon::disk_path`]).
-    pub disk: std::path::PathBuf,
-    /// The store name.
-    pub name: String,
-}
+/// Encoded samples a drain applies before it commits them (see [`Daemon::commit_all`]).
+pub(crate) const COMMIT_PIECE: usize = 16 << 20;
 
 /// Entries drained per hold of the store lock in [`Daemon::commit_all`]: readers get the lock
 /// between chunks.
@@ -209,7 +205,7 @@ impl Daemon {
                 Ok(v) if !v.is_empty() => engine::parse_any_size(&v)
                     .map_err(|e| format!("RINGLET_COMMIT_PIECE: {e}"))?
                     .max(1) as usize,
-                _ => crate::commit::COMMIT_PIECE,
+                _ => COMMIT_PIECE,
             },
             checkpoint_at_stop: cfg.flush_on_shutdown,
             wake: Condvar::new(),
@@ -221,7 +217,7 @@ impl Daemon {
             disk_bytes_at_open: crate::iostats::disk_bytes_written(),
             base,
             lower: std::sync::OnceLock::new(),
-            carbon: std::sync::OnceLock::new(),
+            more_stats: Mutex::new(Vec::new()),
             restrict_base: cfg.restrict_base,
             no_overwrite: cfg.no_overwrite,
             recursive_create: cfg.recursive_create,
@@ -236,117 +232,26 @@ impl Daemon {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Resolve a client's file name as rrdcached does, then normalise it into a store name
-    /// (so `./x.rrd` and `x.rrd` are one series, unlike rrdcached's #1071).
-    /// Take carbon's plaintext protocol with these rules (once, at start).
-    pub fn set_carbon(&self, c: Arc<crate::carbon::Carbon>) {
-        let _ = self.carbon.set(c);
+    /// Add `s`'s lines to STATS from now on, after ringlet's own.
+    pub fn add_stats(&self, s: Arc<dyn StatsLines>) {
+        self.more_stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(s);
     }
 
-    /// Carbon's side, if `--carbon` was given.
-    pub fn carbon(&self) -> Option<Arc<crate::carbon::Carbon>> {
-        self.carbon.get().cloned()
-    }
-
-    pub fn resolve(&self, file: &str) -> Result<Target, String> {
-        let abs = match (&self.base, file.starts_with('/')) {
-            (Some(base), false) => format!("{base}/{file}"),
-            _ => file.to_string(),
-        };
-        if self.restrict_base {
-            let inside = match &self.base {
-                Some(base) => abs.starts_with(&format!("{base}/")) && !abs.contains("../"),
-                None => !abs.contains("../"),
-            };
-            if !inside {
-                return Err(format!("{abs}: Permission denied"));
-            }
+    /// The lines every listener beside rrdcached's adds to STATS.
+    pub fn more_stats(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in self
+            .more_stats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            s.stats_lines(&mut out);
         }
-        let rel = match &self.base {
-            Some(base) => abs.strip_prefix(&format!("{base}/")).unwrap_or(&abs),
-            None => &abs,
-        };
-        let name = engine::normalize_name(rel).map_err(|_| format!("{abs}: Permission denied"))?;
-        if self.restrict_base && !name.starts_with('/') {
-            self.no_links(&name)
-                .map_err(|_| format!("{abs}: Permission denied"))?;
-        }
-        let disk = self.disk_path(&abs);
-        Ok(Target { abs, disk, name })
-    }
-
-    /// Reach the files under `-b` through `dir` (the base directory opened before the view
-    /// is mounted over it) from now on: set once, before anything under `-b` is touched.
-    pub fn go_beneath(&self, dir: std::fs::File) {
-        use std::os::fd::AsRawFd;
-        let path = format!("/proc/self/fd/{}", dir.as_raw_fd());
-        if self.restrict_base {
-            self.lock().places.beneath = Some(std::path::PathBuf::from(&path));
-        }
-        let _ = self.lower.set((dir, path));
-    }
-
-    /// The base directory as the daemon reaches it on disk (beneath the view, if it is
-    /// mounted over it).
-    pub fn disk_base(&self) -> Option<&str> {
-        match self.lower.get() {
-            Some((_, p)) => Some(p.as_str()),
-            None => self.base.as_deref(),
-        }
-    }
-
-    /// Where the daemon reaches the absolute path `abs` on disk.
-    pub fn disk_path(&self, abs: &str) -> std::path::PathBuf {
-        if let (Some((_, lower)), Some(base)) = (self.lower.get(), &self.base) {
-            if let Some(rel) = abs.strip_prefix(base.as_str()) {
-                if rel.is_empty() || rel.starts_with('/') {
-                    return std::path::PathBuf::from(format!("{lower}{rel}"));
-                }
-            }
-        }
-        std::path::PathBuf::from(abs)
-    }
-
-    /// Under `-B`: no component of `name` below the base directory may be a symbolic link
-    /// (`base/link -> /elsewhere` would take CREATE, the import of a file, FLUSH and FORGET
-    /// outside it). Components that do not exist end the check: nothing is under them.
-    pub(crate) fn no_links(&self, name: &str) -> Result<(), ()> {
-        let Some(base) = self.disk_base() else {
-            return Ok(());
-        };
-        let mut p = std::path::PathBuf::from(base);
-        for c in name.split('/') {
-            p.push(c);
-            match std::fs::symlink_metadata(&p) {
-                Ok(m) if m.file_type().is_symlink() => return Err(()),
-                Ok(_) => {}
-                Err(_) => return Ok(()),
-            }
-        }
-        Ok(())
-    }
-
-    /// The absolute name of a store name, for replies that list files.
-    /// The key the ingest index and the connections' maps look `file` up by: a name under
-    /// the base directory sent whole without the base's prefix, else `file` as sent. Such a
-    /// key names the series that `file` resolves to whenever it is a store name (the index
-    /// holds store names only, each resolved and checked when its entry was made).
-    pub fn index_key<'a>(&self, file: &'a str) -> &'a str {
-        match &self.base {
-            Some(b) => file
-                .strip_prefix(b.as_str())
-                .and_then(|r| r.strip_prefix('/'))
-                .filter(|r| !r.is_empty())
-                .unwrap_or(file),
-            None => file,
-        }
-    }
-
-    pub fn abs_of(&self, name: &str) -> String {
-        match &self.base {
-            Some(b) if !name.starts_with('/') => format!("{b}/{name}"),
-            _ => name.to_string(),
-        }
+        out
     }
 
     /// Why UPDATE refuses values: the store failed a write (it refuses writes until reopened),
@@ -371,7 +276,7 @@ impl Daemon {
                     "a write to the store failed ({e}); restart the daemon, which serves what \
                      reached the disk"
                 );
-                crate::log(&format!(
+                crate::log::line(&format!(
                     "{failure}. Until then no value is accepted, and nothing the store holds \
                      in memory is read: it may never have reached the disk"
                 ));
@@ -404,118 +309,5 @@ impl Daemon {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(e.clone());
-    }
-
-    /// The entry of series `t`, created (and the `.rrd` file imported on first sight) if
-    /// needed. Errors are UPDATE's replies.
-    pub fn entry(&self, t: &Target) -> Result<Arc<Entry>, Response> {
-        let mut inner = self.lock();
-        crate::handlers::known(self, &mut inner, t)?;
-        if let Some(e) = self.index.get(&t.name) {
-            return Ok(e);
-        }
-        let (Some(rrd), Some(name)) = (inner.store.get(&t.name), inner.store.shared_name(&t.name))
-        else {
-            return Err(Response::err(format!("No such file: {}", t.abs)));
-        };
-        let e = Arc::new(Entry::new(name, rrd));
-        self.index.insert(&e);
-        Ok(e)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Removes the test's directory (a store's 64 MiB log among it) when dropped.
-    struct Cleanup(std::path::PathBuf);
-    impl Drop for Cleanup {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn daemon(base: Option<&str>, restrict: bool) -> (Daemon, Cleanup) {
-        let dir = std::env::temp_dir().join(format!(
-            "ringlet-daemon-test-{}-{}",
-            std::process::id(),
-            base.unwrap_or("none").replace('/', "_")
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        let cleanup = Cleanup(dir.clone());
-        let mut cfg = crate::config::parse(&[]).expect("defaults");
-        cfg.restrict_base = restrict;
-        cfg.base = base.map(|b| {
-            let p = dir.join(b.trim_start_matches('/'));
-            std::fs::create_dir_all(&p).unwrap();
-            p
-        });
-        (
-            Daemon::open(&cfg, &dir.join("store")).expect("opens"),
-            cleanup,
-        )
-    }
-
-    #[test]
-    fn relative_and_absolute_names_meet_in_one_series() {
-        let (d, _c) = daemon(Some("db"), true);
-        let base = d.base.clone().unwrap();
-        let a = d.resolve("x/./a.rrd").unwrap();
-        let b = d.resolve(&format!("{base}/x/a.rrd")).unwrap();
-        assert_eq!(a.name, "x/a.rrd");
-        assert_eq!(a.name, b.name);
-        assert_eq!(b.abs, format!("{base}/x/a.rrd"));
-    }
-
-    /// An absolute spelling finds the entry made for the relative one (and the reverse)
-    /// through the one key the index holds, and a name outside the base is its own key.
-    #[test]
-    fn absolute_names_look_up_the_store_name() {
-        let (d, _c) = daemon(Some("db4"), false);
-        let base = d.base.clone().unwrap();
-        assert_eq!(d.index_key(&format!("{base}/x/a.rrd")), "x/a.rrd");
-        assert_eq!(d.index_key("x/a.rrd"), "x/a.rrd");
-        assert_eq!(
-            d.index_key(&format!("{base}x/a.rrd")),
-            format!("{base}x/a.rrd")
-        );
-        assert_eq!(d.index_key(&format!("{base}/")), format!("{base}/"));
-        assert_eq!(d.index_key("/srv/x.rrd"), "/srv/x.rrd");
-        let rrd = rrd::Rrd::new(
-            rrd::create::parse_create(
-                &["a.rrd", "DS:x:GAUGE:20:U:U", "RRA:LAST:0.5:1:10"].map(String::from),
-                1_700_000_000,
-            )
-            .unwrap()
-            .schema,
-            1_700_000_000,
-        );
-        d.lock().store.create("x/a.rrd", rrd, false).unwrap();
-        let e = crate::ingest::entry_for(&d, &format!("{base}/x/a.rrd")).unwrap();
-        let f = crate::ingest::entry_for(&d, "x/a.rrd").unwrap();
-        let g = crate::ingest::entry_for(&d, "x//a.rrd").unwrap();
-        assert!(Arc::ptr_eq(&e, &f) && Arc::ptr_eq(&e, &g));
-        assert_eq!(d.index.entries().len(), 1);
-    }
-
-    #[test]
-    fn restricted_base_refuses_escapes_with_rrdcacheds_text() {
-        let (d, _c) = daemon(Some("db2"), true);
-        let base = d.base.clone().unwrap();
-        assert_eq!(
-            d.resolve("../x.rrd").unwrap_err(),
-            format!("{base}/../x.rrd: Permission denied")
-        );
-        assert_eq!(
-            d.resolve("/etc/x.rrd").unwrap_err(),
-            "/etc/x.rrd: Permission denied"
-        );
-    }
-
-    #[test]
-    fn unrestricted_absolute_names_outside_base_are_kept_whole() {
-        let (d, _c) = daemon(Some("db3"), false);
-        assert_eq!(d.resolve("/srv/x.rrd").unwrap().name, "/srv/x.rrd");
     }
 }

@@ -67,7 +67,7 @@ impl Pool {
         let mut last = self.logged.lock().unwrap_or_else(|p| p.into_inner());
         if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
             *last = Some(Instant::now());
-            crate::log(&format!(
+            crate::log::line(&format!(
                 "{}: {} connections, the most it serves at once: refusing new ones \
                  ({} refused so far)",
                 self.name,
@@ -118,7 +118,7 @@ pub fn spawn(name: &str, slot: Slot, f: impl FnOnce() + Send + 'static) {
             f()
         });
     if let Err(e) = spawned {
-        crate::log(&format!("{name}: cannot start a connection thread: {e}"));
+        crate::log::line(&format!("{name}: cannot start a connection thread: {e}"));
     }
 }
 
@@ -142,9 +142,9 @@ pub fn accept_loop<S: Send + 'static>(
             Err(e) => {
                 if logged.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
                     logged = Some(Instant::now());
-                    crate::log(&format!(
+                    crate::log::line(&format!(
                         "{name}: accept failed: {} (trying again)",
-                        crate::strerror(&e)
+                        crate::log::strerror(&e)
                     ));
                 }
                 std::thread::sleep(ACCEPT_PAUSE);

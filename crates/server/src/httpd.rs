@@ -1,5 +1,5 @@
-//! The HTTP/1.1 listener (`--http`): connections, their limits and timeouts; the routes are
-//! graphite's and the web page's ([`crate::graphite::http`]).
+//! The HTTP/1.1 server (`--http`): connections, their limits and timeouts, and a request's
+//! path and form parameters ([`Query`]); the routes are [`crate::routes`]'.
 //!
 //! A connection is a thread, as every other connection of the daemon ([`crate::gate`]),
 //! and what made the review's attacks work is bounded here:
@@ -55,6 +55,79 @@ pub struct Request {
     /// Headers, names lowercased.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+}
+
+/// What the routes read of a request: its path, its parameters (the query string's, then a
+/// POSTed form's), and the time it is answered at.
+pub struct Query {
+    pub path: String,
+    pub params: Vec<(String, String)>,
+    pub now: i64,
+}
+
+impl Query {
+    pub fn of(req: &Request) -> Query {
+        let url = req.url.as_str();
+        let (path, query) = url.split_once('?').unwrap_or((url, ""));
+        let mut params = form(query);
+        if req.method == "POST"
+            && req
+                .header("content-type")
+                .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"))
+        {
+            params.extend(form(&String::from_utf8_lossy(&req.body)));
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |t| t.as_secs() as i64);
+        Query {
+            path: path.to_string(),
+            params,
+            now,
+        }
+    }
+
+    /// The first parameter named `k`.
+    pub fn get(&self, k: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(p, _)| p == k)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// `application/x-www-form-urlencoded` pairs (`+` is a space, `%XX` a byte).
+pub fn form(q: &str) -> Vec<(String, String)> {
+    fn dec(s: &str) -> String {
+        let b = s.as_bytes();
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'+' => out.push(b' '),
+                b'%' if i + 2 < b.len() => {
+                    let hex = |c: u8| (c as char).to_digit(16);
+                    match (hex(b[i + 1]), hex(b[i + 2])) {
+                        (Some(h), Some(l)) => {
+                            out.push((h * 16 + l) as u8);
+                            i += 2;
+                        }
+                        _ => out.push(b'%'),
+                    }
+                }
+                c => out.push(c),
+            }
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (dec(k), dec(v)),
+            None => (dec(p), String::new()),
+        })
+        .collect()
 }
 
 impl Request {
@@ -470,6 +543,20 @@ fn write_response(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forms_decode() {
+        assert_eq!(
+            form("target=sumSeries(a.*)&from=-1d&x&target=a%2Bb+c&bad=%zz%4"),
+            vec![
+                ("target".into(), "sumSeries(a.*)".into()),
+                ("from".into(), "-1d".into()),
+                ("x".into(), String::new()),
+                ("target".into(), "a+b c".into()),
+                ("bad".into(), "%zz%4".into()),
+            ]
+        );
+    }
 
     fn server(limits: Limits) -> (std::net::SocketAddr, Counts) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();

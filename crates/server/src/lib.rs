@@ -11,69 +11,34 @@ pub mod carbon;
 pub mod client;
 pub mod commit;
 pub mod config;
-pub mod conn;
 pub mod daemon;
+pub mod entry;
 pub mod gate;
 pub mod graphite;
-pub mod handlers;
 pub mod httpd;
 pub mod ingest;
 pub mod iostats;
+pub mod log;
 pub mod pickle;
 pub mod placeholder;
+pub mod read;
 pub mod remote;
+pub mod routes;
+pub mod rrdcached;
 mod sample;
+pub mod series;
+pub mod stats;
 mod sys;
 pub mod view;
 pub mod web;
 
 use config::{Addr, Config};
 use daemon::Daemon;
-use std::io::Write;
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-
-static LOG: Mutex<Option<std::fs::File>> = Mutex::new(None);
-
-/// An OS error as C's strerror says it (without Rust's " (os error N)").
-pub(crate) fn strerror(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error ") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
-}
-
-/// A test hook: `RINGLET_FAIL_POINT=<name>` makes the point of that name fire once (the
-/// daemon's tests use `commit-panic` to panic in the committer). Unset, it costs one load.
-pub(crate) fn fail_point(name: &str) -> bool {
-    use std::sync::atomic::AtomicBool;
-    static POINT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-    static FIRED: AtomicBool = AtomicBool::new(false);
-    let p = POINT.get_or_init(|| std::env::var("RINGLET_FAIL_POINT").ok());
-    p.as_deref() == Some(name) && !FIRED.swap(true, Ordering::SeqCst)
-}
-
-/// Log one line: to the `-o` file if given, else to stderr.
-pub fn log(msg: &str) {
-    let ts = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let line = format!("ringlet[{}] {ts}: {msg}\n", std::process::id());
-    let mut g = LOG.lock().unwrap_or_else(|p| p.into_inner());
-    match g.as_mut() {
-        Some(f) => {
-            let _ = f.write_all(line.as_bytes());
-        }
-        None => {
-            let _ = std::io::stderr().write_all(line.as_bytes());
-        }
-    }
-}
 
 enum Listener {
     Unix(UnixListener, PathBuf),
@@ -142,7 +107,12 @@ struct Pools {
 
 /// Accept connections on `l`, one thread each; past a pool's bound a new one gets
 /// `-1 Too many connections` and is closed.
-fn spawn_acceptor(d: Arc<Daemon>, l: Listener, access: Arc<conn::Access>, pools: &Pools) {
+fn spawn_acceptor(
+    d: Arc<Daemon>,
+    l: Listener,
+    access: Arc<rrdcached::conn::Access>,
+    pools: &Pools,
+) {
     let (tcp, idle) = (matches!(l, Listener::Tcp(_)), pools.idle);
     let counted = if tcp {
         vec![pools.all.clone(), pools.tcp.clone()]
@@ -168,7 +138,7 @@ fn spawn_acceptor(d: Arc<Daemon>, l: Listener, access: Arc<conn::Access>, pools:
             stream.set_write_timeout(Some(Duration::from_secs(30)));
             // A bug that panics ends this connection only; the slot is given back.
             let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                conn::serve(&d, &access, stream)
+                rrdcached::conn::serve(&d, &access, stream)
             }));
             match served {
                 Ok(Err(e)) if idle_end(&e) => {}
@@ -176,10 +146,10 @@ fn spawn_acceptor(d: Arc<Daemon>, l: Listener, access: Arc<conn::Access>, pools:
                     if e.kind() != std::io::ErrorKind::BrokenPipe
                         && e.kind() != std::io::ErrorKind::ConnectionReset =>
                 {
-                    log(&format!("connection closed: {e}"));
+                    log::line(&format!("connection closed: {e}"));
                 }
                 Err(_) => {
-                    log("connection closed: a request made the daemon panic");
+                    log::line("connection closed: a request made the daemon panic");
                     // A panic half way through a commit or an update leaves the store
                     // refusing writes: then stop accepting values too.
                     if d.lock().store.refuses_writes() {
@@ -202,7 +172,7 @@ fn idle_end(e: &std::io::Error) -> bool {
 }
 
 /// A socket a connection thread can serve.
-trait ConnStream: std::io::Read + Write + Send {
+trait ConnStream: std::io::Read + std::io::Write + Send {
     fn set_write_timeout(&self, t: Option<Duration>);
 }
 impl ConnStream for std::os::unix::net::UnixStream {
@@ -218,8 +188,8 @@ impl ConnStream for std::net::TcpStream {
 
 fn final_commit(d: &Daemon) {
     match d.final_commit() {
-        Ok(n) => log(&format!("committed {n} samples at shutdown")),
-        Err(e) => log(&format!("final commit failed: {e}")),
+        Ok(n) => log::line(&format!("committed {n} samples at shutdown")),
+        Err(e) => log::line(&format!("final commit failed: {e}")),
     }
 }
 
@@ -276,7 +246,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             .append(true)
             .open(f)
             .map_err(|e| format!("cannot open log file {}: {e}", f.display()))?;
-        *LOG.lock().unwrap_or_else(|p| p.into_inner()) = Some(file);
+        log::to_file(file);
     }
     if let Some(p) = &cfg.pid_file {
         sys::check_pid_file(p)?;
@@ -289,7 +259,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     if let Some(v) = &cfg.view {
         if let Some(dir) = v.as_deref().or(cfg.base.as_deref()) {
             if let Err(e) = view::clear_stale(dir) {
-                log(&format!("no view: {e}"));
+                log::line(&format!("no view: {e}"));
             }
         }
     }
@@ -309,7 +279,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         }
     }
     let rep = d.lock().store.recovery().clone();
-    log(&format!(
+    log::line(&format!(
         "{}, in {:.2} s",
         describe_recovery(store_dir, &rep),
         opening.elapsed().as_secs_f64()
@@ -329,7 +299,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         }),
     };
     if let Err(e) = recorded {
-        log(&format!(
+        log::line(&format!(
             "cannot record the base directory in the store: {e}"
         ));
     }
@@ -342,8 +312,8 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     let places = d.lock().places.clone();
     let first = d.lock().store.created_since_checkpoint();
     let checked_first = first.len();
-    let fixed = placeholder::repair(&d, &places, first, &|| false);
-    log(&format!(
+    let fixed = series::repair::repair(&d, &places, first, &|| false);
+    log::line(&format!(
         "placeholders of the {checked_first} series created since the checkpoint checked in {:.2} s",
         t0.elapsed().as_secs_f64()
     ));
@@ -355,9 +325,9 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             // All of them: those just checked are placeholders now, found as such at once.
             let all = dc.lock().store.names();
             let n = all.len();
-            let fixed = placeholder::repair(&dc, &places, all, &|| dc.closing());
+            let fixed = series::repair::repair(&dc, &places, all, &|| dc.closing());
             if !dc.closing() {
-                log(&format!(
+                log::line(&format!(
                     "placeholders of all {n} series checked in {:.2} s",
                     t0.elapsed().as_secs_f64()
                 ));
@@ -375,12 +345,13 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         if let Listener::Unix(_, p) = &b {
             sockets.push(p.clone());
         }
-        log(&format!("listening on {}", describe(&b)));
+        log::line(&format!("listening on {}", describe(&b)));
         bound.push((b, l.allowed.clone()));
     }
     // Carbon's plaintext protocol: TCP and UDP on each --carbon address.
     let mut carbon_bound = Vec::new();
     let mut pickle_bound = Vec::new();
+    let mut carbon = None;
     if !cfg.carbon.is_empty() || !cfg.carbon_pickle.is_empty() {
         let rules = carbon::Rules::load(cfg.graphite_conf.as_deref())?;
         let mut c = carbon::Carbon::new(rules);
@@ -394,7 +365,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
                 .map_err(|e| format!("cannot listen for carbon on {a} (TCP): {e}"))?;
             let udp = std::net::UdpSocket::bind(a)
                 .map_err(|e| format!("cannot listen for carbon on {a} (UDP): {e}"))?;
-            log(&format!(
+            log::line(&format!(
                 "listening for carbon's plaintext protocol on {a} (TCP and UDP)"
             ));
             carbon_bound.push((tcp, udp));
@@ -402,16 +373,17 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         for a in &cfg.carbon_pickle {
             let tcp = TcpListener::bind(a)
                 .map_err(|e| format!("cannot listen for carbon's pickles on {a}: {e}"))?;
-            log(&format!("listening for carbon's pickle protocol on {a}"));
+            log::line(&format!("listening for carbon's pickle protocol on {a}"));
             pickle_bound.push(tcp);
         }
-        d.set_carbon(c);
+        d.add_stats(c.clone());
+        carbon = Some(c);
     }
     // graphite-web's API.
     let mut http_bound = Vec::new();
     for a in &cfg.http {
         let server = TcpListener::bind(a).map_err(|e| format!("cannot serve HTTP on {a}: {e}"))?;
-        log(&format!(
+        log::line(&format!(
             "serving the web page and graphite-web's API on http://{a}/"
         ));
         http_bound.push(server);
@@ -424,7 +396,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     // first TCP address.
     if let Some(addr) = cfg.client_address() {
         if let Err(e) = remote::record(store_dir, &addr) {
-            log(&format!(
+            log::line(&format!(
                 "cannot record the daemon's address in the store: {e}"
             ));
         }
@@ -434,7 +406,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         None => None,
         Some(at) => match at {
             Err(e) => {
-                log(&format!("no view: {e}"));
+                log::line(&format!("no view: {e}"));
                 None
             }
             // The view shows the ids the daemon has after -U/-G from the first answer (a
@@ -445,11 +417,11 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
                 ids.as_ref().map(|i| (i.uid, i.gid)).unwrap_or_default(),
             ) {
                 Ok(m) => {
-                    log(&format!("view mounted at {}", dir.display()));
+                    log::line(&format!("view mounted at {}", dir.display()));
                     Some(m)
                 }
                 Err(e) => {
-                    log(&format!("no view: {e}"));
+                    log::line(&format!("no view: {e}"));
                     None
                 }
             },
@@ -468,13 +440,13 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         idle: cfg.idle_timeout,
     };
     for (b, allowed) in bound {
-        let access = Arc::new(conn::Access {
+        let access = Arc::new(rrdcached::conn::Access {
             allowed,
             max_line: cfg.max_line,
         });
         spawn_acceptor(d.clone(), b, access, &pools);
     }
-    if let Some(c) = d.carbon() {
+    if let Some(c) = carbon {
         for (tcp, udp) in carbon_bound {
             let (d1, c1, d2, c2) = (d.clone(), c.clone(), d.clone(), c.clone());
             std::thread::spawn(move || carbon::serve_tcp(d1, c1, tcp));
@@ -493,7 +465,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
                 connections: cfg.http_connections,
                 workers: cfg.http_workers,
             };
-            graphite::http::serve(d1, g1, server, limits);
+            routes::serve(d1, g1, server, limits);
         }
     }
     let dc = d.clone();
@@ -532,9 +504,9 @@ fn view_dir(dir: Option<&Path>, base: Option<&str>, store: &Path) -> Result<Path
 }
 
 /// Log what a check of placeholders (begun at `t0`) changed under the base directory.
-fn report_repair(fixed: &placeholder::Repaired, t0: std::time::Instant) {
+fn report_repair(fixed: &series::repair::Repaired, t0: std::time::Instant) {
     if fixed.written + fixed.copies_replaced > 0 || !fixed.moved_aside.is_empty() {
-        log(&format!(
+        log::line(&format!(
             "placeholders: {} written, {} full-size copies replaced ({} bytes freed), {} changed files moved aside, in {:.1} s",
             fixed.written,
             fixed.copies_replaced,
@@ -544,7 +516,7 @@ fn report_repair(fixed: &placeholder::Repaired, t0: std::time::Instant) {
         ));
     }
     for (name, dest) in &fixed.moved_aside {
-        log(&format!(
+        log::line(&format!(
             "{name}: the file at its path differed from the store (changed by hand?); kept at {}",
             dest.display()
         ));
@@ -587,7 +559,7 @@ fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf], view: Option<v
         match sig {
             sys::Signal::Hup => continue,
             other => {
-                log(&format!("caught {other:?}, committing and exiting"));
+                log::line(&format!("caught {other:?}, committing and exiting"));
                 break;
             }
         }

@@ -18,8 +18,9 @@
 //! CLI on the same store finds it ([`recorded`]).
 
 use crate::config::{parse_addr, Addr};
-use crate::daemon::{Daemon, Inner, Target};
-use crate::strerror;
+use crate::daemon::{Daemon, Inner};
+use crate::log::strerror;
+use crate::series::Target;
 use cli::{Ctx, Outcome};
 use proto::Response;
 use std::cell::RefCell;
@@ -351,13 +352,15 @@ pub fn serve(
         "update" | "updatev" => cli::commands::update_target(args),
         _ => None,
     };
-    let mut inner = d.lock();
+    // Any other command may read any series: every accepted value is applied first.
+    let mut inner = match target {
+        Some(_) => d.lock(),
+        None => crate::read::all(d),
+    };
     let entry = target.as_ref().and_then(|n| d.index.get(n));
     let mut held = entry.as_ref().map(|e| e.lock());
-    match (&entry, held.as_mut()) {
-        (Some(e), Some(st)) => d.apply_queue(&mut inner, e, st),
-        _ if target.is_none() => d.apply_all(&mut inner),
-        _ => {}
+    if let (Some(e), Some(st)) = (&entry, held.as_mut()) {
+        d.apply_queue(&mut inner, e, st);
     }
     let store_dir = inner.places.store.clone();
     // As CREATE: under -B, no series through a symbolic link below the base directory.
@@ -384,7 +387,7 @@ pub fn serve(
     };
     if let (Some(name), Some(st)) = (&target, held.as_mut()) {
         if let Some(rrd) = inner.store.get(name) {
-            st.shadow = crate::ingest::shadow_of(rrd);
+            st.shadow = crate::entry::shadow_of(rrd);
         }
     }
     drop(held);
@@ -447,11 +450,11 @@ fn placeholder_for(d: &Daemon, inner: &mut Inner, name: &str) {
         abs,
         name: name.to_string(),
     };
-    match crate::handlers::write_placeholder(inner, &t, true) {
-        Ok(()) => crate::handlers::forget_disk(inner, &t),
+    match crate::series::life::write_placeholder(inner, &t, true) {
+        Ok(()) => crate::series::import::forget_disk(inner, &t),
         Err(e) => {
-            crate::log(&format!("{}: no placeholder: {e}", t.abs));
-            crate::handlers::remember_disk(inner, &t);
+            crate::log::line(&format!("{}: no placeholder: {e}", t.abs));
+            crate::series::import::remember_disk(inner, &t);
         }
     }
 }

@@ -36,7 +36,7 @@
 //! is served is ours.
 
 use crate::daemon::Daemon;
-use crate::handlers::{view_import, view_remove, view_rename};
+use crate::series::life::{view_import, view_remove, view_rename};
 use fuser::{
     BsdFileFlags, Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
     Generation, INodeNo, LockOwner, MountOption, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
@@ -74,7 +74,7 @@ impl Drop for Mounted {
             // After -U the daemon may not unmount: its exit closes the FUSE connection, and
             // the next start (as root) removes the dead mount. Not joined: its threads would
             // wait for an unmount that cannot come.
-            crate::log(&format!(
+            crate::log::line(&format!(
                 "view: {} stays mounted, dead, until the next start (no permission to unmount \
                  after -U)",
                 self.dir.display()
@@ -83,7 +83,7 @@ impl Drop for Mounted {
             return;
         }
         if let Err(e) = s.umount_and_join() {
-            crate::log(&format!("view: unmounting {}: {e}", self.dir.display()));
+            crate::log::line(&format!("view: unmounting {}: {e}", self.dir.display()));
         }
     }
 }
@@ -97,7 +97,7 @@ pub fn clear_stale(dir: &Path) -> Result<(), String> {
         Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
             crate::sys::detach_mount(dir)
                 .map_err(|e| format!("cannot remove the stale mount at {}: {e}", dir.display()))?;
-            crate::log(&format!("view: removed a stale mount at {}", dir.display()));
+            crate::log::line(&format!("view: removed a stale mount at {}", dir.display()));
             Ok(())
         }
         _ => Ok(()),
@@ -464,18 +464,15 @@ impl View {
                 Some(self.file_attr(ino, f.bytes.len() as u64, f.mtime))
             }
             Node::File(name) => {
-                let (size, last, usec) = {
-                    // The time of the last value accepted: queued ones are applied first,
-                    // as for any read.
-                    let mut inner = self.d.lock();
-                    self.d.apply_series(&mut inner, name);
-                    let rrd = inner.store.get(name)?;
+                // The time of the last value accepted: queued ones are applied first, as for
+                // any read.
+                let (size, last, usec) = crate::read::with(&self.d, name, |rrd| {
                     (
                         rrd::rrdfile::file_len(&rrd.schema),
                         rrd.last_up,
                         rrd.last_up_usec,
                     )
-                };
+                })?;
                 Some(self.file_attr(ino, size, time_of(last, usec)))
             }
         }
@@ -500,16 +497,11 @@ impl View {
             // Logged once, when the write failed.
             return Err(Errno::EIO);
         }
-        let rrd = {
-            let mut inner = self.d.lock();
-            self.d.apply_series(&mut inner, name);
-            match inner.store.get(name) {
-                Some(r) => r.clone(),
-                None => return Err(Errno::ENOENT),
-            }
+        let Some(rrd) = crate::read::copy(&self.d, name) else {
+            return Err(Errno::ENOENT);
         };
         rrd::rrdfile::write(&rrd).map_err(|e| {
-            crate::log(&format!("view: {name}: cannot build the file: {e}"));
+            crate::log::line(&format!("view: {name}: cannot build the file: {e}"));
             Errno::EIO
         })
     }
@@ -562,11 +554,11 @@ impl View {
                 // A series' file rewritten with something else: the series stays as it was
                 // (and visible). A new file stays loose: it may be written further.
                 if self.names().contains(path) {
-                    crate::log(&format!(
+                    crate::log::line(&format!(
                         "view: {path}: not imported, the series is unchanged: {e}"
                     ));
                 } else {
-                    crate::log(&format!(
+                    crate::log::line(&format!(
                         "view: {path}: not imported (kept as a plain file): {e}"
                     ));
                     self.put_loose(path, bytes);
@@ -581,14 +573,14 @@ impl View {
     fn settle_edit(&self, name: &str, orig: &[u8], buf: &[u8]) -> Result<(), Errno> {
         let now = self.snapshot(name)?;
         if now != orig {
-            crate::log(&format!(
+            crate::log::line(&format!(
                 "view: {name}: changed by the daemon while open for writing; the file's changes \
                  are not applied (write it again)"
             ));
             return Err(Errno::EAGAIN);
         }
         view_import(&self.d, name, buf).map_err(|e| {
-            crate::log(&format!("view: {name}: not imported: {e}"));
+            crate::log::line(&format!("view: {name}: not imported: {e}"));
             Errno::EIO
         })
     }
@@ -763,7 +755,7 @@ impl View {
                 self.take_loose(t);
             }
             view_import(&self.d, to, &bytes).map_err(|e| {
-                crate::log(&format!("view: {from}: not imported as {to}: {e}"));
+                crate::log::line(&format!("view: {from}: not imported as {to}: {e}"));
                 Errno::EIO
             })?;
             return std::fs::remove_file(&src).map_err(|e| errno(&e));
@@ -794,7 +786,7 @@ impl View {
 
     /// A refused write: logged with where to send updates instead.
     fn refuse_rows(&self, name: &str) -> Errno {
-        crate::log(&format!(
+        crate::log::line(&format!(
             "view: {name}: a write to its rows in place was refused; send updates to the daemon \
              (RRDCACHED_ADDRESS={} rrdtool update ...)",
             self.address
@@ -1103,7 +1095,7 @@ impl Filesystem for View {
                 }
                 Ok(false) => reply.error(Errno::ENOENT),
                 Err(e) => {
-                    crate::log(&format!("view: {p}: not removed: {e}"));
+                    crate::log::line(&format!("view: {p}: not removed: {e}"));
                     reply.error(Errno::EIO)
                 }
             },
@@ -1193,7 +1185,7 @@ impl Filesystem for View {
                     }
                     Ok(false) => reply.error(Errno::ENOENT),
                     Err(e) => {
-                        crate::log(&format!("view: {f}: not renamed to {to}: {e}"));
+                        crate::log::line(&format!("view: {f}: not renamed to {to}: {e}"));
                         reply.error(Errno::EIO)
                     }
                 }

@@ -108,7 +108,7 @@ pub fn route(d: &Daemon, path: &str, params: &[(String, String)], now: i64) -> O
 
 /// A JSON string literal (the daemon's one writer of them, as graphite-web's JSON escapes).
 pub fn json_str(s: &str) -> String {
-    crate::graphite::render::json_string(s)
+    crate::graphite::format::json_string(s)
 }
 
 /// A JSON number (`null` for unknown; infinities as numbers too large for a double, which
@@ -351,13 +351,8 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
     };
     // A copy of the series (its archives packed) is taken under the store lock; the reply
     // is built after the lock is let go.
-    let rrd = {
-        let mut inner = d.lock();
-        d.apply_series(&mut inner, name);
-        match inner.store.get(name) {
-            Some(r) => r.clone(),
-            None => return error(404, &format!("no series {name}")),
-        }
+    let Some(rrd) = crate::read::copy(d, name) else {
+        return error(404, &format!("no series {name}"));
     };
     let rrd = &rrd;
     if until > i64::MAX / 2 {
@@ -502,7 +497,7 @@ fn consolidate(vals: &[f64], by: usize, cf: rrd::Cf) -> Vec<f64> {
 /// What the Disk panel shows, from the daemon's STATS: every `Key: number` line, the loss
 /// window, and the projections.
 fn stats(d: &Daemon) -> Reply {
-    let lines = crate::handlers::stats_lines(d);
+    let lines = crate::stats::lines(d);
     let mut fields: Vec<(String, f64)> = Vec::new();
     let mut out = String::from("{\"stats\": {");
     for l in &lines {

@@ -7,22 +7,7 @@ use engine::{Error, Options, Store};
 use rrd::{Cf, DsDef, DsType, RraDef, Rrd, Sample, Schema};
 use std::collections::BTreeMap;
 
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+pub use testkit::Rng;
 
 pub fn ds(name: &str, kind: DsType) -> DsDef {
     DsDef {
@@ -105,7 +90,7 @@ pub fn workload(seed: u64, rounds: usize) -> Vec<Op> {
 /// [`workload`] over `series` series: four at first, the others created one by one (each
 /// committed) at even intervals of the rounds.
 pub fn workload_growing(seed: u64, rounds: usize, series: usize) -> Vec<Op> {
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::seeded(seed);
     let mut ops = Vec::new();
     let names: Vec<String> = (0..series).map(|i| format!("host{i}/if.rrd")).collect();
     let mut t: BTreeMap<String, i64> = BTreeMap::new();
@@ -312,13 +297,13 @@ impl TempDir {
         let p = std::env::temp_dir().join(format!(
             "ringlet-engine-{tag}-{}-{}",
             std::process::id(),
-            Rng::new(
+            Rng::seeded(
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_nanos() as u64)
                     .unwrap_or(1)
             )
-            .next()
+            .next_u64()
         ));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).expect("temp dir");

@@ -473,12 +473,10 @@ fn numbers_print_like_rrdtool_for_seeded_doubles() {
     let dir = std::env::temp_dir().join(format!("ringlet-dump-nums-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut rng = testkit::Rng::new(0x2545_f491_4f6c_dd1d);
     let mut rows = String::new();
     for i in 0..5000u64 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = rng.next_u64();
         let v = match i % 4 {
             0 => f64::from_bits(x >> 1),
             1 => (x % 2_000_000) as f64 / 1000.0 - 1000.0,

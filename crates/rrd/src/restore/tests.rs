@@ -64,13 +64,8 @@ fn round_trip(name: &str, create: &[&str], updates: &[String]) {
 /// letter per input DS: `g` a float, `c` a growing integer counter, `d` an integer walk
 /// that may go down, `f` a growing float counter. About one value in 13 is `U`.
 fn updates(start: i64, n: usize, gap: i64, kinds: &str, seed: u64) -> Vec<String> {
-    let mut x = seed;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = testkit::Rng::new(seed);
+    let mut next = move || rng.next_u64();
     let mut acc = vec![1000i64; kinds.len()];
     (1..=n)
         .map(|i| {
@@ -540,12 +535,10 @@ fn damaged_xml_never_panics() {
         "<ds/>",
         "<row>",
     ];
-    let mut x: u64 = 42;
+    let mut rng = testkit::Rng::new(42);
     let bytes = xml.as_bytes();
     for _ in 0..3000 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = rng.next_u64();
         let at = (x % bytes.len() as u64) as usize;
         let cut = ((x >> 20) % 8) as usize;
         let piece = pieces[((x >> 32) % pieces.len() as u64) as usize];
@@ -566,12 +559,10 @@ fn numbers_parse_bit_for_bit_like_rrdtool() {
         return;
     }
     let dir = tmpdir("bits");
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rng = testkit::Rng::new(0x9e37_79b9_7f4a_7c15);
     let mut rows = String::new();
     for i in 0..5000u64 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = rng.next_u64();
         let text = match i % 5 {
             0 => format!("{:e}", f64::from_bits(x >> 2)),
             1 => format!("{}.{}", x % 100_000, x % 1_000_000_007),

@@ -784,13 +784,8 @@ fn random_requests_match_rrdtool() {
     let Some(dir) = fixtures("random") else {
         return;
     };
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = |n: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    };
+    let mut rng = testkit::Rng::new(0x9e37_79b9_7f4a_7c15);
+    let mut next = |n: u64| rng.next_u64() % n;
     let files = ["x300.rrd:g", "x300.rrd:c", "x600.rrd:g", "x400.rrd:g"];
     let cfs = ["AVERAGE", "MIN", "MAX", "LAST"];
     for _ in 0..150 {

@@ -1,36 +1,22 @@
-//! graphite-web's routes over the HTTP listener (`--http ADDR`, [`crate::httpd`]):
+//! graphite-web's routes over the HTTP listener (`--http ADDR`, [`crate::routes`]):
 //! `/render` (GET, and POST of a form), `/metrics/find`, `/metrics/expand`,
 //! `/metrics/index.json`, `/version`, `/functions`, `/tags`, `/tags/TAG`,
-//! `/tags/autoComplete/tags` and `.../values`; the web page's routes first ([`crate::web`]).
+//! `/tags/autoComplete/tags` and `.../values`. The web page's routes come first
+//! ([`crate::routes`]).
 //! A bad request gets a 400 with the reason in plain text; a body over
 //! [`crate::httpd::MAX_BODY`] a 413.
 
+use super::format::{self, json_string};
 use super::glob::Pattern;
-use super::render::{self, json_string, Ctx};
+use super::render::{self, Ctx};
 use super::Graphite;
+use super::{functions, series};
 use crate::daemon::Daemon;
-use crate::httpd::{Request, Response};
-use std::sync::Arc;
+use crate::httpd::{Query, Response};
 
 /// The version `/version` reports: graphite-web's whose API this follows (Grafana picks its
 /// features by it).
 pub const GRAPHITE_VERSION: &str = "1.1.10";
-
-/// Serve graphite-web's API and the web page on `listener` (its bounds: `limits`).
-pub fn serve(
-    d: Arc<Daemon>,
-    g: Arc<Graphite>,
-    listener: std::net::TcpListener,
-    limits: crate::httpd::Limits,
-) {
-    let handler = Arc::new(move |req: Request| {
-        if d.closing() {
-            return text(503, "shutting down");
-        }
-        answer(&d, &g, req)
-    });
-    let _ = crate::httpd::serve(listener, limits, handler);
-}
 
 type Resp = Response;
 
@@ -42,71 +28,17 @@ fn body(content_type: &str, b: Vec<u8>) -> Resp {
     Response::new(200, content_type, b).with_header("Access-Control-Allow-Origin", "*")
 }
 
-/// `application/x-www-form-urlencoded` pairs (`+` is a space, `%XX` a byte).
-pub fn form(q: &str) -> Vec<(String, String)> {
-    fn dec(s: &str) -> String {
-        let b = s.as_bytes();
-        let mut out = Vec::with_capacity(b.len());
-        let mut i = 0;
-        while i < b.len() {
-            match b[i] {
-                b'+' => out.push(b' '),
-                b'%' if i + 2 < b.len() => {
-                    let hex = |c: u8| (c as char).to_digit(16);
-                    match (hex(b[i + 1]), hex(b[i + 2])) {
-                        (Some(h), Some(l)) => {
-                            out.push((h * 16 + l) as u8);
-                            i += 2;
-                        }
-                        _ => out.push(b'%'),
-                    }
-                }
-                c => out.push(c),
-            }
-            i += 1;
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    }
-    q.split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.split_once('=') {
-            Some((k, v)) => (dec(k), dec(v)),
-            None => (dec(p), String::new()),
-        })
-        .collect()
-}
-
-fn answer(d: &Daemon, g: &Graphite, req: Request) -> Response {
-    let url = req.url.as_str();
-    let (path, query) = url.split_once('?').unwrap_or((url, ""));
-    let path = path.to_string();
-    let mut params = form(query);
-    if req.method == "POST"
-        && req
-            .header("content-type")
-            .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"))
-    {
-        params.extend(form(&String::from_utf8_lossy(&req.body)));
-    }
+/// graphite-web's API: the reply to `q` (after the web page's routes, [`crate::routes`]).
+pub fn route(d: &Daemon, g: &Graphite, q: &Query) -> Response {
+    let (path, params, now) = (&q.path, q.params.as_slice(), q.now);
     let get = |k: &str| params.iter().find(|(p, _)| p == k).map(|(_, v)| v.as_str());
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |t| t.as_secs() as i64);
-    if let Some(r) = crate::web::route(d, &path, &params, now) {
-        let cache = if r.immutable {
-            "public, max-age=86400"
-        } else {
-            "no-store"
-        };
-        return Response::new(r.code, r.content_type, r.body).with_header("Cache-Control", cache);
-    }
     if let Some(why) = d.unreadable() {
         return text(503, &why);
     }
     let r = match path.trim_end_matches('/') {
-        "/render" => render_route(d, g, &params, now),
+        "/render" => render_route(d, g, params, now),
         "/metrics/find" | "/metrics" => find(d, g, get("query").unwrap_or(""), get("format")),
-        "/metrics/expand" => expand(d, g, &params),
+        "/metrics/expand" => expand(d, g, params),
         "/metrics/index.json" => {
             let leaves = g.leaves(d);
             let mut out = String::from("[");
@@ -121,9 +53,9 @@ fn answer(d: &Daemon, g: &Graphite, req: Request) -> Response {
         }
         "/version" => Ok(text(200, GRAPHITE_VERSION)),
         "/functions" => Ok(body("application/json", functions_json().into_bytes())),
-        "/tags/autoComplete/tags" => tag_complete(d, g, &params, None),
+        "/tags/autoComplete/tags" => tag_complete(d, g, params, None),
         "/tags/autoComplete/values" => match get("tag") {
-            Some(t) => tag_complete(d, g, &params, Some(t)),
+            Some(t) => tag_complete(d, g, params, Some(t)),
             None => Err((400, "autoComplete/values needs a tag".into())),
         },
         "/tags" => tag_list(d, g, None),
@@ -265,7 +197,7 @@ fn render_route(
         now,
         budget: &budget,
     };
-    let mut series = render::evaluate(&ctx, &targets).map_err(bad)?;
+    let mut series = functions::evaluate(&ctx, &targets).map_err(bad)?;
     let format = get("format").unwrap_or("json");
     Ok(match format {
         "json" => {
@@ -273,9 +205,9 @@ fn render_route(
                 let m: usize = m
                     .parse()
                     .map_err(|_| bad(format!("maxDataPoints '{m}' is not a count")))?;
-                render::fit(&mut series, m);
+                series::fit(&mut series, m);
             }
-            let out = render::json(&series, get("noNullPoints").is_some());
+            let out = format::json(&series, get("noNullPoints").is_some());
             match get("jsonp") {
                 Some(cb)
                     if cb
@@ -288,9 +220,9 @@ fn render_route(
                 None => body("application/json", out.into_bytes()),
             }
         }
-        "csv" => body("text/csv", render::csv(&series).into_bytes()),
-        "raw" => body("text/plain", render::raw(&series).into_bytes()),
-        "pickle" => body("application/pickle", render::pickle(&series)),
+        "csv" => body("text/csv", format::csv(&series).into_bytes()),
+        "raw" => body("text/plain", format::raw(&series).into_bytes()),
+        "pickle" => body("application/pickle", format::pickle(&series)),
         other => {
             return Err(bad(format!(
                 "format '{other}' is not served (json, csv, raw, pickle)"
@@ -376,7 +308,7 @@ fn find(
         }
         // What graphite-web's CLUSTER_SERVERS ask for: path, is_leaf, intervals (none).
         "pickle" => {
-            let mut p = render::Pickle::new();
+            let mut p = format::Pickle::new();
             p.list(&found, |p, (path, leaf)| {
                 p.dict(|p| {
                     p.text("path");
@@ -419,95 +351,19 @@ fn expand(d: &Daemon, g: &Graphite, params: &[(String, String)]) -> Result<Resp,
 }
 
 /// `/functions`: the functions served, as graphite-web lists them (Grafana's editor reads
-/// the names and groups).
+/// the names and groups), from the one list of them.
 fn functions_json() -> String {
-    const F: &[(&str, &str)] = &[
-        ("alias", "Alias"),
-        ("aliasByNode", "Alias"),
-        ("aliasByMetric", "Alias"),
-        ("aliasSub", "Alias"),
-        ("sumSeries", "Combine"),
-        ("averageSeries", "Combine"),
-        ("maxSeries", "Combine"),
-        ("minSeries", "Combine"),
-        ("diffSeries", "Combine"),
-        ("divideSeries", "Combine"),
-        ("multiplySeries", "Combine"),
-        ("countSeries", "Combine"),
-        ("rangeOfSeries", "Combine"),
-        ("aggregate", "Combine"),
-        ("sumSeriesWithWildcards", "Combine"),
-        ("averageSeriesWithWildcards", "Combine"),
-        ("groupByNode", "Combine"),
-        ("groupByNodes", "Combine"),
-        ("asPercent", "Combine"),
-        ("scale", "Transform"),
-        ("scaleToSeconds", "Transform"),
-        ("offset", "Transform"),
-        ("absolute", "Transform"),
-        ("transformNull", "Transform"),
-        ("keepLastValue", "Transform"),
-        ("derivative", "Transform"),
-        ("nonNegativeDerivative", "Transform"),
-        ("perSecond", "Transform"),
-        ("integral", "Transform"),
-        ("timeShift", "Transform"),
-        ("consolidateBy", "Special"),
-        ("constantLine", "Special"),
-        ("seriesByTag", "Special"),
-        ("aliasByTags", "Alias"),
-        ("sortByName", "Sorting"),
-        ("sortByMaxima", "Sorting"),
-        ("limit", "Filter Series"),
-        ("exclude", "Filter Series"),
-        ("grep", "Filter Series"),
-        ("removeAboveValue", "Filter Data"),
-        ("removeBelowValue", "Filter Data"),
-        ("highestCurrent", "Filter Series"),
-        ("highestAverage", "Filter Series"),
-        ("highestMax", "Filter Series"),
-        ("lowestCurrent", "Filter Series"),
-        ("lowestAverage", "Filter Series"),
-        ("highest", "Filter Series"),
-        ("lowest", "Filter Series"),
-        ("summarize", "Transform"),
-        ("hitcount", "Transform"),
-        ("movingAverage", "Calculate"),
-        ("movingSum", "Calculate"),
-        ("movingMin", "Calculate"),
-        ("movingMax", "Calculate"),
-        ("movingMedian", "Calculate"),
-        ("movingWindow", "Calculate"),
-    ];
-    let items: Vec<String> = F
+    let items: Vec<String> = functions::FUNCTIONS
         .iter()
-        .map(|(n, g)| {
-            format!(
+        .filter_map(|f| {
+            let g = f.group?;
+            Some(format!(
                 "{}: {{\"name\": {}, \"group\": {}, \"params\": [], \"description\": \"\"}}",
-                json_string(n),
-                json_string(n),
+                json_string(f.name),
+                json_string(f.name),
                 json_string(g)
-            )
+            ))
         })
         .collect();
     format!("{{{}}}", items.join(", "))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn forms_decode() {
-        assert_eq!(
-            form("target=sumSeries(a.*)&from=-1d&x&target=a%2Bb+c&bad=%zz%4"),
-            vec![
-                ("target".into(), "sumSeries(a.*)".into()),
-                ("from".into(), "-1d".into()),
-                ("x".into(), String::new()),
-                ("target".into(), "a+b c".into()),
-                ("bad".into(), "%zz%4".into()),
-            ]
-        );
-    }
 }

@@ -21,10 +21,12 @@
 //! differs, docs/PROTOCOL.md ("Graphite's render API") says so.
 
 pub mod expr;
+pub mod format;
 pub mod functions;
 pub mod glob;
 pub mod http;
 pub mod render;
+pub mod series;
 pub mod tags;
 pub mod time;
 
@@ -179,40 +181,29 @@ mod tests {
 /// the durability issue; this keeps every parser honest in every test run.)
 #[cfg(test)]
 mod fuzz {
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n.max(1) as u64) as usize
-        }
-    }
+    use testkit::Rng;
 
     /// `seeds` mutated: bytes flipped, cut, doubled, spliced with bytes of the alphabet.
     fn cases(seeds: &[&[u8]], alphabet: &[u8], n: usize, seed: u64) -> Vec<Vec<u8>> {
-        let mut r = Rng(seed);
+        let mut r = Rng::new(seed);
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
-            let mut v = seeds[r.below(seeds.len())].to_vec();
-            for _ in 0..1 + r.below(4) {
-                let at = r.below(v.len() + 1);
-                match r.below(5) {
+            let mut v = seeds[r.index(seeds.len())].to_vec();
+            for _ in 0..1 + r.index(4) {
+                let at = r.index(v.len() + 1);
+                match r.index(5) {
                     0 if !v.is_empty() => {
-                        let i = r.below(v.len());
-                        v[i] = alphabet[r.below(alphabet.len())];
+                        let i = r.index(v.len());
+                        v[i] = alphabet[r.index(alphabet.len())];
                     }
                     1 => v.truncate(at),
                     2 => {
-                        let b = alphabet[r.below(alphabet.len())];
+                        let b = alphabet[r.index(alphabet.len())];
                         v.insert(at, b);
                     }
                     3 if !v.is_empty() => {
-                        let i = r.below(v.len());
-                        v[i] = r.next() as u8;
+                        let i = r.index(v.len());
+                        v[i] = r.next_u64() as u8;
                     }
                     _ => {
                         let tail = v[at..].to_vec();
@@ -261,7 +252,7 @@ mod fuzz {
             let _ = super::time::parse(&text(&v), 1_700_000_000);
         }
         for v in cases(&[b"target=a%2Bb+c&from=-1d&x"], alpha, 20_000, 4) {
-            let _ = super::http::form(&text(&v));
+            let _ = crate::httpd::form(&text(&v));
         }
         for v in cases(&[b"a.b.c 1.5 1700000000", b"x -2e3 -1"], alpha, 20_000, 5) {
             let t = text(&v);

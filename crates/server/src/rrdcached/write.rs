@@ -1,0 +1,250 @@
+//! rrdcached's commands that change what the store holds or say what waits: UPDATE, FLUSH,
+//! PENDING, FORGET, QUEUE, CREATE, SUSPEND and RESUME.
+
+use super::strtol;
+use crate::daemon::Daemon;
+use crate::placeholder;
+use crate::series::import::{disk_stamp, ensure, import};
+use crate::series::life::write_placeholder;
+use crate::series::Target;
+use proto::Response;
+use rrd::Rrd;
+use std::borrow::Cow;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+/// UPDATE: check and queue the values (see [`crate::ingest`]). Ok: how many were accepted;
+/// the caller counts UpdatesReceived and sends rrdcached's `0 errors, enqueued N value(s).`.
+pub fn update<'a>(
+    d: &Daemon,
+    file: &str,
+    values: impl Iterator<Item = Cow<'a, str>>,
+) -> Result<usize, Response> {
+    let e = crate::ingest::entry_for(d, file)?;
+    let mut queued = 0;
+    let r = crate::ingest::update(d, &e, values, &mut queued, &mut crate::sample::scratch());
+    d.queued(queued);
+    r
+}
+
+pub fn flush(d: &Daemon, file: &str) -> Response {
+    d.stats.flushes_received.fetch_add(1, Ordering::Relaxed);
+    let t = match d.resolve(file) {
+        Ok(t) => t,
+        Err(e) => return Response::err(e),
+    };
+    let mut inner = d.lock();
+    if inner.store.get(&t.name).is_none() {
+        return match disk_stamp(&inner, &t) {
+            Some(_) => Response::ok(format!("Nothing to flush: {}.", t.abs)),
+            None => Response::err(format!("No such file: {}.", t.abs)),
+        };
+    }
+    if inner.suspended.contains(&t.name) {
+        return Response::ok(format!("Successfully flushed {}.", t.abs));
+    }
+    d.apply_series(&mut inner, &t.name);
+    // The commit is the flush: nothing is written under the base directory.
+    if let Err(e) = d.commit(&mut inner) {
+        return Response::err(e);
+    }
+    Response::ok(format!("Successfully flushed {}.", t.abs))
+}
+
+pub fn pending(d: &Daemon, file: &str) -> Response {
+    let t = match d.resolve(file) {
+        Ok(t) => t,
+        Err(e) => return Response::err(e),
+    };
+    let Some(e) = d.index.get(&t.name) else {
+        return Response::lines::<&str>("updates pending", &[]);
+    };
+    let st = e.lock();
+    Response::lines("updates pending", &st.pending())
+}
+
+pub fn forget(d: &Daemon, file: &str) -> Response {
+    let t = match d.resolve(file) {
+        Ok(t) => t,
+        Err(e) => return Response::err(e),
+    };
+    let mut inner = d.lock();
+    if inner.store.get(&t.name).is_none() {
+        return Response::err("No such file or directory");
+    }
+    // As rrdcached, the file's values not yet written are dropped: those not yet applied to
+    // the store (a read or FLUSH applies them, as rrdcached's FETCH and FLUSH write them).
+    // Values applied are kept and will be committed. A file someone else changed since
+    // ringlet last wrote or read it (librrd sends FORGET after `rrdtool tune` and around a
+    // local create) is the new truth: it is read again.
+    d.reset_series(&mut inner, &t.name);
+    inner.suspended.remove(&t.name);
+    let now = disk_stamp(&inner, &t);
+    if now.is_some()
+        && inner.disk.get(t.name.as_str()) != now.as_ref()
+        && placeholder::inspect(inner.places.beneath.as_deref(), &t.disk) == placeholder::Found::Rrd
+    {
+        if let Err(e) = import(d, &mut inner, &t, true) {
+            return e.reply("RRD Error: ");
+        }
+        d.reset_series(&mut inner, &t.name);
+        if let Err(e) = d.commit(&mut inner) {
+            return Response::err(e);
+        }
+    }
+    Response::ok("Gone!")
+}
+
+pub fn queue(d: &Daemon) -> Response {
+    let inner = d.lock();
+    let lines: Vec<String> = d
+        .pending_series(&inner)
+        .iter()
+        .filter(|(e, _)| !inner.suspended.contains(&*e.name))
+        .map(|(e, n)| format!("{n} {}", d.abs_of(&e.name)))
+        .collect();
+    Response::lines("in queue.", &lines)
+}
+
+pub fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
+    let t = match d.resolve(file) {
+        Ok(t) => t,
+        Err(e) => return Response::err(e),
+    };
+    let mut start: Option<i64> = None;
+    let mut step: Option<String> = None;
+    let mut no_overwrite = d.no_overwrite;
+    let mut template: Option<Target> = None;
+    let mut defs: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    let usage = || proto::request::usage(proto::find("CREATE").expect("CREATE is in the table"));
+    while let Some(a) = it.next() {
+        if a.starts_with("DS:") || a.starts_with("RRA:") {
+            defs.push(a.clone());
+            continue;
+        }
+        // rrdcached matches the first two characters only, and the value is always the
+        // next field (`-b1795200000` is `-b` followed by whatever comes next).
+        let flag = a.get(..2).unwrap_or("");
+        match flag {
+            "-O" => no_overwrite = true,
+            "-b" | "-s" | "-r" | "-t" => {
+                let Some(v) = it.next().cloned() else {
+                    return usage();
+                };
+                match flag {
+                    "-b" => {
+                        let b = strtol(&v);
+                        if b < 315_360_000 {
+                            return Response::err("The first entry must be after 1980.");
+                        }
+                        start = Some(b);
+                    }
+                    "-s" => step = Some(v),
+                    "-t" => match d.resolve(&v) {
+                        Ok(src) => template = Some(src),
+                        Err(e) => return Response::err(e),
+                    },
+                    _ => {
+                        return Response::err(
+                            "RRD Error: create --source is not supported by ringlet yet",
+                        )
+                    }
+                }
+            }
+            _ => return usage(),
+        }
+    }
+    let mut cargs = vec![t.abs.clone()];
+    if let Some(b) = start {
+        cargs.extend(["--start".to_string(), b.to_string()]);
+    }
+    if let Some(s) = step.filter(|s| strtol(s) > 0) {
+        cargs.extend(["--step".to_string(), s]);
+    }
+    if let Some(src) = &template {
+        cargs.extend(["--template".to_string(), src.abs.clone()]);
+    }
+    cargs.extend(defs);
+    let mut inner = d.lock();
+    // The template's current definition, as a FLUSH before rrdtool's create would give.
+    let template_schema = match &template {
+        Some(src) => match ensure(d, &mut inner, src, false) {
+            Ok(true) => inner.store.get(&src.name).map(|r| (*r.schema).clone()),
+            _ => None,
+        },
+        None => None,
+    };
+    let req = match rrd::create::parse_create_with(
+        &cargs,
+        now,
+        &mut |_| template_schema.clone(),
+        &mut |_| false,
+    ) {
+        Ok(r) => r,
+        Err(e) => return Response::err(format!("RRD Error: {}", e.msg)),
+    };
+    if !d.recursive_create {
+        // rrdcached creates missing directories only with -R. ringlet's series need no
+        // directory, but a directory that holds series counts as existing.
+        let dir = t.abs.rsplit_once('/').map_or("", |(dir, _)| dir);
+        let disk_dir = t.disk.parent().unwrap_or(Path::new("/"));
+        let rel_dir = t.name.rsplit_once('/').map(|(dir, _)| format!("{dir}/"));
+        let known = || {
+            rel_dir.as_ref().is_none_or(|p| {
+                inner
+                    .store
+                    .names()
+                    .iter()
+                    .any(|n| n.starts_with(p.as_str()))
+            })
+        };
+        if !dir.is_empty() && !disk_dir.is_dir() && !known() {
+            return Response::err(format!(
+                "No permission to recursively create: {dir}\nDid you pass -R to the daemon?"
+            ));
+        }
+    }
+    let exists = inner.store.get(&t.name).is_some() || t.disk.exists();
+    if no_overwrite && exists {
+        return Response::err(format!("RRD Error: creating '{}': File exists", t.abs));
+    }
+    let rrd = Rrd::new(req.schema, req.start);
+    // A placeholder at the file's path, not a copy: clients that stat() the file before
+    // creating it find it; the store is the data (placeholder.rs).
+    if let Err(e) = write_placeholder(&inner, &t, false) {
+        return Response::err(e);
+    }
+    if let Err(e) = inner.store.create(&t.name, rrd, true) {
+        return Response::err(format!("RRD Error: {e}"));
+    }
+    d.reset_series(&mut inner, &t.name);
+    crate::series::import::forget_disk(&mut inner, &t);
+    // rrdcached's file exists when it answers; ringlet's series is durable when it answers.
+    if let Err(e) = d.commit(&mut inner) {
+        return Response::err(format!("RRD Error: {e}"));
+    }
+    Response::ok("RRD created OK")
+}
+
+pub fn suspend(d: &Daemon, file: &str, on: bool) -> Response {
+    let t = match d.resolve(file) {
+        Ok(t) => t,
+        Err(e) => return Response::err(e),
+    };
+    let mut inner = d.lock();
+    if inner.store.get(&t.name).is_none() {
+        return Response::err(format!("{} - No such file or directory", t.abs));
+    }
+    let changed = if on {
+        inner.suspended.insert(t.name.clone())
+    } else {
+        inner.suspended.remove(&t.name)
+    };
+    Response::ok(match (on, changed) {
+        (true, true) => format!("{} suspended", t.abs),
+        (true, false) => format!("{} already suspended", t.abs),
+        (false, true) => format!("{} resumed", t.abs),
+        (false, false) => format!("{} not suspended", t.abs),
+    })
+}

@@ -1,0 +1,179 @@
+//! A series brought into the store from its `.rrd` file: on first sight (a client such as
+//! collectd creates its files itself), and again when someone else changed the file (FORGET
+//! after `rrdtool tune`). The file is moved aside only once the store holds its data
+//! durably, and a placeholder takes its path.
+
+use super::Target;
+use crate::daemon::{Daemon, Inner};
+use crate::log::strerror;
+use crate::placeholder;
+use proto::Response;
+
+/// Why a file could not be brought into the store.
+pub enum Fail {
+    /// rrdcached's own message, sent as is.
+    Plain(String),
+    /// librrd's message: `RRD Error: ` or `rrd_fetch_r failed: ` goes before it.
+    Rrd(String),
+}
+
+impl Fail {
+    pub fn reply(self, rrd_prefix: &str) -> Response {
+        match self {
+            Fail::Plain(m) => Response::err(m),
+            Fail::Rrd(m) => Response::err(format!("{rrd_prefix}{m}")),
+        }
+    }
+}
+
+/// Make sure `t` is in the store, importing its `.rrd` file from disk on first sight (a
+/// client such as collectd creates files itself). Ok(false): no such series or file.
+/// `update`: UPDATE's own check of a non-file, else librrd's failure to map it.
+pub fn ensure(d: &Daemon, inner: &mut Inner, t: &Target, update: bool) -> Result<bool, Fail> {
+    if inner.store.get(&t.name).is_some() {
+        return Ok(true);
+    }
+    let path = t.disk.as_path();
+    let beneath = inner.places.beneath.as_deref();
+    let regular = match beneath {
+        // Under -B: not through a link below the base (Permission denied), nor at the file.
+        Some(_) => {
+            let at = match crate::beneath::At::of(beneath, path, false) {
+                Ok(at) => at,
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    return Err(Fail::Plain(format!("{}: Permission denied", t.abs)))
+                }
+                Err(_) => return Ok(false),
+            };
+            match at.stat() {
+                Ok(Some(st)) => st.st_mode & libc::S_IFMT == libc::S_IFREG,
+                _ => return Ok(false),
+            }
+        }
+        // Else links are followed, as rrdcached does.
+        None => match std::fs::metadata(path) {
+            Ok(m) => m.is_file(),
+            Err(_) => return Ok(false),
+        },
+    };
+    if !regular {
+        return Err(if update {
+            Fail::Plain(format!("Not a regular file: {}", t.abs))
+        } else {
+            Fail::Rrd(format!("mmaping file '{}': No such device", t.abs))
+        });
+    }
+    if placeholder::inspect(beneath, path) == placeholder::Found::Placeholder {
+        // A placeholder whose series is gone (another store, or one reset by hand).
+        return Err(Fail::Rrd(format!(
+            "'{}' is a ringlet placeholder, and the store {} has no series '{}'",
+            t.abs,
+            inner.places.store.display(),
+            t.name
+        )));
+    }
+    import(d, inner, t, false)?;
+    Ok(true)
+}
+
+/// librrd's message for a file it cannot load, where rrdtool's text is known; else
+/// ringlet's reader's.
+pub(crate) fn load_error(abs: &str, bytes: &[u8], e: &rrd::RrdError) -> String {
+    const STAT_HEAD: usize = 128;
+    if bytes.is_empty() {
+        format!("mmaping file '{abs}': Invalid argument")
+    } else if bytes.len() < STAT_HEAD {
+        "reached EOF while loading header rrd->stat_head".to_string()
+    } else if !bytes.starts_with(b"RRD\0") {
+        format!("'{abs}' is not an RRD file")
+    } else {
+        format!("{abs}: {e}")
+    }
+}
+
+/// Read `t`'s `.rrd` file into the store (replacing the series when `replace`), commit, then
+/// move the file aside and leave a placeholder at its path (`placeholder::move_aside`): the
+/// file is not deleted before the store holds its data durably.
+pub(crate) fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -> Result<(), Fail> {
+    let path = t.disk.as_path();
+    let bytes = match inner.places.beneath.as_deref() {
+        Some(b) => crate::beneath::At::of(Some(b), path, false).and_then(|at| at.read()),
+        None => std::fs::read(path),
+    }
+    .map_err(|e| Fail::Plain(format!("Cannot read/write {}: {}", t.abs, strerror(&e))))?;
+    let rrd = rrd::rrdfile::read(&bytes).map_err(|e| Fail::Rrd(load_error(&t.abs, &bytes, &e)))?;
+    drop(bytes);
+    inner
+        .store
+        .create(&t.name, rrd, replace)
+        .map_err(|e| Fail::Rrd(e.to_string()))?;
+    d.reset_series(inner, &t.name);
+    d.commit(inner).map_err(Fail::Rrd)?;
+    match placeholder::move_aside(&inner.places, path, &t.abs, &t.name) {
+        Ok(dest) => {
+            crate::log::line(&format!(
+                "imported {} into the store; the file is now at {}",
+                t.abs,
+                dest.display()
+            ));
+            forget_disk(inner, t);
+        }
+        // The series is in the store and the file still at its path: nothing is lost, but a
+        // later change of the file would be read again (FORGET).
+        Err(e) => {
+            crate::log::line(&format!(
+                "imported {} into the store, but could not move it aside: {e}",
+                t.abs
+            ));
+            remember_disk(inner, t);
+        }
+    }
+    Ok(())
+}
+
+/// The (mtime, length) of `t`'s file now, if it is a file (not through a link).
+pub(crate) fn disk_stamp(
+    inner: &Inner,
+    t: &Target,
+) -> Option<(Option<std::time::SystemTime>, u64)> {
+    let m = match inner.places.beneath.as_deref() {
+        Some(b) => {
+            let at = crate::beneath::At::of(Some(b), &t.disk, false).ok()?;
+            at.open_read().ok()?.metadata().ok()?
+        }
+        // Without -B links are followed, as rrdcached does.
+        None => std::fs::metadata(&t.disk).ok()?,
+    };
+    let m = Some(m).filter(|m| m.is_file())?;
+    Some((m.modified().ok(), m.len()))
+}
+
+/// A placeholder was just put at `t`'s path: no stamp is kept (a FORGET finds a placeholder
+/// unchanged by looking at it; a million series kept ~95 MB of stamps for nothing).
+pub(crate) fn forget_disk(inner: &mut Inner, t: &Target) {
+    inner.disk.remove(t.name.as_str());
+}
+
+/// Remember the file at `t`'s path (not a placeholder ringlet put there) as it is now.
+pub(crate) fn remember_disk(inner: &mut Inner, t: &Target) {
+    match disk_stamp(inner, t) {
+        Some(s) => {
+            // Keyed by the store's copy of the name where it has the series: one copy a name.
+            let name = inner
+                .store
+                .shared_name(&t.name)
+                .unwrap_or_else(|| t.name.as_str().into());
+            inner.disk.insert(name, s)
+        }
+        None => inner.disk.remove(t.name.as_str()),
+    };
+}
+
+/// UPDATE's check that `t` is a series (imported from its file on first sight).
+pub(crate) fn known(d: &Daemon, inner: &mut Inner, t: &Target) -> Result<(), Response> {
+    match ensure(d, inner, t, true) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Response::err(format!("No such file: {}", t.abs))),
+        Err(e) => Err(e.reply("RRD Error: ")),
+    }
+}
