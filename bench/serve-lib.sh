@@ -10,7 +10,7 @@ serve_start() {
     # A killed daemon's socket file: gone first (the daemon replaces it when it binds), so
     # that the loop below only tests for the file (a shell builtin) until the daemon is
     # open. Probing the stale socket with python every 20 ms took a third of a core from
-    # the open it timed (0.7-2 s more for a 4-second replay on 2 cores, session 41).
+    # the open it timed (0.7-2 s more for a 4-second replay on 2 cores, 2026-11-27).
     rm -f "$WORK/s.sock"
     t0=$(date +%s.%N)
     ${RINGLET_WRAP:-} "$RINGLET" serve -g -w 300 -l "unix:$WORK/s.sock" -b "$WORK/base" --store "$WORK/store" \

@@ -4,28 +4,9 @@
 //! grow by roughly steady increments, many series are constant. Compression figures are only
 //! meaningful on such data, so every benchmark draws its values from [`Series`].
 
-/// splitmix64: small, seeded, good enough for workloads.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in 0..n.
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-}
+/// The workloads' generator: SplitMix64 from its seed (`Rng::new(seed)`), so a workload is
+/// the same for a seed on every machine.
+pub use testkit::SplitMix as Rng;
 
 /// [`Kind::Walk`]'s increments are uniform in `0..WALK_SPAN`: `log2(WALK_SPAN)` bits of
 /// entropy a value.

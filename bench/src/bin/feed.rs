@@ -406,7 +406,7 @@ impl Write for Stream {
     }
 }
 
-/// An rrdcached-protocol session.
+/// An rrdcached-protocol connection.
 struct Rrdc {
     w: Stream,
     r: BufReader<Stream>,

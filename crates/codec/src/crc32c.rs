@@ -7,7 +7,7 @@
 //! The work is the `crc32c` crate's: the CPU's CRC32 instruction (SSE 4.2 on x86-64, the CRC
 //! extension on aarch64) where there is one, found at run time, else its own tables. A
 //! byte-at-a-time table did 0.2-0.5 GB/s, about 1.7 s of checksumming to open a store with a
-//! 512 MiB log (docs/BENCHMARKS.md, "Opening a store with a full log"). The table version
+//! 512 MiB log (docs/BENCHMARKS.md, "Creating series, and the CRC"). The table version
 //! stays here as the tests' oracle.
 
 /// A running CRC32C: feed bytes with [`Crc32c::update`], read it with [`Crc32c::finish`].

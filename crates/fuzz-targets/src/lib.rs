@@ -361,7 +361,7 @@ pub fn fallback(data: &[u8]) {
 /// Whether `r`'s archives are small enough to write out as a `.rrd` file here (a valid
 /// schema may have 2^31 rows: 16 GB as a file, which would only measure memory). 65,536
 /// values: at a million, writing one file took half a second in the instrumented build (a
-/// slow unit of the record campaign, session 38), time the parsers' own code did not get.
+/// slow unit of the record campaign, 2026-11-27), time the parsers' own code did not get.
 fn small(r: &rrd::state::Rrd) -> bool {
     r.ds_cnt() as u64 * r.schema.rra.iter().map(|a| a.row_cnt).sum::<u64>() <= 1 << 16
 }

@@ -19,7 +19,7 @@ mod pipe;
 /// jemalloc, not glibc's malloc: a daemon holds a few dozen small allocations per series
 /// (a million series: tens of millions), and glibc's 8-byte header and 32-byte minimum on
 /// each, with its arenas' fragmentation, cost a fifth of the daemon's memory
-/// (docs/BENCHMARKS.md, "Memory a series"). Built with `--features system-alloc`, the
+/// (docs/ARCHITECTURE.md, "Memory and reads"). Built with `--features system-alloc`, the
 /// binary uses the C library's malloc instead, so that heaptrack can profile the daemon.
 #[cfg(not(feature = "system-alloc"))]
 #[global_allocator]

@@ -6,7 +6,7 @@
 //!
 //! Where the commands run: a line's own `--daemon ADDR` (Cacti adds one to each line when it
 //! is set up for rrdcached), else the daemon of `$RRDCACHED_ADDRESS` or the one that holds the
-//! store, over one connection each; else the store, open and locked for the whole session,
+//! store, over one connection each; else the store, open and locked for the whole run,
 //! every command committed before its `OK`.
 
 use cli::{split_args, Ctx, Outcome};

@@ -155,8 +155,8 @@ bogus
 quit
 ";
 
-/// The session every way runs; what each command printed, and the files it wrote.
-fn session(way: Way) -> (Vec<(String, Out)>, Vec<String>) {
+/// The script every way runs; what each command printed, and the files it wrote.
+fn script(way: Way) -> (Vec<(String, Out)>, Vec<String>) {
     let dir = Dir::new(&format!("{way:?}").to_lowercase());
     let d = match way {
         Way::Alone => None,
@@ -230,8 +230,8 @@ fn session(way: Way) -> (Vec<(String, Out)>, Vec<String>) {
 
 #[test]
 fn the_cli_beside_the_daemon_prints_what_it_prints_alone() {
-    let (alone, alone_files) = session(Way::Alone);
-    // The session means something: data, errors, files.
+    let (alone, alone_files) = script(Way::Alone);
+    // The script means something: data, errors, files.
     let get = |c: &str| &alone.iter().find(|(k, _)| k == c).unwrap().1;
     assert!(get("fetch a.rrd AVERAGE -s 1700000000 -e 1700000600")
         .stdout
@@ -240,7 +240,7 @@ fn the_cli_beside_the_daemon_prints_what_it_prints_alone() {
     assert!(alone_files[0].contains("<rrd>"));
     assert_eq!(get("info s.rrd").code, 0);
     for way in [Way::Found, Way::Env, Way::Flag] {
-        let (beside, files) = session(way);
+        let (beside, files) = script(way);
         for ((c, a), (_, b)) in alone.iter().zip(&beside) {
             if matches!(way, Way::Env | Way::Flag) && c.starts_with("info ") && a.code == 0 {
                 // A named daemon: what `rrdtool info --daemon` prints, the path the daemon

@@ -156,7 +156,7 @@ fn names_that_do_not_fit_their_field_are_refused() {
 
 #[test]
 fn row_counts_whose_bytes_overflow_are_refused() {
-    // Found by fuzzing (session 41): a row count whose rows' bytes overflow a usize panicked
+    // Found by fuzzing (2026-11-27): a row count whose rows' bytes overflow a usize panicked
     // (overflow checks) or read as a short archive (without them).
     let args: Vec<String> = [
         "x.rrd",

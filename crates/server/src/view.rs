@@ -60,13 +60,13 @@ const LOOSE_MAX: usize = 1 << 30;
 
 /// The mounted view; unmounted when dropped.
 pub struct Mounted {
-    session: Option<fuser::BackgroundSession>,
+    running: Option<fuser::BackgroundSession>,
     pub dir: std::path::PathBuf,
 }
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        let Some(s) = self.session.take() else {
+        let Some(s) = self.running.take() else {
             return;
         };
         // SAFETY: geteuid cannot fail.
@@ -145,10 +145,10 @@ pub fn mount(
         ),
     };
     let fs = View::new(d, owner, own);
-    let session = fuser::spawn_mount(fs, dir, &cfg)
+    let running = fuser::spawn_mount(fs, dir, &cfg)
         .map_err(|e| format!("cannot mount the view at {}: {e}", dir.display()))?;
     Ok(Mounted {
-        session: Some(session),
+        running: Some(running),
         dir: dir.to_path_buf(),
     })
 }

@@ -23,11 +23,14 @@
 //!   write load projected: ringlet's device bytes a day and a year against what writing each
 //!   series' file once a window would cost ([`PER_FILE_WRITE`], docs/BENCHMARKS.md).
 //!
+//! The replies' JSON is written by `serde_json` ([`to_json`]: Python's separators and ASCII
+//! escapes, as this API has always written it), but a fetch's values, which may be infinite.
 //! A bad request gets a 4xx and `{"error": "..."}`; nothing a request says reaches a path
 //! outside the store (a series is looked up by name in the store, never opened as a file).
 
 use crate::daemon::Daemon;
 use crate::graphite::paths_of;
+use serde_json::{json, Value};
 
 /// The page and its library, built in.
 const INDEX_HTML: &str = include_str!("../web/index.html");
@@ -57,17 +60,99 @@ pub struct Reply {
     pub immutable: bool,
 }
 
-fn json_reply(code: u16, body: String) -> Reply {
+fn json_reply(code: u16, body: &Value) -> Reply {
     Reply {
         code,
         content_type: "application/json",
-        body: body.into_bytes(),
+        body: to_json(body),
         immutable: false,
     }
 }
 
+/// `v` as the API has always written it: `serde_json`'s output in Python's `json.dumps`
+/// style, `", "` and `": "` between items and ASCII only (the escapes of
+/// [`crate::graphite::format::json_str`], the daemon's other JSON writer), so that a reply's
+/// bytes do not depend on which writer made them.
+fn to_json(v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, PyStyle);
+    // Writing a `Value` to memory cannot fail.
+    let _ = serde::Serialize::serialize(v, &mut ser);
+    out
+}
+
+/// [`to_json`]'s formatter.
+struct PyStyle;
+
+impl serde_json::ser::Formatter for PyStyle {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        for c in fragment.chars() {
+            if (c as u32) > 0x7e {
+                let mut buf = [0u16; 2];
+                for u in c.encode_utf16(&mut buf) {
+                    write!(w, "\\u{u:04x}")?;
+                }
+            } else {
+                w.write_all(&[c as u8])?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_char_escape<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        e: serde_json::ser::CharEscape,
+    ) -> std::io::Result<()> {
+        use serde_json::ser::CharEscape as E;
+        match e {
+            E::Quote => w.write_all(b"\\\""),
+            E::ReverseSolidus => w.write_all(b"\\\\"),
+            E::Solidus => w.write_all(b"/"),
+            E::LineFeed => w.write_all(b"\\n"),
+            E::CarriageReturn => w.write_all(b"\\r"),
+            E::Tab => w.write_all(b"\\t"),
+            E::Backspace => w.write_all(b"\\u0008"),
+            E::FormFeed => w.write_all(b"\\u000c"),
+            E::AsciiControl(b) => write!(w, "\\u{b:04x}"),
+        }
+    }
+}
+
 fn error(code: u16, msg: &str) -> Reply {
-    json_reply(code, format!("{{\"error\": {}}}", json_str(msg)))
+    json_reply(code, &json!({ "error": msg }))
 }
 
 fn asset(content_type: &'static str, body: &str) -> Reply {
@@ -106,13 +191,9 @@ pub fn route(d: &Daemon, path: &str, params: &[(String, String)], now: i64) -> O
     })
 }
 
-/// A JSON string literal (the daemon's one writer of them, as graphite-web's JSON escapes).
-pub fn json_str(s: &str) -> String {
-    crate::graphite::format::json_string(s)
-}
-
-/// A JSON number (`null` for unknown; infinities as numbers too large for a double, which
-/// JavaScript reads as ±Infinity).
+/// A JSON number written by hand into a fetch's `values` (`null` for unknown; infinities as
+/// numbers too large for a double, which JavaScript reads as ±Infinity: JSON has no
+/// infinity, and `serde_json` would write null).
 fn json_num(v: f64, out: &mut String) {
     if v.is_nan() {
         out.push_str("null");
@@ -150,35 +231,37 @@ fn paths_for(name: &str, rrd: &rrd::Rrd) -> Vec<(String, usize)> {
 
 /// One series as the page lists it: name, step, last update, data sources (type, Graphite
 /// path), archives (CF, PDPs a row, rows, seconds a row).
-fn entry_json(name: &str, rrd: &rrd::Rrd, paths: &[(String, usize)], out: &mut String) {
-    out.push_str(&format!(
-        "{{\"name\": {}, \"step\": {}, \"last\": {}, \"ds\": [",
-        json_str(name),
-        rrd.schema.step,
-        rrd.last_up
-    ));
-    for (i, def) in rrd.schema.ds.iter().enumerate() {
-        let path = paths.iter().find(|(_, k)| *k == i).map(|(p, _)| p.as_str());
-        out.push_str(&format!(
-            "{}{{\"name\": {}, \"type\": \"{}\", \"path\": {}}}",
-            if i > 0 { ", " } else { "" },
-            json_str(&def.name),
-            def.kind.name(),
-            path.map_or("null".to_string(), json_str)
-        ));
-    }
-    out.push_str("], \"rra\": [");
-    for (i, r) in rrd.schema.rra.iter().enumerate() {
-        out.push_str(&format!(
-            "{}{{\"cf\": \"{}\", \"pdp\": {}, \"rows\": {}, \"step\": {}}}",
-            if i > 0 { ", " } else { "" },
-            r.cf.name(),
-            r.pdp_cnt,
-            r.row_cnt,
-            r.pdp_cnt * rrd.schema.step
-        ));
-    }
-    out.push_str("]}");
+fn entry_json(name: &str, rrd: &rrd::Rrd, paths: &[(String, usize)]) -> Value {
+    let ds: Vec<Value> = rrd
+        .schema
+        .ds
+        .iter()
+        .enumerate()
+        .map(|(i, def)| {
+            let path = paths.iter().find(|(_, k)| *k == i).map(|(p, _)| p.as_str());
+            json!({ "name": def.name, "type": def.kind.name(), "path": path })
+        })
+        .collect();
+    let rra: Vec<Value> = rrd
+        .schema
+        .rra
+        .iter()
+        .map(|r| {
+            json!({
+                "cf": r.cf.name(),
+                "pdp": r.pdp_cnt,
+                "rows": r.row_cnt,
+                "step": r.pdp_cnt * rrd.schema.step,
+            })
+        })
+        .collect();
+    json!({
+        "name": name,
+        "step": rrd.schema.step,
+        "last": rrd.last_up,
+        "ds": ds,
+        "rra": rra,
+    })
 }
 
 /// `/api/series`.
@@ -199,7 +282,7 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
     let names = sorted_names(d);
     let inner = d.lock();
     let (mut total, mut shown) = (0usize, 0usize);
-    let mut out = String::from("{\"series\": [");
+    let mut out = Vec::new();
     let mut hay = String::new();
     for name in names.iter() {
         let Some(rrd) = inner.store.get(name) else {
@@ -228,15 +311,14 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
         if shown >= limit {
             continue;
         }
-        if shown > 0 {
-            out.push_str(", ");
-        }
         shown += 1;
         let paths = paths.unwrap_or_else(|| paths_for(name, rrd));
-        entry_json(name, rrd, &paths, &mut out);
+        out.push(entry_json(name, rrd, &paths));
     }
-    out.push_str(&format!("], \"total\": {total}, \"shown\": {shown}}}"));
-    json_reply(200, out)
+    json_reply(
+        200,
+        &json!({ "series": out, "total": total, "shown": shown }),
+    )
 }
 
 /// The names under `prefix` (sorted `names`): the directories directly under it with how
@@ -291,31 +373,29 @@ fn tree(d: &Daemon, dir: &str) -> Reply {
         return error(404, &format!("no series under {dir}/"));
     }
     let inner = d.lock();
-    let mut out = format!(
-        "{{\"dir\": {}, \"total\": {}, \"under\": {in_dir}, \"dirs\": [",
-        json_str(dir),
-        names.len()
-    );
-    for (i, (name, k)) in dirs.iter().enumerate() {
-        out.push_str(&format!(
-            "{}{{\"name\": {}, \"series\": {k}}}",
-            if i > 0 { ", " } else { "" },
-            json_str(name)
-        ));
-    }
-    out.push_str("], \"series\": [");
-    let mut shown = 0;
-    for n in here.iter().take(SERIES_LIMIT) {
-        if let Some(rrd) = inner.store.get(n) {
-            if shown > 0 {
-                out.push_str(", ");
-            }
-            shown += 1;
-            entry_json(n, rrd, &paths_for(n, rrd), &mut out);
-        }
-    }
-    out.push_str(&format!("], \"more\": {}}}", here.len() > SERIES_LIMIT));
-    json_reply(200, out)
+    let dirs: Vec<Value> = dirs
+        .iter()
+        .map(|(name, k)| json!({ "name": name, "series": k }))
+        .collect();
+    let series: Vec<Value> = here
+        .iter()
+        .take(SERIES_LIMIT)
+        .filter_map(|n| {
+            let rrd = inner.store.get(n)?;
+            Some(entry_json(n, rrd, &paths_for(n, rrd)))
+        })
+        .collect();
+    json_reply(
+        200,
+        &json!({
+            "dir": dir,
+            "total": names.len(),
+            "under": in_dir,
+            "dirs": dirs,
+            "series": series,
+            "more": here.len() > SERIES_LIMIT,
+        }),
+    )
 }
 
 /// `/api/fetch`.
@@ -449,22 +529,42 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
     } else {
         (1, step)
     };
-    let mut out = String::with_capacity(values.len() * 20 + 256);
-    out.push_str(&format!(
-        "{{\"series\": {}, \"ds\": {}, \"cf\": \"{}\", \"rra\": {rra}, \"rraCf\": \"{}\", \"pdp\": {pdp}, \"rows\": {rows}, \"from\": {from}, \"until\": {until}, \"start\": {start}, \"step\": {step}, \"consolidated\": {by}, \"values\": [",
-        json_str(name),
-        json_str(&ds_name),
-        cf.name(),
-        rra_cf.name(),
-    ));
+    // The values by hand (infinities), the rest by serde_json.
+    let mut vals = String::with_capacity(values.len() * 20 + 2);
+    vals.push('[');
     for (i, &v) in values.iter().enumerate() {
         if i > 0 {
-            out.push(',');
+            vals.push(',');
         }
-        json_num(v, &mut out);
+        json_num(v, &mut vals);
     }
-    out.push_str("]}");
-    json_reply(200, out)
+    vals.push(']');
+    let head = json!({
+        "series": name,
+        "ds": ds_name,
+        "cf": cf.name(),
+        "rra": rra,
+        "rraCf": rra_cf.name(),
+        "pdp": pdp,
+        "rows": rows,
+        "from": from,
+        "until": until,
+        "start": start,
+        "step": step,
+        "consolidated": by,
+    });
+    // The head's object, its closing brace replaced by the values.
+    let mut body = to_json(&head);
+    body.pop();
+    body.extend_from_slice(b", \"values\": ");
+    body.extend_from_slice(vals.as_bytes());
+    body.push(b'}');
+    Reply {
+        code: 200,
+        content_type: "application/json",
+        body,
+        immutable: false,
+    }
 }
 
 /// `vals` in groups of `by`, each group's known values consolidated by `cf` (unknown if none).
@@ -499,23 +599,23 @@ fn consolidate(vals: &[f64], by: usize, cf: rrd::Cf) -> Vec<f64> {
 fn stats(d: &Daemon) -> Reply {
     let lines = crate::stats::lines(d);
     let mut fields: Vec<(String, f64)> = Vec::new();
-    let mut out = String::from("{\"stats\": {");
+    let mut stats = serde_json::Map::new();
     for l in &lines {
         let Some((k, v)) = l.split_once(": ") else {
             continue;
         };
-        let Ok(x) = v.trim().parse::<f64>() else {
+        let v = v.trim();
+        let Ok(x) = v.parse::<f64>() else {
             continue;
         };
-        if !fields.is_empty() {
-            out.push_str(", ");
-        }
-        out.push_str(&json_str(k));
-        out.push_str(": ");
-        out.push_str(v.trim());
+        // Integers stay integers; the rest as the doubles they are.
+        let n = match v.parse::<u64>() {
+            Ok(i) => Value::from(i),
+            Err(_) => Value::from(x),
+        };
+        stats.insert(k.to_string(), n);
         fields.push((k.to_string(), x));
     }
-    out.push_str("}, ");
     let f = |k: &str| fields.iter().find(|(n, _)| n == k).map_or(0.0, |(_, v)| *v);
     let p = project(
         d.commit_interval.as_secs().max(1),
@@ -523,16 +623,19 @@ fn stats(d: &Daemon) -> Reply {
         f("DataSetsWritten") as u64,
         f("UptimeSeconds") as u64,
     );
-    out.push_str(&format!(
-        "\"lossWindowSeconds\": {}, \"series\": {}, \"samplesPerDay\": {}, \"bytesPerDay\": {}, \"perFileWrite\": {PER_FILE_WRITE}, \"perFileBytesPerDay\": {}, \"filesPerWindow\": {}}}",
-        d.commit_interval.as_secs(),
-        f("TreeNodesNumber") as u64,
-        p.samples_per_day,
-        f("DiskBytesPerDay") as u64,
-        p.per_file_bytes_per_day,
-        p.files_per_window,
-    ));
-    json_reply(200, out)
+    json_reply(
+        200,
+        &json!({
+            "stats": stats,
+            "lossWindowSeconds": d.commit_interval.as_secs(),
+            "series": f("TreeNodesNumber") as u64,
+            "samplesPerDay": p.samples_per_day,
+            "bytesPerDay": f("DiskBytesPerDay") as u64,
+            "perFileWrite": PER_FILE_WRITE,
+            "perFileBytesPerDay": p.per_file_bytes_per_day,
+            "filesPerWindow": p.files_per_window,
+        }),
+    )
 }
 
 /// The write load projected to a day.
@@ -571,12 +674,6 @@ pub fn project(window: u64, series: u64, samples: u64, uptime: u64) -> Projectio
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn json_strings_escape_what_json_needs() {
-        assert_eq!(json_str("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
-        assert_eq!(json_str("h\u{2028}"), "\"h\\u2028\"");
-    }
 
     #[test]
     fn numbers_unknowns_and_infinities() {

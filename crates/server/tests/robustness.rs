@@ -171,7 +171,7 @@ fn garbage_gets_errors_and_other_clients_are_served() {
              0 PONG\n"
         );
         // Binary garbage, NULs and invalid UTF-8 included: every line gets a reply.
-        let mut g = Rng::new(99);
+        let mut g = rng(99);
         let mut bytes = Vec::new();
         let mut lines = 0;
         for _ in 0..2000 {
@@ -395,10 +395,10 @@ fn random_arguments_to_every_command_get_a_reply_and_keep_the_connection() {
         "RRA:HWPREDICT:10:0.1:0.0035:5",
         "x",
     ];
-    let mut g = Rng::new(4242);
+    let mut g = rng(4242);
     for i in 0..3000 {
         let mut line = (*g.pick(&names)).to_string();
-        if g.chance(50) {
+        if g.percent(50) {
             line = line.to_lowercase();
         }
         for _ in 0..g.below(7) {

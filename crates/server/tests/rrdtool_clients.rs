@@ -54,7 +54,7 @@ fn s(x: impl ToString) -> String {
 }
 
 fn gen(seed: u64) -> Case {
-    let mut g = Rng::new(seed);
+    let mut g = rng(seed);
     let file = format!("f{seed}.rrd");
     let step: i64 = *g.pick(&[1, 10, 60, 300]);
     let start = T0 - g.below(5) as i64 * step;
@@ -101,7 +101,7 @@ fn gen(seed: u64) -> Case {
             acc: g.below(1000) as i64,
         });
     }
-    let compute = g.chance(15);
+    let compute = g.percent(15);
     if compute {
         // A COMPUTE DS: no value in updates, computed from the others.
         let a = &ds[0].name;
@@ -119,10 +119,10 @@ fn gen(seed: u64) -> Case {
         create.push(format!("RRA:{cf}:{xff}:{pdp}:{rows}"));
     }
     let mut cmds = Vec::new();
-    if g.chance(4) {
+    if g.percent(4) {
         // A create the daemon refuses (no RRA, or a bad DS), then the real one.
         let mut bad = create.clone();
-        if g.chance(50) {
+        if g.percent(50) {
             bad.retain(|a| !a.starts_with("RRA:"));
         } else {
             bad.push(s("DS:bad:GAUGE"));
@@ -139,8 +139,8 @@ fn gen(seed: u64) -> Case {
         let mut up = vec![s("update"), file.clone()];
         // No template: librrd maps it by reading the file locally, which through ringlet
         // is a placeholder (`local_readers_fail_openly_on_placeholders`).
-        let order: Option<Vec<usize>> = if TEMPLATES && !compute && g.chance(20) {
-            let mut o: Vec<usize> = (0..nds).filter(|_| g.chance(70)).collect();
+        let order: Option<Vec<usize>> = if TEMPLATES && !compute && g.percent(20) {
+            let mut o: Vec<usize> = (0..nds).filter(|_| g.percent(70)).collect();
             if o.is_empty() {
                 o.push(g.below(nds as u64) as usize);
             }
@@ -178,7 +178,7 @@ fn gen(seed: u64) -> Case {
             for &i in &picked {
                 let d = &mut ds[i];
                 v.push(':');
-                if g.chance(7) {
+                if g.percent(7) {
                     v.push('U');
                     continue;
                 }
@@ -212,7 +212,7 @@ fn gen(seed: u64) -> Case {
                 now = t;
             }
         }
-        if g.chance(3) {
+        if g.percent(3) {
             // An update of a file that does not exist.
             cmds.push(vec![
                 s("update"),
@@ -227,13 +227,13 @@ fn gen(seed: u64) -> Case {
             let lo = start - g.below(3) as i64 * step * 10;
             let mut from = lo + g.below(((now as i64 - lo) + step * 3) as u64) as i64;
             let mut to = from + 1 + g.below((step * 40) as u64) as i64;
-            if g.chance(15) {
+            if g.percent(15) {
                 // Far back and wide: past what the finest archives hold, so the archive
                 // choice weighs partial coverage.
                 from = now as i64 - g.below((step * 3000) as u64) as i64;
                 to = now as i64 - g.below((step * 50) as u64) as i64 + step;
             }
-            let cf = if g.chance(90) {
+            let cf = if g.percent(90) {
                 *g.pick(&rra_cfs)
             } else {
                 *g.pick(&cfs)
@@ -254,7 +254,7 @@ fn gen(seed: u64) -> Case {
                         s("-e"),
                         s(to),
                     ];
-                    if g.chance(20) {
+                    if g.percent(20) {
                         f.extend([s("-r"), s(step * 5)]);
                     }
                     cmds.push(f);
@@ -282,7 +282,7 @@ fn gen(seed: u64) -> Case {
                 5 => {
                     let d = &g.pick(&ds).name;
                     let mut x = vec![s("xport"), s("-s"), s(from), s("-e"), s(to)];
-                    if g.chance(30) {
+                    if g.percent(30) {
                         x.extend([s("--step"), s(step * 2)]);
                     }
                     x.push(format!("DEF:a={file}:{d}:{cf}"));
@@ -295,7 +295,7 @@ fn gen(seed: u64) -> Case {
                 6 | 7 => {
                     let d = &g.pick(&ds).name;
                     let mut gr = vec![s("graph"), s("/dev/null"), s("-s"), s(from), s("-e"), s(to)];
-                    if g.chance(30) {
+                    if g.percent(30) {
                         gr.extend([s("-w"), s(20 + g.below(400))]);
                     }
                     gr.push(format!("DEF:a={file}:{d}:{cf}"));
@@ -306,12 +306,12 @@ fn gen(seed: u64) -> Case {
                     .iter()
                     .enumerate()
                     {
-                        if i < 2 || g.chance(40) {
+                        if i < 2 || g.percent(40) {
                             gr.push(format!("VDEF:v{i}=a,{f}"));
                             gr.push(format!("PRINT:v{i}:%.17le"));
                         }
                     }
-                    if g.chance(30) {
+                    if g.percent(30) {
                         gr.push(s("VDEF:p=a,95,PERCENT"));
                         gr.push(s("PRINT:p:%.17le"));
                     }
@@ -320,7 +320,7 @@ fn gen(seed: u64) -> Case {
                 }
                 _ => {
                     let mut f = vec![s("flushcached"), file.clone()];
-                    if g.chance(20) {
+                    if g.percent(20) {
                         f.push(format!("missing{seed}.rrd"));
                     }
                     cmds.push(f);

@@ -10,6 +10,7 @@ mod common;
 
 use common::*;
 use std::io::Write;
+use testkit::json::Value;
 
 /// (status, headers, body) of a GET.
 fn http(port: u16, path: &str) -> (u16, String, String) {
@@ -20,28 +21,36 @@ fn get(port: u16, path: &str) -> String {
     http_get(port, path)
 }
 
-/// The number or string after `"key": ` in a flat JSON object.
+/// The first value named `key` in a JSON reply (depth first, in the reply's order): a
+/// string's text, or a number's or a boolean's.
 fn field(json: &str, key: &str) -> String {
-    let at = json
-        .find(&format!("\"{key}\": "))
-        .unwrap_or_else(|| panic!("no {key} in {json}"))
-        + key.len()
-        + 4;
-    let rest = &json[at..];
-    let end = rest.find([',', '}']).unwrap_or(rest.len());
-    rest[..end].trim_matches('"').to_string()
+    fn find<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+        match v {
+            Value::Object(m) => m.get(key).or_else(|| m.values().find_map(|x| find(x, key))),
+            Value::Array(a) => a.iter().find_map(|x| find(x, key)),
+            _ => None,
+        }
+    }
+    let v = testkit::json::parse(json);
+    match find(&v, key).unwrap_or_else(|| panic!("no {key} in {json}")) {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// The `values` array of a fetch reply (None for null).
 fn values(json: &str) -> Vec<Option<f64>> {
-    let at = json.find("\"values\": [").expect("values") + 11;
-    let end = at + json[at..].find(']').expect("end of values");
-    json[at..end]
-        .split(',')
-        .filter(|v| !v.is_empty())
-        .map(|v| match v {
-            "null" => None,
-            v => Some(v.parse().unwrap()),
+    let v = testkit::json::parse(json);
+    v["values"]
+        .as_array()
+        .expect("values")
+        .iter()
+        .map(|x| {
+            if x.is_null() {
+                None
+            } else {
+                Some(x.as_f64().expect("a number"))
+            }
         })
         .collect()
 }

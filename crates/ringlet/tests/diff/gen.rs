@@ -9,7 +9,7 @@ use super::update_gen::UpdateGen;
 use std::collections::BTreeSet;
 
 pub fn generate(seed: u64) -> Case {
-    let mut rng = Rng::new(seed);
+    let mut rng = super::rng::seeded(seed);
     let mut feats: BTreeSet<&'static str> = BTreeSet::new();
     let schema = gen_schema(&mut rng);
     for d in &schema.ds {

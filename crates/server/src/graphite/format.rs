@@ -428,6 +428,12 @@ mod tests {
     }
 
     #[test]
+    fn json_strings_escape_what_json_needs() {
+        assert_eq!(json_string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+        assert_eq!(json_string("h\u{2028}"), "\"h\\u2028\"");
+    }
+
+    #[test]
     fn formats_write_what_graphite_web_writes() {
         let s = Series::new("a.b".into(), 100, 120, 10, vec![Some(1.5), None]);
         assert_eq!(

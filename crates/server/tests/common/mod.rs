@@ -1,6 +1,6 @@
 //! What the daemon tests share: temporary directories, starting `ringlet serve` and the real
-//! rrdcached as child processes (stopped by pid when dropped), a raw protocol client, an HTTP
-//! client and free loopback ports, running `rrdtool`, and a seeded random generator.
+//! rrdcached as child processes (stopped by pid when dropped), running `rrdtool`; the
+//! protocol and HTTP clients, free loopback ports and the seeded generator are `testkit`'s.
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -9,6 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+// Not every test uses every client.
+#[allow(unused_imports)]
+pub use testkit::http::{free_port, get as http_get, request as http_request};
+#[allow(unused_imports)]
+pub use testkit::rrdcached::{connect, converse, fetch_rows, read_line, read_reply, request};
 
 /// The path of this build's daemon (`ringlet serve`).
 pub const RINGLET: &str = env!("CARGO_BIN_EXE_ringlet-serve");
@@ -282,66 +287,6 @@ impl Rrdcached {
     }
 }
 
-/// Connect to a unix socket with read/write timeouts.
-pub fn connect(sock: &Path) -> UnixStream {
-    let s = UnixStream::connect(sock).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    s.set_write_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    s
-}
-
-/// Send `input` on a new connection, half-close, and read everything until the server closes.
-pub fn converse(sock: &Path, input: &[u8]) -> Vec<u8> {
-    let mut s = connect(sock);
-    s.write_all(input).expect("send");
-    let _ = s.shutdown(std::net::Shutdown::Write);
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    out
-}
-
-/// Read one reply (status line and its following lines) from a stream.
-pub fn read_reply(s: &mut impl Read) -> String {
-    let line = read_line(s);
-    let n: i64 = line
-        .split(' ')
-        .next()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line {line:?}"));
-    let mut out = line;
-    for _ in 0..n.max(0) {
-        out.push_str(&read_line(s));
-    }
-    out
-}
-
-/// One line, newline included; empty at EOF.
-pub fn read_line(s: &mut impl Read) -> String {
-    let mut v = Vec::new();
-    let mut b = [0u8; 1];
-    loop {
-        match s.read(&mut b) {
-            Ok(0) => break,
-            Ok(_) => {
-                v.push(b[0]);
-                if b[0] == b'\n' {
-                    break;
-                }
-            }
-            Err(e) => panic!("read failed after {:?}: {e}", String::from_utf8_lossy(&v)),
-        }
-    }
-    String::from_utf8_lossy(&v).into_owned()
-}
-
-/// Send one request line, read its reply.
-pub fn request(s: &mut UnixStream, line: &str) -> String {
-    s.write_all(format!("{line}\n").as_bytes()).expect("send");
-    read_reply(s)
-}
-
 /// stdout, stderr and exit code of a process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Out {
@@ -376,93 +321,7 @@ pub fn rrdtool_env(cwd: &Path, args: &[String], daemon: Option<&str>) -> Out {
     }
 }
 
-/// SplitMix64: small, seeded, reproducible.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in 0..n.
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
-        &xs[self.below(xs.len() as u64) as usize]
-    }
-}
-
-/// FETCH the whole of a one-DS series through a raw connection; (time, value text) pairs.
-pub fn fetch_rows(sock: &Path, file: &str, cf: &str, start: i64, end: i64) -> Vec<(i64, String)> {
-    let mut s = connect(sock);
-    let r = request(&mut s, &format!("FETCH {file} {cf} {start} {end}"));
-    assert!(r.contains(" Success\n"), "FETCH {file} failed: {r}");
-    r.lines()
-        .filter_map(|l| {
-            let (t, v) = l.split_once(": ")?;
-            let t: i64 = t.trim().parse().ok()?;
-            Some((t, v.to_string()))
-        })
-        .collect()
-}
-
-/// A TCP port free on the loopback now.
-/// A loopback port free now, below the kernel's range of ephemeral ports (32768 and up):
-/// a port from that range, let go until the daemon binds it, can be taken meanwhile by any
-/// outgoing connection (other tests run beside this one).
-pub fn free_port() -> u16 {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let seed = std::process::id().wrapping_mul(2_654_435_761);
-    for _ in 0..10_000 {
-        let n = NEXT.fetch_add(7919, Ordering::Relaxed).wrapping_add(seed);
-        let port = 20_000 + (n % 12_000) as u16;
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no free loopback port between 20000 and 32000");
-}
-
-/// (status, head, body) of an HTTP/1.0 request on the loopback; a non-empty `body` is sent
-/// as a form.
-pub fn http_request(port: u16, method: &str, path: &str, body: &str) -> (u16, String, String) {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let head = if body.is_empty() {
-        format!("{method} {path} HTTP/1.0\r\nHost: x\r\n\r\n")
-    } else {
-        format!(
-            "{method} {path} HTTP/1.0\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-    };
-    s.write_all(head.as_bytes()).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let text = String::from_utf8_lossy(&out).to_string();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (status, head.to_string(), body.to_string())
-}
-
-/// The body of a GET that must answer 200.
-pub fn http_get(port: u16, path: &str) -> String {
-    let (st, _, b) = http_request(port, "GET", path, "");
-    assert_eq!(st, 200, "{path}: {b}");
-    b
+/// The tests' generator of a seed (SplitMix64, the seed mixed with the golden ratio first).
+pub fn rng(seed: u64) -> testkit::SplitMix {
+    testkit::SplitMix::new(seed ^ 0x9e37_79b9_7f4a_7c15)
 }
