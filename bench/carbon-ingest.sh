@@ -64,9 +64,12 @@ for peer in $peers; do
     P=$(port)
     case "$peer" in
         ringlet)
-            mkdir -p "$W/r/base"
+            mkdir -p "$W/r/base" "$W/r/conf"
+            # As carbon-cache below: no limit on the series made a minute (carbon.conf's
+            # MAX_CREATES_PER_MINUTE; ringlet's default is carbon's, 50).
+            printf '[cache]\nMAX_CREATES_PER_MINUTE = inf\n' >"$W/r/conf/carbon.conf"
             "$RINGLET" serve -g -w 300 -l "unix:$W/r/s.sock" -b "$W/r/base" --store "$W/r/store" \
-                --carbon "127.0.0.1:$P" >"$W/r/log" 2>&1 &
+                --carbon "127.0.0.1:$P" --graphite-conf "$W/r/conf" >"$W/r/log" 2>&1 &
             pid=$!
             count() {
                 /usr/bin/python3 - "$W/r/s.sock" <<'PY'

@@ -29,9 +29,12 @@ cleanup() {
 trap cleanup EXIT
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 CP=$(port) HP=$(port)
-mkdir -p "$W/base"
+mkdir -p "$W/base" "$W/conf"
+# The series are made by their first points, all at once: no limit on the series made a
+# minute (carbon.conf's MAX_CREATES_PER_MINUTE; the default, carbon's, is 50).
+printf '[cache]\nMAX_CREATES_PER_MINUTE = inf\n' >"$W/conf/carbon.conf"
 "$RINGLET" serve -g -w 300 -l "unix:$W/s.sock" -b "$W/base" --store "$W/store" \
-    --carbon "127.0.0.1:$CP" --http "127.0.0.1:$HP" >"$W/log" 2>&1 &
+    --carbon "127.0.0.1:$CP" --http "127.0.0.1:$HP" --graphite-conf "$W/conf" >"$W/log" 2>&1 &
 pid=$!
 for _ in $(seq 600); do
     (exec 3<>"/dev/tcp/127.0.0.1/$HP") 2>/dev/null && break

@@ -41,16 +41,19 @@ impl fmt::Display for DecodeError {
 impl std::error::Error for DecodeError {}
 
 /// Zigzag: small signed numbers to small unsigned ones (0, -1, 1, -2 ... -> 0, 1, 2, 3 ...).
+#[inline]
 pub fn zigzag(n: i64) -> u64 {
     ((n << 1) ^ (n >> 63)) as u64
 }
 
 /// The signed number [`zigzag`] gave `u` for.
+#[inline]
 pub fn unzigzag(u: u64) -> i64 {
     ((u >> 1) as i64) ^ -((u & 1) as i64)
 }
 
 /// Append `v` as a varint.
+#[inline]
 pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
@@ -60,11 +63,13 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// The bytes [`put_varint`] takes for `v`.
+#[inline]
 pub fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// Bits needed for `v`: 0 for 0.
+#[inline]
 pub fn width(v: u64) -> u8 {
     (64 - v.leading_zeros()) as u8
 }
@@ -82,6 +87,7 @@ pub enum VarintError {
 
 /// The varint at `buf[*pos..]`, moving `*pos` past it (on an error, `*pos` is where
 /// reading stopped).
+#[inline]
 pub fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, VarintError> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {

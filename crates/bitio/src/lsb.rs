@@ -10,11 +10,13 @@ pub struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
+    #[inline]
     pub fn new(out: &'a mut Vec<u8>) -> Self {
         Writer { out, acc: 0, n: 0 }
     }
 
     /// The low `w` bits of `v` (`w <= 64`).
+    #[inline]
     pub fn put(&mut self, v: u64, w: u8) {
         let v = if w >= 64 { v } else { v & ((1u64 << w) - 1) };
         self.acc |= u128::from(v) << self.n;
@@ -26,6 +28,7 @@ impl<'a> Writer<'a> {
         }
     }
 
+    #[inline]
     pub fn finish(self) {
         if self.n > 0 {
             self.out.push(self.acc as u8);
@@ -42,6 +45,7 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
         Reader {
             buf,
@@ -52,6 +56,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next `w` bits (`w <= 64`); zeros past the end of the bytes.
+    #[inline]
     pub fn get(&mut self, w: u8) -> u64 {
         let w32 = u32::from(w);
         while self.n < w32 {

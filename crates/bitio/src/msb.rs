@@ -11,6 +11,7 @@ use crate::DecodeError;
 
 /// Exp-Golomb order for residuals whose running magnitude (8 x mean) is `mag`:
 /// `min(40, max(0, bitlen(mag >> 3) - 1))`.
+#[inline]
 pub fn order(mag: u64) -> u32 {
     let mean = mag >> 3;
     (64 - mean.leading_zeros()).saturating_sub(1).min(40)
@@ -28,11 +29,13 @@ pub struct BitWriter {
 }
 
 impl BitWriter {
+    #[inline]
     pub fn new() -> Self {
         BitWriter::default()
     }
 
     /// Bits written so far.
+    #[inline]
     pub fn bit_len(&self) -> u64 {
         if self.used == 0 {
             self.buf.len() as u64 * 8
@@ -41,6 +44,7 @@ impl BitWriter {
         }
     }
 
+    #[inline]
     pub fn bit(&mut self, b: bool) {
         if self.used == 0 {
             self.buf.push(0);
@@ -54,6 +58,7 @@ impl BitWriter {
     }
 
     /// The low `n` bits of `v`, most significant first; `n <= 64`.
+    #[inline]
     pub fn bits(&mut self, v: u64, n: u32) {
         let mut n = n.min(64);
         while n > 0 {
@@ -74,6 +79,7 @@ impl BitWriter {
     /// Bits `from..to` of `src` (bit 0 is the most significant bit of `src[0]`), appended
     /// as they are: one series' stream copied into a commit-wide block without the byte
     /// padding it ended with. `to <= src.len() * 8`.
+    #[inline]
     pub fn append(&mut self, src: &[u8], from: u64, to: u64) {
         debug_assert!(from <= to && to <= src.len() as u64 * 8);
         let mut at = from;
@@ -100,6 +106,7 @@ impl BitWriter {
     }
 
     /// Exp-Golomb of order `k` (`k <= 63`).
+    #[inline]
     pub fn exp_golomb(&mut self, u: u64, k: u32) {
         let v = u as u128 + (1u128 << k);
         let n = 128 - v.leading_zeros();
@@ -117,6 +124,7 @@ impl BitWriter {
     /// Rice code of parameter `k` with an escape: `q = u >> k`; if `q < RICE_ESCAPE`, `q`
     /// one bits, a zero, then the low `k` bits of `u`; else `RICE_ESCAPE` one bits and
     /// Exp-Golomb(k) of `u - (RICE_ESCAPE << k)`.
+    #[inline]
     pub fn rice(&mut self, u: u64, k: u32) {
         let q = u >> k;
         if q < RICE_ESCAPE {
@@ -134,14 +142,17 @@ impl BitWriter {
     }
 
     /// Room for `bytes` more bytes.
+    #[inline]
     pub fn reserve(&mut self, bytes: usize) {
         self.buf.reserve(bytes);
     }
 
+    #[inline]
     pub fn into_bytes(self) -> Vec<u8> {
         self.buf
     }
 
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf
     }
@@ -159,6 +170,7 @@ pub struct BitReader<'a> {
 }
 
 impl<'a> BitReader<'a> {
+    #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
         BitReader {
             buf,
@@ -170,6 +182,7 @@ impl<'a> BitReader<'a> {
 
     /// Bits `from..to` of `buf`, after `zeros` zero bits that are not in `buf`.
     /// `to` is clamped to the buffer's bits.
+    #[inline]
     pub fn slice(buf: &'a [u8], from: u64, to: u64, zeros: u32) -> Self {
         let end = to.min(buf.len() as u64 * 8);
         BitReader {
@@ -181,25 +194,30 @@ impl<'a> BitReader<'a> {
     }
 
     /// The position in `buf`, in bits (after the leading zeros, once read).
+    #[inline]
     pub fn position(&self) -> u64 {
         self.pos
     }
 
     /// Whether every bit of the range was read, the leading zeros included.
+    #[inline]
     pub fn at_end(&self) -> bool {
         self.pos == self.end && self.zeros == 0
     }
 
     /// An error at the byte being read.
+    #[inline]
     pub fn err(&self, what: &str) -> DecodeError {
         DecodeError::new((self.pos / 8) as usize, what)
     }
 
     /// Bits not read yet (including the last byte's padding).
+    #[inline]
     pub fn remaining_bits(&self) -> u64 {
         self.end.saturating_sub(self.pos) + self.zeros as u64
     }
 
+    #[inline]
     pub fn bit(&mut self) -> Result<bool, DecodeError> {
         if self.zeros > 0 {
             self.zeros -= 1;
@@ -240,6 +258,7 @@ impl<'a> BitReader<'a> {
     /// values); the bit-at-a-time reading below stays for the ends of ranges, owed leading
     /// zeros and long codes, and the test `word_reads_match_bit_reads` holds both to the same
     /// results.
+    #[inline]
     pub fn bits(&mut self, n: u32) -> Result<u64, DecodeError> {
         if n == 0 {
             return Ok(0);
@@ -253,6 +272,7 @@ impl<'a> BitReader<'a> {
         self.bits_slow(n)
     }
 
+    #[inline]
     fn bits_slow(&mut self, n: u32) -> Result<u64, DecodeError> {
         let mut n = n.min(64);
         let mut v = 0u64;
@@ -276,6 +296,7 @@ impl<'a> BitReader<'a> {
         Ok(v)
     }
 
+    #[inline]
     pub fn rice(&mut self, k: u32) -> Result<u64, DecodeError> {
         if self.zeros == 0 && k < 64 {
             if let Some(w) = self.peek() {
@@ -294,6 +315,7 @@ impl<'a> BitReader<'a> {
         self.rice_slow(k)
     }
 
+    #[inline]
     fn rice_slow(&mut self, k: u32) -> Result<u64, DecodeError> {
         let mut q = 0u64;
         while q < RICE_ESCAPE && self.bit()? {
@@ -307,6 +329,7 @@ impl<'a> BitReader<'a> {
             .ok_or_else(|| self.err("Rice value exceeds 64 bits"))
     }
 
+    #[inline]
     pub fn exp_golomb(&mut self, k: u32) -> Result<u64, DecodeError> {
         if self.zeros == 0 && k < 64 {
             if let Some(w) = self.peek() {
@@ -323,6 +346,7 @@ impl<'a> BitReader<'a> {
         self.exp_golomb_slow(k)
     }
 
+    #[inline]
     fn exp_golomb_slow(&mut self, k: u32) -> Result<u64, DecodeError> {
         let mut zeros = 0u32;
         while !self.bit()? {
