@@ -86,16 +86,9 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         daemon: true,
         prefix: false,
     };
-    let o = match crate::opts::parse(args, takes) {
-        Ok(o) if o.help => {
-            print!("{USAGE}");
-            return 0;
-        }
+    let o = match crate::opts::parse_or_usage(args, takes, USAGE) {
         Ok(o) => o,
-        Err(e) => {
-            eprint!("{USAGE}");
-            return fail(&e);
-        }
+        Err(status) => return status,
     };
     let (force, resume, quiet, daemon, pos) = (o.force, o.resume, o.quiet, o.daemon, o.pos);
     let Some((out, globs)) = pos.split_first() else {

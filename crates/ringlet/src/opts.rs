@@ -53,6 +53,23 @@ pub fn parse(args: &[String], takes: Takes) -> Result<Opts, String> {
     Ok(o)
 }
 
+/// [`parse`] for a command whose usage text is `usage`: `--help` prints it and gives exit
+/// status 0, a wrong option prints it and the error and gives 1 (`Err`: the status).
+pub fn parse_or_usage(args: &[String], takes: Takes, usage: &str) -> Result<Opts, i32> {
+    match parse(args, takes) {
+        Ok(o) if o.help => {
+            print!("{usage}");
+            Err(0)
+        }
+        Ok(o) => Ok(o),
+        Err(e) => {
+            eprint!("{usage}");
+            eprintln!("ERROR: {e}");
+            Err(1)
+        }
+    }
+}
+
 /// An option's value, as text.
 fn text(p: &mut lexopt::Parser) -> Result<String, String> {
     p.value()
