@@ -1,4 +1,5 @@
-//! graphite-web's Filter Series and Filter Data groups: which series, and which of their values, are kept.
+//! graphite-web's Filter Series and Filter Data groups: which series, and which of their
+//! values, are kept.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! graphite-web's Special group: series that come from the store's tags, from a constant, and the consolidation chosen.
+//! graphite-web's Special group: series that come from the store's tags, from a constant, and
+//! the consolidation chosen.
 
 use super::*;
 
