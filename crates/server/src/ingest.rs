@@ -8,7 +8,7 @@
 //! `Rrd::apply` on the shadow gives exactly the outcome the real RRD will give when the queued
 //! value is applied (the archives never make an update fail), so a value is refused, or
 //! accepted, at once with rrdtool's message. Accepted values wait in the entry's queue as text
-//! until [`crate::daemon`] applies them to the store: at a commit, or before anything reads
+//! until [`crate::commit`] applies them to the store: at a commit, or before anything reads
 //! the series. Values of one series are queued and applied in acceptance order.
 //!
 //! The entries and their index are [`crate::entry`]'s.

@@ -84,17 +84,22 @@ fn to_json(v: &Value) -> Vec<u8> {
 /// [`to_json`]'s formatter.
 struct PyStyle;
 
+/// `", "` before every item of an array or object but the first.
+fn separate<W: ?Sized + std::io::Write>(w: &mut W, first: bool) -> std::io::Result<()> {
+    if first {
+        Ok(())
+    } else {
+        w.write_all(b", ")
+    }
+}
+
 impl serde_json::ser::Formatter for PyStyle {
     fn begin_array_value<W: ?Sized + std::io::Write>(
         &mut self,
         w: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            w.write_all(b", ")
-        }
+        separate(w, first)
     }
 
     fn begin_object_key<W: ?Sized + std::io::Write>(
@@ -102,11 +107,7 @@ impl serde_json::ser::Formatter for PyStyle {
         w: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            w.write_all(b", ")
-        }
+        separate(w, first)
     }
 
     fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
