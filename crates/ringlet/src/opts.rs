@@ -2,7 +2,7 @@
 //! `lexopt`: short and long forms, `--daemon=ADDR` and `--daemon ADDR`, bundled short flags
 //! (`-fq`), `--` before names that start with a dash. rrdtool's commands keep their own
 //! getopt (`cli::getopt`, whose texts are rrdtool's), and `serve` reads rrdcached's options
-//! (`server::config`, whose texts are rrdcached's).
+//! (`server::config`, by lexopt too, whose texts are rrdcached's).
 
 use lexopt::prelude::*;
 

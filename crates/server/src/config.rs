@@ -3,7 +3,12 @@
 //!
 //! Options that have no meaning for ringlet (`-t` writer threads, `-j` journal directory,
 //! `-z` jitter, `-a` allocation chunk, `-V` log level) are accepted and documented as such.
+//!
+//! Read by `lexopt`, which splits bundles as getopt does (`-gB` is `-g -B`; `-gw300` is
+//! `-g -w 300`; an option's value is the next argument whatever it looks like, `-b -dir`);
+//! the errors are written here, in the words rrdcached's users read in its own.
 
+use lexopt::prelude::*;
 use std::path::PathBuf;
 
 /// Where a listener binds.
@@ -339,63 +344,21 @@ fn parse_perms(s: &str) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
-/// Short options that take a value (rrdcached 1.7.2's getopt string).
-const SHORT_WITH_VALUE: &str = "lsmPbwztafjVpoGU";
-/// Long options that take a value.
-const LONG_WITH_VALUE: &[&str] = &[
-    "--store",
-    "--max-line",
-    "--log-size",
-    "--log-per-series",
-    "--spill",
-    "--queue-limit",
-    "--max-connections",
-    "--max-tcp-connections",
-    "--idle-timeout",
-    "--carbon-max-connections",
-    "--http-max-connections",
-    "--http-workers",
-    "--commit-interval",
-    "--carbon",
-    "--graphite-conf",
-    "--http",
-    "--carbon-pickle",
-];
-
-/// Split bundled short options as getopt does: `-gB` is `-g -B`, `-gw300` is `-g -w 300`
-/// (the first option that takes a value takes the rest of the bundle, or the next
-/// argument, whatever it looks like).
-fn unbundle(args: &[String]) -> Vec<String> {
-    let mut out = Vec::with_capacity(args.len());
-    let mut value_next = false;
-    for a in args {
-        if value_next || !a.starts_with('-') || a.starts_with("--") || a.len() <= 2 {
-            value_next = !value_next
-                && ((a.len() == 2 && a.starts_with('-') && SHORT_WITH_VALUE.contains(&a[1..]))
-                    || LONG_WITH_VALUE.contains(&a.as_str()));
-            out.push(a.clone());
-            continue;
+/// An error of the option reader as a line for the user.
+fn lexopt_error(e: lexopt::Error) -> String {
+    match e {
+        lexopt::Error::UnexpectedValue { option, value } => {
+            format!(
+                "option {option} takes no value ('{}')",
+                value.to_string_lossy()
+            )
         }
-        let body = &a[1..];
-        for (i, ch) in body.char_indices() {
-            out.push(format!("-{ch}"));
-            if SHORT_WITH_VALUE.contains(ch) {
-                let rest = &body[i + ch.len_utf8()..];
-                if rest.is_empty() {
-                    value_next = true;
-                } else {
-                    out.push(rest.to_string());
-                }
-                break;
-            }
-        }
+        e => e.to_string(),
     }
-    out
 }
 
 /// Parse `ringlet serve`'s arguments. `Err("")` means: print the help text and exit 0.
 pub fn parse(args: &[String]) -> Result<Config, String> {
-    let args = &unbundle(args)[..];
     let mut c = Config {
         listen: Vec::new(),
         base: None,
@@ -429,31 +392,29 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         view: None,
     };
     let (mut perms, mut sock_group, mut sock_mode) = (None, None, None);
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        // Accept both "-w 300" and "-w300", and "--long=value".
-        let (flag, inline): (&str, Option<String>) =
-            if let Some((f, v)) = a.split_once('=').filter(|_| a.starts_with("--")) {
-                (f, Some(v.to_string()))
-            } else if a.len() > 2 && a.starts_with('-') && !a.starts_with("--") {
-                // The flag is `-` and one character, however many bytes it takes.
-                let end = 1 + a[1..].chars().next().map_or(0, char::len_utf8);
-                let rest = &a[end..];
-                (&a[..end], (!rest.is_empty()).then(|| rest.to_string()))
-            } else {
-                (a.as_str(), None)
-            };
+    let mut p = lexopt::Parser::from_args(args.iter().cloned());
+    while let Some(arg) = p.next().map_err(lexopt_error)? {
+        let flag = match &arg {
+            Short(ch) => format!("-{ch}"),
+            Long(name) => format!("--{name}"),
+            Value(v) => {
+                let v = v.to_string_lossy();
+                return Err(format!("unknown option '{v}' (see ringlet serve --help)"));
+            }
+        };
         let mut value = || -> Result<String, String> {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or(format!("option {flag} needs a value"))
+            match p.value() {
+                Ok(v) => v
+                    .into_string()
+                    .map_err(|v| format!("option {flag}: not UTF-8: {}", v.to_string_lossy())),
+                Err(_) => Err(format!("option {flag} needs a value")),
+            }
         };
         let num = |v: String| {
             v.parse::<u64>()
                 .map_err(|_| format!("option {flag}: invalid number '{v}'"))
         };
-        match flag {
+        match flag.as_str() {
             "-h" | "--help" => return Err(String::new()),
             "-l" => c.listen.push(Listen {
                 addr: parse_addr(&value()?)?,
@@ -522,18 +483,20 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "--http" => c.http.push(listen_addr(&value()?, HTTP_PORT)?),
             // An optional value: `--view=DIR`, `--view DIR`, or `--view` alone.
             "--view" => {
-                c.view = Some(match inline.clone() {
-                    Some(v) => Some(PathBuf::from(v)),
-                    None => match it.clone().next() {
-                        Some(v) if !v.starts_with('-') => {
-                            it.next();
-                            Some(PathBuf::from(v))
-                        }
-                        _ => None,
-                    },
-                });
+                let dir = match p.optional_value() {
+                    Some(v) => Some(v),
+                    None => p
+                        .raw_args()
+                        .map_err(|e| e.to_string())?
+                        .next_if(|v| !v.to_string_lossy().starts_with('-')),
+                };
+                c.view = Some(dir.map(PathBuf::from));
             }
-            _ => return Err(format!("unknown option '{a}' (see ringlet serve --help)")),
+            _ => {
+                return Err(format!(
+                    "unknown option '{flag}' (see ringlet serve --help)"
+                ))
+            }
         }
     }
     if c.listen.is_empty() {
@@ -636,6 +599,25 @@ mod tests {
         assert_eq!(c.commit_interval, 120);
         assert_eq!(c.store, Some(PathBuf::from("/tmp/s")));
         assert_eq!(c.listen[0].mode, Some(0o660));
+    }
+
+    #[test]
+    fn view_takes_an_optional_value_and_missing_values_are_named() {
+        let view = |a: &str| parse(&args(a)).unwrap().view;
+        assert_eq!(view("--view"), Some(None));
+        assert_eq!(view("--view -g"), Some(None));
+        assert_eq!(view("--view /v -g"), Some(Some(PathBuf::from("/v"))));
+        assert_eq!(view("--view=/v"), Some(Some(PathBuf::from("/v"))));
+        assert_eq!(view("-g"), None);
+        assert_eq!(parse(&args("-b")).unwrap_err(), "option -b needs a value");
+        assert_eq!(
+            parse(&args("--store")).unwrap_err(),
+            "option --store needs a value"
+        );
+        let e = parse(&args("-g=1")).unwrap_err();
+        assert!(e.contains("-g") && e.contains("value"), "{e}");
+        assert!(parse(&args("stray")).unwrap_err().contains("'stray'"));
+        assert!(parse(&args("--max-line x")).unwrap_err().contains("'x'"));
     }
 
     #[test]
