@@ -23,15 +23,35 @@ impl Parsed {
     }
 }
 
-/// Parse `args` against `spec`. Errors are rrdtool's messages (without `ERROR: `).
+/// Parse `args` against `spec`. Errors are rrdtool's messages (without `ERROR: `): the
+/// first one found.
 pub fn parse(args: &[String], spec: &[Opt]) -> Result<Parsed, String> {
-    let mut out = Parsed::default();
+    let (items, positional) = parse_each(args, spec);
+    let mut out = Parsed {
+        opts: Vec::with_capacity(items.len()),
+        positional,
+    };
+    for item in items {
+        match item {
+            Item::Opt(l, v) => out.opts.push((l, v)),
+            Item::Missing(_, e) | Item::Invalid(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
+/// Parse `args` against `spec`, going on past errors as GNU getopt does (for a command that
+/// applies each option as it comes, `tune`): every option and error in order, and the
+/// positional arguments.
+pub fn parse_each(args: &[String], spec: &[Opt]) -> (Vec<Item>, Vec<String>) {
+    let mut items = Vec::new();
+    let mut positional = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let a = &args[i];
         i += 1;
         if a == "--" {
-            out.positional.extend(args[i..].iter().cloned());
+            positional.extend(args[i..].iter().cloned());
             break;
         }
         if let Some(body) = a.strip_prefix("--") {
@@ -40,23 +60,20 @@ pub fn parse(args: &[String], spec: &[Opt]) -> Result<Parsed, String> {
                 None => (body, None),
             };
             let Some(o) = spec.iter().find(|o| o.long == name) else {
-                return Err(format!("invalid option -- '{name}'"));
+                items.push(Item::Invalid(format!("invalid option -- '{name}'")));
+                continue;
             };
-            let value = if o.takes_value {
-                match inline {
-                    Some(v) => v.to_string(),
-                    None => {
-                        let Some(v) = args.get(i) else {
-                            return Err(format!("option requires argument -- '{name}'"));
-                        };
-                        i += 1;
-                        v.clone()
-                    }
-                }
+            if !o.takes_value {
+                items.push(Item::Opt(o.long, String::new()));
+            } else if let Some(v) = inline {
+                items.push(Item::Opt(o.long, v.to_string()));
+            } else if let Some(v) = args.get(i) {
+                i += 1;
+                items.push(Item::Opt(o.long, v.clone()));
             } else {
-                String::new()
-            };
-            out.opts.push((o.long, value));
+                let e = format!("option requires argument -- '{name}'");
+                items.push(Item::Missing(o.long, e));
+            }
         } else if a.len() > 1 && a.starts_with('-') {
             let chars: Vec<char> = a[1..].chars().collect();
             let mut k = 0;
@@ -64,29 +81,40 @@ pub fn parse(args: &[String], spec: &[Opt]) -> Result<Parsed, String> {
                 let c = chars[k];
                 k += 1;
                 let Some(o) = spec.iter().find(|o| o.short == c) else {
-                    return Err(format!("invalid option -- '{c}'"));
+                    items.push(Item::Invalid(format!("invalid option -- '{c}'")));
+                    continue;
                 };
                 if !o.takes_value {
-                    out.opts.push((o.long, String::new()));
+                    items.push(Item::Opt(o.long, String::new()));
                     continue;
                 }
-                let value = if k < chars.len() {
-                    chars[k..].iter().collect()
-                } else {
-                    let Some(v) = args.get(i) else {
-                        return Err(format!("option requires an argument -- '{c}'"));
-                    };
+                if k < chars.len() {
+                    items.push(Item::Opt(o.long, chars[k..].iter().collect()));
+                } else if let Some(v) = args.get(i) {
                     i += 1;
-                    v.clone()
-                };
-                out.opts.push((o.long, value));
+                    items.push(Item::Opt(o.long, v.clone()));
+                } else {
+                    let e = format!("option requires an argument -- '{c}'");
+                    items.push(Item::Missing(o.long, e));
+                }
                 break;
             }
         } else {
-            out.positional.push(a.clone());
+            positional.push(a.clone());
         }
     }
-    Ok(out)
+    (items, positional)
+}
+
+/// One option as [`parse_each`] found it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Item {
+    /// `(long name, value)`; the value is empty for flags.
+    Opt(&'static str, String),
+    /// An option whose value is missing: its long name and getopt's message.
+    Missing(&'static str, String),
+    /// An unknown option: getopt's message.
+    Invalid(String),
 }
 
 #[cfg(test)]

@@ -20,7 +20,8 @@ ringlet - an RRD-exact metrics store (rrdtool 1.7.2 compatible command line)
 Usage: ringlet [--store DIR] command command_options
 
 Commands (arguments and output as rrdtool's; `ringlet <command>` shows its usage):
-  create, update, updatev, fetch, info, first, last, lastupdate, dump, restore, xport
+  create, update, updatev, fetch, info, first, last, lastupdate, dump, restore, xport,
+  tune, resize, graph, graphv (drawn by the installed rrdtool, on copies of the files)
 Daemon, export, import and pipe mode:
   serve    an rrdcached-compatible daemon over the same store (ringlet serve --help)
   stats    print a running daemon's STATS (ringlet stats [-d|--daemon ADDR])
@@ -39,19 +40,11 @@ held by a daemon is reached through the address it records (STORE/daemon).
 The output is the same as without a daemon.
 
 Not supported yet: Holt-Winters archives, create --source,
-graph, tune, resize.
+tune's DS and RRA changes (DEL:, DS:, RRA:, DELRRA:, RRA#).
 ";
 
 /// rrdtool commands ringlet does not implement.
-const NOT_YET: &[&str] = &[
-    "graph",
-    "graphv",
-    "tune",
-    "resize",
-    "list",
-    "flushcached",
-    "modify",
-];
+const NOT_YET: &[&str] = &["list", "flushcached", "modify"];
 
 fn usage_text(cmd: &str, body: &str) -> String {
     format!(
@@ -62,7 +55,10 @@ fn usage_text(cmd: &str, body: &str) -> String {
 
 /// Whether `cmd` changes the store (the daemon commits after it).
 pub fn writes(cmd: &str) -> bool {
-    matches!(cmd, "create" | "update" | "updatev" | "restore")
+    matches!(
+        cmd,
+        "create" | "update" | "updatev" | "restore" | "tune" | "resize"
+    )
 }
 
 /// Run one rrdtool command (`cmd` and its arguments) in `ctx`.
@@ -75,6 +71,10 @@ pub fn dispatch(cmd: &str, args: &[String], ctx: &Ctx) -> Outcome {
         EXPORT_NAMES => return export_names(ctx, args),
         EXPORT_FILE => return export_file(ctx, args),
         _ => {}
+    }
+    if matches!(cmd, "graph" | "graphv") {
+        // The binary draws them (rrdtool's renderer on copies of the files), never here.
+        return Outcome::err(format!("'{cmd}' is drawn by the ringlet binary, not here"));
     }
     if NOT_YET.contains(&cmd) {
         return Outcome::err(format!("ringlet does not support '{cmd}' yet"));
@@ -97,6 +97,8 @@ pub fn dispatch(cmd: &str, args: &[String], ctx: &Ctx) -> Outcome {
         "lastupdate" => commands::lastupdate(ctx, args),
         "dump" => commands::dump(ctx, args),
         "restore" => commands::restore(ctx, args),
+        "tune" => commands::tune(ctx, args),
+        "resize" => commands::resize(ctx, args),
         _ => commands::xport(ctx, args),
     }
 }
@@ -128,7 +130,7 @@ fn export_file(ctx: &Ctx, args: &[String]) -> Outcome {
     let [name] = args else {
         return Outcome::err(format!("usage: {EXPORT_FILE} NAME"));
     };
-    commands::with_store(ctx, |st| {
+    commands::read_one(ctx, name, |st| {
         let rrd = match commands::load(st, name) {
             Ok(r) => r,
             Err(e) => return Outcome::err(e),
@@ -241,11 +243,13 @@ fn class(p: &[char], i: usize, c: char) -> Option<usize> {
 
 /// Take rrdtool's `--daemon ADDR` (`--daemon=ADDR`, `-d ADDR`, `-dADDR`) off a command's
 /// arguments: the address (the last one given) and the rest, in order. Arguments after `--`
-/// are left alone. `restore` has no such option (its `-d` is not one), so it is left as is.
+/// are left alone. `restore` has no such option (its `-d` is not one), so it is left as is;
+/// `tune`'s short form is `-D` (its `-d` is the data source type).
 pub fn take_daemon(cmd: &str, args: &[String]) -> (Option<String>, Vec<String>) {
     if cmd == "restore" {
         return (None, args.to_vec());
     }
+    let short = if cmd == "tune" { "-D" } else { "-d" };
     let mut addr = None;
     let mut rest = Vec::with_capacity(args.len());
     let mut it = args.iter();
@@ -255,7 +259,7 @@ pub fn take_daemon(cmd: &str, args: &[String]) -> (Option<String>, Vec<String>) 
             rest.extend(it.cloned());
             break;
         }
-        if a == "--daemon" || a == "-d" {
+        if a == "--daemon" || a == short {
             match it.next() {
                 Some(v) => addr = Some(v.clone()),
                 // Left for the command, which reports the missing argument as getopt does.
@@ -264,7 +268,7 @@ pub fn take_daemon(cmd: &str, args: &[String]) -> (Option<String>, Vec<String>) 
         } else if let Some(v) = a.strip_prefix("--daemon=") {
             addr = Some(v.to_string());
         } else if let Some(v) = a
-            .strip_prefix("-d")
+            .strip_prefix(short)
             .filter(|v| !v.is_empty() && !a.starts_with("--"))
         {
             addr = Some(v.to_string());

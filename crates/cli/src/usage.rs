@@ -14,6 +14,8 @@ pub const USAGE: &[(&str, &str)] = &[
     ("dump", "* dump - dump an RRD to XML\n\n\trrdtool dump [--header|-h {none,xsd,dtd}]\n\t\t[--no-header|-n]\n\t\t[--daemon|-d address]\n\t\tfile.rrd [file.xml]\n"),
     ("restore", "* restore - restore an RRD file from its XML form\n\n\trrdtool restore [--range-check|-r] [--force-overwrite|-f] filename.xml filename.rrd\n\n"),
     ("xport", "* xport - generate XML dump from one or several RRD\n\n\trrdtool xport [-s|--start seconds] [-e|--end seconds]\n\t\t[-m|--maxrows rows]\n\t\t[--step seconds]\n\t\t[--enumds] [--json]\n\t\t[-d|--daemon address]\n\t\t[DEF:vname=rrd:ds-name:CF]\n\t\t[CDEF:vname=rpn-expression]\n\t\t[XPORT:vname:legend]\n\n"),
+    ("tune", "* tune -  Modify some basic properties of an RRD\n\n\trrdtool tune filename\n\t\t[--heartbeat|-h ds-name:heartbeat]\n\t\t[--data-source-type|-d ds-name:DST]\n\t\t[--data-source-rename|-r old-name:new-name]\n\t\t[--minimum|-i ds-name:min] [--maximum|-a ds-name:max]\n\t\t[--deltapos|-p scale-value] [--deltaneg|-n scale-value]\n\t\t[--failure-threshold|-f integer]\n\t\t[--window-length|-w integer]\n\t\t[--alpha|-x adaptation-parameter]\n\n\t\t[--beta|-y adaptation-parameter]\n\t\t[--gamma|-z adaptation-parameter]\n\t\t[--gamma-deviation|-v adaptation-parameter]\n\t\t[--smoothing-window|-s fraction-of-season]\n\t\t[--smoothing-window-deviation|-S fraction-of-season]\n\t\t[--aberrant-reset|-b ds-name]\n\n\t\t[--step|-t newstep]\n\t\t[--daemon|-D address]\n\t\t[DEL:ds-name]\n\t\t[DS:ds-spec]\n\t\t[DELRRA:index]\n\t\t[RRA:rra-spec]\n\t\t[RRA#index:[+-=]number]\n\n"),
+    ("resize", "* resize - alter the length of one of the RRAs in an RRD\n\n\trrdtool resize filename rranum GROW|SHRINK rows\n\n"),
 ];
 
 /// The usage body of `cmd`, if ringlet implements it.

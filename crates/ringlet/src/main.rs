@@ -12,6 +12,7 @@
 //! output is the same in every case.
 
 mod export;
+mod graph;
 mod import;
 mod opts;
 mod pipe;
@@ -89,6 +90,31 @@ fn run(argv: &[String]) -> Outcome {
         std::process::exit(pipe::run(&dir));
     }
     let (flag, args) = cli::take_daemon(cmd, args);
+    if graph::is_graph(cmd) {
+        let drawn = match daemon_for(flag, &dir) {
+            Daemon::At(_, mut c) => graph::draw(cmd, &args, &mut |name| {
+                c.run(cli::EXPORT_FILE, &[name.to_string()], now())
+            }),
+            Daemon::Unreachable(_, e) => graph::Drawn {
+                stdout: Vec::new(),
+                error: Some(e),
+            },
+            Daemon::None => graph::draw(cmd, &args, &mut |name| {
+                cli::dispatch(
+                    cli::EXPORT_FILE,
+                    &[name.to_string()],
+                    &Ctx::local(&dir, now()),
+                )
+            }),
+        };
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(&drawn.stdout);
+        let _ = stdout.flush();
+        return Outcome {
+            error: drawn.error,
+            ..Outcome::default()
+        };
+    }
     match daemon_for(flag, &dir) {
         // Run in the daemon: `restore`'s input is read here, `dump`'s file written here.
         Daemon::At(_, mut c) => c.run(cmd, &args, now()),

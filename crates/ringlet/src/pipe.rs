@@ -62,6 +62,7 @@ pub fn run(dir: &Path) -> i32 {
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         let args = split_args(&line);
+        let mut bytes: Vec<u8> = Vec::new();
         let out = match args.split_first() {
             Some((cmd, _)) if cmd == "quit" => break,
             Some((cmd, _)) if matches!(cmd.as_str(), "cd" | "mkdir" | "pwd" | "ls") => {
@@ -80,7 +81,18 @@ pub fn run(dir: &Path) -> i32 {
                         match client {
                             Ok(c) => {
                                 c.named = named;
-                                let out = c.run(cmd, &rest, crate::now());
+                                let out = if crate::graph::is_graph(cmd) {
+                                    let d = crate::graph::draw(cmd, &rest, &mut |name| {
+                                        c.run(cli::EXPORT_FILE, &[name.to_string()], crate::now())
+                                    });
+                                    bytes = d.stdout;
+                                    Outcome {
+                                        error: d.error,
+                                        ..Outcome::default()
+                                    }
+                                } else {
+                                    c.run(cmd, &rest, crate::now())
+                                };
                                 if out.error.as_deref().is_some_and(|e| e.starts_with(&addr)) {
                                     // The connection broke: the next line connects again.
                                     clients.remove(&addr);
@@ -96,14 +108,26 @@ pub fn run(dir: &Path) -> i32 {
                             shared: Some(&cell),
                             ..Ctx::local(dir, crate::now())
                         };
-                        cli::dispatch(cmd, &rest, &ctx)
+                        if crate::graph::is_graph(cmd) {
+                            let d = crate::graph::draw(cmd, &rest, &mut |name| {
+                                cli::dispatch(cli::EXPORT_FILE, &[name.to_string()], &ctx)
+                            });
+                            bytes = d.stdout;
+                            Outcome {
+                                error: d.error,
+                                ..Outcome::default()
+                            }
+                        } else {
+                            cli::dispatch(cmd, &rest, &ctx)
+                        }
                     }
                     (None, None) => Outcome::err("no store and no daemon"),
                 }
             }
             None => Outcome::ok(cli::HELP.into()),
         };
-        let mut text = out.stdout;
+        bytes.extend_from_slice(out.stdout.as_bytes());
+        let mut text = String::new();
         match out.error {
             Some(e) => text.push_str(&format!("ERROR: {e}\n")),
             None => {
@@ -112,7 +136,8 @@ pub fn run(dir: &Path) -> i32 {
                 text.push_str(&format!("OK u:{u:1.2} s:{s:1.2} r:{r:1.2}\n"));
             }
         }
-        if stdout.write_all(text.as_bytes()).is_err() || stdout.flush().is_err() {
+        bytes.extend_from_slice(text.as_bytes());
+        if stdout.write_all(&bytes).is_err() || stdout.flush().is_err() {
             break;
         }
     }

@@ -151,6 +151,8 @@ fetch p.rrd AVERAGE -s 1700000000 -e 1700000120
 update p.rrd 1700000030:1
 last p.rrd
 fetch p.rrd AVERAGE --daemon unix:/nonexistent/s.sock
+tune p.rrd -h v:600
+graph - --start 1700000000 --end 1700000120 DEF:v=p.rrd:v:AVERAGE PRINT:v:MAX:%6.2lf
 bogus
 quit
 ";
@@ -202,6 +204,17 @@ fn script(way: Way) -> (Vec<(String, Out)>, Vec<String>) {
         "info b.rrd".into(),
         "fetch".into(),
         "graph x.png".into(),
+        // Cacti's other commands: tune and resize run where the store is, graph draws here
+        // with rrdtool on copies of the files, wherever they are.
+        "tune a.rrd -h x:300 --maximum y:1000".into(),
+        "tune a.rrd -d y:DERIVE -r x:xx -h nope:5".into(),
+        "info a.rrd".into(),
+        "resize a.rrd 0 GROW 2".into(),
+        "resize a.rrd 1 SHRINK 9".into(),
+        "dump resize.rrd".into(),
+        "graph - --start 1700000000 --end 1700000600 DEF:v=a.rrd:xx:AVERAGE PRINT:v:AVERAGE:%6.2lf".into(),
+        "graph g.png --start 1700000000 --end 1700000600 DEF:v=a.rrd:xx:AVERAGE LINE1:v#ff0000".into(),
+        "graph - DEF:v=missing.rrd:x:AVERAGE LINE1:v#ff0000".into(),
     ];
     let mut outs = Vec::new();
     for c in &cmds {
@@ -224,7 +237,9 @@ fn script(way: Way) -> (Vec<(String, Out)>, Vec<String>) {
         assert!(ph.starts_with("ringlet placeholder:"), "{ph}");
         assert!(d.sock.exists());
     }
-    let files = vec![xml];
+    let png = std::fs::read(dir.0.join("g.png")).unwrap_or_default();
+    assert!(png.starts_with(b"\x89PNG"), "{way:?}: no graph drawn");
+    let files = vec![xml, cli::hex(&png)];
     (outs, files)
 }
 

@@ -84,6 +84,10 @@ impl Pair {
 
     fn ringlet(&self, args: &[&str], stdin: Option<&str>) -> Out {
         let mut c = Command::new(env!("CARGO_BIN_EXE_ringlet"));
+        // Its own temporary directory: what graph leaves there is seen.
+        let tmp = self.rr_dir.with_file_name("tmp");
+        std::fs::create_dir_all(&tmp).expect("mkdir tmp");
+        c.env("TMPDIR", &tmp);
         c.arg("--store")
             .arg(&self.store)
             .args(args)
@@ -421,4 +425,138 @@ fn create_template_takes_definitions_from_an_existing_rrd() {
     p.same("create t3.rrd -t a.rrd --start 1700000000 DS:x:GAUGE:100:U:U");
     p.same("create t3.rrd -t a.rrd -t t1.rrd --start 1700000000");
     p.same("create t3.rrd -t nonex.rrd DS:x.y:GAUGE:1:U:U");
+}
+
+#[test]
+fn tune_resize_and_graph_match_rrdtool() {
+    if !have_rrdtool() {
+        return;
+    }
+    let p = Pair::new();
+    p.same(&format!("create a.rrd {SCHEMA}"));
+    for t in (1..40).map(|i| 1_700_000_000 + 60 * i) {
+        p.same(&format!("update a.rrd {t}:{}:{}", t % 97, t / 7));
+    }
+    // Tune: each option in order; a bad one stops there, what came before stays applied.
+    for line in [
+        "tune a.rrd -h x:300 --maximum x:50 -i x:U",
+        "tune a.rrd --heartbeat=y:99999999999999999999 -a y:12abc",
+        "tune a.rrd -r x:renamed -h nope:1",
+        "tune a.rrd -h renamed:7 --bogus",
+        "tune a.rrd -a renamed:inf",
+        "tune a.rrd -d renamed:COUNTER -d renamed:gauge",
+        "tune a.rrd -d y:FOO",
+        "tune a.rrd -x 0.5",
+        "tune a.rrd -w 30",
+        "tune a.rrd -b renamed -t 600",
+        "tune a.rrd -h renamed:5 extra",
+        "tune nothere.rrd -h x:5",
+        "tune -h x:5",
+    ] {
+        p.same(line);
+        p.same("info a.rrd");
+    }
+    p.same("dump a.rrd");
+    // Updates after the tune follow the new heartbeat, bounds and type.
+    for t in (40..50).map(|i| 1_700_000_000 + 60 * i) {
+        p.same(&format!("update a.rrd {t}:{}:{}", t % 13, t / 5));
+    }
+    p.same("dump a.rrd");
+    // Resize writes resize.rrd and leaves the RRD alone (rrdtool 1.7.2 resizes files of
+    // version 0003 only: a.rrd's DCOUNTER makes it 0005).
+    p.same("resize a.rrd 0 GROW 3");
+    p.same(
+        "create b.rrd --start 1700000000 --step 60 DS:x:GAUGE:120:0:100 DS:y:COUNTER:120:U:U \
+            RRA:AVERAGE:0.5:1:10 RRA:MAX:0.5:5:4 RRA:LAST:0.5:1:5",
+    );
+    for t in (1..30).map(|i| 1_700_000_000 + 60 * i) {
+        p.same(&format!("update b.rrd {t}:{}:{}", t % 97, t / 7));
+    }
+    for line in [
+        "resize b.rrd 0 GROW 3",
+        "resize b.rrd 1 SHRINK 2",
+        "resize b.rrd 2 SHRINK 4",
+        "resize b.rrd 2 GROW 1x",
+    ] {
+        p.same(line);
+        p.same("dump resize.rrd");
+        p.same("info resize.rrd");
+        p.same("dump b.rrd");
+    }
+    for bad in [
+        "resize b.rrd 0 GROW 0",
+        "resize b.rrd 2 SHRINK 5",
+        "resize b.rrd 3 GROW 1",
+        "resize b.rrd 0 grow 1",
+        "resize b.rrd 0 GROW",
+        "resize nothere.rrd 0 GROW 1",
+    ] {
+        p.same(bad);
+    }
+    // Graph: rrdtool's renderer on a copy of the series' file gives the same bytes.
+    let g = "--start 1700000000 --end 1700003000 -w 400 -h 120 DEF:a=a.rrd:renamed:AVERAGE \
+             DEF:m=a.rrd:y:MAX CDEF:c=a,2,* LINE1:a#ff0000:avg AREA:c#00ff0040 \
+             GPRINT:a:AVERAGE:%6.2lf PRINT:m:MAX:%6.2lf VDEF:v=a,LAST PRINT:v:%6.2lf";
+    let a = p.same(&format!("graph {}/one.png {g}", p.rr_dir.display()));
+    let size = a.stdout.lines().next().unwrap_or("");
+    assert!(
+        size.split_once('x')
+            .is_some_and(|(w, h)| w.parse::<u32>().is_ok() && h.parse::<u32>().is_ok()),
+        "{}",
+        a.stdout
+    );
+    let mine = p.ringlet(
+        &format!("graph {}/two.png {g}", p.rr_dir.display())
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        None,
+    );
+    assert_eq!(mine, a);
+    let (one, two) = (
+        std::fs::read(p.rr_dir.join("one.png")).unwrap(),
+        std::fs::read(p.rr_dir.join("two.png")).unwrap(),
+    );
+    assert!(one.starts_with(b"\x89PNG") && one == two, "the PNGs differ");
+    p.same(&format!("graphv - --imgformat SVG {g}"));
+    p.same(&format!("graph - --imgformat PDF {g}"));
+    p.same("graph - DEF:a=nothere.rrd:x:AVERAGE LINE1:a#ff0000");
+    p.same("graph - DEF:a=a.rrd:nope:AVERAGE LINE1:a#ff0000");
+    // No copy is left behind.
+    let tmp = p.rr_dir.with_file_name("tmp");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    // Pipe mode: the same lines, images among them.
+    let script = format!(
+        "tune a.rrd -h renamed:600\ngraph - {g}\nresize b.rrd 0 SHRINK 1\ninfo resize.rrd\n\
+         graph - DEF:a=nothere.rrd:x:AVERAGE LINE1:a#ff0000\ntune a.rrd -h nope:1\n"
+    );
+    // The timings, also where one follows an image on its line.
+    let timing = |o: Out| {
+        let mut out = String::new();
+        let mut rest = o.stdout.as_str();
+        while let Some(at) = rest.find("OK u:") {
+            out.push_str(&rest[..at + 2]);
+            rest = &rest[at..];
+            rest = &rest[rest.find('\n').unwrap_or(rest.len())..];
+        }
+        out + rest
+    };
+    let a = timing(p.rrdtool(&["-"], Some(&script)));
+    let b = timing(p.ringlet(&["-"], Some(&script)));
+    assert!(a == b, "pipe mode differs:\n{}", first_difference(&a, &b));
+}
+
+/// Where two texts part, for a failure's message (images make whole texts unreadable).
+fn first_difference(a: &str, b: &str) -> String {
+    let at = a
+        .bytes()
+        .zip(b.bytes())
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
+    let from = a.floor_char_boundary(at.saturating_sub(80));
+    let from_b = b.floor_char_boundary(at.saturating_sub(80));
+    format!(
+        "rrdtool: {:?}\nringlet: {:?}",
+        &a[from..a.floor_char_boundary((at + 80).min(a.len()))],
+        &b[from_b..b.floor_char_boundary((at + 80).min(b.len()))]
+    )
 }

@@ -7,9 +7,13 @@
 //! command returns, also after a failed update whose earlier arguments were applied.
 
 mod read;
+mod resize;
+mod tune;
 mod write;
 
 pub use read::{dump, fetch_cmd, first, info, last, lastupdate, xport};
+pub use resize::resize;
+pub use tune::tune;
 pub use write::{create, restore, restore_input, update, update_target};
 
 use crate::getopt::Opt;

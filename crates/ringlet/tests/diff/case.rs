@@ -18,10 +18,11 @@ pub enum Kind {
     Xport,
     Dump,
     Restore,
+    Tune,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Create,
         Kind::Update,
         Kind::Updatev,
@@ -33,6 +34,7 @@ impl Kind {
         Kind::Xport,
         Kind::Dump,
         Kind::Restore,
+        Kind::Tune,
     ];
 
     /// The subcommand word, as typed after `rrdtool`.
@@ -49,6 +51,7 @@ impl Kind {
             Kind::Xport => "xport",
             Kind::Dump => "dump",
             Kind::Restore => "restore",
+            Kind::Tune => "tune",
         }
     }
 

@@ -5,6 +5,7 @@ use super::case::{Case, Expect, Kind, Stdin, Step};
 use super::query_gen::{fetch, final_queries, mid_query};
 use super::rng::Rng;
 use super::schema_gen::{duration, gen_schema};
+use super::tune_gen::tune_steps;
 use super::update_gen::UpdateGen;
 use std::collections::BTreeSet;
 
@@ -65,8 +66,25 @@ pub fn generate(seed: u64) -> Case {
     ug.run(&mut rng, n, &mut feats, &mut steps, &mut |rng, steps| {
         mid_query(rng, steps)
     });
-    let last = ug.applied.sec;
-    final_queries(&mut rng, &schema, t0, last, &mut feats, &mut steps);
+    // A quarter of the cases tune the file, then update it a little more (with a stream of
+    // their own, so that the rest of a seed's case is what it was before tune existed).
+    // What follows a tune is not modelled: those steps expect anything.
+    let mut trng = super::rng::seeded(seed ^ 0x7475_6e65);
+    if trng.chance(0.25) {
+        feats.insert("tune");
+        let from = steps.len();
+        tune_steps(&mut trng, &schema, "x.rrd", &mut feats, &mut steps);
+        let n = trng.range(2, 10);
+        ug.run(&mut trng, n, &mut feats, &mut steps, &mut |_, _| {});
+        let last = ug.applied.sec;
+        final_queries(&mut rng, &schema, t0, last, &mut feats, &mut steps);
+        for s in &mut steps[from..] {
+            s.expect = Expect::Any;
+        }
+    } else {
+        let last = ug.applied.sec;
+        final_queries(&mut rng, &schema, t0, last, &mut feats, &mut steps);
+    }
     let plain_restore = steps
         .iter()
         .any(|s| s.kind == Kind::Restore && s.args.len() == 3);

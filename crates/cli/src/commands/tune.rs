@@ -1,0 +1,379 @@
+//! `tune`: rrdtool 1.7.2's changes to a data source's header (`-h` heartbeat, `-i` minimum,
+//! `-a` maximum, `-d` type, `-r` rename), with its texts, as Cacti sends them.
+//!
+//! rrdtool 1.7.2 applies the options in the order given, each to the file as it goes: an
+//! option that fails stops the command with its error, and the options before it stay
+//! applied. ringlet does the same (the series is replaced once, with what was applied).
+//!
+//! What rrdtool reads, as observed on it:
+//! - `NAME:VALUE`: NAME is 1 to 19 characters of `[a-zA-Z0-9_-]`; the new name of `-r` is
+//!   read the same way (cut at 19, ending at any other character).
+//! - A heartbeat is C's `strtol` (a sign, digits, the rest ignored; saturating), kept as the
+//!   unsigned number of the same bits (`-5` is 18446744073709551611).
+//! - A minimum or maximum is `U` (or `Unknown`) or a decimal number (sign, digits, a point,
+//!   an exponent; the rest ignored; no `inf`, `nan` or hex).
+//! - A type is a word of capitals; `COMPUTE` as the new type changes nothing (rrdtool's
+//!   would leave a file it cannot read back); a new type forgets the last reading (`UNKN`).
+//!   The last DCOUNTER or DDERIVE of an RRD keeps its kind of type: rrdtool's file stays at
+//!   version 0005 after such a change, and ringlet derives the version from the types.
+//! - Holt-Winters options (`-p -n -f -w -x -y -z -v -s -S`) check their value, then fail as
+//!   rrdtool does on an RRD without those archives (ringlet has none); `-b` checks its data
+//!   source; `-t` changes nothing (rrdtool 1.7.2's does not either, without DS or RRA changes).
+//! - rrdtool's DS and RRA changes (`DEL:`, `DS:`, `RRA:`, `DELRRA:`, `RRA#`) are not done
+//!   yet: refused before anything is applied. Any other argument after the file is
+//!   `unparseable argument`.
+
+use super::{load, opt, Ctx, Outcome};
+use crate::getopt::{self, Item, Opt};
+use crate::store;
+use rrd::{DsType, Rrd};
+
+const SPEC: &[(&str, char)] = &[
+    ("heartbeat", 'h'),
+    ("minimum", 'i'),
+    ("maximum", 'a'),
+    ("data-source-type", 'd'),
+    ("data-source-rename", 'r'),
+    ("deltapos", 'p'),
+    ("deltaneg", 'n'),
+    ("failure-threshold", 'f'),
+    ("window-length", 'w'),
+    ("alpha", 'x'),
+    ("beta", 'y'),
+    ("gamma", 'z'),
+    ("gamma-deviation", 'v'),
+    ("smoothing-window", 's'),
+    ("smoothing-window-deviation", 'S'),
+    ("aberrant-reset", 'b'),
+    ("step", 't'),
+    ("daemon", 'D'),
+];
+
+fn spec() -> Vec<Opt> {
+    SPEC.iter().map(|&(l, s)| opt(l, s, true)).collect()
+}
+
+/// The error of an option whose value is missing or unreadable.
+fn invalid(long: &str) -> String {
+    match long {
+        "heartbeat" => "invalid arguments for heartbeat".into(),
+        "minimum" => "invalid arguments for minimum ds value".into(),
+        "maximum" => "invalid arguments for maximum ds value".into(),
+        // rrdtool says so for a rename too.
+        "data-source-type" | "data-source-rename" => {
+            "invalid arguments for data source type".into()
+        }
+        other => format!("option requires an argument -- '{other}'"),
+    }
+}
+
+/// `rrdtool tune FILE [options] ...`.
+pub fn tune(ctx: &Ctx, args: &[String]) -> Outcome {
+    let spec = spec();
+    let (items, positional) = getopt::parse_each(args, &spec);
+    let items: Vec<Result<(&str, String), String>> = items
+        .into_iter()
+        .map(|i| match i {
+            Item::Opt(long, v) => Ok((long, v)),
+            Item::Missing(long, _) if SPEC[..5].iter().any(|(l, _)| *l == long) => {
+                Err(invalid(long))
+            }
+            Item::Missing(_, e) | Item::Invalid(e) => Err(e),
+        })
+        .collect();
+    let Some((given, rest)) = positional.split_first() else {
+        return Outcome::err("missing file name");
+    };
+    if items.iter().any(|i| matches!(i, Ok(("daemon", _)))) {
+        return Outcome::err(super::NO_DAEMON);
+    }
+    if let Some(m) = rest.iter().find(|a| is_modify(a)) {
+        return Outcome::err(format!(
+            "ringlet does not support tune's DS and RRA changes yet ({m})"
+        ));
+    }
+    let name = match store::normalize(given) {
+        Ok(n) => n,
+        Err(e) => return Outcome::err(e),
+    };
+    super::reading(ctx, given, |st| {
+        let mut rrd = match load(st, given) {
+            Ok(r) => r.clone(),
+            Err(e) => return Outcome::err(e),
+        };
+        let mut changed = false;
+        let mut error = None;
+        for item in &items {
+            let res = match item {
+                Ok((long, value)) => apply(&mut rrd, long, value, &mut changed),
+                Err(e) => Err(e.clone()),
+            };
+            if let Err(e) = res {
+                error = Some(e);
+                break;
+            }
+        }
+        if error.is_none() {
+            if let Some(a) = rest.first() {
+                error = Some(format!("unparseable argument: {a}"));
+            }
+        }
+        if changed {
+            if let Err(e) = st.create(&name, rrd, true) {
+                return Outcome::err(e.to_string());
+            }
+            ctx.wrote(&name);
+        }
+        Outcome {
+            error,
+            ..Outcome::default()
+        }
+    })
+}
+
+/// rrdtool's DS and RRA changes, which `tune` takes as arguments after the file.
+fn is_modify(a: &str) -> bool {
+    ["DEL:", "DS:", "RRA:", "DELRRA:", "RRA#"]
+        .iter()
+        .any(|p| a.starts_with(p))
+}
+
+/// Apply one option to `rrd`; `changed` is set when the header changed.
+fn apply(rrd: &mut Rrd, long: &str, value: &str, changed: &mut bool) -> Result<(), String> {
+    match long {
+        "heartbeat" | "minimum" | "maximum" => {
+            let (ds, v) = name_and_value(value).ok_or_else(|| invalid(long))?;
+            let (hb, x) = if long == "heartbeat" {
+                (strtol(v).ok_or_else(|| invalid(long))? as u64, 0.0)
+            } else {
+                (0, bound(v).ok_or_else(|| invalid(long))?)
+            };
+            let i = ds_index(rrd, ds)?;
+            if rrd.schema.ds[i].kind == DsType::Compute {
+                return Err(format!(
+                    "ringlet does not set the {long} of COMPUTE data source '{ds}' (rrdtool \
+                     would overwrite its expression)"
+                ));
+            }
+            let d = &mut std::sync::Arc::make_mut(&mut rrd.schema).ds[i];
+            match long {
+                "heartbeat" => d.heartbeat = hb,
+                "minimum" => d.min = x,
+                _ => d.max = x,
+            }
+            *changed = true;
+        }
+        "data-source-type" => {
+            let (ds, v) = name_and_value(value).ok_or_else(|| invalid(long))?;
+            let word_len = v.bytes().take_while(u8::is_ascii_uppercase).count();
+            if word_len == 0 {
+                return Err(invalid(long));
+            }
+            let word = &v[..word_len];
+            let kind = DsType::from_name(word)
+                .ok_or_else(|| format!("unknown data acquisition function '{word}'"))?;
+            let i = ds_index(rrd, ds)?;
+            let old = rrd.schema.ds[i].kind;
+            if kind == DsType::Compute || old == kind {
+                return Ok(());
+            }
+            if old == DsType::Compute {
+                return Err(format!(
+                    "ringlet does not change the type of COMPUTE data source '{ds}' (rrdtool \
+                     would read its expression as a heartbeat and bounds)"
+                ));
+            }
+            let d_type = |k: DsType| matches!(k, DsType::DCounter | DsType::DDerive);
+            let others = (rrd.schema.ds.iter().enumerate()).any(|(j, d)| j != i && d_type(d.kind));
+            if d_type(old) && !d_type(kind) && !others {
+                // rrdtool keeps such a file at version 0005, which ringlet derives from the
+                // types alone: it would read back as 0003.
+                return Err(format!(
+                    "ringlet does not change the last {} data source to {} (the file's \
+                     version would change)",
+                    old.name(),
+                    kind.name()
+                ));
+            }
+            std::sync::Arc::make_mut(&mut rrd.schema).ds[i].kind = kind;
+            // rrdtool forgets the last reading: a counter's is no base for a gauge.
+            rrd.pdp[i].last_ds = "UNKN".into();
+            *changed = true;
+        }
+        "data-source-rename" => {
+            let (old, v) = name_and_value(value).ok_or_else(|| invalid(long))?;
+            let new = ds_name(v).ok_or_else(|| invalid(long))?;
+            let i = ds_index(rrd, old)?;
+            rename(rrd, i, new)?;
+            *changed = true;
+        }
+        "aberrant-reset" => {
+            let ds = ds_name(value).unwrap_or("");
+            ds_index(rrd, ds)?;
+        }
+        "step" => {}
+        "deltapos" | "deltaneg" => return Err("Failures RRA does not exist in this RRD".into()),
+        "failure-threshold" | "window-length" => {
+            match strtol(value) {
+                Some(n) if (1..=28).contains(&n) => {}
+                _ => return Err("Parameter must be between 1 and 28".into()),
+            }
+            return Err("Failures RRA does not exist in this RRD".into());
+        }
+        _ => {
+            // alpha, beta, gamma, gamma-deviation, smoothing-window(-deviation).
+            let x = decimal(value).ok_or("Unable to parse Holt-Winters parameter")?;
+            if !(0.0..=1.0).contains(&x) {
+                return Err("Holt-Winters parameter must be between 0 and 1".into());
+            }
+            return Err("Holt-Winters RRA does not exist in this RRD".into());
+        }
+    }
+    Ok(())
+}
+
+/// Rename data source `i` to `new`, and every COMPUTE expression that names it.
+fn rename(rrd: &mut Rrd, i: usize, new: &str) -> Result<(), String> {
+    let old_names: Vec<String> = rrd.schema.ds.iter().map(|d| d.name.clone()).collect();
+    let mut new_names = old_names.clone();
+    new_names[i] = new.to_string();
+    let schema = std::sync::Arc::make_mut(&mut rrd.schema);
+    let olds: Vec<&str> = old_names.iter().map(String::as_str).collect();
+    for d in schema.ds.iter_mut() {
+        if let (DsType::Compute, Some(expr)) = (d.kind, &d.rpn) {
+            let prog = rrd::rpn::compile_compute(expr, &olds).map_err(|e| e.msg)?;
+            d.rpn = Some(prog.to_cdef_string(&|j| new_names.get(j).cloned().unwrap_or_default()));
+        }
+    }
+    schema.ds[i].name = new.to_string();
+    Ok(())
+}
+
+/// The data source named `name`, or rrdtool's error.
+fn ds_index(rrd: &Rrd, name: &str) -> Result<usize, String> {
+    rrd.schema
+        .ds
+        .iter()
+        .position(|d| d.name == name)
+        .ok_or_else(|| format!("unknown data source name '{name}'"))
+}
+
+/// A data source name at the start of `s`: up to 19 characters of `[a-zA-Z0-9_-]`.
+fn ds_name(s: &str) -> Option<&str> {
+    let n = s
+        .bytes()
+        .take(19)
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+        .count();
+    (n > 0).then(|| &s[..n])
+}
+
+/// `NAME:VALUE`: the name, and the text after the colon.
+fn name_and_value(s: &str) -> Option<(&str, &str)> {
+    let name = ds_name(s)?;
+    let v = s[name.len()..].strip_prefix(':')?;
+    Some((name, v))
+}
+
+/// C's `strtol` in base 10 as rrdtool uses it: leading white space, a sign, at least one
+/// digit, the rest ignored; saturating at the bounds of a 64-bit long.
+pub(crate) fn strtol(s: &str) -> Option<i64> {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let n = digits.bytes().take_while(u8::is_ascii_digit).count();
+    if n == 0 {
+        return None;
+    }
+    let mut v: i128 = 0;
+    for b in digits[..n].bytes() {
+        v = (v * 10 + i128::from(b - b'0')).min(i128::from(i64::MAX) + 1);
+    }
+    let v = if neg { -v } else { v };
+    Some(v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
+}
+
+/// A minimum or maximum: `U` or `Unknown` (NaN), else [`decimal`].
+fn bound(s: &str) -> Option<f64> {
+    if s == "U" || s == "Unknown" {
+        return Some(rrd::num::DNAN);
+    }
+    decimal(s)
+}
+
+/// A decimal number at the start of `s` (sign, digits with a point, an exponent), the rest
+/// ignored; None without a digit. Too large a number is infinite.
+fn decimal(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    if matches!(b.first(), Some(b'+' | b'-')) {
+        i = 1;
+    }
+    let int = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    i += int;
+    let mut frac = 0;
+    if b.get(i) == Some(&b'.') {
+        frac = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        i += 1 + frac;
+    }
+    if int + frac == 0 {
+        return None;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        let mut j = i + 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        let e = b[j..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if e > 0 {
+            i = j + e;
+        }
+    }
+    let text = &s[..i];
+    // Rust's parser takes `5.` and `.5` as C's does.
+    text.parse::<f64>().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_as_rrdtool_reads_them() {
+        assert_eq!(strtol("12x"), Some(12));
+        assert_eq!(strtol("+7"), Some(7));
+        assert_eq!(strtol("-5").map(|v| v as u64), Some(18446744073709551611));
+        assert_eq!(strtol("99999999999999999999"), Some(i64::MAX));
+        assert_eq!(strtol("abc"), None);
+        assert_eq!(strtol(""), None);
+        assert_eq!(decimal("1e"), Some(1.0));
+        assert_eq!(decimal("12abc"), Some(12.0));
+        assert_eq!(decimal("0x10"), Some(0.0));
+        assert_eq!(decimal(".5"), Some(0.5));
+        assert_eq!(decimal("-.5"), Some(-0.5));
+        assert_eq!(decimal("5."), Some(5.0));
+        assert_eq!(decimal("+3e2"), Some(300.0));
+        assert_eq!(decimal("1e+"), Some(1.0));
+        assert_eq!(decimal("1e400"), Some(f64::INFINITY));
+        for bad in ["inf", "-inf", "nan", "-", ".", "", "abc"] {
+            assert_eq!(decimal(bad), None, "{bad}");
+        }
+        assert!(bound("U").unwrap().is_nan() && bound("Unknown").unwrap().is_nan());
+        assert_eq!(bound("UU"), None);
+        assert_eq!(bound("U5"), None);
+    }
+
+    #[test]
+    fn names_are_cut_as_rrdtool_cuts_them() {
+        assert_eq!(name_and_value("ds1:5"), Some(("ds1", "5")));
+        assert_eq!(name_and_value("bad-name:5"), Some(("bad-name", "5")));
+        assert_eq!(name_and_value(":5"), None);
+        assert_eq!(name_and_value("d$1:5"), None);
+        assert_eq!(name_and_value(&format!("{}:5", "x".repeat(20))), None);
+        assert_eq!(ds_name("a:b"), Some("a"));
+        assert_eq!(ds_name(&"x".repeat(22)), Some(&*"x".repeat(19)));
+    }
+}
