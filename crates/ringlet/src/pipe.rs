@@ -6,8 +6,14 @@
 //!
 //! Where the commands run: a line's own `--daemon ADDR` (Cacti adds one to each line when it
 //! is set up for rrdcached), else the daemon of `$RRDCACHED_ADDRESS` or the one that holds the
-//! store, over one connection each; else the store, open and locked for the whole run,
-//! every command committed before its `OK`.
+//! store, over one connection each; else the store, open and locked for the whole run.
+//!
+//! On the store alone, what the commands change is committed (written and synced) once a
+//! second while they come ([`COMMIT_EVERY`], also when the input pauses), at the end of the
+//! input or `quit`, and when a SIGTERM, SIGINT, SIGHUP, SIGUSR1 or SIGUSR2 ends the run: a
+//! Cacti poll of thousands of updates costs a few commits, not one page and one fsync
+//! each (rrdtool's own updates go to the page cache, as unsynced). What a kill -9 or a
+//! power cut can lose is the last second's commands (docs/DURABILITY.md).
 
 use cli::{split_args, Ctx, Outcome};
 use server::remote::Client;
@@ -15,7 +21,46 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
-use std::time::Instant;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long what the commands changed may wait for its commit, on the store alone.
+pub const COMMIT_EVERY: Duration = Duration::from_secs(1);
+
+/// What the main loop waits for.
+enum Msg {
+    Line(String),
+    /// End of input (or a read error).
+    End,
+    /// A signal that ends the run.
+    Signal,
+}
+
+/// Lines of stdin, and the ending signals, on one channel.
+fn inputs() -> mpsc::Receiver<Msg> {
+    // Blocked here and in both threads: the signal thread takes them with sigwait.
+    server::sys::block_signals();
+    let (tx, rx) = mpsc::channel();
+    let sig = tx.clone();
+    std::thread::spawn(move || {
+        server::sys::wait_signal();
+        let _ = sig.send(Msg::Signal);
+    });
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            match line {
+                Ok(l) => {
+                    if tx.send(Msg::Line(l)).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send(Msg::End);
+    });
+    rx
+}
 
 /// User and system CPU seconds of this process (from /proc; 0 where unavailable).
 fn cpu_times() -> (f64, f64) {
@@ -57,10 +102,31 @@ pub fn run(dir: &Path) -> i32 {
             }
         },
     };
-    let stdin = std::io::stdin();
+    let rx = inputs();
     let mut stdout = std::io::stdout().lock();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
+    // When what the commands changed was first left uncommitted.
+    let mut dirty_since: Option<Instant> = None;
+    let mut status = 0;
+    loop {
+        let msg = match dirty_since {
+            Some(t) => rx.recv_timeout(COMMIT_EVERY.saturating_sub(t.elapsed())),
+            None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        };
+        let line = match msg {
+            Ok(Msg::Line(l)) => l,
+            Ok(Msg::End | Msg::Signal) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // The input paused with changes pending: commit them now.
+                if let Some(st) = store.as_mut() {
+                    if let Err(e) = st.commit() {
+                        eprintln!("ERROR: {e}");
+                        status = 1;
+                    }
+                }
+                dirty_since = None;
+                continue;
+            }
+        };
         let args = split_args(&line);
         let mut bytes: Vec<u8> = Vec::new();
         let out = match args.split_first() {
@@ -106,6 +172,7 @@ pub fn run(dir: &Path) -> i32 {
                         let cell = RefCell::new(st);
                         let ctx = Ctx {
                             shared: Some(&cell),
+                            commit_each: false,
                             ..Ctx::local(dir, crate::now())
                         };
                         if crate::graph::is_graph(cmd) {
@@ -127,6 +194,18 @@ pub fn run(dir: &Path) -> i32 {
             None => Outcome::ok(cli::HELP.into()),
         };
         bytes.extend_from_slice(out.stdout.as_bytes());
+        let mut out = out;
+        if let (Some(st), Some((cmd, _))) = (store.as_mut(), args.split_first()) {
+            if cli::writes(cmd) {
+                let since = *dirty_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= COMMIT_EVERY {
+                    if let Err(e) = st.commit() {
+                        out.error.get_or_insert(e.to_string());
+                    }
+                    dirty_since = None;
+                }
+            }
+        }
         let mut text = String::new();
         match out.error {
             Some(e) => text.push_str(&format!("ERROR: {e}\n")),
@@ -146,6 +225,6 @@ pub fn run(dir: &Path) -> i32 {
             eprintln!("ERROR: {e}");
             1
         }
-        _ => 0,
+        _ => status,
     }
 }

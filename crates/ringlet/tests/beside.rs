@@ -574,3 +574,84 @@ fn a_log_damaged_before_its_end_is_refused_until_repaired() {
         " v\n\n1700000600: 9\n"
     );
 }
+
+/// Cacti keeps its RRDs as files it renames and deletes with PHP: beside the daemon those
+/// files are placeholders. A placeholder renamed takes its series along (the next command on
+/// the new path finds it, over RUN as over rrdcached's UPDATE); a copy of one does not; a
+/// file deleted and created again is a new series.
+#[test]
+fn a_renamed_placeholder_takes_its_series_along() {
+    let dir = Dir::new("rename");
+    let d = Daemon::start(&dir.0);
+    let base = dir.0.join("base");
+    let run = |args: &[&str]| ringlet(&dir.0, Way::Found, &d.addr(), args, None);
+    let a = base.join("a.rrd");
+    let (a, b, c) = (
+        a.to_str().unwrap().to_string(),
+        base.join("b.rrd").to_str().unwrap().to_string(),
+        base.join("c.rrd").to_str().unwrap().to_string(),
+    );
+    let schema = "--start 1700000000 --step 60 DS:v:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10";
+    let mut create = vec!["create", a.as_str()];
+    create.extend(schema.split(' '));
+    assert_eq!(run(&create).code, 0);
+    assert_eq!(run(&["update", &a, "1700000060:5", "1700000120:7"]).code, 0);
+    let before = run(&[
+        "fetch",
+        &a,
+        "AVERAGE",
+        "-s",
+        "1700000000",
+        "-e",
+        "1700000180",
+    ]);
+    assert!(before.stdout.contains("5.0000000000e+00"), "{before:?}");
+
+    std::fs::rename(&a, &b).unwrap();
+    let u = run(&[
+        "update",
+        &b,
+        "--skip-past-updates",
+        "-t",
+        "v",
+        "1700000180:9",
+    ]);
+    assert_eq!(u.code, 0, "{u:?}");
+    let after = run(&[
+        "fetch",
+        &b,
+        "AVERAGE",
+        "-s",
+        "1700000000",
+        "-e",
+        "1700000240",
+    ]);
+    // The series' rows came along, and the update went on from them.
+    assert!(after.stdout.contains("5.0000000000e+00"), "{after:?}");
+    assert_ne!(after.stdout, before.stdout);
+    let last = run(&["lastupdate", &b]);
+    assert!(last.stdout.contains("1700000180: 9"), "{last:?}");
+    let gone = run(&["info", &a]);
+    assert_eq!(gone.code, 1, "{gone:?}");
+    assert!(gone.stderr.contains("No such file"), "{gone:?}");
+    let ph = std::fs::read_to_string(&b).unwrap();
+    assert!(ph.contains("The series 'b.rrd'"), "{ph}");
+
+    // Over rrdcached's protocol too: rename back, UPDATE the old name.
+    std::fs::rename(&b, &a).unwrap();
+    let r = raw(&d.sock, "UPDATE a.rrd 1700000240:11");
+    assert!(r.starts_with("0 "), "{r}");
+    let last = run(&["lastupdate", &a]);
+    assert!(last.stdout.contains("1700000240: 11"), "{last:?}");
+
+    // A copy is not a rename: the original keeps its series, the copy is refused.
+    std::fs::copy(&a, &c).unwrap();
+    let r = run(&["update", &c, "1700000300:1"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_eq!(run(&["last", &a]).stdout, "1700000240\n");
+
+    // Deleted and created again: a new, empty series.
+    std::fs::remove_file(&a).unwrap();
+    assert_eq!(run(&create).code, 0);
+    assert_eq!(run(&["last", &a]).stdout, "1700000000\n");
+}

@@ -28,7 +28,7 @@ pub mod rrdcached;
 mod sample;
 pub mod series;
 pub mod stats;
-mod sys;
+pub mod sys;
 pub mod view;
 pub mod web;
 

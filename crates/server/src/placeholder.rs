@@ -75,6 +75,19 @@ impl Places {
     }
 }
 
+/// The series a placeholder of this store names ([`Places::text`]); None for anything else
+/// (another store's placeholder, the short text of a very long name, not a placeholder).
+pub fn names(places: &Places, bytes: &[u8]) -> Option<String> {
+    if !is_placeholder(bytes) {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let rest = text.split_once("\nThe series '")?.1;
+    let tail = format!("' lives in the ringlet store {}\n", places.store.display());
+    let (name, _) = rest.split_once(&tail)?;
+    (!name.is_empty() && !name.contains('\n')).then(|| name.to_string())
+}
+
 /// `<store>/imported`: where `.rrd` files imported from the base directory are kept.
 pub fn imported_dir(store: &Path) -> PathBuf {
     store.join("imported")

@@ -357,6 +357,17 @@ pub fn serve(
         Some(_) => d.lock(),
         None => crate::read::all(d),
     };
+    // A file renamed under -b (Cacti renames its RRDs with PHP): its series follows.
+    if !matches!(cmd, "create" | "restore") {
+        let given = target
+            .clone()
+            .or_else(|| args.iter().find(|a| !a.starts_with('-')).cloned());
+        if let Some(t) = given.and_then(|g| d.resolve(&g).ok()) {
+            if let Err(e) = crate::series::import::adopt_renamed(d, &mut inner, &t) {
+                crate::log::line(&format!("{}: not renamed: {e}", t.abs));
+            }
+        }
+    }
     let entry = target.as_ref().and_then(|n| d.index.get(n));
     let mut held = entry.as_ref().map(|e| e.lock());
     if let (Some(e), Some(st)) = (&entry, held.as_mut()) {

@@ -14,8 +14,9 @@
 //!   an exponent; the rest ignored; no `inf`, `nan` or hex).
 //! - A type is a word of capitals; `COMPUTE` as the new type changes nothing (rrdtool's
 //!   would leave a file it cannot read back); a new type forgets the last reading (`UNKN`).
-//!   The last DCOUNTER or DDERIVE of an RRD keeps its kind of type: rrdtool's file stays at
-//!   version 0005 after such a change, and ringlet derives the version from the types.
+//!   A change that would take away an RRD's last DCOUNTER or DDERIVE, or bring the first, is
+//!   refused: rrdtool keeps the file's version (0005 with those types, else 0003) whatever
+//!   the types become, and ringlet derives the version from the types.
 //! - Holt-Winters options (`-p -n -f -w -x -y -z -v -s -S`) check their value, then fail as
 //!   rrdtool does on an RRD without those archives (ringlet has none); `-b` checks its data
 //!   source; `-t` changes nothing (rrdtool 1.7.2's does not either, without DS or RRA changes).
@@ -183,14 +184,18 @@ fn apply(rrd: &mut Rrd, long: &str, value: &str, changed: &mut bool) -> Result<(
                      would read its expression as a heartbeat and bounds)"
                 ));
             }
-            let d_type = |k: DsType| matches!(k, DsType::DCounter | DsType::DDerive);
-            let others = (rrd.schema.ds.iter().enumerate()).any(|(j, d)| j != i && d_type(d.kind));
-            if d_type(old) && !d_type(kind) && !others {
-                // rrdtool keeps such a file at version 0005, which ringlet derives from the
-                // types alone: it would read back as 0003.
+            let mut after = (*rrd.schema).clone();
+            after.ds[i].kind = kind;
+            let (was, would) = (
+                rrd::rrdfile::version(&rrd.schema),
+                rrd::rrdfile::version(&after),
+            );
+            if was != would {
+                // rrdtool keeps the file's version whatever the types become (a DCOUNTER in
+                // a file of version 0003); ringlet derives the version from the types.
                 return Err(format!(
-                    "ringlet does not change the last {} data source to {} (the file's \
-                     version would change)",
+                    "ringlet does not change data source '{ds}' from {} to {}: the file's \
+                     version would change from {was} to {would}",
                     old.name(),
                     kind.name()
                 ));

@@ -6,8 +6,8 @@
 //!
 //! A COMPUTE data source is renamed but never given a heartbeat, bounds or another type:
 //! rrdtool 1.7.2 writes those over its expression and leaves a file it cannot read back
-//! (ringlet refuses them with its own error). A DCOUNTER or DDERIVE only becomes another of
-//! those two (see `tune.rs`).
+//! (ringlet refuses them with its own error). A type change never takes away the last
+//! DCOUNTER or DDERIVE nor brings the first (ringlet refuses those: see `tune.rs`).
 
 use super::case::{Expect, Kind, Stdin, Step};
 use super::rng::Rng;
@@ -23,7 +23,14 @@ fn arg(rng: &mut Rng, short: &str, long: &str, value: String) -> Vec<String> {
 }
 
 /// One option of a tune line, with the feature it exercises.
-fn option(rng: &mut Rng, schema: &GenSchema, names: &[String]) -> (Vec<String>, &'static str) {
+/// `typed`: a type change was generated already (one a case: the next would be judged on
+/// types the first may have changed).
+fn option(
+    rng: &mut Rng,
+    schema: &GenSchema,
+    names: &[String],
+    typed: &mut bool,
+) -> (Vec<String>, &'static str) {
     let plain: Vec<usize> = (0..schema.ds.len())
         .filter(|&i| schema.ds[i].ty != DsType::Compute)
         .collect();
@@ -38,7 +45,11 @@ fn option(rng: &mut Rng, schema: &GenSchema, names: &[String]) -> (Vec<String>, 
         }
     };
     let step = schema.step;
-    match rng.below(14) {
+    let mut pick = rng.below(14);
+    if matches!(pick, 6 | 7) && std::mem::replace(typed, true) {
+        pick = 0;
+    }
+    match pick {
         0 | 1 => {
             let hb = rng
                 .pick(&[
@@ -79,19 +90,25 @@ fn option(rng: &mut Rng, schema: &GenSchema, names: &[String]) -> (Vec<String>, 
         }
         6 | 7 => {
             let d = ds(rng, plain.is_empty());
-            // A DCOUNTER or DDERIVE keeps its kind (ringlet refuses the change that leaves
-            // none: rrdtool's file would stay at version 0005).
-            let d_kind = schema
+            // The file's version stays (ringlet refuses a change that would take away the
+            // last DCOUNTER or DDERIVE, or bring the first: see tune.rs).
+            let is_d = |t: DsType| matches!(t, DsType::DCounter | DsType::DDerive);
+            let this_d = schema
                 .ds
                 .iter()
                 .zip(names)
-                .any(|(g, n)| *n == d && matches!(g.ty, DsType::DCounter | DsType::DDerive));
-            let types: &[&str] = if d_kind {
-                &["DCOUNTER", "DDERIVE", "FOO"]
-            } else {
-                &[
+                .any(|(g, n)| *n == d && is_d(g.ty));
+            let others_d = schema
+                .ds
+                .iter()
+                .zip(names)
+                .any(|(g, n)| *n != d && is_d(g.ty));
+            let types: &[&str] = match (this_d, others_d) {
+                (_, true) => &[
                     "GAUGE", "COUNTER", "DERIVE", "ABSOLUTE", "DCOUNTER", "DDERIVE", "FOO", "gauge",
-                ]
+                ],
+                (true, false) => &["DCOUNTER", "DDERIVE", "FOO"],
+                (false, false) => &["GAUGE", "COUNTER", "DERIVE", "ABSOLUTE", "FOO", "gauge"],
             };
             let t = rng.pick(types).to_string();
             (
@@ -147,10 +164,11 @@ pub fn tune_steps(
     steps: &mut Vec<Step>,
 ) {
     let names: Vec<String> = schema.ds.iter().map(|d| d.name.clone()).collect();
+    let mut typed = false;
     for _ in 0..rng.range(1, 4) {
         let mut args = vec!["tune".to_string(), file.to_string()];
         for _ in 0..rng.range(1, 4) {
-            let (o, f) = option(rng, schema, &names);
+            let (o, f) = option(rng, schema, &names, &mut typed);
             feats.insert(f);
             args.extend(o);
         }

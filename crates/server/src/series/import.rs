@@ -3,6 +3,7 @@
 //! after `rrdtool tune`). The file is moved aside only once the store holds its data
 //! durably, and a placeholder takes its path.
 
+pub(crate) use super::disk::{disk_stamp, forget_disk, load_error, remember_disk};
 use super::Target;
 use crate::daemon::{Daemon, Inner};
 use crate::log::strerror;
@@ -64,6 +65,9 @@ pub fn ensure(d: &Daemon, inner: &mut Inner, t: &Target, update: bool) -> Result
         });
     }
     if placeholder::inspect(beneath, path) == placeholder::Found::Placeholder {
+        if adopt_renamed(d, inner, t).map_err(Fail::Rrd)? {
+            return Ok(true);
+        }
         // A placeholder whose series is gone (another store, or one reset by hand).
         return Err(Fail::Rrd(format!(
             "'{}' is a ringlet placeholder, and the store {} has no series '{}'",
@@ -76,19 +80,39 @@ pub fn ensure(d: &Daemon, inner: &mut Inner, t: &Target, update: bool) -> Result
     Ok(true)
 }
 
-/// librrd's message for a file it cannot load, where rrdtool's text is known; else
-/// ringlet's reader's.
-pub(crate) fn load_error(abs: &str, bytes: &[u8], e: &rrd::RrdError) -> String {
-    const STAT_HEAD: usize = 128;
-    if bytes.is_empty() {
-        format!("mmaping file '{abs}': Invalid argument")
-    } else if bytes.len() < STAT_HEAD {
-        "reached EOF while loading header rrd->stat_head".to_string()
-    } else if !bytes.starts_with(b"RRD\0") {
-        format!("'{abs}' is not an RRD file")
-    } else {
-        format!("{abs}: {e}")
+/// A placeholder at `t`'s path (where the store has no series) that names another series of
+/// this store, whose own path holds no placeholder any more: someone renamed the file (Cacti
+/// renames its RRDs with PHP's `rename()`, `mv` does the same). That series takes `t`'s name,
+/// with every value accepted for it. Ok(false): not such a placeholder (a copy, another
+/// store's, or a series that is gone), nothing changed.
+pub(crate) fn adopt_renamed(d: &Daemon, inner: &mut Inner, t: &Target) -> Result<bool, String> {
+    if inner.store.get(&t.name).is_some() {
+        return Ok(false);
     }
+    let beneath = inner.places.beneath.as_deref();
+    let Ok(bytes) = crate::beneath::At::of(beneath, &t.disk, false).and_then(|at| at.read()) else {
+        return Ok(false);
+    };
+    let Some(from) = placeholder::names(&inner.places, &bytes) else {
+        return Ok(false);
+    };
+    if from == t.name || inner.store.get(&from).is_none() {
+        return Ok(false);
+    }
+    let f = d.resolve(&from)?;
+    if placeholder::inspect(inner.places.beneath.as_deref(), &f.disk) != placeholder::Found::Missing
+    {
+        // Its own path still holds something: a copy, not a rename.
+        return Ok(false);
+    }
+    if !super::life::rename_locked(d, inner, &f, t)? {
+        return Ok(false);
+    }
+    crate::log::line(&format!(
+        "{} holds the placeholder of {} and {} is gone: the series was renamed to {}",
+        t.abs, f.name, f.abs, t.name
+    ));
+    Ok(true)
 }
 
 /// Read `t`'s `.rrd` file into the store (replacing the series when `replace`), commit, then
@@ -129,44 +153,6 @@ pub(crate) fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -
         }
     }
     Ok(())
-}
-
-/// The (mtime, length) of `t`'s file now, if it is a file (not through a link).
-pub(crate) fn disk_stamp(
-    inner: &Inner,
-    t: &Target,
-) -> Option<(Option<std::time::SystemTime>, u64)> {
-    let m = match inner.places.beneath.as_deref() {
-        Some(b) => {
-            let at = crate::beneath::At::of(Some(b), &t.disk, false).ok()?;
-            at.open_read().ok()?.metadata().ok()?
-        }
-        // Without -B links are followed, as rrdcached does.
-        None => std::fs::metadata(&t.disk).ok()?,
-    };
-    let m = Some(m).filter(|m| m.is_file())?;
-    Some((m.modified().ok(), m.len()))
-}
-
-/// A placeholder was just put at `t`'s path: no stamp is kept (a FORGET finds a placeholder
-/// unchanged by looking at it; a million series kept ~95 MB of stamps for nothing).
-pub(crate) fn forget_disk(inner: &mut Inner, t: &Target) {
-    inner.disk.remove(t.name.as_str());
-}
-
-/// Remember the file at `t`'s path (not a placeholder ringlet put there) as it is now.
-pub(crate) fn remember_disk(inner: &mut Inner, t: &Target) {
-    match disk_stamp(inner, t) {
-        Some(s) => {
-            // Keyed by the store's copy of the name where it has the series: one copy a name.
-            let name = inner
-                .store
-                .shared_name(&t.name)
-                .unwrap_or_else(|| t.name.as_str().into());
-            inner.disk.insert(name, s)
-        }
-        None => inner.disk.remove(t.name.as_str()),
-    };
 }
 
 /// UPDATE's check that `t` is a series (imported from its file on first sight).

@@ -2,7 +2,7 @@
 //! placeholder under `-b`. CREATE, carbon's first point, the CLI beside the daemon and the
 //! view's writes all come here; each caller commits (the view's hooks commit themselves).
 
-use super::import::{forget_disk, load_error};
+use super::disk::{forget_disk, load_error};
 use super::Target;
 use crate::daemon::{Daemon, Inner};
 use crate::log::strerror;
@@ -93,12 +93,27 @@ fn remove_locked(d: &Daemon, inner: &mut Inner, t: &Target) -> Result<(), String
 pub(crate) fn view_rename(d: &Daemon, from: &str, to: &str) -> Result<bool, String> {
     let (f, t) = (d.resolve(from)?, d.resolve(to)?);
     let mut inner = d.lock();
-    let Some(rrd) = crate::read::with_locked(d, &mut inner, &f.name, Rrd::clone) else {
+    if !rename_locked(d, &mut inner, &f, &t)? {
+        return Ok(false);
+    }
+    crate::log::line(&format!("view: {} renamed to {}", f.name, t.name));
+    Ok(true)
+}
+
+/// Series `f` becomes `t` (replacing a series named `t`), with every value accepted for it,
+/// durably when this returns; `t`'s placeholder is written, `f`'s removed if it is one.
+/// Ok(false): no series `f`.
+pub(crate) fn rename_locked(
+    d: &Daemon,
+    inner: &mut Inner,
+    f: &Target,
+    t: &Target,
+) -> Result<bool, String> {
+    let Some(rrd) = crate::read::with_locked(d, inner, &f.name, Rrd::clone) else {
         return Ok(false);
     };
-    place_series(d, &mut inner, &t, rrd)?;
-    remove_locked(d, &mut inner, &f)?;
-    d.commit(&mut inner)?;
-    crate::log::line(&format!("view: {} renamed to {}", f.name, t.name));
+    place_series(d, inner, t, rrd)?;
+    remove_locked(d, inner, f)?;
+    d.commit(inner)?;
     Ok(true)
 }

@@ -10,6 +10,7 @@
 //! functions of `(d, inner, ...)` where the caller holds the store lock. Nothing here knows a
 //! protocol: errors are texts (or [`import::Fail`], which says whose text it is).
 
+pub mod disk;
 pub mod import;
 pub mod life;
 pub mod repair;
