@@ -18,7 +18,7 @@
 use cli::{split_args, Ctx, Outcome};
 use server::remote::Client;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::sync::mpsc;
@@ -62,18 +62,67 @@ fn inputs() -> mpsc::Receiver<Msg> {
     rx
 }
 
-/// User and system CPU seconds of this process (from /proc; 0 where unavailable).
+/// User and system CPU seconds of this process, as rrdtool's timing line gives them.
 fn cpu_times() -> (f64, f64) {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return (0.0, 0.0);
+    // SAFETY: a zeroed rusage is valid, and getrusage fills the one we own.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut ru) != 0 {
+            return (0.0, 0.0);
+        }
+        ru
     };
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-        return (0.0, 0.0);
-    };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
-    (tick(11), tick(12))
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(ru.ru_utime), secs(ru.ru_stime))
+}
+
+/// How many lines may be sent to a daemon before their answers are read.
+const PIPELINE: usize = 256;
+
+/// Whether a command may be sent to a daemon ahead of the answers to the lines before it
+/// (restore sends its input first, graph draws here, the rest are refused here).
+fn pipelined(cmd: &str) -> bool {
+    !matches!(
+        cmd,
+        "quit" | "cd" | "mkdir" | "pwd" | "ls" | "restore" | "graph" | "graphv"
+    )
+}
+
+/// Print a command's output and its `OK`/`ERROR` line; false when stdout is gone.
+fn print(stdout: &mut impl Write, mut bytes: Vec<u8>, out: Outcome, started: Instant) -> bool {
+    bytes.extend_from_slice(out.stdout.as_bytes());
+    match out.error {
+        Some(e) => bytes.extend_from_slice(format!("ERROR: {e}\n").as_bytes()),
+        None => {
+            let (u, s) = cpu_times();
+            let r = started.elapsed().as_secs_f64();
+            bytes.extend_from_slice(format!("OK u:{u:1.2} s:{s:1.2} r:{r:1.2}\n").as_bytes());
+        }
+    }
+    stdout.write_all(&bytes).is_ok() && stdout.flush().is_ok()
+}
+
+/// Read and print the answers to the lines sent ahead, in order; false when stdout is gone.
+fn answer(
+    pending: &mut VecDeque<String>,
+    clients: &mut HashMap<String, Client>,
+    stdout: &mut impl Write,
+    started: Instant,
+) -> bool {
+    while let Some(addr) = pending.pop_front() {
+        let out = match clients.get_mut(&addr) {
+            Some(c) => c.finish_run(),
+            None => Outcome::err(format!("{addr}: the connection was lost")),
+        };
+        if out.error.as_deref().is_some_and(|e| e.starts_with(&addr)) {
+            // The connection broke: the next line connects again.
+            clients.remove(&addr);
+        }
+        if !print(stdout, Vec::new(), out, started) {
+            return false;
+        }
+    }
+    true
 }
 
 /// Run pipe mode on the store in `dir`; the process exit status.
@@ -107,10 +156,18 @@ pub fn run(dir: &Path) -> i32 {
     // When what the commands changed was first left uncommitted.
     let mut dirty_since: Option<Instant> = None;
     let mut status = 0;
+    // Lines sent to a daemon whose answers are not read yet (their daemons, in order), and
+    // a message taken from the channel while looking for more lines.
+    let mut pending: VecDeque<String> = VecDeque::new();
+    let mut next: Option<Msg> = None;
+    let mut broken = false;
     loop {
-        let msg = match dirty_since {
-            Some(t) => rx.recv_timeout(COMMIT_EVERY.saturating_sub(t.elapsed())),
-            None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        let msg = match next.take() {
+            Some(m) => Ok(m),
+            None => match dirty_since {
+                Some(t) => rx.recv_timeout(COMMIT_EVERY.saturating_sub(t.elapsed())),
+                None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            },
         };
         let line = match msg {
             Ok(Msg::Line(l)) => l,
@@ -128,6 +185,56 @@ pub fn run(dir: &Path) -> i32 {
             }
         };
         let args = split_args(&line);
+        // A command for a daemon, sent now and answered later when more lines are waiting.
+        if let Some((cmd, rest)) = args.split_first().filter(|(c, _)| pipelined(c)) {
+            let (flag, rest) = cli::take_daemon(cmd, rest);
+            let named = flag.is_some() || default_named;
+            if let Some(addr) = flag.or_else(|| default.clone()) {
+                let sent = match clients.get_mut(&addr) {
+                    Some(c) => Ok(c),
+                    None => {
+                        Client::connect(&addr).map(|c| clients.entry(addr.clone()).or_insert(c))
+                    }
+                }
+                .and_then(|c| {
+                    c.named = named;
+                    c.send_run(cmd, &rest, crate::now())
+                });
+                match sent {
+                    Ok(()) => {
+                        pending.push_back(addr);
+                        if pending.len() < PIPELINE {
+                            if let Ok(m) = rx.try_recv() {
+                                let more = matches!(m, Msg::Line(_));
+                                next = Some(m);
+                                if more {
+                                    continue;
+                                }
+                            }
+                        }
+                        if !answer(&mut pending, &mut clients, &mut stdout, started) {
+                            broken = true;
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        if !answer(&mut pending, &mut clients, &mut stdout, started)
+                            || !print(&mut stdout, Vec::new(), Outcome::err(e), started)
+                        {
+                            broken = true;
+                            break;
+                        }
+                        clients.remove(&addr);
+                    }
+                }
+                continue;
+            }
+        }
+        // Anything else runs in turn: the answers of the lines before it first.
+        if !answer(&mut pending, &mut clients, &mut stdout, started) {
+            broken = true;
+            break;
+        }
         let mut bytes: Vec<u8> = Vec::new();
         let out = match args.split_first() {
             Some((cmd, _)) if cmd == "quit" => break,
@@ -193,7 +300,6 @@ pub fn run(dir: &Path) -> i32 {
             }
             None => Outcome::ok(cli::HELP.into()),
         };
-        bytes.extend_from_slice(out.stdout.as_bytes());
         let mut out = out;
         if let (Some(st), Some((cmd, _))) = (store.as_mut(), args.split_first()) {
             if cli::writes(cmd) {
@@ -206,19 +312,13 @@ pub fn run(dir: &Path) -> i32 {
                 }
             }
         }
-        let mut text = String::new();
-        match out.error {
-            Some(e) => text.push_str(&format!("ERROR: {e}\n")),
-            None => {
-                let (u, s) = cpu_times();
-                let r = started.elapsed().as_secs_f64();
-                text.push_str(&format!("OK u:{u:1.2} s:{s:1.2} r:{r:1.2}\n"));
-            }
-        }
-        bytes.extend_from_slice(text.as_bytes());
-        if stdout.write_all(&bytes).is_err() || stdout.flush().is_err() {
+        if !print(&mut stdout, bytes, out, started) {
+            broken = true;
             break;
         }
+    }
+    if !broken {
+        answer(&mut pending, &mut clients, &mut stdout, started);
     }
     match store.map(engine::Store::close) {
         Some(Err(e)) => {

@@ -333,8 +333,10 @@ fn help_and_command_usage_are_printed() {
     assert!(u.stdout.contains("* fetch - fetch data out of an RRD"));
     let u = p.ringlet(&["update", "--help"], None);
     assert!(u.stdout.contains("[--template|-t ds-name:ds-name:...]"));
-    let g = p.ringlet(&["graph", "x.png"], None);
-    assert_eq!(g.code, 1);
+    let t = p.ringlet(&["tune"], None);
+    assert!(t.stdout.contains("[--heartbeat|-h ds-name:heartbeat]"), "{t:?}");
+    let r = p.ringlet(&["resize"], None);
+    assert!(r.stdout.contains("rrdtool resize filename rranum GROW|SHRINK rows"), "{r:?}");
 }
 
 #[test]
@@ -520,6 +522,8 @@ fn tune_resize_and_graph_match_rrdtool() {
     p.same(&format!("graphv - --imgformat SVG {g}"));
     p.same(&format!("graph - --imgformat PDF {g}"));
     p.same("graph - DEF:a=nothere.rrd:x:AVERAGE LINE1:a#ff0000");
+    p.same("graph x.png");
+    p.same("graph");
     p.same("graph - DEF:a=a.rrd:nope:AVERAGE LINE1:a#ff0000");
     // No copy is left behind.
     let tmp = p.rr_dir.with_file_name("tmp");

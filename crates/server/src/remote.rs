@@ -208,9 +208,13 @@ impl Client {
     }
 
     fn send(&mut self, line: &str) -> Result<(), String> {
-        let w = self.r.get_mut();
-        w.write_all(line.as_bytes())
-            .and_then(|_| w.write_all(b"\n"))
+        // One write a request: the line and its end together.
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+        self.r
+            .get_mut()
+            .write_all(&buf)
             .map_err(|e| format!("{}: {}", self.addr, strerror(&e)))
     }
 
@@ -284,6 +288,38 @@ impl Client {
                 }
             }
         }
+        self.send_run_line(cmd, args, now)?;
+        for _ in 0..inputs {
+            let (n, msg, _) = self.reply()?;
+            if n < 0 {
+                return Err(format!("{}: {msg}", self.addr));
+            }
+        }
+        self.finish()
+    }
+
+    /// Send the RUN of `cmd` (not `restore`, whose input goes first) without waiting for its
+    /// answer, which [`Client::finish_run`] reads: pipe mode sends the lines it already has
+    /// one after another, then reads their answers in order.
+    pub fn send_run(&mut self, cmd: &str, args: &[String], now: (i64, i64)) -> Result<(), String> {
+        if std::iter::once(cmd)
+            .chain(args.iter().map(String::as_str))
+            .any(|a| a.contains(['\n', '\r']))
+        {
+            return Err("an argument with a line break cannot be sent to the daemon".into());
+        }
+        if cmd == "restore" {
+            return Err("restore sends its input first: use run".into());
+        }
+        self.send_run_line(cmd, args, now)
+    }
+
+    /// The answer to the oldest RUN sent by [`Client::send_run`].
+    pub fn finish_run(&mut self) -> Outcome {
+        self.finish().unwrap_or_else(Outcome::err)
+    }
+
+    fn send_run_line(&mut self, cmd: &str, args: &[String], now: (i64, i64)) -> Result<(), String> {
         let mut line = format!("RUN {} {} {}", now.0, now.1, escape(cmd));
         let named = NAMED.iter().map(|a| a.to_string());
         let named: Vec<String> = if self.named {
@@ -295,13 +331,11 @@ impl Client {
             line.push(' ');
             line.push_str(&escape(a));
         }
-        self.send(&line)?;
-        for _ in 0..inputs {
-            let (n, msg, _) = self.reply()?;
-            if n < 0 {
-                return Err(format!("{}: {msg}", self.addr));
-            }
-        }
+        self.send(&line)
+    }
+
+    /// Read a RUN's answer: what the command printed (a file it wrote is written here).
+    fn finish(&mut self) -> Result<Outcome, String> {
         let (n, msg, lines) = self.reply()?;
         if n < 0 {
             if msg.starts_with("Unknown command") {
