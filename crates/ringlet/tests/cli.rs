@@ -334,9 +334,16 @@ fn help_and_command_usage_are_printed() {
     let u = p.ringlet(&["update", "--help"], None);
     assert!(u.stdout.contains("[--template|-t ds-name:ds-name:...]"));
     let t = p.ringlet(&["tune"], None);
-    assert!(t.stdout.contains("[--heartbeat|-h ds-name:heartbeat]"), "{t:?}");
+    assert!(
+        t.stdout.contains("[--heartbeat|-h ds-name:heartbeat]"),
+        "{t:?}"
+    );
     let r = p.ringlet(&["resize"], None);
-    assert!(r.stdout.contains("rrdtool resize filename rranum GROW|SHRINK rows"), "{r:?}");
+    assert!(
+        r.stdout
+            .contains("rrdtool resize filename rranum GROW|SHRINK rows"),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -563,4 +570,58 @@ fn first_difference(a: &str, b: &str) -> String {
         &a[from..a.floor_char_boundary((at + 80).min(a.len()))],
         &b[from_b..b.floor_char_boundary((at + 80).min(b.len()))]
     )
+}
+
+/// Pipe mode on the store alone commits once a second, when its input pauses, and when a
+/// signal ends it: what it printed OK for survives a SIGTERM at once, and a kill -9 after a
+/// pause of more than a second.
+#[test]
+fn pipe_mode_alone_commits_on_a_pause_and_on_signals() {
+    use std::io::{BufRead, BufReader, Write};
+    let p = Pair::new();
+    let start = |p: &Pair| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ringlet"));
+        c.arg("--store")
+            .arg(&p.store)
+            .arg("-")
+            .env("TZ", "UTC")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        c.spawn().expect("ringlet -")
+    };
+    let oks = |child: &mut std::process::Child, lines: &str, n: usize| {
+        child
+            .stdin
+            .as_mut()
+            .unwrap()
+            .write_all(lines.as_bytes())
+            .unwrap();
+        child.stdin.as_mut().unwrap().flush().unwrap();
+        let out = child.stdout.as_mut().unwrap();
+        let mut r = BufReader::new(out);
+        for _ in 0..n {
+            let mut l = String::new();
+            r.read_line(&mut l).unwrap();
+            assert!(l.starts_with("OK"), "{l}");
+        }
+    };
+    // SIGTERM right after the answers: committed by the signal.
+    let mut child = start(&p);
+    oks(
+        &mut child,
+        &format!("create a.rrd {SCHEMA}\nupdate a.rrd 1700000060:1:2 1700000120:3:4\n"),
+        2,
+    );
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = child.wait();
+    assert_eq!(p.ringlet(&["last", "a.rrd"], None).stdout, "1700000120");
+    // kill -9 after a pause longer than a second: committed by the pause.
+    let mut child = start(&p);
+    oks(&mut child, "update a.rrd 1700000180:5:6\n", 1);
+    std::thread::sleep(std::time::Duration::from_millis(1800));
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert_eq!(p.ringlet(&["last", "a.rrd"], None).stdout, "1700000180");
 }
