@@ -113,9 +113,34 @@ impl Drop for Scratch {
     }
 }
 
-/// Draw `rrdtool <cmd> args` (`cmd`: graph or graphv); `export` runs the store's
-/// `export-file` for a name where the store is.
-pub fn draw(cmd: &str, args: &[String], export: &mut dyn FnMut(&str) -> Outcome) -> Drawn {
+/// The files the DEFs of `args` name, each once, in order.
+pub fn files(args: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (_, _, name) in args.iter().filter_map(|a| def_file(a)) {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// The bytes of a file from the answer of `export-file` (hex), or its error.
+pub fn from_hex(out: Outcome) -> Result<Vec<u8>, String> {
+    if let Some(e) = out.error {
+        return Err(e);
+    }
+    let mut bytes = Vec::new();
+    cli::unhex(out.stdout.trim_end(), &mut bytes)?;
+    Ok(bytes)
+}
+
+/// Draw `rrdtool <cmd> args` (`cmd`: graph or graphv); `export` gives the bytes of a
+/// series' `.rrd` file, or rrdtool's error for it, where the store is.
+pub fn draw(
+    cmd: &str,
+    args: &[String],
+    export: &mut dyn FnMut(&str) -> Result<Vec<u8>, String>,
+) -> Drawn {
     let scratch = match Scratch::new() {
         Ok(s) => s,
         Err(e) => return Drawn::err(format!("graph: {e}")),
@@ -131,14 +156,10 @@ pub fn draw(cmd: &str, args: &[String], export: &mut dyn FnMut(&str) -> Outcome)
         let copy = match copies.iter().find(|(n, _)| *n == name) {
             Some((_, p)) => p.clone(),
             None => {
-                let out = export(&name);
-                if let Some(e) = out.error {
-                    return Drawn::err(e);
-                }
-                let mut bytes = Vec::new();
-                if let Err(e) = cli::unhex(out.stdout.trim_end(), &mut bytes) {
-                    return Drawn::err(format!("graph: {name}: {e}"));
-                }
+                let bytes = match export(&name) {
+                    Ok(b) => b,
+                    Err(e) => return Drawn::err(e),
+                };
                 let p = scratch.0.join(format!("{}.rrd", copies.len()));
                 if let Err(e) = std::fs::write(&p, &bytes) {
                     return Drawn::err(format!("graph: {}: {e}", p.display()));

@@ -93,19 +93,38 @@ fn run(argv: &[String]) -> Outcome {
     if graph::is_graph(cmd) {
         let drawn = match daemon_for(flag, &dir) {
             Daemon::At(_, mut c) => graph::draw(cmd, &args, &mut |name| {
-                c.run(cli::EXPORT_FILE, &[name.to_string()], now())
+                graph::from_hex(c.run(cli::EXPORT_FILE, &[name.to_string()], now()))
             }),
             Daemon::Unreachable(_, e) => graph::Drawn {
                 stdout: Vec::new(),
                 error: Some(e),
             },
-            Daemon::None => graph::draw(cmd, &args, &mut |name| {
-                cli::dispatch(
-                    cli::EXPORT_FILE,
-                    &[name.to_string()],
-                    &Ctx::local(&dir, now()),
+            Daemon::None => {
+                // The store opened once for every file the graph reads (else each on its
+                // own, which gives rrdtool's error for a store that is not there).
+                let names: Vec<String> = graph::files(&args)
+                    .iter()
+                    .filter_map(|n| cli::store::normalize(n).ok())
+                    .collect();
+                let st = (dir.exists() && !names.is_empty())
+                    .then(|| cli::store::open_reading_all(&dir, &names, "").ok())
+                    .flatten();
+                graph::draw(
+                    cmd,
+                    &args,
+                    &mut |name| match (&st, cli::store::normalize(name)) {
+                        (Some(s), Ok(n)) => match s.get(&n) {
+                            Some(rrd) => rrd::rrdfile::write(rrd).map_err(|e| e.msg),
+                            None => Err(format!("opening '{name}': No such file or directory")),
+                        },
+                        _ => graph::from_hex(cli::dispatch(
+                            cli::EXPORT_FILE,
+                            &[name.to_string()],
+                            &Ctx::local(&dir, now()),
+                        )),
+                    },
                 )
-            }),
+            }
         };
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(&drawn.stdout);

@@ -256,7 +256,11 @@ pub fn run(dir: &Path) -> i32 {
                                 c.named = named;
                                 let out = if crate::graph::is_graph(cmd) {
                                     let d = crate::graph::draw(cmd, &rest, &mut |name| {
-                                        c.run(cli::EXPORT_FILE, &[name.to_string()], crate::now())
+                                        crate::graph::from_hex(c.run(
+                                            cli::EXPORT_FILE,
+                                            &[name.to_string()],
+                                            crate::now(),
+                                        ))
                                     });
                                     bytes = d.stdout;
                                     Outcome {
@@ -284,7 +288,11 @@ pub fn run(dir: &Path) -> i32 {
                         };
                         if crate::graph::is_graph(cmd) {
                             let d = crate::graph::draw(cmd, &rest, &mut |name| {
-                                cli::dispatch(cli::EXPORT_FILE, &[name.to_string()], &ctx)
+                                crate::graph::from_hex(cli::dispatch(
+                                    cli::EXPORT_FILE,
+                                    &[name.to_string()],
+                                    &ctx,
+                                ))
                             });
                             bytes = d.stdout;
                             Outcome {
