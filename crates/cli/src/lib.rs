@@ -63,7 +63,15 @@ pub fn writes(cmd: &str) -> bool {
 
 /// Run one rrdtool command (`cmd` and its arguments) in `ctx`.
 pub fn dispatch(cmd: &str, args: &[String], ctx: &Ctx) -> Outcome {
-    if matches!(cmd, "--help" | "-h" | "help" | "--version" | "-v") {
+    if matches!(cmd, "--version" | "-v") {
+        // rrdtool's first words, which Cacti reads (`^RRDtool ([0-9.]+) `) to tell which
+        // rrdtool its path_rrdtool is.
+        return Outcome::ok(format!(
+            "RRDtool 1.7.2  (ringlet {}: rrdtool 1.7.2's commands over a ringlet store)\n\n{HELP}",
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
+    if matches!(cmd, "--help" | "-h" | "help") {
         return Outcome::ok(HELP.into());
     }
     match cmd {

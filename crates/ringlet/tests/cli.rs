@@ -333,6 +333,9 @@ fn help_and_command_usage_are_printed() {
     assert!(u.stdout.contains("* fetch - fetch data out of an RRD"));
     let u = p.ringlet(&["update", "--help"], None);
     assert!(u.stdout.contains("[--template|-t ds-name:ds-name:...]"));
+    // Cacti tells the rrdtool it runs by `-v`'s first words.
+    let v = p.ringlet(&["-v"], None);
+    assert!(v.stdout.starts_with("RRDtool 1.7.2 "), "{v:?}");
     let t = p.ringlet(&["tune"], None);
     assert!(
         t.stdout.contains("[--heartbeat|-h ds-name:heartbeat]"),
