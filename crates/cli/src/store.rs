@@ -5,7 +5,8 @@
 //! `$XDG_DATA_HOME/ringlet`, else `~/.local/share/ringlet`. An RRD's name is the path given on the command line, normalised:
 //! `./` and empty components dropped (`a//b` is `a/b`), `..` refused, a leading `/` kept,
 //! except that a path under the base directory (`-b`) of the daemon that serves the store
-//! (recorded in `<store>/base`) is relative to it, as the daemon names it.
+//! (recorded in `<store>/base`), also through a symbolic link to it, is relative to it, as
+//! the daemon names it.
 //! Messages always quote the name as the user typed it, like rrdtool.
 
 use engine::{Error, Options, Store};
@@ -55,13 +56,30 @@ pub fn normalize(given: &str) -> Result<String, String> {
         engine::BadName::Empty => format!("opening '{given}': No such file or directory"),
     })?;
     let base = BASE.read().unwrap_or_else(|p| p.into_inner());
-    if let Some(rel) = base
-        .as_deref()
-        .and_then(|b| name.strip_prefix(b))
-        .and_then(|r| r.strip_prefix('/'))
-        .filter(|r| !r.is_empty())
-    {
-        return Ok(rel.to_string());
+    let Some(b) = base.as_deref() else {
+        return Ok(name);
+    };
+    let under = |n: &str| {
+        n.strip_prefix(b)
+            .and_then(|r| r.strip_prefix('/'))
+            .filter(|r| !r.is_empty())
+            .map(str::to_string)
+    };
+    if let Some(rel) = under(&name) {
+        return Ok(rel);
+    }
+    // The base is recorded canonical; a path to it through a symbolic link (Debian's Cacti
+    // names its RRDs /usr/share/cacti/site/rra/..., a link to /var/lib/cacti/rra) is the
+    // same directory: its parent resolved.
+    if name.starts_with('/') {
+        let p = Path::new(&name);
+        if let (Some(dir), Some(file)) = (p.parent(), p.file_name()) {
+            if let Ok(real) = std::fs::canonicalize(dir) {
+                if let Some(rel) = real.join(file).to_str().and_then(under) {
+                    return Ok(rel);
+                }
+            }
+        }
     }
     Ok(name)
 }
@@ -148,6 +166,25 @@ mod tests {
             "/var/lib/rrdx/a.rrd"
         );
         assert_eq!(normalize("h/cpu.rrd").unwrap(), "h/cpu.rrd");
+        // Through a symbolic link to the base (the base is recorded canonical).
+        let t = std::env::temp_dir().join(format!("ringlet-base-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&t);
+        std::fs::create_dir_all(t.join("real/h")).unwrap();
+        std::os::unix::fs::symlink(t.join("real"), t.join("link")).unwrap();
+        let real = std::fs::canonicalize(t.join("real")).unwrap();
+        set_base(real.to_str());
+        let link = t.join("link");
+        let link = link.to_str().unwrap();
+        assert_eq!(normalize(&format!("{link}/a.rrd")).unwrap(), "a.rrd");
+        assert_eq!(
+            normalize(&format!("{link}/h/cpu.rrd")).unwrap(),
+            "h/cpu.rrd"
+        );
+        assert_eq!(
+            normalize(&format!("{link}/none/a.rrd")).unwrap(),
+            format!("{link}/none/a.rrd")
+        );
+        std::fs::remove_dir_all(&t).unwrap();
         set_base(None);
         assert_eq!(
             normalize("/var/lib/rrd/h/cpu.rrd").unwrap(),

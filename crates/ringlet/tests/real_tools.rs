@@ -7,6 +7,9 @@
 //!   local create and tune, its state files beside the RRDs, munin-limits, munin-html,
 //!   munin-graph and munin-cgi-graph.
 //! - `ganglia.sh`: gmetad writing through the daemon, ganglia-web (PHP) reading the view.
+//! - `cacti.sh`: Debian's Cacti with `path_rrdtool` = ringlet beside `ringlet serve -b` on
+//!   its rra directory, against a second Cacti on rrdtool's files, polled at the same fake
+//!   times with the same values: every RRD the same (`dump`), Cacti's graphs the same PNGs.
 //! - `graphite.sh`: graphite-web (Debian's) as the oracle of `--http`: the same points in
 //!   whisper files and through `--carbon`; every target of `graphite-targets.txt` gives the
 //!   same JSON from ringlet, from graphite-web over the whisper files, from graphite-web
@@ -194,6 +197,23 @@ fn munin_updates_through_the_daemon_and_draws_from_the_view() {
             "MUNIN-CGI-GRAPH SAME",
         ],
     );
+}
+
+#[test]
+fn cacti_with_ringlet_as_its_rrdtool_keeps_and_draws_what_cacti_on_files_does() {
+    let needs = [
+        "command -v unshare mariadbd mariadb-install-db mariadb-dump php rrdtool perl",
+        "test -f /usr/share/cacti/cli/install_cacti.php",
+        "test -f /usr/share/doc/cacti/cacti.sql",
+        "test -f /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+        "php -m | grep -qi pdo_mysql",
+    ];
+    // SAFETY: geteuid cannot fail.
+    if !can_run_with("the Cacti test", &needs, unsafe { libc::geteuid() } == 0) {
+        return;
+    }
+    let out = run("cacti.sh", "cacti", 400);
+    expect(&out, &["RRD FILES SAME: 5", "GRAPHS SAME: 4"]);
 }
 
 #[test]

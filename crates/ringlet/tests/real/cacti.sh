@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Cacti, unchanged, with ringlet as its rrdtool (run by tests/real_tools.rs in a mount
+# namespace of its own; RINGLET is the binary, T an empty directory, HERE this directory).
+#
+# Debian's Cacti 1.2 on a MariaDB of the test's own (its socket, data and Cacti's config are
+# bind-mounted over the system's paths inside the namespace), installed by its own CLI, a
+# "Local Linux Machine" device added with its graphs. Two Cactis from that one database:
+# A keeps rrdtool and its rra directory of files; B's path_rrdtool is ringlet, beside
+# `ringlet serve -b` on B's rra directory, so B's files are placeholders. The device's data
+# input scripts are replaced by ones that print values of the poll's number, and both
+# pollers run under libfaketime at the same times, 5 minutes apart. Then every RRD of A is
+# B's series (`rrdtool dump` of A's file against `ringlet dump` of B's path), and Cacti's own
+# rrdtool_function_graph draws the same PNG bytes from both.
+set -euo pipefail
+. "$HERE/lib.sh"
+POLLS=${CACTI_POLLS:-12}
+DB=$T/db
+mkdir -p "$DB" "$T/mysqld" "$T/rra-a" "$T/rra-b" "$T/log-a" "$T/log-b" "$T/store" "$T/scripts"
+mkdir -p /run/mysqld
+mount --bind "$T/mysqld" /run/mysqld
+mariadb-install-db --no-defaults --datadir="$DB" --user=root >"$T/install-db.log" 2>&1 \
+    || fail "mariadb-install-db"
+# The clock of MariaDB (Cacti stamps its poller's output with NOW()), the pollers and the
+# commands they run: libfaketime, reading the time from a file before every call, set to
+# each poll's time and standing still meanwhile (the daemon keeps the real clock).
+FAKE=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
+[ -e "$FAKE" ] || fail "libfaketime is not installed"
+# MariaDB starts on a ticking clock (it waits on time passing as it starts), then stands.
+echo "@$(date -u -d "@$(( ($(date +%s) / 86400 - 3) * 86400 ))" '+%Y-%m-%d %H:%M:%S')" >"$T/faketime"
+faked() { FAKETIME_TIMESTAMP_FILE="$T/faketime" FAKETIME_NO_CACHE=1 LD_PRELOAD="$FAKE" "$@"; }
+faked mariadbd --no-defaults --datadir="$DB" --socket=/run/mysqld/mysqld.sock --skip-networking \
+    --user=root --pid-file="$T/mariadb.pid" >"$T/mariadb.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 300); do [ -S /run/mysqld/mysqld.sock ] && break; sleep 0.1; done
+[ -S /run/mysqld/mysqld.sock ] || fail "mariadbd did not start"
+date -u -d "@$(( ($(date +%s) / 86400 - 3) * 86400 ))" '+%Y-%m-%d %H:%M:%S' >"$T/faketime"
+sql() { mariadb -u root "$@"; }
+sql -e "CREATE DATABASE cacti_a; CREATE DATABASE cacti_b;
+        CREATE USER cacti@localhost IDENTIFIED BY 'cacti';
+        GRANT ALL ON cacti_a.* TO cacti@localhost; GRANT ALL ON cacti_b.* TO cacti@localhost;
+        GRANT SELECT ON mysql.time_zone_name TO cacti@localhost; FLUSH PRIVILEGES;"
+sql cacti_a </usr/share/doc/cacti/cacti.sql
+for w in a b; do
+    cat >"$T/debian-$w.php" <<EOC
+<?php
+\$database_type = 'mysql'; \$database_default = 'cacti_$w'; \$database_hostname = 'localhost';
+\$database_username = 'cacti'; \$database_password = 'cacti'; \$database_port = '3306';
+\$database_retries = 5; \$database_ssl = false; \$database_ssl_key = '';
+\$database_ssl_cert = ''; \$database_ssl_ca = ''; \$poller_id = 1; \$url_path = '/cacti/';
+\$cacti_session_name = 'Cacti'; \$cacti_db_session = false; \$disable_log_rotation = true;
+EOC
+done
+cp -a /usr/share/cacti/site/scripts/. "$T/scripts/"
+# Cacti W's command: its config, rra directory, log and scripts mounted over Debian's paths.
+cacti() {
+    local w=$1
+    shift
+    unshare -m --propagation private bash -c '
+        mount --bind "$T/debian-$1.php" /etc/cacti/debian.php
+        mount --bind "$T/rra-$1" /var/lib/cacti/rra
+        mount --bind "$T/log-$1" /var/log/cacti
+        mount --bind "$T/scripts" /usr/share/cacti/site/scripts
+        shift
+        exec "$@"' _ "$w" "$@"
+}
+export T
+# Install once (Cacti's CLI installer), add the device and its graphs, then copy the
+# database for B: the same ids, the same file names.
+cacti a php /usr/share/cacti/cli/install_cacti.php --accept-eula --install >"$T/install.log" 2>&1 \
+    || fail "install_cacti.php"
+cacti a php /usr/share/cacti/cli/add_device.php --description=local --ip=127.0.0.1 \
+    --template=7 --avail=none --version=0 >"$T/add_device.log" 2>&1 || fail "add_device.php"
+# The data input scripts: Cacti's own, but the four of a Local Linux Machine print values of
+# the poll's number (in $T/poll), the same for both Cactis (written after the install, which
+# writes its packages' scripts).
+cat >"$T/scripts/loadavg_multi.pl" <<EOC
+open(F, "<$T/poll"); \$k = <F>; chomp \$k;
+printf("1min:%.2f 5min:%.2f 10min:%.2f", (\$k % 7) * 0.37, (\$k % 5) * 0.21, (\$k % 3) * 0.11);
+EOC
+cat >"$T/scripts/linux_memory.pl" <<EOC
+open(F, "<$T/poll"); \$k = <F>; chomp \$k;
+print(1000000 + (\$k * 7919 % 100000) * (\$ARGV[0] =~ /Swap/ ? 2 : 1));
+EOC
+cat >"$T/scripts/unix_processes.pl" <<EOC
+open(F, "<$T/poll"); \$k = <F>; chomp \$k; print(100 + \$k % 17);
+EOC
+cat >"$T/scripts/unix_users.pl" <<EOC
+open(F, "<$T/poll"); \$k = <F>; chomp \$k; print(\$k % 4);
+EOC
+mariadb-dump -u root cacti_a | sql cacti_b
+sql cacti_b -e "UPDATE settings SET value='$RINGLET' WHERE name='path_rrdtool'"
+dss=$(sql -N cacti_a -e "SELECT COUNT(*) FROM data_local")
+[ "$dss" -ge 4 ] || fail "the device has $dss data sources"
+# The daemon sees B's paths: its -b is Cacti's rra directory, which Cacti names through
+# Debian's link /usr/share/cacti/site/rra.
+cacti b "$RINGLET" serve -g -w 300 -l "unix:$T/s.sock" -b /var/lib/cacti/rra --store "$T/store" \
+    >"$T/serve.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 200); do [ -S "$T/s.sock" ] && break; sleep 0.05; done
+# Polls at the same fake times for both: midnight of a day some days back, then every 5 min.
+day=$(( ($(date +%s) / 86400 - 3) * 86400 ))
+at() { date -u -d "@$1" '+%Y-%m-%d %H:%M:%S' >"$T/faketime"; }
+for k in $(seq 1 "$POLLS"); do
+    echo "$k" >"$T/poll"
+    t=$((day + 300 * k + 10))
+    at "$t"
+    faked cacti a php /usr/share/cacti/site/poller.php --force >>"$T/poller-a.log" 2>&1 \
+        || fail "poller A, poll $k"
+    RINGLET_STORE="$T/store" faked cacti b php /usr/share/cacti/site/poller.php --force \
+        >>"$T/poller-b.log" 2>&1 || fail "poller B, poll $k"
+done
+grep -h "ERROR" "$T/log-b/cacti.log" | head -5 >&2 || true
+# Every RRD of A is B's series.
+n=0
+for f in "$T"/rra-a/*.rrd; do
+    b="$T/rra-b/$(basename "$f")"
+    head -c 21 "$b" | grep -q "ringlet placeholder" || fail "$b is not a placeholder"
+    rrdtool dump "$f" >"$T/a.xml"
+    RINGLET_STORE="$T/store" "$RINGLET" dump "$(basename "$f")" >"$T/b.xml" \
+        || fail "ringlet dump $(basename "$f")"
+    grep -q "<v>[0-9]" "$T/a.xml" || fail "$(basename "$f") holds no value"
+    cmp -s "$T/a.xml" "$T/b.xml" || { diff "$T/a.xml" "$T/b.xml" | head -20 >&2; fail "$(basename "$f") differs"; }
+    n=$((n + 1))
+done
+[ "$n" -ge 4 ] || fail "only $n RRDs"
+echo "RRD FILES SAME: $n"
+# Cacti's own graph function, through each Cacti's rrdtool.
+cat >"$T/graph.php" <<'EOC'
+<?php
+include('/usr/share/cacti/site/include/cli_check.php');
+include_once($config['base_path'] . '/lib/rrd.php');
+$null = array();
+$out = rrdtool_function_graph($argv[1], 0, array('graph_start' => $argv[2],
+    'graph_end' => $argv[3], 'disable_cache' => true, 'image_format' => 'png'), '', $null, 1);
+file_put_contents($argv[4], $out);
+EOC
+g=0
+end=$((day + 300 * POLLS))
+at "$((end + 60))"
+for id in $(sql -N cacti_a -e "SELECT id FROM graph_local"); do
+    faked cacti a php "$T/graph.php" "$id" "$day" "$end" "$T/a-$id.png" \
+        >>"$T/graph-a.log" 2>&1 || fail "graph A $id"
+    RINGLET_STORE="$T/store" faked cacti b php "$T/graph.php" "$id" "$day" \
+        "$end" "$T/b-$id.png" >>"$T/graph-b.log" 2>&1 || fail "graph B $id"
+    head -c 4 "$T/a-$id.png" | grep -q PNG || fail "graph $id: A drew no PNG"
+    cmp -s "$T/a-$id.png" "$T/b-$id.png" || fail "graph $id: the PNGs differ"
+    g=$((g + 1))
+done
+[ "$g" -ge 4 ] || fail "only $g graphs"
+echo "GRAPHS SAME: $g"
