@@ -28,7 +28,9 @@ FAKE=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
 # MariaDB starts on a ticking clock (it waits on time passing as it starts), then stands.
 echo "@$(date -u -d "@$(( ($(date +%s) / 86400 - 3) * 86400 ))" '+%Y-%m-%d %H:%M:%S')" >"$T/faketime"
 faked() { FAKETIME_TIMESTAMP_FILE="$T/faketime" FAKETIME_NO_CACHE=1 LD_PRELOAD="$FAKE" "$@"; }
-faked mariadbd --no-defaults --datadir="$DB" --socket=/run/mysqld/mysqld.sock --skip-networking \
+# Started as a simple command, so that $! is mariadbd itself (stopped at exit).
+FAKETIME_TIMESTAMP_FILE="$T/faketime" FAKETIME_NO_CACHE=1 LD_PRELOAD="$FAKE" \
+    mariadbd --no-defaults --datadir="$DB" --socket=/run/mysqld/mysqld.sock --skip-networking \
     --user=root --pid-file="$T/mariadb.pid" >"$T/mariadb.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 300); do [ -S /run/mysqld/mysqld.sock ] && break; sleep 0.1; done
@@ -52,17 +54,13 @@ EOC
 done
 cp -a /usr/share/cacti/site/scripts/. "$T/scripts/"
 # Cacti W's command: its config, rra directory, log and scripts mounted over Debian's paths.
-cacti() {
-    local w=$1
-    shift
-    unshare -m --propagation private bash -c '
-        mount --bind "$T/debian-$1.php" /etc/cacti/debian.php
+MOUNTS='mount --bind "$T/debian-$1.php" /etc/cacti/debian.php
         mount --bind "$T/rra-$1" /var/lib/cacti/rra
         mount --bind "$T/log-$1" /var/log/cacti
         mount --bind "$T/scripts" /usr/share/cacti/site/scripts
         shift
-        exec "$@"' _ "$w" "$@"
-}
+        exec "$@"'
+cacti() { unshare -m --propagation private bash -c "$MOUNTS" _ "$@"; }
 export T
 # Install once (Cacti's CLI installer), add the device and its graphs, then copy the
 # database for B: the same ids, the same file names.
@@ -93,8 +91,9 @@ dss=$(sql -N cacti_a -e "SELECT COUNT(*) FROM data_local")
 [ "$dss" -ge 4 ] || fail "the device has $dss data sources"
 # The daemon sees B's paths: its -b is Cacti's rra directory, which Cacti names through
 # Debian's link /usr/share/cacti/site/rra.
-cacti b "$RINGLET" serve -g -w 300 -l "unix:$T/s.sock" -b /var/lib/cacti/rra --store "$T/store" \
-    >"$T/serve.log" 2>&1 &
+# (Not through the function: $! is then the daemon itself, unshare and bash exec'ing it.)
+unshare -m --propagation private bash -c "$MOUNTS" _ b "$RINGLET" serve -g -w 300 \
+    -l "unix:$T/s.sock" -b /var/lib/cacti/rra --store "$T/store" >"$T/serve.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 200); do [ -S "$T/s.sock" ] && break; sleep 0.05; done
 # Polls at the same fake times for both: midnight of a day some days back, then every 5 min.
