@@ -458,6 +458,8 @@ fn tune_resize_and_graph_match_rrdtool() {
         "tune a.rrd -a renamed:inf",
         "tune a.rrd -d renamed:COUNTER -d renamed:gauge",
         "tune a.rrd -d y:FOO",
+        "tune a.rrd -d nope:FOO",
+        "tune a.rrd -d nope:gauge",
         "tune a.rrd -x 0.5",
         "tune a.rrd -w 30",
         "tune a.rrd -b renamed -t 600",

@@ -171,9 +171,10 @@ fn apply(rrd: &mut Rrd, long: &str, value: &str, changed: &mut bool) -> Result<(
                 return Err(invalid(long));
             }
             let word = &v[..word_len];
+            // rrdtool looks the data source up before the type.
+            let i = ds_index(rrd, ds)?;
             let kind = DsType::from_name(word)
                 .ok_or_else(|| format!("unknown data acquisition function '{word}'"))?;
-            let i = ds_index(rrd, ds)?;
             let old = rrd.schema.ds[i].kind;
             if kind == DsType::Compute || old == kind {
                 return Ok(());
