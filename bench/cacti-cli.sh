@@ -96,19 +96,17 @@ PY
 secs() { python3 -c 'import time; print(f"{time.time():.3f}")'; }
 
 # --- 1. pipe mode ---------------------------------------------------------------------------
-mkdir -p "$WORK/files" "$WORK/alone/rra" "$WORK/beside/rra"
+mkdir -p "$WORK/files" "$WORK/alone/rra" "$WORK/base"
 session "$WORK/files" > "$WORK/files.txt"
 session "$WORK/alone/rra" > "$WORK/alone.txt"
-session "$WORK/beside/rra" > "$WORK/beside.txt"
+session "$WORK/base" > "$WORK/beside.txt"
 lines=$(wc -l < "$WORK/files.txt")
 
 t0=$(secs); rrdtool - < "$WORK/files.txt" > "$WORK/files.out"; t1=$(secs)
 RINGLET_STORE="$WORK/alone/store" "$RINGLET" - < "$WORK/alone.txt" > "$WORK/alone.out"; t2=$(secs)
-"$RINGLET" serve -g -w 300 -l "unix:$WORK/s.sock" -b "$WORK/beside/rra" \
-    --store "$WORK/beside/store" > "$WORK/serve.log" 2>&1 &
-PID=$!
-for _ in $(seq 200); do [ -S "$WORK/s.sock" ] && break; sleep 0.05; done
-t3=$(secs); "$RINGLET" --store "$WORK/beside/store" - < "$WORK/beside.txt" > "$WORK/beside.out"; t4=$(secs)
+. "$ROOT/bench/serve-lib.sh"
+serve_start   # ringlet serve -w 300, -b $WORK/base, --store $WORK/store; sets PID
+t3=$(secs); "$RINGLET" --store "$WORK/store" - < "$WORK/beside.txt" > "$WORK/beside.out"; t4=$(secs)
 for o in files alone beside; do
     bad=$(grep -c '^ERROR' "$WORK/$o.out" || true)
     [ "$bad" = 0 ] || { echo "$o: $bad errors:"; grep -m3 '^ERROR' "$WORK/$o.out"; exit 1; }
@@ -119,7 +117,7 @@ for f in "$WORK"/files/*.rrd; do
     b=$(basename "$f")
     rrdtool dump "$f" > "$WORK/a.xml"
     "$RINGLET" --store "$WORK/alone/store" dump "$WORK/alone/rra/$b" > "$WORK/b.xml"
-    "$RINGLET" --store "$WORK/beside/store" dump "$WORK/beside/rra/$b" > "$WORK/c.xml"
+    "$RINGLET" --store "$WORK/store" dump "$WORK/base/$b" > "$WORK/c.xml"
     cmp -s "$WORK/a.xml" "$WORK/b.xml" && cmp -s "$WORK/a.xml" "$WORK/c.xml" \
         || { echo "$b differs"; diff "$WORK/a.xml" "$WORK/b.xml" | head -5; exit 1; }
     same=$((same + 1))
@@ -155,7 +153,7 @@ for way in files alone beside; do
     case $way in
         files) run=(rrdtool); A=$f; B=$f2 ;;
         alone) run=(env RINGLET_STORE="$WORK/alone/store" "$RINGLET"); A=$WORK/alone/rra/$b; B=$WORK/alone/rra/$b2 ;;
-        beside) run=("$RINGLET" --store "$WORK/beside/store"); A=$WORK/beside/rra/$b; B=$WORK/beside/rra/$b2 ;;
+        beside) run=("$RINGLET" --store "$WORK/store"); A=$WORK/base/$b; B=$WORK/base/$b2 ;;
     esac
     median_ms "$way: info" "${run[@]}" info "$A"
     median_ms "$way: last" "${run[@]}" last "$A"

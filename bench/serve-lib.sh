@@ -1,4 +1,4 @@
-# serve-lib.sh: sourced by scale.sh and million.sh. Needs $RINGLET and $WORK.
+# serve-lib.sh: sourced by scale.sh, million.sh, soak.sh and cacti-cli.sh. Needs $RINGLET and $WORK.
 #   serve_start: `ringlet serve -w 300` on $WORK/s.sock (-b $WORK/base, --store $WORK/store,
 #                log appended to $WORK/serve.log) in the background; returns once it answers
 #                PING. Sets PID, and OPEN (seconds from the start until it answered).

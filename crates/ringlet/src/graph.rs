@@ -201,6 +201,28 @@ pub fn draw(
     Drawn { stdout, error }
 }
 
+/// Run `cmd` through `run` (a command's runner where the store is: the daemon, the pipe's
+/// store), or draw it when it is a graph, the files' bytes asked of `run` as `export-file`;
+/// the drawing's output goes to `image`, before the outcome's text.
+pub fn run_or_draw(
+    cmd: &str,
+    args: &[String],
+    image: &mut Vec<u8>,
+    run: &mut dyn FnMut(&str, &[String]) -> Outcome,
+) -> Outcome {
+    if !is_graph(cmd) {
+        return run(cmd, args);
+    }
+    let d = draw(cmd, args, &mut |name| {
+        from_hex(run(cli::EXPORT_FILE, &[name.to_string()]))
+    });
+    *image = d.stdout;
+    Outcome {
+        error: d.error,
+        ..Outcome::default()
+    }
+}
+
 /// `hay` with every `from` replaced by `to`.
 fn replace(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     if from.is_empty() || hay.len() < from.len() {

@@ -254,22 +254,12 @@ pub fn run(dir: &Path) -> i32 {
                         match client {
                             Ok(c) => {
                                 c.named = named;
-                                let out = if crate::graph::is_graph(cmd) {
-                                    let d = crate::graph::draw(cmd, &rest, &mut |name| {
-                                        crate::graph::from_hex(c.run(
-                                            cli::EXPORT_FILE,
-                                            &[name.to_string()],
-                                            crate::now(),
-                                        ))
-                                    });
-                                    bytes = d.stdout;
-                                    Outcome {
-                                        error: d.error,
-                                        ..Outcome::default()
-                                    }
-                                } else {
-                                    c.run(cmd, &rest, crate::now())
-                                };
+                                let out = crate::graph::run_or_draw(
+                                    cmd,
+                                    &rest,
+                                    &mut bytes,
+                                    &mut |cmd, args| c.run(cmd, args, crate::now()),
+                                );
                                 if out.error.as_deref().is_some_and(|e| e.starts_with(&addr)) {
                                     // The connection broke: the next line connects again.
                                     clients.remove(&addr);
@@ -286,22 +276,9 @@ pub fn run(dir: &Path) -> i32 {
                             commit_each: false,
                             ..Ctx::local(dir, crate::now())
                         };
-                        if crate::graph::is_graph(cmd) {
-                            let d = crate::graph::draw(cmd, &rest, &mut |name| {
-                                crate::graph::from_hex(cli::dispatch(
-                                    cli::EXPORT_FILE,
-                                    &[name.to_string()],
-                                    &ctx,
-                                ))
-                            });
-                            bytes = d.stdout;
-                            Outcome {
-                                error: d.error,
-                                ..Outcome::default()
-                            }
-                        } else {
-                            cli::dispatch(cmd, &rest, &ctx)
-                        }
+                        crate::graph::run_or_draw(cmd, &rest, &mut bytes, &mut |cmd, args| {
+                            cli::dispatch(cmd, args, &ctx)
+                        })
                     }
                     (None, None) => Outcome::err("no store and no daemon"),
                 }

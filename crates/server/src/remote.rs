@@ -183,6 +183,17 @@ pub(crate) fn connect_stream(
     })
 }
 
+/// A command's words fit RUN's one line.
+fn sendable(cmd: &str, args: &[String]) -> Result<(), String> {
+    if std::iter::once(cmd)
+        .chain(args.iter().map(String::as_str))
+        .any(|a| a.contains(['\n', '\r']))
+    {
+        return Err("an argument with a line break cannot be sent to the daemon".into());
+    }
+    Ok(())
+}
+
 impl Client {
     /// Connect as librrd does, with its error text.
     pub fn connect(addr: &str) -> Result<Client, String> {
@@ -255,12 +266,7 @@ impl Client {
     }
 
     fn try_run(&mut self, cmd: &str, args: &[String], now: (i64, i64)) -> Result<Outcome, String> {
-        if std::iter::once(cmd)
-            .chain(args.iter().map(String::as_str))
-            .any(|a| a.contains(['\n', '\r']))
-        {
-            return Err("an argument with a line break cannot be sent to the daemon".into());
-        }
+        sendable(cmd, args)?;
         let mut inputs = 0;
         if cmd == "restore" {
             // As the command would read it: a file that cannot be read is its own error,
@@ -302,12 +308,7 @@ impl Client {
     /// answer, which [`Client::finish_run`] reads: pipe mode sends the lines it already has
     /// one after another, then reads their answers in order.
     pub fn send_run(&mut self, cmd: &str, args: &[String], now: (i64, i64)) -> Result<(), String> {
-        if std::iter::once(cmd)
-            .chain(args.iter().map(String::as_str))
-            .any(|a| a.contains(['\n', '\r']))
-        {
-            return Err("an argument with a line break cannot be sent to the daemon".into());
-        }
+        sendable(cmd, args)?;
         if cmd == "restore" {
             return Err("restore sends its input first: use run".into());
         }
@@ -391,8 +392,12 @@ pub fn serve(
         Some(_) => d.lock(),
         None => crate::read::all(d),
     };
-    // A file renamed under -b (Cacti renames its RRDs with PHP): its series follows.
-    if !matches!(cmd, "create" | "restore") {
+    // A file renamed under -b (Cacti renames its RRDs with PHP): its series follows. Not
+    // looked for when an update's series is there (the poller's every line).
+    let known = target
+        .as_ref()
+        .is_some_and(|n| inner.store.get(n).is_some());
+    if !known && !matches!(cmd, "create" | "restore") {
         let given = target
             .clone()
             .or_else(|| args.iter().find(|a| !a.starts_with('-')).cloned());

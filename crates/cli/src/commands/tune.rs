@@ -10,8 +10,8 @@
 //!   read the same way (cut at 19, ending at any other character).
 //! - A heartbeat is C's `strtol` (a sign, digits, the rest ignored; saturating), kept as the
 //!   unsigned number of the same bits (`-5` is 18446744073709551611).
-//! - A minimum or maximum is `U` (or `Unknown`) or a decimal number (sign, digits, a point,
-//!   an exponent; the rest ignored; no `inf`, `nan` or hex).
+//! - A minimum or maximum is `U` (or `Unknown`) or a number as rrdtool reads one
+//!   (`rrd::num::strtod`: the rest ignored), but not `inf` or `nan`.
 //! - A type is a word of capitals; `COMPUTE` as the new type changes nothing (rrdtool's
 //!   would leave a file it cannot read back); a new type forgets the last reading (`UNKN`).
 //!   A change that would take away an RRD's last DCOUNTER or DDERIVE, or bring the first, is
@@ -310,37 +310,18 @@ fn bound(s: &str) -> Option<f64> {
     decimal(s)
 }
 
-/// A decimal number at the start of `s` (sign, digits with a point, an exponent), the rest
-/// ignored; None without a digit. Too large a number is infinite.
+/// A number at the start of `s` as rrdtool reads one ([`rrd::num::strtod`]: its digits,
+/// rounding and exponent range; the rest ignored), but not its words: tune refuses `inf` and
+/// `nan`. None without a digit.
 fn decimal(s: &str) -> Option<f64> {
-    let b = s.as_bytes();
-    let mut i = 0;
-    if matches!(b.first(), Some(b'+' | b'-')) {
-        i = 1;
-    }
-    let int = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-    i += int;
-    let mut frac = 0;
-    if b.get(i) == Some(&b'.') {
-        frac = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
-        i += 1 + frac;
-    }
-    if int + frac == 0 {
+    let word = s.trim_start_matches(['+', '-']).as_bytes();
+    if [b"inf".as_slice(), b"nan"]
+        .iter()
+        .any(|w| word.len() >= 3 && word[..3].eq_ignore_ascii_case(w))
+    {
         return None;
     }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        let mut j = i + 1;
-        if matches!(b.get(j), Some(b'+' | b'-')) {
-            j += 1;
-        }
-        let e = b[j..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if e > 0 {
-            i = j + e;
-        }
-    }
-    let text = &s[..i];
-    // Rust's parser takes `5.` and `.5` as C's does.
-    text.parse::<f64>().ok()
+    rrd::num::strtod(s).map(|(v, _)| v)
 }
 
 #[cfg(test)]
