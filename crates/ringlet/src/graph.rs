@@ -18,8 +18,9 @@
 //! so.
 
 use cli::Outcome;
+use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 /// What a graph printed: its standard output's bytes (an image may be among them) and its
 /// error.
@@ -134,77 +135,297 @@ pub fn from_hex(out: Outcome) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Draw `rrdtool <cmd> args` (`cmd`: graph or graphv); `export` gives the bytes of a
-/// series' `.rrd` file, or rrdtool's error for it, where the store is.
-pub fn draw(
-    cmd: &str,
-    args: &[String],
-    export: &mut dyn FnMut(&str) -> Result<Vec<u8>, String>,
-) -> Drawn {
-    let scratch = match Scratch::new() {
-        Ok(s) => s,
-        Err(e) => return Drawn::err(format!("graph: {e}")),
-    };
-    // Each file once, however many DEFs name it.
-    let mut copies: Vec<(String, PathBuf)> = Vec::new();
-    let mut argv = Vec::with_capacity(args.len());
-    for a in args {
-        let Some((start, end, name)) = def_file(a) else {
-            argv.push(a.clone());
-            continue;
-        };
-        let copy = match copies.iter().find(|(n, _)| *n == name) {
-            Some((_, p)) => p.clone(),
-            None => {
-                let bytes = match export(&name) {
-                    Ok(b) => b,
-                    Err(e) => return Drawn::err(e),
-                };
-                let p = scratch.0.join(format!("{}.rrd", copies.len()));
-                if let Err(e) = std::fs::write(&p, &bytes) {
-                    return Drawn::err(format!("graph: {}: {e}", p.display()));
-                }
-                copies.push((name.clone(), p.clone()));
-                p
-            }
-        };
-        let path = copy.to_string_lossy().replace(':', "\\:");
-        argv.push(without_daemon(&format!(
-            "{}{path}{}",
-            &a[..start],
-            &a[end..]
-        )));
+/// Where graphs are drawn: a fresh `rrdtool graph` for a one-shot command, or one `rrdtool -`
+/// kept for a whole pipe-mode session. In a session every graph goes to the same rrdtool
+/// process, in order, as it would in `rrdtool -` itself: cairo numbers the surfaces a process
+/// makes, and an SVG names its own after that number (`<g id="surface9">`), so only one
+/// process for the session's graphs gives the same bytes as rrdtool's pipe mode.
+pub struct Renderer {
+    session: bool,
+    scratch: Option<Scratch>,
+    child: Option<Session>,
+    /// Graphs drawn: their copies' names and end marks.
+    drawn: u64,
+}
+
+/// The `rrdtool -` of a session.
+struct Session {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.stdin.write_all(b"quit\n");
+        let _ = self.stdin.flush();
+        // Closing its input ends it; then it is reaped.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
-    let run = Command::new("rrdtool").arg(cmd).args(&argv).output();
-    let out = match run {
+}
+
+/// An argument for a pipe-mode line that rrdtool reads back as it is: single-quoted
+/// stretches, a single quote itself in double quotes (rrdtool joins adjacent quoted parts).
+fn quoted(arg: &str) -> String {
+    let mut s = String::with_capacity(arg.len() + 2);
+    for (i, part) in arg.split('\'').enumerate() {
+        if i > 0 {
+            s.push_str("\"'\"");
+        }
+        if !part.is_empty() {
+            s.push('\'');
+            s.push_str(part);
+            s.push('\'');
+        }
+    }
+    if s.is_empty() {
+        s.push_str("''");
+    }
+    s
+}
+
+/// The place of the last `needle` in `hay`.
+fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).rposition(|w| w == needle)
+}
+
+/// A reply of rrdtool's pipe mode split into the command's output and its error: the
+/// status line (`OK u:..` or `ERROR: ..`) is the last line, and may follow an image's last
+/// byte on its line.
+fn split_reply(reply: &[u8]) -> (Vec<u8>, Option<String>) {
+    let body = reply.strip_suffix(b"\n").unwrap_or(reply);
+    let last_line = |at: usize| !body[at..].contains(&b'\n');
+    let ok = rfind(body, b"OK u:").filter(|&p| last_line(p));
+    let err = rfind(body, b"ERROR: ").filter(|&p| last_line(p));
+    match (ok, err) {
+        (Some(o), e) if e.is_none_or(|e| o > e) => (body[..o].to_vec(), None),
+        (_, Some(e)) => (
+            body[..e].to_vec(),
+            Some(String::from_utf8_lossy(&body[e + 7..]).into_owned()),
+        ),
+        _ => (
+            reply.to_vec(),
+            Some("rrdtool's answer to the graph has no status line".into()),
+        ),
+    }
+}
+
+impl Renderer {
+    /// For one command: a fresh `rrdtool graph`.
+    pub fn one_shot() -> Renderer {
+        Renderer {
+            session: false,
+            scratch: None,
+            child: None,
+            drawn: 0,
+        }
+    }
+
+    /// For a pipe-mode session: one `rrdtool -` for all its graphs, started by the first.
+    pub fn session() -> Renderer {
+        Renderer {
+            session: true,
+            ..Renderer::one_shot()
+        }
+    }
+
+    /// Draw `rrdtool <cmd> args` (`cmd`: graph or graphv); `export` gives the bytes of a
+    /// series' `.rrd` file, or rrdtool's error for it, where the store is.
+    pub fn draw(
+        &mut self,
+        cmd: &str,
+        args: &[String],
+        export: &mut dyn FnMut(&str) -> Result<Vec<u8>, String>,
+    ) -> Drawn {
+        if self.scratch.is_none() {
+            match Scratch::new() {
+                Ok(s) => self.scratch = Some(s),
+                Err(e) => return Drawn::err(format!("graph: {e}")),
+            }
+        }
+        let dir = self
+            .scratch
+            .as_ref()
+            .map(|s| s.0.clone())
+            .unwrap_or_default();
+        self.drawn += 1;
+        // Each file once, however many DEFs name it. A series that is not there is named
+        // by a path that is not there either: rrdtool says so itself, in its order.
+        let mut copies: Vec<(String, PathBuf)> = Vec::new();
+        let mut argv = Vec::with_capacity(args.len());
+        for a in args {
+            let Some((start, end, name)) = def_file(a) else {
+                argv.push(a.clone());
+                continue;
+            };
+            let copy = match copies.iter().find(|(n, _)| *n == name) {
+                Some((_, p)) => p.clone(),
+                None => {
+                    let p = dir.join(format!("{}.rrd", copies.len()));
+                    match export(&name) {
+                        Ok(bytes) => {
+                            if let Err(e) = std::fs::write(&p, &bytes) {
+                                return Drawn::err(format!("graph: {}: {e}", p.display()));
+                            }
+                        }
+                        Err(e) if e.ends_with("No such file or directory") => {
+                            let _ = std::fs::remove_file(&p);
+                        }
+                        Err(e) => return Drawn::err(e),
+                    }
+                    copies.push((name.clone(), p.clone()));
+                    p
+                }
+            };
+            let path = copy.to_string_lossy().replace(':', "\\:");
+            argv.push(without_daemon(&format!(
+                "{}{path}{}",
+                &a[..start],
+                &a[end..]
+            )));
+        }
+        let (stdout, error) = if self.session {
+            self.in_session(cmd, &argv, &dir)
+        } else {
+            one_shot(cmd, &argv)
+        };
+        let back = |bytes: &[u8]| -> Vec<u8> {
+            let mut v = bytes.to_vec();
+            for (name, p) in &copies {
+                v = replace(&v, p.to_string_lossy().as_bytes(), name.as_bytes());
+            }
+            v
+        };
+        Drawn {
+            stdout: back(&stdout),
+            error: error.map(|e| String::from_utf8_lossy(&back(e.as_bytes())).into_owned()),
+        }
+    }
+
+    /// The graph sent to the session's rrdtool, then a line whose answer cannot be part of
+    /// an image (an error naming a file that cannot exist): all before that answer is the
+    /// graph's.
+    fn in_session(
+        &mut self,
+        cmd: &str,
+        argv: &[String],
+        dir: &std::path::Path,
+    ) -> (Vec<u8>, Option<String>) {
+        if argv.iter().any(|a| a.contains(['\n', '\r'])) {
+            return one_shot(cmd, argv);
+        }
+        if self.child.is_none() {
+            match spawn_session() {
+                Ok(s) => self.child = Some(s),
+                Err(e) => return (Vec::new(), Some(e)),
+            }
+        }
+        let Some(s) = self.child.as_mut() else {
+            return (Vec::new(), Some("rrdtool is not running".into()));
+        };
+        let mark = dir.join(format!("end-{}-{}", self.drawn, crate::now().1));
+        let mut line = String::from(cmd);
+        for a in argv {
+            line.push(' ');
+            line.push_str(&quoted(a));
+        }
+        line.push_str(&format!("\nlast {}\n", quoted(&mark.to_string_lossy())));
+        let end = format!(
+            "ERROR: opening '{}': No such file or directory\n",
+            mark.display()
+        );
+        let sent = s
+            .stdin
+            .write_all(line.as_bytes())
+            .and_then(|_| s.stdin.flush());
+        let mut reply = Vec::new();
+        let mut buf = [0u8; 65536];
+        let done = sent.is_ok()
+            && loop {
+                if reply.ends_with(end.as_bytes()) {
+                    break true;
+                }
+                match s.stdout.read(&mut buf) {
+                    Ok(0) | Err(_) => break false,
+                    Ok(n) => reply.extend_from_slice(&buf[..n]),
+                }
+            };
+        if !done {
+            // It ended (killed, or out of memory): the next graph starts another.
+            self.child = None;
+            return (
+                Vec::new(),
+                Some("rrdtool ended while drawing the graph".into()),
+            );
+        }
+        reply.truncate(reply.len() - end.len());
+        // `last` prints -1 before its error.
+        if let Some(r) = reply.strip_suffix(b"-1\n") {
+            reply.truncate(r.len());
+        }
+        split_reply(&reply)
+    }
+}
+
+const NO_RRDTOOL: &str = "draws with rrdtool's own renderer, and rrdtool could not be run";
+
+fn spawn_session() -> Result<Session, String> {
+    let mut child = Command::new("rrdtool")
+        .arg("-")
+        .env_remove("RRDCACHED_ADDRESS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| {
+            format!("graph {NO_RRDTOOL} ({e}): install rrdtool (Debian: apt install rrdtool)")
+        })?;
+    match (child.stdin.take(), child.stdout.take()) {
+        (Some(stdin), Some(stdout)) => Ok(Session {
+            child,
+            stdin,
+            stdout,
+        }),
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err("rrdtool's pipes could not be opened".into())
+        }
+    }
+}
+
+/// `rrdtool <cmd> argv` as its own process: its standard output and error.
+fn one_shot(cmd: &str, argv: &[String]) -> (Vec<u8>, Option<String>) {
+    let out = match Command::new("rrdtool")
+        .arg(cmd)
+        .args(argv)
+        .env_remove("RRDCACHED_ADDRESS")
+        .output()
+    {
         Ok(o) => o,
         Err(e) => {
-            return Drawn::err(format!(
-                "{cmd} draws with rrdtool's own renderer, and rrdtool could not be run ({e}): \
-                 install rrdtool (Debian: apt install rrdtool)"
-            ))
+            return (
+                Vec::new(),
+                Some(format!(
+                    "{cmd} {NO_RRDTOOL} ({e}): install rrdtool (Debian: apt install rrdtool)"
+                )),
+            )
         }
     };
-    let back = |bytes: Vec<u8>| -> Vec<u8> {
-        let mut v = bytes;
-        for (name, p) in &copies {
-            v = replace(&v, p.to_string_lossy().as_bytes(), name.as_bytes());
-        }
-        v
-    };
-    let stdout = back(out.stdout);
-    let stderr = String::from_utf8_lossy(&back(out.stderr)).into_owned();
     let error = (!out.status.success()).then(|| {
-        let e = stderr.trim_end_matches('\n');
+        let e = String::from_utf8_lossy(&out.stderr);
+        let e = e.trim_end_matches('\n');
         e.strip_prefix("ERROR: ").unwrap_or(e).to_string()
     });
-    Drawn { stdout, error }
+    (out.stdout, error)
 }
 
 /// Run `cmd` through `run` (a command's runner where the store is: the daemon, the pipe's
-/// store), or draw it when it is a graph, the files' bytes asked of `run` as `export-file`;
-/// the drawing's output goes to `image`, before the outcome's text.
+/// store), or draw it with `renderer` when it is a graph, the files' bytes asked of `run` as
+/// `export-file`; the drawing's output goes to `image`, before the outcome's text.
 pub fn run_or_draw(
+    renderer: &mut Renderer,
     cmd: &str,
     args: &[String],
     image: &mut Vec<u8>,
@@ -213,7 +434,7 @@ pub fn run_or_draw(
     if !is_graph(cmd) {
         return run(cmd, args);
     }
-    let d = draw(cmd, args, &mut |name| {
+    let d = renderer.draw(cmd, args, &mut |name| {
         from_hex(run(cli::EXPORT_FILE, &[name.to_string()]))
     });
     *image = d.stdout;

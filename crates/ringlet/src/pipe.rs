@@ -88,6 +88,35 @@ fn pipelined(cmd: &str) -> bool {
     )
 }
 
+/// What rrdtool 1.7.2's pipe mode keeps from one line to the next: `restore`'s `-r` and
+/// `-f` live in static variables there, so once a line gave one, every later restore of the
+/// session has it (Cacti's RRD editing utilities restore with `-f` in one session).
+#[derive(Default)]
+struct Sticky {
+    range_check: bool,
+    force_overwrite: bool,
+}
+
+impl Sticky {
+    /// The arguments of `cmd` with what earlier lines left set.
+    fn restore(&mut self, cmd: &str, mut args: Vec<String>) -> Vec<String> {
+        if cmd != "restore" {
+            return args;
+        }
+        let (r, f) = cli::commands::restore_flags(&args);
+        for (given, kept, flag) in [
+            (r, &mut self.range_check, "-r"),
+            (f, &mut self.force_overwrite, "-f"),
+        ] {
+            if *kept && !given {
+                args.insert(0, flag.to_string());
+            }
+            *kept |= given;
+        }
+        args
+    }
+}
+
 /// Print a command's output and its `OK`/`ERROR` line; false when stdout is gone.
 fn print(stdout: &mut impl Write, mut bytes: Vec<u8>, out: Outcome, started: Instant) -> bool {
     bytes.extend_from_slice(out.stdout.as_bytes());
@@ -152,6 +181,9 @@ pub fn run(dir: &Path) -> i32 {
         },
     };
     let rx = inputs();
+    // Every graph of the session drawn by one rrdtool, as in its own pipe mode.
+    let mut renderer = crate::graph::Renderer::session();
+    let mut sticky = Sticky::default();
     let mut stdout = std::io::stdout().lock();
     // When what the commands changed was first left uncommitted.
     let mut dirty_since: Option<Instant> = None;
@@ -243,6 +275,7 @@ pub fn run(dir: &Path) -> i32 {
             }
             Some((cmd, rest)) => {
                 let (flag, rest) = cli::take_daemon(cmd, rest);
+                let rest = sticky.restore(cmd, rest);
                 let named = flag.is_some() || default_named;
                 match (flag.or_else(|| default.clone()), store.as_mut()) {
                     (Some(addr), _) => {
@@ -255,6 +288,7 @@ pub fn run(dir: &Path) -> i32 {
                             Ok(c) => {
                                 c.named = named;
                                 let out = crate::graph::run_or_draw(
+                                    &mut renderer,
                                     cmd,
                                     &rest,
                                     &mut bytes,
@@ -276,9 +310,13 @@ pub fn run(dir: &Path) -> i32 {
                             commit_each: false,
                             ..Ctx::local(dir, crate::now())
                         };
-                        crate::graph::run_or_draw(cmd, &rest, &mut bytes, &mut |cmd, args| {
-                            cli::dispatch(cmd, args, &ctx)
-                        })
+                        crate::graph::run_or_draw(
+                            &mut renderer,
+                            cmd,
+                            &rest,
+                            &mut bytes,
+                            &mut |cmd, args| cli::dispatch(cmd, args, &ctx),
+                        )
                     }
                     (None, None) => Outcome::err("no store and no daemon"),
                 }

@@ -212,8 +212,16 @@ fn cacti_with_ringlet_as_its_rrdtool_keeps_and_draws_what_cacti_on_files_does() 
     if !can_run_with("the Cacti test", &needs, unsafe { libc::geteuid() } == 0) {
         return;
     }
-    let out = run("cacti.sh", "cacti", 400);
-    expect(&out, &["RRD FILES SAME: 5", "GRAPHS SAME: 4"]);
+    let out = run("cacti.sh", "cacti", 600);
+    expect(
+        &out,
+        &[
+            "RRD FILES SAME: 5",
+            "GRAPHS SAME: 4",
+            "BOOST RRD FILES SAME: 5",
+            "BOOST GRAPHS SAME: 4",
+        ],
+    );
 }
 
 #[test]

@@ -14,7 +14,7 @@ mod write;
 pub use read::{dump, fetch_cmd, first, info, last, lastupdate, xport};
 pub use resize::resize;
 pub use tune::tune;
-pub use write::{create, restore, restore_input, update, update_target};
+pub use write::{create, restore, restore_flags, restore_input, update, update_target};
 
 use crate::getopt::Opt;
 use crate::store;
@@ -104,7 +104,7 @@ impl<'a> Ctx<'a> {
 /// A `--daemon` option the binary did not take off before the command (it takes them all).
 pub(crate) const NO_DAEMON: &str = "--daemon is not allowed here";
 
-pub(crate) fn opt(long: &'static str, short: char, takes_value: bool) -> Opt {
+pub(crate) const fn opt(long: &'static str, short: char, takes_value: bool) -> Opt {
     Opt {
         long,
         short,

@@ -184,12 +184,30 @@ fn apply_updates(
     Ok(())
 }
 
+const RESTORE_OPTS: [getopt::Opt; 2] = [
+    opt("range-check", 'r', false),
+    opt("force-overwrite", 'f', false),
+];
+
+/// The flags (`-r`, `-f`) a restore's arguments set before any bad option ends their
+/// reading: rrdtool 1.7.2 keeps them in static variables, so that in its pipe mode every
+/// later restore of the session has them too.
+pub fn restore_flags(args: &[String]) -> (bool, bool) {
+    let (items, _) = getopt::parse_each(args, &RESTORE_OPTS);
+    let mut flags = (false, false);
+    for item in items {
+        match item {
+            getopt::Item::Opt("range-check", _) => flags.0 = true,
+            getopt::Item::Opt("force-overwrite", _) => flags.1 = true,
+            getopt::Item::Opt(..) => {}
+            _ => break,
+        }
+    }
+    flags
+}
+
 pub fn restore(ctx: &Ctx, args: &[String]) -> Outcome {
-    let spec = [
-        opt("range-check", 'r', false),
-        opt("force-overwrite", 'f', false),
-    ];
-    let p = match getopt::parse(args, &spec) {
+    let p = match getopt::parse(args, &RESTORE_OPTS) {
         Ok(p) => p,
         Err(e) => return Outcome::err(e),
     };
@@ -234,11 +252,7 @@ pub fn restore(ctx: &Ctx, args: &[String]) -> Outcome {
 /// The file `restore` reads its XML from (`-`: standard input), when its arguments are good:
 /// a client beside the daemon reads it on its side.
 pub fn restore_input(args: &[String]) -> Option<String> {
-    let spec = [
-        opt("range-check", 'r', false),
-        opt("force-overwrite", 'f', false),
-    ];
-    let p = getopt::parse(args, &spec).ok()?;
+    let p = getopt::parse(args, &RESTORE_OPTS).ok()?;
     match p.positional.as_slice() {
         [xml, _] => Some(xml.clone()),
         _ => None,

@@ -99,17 +99,20 @@ for _ in $(seq 200); do [ -S "$T/s.sock" ] && break; sleep 0.05; done
 # Polls at the same fake times for both: midnight of a day some days back, then every 5 min.
 day=$(( ($(date +%s) / 86400 - 3) * 86400 ))
 at() { date -u -d "@$1" '+%Y-%m-%d %H:%M:%S' >"$T/faketime"; }
-for k in $(seq 1 "$POLLS"); do
-    echo "$k" >"$T/poll"
-    t=$((day + 300 * k + 10))
-    at "$t"
+poll() { # k: the poll's number
+    echo "$1" >"$T/poll"
+    at "$((day + 300 * $1 + 10))"
     faked cacti a php /usr/share/cacti/site/poller.php --force >>"$T/poller-a.log" 2>&1 \
-        || fail "poller A, poll $k"
+        || fail "poller A, poll $1"
     RINGLET_STORE="$T/store" faked cacti b php /usr/share/cacti/site/poller.php --force \
-        >>"$T/poller-b.log" 2>&1 || fail "poller B, poll $k"
+        >>"$T/poller-b.log" 2>&1 || fail "poller B, poll $1"
+}
+for k in $(seq 1 "$POLLS"); do
+    poll "$k"
 done
 grep -h "ERROR" "$T/log-b/cacti.log" | head -5 >&2 || true
 # Every RRD of A is B's series.
+compare_rrds() {
 n=0
 for f in "$T"/rra-a/*.rrd; do
     b="$T/rra-b/$(basename "$f")"
@@ -122,7 +125,7 @@ for f in "$T"/rra-a/*.rrd; do
     n=$((n + 1))
 done
 [ "$n" -ge 4 ] || fail "only $n RRDs"
-echo "RRD FILES SAME: $n"
+}
 # Cacti's own graph function, through each Cacti's rrdtool.
 cat >"$T/graph.php" <<'EOC'
 <?php
@@ -133,8 +136,9 @@ $out = rrdtool_function_graph($argv[1], 0, array('graph_start' => $argv[2],
     'graph_end' => $argv[3], 'disable_cache' => true, 'image_format' => 'png'), '', $null, 1);
 file_put_contents($argv[4], $out);
 EOC
+compare_graphs() { # end
 g=0
-end=$((day + 300 * POLLS))
+end=$1
 at "$((end + 60))"
 for id in $(sql -N cacti_a -e "SELECT id FROM graph_local"); do
     faked cacti a php "$T/graph.php" "$id" "$day" "$end" "$T/a-$id.png" \
@@ -146,4 +150,37 @@ for id in $(sql -N cacti_a -e "SELECT id FROM graph_local"); do
     g=$((g + 1))
 done
 [ "$g" -ge 4 ] || fail "only $g graphs"
+}
+compare_rrds
+echo "RRD FILES SAME: $n"
+compare_graphs "$((day + 300 * POLLS))"
 echo "GRAPHS SAME: $g"
+
+# Boost: the polls go to Cacti's poller_output_boost table, and poller_boost.php writes
+# each RRD's hour in one update of many T:V (through one `rrdtool -`, and a one-shot `last`
+# for each RRD).
+for w in a b; do
+    sql "cacti_$w" -e "REPLACE INTO settings (name, value) VALUES
+        ('boost_rrd_update_enable', 'on'), ('boost_rrd_update_interval', '60'),
+        ('boost_rrd_update_max_records', '1000000'), ('boost_rrd_update_max_records_per_select', '50000')"
+done
+BPOLLS=${CACTI_BOOST_POLLS:-12}
+for k in $(seq $((POLLS + 1)) $((POLLS + BPOLLS))); do
+    poll "$k"
+done
+rows=$(sql -N cacti_b -e "SELECT COUNT(*) FROM poller_output_boost")
+at "$((day + 300 * (POLLS + BPOLLS) + 120))"
+faked cacti a php /usr/share/cacti/site/poller_boost.php --force >>"$T/boost-a.log" 2>&1 \
+    || fail "poller_boost A"
+RINGLET_STORE="$T/store" faked cacti b php /usr/share/cacti/site/poller_boost.php --force \
+    >>"$T/boost-b.log" 2>&1 || fail "poller_boost B"
+left=$(sql -N cacti_b -e "SELECT COUNT(*) FROM poller_output_boost")
+# Boost wrote the hour: A's files (rrdtool's) end at the last Boost poll.
+for f in "$T"/rra-a/*.rrd; do
+    [ "$(rrdtool last "$f")" -ge $((day + 300 * (POLLS + BPOLLS))) ] \
+        || fail "$(basename "$f"): Boost did not write the last poll (last $(rrdtool last "$f"))"
+done
+compare_rrds
+echo "BOOST RRD FILES SAME: $n ($rows values held, $left left after poller_boost)"
+compare_graphs "$((day + 300 * (POLLS + BPOLLS)))"
+echo "BOOST GRAPHS SAME: $g"
