@@ -14,14 +14,20 @@
 # usage: bench/peers.sh --peer P --workload W [--fs ext4|ext4-1k|xfs|btrfs]
 #          [--mode realtime|accelerated] [--duration 10m] [--window 300] [--out FILE]
 #          [--scale F] [--cacti-rrds N] [--cacti-values rate|walk] [--size 8G] [--note TEXT]
-#          [--writeback SECS|off]
+#          [--writeback SECS|off] [--llm-devices N] [--boost SECS]
 #          [--evict] [--no-settle] [--warmup D]
 #   P: rrdtool (direct, `rrdtool -` pipe), rrdcached (-w WINDOW), carbon, victoriametrics,
 #      prometheus, influxdb, ringlet (ringlet serve -w WINDOW), ringlet-carbon (ringlet serve
-#      -w WINDOW --carbon: carbon's plaintext protocol, carbon's storage schemas)
+#      -w WINDOW --carbon: carbon's plaintext protocol, carbon's storage schemas), ringlet-cli
+#      (Cacti's way: its poller's lines to `ringlet -` beside `ringlet serve -w WINDOW`)
 #   W: emoncms, collectd, ganglia, cacti (--cacti-values walk: issue 15's increments uniform
 #      in 0..50,000; rate: a noisy rate, the default), munin (issue 15: 4,000 DERIVE series
-#      at 300 s), million (issue 19: 1,000,000 series at 10 s)
+#      at 300 s), million (issue 19: 1,000,000 series at 10 s), llm (issue 46: --llm-devices
+#      devices, default 2,000, of Cacti 1.2's Local Linux Machine, 5 RRDs and 7 GAUGE DS
+#      each, Cacti's 5-minute profile; the rrdtool and ringlet-cli peers get Cacti's poller
+#      lines, `update F --skip-past-updates --template a:b T:v:v`)
+# --boost SECS (llm): Cacti's Boost: the values held and each RRD's written in one line of
+#      many T:v at every SECS boundary (3600: Boost's 1-hour flush).
 # Accelerated runs sync the filesystem every SECS of virtual time (default: the kernel's
 # vm.dirty_expire_centisecs, 30 s), i.e. the kernel's periodic writeback at the accelerated
 # pace, without touching the global sysctls; `--writeback off` lets the page cache merge freely.
@@ -48,6 +54,7 @@ set -euo pipefail
 
 peer="" workload="" fs=ext4 mode=realtime duration=10m window=300 out="" scale=1
 cacti_rrds=1000 cacti_values=rate size="" note="" writeback="" evict="" settle=1 warmup=""
+llm_devices=2000 boost=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --peer) peer=$2; shift 2 ;;
@@ -66,15 +73,18 @@ while [ $# -gt 0 ]; do
         --evict) evict=1; shift ;;
         --no-settle) settle=""; shift ;;
         --warmup) warmup=$2; shift 2 ;;
-        -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
+        --llm-devices) llm_devices=$2; shift 2 ;;
+        --boost) boost=$2; shift 2 ;;
+        -h|--help) sed -n '2,54p' "$0"; exit 0 ;;
         *) echo "peers.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
 die() { echo "peers.sh: $*" >&2; exit 2; }
 { [ -n "$peer" ] && [ -n "$workload" ]; } || die "--peer and --workload are required"
-case "$peer" in rrdtool|rrdcached|carbon|victoriametrics|prometheus|influxdb|ringlet|ringlet-carbon) ;;
+case "$peer" in rrdtool|rrdcached|carbon|victoriametrics|prometheus|influxdb|ringlet|ringlet-carbon|ringlet-cli) ;;
     *) die "unknown peer $peer" ;; esac
-case "$workload" in emoncms|collectd|ganglia|cacti|munin|million) ;; *) die "unknown workload $workload" ;; esac
+case "$workload" in emoncms|collectd|ganglia|cacti|munin|million|llm) ;; *) die "unknown workload $workload" ;; esac
+[ "$peer" != ringlet-cli ] || [ "$workload" = llm ] || die "ringlet-cli feeds the llm workload only"
 case "$mode" in realtime|accelerated) ;; *) die "--mode: realtime or accelerated" ;; esac
 [ "$(id -u)" = 0 ] || die "needs root for losetup/mount"
 if [ -z "$size" ]; then
@@ -201,7 +211,7 @@ else
     [ -n "$warmup" ] && start=$(( start - $(dur_secs "$warmup") ))
 fi
 common=(--workload "$workload" --scale "$scale" --cacti-rrds "$cacti_rrds"
-    --cacti-values "$cacti_values" --start "$start")
+    --cacti-values "$cacti_values" --llm-devices "$llm_devices" --boost "$boost" --start "$start")
 if [ "$peer" = ringlet ] && [ "$workload" = million ] && [ -z "${RINGLET_LOG_SIZE:-}" ]; then
     RINGLET_LOG_SIZE="$(awk -v f="$scale" 'BEGIN { if (f > 1) f = 1; k = int(65536 * f / 4 + 0.5) * 4; if (k < 1024) k = 1024; print k }')K"
     export RINGLET_LOG_SIZE
@@ -229,11 +239,22 @@ EOF
 }
 
 # --- start the peer -------------------------------------------------------------------------
-proto="" target="" config=""
+proto="" target="" config="" flush=()
 case "$peer" in
     rrdtool)
         proto=pipe target=$(command -v rrdtool)
-        config="rrdtool - (direct updates)" ;;
+        config="rrdtool - (direct updates)"
+        [ "$workload" = llm ] && proto=cacti config="rrdtool - (Cacti's poller lines)"
+        ;;
+    ringlet-cli)
+        "$RINGLET" serve -g --store "$MNT/store" -b "$DATA" -w "$window" \
+            -l "unix:$RUN/sock" -p "$RUN/pid" >"$RUN/log" 2>&1 &
+        PID=$!
+        # feed runs `ringlet -` in $DATA, which finds the daemon through the store.
+        export RINGLET_STORE=$MNT/store
+        proto=cacti target=$RINGLET flush=(--flush-sock "unix:$RUN/sock")
+        config="ringlet - beside serve -w $window (Cacti's poller lines)"
+        wait_sock "$RUN/sock" ;;
     rrdcached)
         mkdir -p "$MNT/journal"
         rrdcached -g -B -b "$DATA" -j "$MNT/journal" -w "$window" -f 3600 -F \
@@ -358,7 +379,7 @@ if [ -n "$warmup" ] && [ "$mode" = realtime ]; then
     if [ $((now % 300)) -gt 200 ]; then sleep $((300 - now % 300 + 1)); fi
     start=$(( $(date +%s) / 300 * 300 - $(dur_secs "$warmup") ))
     common=(--workload "$workload" --scale "$scale" --cacti-rrds "$cacti_rrds"
-    --cacti-values "$cacti_values" --start "$start")
+    --cacti-values "$cacti_values" --llm-devices "$llm_devices" --boost "$boost" --start "$start")
     run_feed "${common[@]}" --proto "$proto" --target "$target" --dir "$DATA" --phase run \
         --accelerated --window "$window" --duration "$warmup" >"$RUN/warmup.out" || {
         cat "$RUN/warmup.out" >&2; die "warm-up failed"; }
@@ -390,7 +411,7 @@ load_start=$(cut -d' ' -f1 /proc/loadavg)
 t0=$(date +%s.%N)
 feed_mode=(--realtime)
 if [ "$mode" = accelerated ]; then
-    feed_mode=(--accelerated --window "$window")
+    feed_mode=(--accelerated --window "$window" "${flush[@]}")
     case "$writeback" in
         off) ;;
         "") feed_mode+=(--syncfs "$MNT") ;;
@@ -435,6 +456,7 @@ line+=" load_end=$load_end duration=$duration writeback=${writeback:-$([ "$mode"
 [ -n "$evict" ] && line+=" evict=1"
 [ -n "$warmup" ] && line+=" warmup=$warmup"
 [ "$workload" = cacti ] && line+=" cacti_values=$cacti_values"
+[ "$workload" = llm ] && line+=" llm_devices=$llm_devices boost=$boost"
 line+=" settle=$([ -n "$settle" ] && echo yes || echo no)"
 [ -n "$note" ] && line+=" note=${note// /_}"
 line+=" config=${config// /_}"

@@ -31,16 +31,25 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const USAGE: &str = "\
-usage: feed --workload emoncms|collectd|ganglia|cacti|munin|million --proto P --target ADDR
+usage: feed --workload emoncms|collectd|ganglia|cacti|munin|million|llm --proto P --target ADDR
             [options]
 
   munin: 4,000 series at 300 s, one DERIVE each (Munin's DS `42` and archives), counters
   growing by increments uniform in 0..50,000 (issue 15's load)
 
-  --proto rrdcached|pipe|graphite|promwrite|influx
-  --target ADDR         rrdcached: unix:/path or host:port; pipe: the rrdtool binary (run as
-                        `rrdtool -` in --dir); graphite: host:port; promwrite, influx:
-                        host:port of the HTTP listener
+  llm: --llm-devices devices (default 2,000) of Cacti 1.2's Local Linux Machine: 5 RRDs
+  each (load: 3 GAUGE DS; mem_buffers, mem_swap, proc, users: 1 each) at 300 s, Cacti's
+  5-minute profile (AVERAGE/MIN/MAX/LAST of 1:600, 6:700, 24:775, 288:797)
+
+  --proto rrdcached|pipe|cacti|graphite|promwrite|influx
+  --target ADDR         rrdcached: unix:/path or host:port; pipe, cacti: the rrdtool binary
+                        (run as `BIN -` in --dir; cacti: Cacti's poller lines, `update F
+                        --skip-past-updates --template a:b T:v:v`); graphite: host:port;
+                        promwrite, influx: host:port of the HTTP listener
+  --boost SECS          cacti: hold the values and write each RRD's in one line at every
+                        SECS boundary (Cacti's Boost; 1h is its usual interval)
+  --flush-sock ADDR     accelerated pipe/cacti: FLUSHALL to this daemon at every --window
+                        boundary (`ringlet -` beside `ringlet serve`: its commit window)
   --phase setup|run     setup: create the series (RRD peers: CREATE / rrdtool create) or
                         send one warm-up step at --start (others); run: the load (default)
   --realtime            run: sleep to the wall clock, one send per step boundary (default)
@@ -90,10 +99,24 @@ enum Schema {
     /// Cacti 0.8's default RRAs (AVERAGE and MAX of 1:600, 6:700, 24:775, 288:797, XFF 0.5),
     /// two COUNTER DS `traffic_in`/`traffic_out`, heartbeat 600, min 0.
     Cacti,
+    /// Cacti 1.2's "Local Linux Machine" data sources (index into [`LLM`]), with the
+    /// "5 Minute Collection" profile: GAUGE DS, heartbeat 600, min 0, AVERAGE, MIN, MAX and
+    /// LAST of 1:600, 6:700, 24:775, 288:797 (XFF 0.5).
+    Llm(usize),
     /// Munin's RRDs: one DS named `42` (DERIVE for the counters here, min 0), heartbeat 600,
     /// AVERAGE, MIN and MAX of 1:576, 6:432, 24:540, 288:450 (XFF 0.5).
     Munin,
 }
+
+/// The RRDs of one Local Linux Machine device in Cacti 1.2: its data templates' names and
+/// data sources.
+const LLM: [(&str, &[&str]); 5] = [
+    ("load", &["load_1min", "load_5min", "load_15min"]),
+    ("mem_buffers", &["mem_buffers"]),
+    ("mem_swap", &["mem_swap"]),
+    ("proc", &["proc"]),
+    ("users", &["users"]),
+];
 
 impl Schema {
     /// collectd's RRA list for `step`: for each timespan, PDPs per row =
@@ -143,6 +166,16 @@ impl Schema {
                     }
                 }
             }
+            Schema::Llm(k) => {
+                for ds in LLM[k].1 {
+                    let _ = write!(s, " DS:{ds}:GAUGE:600:0:U");
+                }
+                for cf in ["AVERAGE", "MIN", "MAX", "LAST"] {
+                    for (pdp, rows) in [(1, 600), (6, 700), (24, 775), (288, 797)] {
+                        let _ = write!(s, " RRA:{cf}:0.5:{pdp}:{rows}");
+                    }
+                }
+            }
             Schema::Cacti => {
                 s += " DS:traffic_in:COUNTER:600:0:U DS:traffic_out:COUNTER:600:0:U";
                 for cf in ["AVERAGE", "MAX"] {
@@ -164,12 +197,18 @@ struct Entry {
     step: i64,
     schema: Schema,
     cols: Vec<(Series, Rng)>,
+    /// Cacti's Boost: ` T:v:v` held until its next flush.
+    held: String,
 }
 
 impl Entry {
     fn rrd_name(&self) -> String {
         if self.synth_names {
             return format!("cluster/host{}/metric{}.rrd", self.id / 20, self.id);
+        }
+        if let Schema::Llm(k) = self.schema {
+            // Cacti's own: <host>_<data source>_<local data id>.rrd
+            return format!("dev{}_{}_{}.rrd", self.id / 5, LLM[k].0, self.id);
         }
         format!("s{}.rrd", self.id)
     }
@@ -178,6 +217,7 @@ impl Entry {
     fn col_name(&self, c: usize) -> String {
         match self.schema {
             Schema::Cacti => format!("s{}_{}", self.id, ["in", "out"][c]),
+            Schema::Llm(k) => format!("s{}_{}", self.id, LLM[k].1[c]),
             _ => format!("s{}", self.id),
         }
     }
@@ -185,10 +225,27 @@ impl Entry {
     fn next_values(&mut self) -> Vec<String> {
         self.cols.iter_mut().map(|(s, r)| s.next_value(r)).collect()
     }
+
+    /// The `--template` of Cacti's update line: the DS names in order.
+    fn template(&self) -> String {
+        match self.schema {
+            Schema::Llm(k) => LLM[k].1.join(":"),
+            Schema::Cacti => "traffic_in:traffic_out".into(),
+            Schema::Munin => "42".into(),
+            Schema::Gmetad => "sum".into(),
+            Schema::Collectd | Schema::Scale => "value".into(),
+        }
+    }
 }
 
 /// The series of a workload: groups of (count, step, schema).
-fn workload(name: &str, scale: f64, cacti: (u64, Kind), seed: u64) -> Result<Vec<Entry>, String> {
+fn workload(
+    name: &str,
+    scale: f64,
+    cacti: (u64, Kind),
+    llm_devices: u64,
+    seed: u64,
+) -> Result<Vec<Entry>, String> {
     let (cacti_rrds, cacti_kind) = cacti;
     let groups: Vec<(u64, i64, Schema)> = match name {
         "emoncms" => vec![(25, 60, Schema::Collectd), (20, 10, Schema::Collectd)],
@@ -196,6 +253,10 @@ fn workload(name: &str, scale: f64, cacti: (u64, Kind), seed: u64) -> Result<Vec
         "ganglia" => vec![(26_000, 10, Schema::Gmetad)],
         "cacti" => vec![(cacti_rrds, 300, Schema::Cacti)],
         "munin" => vec![(4_000, 300, Schema::Munin)],
+        // One group per device, so that --scale keeps whole devices.
+        "llm" => (0..llm_devices)
+            .flat_map(|_| (0..LLM.len()).map(|k| (1, 300, Schema::Llm(k))))
+            .collect(),
         "million" => vec![(1_000_000, 10, Schema::Scale)],
         _ => return Err(format!("unknown workload {name}")),
     };
@@ -214,6 +275,13 @@ fn workload(name: &str, scale: f64, cacti: (u64, Kind), seed: u64) -> Result<Vec
                     .collect()
             } else if schema == Schema::Munin {
                 vec![(Series::with_kind(Kind::Walk, &mut rng), rng)]
+            } else if let Schema::Llm(k) = schema {
+                (0..LLM[k].1.len() as u64)
+                    .map(|c| {
+                        let mut r = Rng::new(rng.next_u64() ^ c);
+                        (Series::with_kind(Kind::Gauge, &mut r), r)
+                    })
+                    .collect()
             } else {
                 let s = Series::new(id, &mut rng);
                 vec![(s, rng)]
@@ -224,6 +292,7 @@ fn workload(name: &str, scale: f64, cacti: (u64, Kind), seed: u64) -> Result<Vec
                 step,
                 schema,
                 cols,
+                held: String::new(),
             });
             id += 1;
         }
@@ -235,6 +304,9 @@ fn workload(name: &str, scale: f64, cacti: (u64, Kind), seed: u64) -> Result<Vec
 enum Proto {
     Rrdcached,
     Pipe,
+    /// Cacti's poller: `update FILE --skip-past-updates --template ds:ds T:v:v` lines to
+    /// one `<target> -` (rrdtool, or ringlet beside its daemon).
+    Cacti,
     Graphite,
     PromWrite,
     Influx,
@@ -258,6 +330,9 @@ struct Args {
     db: String,
     syncfs: Option<String>,
     sync_every: i64,
+    llm_devices: u64,
+    boost: i64,
+    flush_sock: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -279,6 +354,9 @@ fn parse_args() -> Result<Args, String> {
         db: "bench".into(),
         syncfs: None,
         sync_every: dirty_expire_secs(),
+        llm_devices: 2000,
+        boost: 0,
+        flush_sock: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -305,6 +383,7 @@ fn parse_args() -> Result<Args, String> {
                 a.proto = match v.as_str() {
                     "rrdcached" => Proto::Rrdcached,
                     "pipe" => Proto::Pipe,
+                    "cacti" => Proto::Cacti,
                     "graphite" => Proto::Graphite,
                     "promwrite" => Proto::PromWrite,
                     "influx" => Proto::Influx,
@@ -344,6 +423,9 @@ fn parse_args() -> Result<Args, String> {
             "--db" => a.db = v.clone(),
             "--syncfs" => a.syncfs = Some(v.clone()),
             "--sync-every" => a.sync_every = parse_duration(&v)?.max(1) as i64,
+            "--llm-devices" => a.llm_devices = num()?.max(1),
+            "--boost" => a.boost = parse_duration(&v)? as i64,
+            "--flush-sock" => a.flush_sock = Some(v.clone()),
             _ => return Err(format!("unknown option {flag}")),
         }
     }
@@ -803,6 +885,29 @@ impl Feeder {
                 c.batch(&body)?;
                 self.sent.requests += 1;
             }
+            Peer::Pipe(p) if self.a.proto == Proto::Cacti => {
+                let boost = self.a.boost;
+                for &i in &due {
+                    let e = &mut self.series[i];
+                    let v = e.next_values();
+                    self.sent.samples += v.len() as u64;
+                    let _ = write!(e.held, " {t}:{}", v.join(":"));
+                    // Boost holds the values and writes each RRD's in one line at every
+                    // boundary of its interval; the poller writes each poll's at once.
+                    if boost == 0 || (t + e.step) % boost == 0 {
+                        let held = std::mem::take(&mut e.held);
+                        p.send(&format!(
+                            "update {} --skip-past-updates --template {}{held}\n",
+                            e.rrd_name(),
+                            e.template()
+                        ))?;
+                        self.sent.requests += 1;
+                    }
+                }
+                if let Some(w) = p.stdin.as_mut() {
+                    w.flush().map_err(|e| format!("rrdtool stdin: {e}"))?;
+                }
+            }
             Peer::Pipe(p) => {
                 for &i in &due {
                     let e = &mut self.series[i];
@@ -907,6 +1012,25 @@ impl Feeder {
     }
 }
 
+impl Feeder {
+    /// Boost's values still held at the end of a run, written.
+    fn flush_held(&mut self) -> Result<(), String> {
+        let Peer::Pipe(p) = &mut self.peer else {
+            return Ok(());
+        };
+        for e in self.series.iter_mut().filter(|e| !e.held.is_empty()) {
+            let held = std::mem::take(&mut e.held);
+            p.send(&format!(
+                "update {} --skip-past-updates --template {}{held}\n",
+                e.rrd_name(),
+                e.template()
+            ))?;
+            self.sent.requests += 1;
+        }
+        Ok(())
+    }
+}
+
 fn gcd(a: i64, b: i64) -> i64 {
     if b == 0 {
         a
@@ -917,7 +1041,7 @@ fn gcd(a: i64, b: i64) -> i64 {
 
 fn run(a: Args) -> Result<String, String> {
     let cacti = (a.cacti_rrds, a.cacti_values);
-    let mut series = workload(&a.workload, a.scale, cacti, a.seed)?;
+    let mut series = workload(&a.workload, a.scale, cacti, a.llm_devices, a.seed)?;
     for e in &mut series {
         e.synth_names = a.synth_names;
     }
@@ -928,7 +1052,7 @@ fn run(a: Args) -> Result<String, String> {
         .unwrap_or_else(|| (now_f() as i64).div_euclid(max_step) * max_step);
     let peer = match a.proto {
         Proto::Rrdcached => Peer::Rrdc(Rrdc::open(&a.target)?),
-        Proto::Pipe => Peer::Pipe(Pipe::spawn(&a.target, &a.dir)?),
+        Proto::Pipe | Proto::Cacti => Peer::Pipe(Pipe::spawn(&a.target, &a.dir)?),
         Proto::Graphite => Peer::Graphite(Stream::connect(&a.target)?),
         Proto::PromWrite | Proto::Influx => Peer::Http(Http::new(&a.target)),
     };
@@ -1073,6 +1197,11 @@ fn accelerated(f: &mut Feeder, start: i64, tick: i64) -> Result<u64, String> {
     let (w, se) = (f.a.window, f.a.sync_every);
     let next = |t: i64, m: i64| (t.div_euclid(m) + 1) * m;
     let mut syncs = 0;
+    // `<target> -` beside a daemon: its commit window is FLUSHALL at each window boundary.
+    let mut flusher = match f.a.flush_sock.as_deref() {
+        Some(s) => Some(Rrdc::open(s)?),
+        None => None,
+    };
     let mut from = start + tick;
     while from <= end {
         let mut to = next(from, w);
@@ -1094,6 +1223,15 @@ fn accelerated(f: &mut Feeder, start: i64, tick: i64) -> Result<u64, String> {
             while t < to {
                 f.send_step(t)?;
                 t += tick;
+            }
+            if to > end {
+                f.flush_held()?;
+            }
+            if let (Some(c), Peer::Pipe(p)) = (flusher.as_mut(), &mut f.peer) {
+                if to % w == 0 || to > end {
+                    p.drain()?;
+                    c.flush_all()?;
+                }
             }
         }
         if let Some(path) = f.a.syncfs.clone() {
@@ -1186,12 +1324,12 @@ mod tests {
 
     #[test]
     fn cacti_workload_has_two_counter_columns_per_rrd() {
-        let w = workload("cacti", 1.0, (10, Kind::Counter), 1).expect("cacti exists");
+        let w = workload("cacti", 1.0, (10, Kind::Counter), 1, 1).expect("cacti exists");
         assert_eq!(w.len(), 10);
         assert!(w
             .iter()
             .all(|e| e.cols.len() == 2 && e.cols.iter().all(|c| c.0.kind == Kind::Counter)));
-        let w = workload("cacti", 1.0, (10, Kind::Walk), 1).expect("cacti exists");
+        let w = workload("cacti", 1.0, (10, Kind::Walk), 1, 1).expect("cacti exists");
         assert!(w
             .iter()
             .all(|e| e.cols.iter().all(|c| c.0.kind == Kind::Walk)));
@@ -1201,8 +1339,21 @@ mod tests {
     }
 
     #[test]
+    fn llm_workload_has_cactis_five_rrds_a_device() {
+        let w = workload("llm", 1.0, (1, Kind::Counter), 3, 1).expect("llm exists");
+        assert_eq!(w.len(), 15);
+        assert_eq!(w.iter().map(|e| e.cols.len()).sum::<usize>(), 21);
+        assert_eq!(w[0].rrd_name(), "dev0_load_0.rrd");
+        assert_eq!(w[0].template(), "load_1min:load_5min:load_15min");
+        let args = w[0].schema.create_args(300, 0, "GAUGE");
+        assert!(args.contains("DS:load_15min:GAUGE:600:0:U RRA:AVERAGE:0.5:1:600"));
+        assert_eq!(args.matches(" RRA:").count(), 16);
+        assert!(args.ends_with("RRA:LAST:0.5:288:797"));
+    }
+
+    #[test]
     fn scaled_workload_keeps_every_group() {
-        let w = workload("emoncms", 0.5, (0, Kind::Counter), 1).expect("emoncms exists");
+        let w = workload("emoncms", 0.5, (0, Kind::Counter), 1, 1).expect("emoncms exists");
         assert_eq!(w.iter().filter(|e| e.step == 60).count(), 13);
         assert_eq!(w.iter().filter(|e| e.step == 10).count(), 10);
     }

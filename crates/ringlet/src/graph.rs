@@ -142,6 +142,8 @@ pub fn from_hex(out: Outcome) -> Result<Vec<u8>, String> {
 /// process for the session's graphs gives the same bytes as rrdtool's pipe mode.
 pub struct Renderer {
     session: bool,
+    /// Drawing for one command (`ringlet graph ...`), not a pipe-mode session.
+    command: bool,
     scratch: Option<Scratch>,
     child: Option<Session>,
     /// Graphs drawn: their copies' names and end marks.
@@ -157,11 +159,17 @@ struct Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        let _ = self.stdin.write_all(b"quit\n");
-        let _ = self.stdin.flush();
-        // Closing its input ends it; then it is reaped.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // `quit` ends it by itself (its exit, with its font threads, takes milliseconds
+        // that a one-shot graph need not wait for); one that does not read it is killed.
+        if self
+            .stdin
+            .write_all(b"quit\n")
+            .and_then(|_| self.stdin.flush())
+            .is_err()
+        {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 
@@ -216,6 +224,7 @@ impl Renderer {
     pub fn one_shot() -> Renderer {
         Renderer {
             session: false,
+            command: false,
             scratch: None,
             child: None,
             drawn: 0,
@@ -227,6 +236,22 @@ impl Renderer {
         Renderer {
             session: true,
             ..Renderer::one_shot()
+        }
+    }
+
+    /// For one command, drawn by an `rrdtool -` started at once ([`Renderer::start`]).
+    pub fn command() -> Renderer {
+        Renderer {
+            command: true,
+            ..Renderer::session()
+        }
+    }
+
+    /// Start the session's rrdtool now, so that its start (a fifth of a graph's time: its
+    /// libraries) overlaps the store's opening; a failure is reported by the first draw.
+    pub fn start(&mut self) {
+        if self.session && self.child.is_none() {
+            self.child = spawn_session().ok();
         }
     }
 
@@ -285,7 +310,8 @@ impl Renderer {
                 &a[end..]
             )));
         }
-        let (stdout, error) = if self.session {
+        // `rrdtool graph` alone prints graph's usage; its pipe mode, the general one.
+        let (stdout, error) = if self.session && !(self.command && args.is_empty()) {
             self.in_session(cmd, &argv, &dir)
         } else {
             one_shot(cmd, &argv)

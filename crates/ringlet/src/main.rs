@@ -91,8 +91,11 @@ fn run(argv: &[String]) -> Outcome {
     }
     let (flag, args) = cli::take_daemon(cmd, args);
     if graph::is_graph(cmd) {
+        // One rrdtool, started before the store is read: the graph is its first.
+        let mut renderer = graph::Renderer::command();
+        renderer.start();
         let drawn = match daemon_for(flag, &dir) {
-            Daemon::At(_, mut c) => graph::Renderer::one_shot().draw(cmd, &args, &mut |name| {
+            Daemon::At(_, mut c) => renderer.draw(cmd, &args, &mut |name| {
                 graph::from_hex(c.run(cli::EXPORT_FILE, &[name.to_string()], now()))
             }),
             Daemon::Unreachable(_, e) => graph::Drawn {
@@ -109,20 +112,21 @@ fn run(argv: &[String]) -> Outcome {
                 let st = (dir.exists() && !names.is_empty())
                     .then(|| cli::store::open_reading_all(&dir, &names, "").ok())
                     .flatten();
-                graph::Renderer::one_shot().draw(cmd, &args, &mut |name| match (
-                    &st,
-                    cli::store::normalize(name),
-                ) {
-                    (Some(s), Ok(n)) => match s.get(&n) {
-                        Some(rrd) => rrd::rrdfile::write(rrd).map_err(|e| e.msg),
-                        None => Err(format!("opening '{name}': No such file or directory")),
+                renderer.draw(
+                    cmd,
+                    &args,
+                    &mut |name| match (&st, cli::store::normalize(name)) {
+                        (Some(s), Ok(n)) => match s.get(&n) {
+                            Some(rrd) => rrd::rrdfile::write(rrd).map_err(|e| e.msg),
+                            None => Err(format!("opening '{name}': No such file or directory")),
+                        },
+                        _ => graph::from_hex(cli::dispatch(
+                            cli::EXPORT_FILE,
+                            &[name.to_string()],
+                            &Ctx::local(&dir, now()),
+                        )),
                     },
-                    _ => graph::from_hex(cli::dispatch(
-                        cli::EXPORT_FILE,
-                        &[name.to_string()],
-                        &Ctx::local(&dir, now()),
-                    )),
-                })
+                )
             }
         };
         let mut stdout = std::io::stdout().lock();

@@ -157,6 +157,20 @@ fn answer(
 /// Run pipe mode on the store in `dir`; the process exit status.
 pub fn run(dir: &Path) -> i32 {
     let started = Instant::now();
+    let rx = inputs();
+    // Every graph of the session drawn by one rrdtool, as in its own pipe mode.
+    let mut renderer = crate::graph::Renderer::session();
+    // Cacti draws each graph with its own `ringlet -` and one line: rrdtool starts while
+    // the store opens.
+    let first = rx.recv().ok();
+    if let Some(Msg::Line(l)) = &first {
+        if split_args(l)
+            .first()
+            .is_some_and(|c| crate::graph::is_graph(c))
+        {
+            renderer.start();
+        }
+    }
     let mut clients: HashMap<String, Client> = HashMap::new();
     let default = match crate::daemon_for(None, dir) {
         crate::Daemon::At(addr, c) => {
@@ -180,9 +194,6 @@ pub fn run(dir: &Path) -> i32 {
             }
         },
     };
-    let rx = inputs();
-    // Every graph of the session drawn by one rrdtool, as in its own pipe mode.
-    let mut renderer = crate::graph::Renderer::session();
     let mut sticky = Sticky::default();
     let mut stdout = std::io::stdout().lock();
     // When what the commands changed was first left uncommitted.
@@ -191,7 +202,7 @@ pub fn run(dir: &Path) -> i32 {
     // Lines sent to a daemon whose answers are not read yet (their daemons, in order), and
     // a message taken from the channel while looking for more lines.
     let mut pending: VecDeque<String> = VecDeque::new();
-    let mut next: Option<Msg> = None;
+    let mut next: Option<Msg> = first;
     let mut broken = false;
     loop {
         let msg = match next.take() {
