@@ -9,6 +9,7 @@
 
 pub mod commands;
 pub mod getopt;
+pub mod graph;
 pub mod store;
 pub mod usage;
 

@@ -12,7 +12,6 @@
 //! output is the same in every case.
 
 mod export;
-mod graph;
 mod import;
 mod opts;
 mod pipe;
@@ -90,22 +89,29 @@ fn run(argv: &[String]) -> Outcome {
         std::process::exit(pipe::run(&dir));
     }
     let (flag, args) = cli::take_daemon(cmd, args);
-    if graph::is_graph(cmd) {
-        // One rrdtool, started before the store is read: the graph is its first.
-        let mut renderer = graph::Renderer::command();
-        renderer.start();
+    if cli::graph::is_graph(cmd) {
+        // One rrdtool for the graph: the daemon's, started ahead, or one started here
+        // before the store is read.
+        let mut renderer = cli::graph::Renderer::command();
         let drawn = match daemon_for(flag, &dir) {
-            Daemon::At(_, mut c) => renderer.draw(cmd, &args, &mut |name| {
-                graph::from_hex(c.run(cli::EXPORT_FILE, &[name.to_string()], now()))
-            }),
-            Daemon::Unreachable(_, e) => graph::Drawn {
+            Daemon::At(_, mut c) => {
+                let mut run = |cmd: &str, a: &[String]| c.run(cmd, a, now());
+                match cli::graph::draw_at_daemon(cmd, &args, &mut run) {
+                    Some(d) => d,
+                    None => renderer.draw(cmd, &args, &mut |name| {
+                        cli::graph::from_hex(run(cli::EXPORT_FILE, &[name.to_string()]))
+                    }),
+                }
+            }
+            Daemon::Unreachable(_, e) => cli::graph::Drawn {
                 stdout: Vec::new(),
                 error: Some(e),
             },
             Daemon::None => {
+                renderer.start();
                 // The store opened once for every file the graph reads (else each on its
                 // own, which gives rrdtool's error for a store that is not there).
-                let names: Vec<String> = graph::files(&args)
+                let names: Vec<String> = cli::graph::files(&args)
                     .iter()
                     .filter_map(|n| cli::store::normalize(n).ok())
                     .collect();
@@ -120,7 +126,7 @@ fn run(argv: &[String]) -> Outcome {
                             Some(rrd) => rrd::rrdfile::write(rrd).map_err(|e| e.msg),
                             None => Err(format!("opening '{name}': No such file or directory")),
                         },
-                        _ => graph::from_hex(cli::dispatch(
+                        _ => cli::graph::from_hex(cli::dispatch(
                             cli::EXPORT_FILE,
                             &[name.to_string()],
                             &Ctx::local(&dir, now()),

@@ -159,18 +159,8 @@ pub fn run(dir: &Path) -> i32 {
     let started = Instant::now();
     let rx = inputs();
     // Every graph of the session drawn by one rrdtool, as in its own pipe mode.
-    let mut renderer = crate::graph::Renderer::session();
-    // Cacti draws each graph with its own `ringlet -` and one line: rrdtool starts while
-    // the store opens.
+    let mut renderer = cli::graph::Renderer::session();
     let first = rx.recv().ok();
-    if let Some(Msg::Line(l)) = &first {
-        if split_args(l)
-            .first()
-            .is_some_and(|c| crate::graph::is_graph(c))
-        {
-            renderer.start();
-        }
-    }
     let mut clients: HashMap<String, Client> = HashMap::new();
     let default = match crate::daemon_for(None, dir) {
         crate::Daemon::At(addr, c) => {
@@ -184,6 +174,16 @@ pub fn run(dir: &Path) -> i32 {
     // `$RRDCACHED_ADDRESS` names the daemon (rrdtool's output with --daemon); the daemon
     // that holds the store, found by itself, does not.
     let default_named = std::env::var("RRDCACHED_ADDRESS").is_ok_and(|a| !a.is_empty());
+    // Cacti draws each graph with its own `ringlet -` and one line: alone, rrdtool starts
+    // while the store opens (beside a daemon, the daemon has one started ahead).
+    if let (None, Some(Msg::Line(l))) = (&default, &first) {
+        if split_args(l)
+            .first()
+            .is_some_and(|c| cli::graph::is_graph(c))
+        {
+            renderer.start();
+        }
+    }
     let mut store = match &default {
         Some(_) => None,
         None => match cli::store::open(dir) {
@@ -298,8 +298,9 @@ pub fn run(dir: &Path) -> i32 {
                         match client {
                             Ok(c) => {
                                 c.named = named;
-                                let out = crate::graph::run_or_draw(
+                                let out = cli::graph::run_or_draw(
                                     &mut renderer,
+                                    true,
                                     cmd,
                                     &rest,
                                     &mut bytes,
@@ -321,8 +322,9 @@ pub fn run(dir: &Path) -> i32 {
                             commit_each: false,
                             ..Ctx::local(dir, crate::now())
                         };
-                        crate::graph::run_or_draw(
+                        cli::graph::run_or_draw(
                             &mut renderer,
+                            false,
                             cmd,
                             &rest,
                             &mut bytes,

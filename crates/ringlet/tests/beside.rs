@@ -238,7 +238,10 @@ fn script(way: Way) -> (Vec<(String, Out)>, Vec<String>) {
         assert!(d.sock.exists());
     }
     let png = std::fs::read(dir.0.join("g.png")).unwrap_or_default();
-    assert!(png.starts_with(b"\x89PNG"), "{way:?}: no graph drawn");
+    assert!(
+        png.starts_with(b"\x89PNG"),
+        "{way:?}: no graph drawn: {outs:#?}"
+    );
     let files = vec![xml, cli::hex(&png)];
     (outs, files)
 }

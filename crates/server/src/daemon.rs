@@ -101,6 +101,8 @@ pub struct Daemon {
     pub commit_interval: Duration,
     /// What large replies (FETCH) hold at once ([`READ_BUDGET`]).
     pub reads: crate::gate::Share,
+    /// The CLI's graphs beside the daemon (RUN `draw`): an rrdtool started ahead.
+    pub spare: Arc<cli::graph::Spare>,
 }
 
 /// A listener beside rrdcached's (carbon) that counts what it does: its lines in STATS
@@ -213,6 +215,7 @@ impl Daemon {
             failure: Mutex::new(String::new()),
             stats: Stats::default(),
             syncs,
+            spare: Arc::default(),
             started: std::time::Instant::now(),
             disk_bytes_at_open: crate::iostats::disk_bytes_written(),
             base,

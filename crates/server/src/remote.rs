@@ -378,6 +378,31 @@ pub fn serve(
             return Response::err(why);
         }
     }
+    encode(&run(d, now, cmd, args, input))
+}
+
+/// The daemon's side of RUN `draw` (`cli::graph::DRAW`): the graph drawn by the
+/// connection's rrdtool from copies of the series' files, made here.
+pub fn draw(
+    d: &Daemon,
+    renderer: &mut Option<cli::graph::Renderer>,
+    now: (i64, i64),
+    args: &[String],
+) -> Response {
+    if let Some(why) = d.unreadable() {
+        return Response::err(why);
+    }
+    // A named daemon draws as any other: rrdtool on copies of the files.
+    let named = args.len() >= 2 && args[..2] == NAMED;
+    let args = if named { &args[2..] } else { args };
+    let spare = std::sync::Arc::clone(&d.spare);
+    encode(&spare.serve(renderer, args, &mut |name| {
+        cli::graph::from_hex(run(d, now, cli::EXPORT_FILE, &[name.to_string()], None))
+    }))
+}
+
+/// A command run on the store, as RUN runs it.
+fn run(d: &Daemon, now: (i64, i64), cmd: &str, args: &[String], input: Option<&str>) -> Outcome {
     // A named daemon: rrdtool's output with --daemon (below).
     let named = args.len() >= 2 && args[..2] == NAMED;
     let args = if named { &args[2..] } else { args };
@@ -453,7 +478,7 @@ pub fn serve(
             out.error.get_or_insert(e);
         }
     }
-    encode(&out)
+    out
 }
 
 /// What `rrdtool <cmd> --daemon` prints where it differs from rrdtool on a file (librrd

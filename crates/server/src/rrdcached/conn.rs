@@ -88,6 +88,7 @@ pub fn serve<S: Read + Write>(d: &Daemon, access: &Access, mut sock: S) -> io::R
         received: 0,
         local: Default::default(),
         input: None,
+        renderer: None,
     };
     loop {
         let n = sock.read(&mut chunk)?;
@@ -168,6 +169,8 @@ struct Conn<'a> {
     local: crate::ingest::Local,
     /// Input sent ahead of the next RUN (RUNINPUT), and whether any was.
     input: Option<Vec<u8>>,
+    /// The rrdtool that draws this connection's graphs (RUN `draw`), from its first.
+    renderer: Option<cli::graph::Renderer>,
 }
 
 impl Conn<'_> {
@@ -255,6 +258,14 @@ impl Conn<'_> {
                 let (Ok(now), Ok(usec)) = (now.parse::<i64>(), usec.parse::<i64>()) else {
                     return Some(proto::request::usage(spec));
                 };
+                if cmd == cli::graph::DRAW {
+                    return Some(crate::remote::draw(
+                        self.d,
+                        &mut self.renderer,
+                        (now, usec),
+                        &args,
+                    ));
+                }
                 crate::remote::serve(self.d, (now, usec), &cmd, &args, text.as_deref())
             }
             _ => return None,

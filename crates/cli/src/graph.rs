@@ -3,24 +3,39 @@
 //!
 //! Each `DEF:vname=FILE:...` names a series; its bytes (`rrd::rrdfile::write`, the file
 //! `ringlet export` writes, which rrdtool reads as its own) are written to a private
-//! directory (mode 0700, removed afterwards), the DEF is pointed at that copy, and
-//! `rrdtool graph` runs on the arguments with its standard output (PNG, SVG, PDF, the
-//! `WxH` line, PRINT and GPRINT lines) passed through byte for byte. The image and PRINT
-//! lines are therefore rrdtool 1.7.2's for a file that holds what the store holds: the same
-//! bytes a graph of the plain file gives (through rrdcached's FETCH, rrdtool picks its
-//! archive without the graph's step and may draw from another one). The copies' paths are
-//! put back to the names given in whatever rrdtool prints.
+//! directory (mode 0700, removed afterwards), the DEF is pointed at that copy, and rrdtool
+//! draws on the arguments, its output (PNG, SVG, PDF, the `WxH` line, PRINT and GPRINT
+//! lines) passed through byte for byte. The image and PRINT lines are therefore rrdtool
+//! 1.7.2's for a file that holds what the store holds: the same bytes a graph of the plain
+//! file gives (through rrdcached's FETCH, rrdtool picks its archive without the graph's
+//! step and may draw from another one). The copies' paths are put back to the names given
+//! in whatever rrdtool prints; a DEF whose series is not there names a path that is not
+//! there either, so that rrdtool says so itself, in its order.
 //!
-//! Where the series are read: the store, the pipe's open store, or the daemon beside the CLI
-//! (its `export-file`, over RUN), as every other command. A DEF's `:daemon=` and the
-//! command's `--daemon` are taken off (the data comes from the copies). A DEF whose series
-//! does not exist gets rrdtool's `opening` error; without rrdtool on PATH, the command says
-//! so.
+//! Who draws ([`Renderer`]): one `rrdtool -` for a command or a whole pipe-mode session
+//! (cairo numbers the surfaces of a process, and an SVG names its own after them, so a
+//! session's graphs are drawn by one process, in order, as rrdtool's own pipe mode does).
+//! Alone, it is started before the store is read. Beside a daemon the graph is drawn in the
+//! daemon ([`DRAW`], [`Spare`]): an `rrdtool -` it started ahead for the connection, with
+//! the client's time zone and locale, reads copies it writes from its store; the image, what
+//! rrdtool printed and an output file's bytes come back in hex, and the file is written by
+//! the client. Without rrdtool on PATH the command says so.
+//!
+//! Hand-written (no crate): the argument quoting of rrdtool's pipe mode and the end of a
+//! graph's answer (a `last` of a file that cannot exist, whose error ends it: an image may
+//! hold any bytes) are rrdtool's own conventions.
 
-use cli::Outcome;
+use crate::Outcome;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+/// The microseconds of the clock, to tell names apart.
+fn micros() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_micros())
+}
 
 /// What a graph printed: its standard output's bytes (an image may be among them) and its
 /// error.
@@ -94,7 +109,7 @@ impl Scratch {
             let p = base.join(format!(
                 "ringlet-graph-{}-{}-{n}",
                 std::process::id(),
-                crate::now().1
+                micros()
             ));
             match std::fs::DirBuilder::new().mode(0o700).create(&p) {
                 Ok(()) => return Ok(Scratch(p)),
@@ -131,7 +146,7 @@ pub fn from_hex(out: Outcome) -> Result<Vec<u8>, String> {
         return Err(e);
     }
     let mut bytes = Vec::new();
-    cli::unhex(out.stdout.trim_end(), &mut bytes)?;
+    crate::unhex(out.stdout.trim_end(), &mut bytes)?;
     Ok(bytes)
 }
 
@@ -148,6 +163,59 @@ pub struct Renderer {
     child: Option<Session>,
     /// Graphs drawn: their copies' names and end marks.
     drawn: u64,
+    /// The environment rrdtool draws in (the client's, in the daemon); None: this process's.
+    env: Option<Env>,
+    /// A pipe-mode session beside a daemon: whether its graphs are drawn there (decided by
+    /// its first graph, so that they are all drawn by one rrdtool).
+    remote: Option<bool>,
+}
+
+/// The environment a drawing depends on: the time zone and locale (axis labels, dates in
+/// COMMENTs, number formats) and rrdtool's default font.
+pub const ENV_KEYS: [&str; 8] = [
+    "TZ",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "RRD_DEFAULT_FONT",
+];
+
+/// The values of [`ENV_KEYS`] a process has (those set, in that order).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Env(Vec<(String, String)>);
+
+impl Env {
+    /// This process's.
+    pub fn here() -> Env {
+        Env(ENV_KEYS
+            .iter()
+            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+            .collect())
+    }
+
+    /// As arguments of the daemon's `draw`: `KEY=VALUE` each, then `--`.
+    fn to_args(&self) -> Vec<String> {
+        let mut a: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        a.push("--".into());
+        a
+    }
+
+    /// Read back from `draw`'s arguments: the environment, and the arguments after `--`.
+    fn from_args(args: &[String]) -> Option<(Env, &[String])> {
+        let end = args.iter().position(|a| a == "--")?;
+        let mut env = Vec::new();
+        for a in &args[..end] {
+            let (k, v) = a.split_once('=')?;
+            if !ENV_KEYS.contains(&k) {
+                return None;
+            }
+            env.push((k.to_string(), v.to_string()));
+        }
+        Some((Env(env), &args[end + 1..]))
+    }
 }
 
 /// The `rrdtool -` of a session.
@@ -228,6 +296,8 @@ impl Renderer {
             scratch: None,
             child: None,
             drawn: 0,
+            env: None,
+            remote: None,
         }
     }
 
@@ -247,11 +317,23 @@ impl Renderer {
         }
     }
 
+    /// The private directory of this renderer's files, made at its first use.
+    fn scratch_dir(&mut self) -> Result<PathBuf, String> {
+        if self.scratch.is_none() {
+            self.scratch = Some(Scratch::new().map_err(|e| format!("graph: {e}"))?);
+        }
+        Ok(self
+            .scratch
+            .as_ref()
+            .map(|s| s.0.clone())
+            .unwrap_or_default())
+    }
+
     /// Start the session's rrdtool now, so that its start (a fifth of a graph's time: its
     /// libraries) overlaps the store's opening; a failure is reported by the first draw.
     pub fn start(&mut self) {
         if self.session && self.child.is_none() {
-            self.child = spawn_session().ok();
+            self.child = spawn_session(self.env.as_ref()).ok();
         }
     }
 
@@ -263,17 +345,10 @@ impl Renderer {
         args: &[String],
         export: &mut dyn FnMut(&str) -> Result<Vec<u8>, String>,
     ) -> Drawn {
-        if self.scratch.is_none() {
-            match Scratch::new() {
-                Ok(s) => self.scratch = Some(s),
-                Err(e) => return Drawn::err(format!("graph: {e}")),
-            }
-        }
-        let dir = self
-            .scratch
-            .as_ref()
-            .map(|s| s.0.clone())
-            .unwrap_or_default();
+        let dir = match self.scratch_dir() {
+            Ok(d) => d,
+            Err(e) => return Drawn::err(e),
+        };
         self.drawn += 1;
         // Each file once, however many DEFs name it. A series that is not there is named
         // by a path that is not there either: rrdtool says so itself, in its order.
@@ -342,7 +417,7 @@ impl Renderer {
             return one_shot(cmd, argv);
         }
         if self.child.is_none() {
-            match spawn_session() {
+            match spawn_session(self.env.as_ref()) {
                 Ok(s) => self.child = Some(s),
                 Err(e) => return (Vec::new(), Some(e)),
             }
@@ -350,7 +425,7 @@ impl Renderer {
         let Some(s) = self.child.as_mut() else {
             return (Vec::new(), Some("rrdtool is not running".into()));
         };
-        let mark = dir.join(format!("end-{}-{}", self.drawn, crate::now().1));
+        let mark = dir.join(format!("end-{}-{}", self.drawn, micros()));
         let mut line = String::from(cmd);
         for a in argv {
             line.push(' ');
@@ -396,8 +471,15 @@ impl Renderer {
 
 const NO_RRDTOOL: &str = "draws with rrdtool's own renderer, and rrdtool could not be run";
 
-fn spawn_session() -> Result<Session, String> {
-    let mut child = Command::new("rrdtool")
+fn spawn_session(env: Option<&Env>) -> Result<Session, String> {
+    let mut c = Command::new("rrdtool");
+    if let Some(env) = env {
+        for k in ENV_KEYS {
+            c.env_remove(k);
+        }
+        c.envs(env.0.iter().map(|(k, v)| (k, v)));
+    }
+    let mut child = c
         .arg("-")
         .env_remove("RRDCACHED_ADDRESS")
         .stdin(Stdio::piped())
@@ -452,6 +534,7 @@ fn one_shot(cmd: &str, argv: &[String]) -> (Vec<u8>, Option<String>) {
 /// `export-file`; the drawing's output goes to `image`, before the outcome's text.
 pub fn run_or_draw(
     renderer: &mut Renderer,
+    at_daemon: bool,
     cmd: &str,
     args: &[String],
     image: &mut Vec<u8>,
@@ -460,13 +543,173 @@ pub fn run_or_draw(
     if !is_graph(cmd) {
         return run(cmd, args);
     }
+    if at_daemon && renderer.remote != Some(false) {
+        if let Some(d) = draw_at_daemon(cmd, args, run) {
+            renderer.remote = Some(true);
+            *image = d.stdout;
+            return Outcome {
+                error: d.error,
+                ..Outcome::default()
+            };
+        }
+    }
+    renderer.remote.get_or_insert(false);
     let d = renderer.draw(cmd, args, &mut |name| {
-        from_hex(run(cli::EXPORT_FILE, &[name.to_string()]))
+        from_hex(run(crate::EXPORT_FILE, &[name.to_string()]))
     });
     *image = d.stdout;
     Outcome {
         error: d.error,
         ..Outcome::default()
+    }
+}
+
+/// The daemon's command that draws a graph in the daemon (by an rrdtool it started ahead,
+/// one for each client connection: a pipe-mode session's graphs all by one process).
+pub const DRAW: &str = "draw";
+
+/// A graph drawn by the daemon that `run` reaches, None where it cannot be (no output file
+/// first among the arguments, an output file this process cannot write, a daemon without
+/// `draw`): then it is drawn here. The image and what rrdtool printed come back in hex; an
+/// output file's bytes too, and it is written here, where its path means what it says.
+pub fn draw_at_daemon(
+    cmd: &str,
+    args: &[String],
+    run: &mut dyn FnMut(&str, &[String]) -> Outcome,
+) -> Option<Drawn> {
+    let out = args.first()?;
+    if out.is_empty() || (out.starts_with('-') && out != "-") {
+        return None;
+    }
+    if out != "-" {
+        // Where rrdtool could not save it, rrdtool here says how (and a failed graph leaves
+        // no file behind, as rrdtool's).
+        let existed = std::path::Path::new(out).exists();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(out)
+            .ok()?;
+        if !existed {
+            let _ = std::fs::remove_file(out);
+        }
+    }
+    let mut a = vec![cmd.to_string()];
+    a.extend(Env::here().to_args());
+    a.extend(args.iter().cloned());
+    let o = run(DRAW, &a);
+    // What rrdtool printed, in hex, then the file's bytes when it made one.
+    let mut lines = o.stdout.split('\n');
+    let mut stdout = Vec::new();
+    crate::unhex(lines.next()?, &mut stdout).ok()?;
+    if let Some(h) = lines.next().filter(|h| !h.is_empty()) {
+        let mut bytes = Vec::new();
+        crate::unhex(h, &mut bytes).ok()?;
+        if let Err(e) = std::fs::write(out, &bytes) {
+            return Some(Drawn::err(format!("{out}: {e}")));
+        }
+    }
+    Some(Drawn {
+        stdout,
+        error: o.error,
+    })
+}
+
+/// The daemon's graphs: an `rrdtool -` started ahead for the next client that draws (its
+/// start, a fifth of a first graph's time, is then not the client's), with the environment
+/// the last client drew in.
+#[derive(Default)]
+pub struct Spare {
+    slot: std::sync::Mutex<Option<(Env, Session)>>,
+}
+
+impl Spare {
+    /// A renderer for one client, drawing in `env`: the spare rrdtool when it was started in
+    /// that environment; another is started ahead at once, in a thread.
+    pub fn renderer(self: &std::sync::Arc<Self>, env: Env) -> Renderer {
+        let taken = {
+            let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+            match slot.take() {
+                Some((e, s)) if e == env => Some(s),
+                other => {
+                    *slot = other;
+                    None
+                }
+            }
+        };
+        let me = std::sync::Arc::clone(self);
+        let e = env.clone();
+        std::thread::spawn(move || {
+            if let Ok(s) = spawn_session(Some(&e)) {
+                // The newest environment's; an older spare is ended.
+                *me.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((e, s));
+            }
+        });
+        Renderer {
+            child: taken,
+            env: Some(env),
+            ..Renderer::session()
+        }
+    }
+
+    /// The daemon's side of [`DRAW`]: `args` are the command, the client's environment and
+    /// the graph's arguments; the connection's renderer is made at its first graph. An
+    /// output file is drawn in the renderer's private directory and sent back.
+    pub fn serve(
+        self: &std::sync::Arc<Self>,
+        slot: &mut Option<Renderer>,
+        args: &[String],
+        export: &mut dyn FnMut(&str) -> Result<Vec<u8>, String>,
+    ) -> Outcome {
+        let usage = || Outcome::err(format!("usage: {DRAW} graph|graphv KEY=VALUE... -- ARGS"));
+        let Some((cmd, rest)) = args.split_first().filter(|(c, _)| is_graph(c)) else {
+            return usage();
+        };
+        let Some((env, gargs)) = Env::from_args(rest) else {
+            return usage();
+        };
+        let Some(out) = gargs.first().cloned() else {
+            return usage();
+        };
+        let r = slot.get_or_insert_with(|| self.renderer(env));
+        let mut gargs = gargs.to_vec();
+        let mut file = None;
+        if out != "-" {
+            let dir = match r.scratch_dir() {
+                Ok(d) => d.join(format!("out-{}", r.drawn)),
+                Err(e) => return Outcome::err(e),
+            };
+            if let Err(e) = std::fs::create_dir(&dir) {
+                return Outcome::err(format!("graph: {}: {e}", dir.display()));
+            }
+            let name = std::path::Path::new(&out)
+                .file_name()
+                .map_or_else(|| "graph".into(), |n| n.to_owned());
+            let p = dir.join(name);
+            gargs[0] = p.to_string_lossy().into_owned();
+            file = Some((dir, p));
+        }
+        let mut d = r.draw(cmd, &gargs, export);
+        let mut image = None;
+        if let Some((dir, p)) = file {
+            let (from, to) = (p.to_string_lossy().into_owned(), out.clone());
+            d.stdout = replace(&d.stdout, from.as_bytes(), to.as_bytes());
+            d.error = d.error.map(|e| e.replace(&from, &to));
+            image = std::fs::read(&p).ok();
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        let mut stdout = crate::hex(&d.stdout);
+        stdout.push('\n');
+        if let Some(bytes) = image {
+            stdout.push_str(&crate::hex(&bytes));
+            stdout.push('\n');
+        }
+        Outcome {
+            stdout,
+            error: d.error,
+            file: None,
+        }
     }
 }
 
