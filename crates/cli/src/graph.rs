@@ -168,6 +168,8 @@ pub struct Renderer {
     /// A pipe-mode session beside a daemon: whether its graphs are drawn there (decided by
     /// its first graph, so that they are all drawn by one rrdtool).
     remote: Option<bool>,
+    /// In the daemon: its place among the [`MAX_DRAWERS`].
+    _ticket: Option<Ticket>,
 }
 
 /// The environment a drawing depends on: the time zone and locale (axis labels, dates in
@@ -298,6 +300,7 @@ impl Renderer {
             drawn: 0,
             env: None,
             remote: None,
+            _ticket: None,
         }
     }
 
@@ -599,6 +602,9 @@ pub fn draw_at_daemon(
     a.extend(Env::here().to_args());
     a.extend(args.iter().cloned());
     let o = run(DRAW, &a);
+    if o.error.as_deref() == Some(BUSY) {
+        return None;
+    }
     // What rrdtool printed, in hex, then the file's bytes when it made one.
     let mut lines = o.stdout.split('\n');
     let mut stdout = Vec::new();
@@ -622,6 +628,25 @@ pub fn draw_at_daemon(
 #[derive(Default)]
 pub struct Spare {
     slot: std::sync::Mutex<Option<(Env, Session)>>,
+    /// Connections that have an rrdtool of their own now ([`MAX_DRAWERS`] at most).
+    live: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Connections that may each keep an rrdtool in the daemon at once; past them, the clients
+/// draw themselves (a client that opens many connections does not make the daemon start
+/// as many processes).
+pub const MAX_DRAWERS: usize = 32;
+
+/// The daemon's answer when [`MAX_DRAWERS`] connections draw already: the client draws.
+const BUSY: &str = "draw: busy";
+
+/// One of the daemon's [`MAX_DRAWERS`], given back when its renderer is dropped.
+struct Ticket(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Spare {
@@ -638,6 +663,8 @@ impl Spare {
                 }
             }
         };
+        self.live.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ticket = Ticket(std::sync::Arc::clone(&self.live));
         let me = std::sync::Arc::clone(self);
         let e = env.clone();
         std::thread::spawn(move || {
@@ -649,6 +676,7 @@ impl Spare {
         Renderer {
             child: taken,
             env: Some(env),
+            _ticket: Some(ticket),
             ..Renderer::session()
         }
     }
@@ -672,6 +700,9 @@ impl Spare {
         let Some(out) = gargs.first().cloned() else {
             return usage();
         };
+        if slot.is_none() && self.live.load(std::sync::atomic::Ordering::Relaxed) >= MAX_DRAWERS {
+            return Outcome::err(BUSY);
+        }
         let r = slot.get_or_insert_with(|| self.renderer(env));
         let mut gargs = gargs.to_vec();
         let mut file = None;
@@ -765,6 +796,37 @@ mod tests {
             without_daemon("DEF:a=x.rrd:ds:AVERAGE:step=60"),
             "DEF:a=x.rrd:ds:AVERAGE:step=60"
         );
+    }
+
+    #[test]
+    fn arguments_are_quoted_as_rrdtools_pipe_mode_reads_them() {
+        let args = ["a b", "it's", "'", "", "DEF:a=x.rrd:v:AVERAGE", "\"q\""];
+        let line: Vec<String> = args.iter().map(|a| quoted(a)).collect();
+        assert_eq!(crate::split_args(&line.join(" ")), args);
+    }
+
+    #[test]
+    fn a_replys_status_line_is_its_last_even_after_an_image() {
+        let (out, err) = split_reply(b"\x89PNG..OK u:1\n..OK u:0.01 s:0.00 r:0.00\n");
+        assert_eq!((out.as_slice(), err), (&b"\x89PNG..OK u:1\n.."[..], None));
+        let (out, err) = split_reply(b"481x141\nERROR: opening 'x': No such file\n");
+        assert_eq!(out, b"481x141\n");
+        assert_eq!(err.as_deref(), Some("opening 'x': No such file"));
+        assert!(split_reply(b"no status").1.is_some());
+    }
+
+    #[test]
+    fn the_clients_environment_goes_with_draw_and_nothing_else() {
+        let env = Env(vec![
+            ("TZ".into(), "Asia/Tokyo".into()),
+            ("LANG".into(), "C".into()),
+        ]);
+        let mut args = env.to_args();
+        args.extend(["-".to_string(), "DEF:a=b:c:AVERAGE".to_string()]);
+        let (back, rest) = Env::from_args(&args).unwrap();
+        assert_eq!((back, rest), (env, &args[3..]));
+        assert!(Env::from_args(&["LD_PRELOAD=x".into(), "--".into()]).is_none());
+        assert!(Env::from_args(&["-".into()]).is_none());
     }
 
     #[test]

@@ -658,3 +658,99 @@ fn a_renamed_placeholder_takes_its_series_along() {
     assert_eq!(run(&create).code, 0);
     assert_eq!(run(&["last", &a]).stdout, "1700000000\n");
 }
+
+/// A graph beside the daemon is drawn in the daemon, in the client's time zone (the axis's
+/// labels), to the client's output file: the bytes rrdtool draws on a plain file there.
+#[test]
+fn a_graph_drawn_in_the_daemon_has_the_clients_time_zone_and_output_file() {
+    if !which("rrdtool") {
+        return;
+    }
+    let dir = Dir::new("draw");
+    let d = Daemon::start(&dir.0);
+    let files = dir.0.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let schema = "--start 1700000000 --step 300 DS:v:GAUGE:600:U:U RRA:AVERAGE:0.5:1:400";
+    let mut lines = vec![format!("create a.rrd {schema}")];
+    for i in 1..300u64 {
+        lines.push(format!(
+            "update a.rrd {}:{}",
+            1_700_000_000 + 300 * i,
+            i % 37
+        ));
+    }
+    let script = lines.join("\n") + "\n";
+    let pipe = |c: &mut Command| {
+        let mut child = c
+            .arg("-")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+    };
+    pipe(Command::new("rrdtool").current_dir(&files));
+    pipe(
+        Command::new(BIN)
+            .current_dir(&dir.0)
+            .arg("--store")
+            .arg(dir.0.join("store")),
+    );
+    let graph = "--start 1700000000 --end 1700086400 DEF:v=a.rrd:v:AVERAGE LINE1:v#ff0000";
+    let draw = |tz: &str, out: &str, ringlet: bool| -> Vec<u8> {
+        let mut c = if ringlet {
+            let mut c = Command::new(BIN);
+            c.current_dir(&dir.0)
+                .arg("--store")
+                .arg(dir.0.join("store"));
+            c
+        } else {
+            let mut c = Command::new("rrdtool");
+            c.current_dir(&files);
+            c
+        };
+        let o = c
+            .env("TZ", tz)
+            .env_remove("RRDCACHED_ADDRESS")
+            .arg("graph")
+            .arg(out)
+            .args(graph.split(' '))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "481x141\n");
+        let at = if ringlet { &dir.0 } else { &files };
+        std::fs::read(at.join(out)).unwrap()
+    };
+    let tokyo = draw("Asia/Tokyo", "t.png", false);
+    assert_ne!(
+        tokyo,
+        draw("UTC", "u.png", false),
+        "the zone changes the image"
+    );
+    assert!(tokyo == draw("Asia/Tokyo", "t.png", true), "Tokyo differs");
+    assert!(
+        draw("UTC", "u.png", false) == draw("UTC", "u.png", true),
+        "UTC differs"
+    );
+    // The daemon drew them: it keeps an rrdtool started ahead for the next client.
+    let pid = d.child.id().to_string();
+    let kids = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|st| {
+            // pid (comm) state ppid ...
+            let after = st.rsplit_once(") ").map_or("", |(_, r)| r);
+            st.contains("(rrdtool)") && after.split(' ').nth(1) == Some(pid.as_str())
+        })
+        .count();
+    assert!(kids > 0, "the daemon has no rrdtool of its own");
+}
