@@ -754,3 +754,45 @@ fn a_graph_drawn_in_the_daemon_has_the_clients_time_zone_and_output_file() {
         .count();
     assert!(kids > 0, "the daemon has no rrdtool of its own");
 }
+
+/// Creates sent ahead by `ringlet -` beside the daemon are committed together, before
+/// their answers: every one answered OK survives a kill -9 right after, and they took
+/// fewer commits than creates.
+#[test]
+fn pipelined_creates_are_committed_together_before_their_answers() {
+    let dir = Dir::new("creates");
+    let d = Daemon::start(&dir.0);
+    let n = 200;
+    let script: String = (0..n)
+        .map(|i| {
+            format!("create c{i}.rrd --start 1700000000 --step 60 DS:v:GAUGE:120:U:U RRA:LAST:0.5:1:10\n")
+        })
+        .collect();
+    let out = ringlet(&dir.0, Way::Found, &d.addr(), &["-"], Some(&script));
+    assert_eq!(out.stdout, "OK\n".repeat(n), "{out:?}");
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(d.child.id() as libc::pid_t, libc::SIGKILL);
+    }
+    let mut d = d;
+    let _ = d.child.wait();
+    let log = std::fs::read(dir.0.join("store/log")).unwrap();
+    let records = (4096..log.len().saturating_sub(4))
+        .step_by(512)
+        .filter(|&i| &log[i..i + 4] == b"RLR1")
+        .count();
+    assert!(
+        records > 0 && records < n / 2,
+        "{records} records for {n} creates"
+    );
+    for i in [0, n / 2, n - 1] {
+        let last = ringlet(
+            &dir.0,
+            Way::Alone,
+            "",
+            &["last", &format!("c{i}.rrd")],
+            None,
+        );
+        assert_eq!(last.stdout, "1700000000\n", "c{i}.rrd: {last:?}");
+    }
+}

@@ -360,25 +360,35 @@ impl Client {
 /// The daemon's side of RUN: run the command on the store as `ringlet <cmd>` would, after
 /// applying the queued values it may read, and make what it wrote current for UPDATE's checks
 /// (and durable, for create and restore, as CREATE is).
+///
+/// With `defer`, a command that wrote a series (create, restore) leaves its commit to the
+/// caller, which commits before the answer is sent (a pipelined run of creates commits
+/// once); the second value says whether it did.
 pub fn serve(
     d: &Daemon,
     now: (i64, i64),
     cmd: &str,
     args: &[String],
     input: Option<&str>,
-) -> Response {
+    defer: bool,
+) -> (Response, bool) {
     if let Some(why) = d.unreadable() {
-        return Response::err(why);
+        return (Response::err(why), false);
     }
     if cli::writes(cmd) {
         if d.closing() {
-            return Response::err("Shutting down: no more updates are accepted.");
+            return (
+                Response::err("Shutting down: no more updates are accepted."),
+                false,
+            );
         }
         if let Some(why) = d.failure() {
-            return Response::err(why);
+            return (Response::err(why), false);
         }
     }
-    encode(&run(d, now, cmd, args, input))
+    let mut owed = defer;
+    let out = run(d, now, cmd, args, input, &mut owed);
+    (encode(&out), owed)
 }
 
 /// The daemon's side of RUN `draw` (`cli::graph::DRAW`): the graph drawn by the
@@ -397,12 +407,27 @@ pub fn draw(
     let args = if named { &args[2..] } else { args };
     let spare = std::sync::Arc::clone(&d.spare);
     encode(&spare.serve(renderer, args, &mut |name| {
-        cli::graph::from_hex(run(d, now, cli::EXPORT_FILE, &[name.to_string()], None))
+        cli::graph::from_hex(run(
+            d,
+            now,
+            cli::EXPORT_FILE,
+            &[name.to_string()],
+            None,
+            &mut false,
+        ))
     }))
 }
 
-/// A command run on the store, as RUN runs it.
-fn run(d: &Daemon, now: (i64, i64), cmd: &str, args: &[String], input: Option<&str>) -> Outcome {
+/// A command run on the store, as RUN runs it. What it wrote is committed now, unless
+/// `defer` is true on entry: then it stays true only if a commit is owed.
+fn run(
+    d: &Daemon,
+    now: (i64, i64),
+    cmd: &str,
+    args: &[String],
+    input: Option<&str>,
+    defer: &mut bool,
+) -> Outcome {
     // A named daemon: rrdtool's output with --daemon (below).
     let named = args.len() >= 2 && args[..2] == NAMED;
     let args = if named { &args[2..] } else { args };
@@ -474,9 +499,13 @@ fn run(d: &Daemon, now: (i64, i64), cmd: &str, args: &[String], input: Option<&s
             d.reset_series(&mut inner, name);
             placeholder_for(d, &mut inner, name);
         }
-        if let Err(e) = d.commit(&mut inner) {
-            out.error.get_or_insert(e);
+        if !*defer {
+            if let Err(e) = d.commit(&mut inner) {
+                out.error.get_or_insert(e);
+            }
         }
+    } else {
+        *defer = false;
     }
     out
 }

@@ -89,6 +89,8 @@ pub fn serve<S: Read + Write>(d: &Daemon, access: &Access, mut sock: S) -> io::R
         local: Default::default(),
         input: None,
         renderer: None,
+        more: false,
+        owed: Vec::new(),
     };
     loop {
         let n = sock.read(&mut chunk)?;
@@ -112,14 +114,17 @@ pub fn serve<S: Read + Write>(d: &Daemon, access: &Access, mut sock: S) -> io::R
         while let Some(pos) = buf[consumed..].iter().position(|&b| b == b'\n') {
             let line_end = consumed + pos;
             let line = String::from_utf8_lossy(&buf[consumed..line_end]);
+            c.more = buf[line_end + 1..].contains(&b'\n');
             if !c.run_line(&line, &mut out) {
                 c.count();
+                c.pay(&mut out);
                 sock.write_all(&out)?;
                 return Ok(());
             }
             consumed = line_end + 1;
         }
         c.count();
+        c.pay(&mut out);
         buf.drain(..consumed);
         if buf.len() > access.max_line {
             let r = Response::err(format!(
@@ -171,6 +176,11 @@ struct Conn<'a> {
     input: Option<Vec<u8>>,
     /// The rrdtool that draws this connection's graphs (RUN `draw`), from its first.
     renderer: Option<cli::graph::Renderer>,
+    /// More whole lines follow the one being run in what was read.
+    more: bool,
+    /// Replies in `out` (byte ranges) to RUNs whose commit waits for the end of the read:
+    /// a pipelined run of creates is committed once, before any of their answers is sent.
+    owed: Vec<(usize, usize)>,
 }
 
 impl Conn<'_> {
@@ -207,69 +217,109 @@ impl Conn<'_> {
         // Anything else (STATS among them) sees every UPDATE before it counted.
         self.count();
         if self.batch.is_none() {
-            if let Some(r) = self.run(line) {
+            if let Some((r, owed)) = self.run(line) {
+                let start = out.len();
                 r.write_to(out);
+                if owed {
+                    self.owed.push((start, out.len()));
+                }
                 return true;
             }
         }
         run_line(self.d, self.access, line, &mut self.batch, out)
     }
 
+    /// Commit what the RUNs of this read left uncommitted, before their answers go out; if
+    /// the commit fails, each of them answers its error instead.
+    fn pay(&mut self, out: &mut Vec<u8>) {
+        if self.owed.is_empty() {
+            return;
+        }
+        let owed = std::mem::take(&mut self.owed);
+        let result = {
+            let mut inner = self.d.lock();
+            self.d.commit(&mut inner)
+        };
+        if let Err(e) = result {
+            let err = Response::err(e).to_bytes();
+            let mut fixed = Vec::with_capacity(out.len());
+            let mut at = 0;
+            for (start, end) in owed {
+                fixed.extend_from_slice(&out[at..start]);
+                fixed.extend_from_slice(&err);
+                at = end;
+            }
+            fixed.extend_from_slice(&out[at..]);
+            *out = fixed;
+        }
+    }
+
     /// RUN and RUNINPUT (the CLI beside the daemon, remote.rs), which use the connection's
-    /// input; None for any other line.
-    fn run(&mut self, line: &str) -> Option<Response> {
+    /// input; None for any other line; with the reply, whether its commit is owed
+    /// ([`Conn::pay`]).
+    fn run(&mut self, line: &str) -> Option<(Response, bool)> {
         let head = line.split(' ').next().unwrap_or("");
         if !head.eq_ignore_ascii_case("RUN") && !head.eq_ignore_ascii_case("RUNINPUT") {
             return None;
         }
         let (spec, cmd) = match proto::parse(line) {
             Ok(x) => x,
-            Err(r) => return Some(r),
+            Err(r) => return Some((r, false)),
         };
         if !allowed(self.access, spec) {
-            return Some(Response::err("Permission denied."));
+            return Some((Response::err("Permission denied."), false));
         }
-        Some(match cmd {
-            Command::RunInput { hex } => {
-                let input = self.input.get_or_insert_with(Vec::new);
-                if input.len() + hex.len() / 2 > crate::remote::MAX_INPUT {
-                    self.input = None;
-                    return Some(Response::err(format!(
-                        "RUNINPUT: more than {} bytes of input",
-                        crate::remote::MAX_INPUT
-                    )));
-                }
-                match crate::remote::unhex(&hex, input) {
-                    Ok(()) => Response::ok(format!("{} bytes of input", input.len())),
-                    Err(e) => {
+        Some((
+            match cmd {
+                Command::RunInput { hex } => {
+                    let input = self.input.get_or_insert_with(Vec::new);
+                    if input.len() + hex.len() / 2 > crate::remote::MAX_INPUT {
                         self.input = None;
-                        Response::err(e)
+                        return Some((
+                            Response::err(format!(
+                                "RUNINPUT: more than {} bytes of input",
+                                crate::remote::MAX_INPUT
+                            )),
+                            false,
+                        ));
+                    }
+                    match crate::remote::unhex(&hex, input) {
+                        Ok(()) => Response::ok(format!("{} bytes of input", input.len())),
+                        Err(e) => {
+                            self.input = None;
+                            Response::err(e)
+                        }
                     }
                 }
-            }
-            Command::Run {
-                now,
-                usec,
-                cmd,
-                args,
-            } => {
-                // Input that is not UTF-8 is no XML the command could read: none.
-                let text = self.input.take().and_then(|i| String::from_utf8(i).ok());
-                let (Ok(now), Ok(usec)) = (now.parse::<i64>(), usec.parse::<i64>()) else {
-                    return Some(proto::request::usage(spec));
-                };
-                if cmd == cli::graph::DRAW {
-                    return Some(crate::remote::draw(
+                Command::Run {
+                    now,
+                    usec,
+                    cmd,
+                    args,
+                } => {
+                    // Input that is not UTF-8 is no XML the command could read: none.
+                    let text = self.input.take().and_then(|i| String::from_utf8(i).ok());
+                    let (Ok(now), Ok(usec)) = (now.parse::<i64>(), usec.parse::<i64>()) else {
+                        return Some((proto::request::usage(spec), false));
+                    };
+                    if cmd == cli::graph::DRAW {
+                        let r = crate::remote::draw(self.d, &mut self.renderer, (now, usec), &args);
+                        return Some((r, false));
+                    }
+                    // A create followed by more lines: committed with them, once.
+                    return Some(crate::remote::serve(
                         self.d,
-                        &mut self.renderer,
                         (now, usec),
+                        &cmd,
                         &args,
+                        text.as_deref(),
+                        self.more,
                     ));
                 }
-                crate::remote::serve(self.d, (now, usec), &cmd, &args, text.as_deref())
-            }
-            _ => return None,
-        })
+                _ => return None,
+            },
+            false,
+        ))
     }
 
     /// UPDATE with a file name, straight from the line's fields; None for any other line.
