@@ -541,6 +541,8 @@ fn as_with_daemon(d: &Daemon, inner: &Inner, cmd: &str, args: &[String], out: &m
 }
 
 /// The placeholder of a series the CLI created, when its name is under the base directory.
+/// Written as CREATE writes it, not synced: the series is durable by the commit, and the
+/// daemon's start puts back any placeholder a crash lost (PROTOCOL.md, placeholders).
 fn placeholder_for(d: &Daemon, inner: &mut Inner, name: &str) {
     let Some(base) = &d.base else { return };
     // Absolute names are outside the base directory; under -B no placeholder goes through
@@ -554,7 +556,7 @@ fn placeholder_for(d: &Daemon, inner: &mut Inner, name: &str) {
         abs,
         name: name.to_string(),
     };
-    match crate::series::life::write_placeholder(inner, &t, true) {
+    match crate::series::life::write_placeholder(inner, &t, false) {
         Ok(()) => crate::series::import::forget_disk(inner, &t),
         Err(e) => {
             crate::log::line(&format!("{}: no placeholder: {e}", t.abs));
