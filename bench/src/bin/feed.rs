@@ -226,6 +226,17 @@ impl Entry {
         self.cols.iter_mut().map(|(s, r)| s.next_value(r)).collect()
     }
 
+    /// Cacti's update line for the values held (one poll's, or Boost's many), which it
+    /// takes.
+    fn take_cacti_line(&mut self) -> String {
+        let held = std::mem::take(&mut self.held);
+        format!(
+            "update {} --skip-past-updates --template {}{held}\n",
+            self.rrd_name(),
+            self.template()
+        )
+    }
+
     /// The `--template` of Cacti's update line: the DS names in order.
     fn template(&self) -> String {
         match self.schema {
@@ -895,12 +906,7 @@ impl Feeder {
                     // Boost holds the values and writes each RRD's in one line at every
                     // boundary of its interval; the poller writes each poll's at once.
                     if boost == 0 || (t + e.step) % boost == 0 {
-                        let held = std::mem::take(&mut e.held);
-                        p.send(&format!(
-                            "update {} --skip-past-updates --template {}{held}\n",
-                            e.rrd_name(),
-                            e.template()
-                        ))?;
+                        p.send(&e.take_cacti_line())?;
                         self.sent.requests += 1;
                     }
                 }
@@ -1019,12 +1025,7 @@ impl Feeder {
             return Ok(());
         };
         for e in self.series.iter_mut().filter(|e| !e.held.is_empty()) {
-            let held = std::mem::take(&mut e.held);
-            p.send(&format!(
-                "update {} --skip-past-updates --template {}{held}\n",
-                e.rrd_name(),
-                e.template()
-            ))?;
+            p.send(&e.take_cacti_line())?;
             self.sent.requests += 1;
         }
         Ok(())
