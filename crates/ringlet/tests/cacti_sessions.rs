@@ -301,7 +301,12 @@ impl Gen {
             }
             _ => format!("--maximum {name}:{}", num(&mut self.r)),
         };
-        let l = format!("tune {} {opt}", self.path(i));
+        let extra = if self.r.percent(20) {
+            format!(" -h {}:{}", self.rrds[i].ds[0].name, self.r.range(60, 2000))
+        } else {
+            String::new()
+        };
+        let l = format!("tune {} {opt}{extra}", self.path(i));
         self.line(&l);
     }
 
@@ -317,7 +322,7 @@ impl Gen {
         let cf = *self.r.pick(&self.rrds[i].cfs);
         let k = self.r.index(self.rrds[i].ds.len());
         let ds = self.rrds[i].ds[k].name.clone();
-        let l = match self.r.below(9) {
+        let l = match self.r.below(16) {
             0 => format!("info {p}"),
             1 => format!("last {p}"),
             2 => format!("fetch {p} {cf} -s {s} -e {e}"),
@@ -344,6 +349,17 @@ impl Gen {
                 "graphv - --imgformat=SVG --start={s} --end={e} --height=60 --width=200 \
                  DEF:a={p}:{ds}:{cf} LINE1:a#FF0000:\"x\" PRINT:a:LAST:%6.2lf"
             ),
+            // Less usual reads, and graphs to files (the CLI writes the file).
+            9 => format!("first {p} --rraindex {}", self.r.below(3)),
+            10 => format!("lastupdate {p}"),
+            11 => format!("xport --json --start {s} --end {e} DEF:a={p}:{ds}:{cf} XPORT:a:\"v\""),
+            12 => format!("fetch {p} {cf} -a -s {s} -e {e}"),
+            13 => format!(
+                "graph {{OUT}}/g{}.png --start {s} --end {e} --width 200 --height 60 \
+                 DEF:a={p}:{ds}:{cf} AREA:a#00ff00 PRINT:a:{cf}:%6.2lf",
+                self.r.below(3)
+            ),
+            14 => format!("dump --no-header {p}"),
             _ => format!("dump {p}"),
         };
         self.line(&l);
@@ -485,9 +501,16 @@ struct Place {
 }
 
 fn pipe(place: &Place, script: &str, xml: &Path) -> Vec<u8> {
+    let out = xml.with_file_name(match place.way {
+        Way::Files => "out-files",
+        Way::Alone => "out-alone",
+        Way::Beside => "out-beside",
+    });
+    let _ = std::fs::create_dir_all(&out);
     let script = script
         .replace("{RRA}", &place.rra.display().to_string())
-        .replace("{XML}", &xml.display().to_string());
+        .replace("{XML}", &xml.display().to_string())
+        .replace("{OUT}", &out.display().to_string());
     let mut c = match place.way {
         Way::Files => Command::new("rrdtool"),
         _ => {
@@ -712,6 +735,27 @@ fn run_case(seed: u64, day0: u64, root: &Path) -> Result<(), String> {
                 ));
             }
         }
+        // The images drawn to files: the same bytes.
+        let outs = |way: &str| root.join(format!("out-{way}"));
+        if let Ok(rd) = std::fs::read_dir(outs("files")) {
+            for f in rd.flatten() {
+                let want = std::fs::read(f.path()).unwrap_or_default();
+                for p in &places[1..] {
+                    let way = if p.way == Way::Alone {
+                        "alone"
+                    } else {
+                        "beside"
+                    };
+                    let got = std::fs::read(outs(way).join(f.file_name())).unwrap_or_default();
+                    if got != want {
+                        return Err(format!(
+                            "seed {seed}, part {n}, {way}: {:?} differs",
+                            f.file_name()
+                        ));
+                    }
+                }
+            }
+        }
         for a in &s.between[n] {
             for p in &places {
                 act(p, a, &xml);
@@ -812,6 +856,11 @@ fn the_generator_reaches_every_command_cacti_sends() {
         "xport ",
         "graph - --imgformat=PNG",
         "graphv - --imgformat=SVG",
+        "graph {OUT}/g",
+        "xport --json",
+        "lastupdate ",
+        "first ",
+        "dump --no-header",
         "PRINT:v:%lf",
         "dump ",
         "restore -f ",
