@@ -9,10 +9,13 @@
 //! - [`http`]: a client of the daemon's HTTP listener on the loopback, and free loopback
 //!   ports.
 //! - [`json`] (feature `json`): JSON replies parsed, for tests that check them by field.
+//! - [`emoncms`]: emoncms's PHPFina file operations as a seeded random sequence, applied to
+//!   a directory (a plain one, or a view of one), and the tree they leave.
 //!
 //! No dependencies but the optional JSON parser: every crate, from `rrd` at the bottom up,
 //! may take it as a dev-dependency; `engine` takes it for its simulated disk's torn writes.
 
+pub mod emoncms;
 pub mod http;
 #[cfg(feature = "json")]
 pub mod json;
