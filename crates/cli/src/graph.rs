@@ -150,13 +150,12 @@ pub fn from_hex(out: Outcome) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Where graphs are drawn: a fresh `rrdtool graph` for a one-shot command, or one `rrdtool -`
-/// kept for a whole pipe-mode session. In a session every graph goes to the same rrdtool
-/// process, in order, as it would in `rrdtool -` itself: cairo numbers the surfaces a process
-/// makes, and an SVG names its own after that number (`<g id="surface9">`), so only one
-/// process for the session's graphs gives the same bytes as rrdtool's pipe mode.
+/// Where graphs are drawn: one `rrdtool -` for a command or a whole pipe-mode session. In a
+/// session every graph goes to the same rrdtool process, in order, as it would in `rrdtool
+/// -` itself: cairo numbers the surfaces a process makes, and an SVG names its own after
+/// that number (`<g id="surface9">`), so only one process for the session's graphs gives the
+/// same bytes as rrdtool's pipe mode.
 pub struct Renderer {
-    session: bool,
     /// Drawing for one command (`ringlet graph ...`), not a pipe-mode session.
     command: bool,
     scratch: Option<Scratch>,
@@ -290,10 +289,9 @@ fn split_reply(reply: &[u8]) -> (Vec<u8>, Option<String>) {
 }
 
 impl Renderer {
-    /// For one command: a fresh `rrdtool graph`.
-    pub fn one_shot() -> Renderer {
+    /// For a pipe-mode session: one `rrdtool -` for all its graphs, started by the first.
+    pub fn session() -> Renderer {
         Renderer {
-            session: false,
             command: false,
             scratch: None,
             child: None,
@@ -301,14 +299,6 @@ impl Renderer {
             env: None,
             remote: None,
             _ticket: None,
-        }
-    }
-
-    /// For a pipe-mode session: one `rrdtool -` for all its graphs, started by the first.
-    pub fn session() -> Renderer {
-        Renderer {
-            session: true,
-            ..Renderer::one_shot()
         }
     }
 
@@ -335,7 +325,7 @@ impl Renderer {
     /// Start the session's rrdtool now, so that its start (a fifth of a graph's time: its
     /// libraries) overlaps the store's opening; a failure is reported by the first draw.
     pub fn start(&mut self) {
-        if self.session && self.child.is_none() {
+        if self.child.is_none() {
             self.child = spawn_session(self.env.as_ref()).ok();
         }
     }
@@ -389,7 +379,7 @@ impl Renderer {
             )));
         }
         // `rrdtool graph` alone prints graph's usage; its pipe mode, the general one.
-        let (stdout, error) = if self.session && !(self.command && args.is_empty()) {
+        let (stdout, error) = if !(self.command && args.is_empty()) {
             self.in_session(cmd, &argv, &dir)
         } else {
             one_shot(cmd, &argv)
@@ -575,7 +565,7 @@ pub const DRAW: &str = "draw";
 /// first among the arguments, an output file this process cannot write, a daemon without
 /// `draw`): then it is drawn here. The image and what rrdtool printed come back in hex; an
 /// output file's bytes too, and it is written here, where its path means what it says.
-pub fn draw_at_daemon(
+fn draw_at_daemon(
     cmd: &str,
     args: &[String],
     run: &mut dyn FnMut(&str, &[String]) -> Outcome,
@@ -745,7 +735,7 @@ impl Spare {
 }
 
 /// `hay` with every `from` replaced by `to`.
-fn replace(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+pub fn replace(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     if from.is_empty() || hay.len() < from.len() {
         return hay.to_vec();
     }

@@ -95,12 +95,18 @@ fn run(argv: &[String]) -> Outcome {
         let mut renderer = cli::graph::Renderer::command();
         let drawn = match daemon_for(flag, &dir) {
             Daemon::At(_, mut c) => {
-                let mut run = |cmd: &str, a: &[String]| c.run(cmd, a, now());
-                match cli::graph::draw_at_daemon(cmd, &args, &mut run) {
-                    Some(d) => d,
-                    None => renderer.draw(cmd, &args, &mut |name| {
-                        cli::graph::from_hex(run(cli::EXPORT_FILE, &[name.to_string()]))
-                    }),
+                let mut image = Vec::new();
+                let out = cli::graph::run_or_draw(
+                    &mut renderer,
+                    true,
+                    cmd,
+                    &args,
+                    &mut image,
+                    &mut |cmd, a| c.run(cmd, a, now()),
+                );
+                cli::graph::Drawn {
+                    stdout: image,
+                    error: out.error,
                 }
             }
             Daemon::Unreachable(_, e) => cli::graph::Drawn {

@@ -538,24 +538,9 @@ fn pipe(place: &Place, script: &str, xml: &Path) -> Vec<u8> {
     out.stdout
 }
 
-fn replace(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(hay.len());
-    let mut i = 0;
-    while i < hay.len() {
-        if hay[i..].starts_with(from) {
-            out.extend_from_slice(to);
-            i += from.len();
-        } else {
-            out.push(hay[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
 /// The reply stream with the rra directory's path, the timings and `info`'s layout keys masked.
 fn masked(out: &[u8], rra: &Path) -> Vec<u8> {
-    let out = replace(out, rra.as_os_str().as_encoded_bytes(), b"{RRA}");
+    let out = cli::graph::replace(out, rra.as_os_str().as_encoded_bytes(), b"{RRA}");
     let mut kept = Vec::with_capacity(out.len());
     for line in out.split_inclusive(|&b| b == b'\n') {
         let text = String::from_utf8_lossy(line);

@@ -386,9 +386,17 @@ pub fn serve(
             return (Response::err(why), false);
         }
     }
-    let mut owed = defer;
-    let out = run(d, now, cmd, args, input, &mut owed);
+    let (out, owed) = run(d, now, cmd, args, input, defer);
     (encode(&out), owed)
+}
+
+/// The arguments without the mark of a named daemon ([`NAMED`]), and whether it was there.
+fn strip_named(args: &[String]) -> (bool, &[String]) {
+    if args.len() >= 2 && args[..2] == NAMED {
+        (true, &args[2..])
+    } else {
+        (false, args)
+    }
 }
 
 /// The daemon's side of RUN `draw` (`cli::graph::DRAW`): the graph drawn by the
@@ -403,34 +411,25 @@ pub fn draw(
         return Response::err(why);
     }
     // A named daemon draws as any other: rrdtool on copies of the files.
-    let named = args.len() >= 2 && args[..2] == NAMED;
-    let args = if named { &args[2..] } else { args };
+    let (_, args) = strip_named(args);
     let spare = std::sync::Arc::clone(&d.spare);
     encode(&spare.serve(renderer, args, &mut |name| {
-        cli::graph::from_hex(run(
-            d,
-            now,
-            cli::EXPORT_FILE,
-            &[name.to_string()],
-            None,
-            &mut false,
-        ))
+        cli::graph::from_hex(run(d, now, cli::EXPORT_FILE, &[name.to_string()], None, false).0)
     }))
 }
 
-/// A command run on the store, as RUN runs it. What it wrote is committed now, unless
-/// `defer` is true on entry: then it stays true only if a commit is owed.
+/// A command run on the store, as RUN runs it. What it wrote is committed now, or with
+/// `defer` left to the caller: the second value says whether a commit is owed.
 fn run(
     d: &Daemon,
     now: (i64, i64),
     cmd: &str,
     args: &[String],
     input: Option<&str>,
-    defer: &mut bool,
-) -> Outcome {
+    defer: bool,
+) -> (Outcome, bool) {
     // A named daemon: rrdtool's output with --daemon (below).
-    let named = args.len() >= 2 && args[..2] == NAMED;
-    let args = if named { &args[2..] } else { args };
+    let (named, args) = strip_named(args);
     // An update's series: its entry stays locked while the command runs, so that no UPDATE
     // is checked against the state before it.
     let target = match cmd {
@@ -499,15 +498,14 @@ fn run(
             d.reset_series(&mut inner, name);
             placeholder_for(d, &mut inner, name);
         }
-        if !*defer {
+        if !defer {
             if let Err(e) = d.commit(&mut inner) {
                 out.error.get_or_insert(e);
             }
         }
-    } else {
-        *defer = false;
+        return (out, defer);
     }
-    out
+    (out, false)
 }
 
 /// What `rrdtool <cmd> --daemon` prints where it differs from rrdtool on a file (librrd

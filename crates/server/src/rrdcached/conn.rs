@@ -90,6 +90,7 @@ pub fn serve<S: Read + Write>(d: &Daemon, access: &Access, mut sock: S) -> io::R
         input: None,
         renderer: None,
         more: false,
+        owes: false,
         owed: Vec::new(),
     };
     loop {
@@ -111,10 +112,18 @@ pub fn serve<S: Read + Write>(d: &Daemon, access: &Access, mut sock: S) -> io::R
             buf.extend_from_slice(&chunk[..n]);
         }
         let mut consumed = 0;
-        while let Some(pos) = buf[consumed..].iter().position(|&b| b == b'\n') {
-            let line_end = consumed + pos;
+        let eol = |from: usize| {
+            buf[from..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map(|p| from + p)
+        };
+        let mut next = eol(0);
+        while let Some(line_end) = next {
+            // The next line's end, found once: whether more lines follow this one.
+            next = eol(line_end + 1);
+            c.more = next.is_some();
             let line = String::from_utf8_lossy(&buf[consumed..line_end]);
-            c.more = buf[line_end + 1..].contains(&b'\n');
             if !c.run_line(&line, &mut out) {
                 c.count();
                 c.pay(&mut out);
@@ -178,6 +187,8 @@ struct Conn<'a> {
     renderer: Option<cli::graph::Renderer>,
     /// More whole lines follow the one being run in what was read.
     more: bool,
+    /// The RUN just run left its commit to [`Conn::pay`].
+    owes: bool,
     /// Replies in `out` (byte ranges) to RUNs whose commit waits for the end of the read:
     /// a pipelined run of creates is committed once, before any of their answers is sent.
     owed: Vec<(usize, usize)>,
@@ -217,10 +228,10 @@ impl Conn<'_> {
         // Anything else (STATS among them) sees every UPDATE before it counted.
         self.count();
         if self.batch.is_none() {
-            if let Some((r, owed)) = self.run(line) {
+            if let Some(r) = self.run(line) {
                 let start = out.len();
                 r.write_to(out);
-                if owed {
+                if std::mem::take(&mut self.owes) {
                     self.owed.push((start, out.len()));
                 }
                 return true;
@@ -255,71 +266,71 @@ impl Conn<'_> {
     }
 
     /// RUN and RUNINPUT (the CLI beside the daemon, remote.rs), which use the connection's
-    /// input; None for any other line; with the reply, whether its commit is owed
-    /// ([`Conn::pay`]).
-    fn run(&mut self, line: &str) -> Option<(Response, bool)> {
+    /// input; None for any other line. A RUN whose commit is left to [`Conn::pay`] sets
+    /// `owes`.
+    fn run(&mut self, line: &str) -> Option<Response> {
         let head = line.split(' ').next().unwrap_or("");
         if !head.eq_ignore_ascii_case("RUN") && !head.eq_ignore_ascii_case("RUNINPUT") {
             return None;
         }
         let (spec, cmd) = match proto::parse(line) {
             Ok(x) => x,
-            Err(r) => return Some((r, false)),
+            Err(r) => return Some(r),
         };
         if !allowed(self.access, spec) {
-            return Some((Response::err("Permission denied."), false));
+            return Some(Response::err("Permission denied."));
         }
-        Some((
-            match cmd {
-                Command::RunInput { hex } => {
-                    let input = self.input.get_or_insert_with(Vec::new);
-                    if input.len() + hex.len() / 2 > crate::remote::MAX_INPUT {
+        Some(match cmd {
+            Command::RunInput { hex } => {
+                let input = self.input.get_or_insert_with(Vec::new);
+                if input.len() + hex.len() / 2 > crate::remote::MAX_INPUT {
+                    self.input = None;
+                    return Some(Response::err(format!(
+                        "RUNINPUT: more than {} bytes of input",
+                        crate::remote::MAX_INPUT
+                    )));
+                }
+                match crate::remote::unhex(&hex, input) {
+                    Ok(()) => Response::ok(format!("{} bytes of input", input.len())),
+                    Err(e) => {
                         self.input = None;
-                        return Some((
-                            Response::err(format!(
-                                "RUNINPUT: more than {} bytes of input",
-                                crate::remote::MAX_INPUT
-                            )),
-                            false,
-                        ));
-                    }
-                    match crate::remote::unhex(&hex, input) {
-                        Ok(()) => Response::ok(format!("{} bytes of input", input.len())),
-                        Err(e) => {
-                            self.input = None;
-                            Response::err(e)
-                        }
+                        Response::err(e)
                     }
                 }
-                Command::Run {
-                    now,
-                    usec,
-                    cmd,
-                    args,
-                } => {
-                    // Input that is not UTF-8 is no XML the command could read: none.
-                    let text = self.input.take().and_then(|i| String::from_utf8(i).ok());
-                    let (Ok(now), Ok(usec)) = (now.parse::<i64>(), usec.parse::<i64>()) else {
-                        return Some((proto::request::usage(spec), false));
-                    };
-                    if cmd == cli::graph::DRAW {
-                        let r = crate::remote::draw(self.d, &mut self.renderer, (now, usec), &args);
-                        return Some((r, false));
-                    }
-                    // A create followed by more lines: committed with them, once.
-                    return Some(crate::remote::serve(
+            }
+            Command::Run {
+                now,
+                usec,
+                cmd,
+                args,
+            } => {
+                // Input that is not UTF-8 is no XML the command could read: none.
+                let text = self.input.take().and_then(|i| String::from_utf8(i).ok());
+                let (Ok(now), Ok(usec)) = (now.parse::<i64>(), usec.parse::<i64>()) else {
+                    return Some(proto::request::usage(spec));
+                };
+                if cmd == cli::graph::DRAW {
+                    return Some(crate::remote::draw(
                         self.d,
+                        &mut self.renderer,
                         (now, usec),
-                        &cmd,
                         &args,
-                        text.as_deref(),
-                        self.more,
                     ));
                 }
-                _ => return None,
-            },
-            false,
-        ))
+                // A create followed by more lines: committed with them, once.
+                let (r, owes) = crate::remote::serve(
+                    self.d,
+                    (now, usec),
+                    &cmd,
+                    &args,
+                    text.as_deref(),
+                    self.more,
+                );
+                self.owes = owes;
+                r
+            }
+            _ => return None,
+        })
     }
 
     /// UPDATE with a file name, straight from the line's fields; None for any other line.
