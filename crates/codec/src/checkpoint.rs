@@ -53,7 +53,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub const CK_MAGIC: [u8; 8] = *b"RINGCKP1";
-pub const CK_VERSION: u32 = 5;
+pub const CK_VERSION: u32 = 6;
+/// Version 5: no blobs section in the meta.
+pub const CK_VERSION_V5: u32 = 5;
 /// Version 4: frames hold their schema's bytes (no table of schemas in the meta).
 pub const CK_VERSION_V4: u32 = 4;
 /// The version before: one checksum over the payload, stored chunks found by their keys.
@@ -84,6 +86,9 @@ pub const CK_PAGE_ENTRIES: usize = 255;
 const PAGE_COUNT_AT: usize = CK_PAGE - 8;
 const PAGE_CRC_AT: usize = CK_PAGE - 4;
 const FRAME_HEAD: usize = 8;
+/// Bytes of a blob's chunk: a blob is stored and read by chunks of this size (its last
+/// chunk shorter).
+pub const BLOB_CHUNK: usize = 16 << 10;
 /// Chunks an archive can have (2^31 values, at least 256 a chunk).
 const MAX_TABLE: u64 = 1 << 23;
 
@@ -133,7 +138,27 @@ pub struct CheckpointState {
     /// Whether stored chunks name their segments (version 4); else they are to be found by
     /// their keys.
     pub tables: bool,
+    /// Version 6: every blob (none before).
+    pub blobs: Vec<BlobImage>,
 }
+
+/// One blob in a checkpoint (version 6): its length and where each of its chunks is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobImage {
+    pub id: u64,
+    pub name: String,
+    pub len: u64,
+    /// Per chunk of the blob's chunk size (`ceil(len / chunk size)` of them): the segment
+    /// that stores it (key: the blob's id, archive [`BLOB_ARCHIVE`], the chunk's index), or
+    /// 0 for a chunk of zeros.
+    pub chunks: Vec<u32>,
+}
+
+/// The archive number a blob's chunks have in segment keys (no RRD has that many archives).
+pub const BLOB_ARCHIVE: u32 = u32::MAX;
+
+/// Most chunks a blob's table may name (16 GiB in 16 KiB chunks).
+const MAX_BLOB_CHUNKS: u64 = 1 << 20;
 
 /// A whole checkpoint file's bytes, from borrowed series (a plain checkpoint: complete at
 /// `log_lsn`).
@@ -177,6 +202,9 @@ pub struct CheckpointWriter {
     tables: HashMap<Vec<u32>, u64, std::hash::BuildHasherDefault<rrd::fx::Fx>>,
     scratch: Vec<u32>,
     refs: Vec<u64>,
+    /// Version 6: the blobs section of the meta, and how many blobs it holds.
+    blobs: ByteWriter,
+    blob_count: u64,
 }
 
 impl CheckpointWriter {
@@ -212,7 +240,29 @@ impl CheckpointWriter {
             tables: HashMap::default(),
             scratch: Vec::new(),
             refs: Vec::new(),
+            blobs: ByteWriter::new(),
+            blob_count: 0,
         }
+    }
+
+    /// Write version 5 instead (no blobs; for tests that stores made before version 6 still
+    /// open). Call before adding any series.
+    pub fn version_5(mut self) -> Self {
+        debug_assert_eq!(self.left, self.count, "before any series");
+        self.version = CK_VERSION_V5;
+        self
+    }
+
+    /// Add a blob (version 6): its length and each chunk's segment (0: zeros), as
+    /// [`BlobImage`] holds them.
+    pub fn blob(&mut self, id: u64, name: &str, len: u64, chunks: &[u32]) {
+        debug_assert!(self.version >= CK_VERSION, "blobs need version 6");
+        self.blob_count += 1;
+        let b = &mut self.blobs;
+        b.varint(id);
+        b.str(name);
+        b.varint(len);
+        put_runs(b, chunks);
     }
 
     /// Write version 3 instead (what stores made before version 4 hold; for tests that such
@@ -317,7 +367,7 @@ impl CheckpointWriter {
         let mut refs = std::mem::take(&mut self.refs);
         refs.clear();
         refs.extend(chunks.iter().map(|list| self.table_ref(list)));
-        if self.version >= CK_VERSION {
+        if self.version >= CK_VERSION_V5 {
             let k = self.schema_ref(schema);
             encode_ref_chunked(&mut self.img, k, live, cur_rows, chunks, &refs);
         } else {
@@ -440,20 +490,18 @@ impl CheckpointWriter {
             m.varint(tables.len() as u64);
             for t in tables {
                 m.varint(t.len() as u64);
-                let mut i = 0;
-                while i < t.len() {
-                    let n = t[i..].iter().take_while(|&&s| s == t[i]).count();
-                    m.varint(n as u64);
-                    m.varint(u64::from(t[i]));
-                    i += n;
-                }
+                put_runs(m, t);
             }
-            if self.version >= CK_VERSION {
+            if self.version >= CK_VERSION_V5 {
                 let schemas = in_ref_order(&self.schemas);
                 m.varint(schemas.len() as u64);
                 for b in schemas {
                     m.bytes(b);
                 }
+            }
+            if self.version >= CK_VERSION {
+                m.varint(self.blob_count);
+                m.raw(&self.blobs.buf);
             }
             let meta_len = (m.buf.len() - meta_at) as u32;
             m.u32(meta_len);
@@ -473,6 +521,36 @@ impl CheckpointWriter {
         b[CK_HEADER_CRC_OFFSET..CK_HEADER_LEN].copy_from_slice(&hcrc.to_le_bytes());
         (self.flushed, self.w.buf, b)
     }
+}
+
+/// A table of segments as runs: (count, segment) pairs, each count at least 1.
+fn put_runs(m: &mut ByteWriter, t: &[u32]) {
+    let mut i = 0;
+    while i < t.len() {
+        let n = t[i..].iter().take_while(|&&s| s == t[i]).count();
+        m.varint(n as u64);
+        m.varint(u64::from(t[i]));
+        i += n;
+    }
+}
+
+/// A table of `len` segments read as runs ([`put_runs`]).
+fn read_runs(r: &mut ByteReader<'_>, len: u64) -> Result<Vec<u32>, DecodeError> {
+    let mut t = Vec::with_capacity(len.min(1 << 16) as usize);
+    while (t.len() as u64) < len {
+        let at = r.pos();
+        let run = r.varint()?;
+        let seg = r.varint()?;
+        if run == 0 || run > len - t.len() as u64 {
+            return Err(DecodeError::new(at, "bad chunk table run"));
+        }
+        let seg = u32::try_from(seg)
+            .ok()
+            .filter(|&s| s != u32::MAX)
+            .ok_or_else(|| DecodeError::new(at, "segment id out of range"))?;
+        t.resize(t.len() + run as usize, seg);
+    }
+    Ok(t)
 }
 
 /// The keys of a table of references (`k`: entry `k - 1`), in entry order.
@@ -647,6 +725,7 @@ struct Meta {
     tables: Vec<Arc<Vec<u32>>>,
     /// Version 5: the table of schemas the frames name (None: version 4).
     schemas: Option<Vec<Arc<rrd::Schema>>>,
+    blobs: Vec<BlobImage>,
 }
 
 /// Read and check the meta at the end of a version 4 payload.
@@ -720,27 +799,15 @@ fn read_meta(h: &CheckpointHeader, read: &mut ReadAt<'_>) -> Result<Meta, Decode
     }
     let n = r.len(r.remaining())?;
     let mut tables = Vec::with_capacity(n);
+    let shift = |e: DecodeError| DecodeError::new(at(meta_at) + e.offset, e.what);
     for _ in 0..n {
         let len = r.varint()?;
         if len == 0 || len > MAX_TABLE {
             return Err(err(&r, "bad chunk table length"));
         }
-        let mut t = Vec::with_capacity(len as usize);
-        while (t.len() as u64) < len {
-            let run = r.varint()?;
-            let seg = r.varint()?;
-            if run == 0 || run > len - t.len() as u64 {
-                return Err(err(&r, "bad chunk table run"));
-            }
-            let seg = u32::try_from(seg)
-                .ok()
-                .filter(|&s| s != u32::MAX)
-                .ok_or_else(|| err(&r, "segment id out of range"))?;
-            t.resize(t.len() + run as usize, seg);
-        }
-        tables.push(Arc::new(t));
+        tables.push(Arc::new(read_runs(&mut r, len).map_err(shift)?));
     }
-    let schemas = if h.version >= CK_VERSION {
+    let schemas = if h.version >= CK_VERSION_V5 {
         let n = r.len(r.remaining())?;
         let mut all = Vec::with_capacity(n);
         for _ in 0..n {
@@ -754,8 +821,30 @@ fn read_meta(h: &CheckpointHeader, read: &mut ReadAt<'_>) -> Result<Meta, Decode
     } else {
         None
     };
+    let mut blobs = Vec::new();
+    if h.version >= CK_VERSION {
+        let n = r.len(r.remaining())?;
+        for _ in 0..n {
+            let id = r.varint()?;
+            let name = r.str()?;
+            let len = r.varint()?;
+            let count = len.div_ceil(BLOB_CHUNK as u64);
+            // A lagged checkpoint holds blobs made after its `next_id` (crate::record).
+            if count > MAX_BLOB_CHUNKS {
+                return Err(err(&r, "bad blob in checkpoint"));
+            }
+            let chunks = read_runs(&mut r, count).map_err(shift)?;
+            blobs.push(BlobImage {
+                id,
+                name,
+                len,
+                chunks,
+            });
+        }
+    }
     r.finish()?;
     Ok(Meta {
+        blobs,
         next_id,
         complete_lsn,
         count,
@@ -880,6 +969,7 @@ fn decode_v4(
         segments: m.segments,
         series,
         tables: true,
+        blobs: m.blobs,
     })
 }
 
@@ -993,6 +1083,7 @@ fn decode_payload(
         segments,
         series,
         tables: false,
+        blobs: Vec::new(),
     })
 }
 

@@ -9,7 +9,19 @@
 //!         | 5 Block   : series_count varint, head, lens, body (each varint len, bytes):
 //!                       the samples of many series, commit-wide (crate::block), version 1
 //!         | 6 Block   : the same fields, version 2 (rows, arithmetic-coded lens)
+//!         | 7 Block   : the same fields, version 3
+//!         | 8 BlobCreate   : id varint, name str          (an empty blob: a file of a view)
+//!         | 9 BlobWrite    : id varint, offset varint, data (varint len, bytes)
+//!         | 10 BlobTruncate: id varint, len varint        (cut, or extended with zeros)
+//!         | 11 BlobRename  : id varint, name str
+//!         | 12 BlobRemove  : id varint
 //! ```
+//!
+//! Blobs (the engine's `blob` module) share the id sequence with series. Their entries set
+//! bytes and lengths outright, so applying a blob's entries from some record on to the blob
+//! as it stood at any later commit gives the same blob as applying them to the one it was
+//! at that record (what a lagged checkpoint relies on); entries naming a blob the reader
+//! does not hold are skipped (it was removed later in the log).
 //!
 //! The writer puts one Block last, holding every series' samples of the commit (Samples
 //! entries remain for the samples of a series removed in the same commit, and are read in
@@ -36,6 +48,11 @@ const TAG_RESEED: u8 = 4;
 const TAG_BLOCK: u8 = 5;
 const TAG_BLOCK2: u8 = 6;
 const TAG_BLOCK3: u8 = 7;
+const TAG_BLOB_CREATE: u8 = 8;
+const TAG_BLOB_WRITE: u8 = 9;
+const TAG_BLOB_TRUNCATE: u8 = 10;
+const TAG_BLOB_RENAME: u8 = 11;
+const TAG_BLOB_REMOVE: u8 = 12;
 
 /// One entry, as decoded.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +74,29 @@ pub enum Entry<'a> {
     Reseed,
     /// Samples of many series ([`Block::series`]).
     Block(Block<'a>),
+    /// A blob made, empty, with this name.
+    BlobCreate {
+        id: u64,
+        name: String,
+    },
+    /// Bytes of a blob set at `offset` (a gap before them, past its length, reads as zeros).
+    BlobWrite {
+        id: u64,
+        offset: u64,
+        data: &'a [u8],
+    },
+    /// A blob's length set: cut, or extended with zeros.
+    BlobTruncate {
+        id: u64,
+        len: u64,
+    },
+    BlobRename {
+        id: u64,
+        name: String,
+    },
+    BlobRemove {
+        id: u64,
+    },
 }
 
 /// Builds a record payload entry by entry.
@@ -132,6 +172,41 @@ impl RecordWriter {
     pub fn remove(&mut self, id: u64) {
         self.entries += 1;
         self.body.u8(TAG_REMOVE);
+        self.body.varint(id);
+    }
+
+    pub fn blob_create(&mut self, id: u64, name: &str) {
+        self.entries += 1;
+        self.body.u8(TAG_BLOB_CREATE);
+        self.body.varint(id);
+        self.body.str(name);
+    }
+
+    pub fn blob_write(&mut self, id: u64, offset: u64, data: &[u8]) {
+        self.entries += 1;
+        self.body.u8(TAG_BLOB_WRITE);
+        self.body.varint(id);
+        self.body.varint(offset);
+        self.body.bytes(data);
+    }
+
+    pub fn blob_truncate(&mut self, id: u64, len: u64) {
+        self.entries += 1;
+        self.body.u8(TAG_BLOB_TRUNCATE);
+        self.body.varint(id);
+        self.body.varint(len);
+    }
+
+    pub fn blob_rename(&mut self, id: u64, name: &str) {
+        self.entries += 1;
+        self.body.u8(TAG_BLOB_RENAME);
+        self.body.varint(id);
+        self.body.str(name);
+    }
+
+    pub fn blob_remove(&mut self, id: u64) {
+        self.entries += 1;
+        self.body.u8(TAG_BLOB_REMOVE);
         self.body.varint(id);
     }
 
@@ -222,6 +297,24 @@ pub fn decode_record(payload: &[u8]) -> Result<Vec<Entry<'_>>, DecodeError> {
                     body: r.bytes()?,
                 })
             }
+            TAG_BLOB_CREATE => Entry::BlobCreate {
+                id: r.varint()?,
+                name: r.str()?,
+            },
+            TAG_BLOB_WRITE => Entry::BlobWrite {
+                id: r.varint()?,
+                offset: r.varint()?,
+                data: r.bytes()?,
+            },
+            TAG_BLOB_TRUNCATE => Entry::BlobTruncate {
+                id: r.varint()?,
+                len: r.varint()?,
+            },
+            TAG_BLOB_RENAME => Entry::BlobRename {
+                id: r.varint()?,
+                name: r.str()?,
+            },
+            TAG_BLOB_REMOVE => Entry::BlobRemove { id: r.varint()? },
             _ => {
                 return Err(DecodeError::new(
                     r.pos() - 1,
@@ -266,6 +359,40 @@ mod tests {
                 assert_eq!(format!("{r:?}"), format!("{rrd:?}"));
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn blob_entries_roundtrip() {
+        let mut w = RecordWriter::new();
+        w.blob_create(7, "phpfina/1.dat");
+        w.blob_write(7, 1 << 33, &[1, 2, 3, 4]);
+        w.blob_truncate(7, 2);
+        w.blob_rename(7, "phpfina/2.dat");
+        w.blob_remove(7);
+        let p = w.finish();
+        assert_eq!(
+            decode_record(&p).unwrap(),
+            vec![
+                Entry::BlobCreate {
+                    id: 7,
+                    name: "phpfina/1.dat".into()
+                },
+                Entry::BlobWrite {
+                    id: 7,
+                    offset: 1 << 33,
+                    data: &[1, 2, 3, 4]
+                },
+                Entry::BlobTruncate { id: 7, len: 2 },
+                Entry::BlobRename {
+                    id: 7,
+                    name: "phpfina/2.dat".into()
+                },
+                Entry::BlobRemove { id: 7 },
+            ]
+        );
+        for cut in 0..p.len() {
+            assert!(decode_record(&p[..cut]).is_err(), "cut {cut}");
         }
     }
 

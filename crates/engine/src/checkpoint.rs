@@ -44,7 +44,11 @@ impl Store {
             w.series_head_chunked(s.id, &s.name, &s.schema, live, &cur_rows, &entries);
             stream(&mut w, &mut file)?;
         }
+        // Blobs as they are now: replaying the log from the snapshot onto them gives them
+        // again (crate::blob).
+        let blobs = self.checkpoint_blobs(&mut w, &mut plan);
         let n = self.install_checkpoint(generation, snap.lsn, w, file, plan)?;
+        self.blobs_stored(blobs);
         self.samples_at_ckpt = snap.samples;
         Ok(n)
     }
@@ -192,7 +196,9 @@ impl Store {
             w.series_chunked(id, &s.name, &s.rrd, &entries);
             stream(&mut w, &mut file)?;
         }
+        let blobs = self.checkpoint_blobs(&mut w, &mut plan);
         let n = self.install_checkpoint(generation, self.end_lsn, w, file, plan)?;
+        self.blobs_stored(blobs);
         self.samples_at_ckpt = self.samples_total;
         self.snap = None;
         self.reg.reseed_all();

@@ -8,7 +8,8 @@ impl Store {
     /// Whether a commit is due: changes are pending and the size limit or the commit
     /// interval has been reached (a daemon's timer can poll this).
     pub fn commit_due(&self) -> bool {
-        let pending = !self.pending.is_empty() || !self.reg.dirty.is_empty();
+        let pending =
+            !self.pending.is_empty() || !self.reg.dirty.is_empty() || self.reg.blobs.has_changes();
         pending
             && (self.pending_bytes >= self.opts.max_pending_bytes
                 || self
@@ -43,7 +44,7 @@ impl Store {
 
     pub(crate) fn commit_inner(&mut self) -> Result<CommitStats, Error> {
         self.last_commit = Instant::now();
-        if self.pending.is_empty() && self.reg.dirty.is_empty() {
+        if self.pending.is_empty() && self.reg.dirty.is_empty() && !self.reg.blobs.has_changes() {
             if self.must_checkpoint.is_some() {
                 // Nothing new, but what an earlier commit took is not durable yet.
                 let bytes = self.checkpoint_for_commit()?;
@@ -89,6 +90,10 @@ impl Store {
                 stats.series += 1;
                 stats.samples += count as usize;
             }
+        }
+        if let Err(e) = self.blob_entries(&mut rec) {
+            self.failed = true;
+            return Err(e);
         }
         self.pending_bytes = 0;
         let time_bits = std::mem::take(&mut self.pending_time_bits);

@@ -17,6 +17,8 @@ pub enum Error {
     PreviousIo,
     /// The store was opened to read a few series (`Options::only`).
     ReadOnly,
+    /// A request the store cannot carry out as asked (a blob written past its longest).
+    Invalid(String),
     /// On-disk data that fails its checksum or framing where it must not (not a torn tail).
     Corrupt {
         file: std::path::PathBuf,
@@ -35,6 +37,7 @@ impl std::fmt::Display for Error {
             Error::Locked(p) => write!(f, "store {} is locked by another process", p.display()),
             Error::PreviousIo => write!(f, "an earlier write to the store failed; reopen it"),
             Error::ReadOnly => write!(f, "the store was opened read-only"),
+            Error::Invalid(what) => write!(f, "{what}"),
             Error::Corrupt { file, offset, what } => {
                 write!(f, "{}: corrupt at offset {offset}: {what}", file.display())
             }

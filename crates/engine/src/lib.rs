@@ -11,6 +11,7 @@
 //! [`replay`] (applying records, in parallel across series).
 //! The bytes are the codec crate's; docs/FORMAT.md and docs/DURABILITY.md describe both.
 
+pub mod blob;
 mod checkpoint;
 pub mod ckptfile;
 pub mod clean;

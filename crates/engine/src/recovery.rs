@@ -176,6 +176,10 @@ pub fn recover(
     for s in ck.state.series {
         reg.insert(s.id, s.name, s.rrd);
     }
+    for b in ck.state.blobs {
+        reg.next_id = reg.next_id.max(b.id.saturating_add(1));
+        reg.blobs.insert_image(b);
+    }
     if let Some(names) = only {
         reg.only = Some(names.to_vec());
     }
@@ -356,6 +360,7 @@ pub fn recover(
         replay(&mut reg, &records, &log_path, &sealed, &mut spill)?,
         records.len(),
     );
+    reg.blobs.reindex();
     report.records_replayed = replayed.records;
     report.samples_replayed = replayed.counts.applied;
     report.samples_refused = replayed.counts.refused;

@@ -215,6 +215,22 @@ fn replay_run(
                 }
                 Entry::Reseed if reseeds.last() != Some(&i) => reseeds.push(i),
                 Entry::Reseed => {}
+                Entry::BlobCreate { id, .. } => {
+                    reg.next_id = reg.next_id.max(id.saturating_add(1));
+                    let src = reg.src.clone();
+                    reg.blobs
+                        .replay(src.as_ref(), &e)
+                        .map_err(|why| at(format!("blob: {why}")))?;
+                }
+                Entry::BlobWrite { .. }
+                | Entry::BlobTruncate { .. }
+                | Entry::BlobRename { .. }
+                | Entry::BlobRemove { .. } => {
+                    let src = reg.src.clone();
+                    reg.blobs
+                        .replay(src.as_ref(), &e)
+                        .map_err(|why| at(format!("blob: {why}")))?;
+                }
             }
         }
     }

@@ -543,6 +543,11 @@ pub const OPEN_CLASS: u32 = 1 << 16;
 /// reaches a removed file, and nothing about chains is read or held to decide.
 pub const PIECES_CLASS: u32 = OPEN_CLASS | 1;
 
+/// The class of a segment of blob chunks (`crate::blob`): each checkpoint stores the
+/// chunks written since the last one in one such segment, whole, and names every segment
+/// that holds a blob's chunk.
+pub const BLOB_CLASS: u32 = OPEN_CLASS | 2;
+
 /// Checkpoints of pieces an epoch lasts: the checkpoint that finds this many segments of
 /// pieces begins a new epoch, storing every chunk still in a piece whole (in a new segment
 /// of pieces if it is being written, else with its archive's class), and the epoch's
@@ -622,6 +627,20 @@ impl Plan {
         w.chunk(id, a as u32, c as u32, bytes);
         self.marks.push(Settled::new(id, a, c, w.id(), heap));
         w.id()
+    }
+
+    /// Store chunk `c` of blob `id` in this checkpoint's segment of blobs; its id.
+    pub fn store_blob(&mut self, id: u64, c: usize, bytes: &[u8]) -> u32 {
+        let seg = self.store(
+            BLOB_CLASS,
+            id,
+            codec::checkpoint::BLOB_ARCHIVE as usize,
+            c,
+            bytes,
+            None,
+        );
+        // Out of range: 0, which fails the segment's write (as for archive chunks).
+        u32::try_from(seg).unwrap_or(0)
     }
 
     /// The id of this checkpoint's segment of pieces, begun now if it is not yet (`None`:

@@ -121,6 +121,8 @@ pub struct Registry {
     pub only: Option<Vec<String>>,
     /// The archives' chunk tables, one copy of each ([`rrd::Rows::share`]).
     pool: SegPool,
+    /// The store's blobs (ids from the same sequence as series').
+    pub blobs: crate::blob::Blobs,
 }
 
 impl Registry {
