@@ -74,6 +74,10 @@ pub struct Config {
     /// `--view [DIR]`: mount the live view of every series at DIR (`Some(None)`: bare
     /// `--view`, which means the base directory).
     pub view: Option<Option<PathBuf>>,
+    /// `--phpfina DIR`, `--phptimeseries DIR`: emoncms's feed directories, as views whose
+    /// feed files the store holds.
+    pub phpfina: Option<PathBuf>,
+    pub phptimeseries: Option<PathBuf>,
     /// `--store`: the store directory.
     pub store: Option<PathBuf>,
     /// `--max-line`: longest request line accepted, bytes.
@@ -220,6 +224,16 @@ ringlet options:
                          Needs root and /dev/fuse; without them the daemon serves its
                          sockets and logs why. Unmounted at exit; a stale mount left by
                          a daemon that died is removed at start
+  --phpfina DIR          emoncms's PHPFina directory (/var/lib/phpfina) as a view:
+                         emoncms keeps writing <id>.meta and <id>.dat there, and the
+                         store holds them, written to the disk once a window (-w)
+                         instead of at every point; byte for byte what a plain
+                         directory would hold. Other files pass through to DIR. The
+                         feeds show on the web page and /render as emoncms.<id>. Needs
+                         root and /dev/fuse, as --view; with -U www-data emoncms can
+                         write there. `ringlet export phpfina DIR` writes the files back
+  --phptimeseries DIR    emoncms's PHPTimeSeries directory (/var/lib/phptimeseries) as
+                         a view, as --phpfina: feed_<id>.MYD files held by the store
   --carbon ADDR          take carbon's plaintext protocol (`path value timestamp`
                          lines) on TCP and UDP at ADDR (host:port, or a port:
                          loopback; default port 2003). Path a.b.c is the series
@@ -390,6 +404,8 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
         carbon_pickle: Vec::new(),
         http: Vec::new(),
         view: None,
+        phpfina: None,
+        phptimeseries: None,
     };
     let (mut perms, mut sock_group, mut sock_mode) = (None, None, None);
     let mut p = lexopt::Parser::from_args(args.iter().cloned());
@@ -481,6 +497,8 @@ pub fn parse(args: &[String]) -> Result<Config, String> {
             "--carbon-pickle" => c.carbon_pickle.push(listen_addr(&value()?, PICKLE_PORT)?),
             "--graphite-conf" => c.graphite_conf = Some(PathBuf::from(value()?)),
             "--http" => c.http.push(listen_addr(&value()?, HTTP_PORT)?),
+            "--phpfina" => c.phpfina = Some(PathBuf::from(value()?)),
+            "--phptimeseries" => c.phptimeseries = Some(PathBuf::from(value()?)),
             // An optional value: `--view=DIR`, `--view DIR`, or `--view` alone.
             "--view" => {
                 let dir = match p.optional_value() {

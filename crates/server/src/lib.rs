@@ -219,11 +219,11 @@ pub fn run(args: &[String], default_store: PathBuf) -> i32 {
         }
     };
     match start(&cfg, &store_dir) {
-        Ok((d, sockets, view)) => {
+        Ok((d, sockets, views)) => {
             if let Some(r) = ready {
                 r.ok();
             }
-            wait_for_signal(&d, &cfg, &sockets, view);
+            wait_for_signal(&d, &cfg, &sockets, views);
             0
         }
         Err(e) => {
@@ -237,7 +237,7 @@ pub fn run(args: &[String], default_store: PathBuf) -> i32 {
 }
 
 /// What `start` leaves running: the daemon, its unix sockets (removed at exit), the view.
-type Started = (Arc<Daemon>, Vec<PathBuf>, Option<view::Mounted>);
+type Started = (Arc<Daemon>, Vec<PathBuf>, Vec<view::Mounted>);
 
 fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     if let Some(f) = &cfg.log_file {
@@ -256,11 +256,14 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     sys::start_allocator_thread();
     let ids = sys::ids(cfg.group.as_deref(), cfg.user.as_deref())?;
     // A view left mounted by a daemon that died hides the directory it is on: gone first.
-    if let Some(v) = &cfg.view {
-        if let Some(dir) = v.as_deref().or(cfg.base.as_deref()) {
-            if let Err(e) = view::clear_stale(dir) {
-                log::line(&format!("no view: {e}"));
-            }
+    let rrd_view = cfg
+        .view
+        .as_ref()
+        .and_then(|v| v.as_deref().or(cfg.base.as_deref()));
+    let feed_views = [cfg.phpfina.as_deref(), cfg.phptimeseries.as_deref()];
+    for dir in [rrd_view].into_iter().chain(feed_views).flatten() {
+        if let Err(e) = view::clear_stale(dir) {
+            log::line(&format!("no view: {e}"));
         }
     }
     let opening = std::time::Instant::now();
@@ -401,32 +404,33 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             ));
         }
     }
-    // The view mounts as root (before -U): a failure is logged and the sockets served.
-    let view = match view_at {
-        None => None,
-        Some(at) => match at {
-            Err(e) => {
-                log::line(&format!("no view: {e}"));
-                None
+    // The views mount as root (before -U): a failure is logged and the sockets served.
+    let mut wanted: Vec<(view::Kind, Result<PathBuf, String>)> = Vec::new();
+    if let Some(at) = view_at {
+        wanted.push((view::Kind::Rrd, at));
+    }
+    for (kind, dir) in [
+        (view::Kind::PhpFina, &cfg.phpfina),
+        (view::Kind::PhpTimeSeries, &cfg.phptimeseries),
+    ] {
+        if let Some(dir) = dir {
+            let at = feed_dir(kind, dir, d.base.as_deref(), store_dir, &wanted);
+            wanted.push((kind, at));
+        }
+    }
+    let mut views = Vec::new();
+    for (kind, at) in wanted {
+        // The view shows the ids the daemon has after -U/-G from the first answer (a
+        // client that checks the owner, as gmetad does, may ask before the drop).
+        let owner = ids.as_ref().map(|i| (i.uid, i.gid)).unwrap_or_default();
+        match at.and_then(|dir| view::mount(d.clone(), &dir, owner, kind).map(|m| (m, dir))) {
+            Ok((m, dir)) => {
+                log::line(&format!("{} mounted at {}", kind.what(), dir.display()));
+                views.push(m);
             }
-            // The view shows the ids the daemon has after -U/-G from the first answer (a
-            // client that checks the owner, as gmetad does, may ask before the drop).
-            Ok(dir) => match view::mount(
-                d.clone(),
-                &dir,
-                ids.as_ref().map(|i| (i.uid, i.gid)).unwrap_or_default(),
-            ) {
-                Ok(m) => {
-                    log::line(&format!("view mounted at {}", dir.display()));
-                    Some(m)
-                }
-                Err(e) => {
-                    log::line(&format!("no view: {e}"));
-                    None
-                }
-            },
-        },
-    };
+            Err(e) => log::line(&format!("no {}: {e}", kind.what())),
+        }
+    }
     // -U/-G: the store was opened (and locked) as root; its files become the user's, so that
     // the checkpoints and segments written from now on can replace them. The base directory
     // must be writable by the user, as for rrdcached.
@@ -470,7 +474,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     }
     let dc = d.clone();
     std::thread::spawn(move || dc.committer());
-    Ok((d, sockets, view))
+    Ok((d, sockets, views))
 }
 
 /// Where `--view` mounts: DIR, or the base directory for a bare `--view` (the daemon then
@@ -499,6 +503,48 @@ fn view_dir(dir: Option<&Path>, base: Option<&str>, store: &Path) -> Result<Path
                 b.display()
             ));
         }
+    }
+    Ok(dir)
+}
+
+/// Where an emoncms view mounts: `dir`, which must exist, and be neither over the store, nor
+/// at or inside the base directory, nor where another view is.
+fn feed_dir(
+    kind: view::Kind,
+    dir: &Path,
+    base: Option<&str>,
+    store: &Path,
+    others: &[(view::Kind, Result<PathBuf, String>)],
+) -> Result<PathBuf, String> {
+    let what = kind.what();
+    let dir = std::fs::canonicalize(dir)
+        .map_err(|e| format!("cannot mount the {what} at {}: {e}", dir.display()))?;
+    if std::fs::canonicalize(store).is_ok_and(|s| s.starts_with(&dir)) {
+        return Err(format!(
+            "cannot mount the {what} at {}: the store {} is under it",
+            dir.display(),
+            store.display()
+        ));
+    }
+    if let Some(b) = base.and_then(|b| std::fs::canonicalize(b).ok()) {
+        if dir.starts_with(&b) || b.starts_with(&dir) {
+            return Err(format!(
+                "cannot mount the {what} at {}: the base directory {} is there (emoncms's \
+                 directories are apart from the RRDs')",
+                dir.display(),
+                b.display()
+            ));
+        }
+    }
+    if let Some((k, _)) = others
+        .iter()
+        .find(|(_, at)| at.as_ref().is_ok_and(|o| *o == dir))
+    {
+        return Err(format!(
+            "cannot mount the {what} at {}: the {} is mounted there",
+            dir.display(),
+            k.what()
+        ));
     }
     Ok(dir)
 }
@@ -553,7 +599,7 @@ fn describe_recovery(dir: &Path, r: &engine::recovery::RecoveryReport) -> String
     s
 }
 
-fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf], view: Option<view::Mounted>) {
+fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf], views: Vec<view::Mounted>) {
     loop {
         let sig = sys::wait_signal();
         match sig {
@@ -564,8 +610,9 @@ fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf], view: Option<v
             }
         }
     }
-    // Unmounted first: no reader opens a file of a daemon that is stopping.
-    drop(view);
+    // Unmounted first: no reader opens a file of a daemon that is stopping, no writer writes
+    // to a feed after the final commit.
+    drop(views);
     final_commit(d);
     let _ = std::fs::remove_file(remote::address_file(&d.lock().places.store));
     for s in sockets {

@@ -95,6 +95,11 @@ impl Filesystem for View {
                         return reply.error(Errno::EPERM);
                     }
                 }
+                Node::Blob(p) => {
+                    if let Err(e) = self.feed_set_len(p, size) {
+                        return reply.error(e);
+                    }
+                }
                 Node::Dir(_) => return reply.error(Errno::EISDIR),
                 Node::Plain(_) => {}
             }
@@ -173,6 +178,13 @@ impl Filesystem for View {
                 lock(&self.inodes).unlink(&p);
                 reply.ok();
             }
+            Some(Node::Blob(p)) => match self.feed_remove(&p) {
+                Ok(()) => {
+                    lock(&self.inodes).unlink(&p);
+                    reply.ok()
+                }
+                Err(e) => reply.error(e),
+            },
             Some(Node::File(p)) => match view_remove(&self.d, &p) {
                 Ok(true) => {
                     lock(&self.inodes).unlink(&p);
@@ -222,8 +234,15 @@ impl Filesystem for View {
             return reply.error(Errno::EISDIR);
         }
         match self.resolve(&from) {
+            Some(Node::Blob(f)) => match self.feed_rename(&f, &to) {
+                Ok(()) => {
+                    lock(&self.inodes).rename(&f, &to);
+                    reply.ok()
+                }
+                Err(e) => reply.error(e),
+            },
             // Over -b, a loose file given a name that is not the view's is written beneath.
-            Some(Node::Loose(p)) if !rrd_like(&to) && self.beneath.is_some() => {
+            Some(Node::Loose(p)) if !self.own(&to) && self.beneath.is_some() => {
                 let Some(dst) = self.below(&to) else {
                     return reply.error(Errno::ENOENT);
                 };
@@ -309,6 +328,15 @@ impl Filesystem for View {
         let write = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
         let h = match n {
             Node::Dir(_) => return reply.error(Errno::EISDIR),
+            Node::Blob(p) => {
+                // Opened to read and write without a write (PyFina's "rb+") changes nothing.
+                if write && flags.0 & libc::O_TRUNC != 0 {
+                    if let Err(e) = self.feed_set_len(&p, 0) {
+                        return reply.error(e);
+                    }
+                }
+                Handle::Blob(p)
+            }
             Node::Plain(p) => {
                 let Some(path) = self.below(&p) else {
                     return reply.error(Errno::ENOENT);
@@ -384,9 +412,25 @@ impl Filesystem for View {
         if matches!(now, Some(Node::Dir(_))) {
             return reply.error(Errno::EISDIR);
         }
+        if self.kind != Kind::Rrd && self.own(&path) {
+            if let Err(e) = self.feed_create(&path, flags & libc::O_TRUNC != 0) {
+                return reply.error(e);
+            }
+            let ino = self.ino(&path);
+            let size = self.feed_len(&path).unwrap_or(0);
+            let fh = self.add_handle(Handle::Blob(path));
+            let attr = self.file_attr(ino, size, SystemTime::now());
+            return reply.created(
+                &TTL,
+                &attr,
+                Generation(0),
+                FileHandle(fh),
+                FopenFlags::empty(),
+            );
+        }
         // Over -b, a name that is not the view's is a plain file made beneath.
         if let (false, Some(dst), false) = (
-            rrd_like(&path),
+            self.own(&path),
             self.below(&path),
             matches!(now, Some(Node::File(_))),
         ) {
@@ -455,6 +499,14 @@ impl Filesystem for View {
                     };
                 }
                 Some(Handle::Read(b)) => slice(b),
+                Some(Handle::Blob(p)) => {
+                    let p = p.clone();
+                    drop(open);
+                    return match self.feed_read(&p, offset, size) {
+                        Ok(d) => reply.data(&d),
+                        Err(e) => reply.error(e),
+                    };
+                }
                 Some(Handle::Edit { buf, .. }) => slice(buf),
                 Some(Handle::Loose { path, .. }) => {
                     let l = lock(&self.loose);
@@ -479,6 +531,14 @@ impl Filesystem for View {
         reply: ReplyWrite,
     ) {
         let mut open = lock(&self.open);
+        if let Some(Handle::Blob(p)) = open.get(&u64::from(fh)) {
+            let p = p.clone();
+            drop(open);
+            return match self.feed_write(&p, offset, data) {
+                Ok(()) => reply.written(data.len() as u32),
+                Err(e) => reply.error(e),
+            };
+        }
         if let Some(Handle::Plain(f)) = open.get(&u64::from(fh)) {
             use std::os::unix::fs::FileExt;
             let f = f.clone();
@@ -490,7 +550,7 @@ impl Filesystem for View {
         }
         let offset = offset as usize;
         match open.get_mut(&u64::from(fh)) {
-            Some(Handle::Plain(_)) => reply.error(Errno::EBADF),
+            Some(Handle::Plain(_) | Handle::Blob(_)) => reply.error(Errno::EBADF),
             Some(Handle::Read(_)) => reply.error(Errno::EBADF),
             Some(Handle::Loose { path, dirty }) => {
                 let mut l = lock(&self.loose);
@@ -555,10 +615,17 @@ impl Filesystem for View {
         datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let plain = match lock(&self.open).get(&u64::from(fh)) {
-            Some(Handle::Plain(f)) => Some(f.clone()),
-            _ => None,
+        let (plain, blob) = match lock(&self.open).get(&u64::from(fh)) {
+            Some(Handle::Plain(f)) => (Some(f.clone()), None),
+            Some(Handle::Blob(p)) => (None, Some(p.clone())),
+            _ => (None, None),
         };
+        if let Some(p) = blob {
+            return match self.feed_sync(&p) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            };
+        }
         if let Some(f) = plain {
             let r = if datasync {
                 f.sync_data()

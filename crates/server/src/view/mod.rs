@@ -32,11 +32,25 @@
 //!   DIR`) keeps them the same way in DIR beneath the view, opened before the mount (they
 //!   were loose, in memory, gone at a restart, until the review found it).
 //!
+//! `ringlet serve --phpfina DIR` and `--phptimeseries DIR` mount the same view over emoncms's
+//! data directories ([`Kind`]): there the view's own files are emoncms's feed files
+//! (`<id>.meta` and `<id>.dat` of a PHPFina feed, `feed_<id>.MYD` of a PHPTimeSeries one),
+//! each held by the store as a blob (`engine::blob`, named `phpfina/<id>.dat`, ...), read and
+//! written in place at any offset, cut, renamed and removed as emoncms does to plain files;
+//! what is written reaches the disk in the daemon's commits, once a window. Writes that
+//! cannot be a feed's (a `.dat` write that is not whole float32 points, a `.meta` past its 16
+//! bytes or with interval 0, a `.MYD` write that is not whole 9-byte records, a feed file
+//! name that is not `<digits>.dat`) are refused with EINVAL and a log line. Every other name
+//! is a plain file (or directory) in DIR beneath the view, as for `--view DIR`.
+//!
 //! The FUSE side is the `fuser` crate (pure Rust, mounting through /dev/fuse as root); what
 //! is served is ours. The calls themselves are in `fs.rs`; the tree, snapshots and loose
-//! files here.
+//! files here; the feed files' rules in `feeds.rs`.
 
+mod feeds;
 mod fs;
+
+pub use feeds::Kind;
 
 use crate::daemon::Daemon;
 use crate::series::life::{view_import, view_remove, view_rename};
@@ -115,6 +129,7 @@ pub fn mount(
     d: Arc<Daemon>,
     dir: &Path,
     owner: (Option<u32>, Option<u32>),
+    kind: Kind,
 ) -> Result<Mounted, String> {
     clear_stale(dir)?;
     if let Err(e) = std::fs::metadata(dir) {
@@ -141,13 +156,13 @@ pub fn mount(
     // the directory itself, opened before the mount hides it: other programs' files made
     // there are kept on its disk, as over -b (not in memory, gone at a restart).
     let own = match d.lower.get() {
-        Some(_) => None,
-        None => Some(
+        Some(_) if kind == Kind::Rrd => None,
+        _ => Some(
             std::fs::File::open(dir)
                 .map_err(|e| format!("cannot mount the view at {}: {e}", dir.display()))?,
         ),
     };
-    let fs = View::new(d, owner, own);
+    let fs = View::new(d, owner, own, kind);
     let running = fuser::spawn_mount(fs, dir, &cfg)
         .map_err(|e| format!("cannot mount the view at {}: {e}", dir.display()))?;
     Ok(Mounted {
@@ -167,6 +182,8 @@ enum Node {
     /// A file of another program's beneath the view (mounted over `-b`): Munin's state
     /// files, a cache directory's images. Read and written through to the disk.
     Plain(String),
+    /// A feed file of an emoncms view (its path in the view), held as a blob.
+    Blob(String),
 }
 
 #[derive(Default)]
@@ -269,6 +286,8 @@ enum Handle {
     Loose { path: String, dirty: bool },
     /// A plain file beneath the view, open there.
     Plain(Arc<std::fs::File>),
+    /// A feed file of an emoncms view (its path in the view): read and written in the store.
+    Blob(String),
 }
 
 struct View {
@@ -292,6 +311,10 @@ struct View {
     /// The ids the view's own files and directories show: the daemon's after `-U`/`-G`.
     uid: u32,
     gid: u32,
+    /// What the view shows: series as `.rrd` files, or emoncms's feed files.
+    kind: Kind,
+    /// When each feed file was last changed through the view (since the daemon started).
+    mtimes: Mutex<HashMap<String, SystemTime>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -299,7 +322,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl View {
-    fn new(d: Arc<Daemon>, owner: (Option<u32>, Option<u32>), own: Option<std::fs::File>) -> View {
+    fn new(
+        d: Arc<Daemon>,
+        owner: (Option<u32>, Option<u32>),
+        own: Option<std::fs::File>,
+        kind: Kind,
+    ) -> View {
         use std::os::fd::AsRawFd;
         let mut inodes = Inodes::default();
         inodes.ino("");
@@ -326,6 +354,17 @@ impl View {
             uid: owner.0.unwrap_or_else(|| unsafe { libc::geteuid() }),
             // SAFETY: as above.
             gid: owner.1.unwrap_or_else(|| unsafe { libc::getegid() }),
+            kind,
+            mtimes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether `path` is the view's own (a series' file, or one that may become one; an
+    /// emoncms feed file): any other name is a plain file beneath.
+    fn own(&self, path: &str) -> bool {
+        match self.kind {
+            Kind::Rrd => rrd_like(path),
+            k => k.own(path),
         }
     }
 
@@ -340,9 +379,9 @@ impl View {
     }
 
     /// The plain file at `path` beneath the view: only over `-b`, only a name that is not
-    /// the view's own ([`rrd_like`]), only a regular file (never a link out of the tree).
+    /// the view's own ([`View::own`]), only a regular file (never a link out of the tree).
     fn plain_meta(&self, path: &str) -> Option<std::fs::Metadata> {
-        if rrd_like(path) {
+        if self.own(path) {
             return None;
         }
         let m = std::fs::symlink_metadata(self.below(path)?).ok()?;
@@ -351,6 +390,9 @@ impl View {
 
     /// The store's names, read again if series were created or removed since.
     fn names(&self) -> Arc<BTreeSet<String>> {
+        if self.kind != Kind::Rrd {
+            return Arc::new(self.feed_names());
+        }
         let version = self.d.lock().store.names_version();
         {
             let n = self.names.read().unwrap_or_else(|p| p.into_inner());
@@ -392,6 +434,9 @@ impl View {
     fn resolve(&self, path: &str) -> Option<Node> {
         if path.is_empty() {
             return Some(Node::Dir(String::new()));
+        }
+        if self.kind != Kind::Rrd && self.own(path) {
+            return self.feed_len(path).map(|_| Node::Blob(path.to_string()));
         }
         if lock(&self.loose).0.contains_key(path) {
             return Some(Node::Loose(path.to_string()));
@@ -465,6 +510,11 @@ impl View {
                 let l = lock(&self.loose);
                 let f = l.0.get(p)?;
                 Some(self.file_attr(ino, f.bytes.len() as u64, f.mtime))
+            }
+            Node::Blob(p) => {
+                let size = self.feed_len(p)?;
+                let t = lock(&self.mtimes).get(p).copied().unwrap_or(self.started());
+                Some(self.file_attr(ino, size, t))
             }
             Node::File(name) => {
                 // The time of the last value accepted: queued ones are applied first, as for
@@ -681,7 +731,7 @@ impl View {
                 };
                 if t.is_dir() {
                     add(&join(dir, &n), true);
-                } else if t.is_file() && !rrd_like(&n) {
+                } else if t.is_file() && !self.own(&n) {
                     add(&join(dir, &n), false);
                 }
             }
@@ -752,7 +802,13 @@ impl View {
     /// (and gone beneath once the store holds it).
     fn rename_plain(&self, from: &str, to: &str, target: Option<&Node>) -> Result<(), Errno> {
         let src = self.below(from).ok_or(Errno::ENOENT)?;
-        if rrd_like(to) {
+        if self.kind != Kind::Rrd && self.own(to) {
+            // A feed file put in place (a backup's copy renamed): the store takes it.
+            let bytes = std::fs::read(&src).map_err(|e| errno(&e))?;
+            self.feed_import(to, &bytes)?;
+            return std::fs::remove_file(&src).map_err(|e| errno(&e));
+        }
+        if self.kind == Kind::Rrd && rrd_like(to) {
             let bytes = std::fs::read(&src).map_err(|e| errno(&e))?;
             if let Some(Node::Loose(t)) = target {
                 self.take_loose(t);

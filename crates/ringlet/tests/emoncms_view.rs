@@ -1,0 +1,266 @@
+//! `ringlet serve --phpfina DIR`: emoncms's PHPFina directory as a view whose feed files the
+//! store holds (issue 47).
+//!
+//! A seeded random sequence of emoncms's file operations (feeds made, points posted one at a
+//! time and many at once, with gaps of NaN padding and overwrites into the past, feeds
+//! cleared and deleted, reads as a graph makes them: `testkit::emoncms`) runs against a plain
+//! directory and against the view; every read gives the same bytes, and the two trees are
+//! equal byte for byte: while the daemon runs, after a SIGTERM and a restart, and after a
+//! kill -9 and a restart (then the tree is the plain directory's as of the last commit).
+//!
+//! Each run is this test binary run again in a mount namespace of its own (`unshare -m`),
+//! under `timeout`: the mount dies with the namespace even if the test is killed. Needs root
+//! and /dev/fuse; CI has them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use testkit::emoncms::{apply, ops, tree, Op};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ringlet");
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+/// Set in the run inside the namespace: the test's own body runs there.
+const INNER: &str = "RINGLET_EMONCMS_INNER";
+
+struct Dir(PathBuf);
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let p = std::env::temp_dir().join(format!(
+            "ringlet-emoncms-{tag}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Dir(p)
+    }
+}
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn can_mount() -> bool {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ok = root && Path::new("/dev/fuse").exists() && which("unshare") && which("timeout");
+    if !ok {
+        eprintln!("emoncms view tests need root, /dev/fuse and unshare: not run here");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root with FUSE: the emoncms view tests must run"
+        );
+    }
+    ok
+}
+
+fn which(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Run test `name` of this binary again inside a new mount namespace, with `$T` = `dir`.
+fn in_namespace(name: &str, dir: &Path, secs: u32) {
+    let exe = std::env::current_exe().unwrap();
+    let o = Command::new("timeout")
+        .args(["-k", "5", &secs.to_string()])
+        .args(["unshare", "-m", "--propagation", "private"])
+        .arg(exe)
+        .args([name, "--exact", "--include-ignored", "--nocapture"])
+        .env(INNER, "1")
+        .env("T", dir)
+        .output()
+        .expect("unshare");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+    assert!(
+        o.status.success() && out.contains("1 passed"),
+        "{name} failed in its namespace: {:?}\nstdout:\n{out}\nstderr:\n{err}\ndaemon log:\n{log}",
+        o.status
+    );
+}
+
+/// The running daemon with the PHPFina view at `$T/mnt`.
+struct Daemon {
+    child: Child,
+    t: PathBuf,
+}
+
+fn mounted(p: &Path) -> bool {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let p = p.to_string_lossy();
+    info.lines()
+        .any(|l| l.split(' ').nth(4).is_some_and(|m| m == p))
+}
+
+impl Daemon {
+    fn start(t: &Path) -> Daemon {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(t.join("serve.log"))
+            .unwrap();
+        let child = Command::new(BIN)
+            .args(["serve", "-g", "-w", "3600"])
+            .arg("-l")
+            .arg(format!("unix:{}", t.join("s.sock").display()))
+            .arg("--store")
+            .arg(t.join("store"))
+            .arg("--phpfina")
+            .arg(t.join("mnt"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let d = Daemon {
+            child,
+            t: t.to_path_buf(),
+        };
+        let t0 = Instant::now();
+        while !(mounted(&t.join("mnt")) && t.join("s.sock").exists()) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the view never mounted"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        d
+    }
+
+    /// FLUSHALL on the daemon's socket: everything accepted is committed when it answers.
+    fn flush_all(&self) {
+        use std::io::{BufRead, Write};
+        let mut s = std::os::unix::net::UnixStream::connect(self.t.join("s.sock")).unwrap();
+        s.write_all(b"FLUSHALL\n").unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(&s).read_line(&mut line).unwrap();
+        assert!(line.starts_with("0 "), "FLUSHALL: {line}");
+    }
+
+    /// Stop with `signal`, and wait until it is gone and the view with it.
+    fn stop(mut self, signal: i32) {
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+        self.child.wait().unwrap();
+        let mnt = self.t.join("mnt");
+        if mounted(&mnt) {
+            // Killed: the dead mount is detached by the next start; this test does so now.
+            let _ = Command::new("umount").arg("-l").arg(&mnt).status();
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The plain directory's and the view's trees are equal.
+fn same_trees(plain: &Path, view: &Path, when: &str) {
+    let (a, b) = (tree(plain).unwrap(), tree(view).unwrap());
+    let names = |t: &[(String, Vec<u8>)]| t.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&a), names(&b), "{when}: the names differ");
+    for ((n, x), (_, y)) in a.iter().zip(&b) {
+        assert!(
+            x == y,
+            "{when}: {n} differs ({} bytes plain, {} in the view; first at {:?})",
+            x.len(),
+            y.len(),
+            x.iter().zip(y).position(|(p, q)| p != q)
+        );
+        // stat's size, which emoncms takes as the number of points.
+        let len = std::fs::metadata(view.join(n)).unwrap().len();
+        assert_eq!(len, x.len() as u64, "{when}: {n}'s size");
+    }
+}
+
+/// Apply `ops` to both directories; every read gives the same bytes.
+fn run_ops(plain: &Path, view: &Path, ops: &[Op]) {
+    for (i, op) in ops.iter().enumerate() {
+        let a = apply(plain, op).unwrap_or_else(|e| panic!("op {i} {op:?} on the plain dir: {e}"));
+        let b = apply(view, op).unwrap_or_else(|e| panic!("op {i} {op:?} on the view: {e}"));
+        assert_eq!(a, b, "op {i} {op:?}: reads differ");
+    }
+}
+
+#[test]
+fn a_random_emoncms_sequence_gives_the_plain_directorys_bytes_across_restarts_and_kill_9() {
+    if !can_mount() {
+        return;
+    }
+    let dir = Dir::new("random");
+    in_namespace(
+        "inner_random_sequence_against_a_plain_directory",
+        &dir.0,
+        300,
+    );
+}
+
+#[test]
+#[ignore = "run by the test above, in a mount namespace of its own"]
+fn inner_random_sequence_against_a_plain_directory() {
+    let Some(t) = std::env::var_os(INNER)
+        .and(std::env::var_os("T"))
+        .map(PathBuf::from)
+    else {
+        return;
+    };
+    let (plain, mnt) = (t.join("plain"), t.join("mnt"));
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::create_dir_all(&mnt).unwrap();
+    let seeds: u64 = std::env::var("EMONCMS_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let mut d = Daemon::start(&t);
+    // A file of another program's passes through to the directory beneath.
+    std::fs::write(mnt.join("notes.txt"), b"kept beneath").unwrap();
+    std::fs::write(plain.join("notes.txt"), b"kept beneath").unwrap();
+    for seed in 1..=seeds {
+        let all = ops(seed, 1500);
+        let (a, rest) = all.split_at(500);
+        let (b, c) = rest.split_at(500);
+        run_ops(&plain, &mnt, a);
+        same_trees(&plain, &mnt, &format!("seed {seed}, running"));
+        // A clean stop commits everything; the restart serves it.
+        d.stop(libc::SIGTERM);
+        assert!(!mounted(&mnt));
+        assert_eq!(
+            std::fs::read(mnt.join("notes.txt")).unwrap(),
+            b"kept beneath"
+        );
+        d = Daemon::start(&t);
+        same_trees(&plain, &mnt, &format!("seed {seed}, after SIGTERM"));
+        run_ops(&plain, &mnt, b);
+        d.flush_all();
+        let committed = tree(&plain).unwrap();
+        // Not committed: lost to the kill.
+        run_ops(&plain, &mnt, c);
+        same_trees(&plain, &mnt, &format!("seed {seed}, before kill -9"));
+        d.stop(libc::SIGKILL);
+        d = Daemon::start(&t);
+        let now = tree(&mnt).unwrap();
+        assert!(
+            now == committed,
+            "seed {seed}: after kill -9 the view is not the tree as of the last FLUSHALL"
+        );
+        // The plain directory goes back to what was committed, and both go on from there.
+        for e in std::fs::read_dir(&plain).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        for (n, bytes) in &committed {
+            std::fs::write(plain.join(n), bytes).unwrap();
+        }
+    }
+    assert!(mnt.join("notes.txt").exists());
+    d.stop(libc::SIGTERM);
+    println!("emoncms sequences: {seeds} seeds of 1500 operations");
+}

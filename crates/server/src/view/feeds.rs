@@ -1,0 +1,385 @@
+//! The emoncms views (`--phpfina DIR`, `--phptimeseries DIR`): which names are feed files,
+//! what a write to one may be, and the feed files' side of each call, in the store's blobs.
+//!
+//! The formats, as emoncms documents and writes them:
+//! - PHPFina: `<id>.meta`, 16 bytes of little-endian u32 (0, 0, interval, start time);
+//!   `<id>.dat`, float32 values, one per interval from the start time (NaN for none).
+//! - PHPTimeSeries: `feed_<id>.MYD`, 9-byte records (a byte 249, u32 time, float32 value).
+//!
+//! A feed file is the blob `phpfina/<name>` (`phptimeseries/<name>`); the web page and the
+//! Graphite API read PHPFina feeds from them (`crate::feeds`).
+
+use super::*;
+use engine::Error;
+
+/// What a view shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Every series as a `.rrd` file (`--view`).
+    Rrd,
+    /// emoncms's PHPFina feeds (`--phpfina`).
+    PhpFina,
+    /// emoncms's PHPTimeSeries feeds (`--phptimeseries`).
+    PhpTimeSeries,
+}
+
+/// Bytes of a PHPFina `.meta` file.
+const META_LEN: u64 = 16;
+/// Bytes of a PHPTimeSeries record.
+const RECORD: u64 = 9;
+
+impl Kind {
+    /// The prefix of the blob names of this view's files.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Kind::Rrd => "",
+            Kind::PhpFina => "phpfina/",
+            Kind::PhpTimeSeries => "phptimeseries/",
+        }
+    }
+
+    /// What the option and the log call the view.
+    pub fn what(self) -> &'static str {
+        match self {
+            Kind::Rrd => "view",
+            Kind::PhpFina => "PHPFina view",
+            Kind::PhpTimeSeries => "PHPTimeSeries view",
+        }
+    }
+
+    /// Whether `path` names a feed file (or a file that claims to be one: its kind's
+    /// extension, in the view's directory itself). Any other name is a plain file beneath.
+    pub fn own(self, path: &str) -> bool {
+        if path.contains('/') {
+            return false;
+        }
+        match self {
+            Kind::Rrd => false,
+            Kind::PhpFina => path.ends_with(".dat") || path.ends_with(".meta"),
+            Kind::PhpTimeSeries => path.ends_with(".MYD"),
+        }
+    }
+
+    /// Whether `path` (one of [`Kind::own`]'s) is a feed's file: `<id>.dat`, `<id>.meta`,
+    /// `feed_<id>.MYD`, the id a number of emoncms's (decimal digits, below 2^32).
+    pub fn valid(self, path: &str) -> bool {
+        let id = match self {
+            Kind::Rrd => return false,
+            Kind::PhpFina => path
+                .strip_suffix(".dat")
+                .or_else(|| path.strip_suffix(".meta")),
+            Kind::PhpTimeSeries => path
+                .strip_prefix("feed_")
+                .and_then(|p| p.strip_suffix(".MYD")),
+        };
+        id.is_some_and(|id| {
+            !id.is_empty()
+                && id.len() <= 10
+                && id.bytes().all(|b| b.is_ascii_digit())
+                && id.parse::<u64>().is_ok_and(|n| n < 1 << 32)
+        })
+    }
+
+    /// Why a file of `path` may not be `len` bytes long, if it may not.
+    fn bad_len(self, path: &str, len: u64) -> Option<String> {
+        match self {
+            Kind::PhpFina if path.ends_with(".meta") && len > META_LEN => Some(format!(
+                "a PHPFina meta file is {META_LEN} bytes, not {len}"
+            )),
+            Kind::PhpFina if path.ends_with(".dat") && !len.is_multiple_of(4) => Some(format!(
+                "{len} bytes is not a whole number of float32 points (4 bytes each)"
+            )),
+            Kind::PhpTimeSeries if !len.is_multiple_of(RECORD) => Some(format!(
+                "{len} bytes is not a whole number of {RECORD}-byte records"
+            )),
+            _ => None,
+        }
+    }
+
+    /// Why `data` may not be written at `off` of `path`, if it may not (`meta`: the meta
+    /// file's bytes now, for a `.meta`).
+    fn bad_write(self, path: &str, off: u64, data: &[u8], meta: &[u8]) -> Option<String> {
+        let n = data.len() as u64;
+        let unit = match self {
+            Kind::PhpFina if path.ends_with(".dat") => 4,
+            Kind::PhpTimeSeries => RECORD,
+            _ => 1,
+        };
+        if !off.is_multiple_of(unit) || !n.is_multiple_of(unit) {
+            return Some(if unit == 4 {
+                format!("a write of {n} bytes at {off} is not whole float32 points (4 bytes each)")
+            } else {
+                format!("a write of {n} bytes at {off} is not whole {RECORD}-byte records")
+            });
+        }
+        if self == Kind::PhpFina && path.ends_with(".meta") {
+            let end = off.saturating_add(n);
+            if end > META_LEN {
+                return Some(format!(
+                    "a write of {n} bytes at {off} runs past the meta file's {META_LEN} bytes"
+                ));
+            }
+            // The interval (bytes 8 to 12) as the write leaves it, once it writes there.
+            if off < 12 && end > 8 {
+                let mut m = [0u8; 16];
+                m[..meta.len().min(16)].copy_from_slice(&meta[..meta.len().min(16)]);
+                m[off as usize..end as usize].copy_from_slice(data);
+                if end >= 12 && u32::from_le_bytes(m[8..12].try_into().expect("4 bytes")) == 0 {
+                    return Some("a meta file with interval 0".into());
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The errno for an error of the store's.
+fn store_errno(e: &Error) -> Errno {
+    match e {
+        Error::NotFound(_) => Errno::ENOENT,
+        Error::Invalid(_) => Errno::EINVAL,
+        Error::ReadOnly => Errno::EROFS,
+        _ => Errno::EIO,
+    }
+}
+
+impl View {
+    /// The blob of feed file `path`.
+    fn blob(&self, path: &str) -> String {
+        format!("{}{path}", self.kind.prefix())
+    }
+
+    /// When the daemon started: the time a feed file not changed since shows.
+    pub(super) fn started(&self) -> SystemTime {
+        SystemTime::now() - self.d.started.elapsed()
+    }
+
+    /// The feed files the store holds for this view.
+    pub(super) fn feed_names(&self) -> BTreeSet<String> {
+        let prefix = self.kind.prefix();
+        let all = self.d.lock().store.blobs();
+        all.into_iter()
+            .filter_map(|(n, _)| n.strip_prefix(prefix).map(str::to_string))
+            .collect()
+    }
+
+    /// The length of feed file `path`, if it exists.
+    pub(super) fn feed_len(&self, path: &str) -> Option<u64> {
+        self.d.lock().store.blob_len(&self.blob(path))
+    }
+
+    fn touched(&self, path: &str) {
+        lock(&self.mtimes).insert(path.to_string(), SystemTime::now());
+    }
+
+    /// A refusal: logged, with its errno.
+    fn refuse(&self, path: &str, why: &str) -> Errno {
+        crate::log::line(&format!("{}: {path}: refused: {why}", self.kind.what()));
+        Errno::EINVAL
+    }
+
+    /// A store error on `path`: logged unless it is a plain one (a file gone), as an errno.
+    fn failed(&self, path: &str, e: &Error) -> Errno {
+        let n = store_errno(e);
+        if n != Errno::ENOENT {
+            crate::log::line(&format!("{}: {path}: {e}", self.kind.what()));
+        }
+        n
+    }
+
+    /// The store refuses reads after a failed write (logged once, then).
+    fn readable(&self) -> Result<(), Errno> {
+        match self.d.unreadable() {
+            Some(_) => Err(Errno::EIO),
+            None => Ok(()),
+        }
+    }
+
+    /// Make feed file `path`, empty (O_CREAT); an existing one is kept unless `trunc`.
+    pub(super) fn feed_create(&self, path: &str, trunc: bool) -> Result<(), Errno> {
+        if !self.kind.valid(path) {
+            return Err(self.refuse(path, "not the name of a feed's file"));
+        }
+        let name = self.blob(path);
+        let mut inner = self.d.lock();
+        let r = match inner.store.blob_len(&name) {
+            Some(_) if trunc => inner.store.blob_set_len(&name, 0),
+            Some(_) => Ok(()),
+            None => inner.store.blob_create(&name),
+        };
+        drop(inner);
+        r.map_err(|e| self.failed(path, &e))?;
+        self.touched(path);
+        Ok(())
+    }
+
+    /// A feed file put in place whole (a plain file renamed to a feed's name).
+    pub(super) fn feed_import(&self, path: &str, bytes: &[u8]) -> Result<(), Errno> {
+        if !self.kind.valid(path) {
+            return Err(self.refuse(path, "not the name of a feed's file"));
+        }
+        if let Some(why) = self.kind.bad_len(path, bytes.len() as u64) {
+            return Err(self.refuse(path, &why));
+        }
+        if let Some(why) = self.kind.bad_write(path, 0, bytes, &[]) {
+            return Err(self.refuse(path, &why));
+        }
+        let name = self.blob(path);
+        let mut inner = self.d.lock();
+        let r = inner
+            .store
+            .blob_create(&name)
+            .and_then(|()| inner.store.blob_write(&name, 0, bytes));
+        drop(inner);
+        r.map_err(|e| self.failed(path, &e))?;
+        self.touched(path);
+        Ok(())
+    }
+
+    pub(super) fn feed_read(&self, path: &str, off: u64, size: u32) -> Result<Vec<u8>, Errno> {
+        self.readable()?;
+        let r = self
+            .d
+            .lock()
+            .store
+            .blob_read(&self.blob(path), off, u64::from(size));
+        r.map_err(|e| self.failed(path, &e))
+    }
+
+    pub(super) fn feed_write(&self, path: &str, off: u64, data: &[u8]) -> Result<(), Errno> {
+        let name = self.blob(path);
+        let mut inner = self.d.lock();
+        let meta = if path.ends_with(".meta") {
+            inner
+                .store
+                .blob_read(&name, 0, META_LEN)
+                .map_err(|e| self.failed(path, &e))?
+        } else {
+            Vec::new()
+        };
+        if let Some(why) = self.kind.bad_write(path, off, data, &meta) {
+            drop(inner);
+            return Err(self.refuse(path, &why));
+        }
+        let r = inner.store.blob_write(&name, off, data);
+        drop(inner);
+        match r {
+            Ok(()) => {
+                self.touched(path);
+                Ok(())
+            }
+            Err(Error::Invalid(why)) => Err(self.refuse(path, &why)),
+            Err(e) => Err(self.failed(path, &e)),
+        }
+    }
+
+    pub(super) fn feed_set_len(&self, path: &str, len: u64) -> Result<(), Errno> {
+        if let Some(why) = self.kind.bad_len(path, len) {
+            return Err(self.refuse(path, &why));
+        }
+        let r = self.d.lock().store.blob_set_len(&self.blob(path), len);
+        match r {
+            Ok(()) => {
+                self.touched(path);
+                Ok(())
+            }
+            Err(Error::Invalid(why)) => Err(self.refuse(path, &why)),
+            Err(e) => Err(self.failed(path, &e)),
+        }
+    }
+
+    pub(super) fn feed_remove(&self, path: &str) -> Result<(), Errno> {
+        let r = self.d.lock().store.blob_remove(&self.blob(path));
+        lock(&self.mtimes).remove(path);
+        r.map_err(|e| self.failed(path, &e))
+    }
+
+    /// Feed file `from` renamed to `to`: to another feed file's name only (anything else,
+    /// EXDEV: `mv` then copies it).
+    pub(super) fn feed_rename(&self, from: &str, to: &str) -> Result<(), Errno> {
+        if !self.kind.own(to) {
+            return Err(Errno::EXDEV);
+        }
+        if !self.kind.valid(to) {
+            return Err(self.refuse(to, "not the name of a feed's file"));
+        }
+        let r = self
+            .d
+            .lock()
+            .store
+            .blob_rename(&self.blob(from), &self.blob(to));
+        r.map_err(|e| self.failed(from, &e))?;
+        let mut m = lock(&self.mtimes);
+        let t = m.remove(from).unwrap_or_else(SystemTime::now);
+        m.insert(to.to_string(), t);
+        Ok(())
+    }
+
+    /// fsync of a feed file: everything accepted is committed (as FLUSH).
+    pub(super) fn feed_sync(&self, path: &str) -> Result<(), Errno> {
+        self.d.commit_all().map(|_| ()).map_err(|e| {
+            crate::log::line(&format!("{}: {path}: fsync: {e}", self.kind.what()));
+            Errno::EIO
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feed_names_and_their_ids() {
+        let f = Kind::PhpFina;
+        for ok in ["1.dat", "1.meta", "4294967295.dat", "007.meta"] {
+            assert!(f.own(ok) && f.valid(ok), "{ok}");
+        }
+        for bad in [
+            "x.dat",
+            ".dat",
+            "4294967296.dat",
+            "1.2.dat",
+            "-1.meta",
+            "1 .dat",
+        ] {
+            assert!(f.own(bad) && !f.valid(bad), "{bad}");
+        }
+        for other in ["1.txt", "sub/1.dat", "1.dat.tmp", "feed_1.MYD"] {
+            assert!(!f.own(other), "{other}");
+        }
+        let t = Kind::PhpTimeSeries;
+        assert!(t.own("feed_12.MYD") && t.valid("feed_12.MYD"));
+        assert!(t.own("12.MYD") && !t.valid("12.MYD"));
+        assert!(!t.own("12.dat"));
+    }
+
+    #[test]
+    fn writes_that_cannot_be_a_feeds_are_named() {
+        let f = Kind::PhpFina;
+        assert_eq!(f.bad_write("1.dat", 8, &[0; 8], &[]), None);
+        assert!(f.bad_write("1.dat", 2, &[0; 4], &[]).is_some());
+        assert!(f.bad_write("1.dat", 4, &[0; 6], &[]).is_some());
+        let meta: Vec<u8> = [0u32, 0, 10, 1_700_000_000]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(f.bad_write("1.meta", 0, &meta, &[]), None);
+        // emoncms writes its meta four bytes at a time.
+        assert_eq!(
+            f.bad_write("1.meta", 8, &10u32.to_le_bytes(), &[0; 8]),
+            None
+        );
+        assert!(f
+            .bad_write("1.meta", 8, &0u32.to_le_bytes(), &[0; 8])
+            .is_some());
+        assert!(f.bad_write("1.meta", 12, &[0; 8], &meta).is_some());
+        // The start time rewritten (a clear): the interval stays.
+        assert_eq!(f.bad_write("1.meta", 12, &[0; 4], &meta), None);
+        assert!(f.bad_len("1.meta", 17).is_some() && f.bad_len("1.meta", 0).is_none());
+        assert!(f.bad_len("1.dat", 6).is_some() && f.bad_len("1.dat", 8).is_none());
+        let t = Kind::PhpTimeSeries;
+        assert_eq!(t.bad_write("feed_1.MYD", 18, &[0; 9], &[]), None);
+        assert!(t.bad_write("feed_1.MYD", 18, &[0; 8], &[]).is_some());
+        assert!(t.bad_len("feed_1.MYD", 10).is_some());
+    }
+}
