@@ -264,3 +264,162 @@ fn inner_random_sequence_against_a_plain_directory() {
     d.stop(libc::SIGTERM);
     println!("emoncms sequences: {seeds} seeds of 1500 operations");
 }
+
+/// emoncms's PHP script (`tests/real/emoncms.php`): PHP's own file calls as emoncms makes them.
+const PHP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/real/emoncms.php");
+/// The venv scripts/setup makes with PyPI's PyFina.
+const PYFINA: &str = "/opt/ringlet-tests/venv/bin/python3";
+
+/// Run `script` with bash in a new mount namespace, `$RINGLET`, `$PHP`, `$PY` and `$T` set;
+/// returns stdout.
+fn bash_in_namespace(dir: &Path, script: &str) -> String {
+    let o = Command::new("timeout")
+        .args(["-k", "5", "600", "unshare", "-m", "--propagation", "private"])
+        .args(["bash", "-euo", "pipefail", "-c", script])
+        .env("RINGLET", BIN)
+        .env("PHP", PHP)
+        .env("PY", PYFINA)
+        .env("T", dir)
+        .output()
+        .expect("unshare");
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    let log = std::fs::read_to_string(dir.join("serve.log")).unwrap_or_default();
+    assert!(
+        o.status.success(),
+        "script failed: {:?}\nstdout:\n{out}\nstderr:\n{err}\ndaemon log:\n{log}",
+        o.status
+    );
+    out
+}
+
+#[test]
+fn php_and_pyfina_see_the_view_as_a_plain_directory_and_bad_writes_are_refused() {
+    if !can_mount() {
+        return;
+    }
+    let tools = which("php") && Path::new(PYFINA).exists();
+    if !tools {
+        eprintln!("php and {PYFINA} (scripts/setup) are needed: not run here");
+        assert!(std::env::var_os("CI").is_none(), "CI has php and PyFina");
+        return;
+    }
+    let dir = Dir::new("php");
+    let script = r#"
+mkdir -p "$T/mnt" "$T/pts" "$T/plain" "$T/plainpts"
+start() {
+    "$RINGLET" serve -g -w 3600 -l "unix:$T/s.sock" --store "$T/store" \
+        --phpfina "$T/mnt" --phptimeseries "$T/pts" >>"$T/serve.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 400); do
+        mountpoint -q "$T/mnt" && mountpoint -q "$T/pts" && [ -S "$T/s.sock" ] && break
+        sleep 0.05
+    done
+    mountpoint -q "$T/mnt"
+}
+stop() { kill "$pid"; wait "$pid" || true; }
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+t() { timeout 120 "$@"; }
+same() { # what, a, b
+    if [ "$2" = "$3" ]; then echo "SAME: $1"; else echo "DIFFERENT: $1"; diff <(echo "$2") <(echo "$3") | head -5; fi
+}
+start
+for seed in 1 2 3; do
+    a=$(php "$PHP" phpfina "$T/plain" "$seed" 2500)
+    b=$(t php "$PHP" phpfina "$T/mnt" "$seed" 2500)
+    same "php phpfina $seed" "$a" "$b"
+    a=$(php "$PHP" phptimeseries "$T/plainpts" "$seed" 2500)
+    b=$(t php "$PHP" phptimeseries "$T/pts" "$seed" 2500)
+    same "php phptimeseries $seed" "$a" "$b"
+done
+mkdir -p "$T/scratch"
+echo "READS: $(php "$PHP" phpfina "$T/scratch" 9 300 | grep -c '^read')"
+t diff -r "$T/plain" "$T/mnt" && echo "SAME: phpfina tree"
+t diff -r "$T/plainpts" "$T/pts" && echo "SAME: phptimeseries tree"
+# PyPI's PyFina reads the view as the plain directory.
+py='import os, sys, numpy as np
+from PyFina import PyFina, getMeta
+d = sys.argv[1]
+for f in range(1, 7):
+    m = os.path.exists(f"{d}/{f}.meta") and getMeta(f, d)
+    if not m or m["npoints"] < 3:
+        print(f, m)
+        continue
+    x = PyFina(f, d, m["start_time"], m["interval"], m["npoints"] - 1, remove_nan=False)
+    print(f, m, np.array2string(np.asarray(x), threshold=10**6))'
+a=$("$PY" -c "$py" "$T/plain")
+b=$(t "$PY" -c "$py" "$T/mnt")
+same "pyfina" "$a" "$b"
+echo "PYFINA FEEDS: $(echo "$a" | grep -c "npoints")"
+# PyFina's trim rewrites values past a limit with NaN, in place ("rb+").
+trim='import os, sys
+from PyFina import trim
+for f in range(1, 7):
+    if os.path.exists(f"{sys.argv[1]}/{f}.meta"):
+        trim(f, sys.argv[1], 1000)'
+"$PY" -c "$trim" "$T/plain"
+t "$PY" -c "$trim" "$T/mnt"
+t diff -r "$T/plain" "$T/mnt" && echo "SAME: tree after trim"
+# mmap reads the bytes a read does.
+mm='import mmap, sys
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+sys.stdout.buffer.write(m[:])'
+for f in "$T"/plain/*.dat; do
+    n=$(basename "$f")
+    t /usr/bin/python3 -c "$mm" "$T/mnt/$n" | cmp -s - "$f" || echo "MMAP DIFFERS: $n"
+done
+echo "MMAP CHECKED"
+# Restarted: the same files.
+stop
+mountpoint -q "$T/mnt" || echo "UNMOUNTED"
+start
+t diff -r "$T/plain" "$T/mnt" && echo "SAME: phpfina tree after restart"
+t diff -r "$T/plainpts" "$T/pts" && echo "SAME: phptimeseries tree after restart"
+# Writes that cannot be a feed's: refused, logged, and nothing else changes.
+t php "$PHP" bad "$T/mnt"
+echo "LOGGED: $(grep -c 'PHPFina view: .*refused' "$T/serve.log")"
+t diff -r -x '90[01].*' "$T/plain" "$T/mnt" && echo "SAME: other feeds after bad writes"
+stop
+"#;
+    let out = bash_in_namespace(&dir.0, script);
+    let mut want: Vec<String> = Vec::new();
+    for seed in 1..=3 {
+        want.push(format!("SAME: php phpfina {seed}"));
+        want.push(format!("SAME: php phptimeseries {seed}"));
+    }
+    for w in [
+        "SAME: phpfina tree",
+        "SAME: phptimeseries tree",
+        "SAME: pyfina",
+        "SAME: tree after trim",
+        "MMAP CHECKED",
+        "UNMOUNTED",
+        "SAME: phpfina tree after restart",
+        "SAME: phptimeseries tree after restart",
+        "REFUSED: a meta with interval 0",
+        "REFUSED: a write of 6 bytes",
+        "REFUSED: a write past 2^32 points",
+        "REFUSED: a cut to 6 bytes",
+        "REFUSED: a feed file name that is not a feed's",
+        "REFUSED: a meta of more than 16 bytes",
+        "still: 2:0000c03f,00002040,-",
+        "LOGGED: 6",
+        "SAME: other feeds after bad writes",
+    ] {
+        want.push(w.to_string());
+    }
+    for w in &want {
+        assert!(out.lines().any(|l| l == w), "{w:?} not in:\n{out}");
+    }
+    assert!(!out.contains("DIFFER"), "{out}");
+    // The sequences did read, and PyFina read feeds with points.
+    let count = |tag: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(tag))
+            .and_then(|n| n.trim().parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    assert!(count("READS:") > 20, "{out}");
+    assert!(count("PYFINA FEEDS:") >= 3, "{out}");
+}
