@@ -79,6 +79,8 @@ pub fn dispatch(cmd: &str, args: &[String], ctx: &Ctx) -> Outcome {
         // `ringlet export`'s two steps, run where the store is (here or in the daemon).
         EXPORT_NAMES => return export_names(ctx, args),
         EXPORT_FILE => return export_file(ctx, args),
+        EXPORT_BLOBS => return export_blobs(ctx, args),
+        EXPORT_BLOB => return export_blob(ctx, args),
         _ => {}
     }
     if matches!(cmd, "graph" | "graphv") {
@@ -117,6 +119,50 @@ pub fn dispatch(cmd: &str, args: &[String], ctx: &Ctx) -> Outcome {
 pub const EXPORT_NAMES: &str = "export-names";
 /// `ringlet export`'s second step: a series as the bytes of rrdtool 1.7.2's `.rrd` file, in hex.
 pub const EXPORT_FILE: &str = "export-file";
+
+/// `ringlet export phpfina|phptimeseries`'s first step: the store's blobs (the emoncms views'
+/// files) whose names begin with the prefix given, `NAME LENGTH` a line, sorted.
+pub const EXPORT_BLOBS: &str = "export-blobs";
+/// Its second step: `LENGTH` bytes of a blob from `OFFSET`, in hex (`-` for none).
+pub const EXPORT_BLOB: &str = "export-blob";
+
+/// Most bytes one [`EXPORT_BLOB`] gives (twice that in hex on the daemon's line).
+pub const EXPORT_BLOB_PIECE: u64 = 1 << 20;
+
+fn export_blobs(ctx: &Ctx, args: &[String]) -> Outcome {
+    let [prefix] = args else {
+        return Outcome::err(format!("usage: {EXPORT_BLOBS} PREFIX"));
+    };
+    if ctx.shared.is_none() && !ctx.store_dir.exists() {
+        return Outcome::ok(String::new());
+    }
+    commands::with_store(ctx, |st| {
+        let mut out = String::new();
+        for (n, len) in st.blobs() {
+            if n.starts_with(prefix.as_str()) {
+                out.push_str(&format!("{n} {len}\n"));
+            }
+        }
+        Outcome::ok(out)
+    })
+}
+
+fn export_blob(ctx: &Ctx, args: &[String]) -> Outcome {
+    let usage = || Outcome::err(format!("usage: {EXPORT_BLOB} NAME OFFSET LENGTH"));
+    let [name, off, len] = args else {
+        return usage();
+    };
+    let (Ok(off), Ok(len)) = (off.parse::<u64>(), len.parse::<u64>()) else {
+        return usage();
+    };
+    commands::with_store(ctx, |st| {
+        match st.blob_read(name, off, len.min(EXPORT_BLOB_PIECE)) {
+            Ok(b) if b.is_empty() => Outcome::ok("-".into()),
+            Ok(b) => Outcome::ok(hex(&b)),
+            Err(e) => Outcome::err(format!("{name}: {e}")),
+        }
+    })
+}
 
 fn export_names(ctx: &Ctx, globs: &[String]) -> Outcome {
     if ctx.shared.is_none() && !ctx.store_dir.exists() {

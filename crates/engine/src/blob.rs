@@ -318,6 +318,8 @@ pub struct Blobs {
     by_id: IdMap<Blob>,
     /// Blobs written or cut since the last commit.
     dirty: BTreeSet<u64>,
+    /// Changes when a blob is made, renamed or removed ([`Store::blobs_version`]).
+    version: u64,
 }
 
 impl Blobs {
@@ -415,6 +417,7 @@ impl Blobs {
 
     /// The names again from the blobs (after a replay, which went by ids alone).
     pub fn reindex(&mut self) {
+        self.version += 1;
         self.by_name = self
             .by_id
             .iter()
@@ -443,6 +446,12 @@ impl Store {
             .into_iter()
             .map(|(_, n, len)| (n.to_string(), len))
             .collect()
+    }
+
+    /// Changes whenever a blob is made, renamed or removed: a reader that keeps the names
+    /// lists them again when it changes.
+    pub fn blobs_version(&self) -> u64 {
+        self.reg.blobs.version
     }
 
     /// The length of blob `name`, if there is one.
@@ -482,6 +491,7 @@ impl Store {
         let name: Arc<str> = name.into();
         self.reg.blobs.by_name.insert(name.clone(), id);
         self.reg.blobs.by_id.insert(id, Blob::new(name));
+        self.reg.blobs.version += 1;
         self.maybe_commit()
     }
 
@@ -540,6 +550,7 @@ impl Store {
         self.pending.blob_rename(id, to);
         self.pending_bytes += self.pending.len() - before;
         let blobs = &mut self.reg.blobs;
+        blobs.version += 1;
         blobs.by_name.remove(from);
         let to: Arc<str> = to.into();
         blobs.by_name.insert(to.clone(), id);
@@ -557,6 +568,7 @@ impl Store {
 
     fn blob_remove_id(&mut self, id: u64) {
         let blobs = &mut self.reg.blobs;
+        blobs.version += 1;
         if let Some(b) = blobs.by_id.remove(&id) {
             blobs.by_name.remove(&b.name);
         }

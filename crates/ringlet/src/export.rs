@@ -6,6 +6,11 @@
 //! else on the store itself. Each file is written beside its final name, synced and renamed,
 //! so a file that exists is whole: `--resume` skips the ones an interrupted run wrote.
 //! Existing files are never overwritten without `--force`.
+//!
+//! `ringlet export phpfina OUTDIR` (and `phptimeseries`) writes the emoncms views' feed files
+//! back as plain files (`<id>.meta`, `<id>.dat`; `feed_<id>.MYD`), byte for byte what the
+//! view shows, so an emoncms user can leave: stop the daemon (or emoncms's writers), export,
+//! point emoncms at OUTDIR.
 
 use cli::{Ctx, Outcome};
 use server::remote::Client;
@@ -16,6 +21,7 @@ use std::path::{Path, PathBuf};
 pub const USAGE: &str = "\
 usage: ringlet [--store DIR] export [--force|-f] [--resume|-r] [--daemon|-d ADDR]
                                OUTDIR [NAME-GLOB ...]
+       ringlet [--store DIR] export [-f|-r] [-d ADDR] phpfina|phptimeseries OUTDIR
 
 Write every series of the store (or those whose names match a glob: * any characters,
 / too; ? one; [a-z] one of a set) as a real .rrd file at OUTDIR/<name>, byte for byte
@@ -25,6 +31,12 @@ to hand files to any tool that reads .rrd files.
 Beside a running `ringlet serve`, the series are read through the daemon (found as for
 every command: --daemon, $RRDCACHED_ADDRESS, or the address the store records), with
 every value it has accepted.
+
+`export phpfina OUTDIR` writes the feeds of the PHPFina view (serve --phpfina) as plain
+<id>.meta and <id>.dat files in OUTDIR, byte for byte what the view shows (`export
+phptimeseries OUTDIR`: feed_<id>.MYD), so emoncms can be pointed at OUTDIR and the
+daemon left. Stop emoncms's writers first for files of one moment. (To export series
+to a directory named phpfina, write ./phpfina.)
 
   -f, --force    overwrite files that exist
   -r, --resume   skip files that exist (an interrupted export: each file is written
@@ -95,11 +107,32 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         eprint!("{USAGE}");
         return 2;
     };
-    let out = PathBuf::from(out);
+    let feeds = match (out.as_str(), globs) {
+        ("phpfina", [to]) => Some((server::feeds::PHPFINA, to)),
+        ("phptimeseries", [to]) => Some((server::feeds::PHPTIMESERIES, to)),
+        _ => None,
+    };
     let mut src = match Source::open(daemon, dir, true) {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
+    if let Some((prefix, to)) = feeds {
+        let o = FeedExport {
+            prefix,
+            out: PathBuf::from(to),
+            force,
+            resume,
+            quiet,
+        };
+        let status = o.run(&mut src, dir);
+        if let Source::Store(st) = src {
+            if let Err(e) = (*st).close() {
+                return fail(&e.to_string());
+            }
+        }
+        return status;
+    }
+    let out = PathBuf::from(out);
     let listed = src.run(dir, cli::EXPORT_NAMES, globs);
     if let Some(e) = listed.error {
         return fail(&e);
@@ -180,6 +213,131 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
     }
     println!("{line}");
     i32::from(failed > 0)
+}
+
+/// `export phpfina|phptimeseries OUTDIR`: the blobs under `prefix` as plain files.
+struct FeedExport {
+    prefix: &'static str,
+    out: PathBuf,
+    force: bool,
+    resume: bool,
+    quiet: bool,
+}
+
+impl FeedExport {
+    fn run(&self, src: &mut Source, dir: &Path) -> i32 {
+        let listed = src.run(dir, cli::EXPORT_BLOBS, &[self.prefix.to_string()]);
+        if let Some(e) = listed.error {
+            return fail(&e);
+        }
+        let files: Vec<(String, u64)> = listed
+            .stdout
+            .lines()
+            .filter_map(|l| {
+                let (n, len) = l.rsplit_once(' ')?;
+                Some((n.to_string(), len.parse().ok()?))
+            })
+            .collect();
+        let what = self.prefix.trim_end_matches('/');
+        if files.is_empty() {
+            return fail(&format!(
+                "the store holds no {what} feeds (they are written through serve --{what})"
+            ));
+        }
+        let target = |n: &str| self.out.join(n.strip_prefix(self.prefix).unwrap_or(n));
+        let existing = files.iter().filter(|(n, _)| target(n).exists()).count();
+        if existing > 0 && !self.force && !self.resume {
+            return fail(&format!(
+                "{existing} of the {} files exist already in {}: --resume skips them, --force overwrites them",
+                files.len(),
+                self.out.display()
+            ));
+        }
+        let total: u64 = files.iter().map(|f| f.1).sum();
+        let bar = if self.quiet {
+            indicatif::ProgressBar::hidden()
+        } else {
+            indicatif::ProgressBar::new(total)
+        };
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} exporting [{bar:30}] {bytes}/{total_bytes}, {msg} ({eta} left)",
+            )
+            .expect("a valid template")
+            .progress_chars("=> "),
+        );
+        let (mut written, mut skipped, mut failed, mut bytes) = (0u64, 0u64, 0u64, 0u64);
+        for (name, len) in &files {
+            let path = target(name);
+            bar.set_message(name.strip_prefix(self.prefix).unwrap_or(name).to_string());
+            if self.resume && path.exists() {
+                skipped += 1;
+                bar.inc(*len);
+                continue;
+            }
+            match self.read(src, dir, name, *len, &bar) {
+                Ok(b) => match write_whole(&path, &b) {
+                    Ok(()) => {
+                        written += 1;
+                        bytes += b.len() as u64;
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        bar.suspend(|| eprintln!("ERROR: {e}"));
+                    }
+                },
+                Err(e) => {
+                    failed += 1;
+                    bar.suspend(|| eprintln!("ERROR: {name}: {e}"));
+                }
+            }
+        }
+        bar.finish_and_clear();
+        let mut line = format!(
+            "exported {written} {what} files ({}) to {}",
+            human(bytes),
+            self.out.display()
+        );
+        if skipped > 0 {
+            line += &format!(", {skipped} skipped (already there)");
+        }
+        if failed > 0 {
+            line += &format!(", {failed} failed");
+        }
+        println!("{line}");
+        i32::from(failed > 0)
+    }
+
+    /// Blob `name`'s bytes, a piece at a time (its length as listed; a blob that grew since
+    /// is read to its end as it is now).
+    fn read(
+        &self,
+        src: &mut Source,
+        dir: &Path,
+        name: &str,
+        len: u64,
+        bar: &indicatif::ProgressBar,
+    ) -> Result<Vec<u8>, String> {
+        let mut b = Vec::with_capacity(len as usize);
+        loop {
+            let args = [
+                name.to_string(),
+                b.len().to_string(),
+                cli::EXPORT_BLOB_PIECE.to_string(),
+            ];
+            let got = src.run(dir, cli::EXPORT_BLOB, &args);
+            if let Some(e) = got.error {
+                return Err(e);
+            }
+            let before = b.len();
+            cli::unhex(got.stdout.trim_end(), &mut b)?;
+            let n = (b.len() - before) as u64;
+            bar.inc(n.min(len.saturating_sub(before as u64)));
+            if n < cli::EXPORT_BLOB_PIECE {
+                return Ok(b);
+            }
+        }
+    }
 }
 
 fn human(b: u64) -> String {

@@ -182,6 +182,13 @@ fn same_trees(plain: &Path, view: &Path, when: &str) {
     }
 }
 
+/// Apply `ops` to one directory.
+fn run_plain(dir: &Path, ops: &[Op]) {
+    for op in ops {
+        apply(dir, op).unwrap();
+    }
+}
+
 /// Apply `ops` to both directories; every read gives the same bytes.
 fn run_ops(plain: &Path, view: &Path, ops: &[Op]) {
     for (i, op) in ops.iter().enumerate() {
@@ -220,7 +227,21 @@ fn inner_random_sequence_against_a_plain_directory() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
+    // emoncms's data before the view: taken into the store when it mounts, the files moved
+    // aside into the store's imported/ directory.
+    let before = ops(99, 300);
+    run_plain(&plain, &before);
+    run_plain(&mnt, &before);
+    let had = tree(&mnt).unwrap();
+    assert!(had.len() >= 4);
     let mut d = Daemon::start(&t);
+    same_trees(&plain, &mnt, "feeds found before the view");
+    let aside = t.join("store/imported/phpfina");
+    assert_eq!(
+        tree(&aside).unwrap(),
+        had,
+        "the files found are kept in imported/"
+    );
     // A file of another program's passes through to the directory beneath.
     std::fs::write(mnt.join("notes.txt"), b"kept beneath").unwrap();
     std::fs::write(plain.join("notes.txt"), b"kept beneath").unwrap();
@@ -237,7 +258,17 @@ fn inner_random_sequence_against_a_plain_directory() {
             std::fs::read(mnt.join("notes.txt")).unwrap(),
             b"kept beneath"
         );
+        // Written while the view was away (emoncms's create of a feed it could not see):
+        // the store's feed is kept, the file moved aside, not lost.
+        let (name, _) = tree(&plain).unwrap()[0].clone();
+        std::fs::write(mnt.join(&name), b"while away").unwrap();
         d = Daemon::start(&t);
+        let away = tree(&aside).unwrap();
+        assert!(
+            away.iter()
+                .any(|(n, b)| n.starts_with(&name) && b == b"while away"),
+            "{name} written while away is not in imported/"
+        );
         same_trees(&plain, &mnt, &format!("seed {seed}, after SIGTERM"));
         run_ops(&plain, &mnt, b);
         d.flush_all();
@@ -265,6 +296,12 @@ fn inner_random_sequence_against_a_plain_directory() {
     println!("emoncms sequences: {seeds} seeds of 1500 operations");
 }
 
+/// A loopback port free now.
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
 /// emoncms's PHP script (`tests/real/emoncms.php`): PHP's own file calls as emoncms makes them.
 const PHP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/real/emoncms.php");
 /// The venv scripts/setup makes with PyPI's PyFina.
@@ -274,12 +311,21 @@ const PYFINA: &str = "/opt/ringlet-tests/venv/bin/python3";
 /// returns stdout.
 fn bash_in_namespace(dir: &Path, script: &str) -> String {
     let o = Command::new("timeout")
-        .args(["-k", "5", "600", "unshare", "-m", "--propagation", "private"])
+        .args([
+            "-k",
+            "5",
+            "600",
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+        ])
         .args(["bash", "-euo", "pipefail", "-c", script])
         .env("RINGLET", BIN)
         .env("PHP", PHP)
         .env("PY", PYFINA)
         .env("T", dir)
+        .env("PORT", free_port().to_string())
         .output()
         .expect("unshare");
     let out = String::from_utf8_lossy(&o.stdout).to_string();
@@ -309,7 +355,8 @@ fn php_and_pyfina_see_the_view_as_a_plain_directory_and_bad_writes_are_refused()
 mkdir -p "$T/mnt" "$T/pts" "$T/plain" "$T/plainpts"
 start() {
     "$RINGLET" serve -g -w 3600 -l "unix:$T/s.sock" --store "$T/store" \
-        --phpfina "$T/mnt" --phptimeseries "$T/pts" >>"$T/serve.log" 2>&1 &
+        --phpfina "$T/mnt" --phptimeseries "$T/pts" --http "127.0.0.1:$PORT" \
+        >>"$T/serve.log" 2>&1 &
     pid=$!
     for _ in $(seq 400); do
         mountpoint -q "$T/mnt" && mountpoint -q "$T/pts" && [ -S "$T/s.sock" ] && break
@@ -336,6 +383,35 @@ mkdir -p "$T/scratch"
 echo "READS: $(php "$PHP" phpfina "$T/scratch" 9 300 | grep -c '^read')"
 t diff -r "$T/plain" "$T/mnt" && echo "SAME: phpfina tree"
 t diff -r "$T/plainpts" "$T/pts" && echo "SAME: phptimeseries tree"
+# The feeds are series of the web page and of Graphite's API: emoncms.<id> gives the plain
+# files' points.
+check='import json, math, os, struct, sys, urllib.request
+d, port = sys.argv[1], sys.argv[2]
+get = lambda p: json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}{p}", timeout=30))
+ids = sorted(int(f[:-5]) for f in os.listdir(d) if f.endswith(".meta"))
+listed = {s["name"] for s in get("/api/series?q=emoncms&limit=1000")["series"]}
+checked = 0
+for i in ids:
+    m = open(f"{d}/{i}.meta", "rb").read()
+    interval, start = struct.unpack("<II", m[8:16])
+    pts = [v for (v,) in struct.iter_unpack("<f", open(f"{d}/{i}.dat", "rb").read())]
+    assert f"emoncms/{i}.rrd" in listed, (i, listed)
+    if not pts:
+        continue
+    last = start + interval * (len(pts) - 1)
+    r = get(f"/render?target=emoncms.{i}&from={start - 1}&until={last}&format=json")
+    got = r[0]["datapoints"]
+    assert [t for _, t in got] == [start + interval * k for k in range(len(pts))], (i, got[:3])
+    for (v, t), p in zip(got, pts):
+        assert (v is None) == math.isnan(p) and (v is None or v == p), (i, t, v, p)
+    f = get(f"/api/fetch?series=emoncms/{i}.rrd&from={start - 1}&until={last}&width=100000")
+    # Rows labelled by their ends, from the one holding `from`: the first point is the second.
+    assert f["start"] == start and f["step"] == interval, f
+    v = f["values"][1:1 + len(pts)]
+    assert all((x is None) == math.isnan(p) and (x is None or x == p) for x, p in zip(v, pts)), i
+    checked += 1
+print("FEEDS READ THROUGH HTTP:", checked)'
+t /usr/bin/python3 -c "$check" "$T/plain" "$PORT"
 # PyPI's PyFina reads the view as the plain directory.
 py='import os, sys, numpy as np
 from PyFina import PyFina, getMeta
@@ -380,7 +456,15 @@ t diff -r "$T/plainpts" "$T/pts" && echo "SAME: phptimeseries tree after restart
 t php "$PHP" bad "$T/mnt"
 echo "LOGGED: $(grep -c 'PHPFina view: .*refused' "$T/serve.log")"
 t diff -r -x '90[01].*' "$T/plain" "$T/mnt" && echo "SAME: other feeds after bad writes"
+# Leaving: the feeds written back as plain files, beside the daemon and from the store alone.
+t "$RINGLET" --store "$T/store" export -q phpfina "$T/out"
+t diff -r -x '90[01].*' "$T/plain" "$T/out" && echo "SAME: exported beside the daemon"
+t "$RINGLET" --store "$T/store" export -q phptimeseries "$T/outpts"
+t diff -r "$T/plainpts" "$T/outpts" && echo "SAME: phptimeseries exported"
+{ "$RINGLET" --store "$T/store" export -q phpfina "$T/out" 2>&1 || true; } | grep -q 'exist already' && echo "NO OVERWRITE"
 stop
+t "$RINGLET" --store "$T/store" export -q --force phpfina "$T/out"
+t diff -r -x '90[01].*' "$T/plain" "$T/out" && echo "SAME: exported from the store alone"
 "#;
     let out = bash_in_namespace(&dir.0, script);
     let mut want: Vec<String> = Vec::new();
@@ -406,6 +490,10 @@ stop
         "still: 2:0000c03f,00002040,-",
         "LOGGED: 6",
         "SAME: other feeds after bad writes",
+        "SAME: exported beside the daemon",
+        "SAME: phptimeseries exported",
+        "NO OVERWRITE",
+        "SAME: exported from the store alone",
     ] {
         want.push(w.to_string());
     }
@@ -422,4 +510,5 @@ stop
     };
     assert!(count("READS:") > 20, "{out}");
     assert!(count("PYFINA FEEDS:") >= 3, "{out}");
+    assert!(count("FEEDS READ THROUGH HTTP:") >= 3, "{out}");
 }

@@ -81,7 +81,7 @@ pub fn push_archive_rows(rrd: &Rrd, rra: usize, t0: i64, n: usize, out: &mut Vec
 pub fn choose_rra(rrd: &Rrd, cf: Cf, start: i64, end: i64, resolution: u64) -> Option<usize> {
     let step = rrd.schema.step as i64;
     let mut best_full: Option<(usize, u64)> = None;
-    let mut best_part: Option<(usize, i64, u64)> = None;
+    let mut best_part: Option<(usize, i128, u64)> = None;
     for (i, r) in rrd.schema.rra.iter().enumerate() {
         if r.cf != cf && r.pdp_cnt != 1 {
             continue;
@@ -95,7 +95,10 @@ pub fn choose_rra(rrd: &Rrd, cf: Cf, start: i64, end: i64, resolution: u64) -> O
                 best_full = Some((i, diff));
             }
         } else {
-            let covered = (end - start) - (cal_start - start);
+            // In i128: a range near i64's ends (a Graphite `from` of billions of years) would
+            // overflow.
+            let covered =
+                (i128::from(end) - i128::from(start)) - (i128::from(cal_start) - i128::from(start));
             let better = match best_part {
                 None => true,
                 Some((_, c, d)) => covered > c || (covered == c && diff < d),

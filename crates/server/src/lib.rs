@@ -13,6 +13,7 @@ pub mod commit;
 pub mod config;
 pub mod daemon;
 pub mod entry;
+pub mod feeds;
 pub mod gate;
 pub mod graphite;
 pub mod httpd;

@@ -191,7 +191,7 @@ fn write_as(
 
 /// A free name for `name` under the imported directory: `<aside>/<name>`, else with `.1`,
 /// `.2`, ... after it.
-fn aside_path(places: &Places, name: &str) -> PathBuf {
+pub fn aside_path(places: &Places, name: &str) -> PathBuf {
     let rel = name.trim_start_matches('/');
     let first = places.aside.join(rel);
     if std::fs::symlink_metadata(&first).is_err() {

@@ -208,10 +208,10 @@ fn json_num(v: f64, out: &mut String) {
 /// The store's names, sorted, as of its last create or remove (sorting a million names for
 /// every request of the page would take most of a second).
 fn sorted_names(d: &Daemon) -> std::sync::Arc<Vec<String>> {
-    type Cache = Option<(usize, (u64, usize), std::sync::Arc<Vec<String>>)>;
+    type Cache = Option<(usize, ((u64, usize), u64), std::sync::Arc<Vec<String>>)>;
     static CACHE: std::sync::Mutex<Cache> = std::sync::Mutex::new(None);
     let inner = d.lock();
-    let version = inner.store.names_version();
+    let version = (inner.store.names_version(), inner.store.blobs_version());
     let me = d as *const Daemon as usize;
     let mut c = CACHE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((who, v, names)) = c.as_ref() {
@@ -219,7 +219,13 @@ fn sorted_names(d: &Daemon) -> std::sync::Arc<Vec<String>> {
             return names.clone();
         }
     }
-    let names = std::sync::Arc::new(inner.store.names());
+    let mut all = inner.store.names();
+    let feeds = crate::feeds::list(&inner.store);
+    if !feeds.is_empty() {
+        all.extend(feeds.iter().map(|f| f.name()));
+        all.sort_unstable();
+    }
+    let names = std::sync::Arc::new(all);
     *c = Some((me, version, names.clone()));
     names
 }
@@ -265,6 +271,23 @@ fn entry_json(name: &str, rrd: &rrd::Rrd, paths: &[(String, usize)]) -> Value {
     })
 }
 
+/// An emoncms feed as the page lists a series (`crate::feeds`): one data source `value`, its
+/// points one archive of its interval.
+fn feed_json(f: &crate::feeds::Feed) -> Value {
+    let name = f.name();
+    let path = paths_of(&name, &["value".to_string()])
+        .first()
+        .map(|(p, _)| p.clone());
+    json!({
+        "name": name,
+        "step": f.interval,
+        "last": f.last(),
+        "ds": [{ "name": "value", "type": "GAUGE", "path": path }],
+        "rra": [{ "cf": "AVERAGE", "pdp": 1, "rows": f.npoints, "step": f.interval }],
+        "feed": "PHPFina",
+    })
+}
+
 /// `/api/series`.
 fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
     let limit = match limit {
@@ -287,6 +310,17 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
     let mut hay = String::new();
     for name in names.iter() {
         let Some(rrd) = inner.store.get(name) else {
+            if let Some(f) = crate::feeds::by_name(&inner.store, name) {
+                let path = format!("emoncms.{}", f.id);
+                let hay = format!("{name}\nvalue\n{path}").to_lowercase();
+                if words.iter().all(|w| hay.contains(w.as_str())) {
+                    total += 1;
+                    if shown < limit {
+                        shown += 1;
+                        out.push(feed_json(&f));
+                    }
+                }
+            }
             continue;
         };
         // Worked out once for a search, else only for the series listed.
@@ -381,9 +415,9 @@ fn tree(d: &Daemon, dir: &str) -> Reply {
     let series: Vec<Value> = here
         .iter()
         .take(SERIES_LIMIT)
-        .filter_map(|n| {
-            let rrd = inner.store.get(n)?;
-            Some(entry_json(n, rrd, &paths_for(n, rrd)))
+        .filter_map(|n| match inner.store.get(n) {
+            Some(rrd) => Some(entry_json(n, rrd, &paths_for(n, rrd))),
+            None => crate::feeds::by_name(&inner.store, n).map(|f| feed_json(&f)),
         })
         .collect();
     json_reply(
@@ -430,6 +464,9 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
             }
         },
     };
+    if let Some(reply) = fetch_feed(d, name, from, until, width) {
+        return reply;
+    }
     // A copy of the series (its archives packed) is taken under the store lock; the reply
     // is built after the lock is let go.
     let Some(rrd) = crate::read::copy(d, name) else {
@@ -566,6 +603,73 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
         body,
         immutable: false,
     }
+}
+
+/// `/api/fetch` of an emoncms feed (`crate::feeds`), if `name` is one: its points in the
+/// slots of its interval labelled by their ends as a series' rows are, from the one holding
+/// `from` to the one after `until`'s start, averaged in groups when more than `width`.
+fn fetch_feed(d: &Daemon, name: &str, from: i64, until: i64, width: u64) -> Option<Reply> {
+    let inner = d.lock();
+    let feed = crate::feeds::by_name(&inner.store, name)?;
+    let span = i64::from(feed.interval.max(1));
+    let s = from - from.rem_euclid(span);
+    let e = until + span - until.rem_euclid(span);
+    let n = (e - s) / span;
+    if n > MAX_ROWS as i64 {
+        return Some(error(
+            400,
+            &format!(
+                "{from}..{until} is {n} points of {span} s, more than {MAX_ROWS}: narrow the range"
+            ),
+        ));
+    }
+    // A row labelled t holds the point of the slot that ends at t: the one at t - span.
+    let mut values = match feed.values(&inner.store, s, n as usize) {
+        Ok(v) => v,
+        Err(e) => return Some(error(500, &format!("{name}: {e}"))),
+    };
+    drop(inner);
+    let mut step = span;
+    let most = (width as usize).min(MAX_POINTS);
+    let by = values.len().div_ceil(most.max(1)).max(1);
+    if by > 1 {
+        values = consolidate(&values, by, rrd::Cf::Average);
+        step *= by as i64;
+    }
+    let mut vals = String::with_capacity(values.len() * 20 + 2);
+    vals.push('[');
+    for (i, &v) in values.iter().enumerate() {
+        if i > 0 {
+            vals.push(',');
+        }
+        json_num(v, &mut vals);
+    }
+    vals.push(']');
+    let head = json!({
+        "series": name,
+        "ds": "value",
+        "cf": "AVERAGE",
+        "rra": 0,
+        "rraCf": "AVERAGE",
+        "pdp": 1,
+        "rows": feed.npoints,
+        "from": from,
+        "until": until,
+        "start": s + span,
+        "step": step,
+        "consolidated": by,
+    });
+    let mut body = to_json(&head);
+    body.pop();
+    body.extend_from_slice(b", \"values\": ");
+    body.extend_from_slice(vals.as_bytes());
+    body.push(b'}');
+    Some(Reply {
+        code: 200,
+        content_type: "application/json",
+        body,
+        immutable: false,
+    })
 }
 
 /// `vals` in groups of `by`, each group's known values consolidated by `cf` (unknown if none).

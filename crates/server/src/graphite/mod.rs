@@ -34,17 +34,19 @@ use crate::daemon::Daemon;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-/// Where a Graphite path's values are: a series and one of its data sources.
+/// Where a Graphite path's values are: a series and one of its data sources, or an emoncms
+/// feed the store holds (`crate::feeds`, `series` its name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leaf {
     pub series: String,
     pub ds: usize,
+    pub feed: bool,
 }
 
 /// Every path of the store, sorted.
 #[derive(Default)]
 pub struct Index {
-    version: Option<(u64, usize)>,
+    version: Option<((u64, usize), u64)>,
     pub leaves: Arc<BTreeMap<String, Leaf>>,
 }
 
@@ -112,9 +114,12 @@ impl Graphite {
         }
     }
 
-    /// The paths as of now (rebuilt if series were created or removed since).
+    /// The paths as of now (rebuilt if series or feeds were created or removed since).
     pub fn leaves(&self, d: &Daemon) -> Arc<BTreeMap<String, Leaf>> {
-        let version = d.lock().store.names_version();
+        let version = {
+            let inner = d.lock();
+            (inner.store.names_version(), inner.store.blobs_version())
+        };
         let mut ix = self.index.lock().unwrap_or_else(|p| p.into_inner());
         if ix.version == Some(version) {
             return ix.leaves.clone();
@@ -132,6 +137,17 @@ impl Graphite {
                     leaves.entry(p).or_insert(Leaf {
                         series: name.clone(),
                         ds: i,
+                        feed: false,
+                    });
+                }
+            }
+            for f in crate::feeds::list(&inner.store) {
+                let name = f.name();
+                for (p, _) in paths_of(&name, &["value".to_string()]) {
+                    leaves.entry(p).or_insert(Leaf {
+                        series: name.clone(),
+                        ds: 0,
+                        feed: true,
                     });
                 }
             }

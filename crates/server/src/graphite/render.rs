@@ -87,6 +87,41 @@ pub const MAX_SERIES: usize = 100_000;
 pub const MAX_ROWS: usize = 10_000_000;
 
 impl Ctx<'_> {
+    /// An emoncms feed's points for `from`..`until` (`crate::feeds`), in whisper's slots of
+    /// its interval, as [`Ctx::read`] gives a series'.
+    fn read_feed(&self, leaf: &Leaf, path: &str) -> Result<Option<Series>, String> {
+        let inner = self.d.lock();
+        let Some(feed) = crate::feeds::by_name(&inner.store, &leaf.series) else {
+            return Ok(None);
+        };
+        let span = i64::from(feed.interval.max(1));
+        let slot_end = |t: i64| i128::from(t) - i128::from(t.rem_euclid(span)) + i128::from(span);
+        let (from, until) = (slot_end(self.from), slot_end(self.until));
+        let rows = (until - from).max(0) / i128::from(span);
+        if rows > MAX_ROWS as i128 {
+            return Err(format!(
+                "{path}: {from}..{until} is more than {MAX_ROWS} rows of {span} s"
+            ));
+        }
+        self.budget.points(rows, path)?;
+        let (Ok(from), Ok(until)) = (i64::try_from(from), i64::try_from(until)) else {
+            return Err(format!("{path}: {from}..{until} is not a time range"));
+        };
+        let values = feed.values(&inner.store, from, rows as usize)?;
+        drop(inner);
+        let values = values
+            .into_iter()
+            .map(|v| (!v.is_nan()).then_some(v))
+            .collect();
+        Ok(Some(Series::new(
+            path.to_string(),
+            from,
+            until,
+            span,
+            values,
+        )))
+    }
+
     /// The series of every path `pattern` matches, sorted by path.
     pub fn fetch(&self, pattern: &str) -> Result<Vec<Series>, String> {
         let leaves = self.g.leaves(self.d);
@@ -121,6 +156,9 @@ impl Ctx<'_> {
     /// One path's points for `from`..`until`, as whisper returns them: the slots from the
     /// one after `from`'s up to `until`'s, each labelled by its start.
     fn read(&self, leaf: &Leaf, path: &str) -> Result<Option<Series>, String> {
+        if leaf.feed {
+            return self.read_feed(leaf, path);
+        }
         // A copy (its archives as packed, a byte or two a value) is taken under the store
         // lock, and the points read from it after the lock is let go.
         let Some(rrd) = crate::read::copy(self.d, &leaf.series) else {

@@ -162,6 +162,19 @@ pub fn mount(
                 .map_err(|e| format!("cannot mount the view at {}: {e}", dir.display()))?,
         ),
     };
+    if kind != Kind::Rrd {
+        match feeds::adopt(&d, kind, dir) {
+            Ok(done) if !done.is_empty() => crate::log::line(&format!("{}: {done}", kind.what())),
+            Ok(_) => {}
+            Err(e) => {
+                return Err(format!(
+                    "cannot mount the {} at {}: {e}",
+                    kind.what(),
+                    dir.display()
+                ))
+            }
+        }
+    }
     let fs = View::new(d, owner, own, kind);
     let running = fuser::spawn_mount(fs, dir, &cfg)
         .map_err(|e| format!("cannot mount the view at {}: {e}", dir.display()))?;
