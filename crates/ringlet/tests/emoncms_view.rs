@@ -512,3 +512,55 @@ t diff -r -x '90[01].*' "$T/plain" "$T/out" && echo "SAME: exported from the sto
     assert!(count("PYFINA FEEDS:") >= 3, "{out}");
     assert!(count("FEEDS READ THROUGH HTTP:") >= 3, "{out}");
 }
+
+#[test]
+fn emoncms_writes_as_www_data_through_a_view_of_a_daemon_run_with_u() {
+    if !can_mount() {
+        return;
+    }
+    if !which("php") || !which("setpriv") {
+        eprintln!("php and setpriv are needed: not run here");
+        assert!(std::env::var_os("CI").is_none(), "CI has php and setpriv");
+        return;
+    }
+    let dir = Dir::new("www");
+    let script = r#"
+mkdir -p "$T/mnt" "$T/plain"
+chown www-data:www-data "$T/mnt"
+start() {
+    "$RINGLET" serve -g -w 3600 -l "unix:$T/s.sock" --store "$T/store" --phpfina "$T/mnt" \
+        -U www-data -G www-data >>"$T/serve.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 400); do mountpoint -q "$T/mnt" && [ -S "$T/s.sock" ] && break; sleep 0.05; done
+    mountpoint -q "$T/mnt"
+}
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+t() { timeout 120 "$@"; }
+tw() { timeout 120 setpriv --reuid=www-data --regid=www-data --clear-groups "$@"; }
+start
+[ "$(ps -o user= -p "$pid")" = www-data ] && echo "DAEMON IS WWW-DATA"
+a=$(php "$PHP" phpfina "$T/plain" 5 1500)
+b=$(tw php "$PHP" phpfina "$T/mnt" 5 1500)
+[ "$a" = "$b" ] && echo "SAME OUTPUT"
+t diff -r "$T/plain" "$T/mnt" && echo "SAME TREE"
+[ "$(stat -c %U "$T/mnt/1.meta")" = www-data ] && echo "FEEDS OWNED BY WWW-DATA"
+tw sh -c "echo kept > '$T/mnt/notes.txt'"
+kill "$pid"; wait "$pid" || true
+# The daemon, no longer root, could not unmount: the next start removes the dead view.
+start
+t diff -r -x notes.txt "$T/plain" "$T/mnt" && echo "SAME TREE AFTER RESTART"
+[ "$(cat "$T/mnt/notes.txt")" = kept ] && [ "$(stat -c %U "$T/mnt/notes.txt")" = www-data ] && echo "PLAIN FILE KEPT"
+kill "$pid"; wait "$pid" || true
+"#;
+    let out = bash_in_namespace(&dir.0, script);
+    for w in [
+        "DAEMON IS WWW-DATA",
+        "SAME OUTPUT",
+        "SAME TREE",
+        "FEEDS OWNED BY WWW-DATA",
+        "SAME TREE AFTER RESTART",
+        "PLAIN FILE KEPT",
+    ] {
+        assert!(out.lines().any(|l| l == w), "{w:?} not in:\n{out}");
+    }
+}
