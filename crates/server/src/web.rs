@@ -567,16 +567,6 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
     } else {
         (1, step)
     };
-    // The values by hand (infinities), the rest by serde_json.
-    let mut vals = String::with_capacity(values.len() * 20 + 2);
-    vals.push('[');
-    for (i, &v) in values.iter().enumerate() {
-        if i > 0 {
-            vals.push(',');
-        }
-        json_num(v, &mut vals);
-    }
-    vals.push(']');
     let head = json!({
         "series": name,
         "ds": ds_name,
@@ -591,8 +581,23 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
         "step": step,
         "consolidated": by,
     });
+    fetch_reply(&head, &values)
+}
+
+/// `/api/fetch`'s reply: `head`'s object with the values after its fields, written by hand
+/// (infinities), the rest by serde_json.
+fn fetch_reply(head: &Value, values: &[f64]) -> Reply {
+    let mut vals = String::with_capacity(values.len() * 20 + 2);
+    vals.push('[');
+    for (i, &v) in values.iter().enumerate() {
+        if i > 0 {
+            vals.push(',');
+        }
+        json_num(v, &mut vals);
+    }
+    vals.push(']');
     // The head's object, its closing brace replaced by the values.
-    let mut body = to_json(&head);
+    let mut body = to_json(head);
     body.pop();
     body.extend_from_slice(b", \"values\": ");
     body.extend_from_slice(vals.as_bytes());
@@ -636,15 +641,6 @@ fn fetch_feed(d: &Daemon, name: &str, from: i64, until: i64, width: u64) -> Opti
         values = consolidate(&values, by, rrd::Cf::Average);
         step *= by as i64;
     }
-    let mut vals = String::with_capacity(values.len() * 20 + 2);
-    vals.push('[');
-    for (i, &v) in values.iter().enumerate() {
-        if i > 0 {
-            vals.push(',');
-        }
-        json_num(v, &mut vals);
-    }
-    vals.push(']');
     let head = json!({
         "series": name,
         "ds": "value",
@@ -659,17 +655,7 @@ fn fetch_feed(d: &Daemon, name: &str, from: i64, until: i64, width: u64) -> Opti
         "step": step,
         "consolidated": by,
     });
-    let mut body = to_json(&head);
-    body.pop();
-    body.extend_from_slice(b", \"values\": ");
-    body.extend_from_slice(vals.as_bytes());
-    body.push(b'}');
-    Some(Reply {
-        code: 200,
-        content_type: "application/json",
-        body,
-        immutable: false,
-    })
+    Some(fetch_reply(&head, &values))
 }
 
 /// `vals` in groups of `by`, each group's known values consolidated by `cf` (unknown if none).

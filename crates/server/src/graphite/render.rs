@@ -87,14 +87,12 @@ pub const MAX_SERIES: usize = 100_000;
 pub const MAX_ROWS: usize = 10_000_000;
 
 impl Ctx<'_> {
-    /// An emoncms feed's points for `from`..`until` (`crate::feeds`), in whisper's slots of
-    /// its interval, as [`Ctx::read`] gives a series'.
-    fn read_feed(&self, leaf: &Leaf, path: &str) -> Result<Option<Series>, String> {
-        let inner = self.d.lock();
-        let Some(feed) = crate::feeds::by_name(&inner.store, &leaf.series) else {
-            return Ok(None);
-        };
-        let span = i64::from(feed.interval.max(1));
+    /// Whisper's slots of `span` seconds for `from`..`until` (from the one after `from`'s up
+    /// to `until`'s): the first's start, the end of the last, their count; refused past
+    /// [`MAX_ROWS`] or the request's budget of points.
+    fn slots(&self, span: i64, path: &str) -> Result<(i64, i64, i128), String> {
+        // In i128: the slots of a range near i64's ends overflow i64 (the review's
+        // `from=-158548959918y&until=5000000000000000000` made a row count that passed).
         let slot_end = |t: i64| i128::from(t) - i128::from(t.rem_euclid(span)) + i128::from(span);
         let (from, until) = (slot_end(self.from), slot_end(self.until));
         let rows = (until - from).max(0) / i128::from(span);
@@ -107,6 +105,18 @@ impl Ctx<'_> {
         let (Ok(from), Ok(until)) = (i64::try_from(from), i64::try_from(until)) else {
             return Err(format!("{path}: {from}..{until} is not a time range"));
         };
+        Ok((from, until, rows))
+    }
+
+    /// An emoncms feed's points for `from`..`until` (`crate::feeds`), in whisper's slots of
+    /// its interval, as [`Ctx::read`] gives a series'.
+    fn read_feed(&self, leaf: &Leaf, path: &str) -> Result<Option<Series>, String> {
+        let inner = self.d.lock();
+        let Some(feed) = crate::feeds::by_name(&inner.store, &leaf.series) else {
+            return Ok(None);
+        };
+        let span = i64::from(feed.interval.max(1));
+        let (from, until, rows) = self.slots(span, path)?;
         let values = feed.values(&inner.store, from, rows as usize)?;
         drop(inner);
         let values = values
@@ -178,20 +188,7 @@ impl Ctx<'_> {
         };
         let span = (rrd.schema.step.saturating_mul(rrd.schema.rra[rra].pdp_cnt)).max(1);
         let span = i64::try_from(span).unwrap_or(i64::MAX);
-        // In i128: the slots of a range near i64's ends overflow i64 (the review's
-        // `from=-158548959918y&until=5000000000000000000` made a row count that passed).
-        let slot_end = |t: i64| i128::from(t) - i128::from(t.rem_euclid(span)) + i128::from(span);
-        let (from, until) = (slot_end(self.from), slot_end(self.until));
-        let rows = (until - from).max(0) / i128::from(span);
-        if rows > MAX_ROWS as i128 {
-            return Err(format!(
-                "{path}: {from}..{until} is more than {MAX_ROWS} rows of {span} s"
-            ));
-        }
-        self.budget.points(rows, path)?;
-        let (Ok(from), Ok(until)) = (i64::try_from(from), i64::try_from(until)) else {
-            return Err(format!("{path}: {from}..{until} is not a time range"));
-        };
+        let (from, until, rows) = self.slots(span, path)?;
         let mut values = Vec::with_capacity(rows as usize);
         // Each chunk of rows decoded once for the walk.
         let mut reader = rrd.rra[rra].rows.reader();

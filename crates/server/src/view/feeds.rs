@@ -311,6 +311,18 @@ impl View {
         n
     }
 
+    /// What a change of `path` in the store came to, as the call's answer.
+    fn changed(&self, path: &str, r: Result<(), Error>) -> Result<(), Errno> {
+        match r {
+            Ok(()) => {
+                self.touched(path);
+                Ok(())
+            }
+            Err(Error::Invalid(why)) => Err(self.refuse(path, &why)),
+            Err(e) => Err(self.failed(path, &e)),
+        }
+    }
+
     /// The store refuses reads after a failed write (logged once, then).
     fn readable(&self) -> Result<(), Errno> {
         match self.d.unreadable() {
@@ -387,14 +399,7 @@ impl View {
         }
         let r = inner.store.blob_write(&name, off, data);
         drop(inner);
-        match r {
-            Ok(()) => {
-                self.touched(path);
-                Ok(())
-            }
-            Err(Error::Invalid(why)) => Err(self.refuse(path, &why)),
-            Err(e) => Err(self.failed(path, &e)),
-        }
+        self.changed(path, r)
     }
 
     pub(super) fn feed_set_len(&self, path: &str, len: u64) -> Result<(), Errno> {
@@ -402,14 +407,7 @@ impl View {
             return Err(self.refuse(path, &why));
         }
         let r = self.d.lock().store.blob_set_len(&self.blob(path), len);
-        match r {
-            Ok(()) => {
-                self.touched(path);
-                Ok(())
-            }
-            Err(Error::Invalid(why)) => Err(self.refuse(path, &why)),
-            Err(e) => Err(self.failed(path, &e)),
-        }
+        self.changed(path, r)
     }
 
     pub(super) fn feed_remove(&self, path: &str) -> Result<(), Errno> {
