@@ -1,8 +1,9 @@
-//! emoncms's PHPFina feeds held by the store (the blobs of `--phpfina`'s view,
-//! `view::Kind`) as series the other ways in read: the web page and Graphite's API show feed
+//! emoncms's feeds held by the store (the blobs of the `--phpfina` and `--phptimeseries`
+//! views, `view::Kind`) as series the other ways in read: the web page and Graphite's API show feed
 //! `<id>` as the series `emoncms/<id>.rrd`, the name `ringlet import phpfina` gives it
-//! (Graphite path `emoncms.<id>`), one data source `value`, one point an interval from the meta's start
-//! time. A series of that name (an imported feed) is shown instead.
+//! (Graphite path `emoncms.<id>`), one data source `value`: a PHPFina feed's points, one an
+//! interval from its meta's start time; a PHPTimeSeries feed's records averaged in slots of
+//! its commonest gap. A series of that name (an imported feed) is shown instead.
 //!
 //! The values are read from the `.dat` blob for the slots asked, a range at a time; nothing
 //! is converted or kept.
@@ -18,15 +19,44 @@ pub const PHPFINA: &str = "phpfina/";
 /// The blob names of the PHPTimeSeries view's files begin with this.
 pub const PHPTIMESERIES: &str = "phptimeseries/";
 
-/// A PHPFina feed.
+/// Which of emoncms's engines holds a feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// `<id>.meta` and `<id>.dat`: a point an interval.
+    PhpFina,
+    /// `feed_<id>.MYD`: 9-byte records (249, u32 time, float32 value) in time order.
+    PhpTimeSeries,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::PhpFina => "PHPFina",
+            Engine::PhpTimeSeries => "PHPTimeSeries",
+        }
+    }
+}
+
+/// Bytes of a PHPTimeSeries record.
+const RECORD: u64 = 9;
+
+/// Records of a PHPTimeSeries feed whose gaps give its interval.
+const GAPS: u64 = 64;
+
+/// An emoncms feed the store holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Feed {
     pub id: u32,
-    /// Seconds a point; 0 while its meta is not written whole (no points then).
+    pub engine: Engine,
+    /// Seconds a point: the meta's (0 while it is not written whole: no points then); for
+    /// PHPTimeSeries the commonest gap between its last records (60 with fewer than two).
     pub interval: u32,
     /// The time of the first point (0: none yet).
     pub start: u32,
+    /// Points (PHPFina) or records (PHPTimeSeries).
     pub npoints: u64,
+    /// The time of the last point.
+    last: i64,
 }
 
 impl Feed {
@@ -37,20 +67,27 @@ impl Feed {
 
     /// The time of its last point (its start when it has none).
     pub fn last(&self) -> i64 {
-        i64::from(self.start) + i64::from(self.interval) * (self.npoints.saturating_sub(1) as i64)
+        self.last
     }
 
-    fn dat(&self) -> String {
-        format!("{PHPFINA}{}.dat", self.id)
+    fn blob(&self) -> String {
+        match self.engine {
+            Engine::PhpFina => format!("{PHPFINA}{}.dat", self.id),
+            Engine::PhpTimeSeries => format!("{PHPTIMESERIES}feed_{}.MYD", self.id),
+        }
     }
 
-    /// The feed's values for `n` slots of its interval from `first` (a time): each the point
-    /// at the slot's time, NaN where there is none.
+    /// The feed's values for `n` slots of its interval from `first` (a time): PHPFina, each
+    /// the point at the slot's time; PHPTimeSeries, the mean of the records in the slot. NaN
+    /// where there is none.
     pub fn values(&self, store: &Store, first: i64, n: usize) -> Result<Vec<f64>, String> {
         let mut out = vec![f64::NAN; n];
         let iv = i64::from(self.interval);
         if iv == 0 || self.npoints == 0 || n == 0 {
             return Ok(out);
+        }
+        if self.engine == Engine::PhpTimeSeries {
+            return self.record_values(store, first, out);
         }
         // The positions the slots fall on, clipped to the points there are.
         let pos0 = (first - i64::from(self.start)).div_euclid(iv);
@@ -60,7 +97,7 @@ impl Feed {
             return Ok(out);
         }
         let bytes = store
-            .blob_read(&self.dat(), 4 * lo as u64, 4 * (hi - lo) as u64)
+            .blob_read(&self.blob(), 4 * lo as u64, 4 * (hi - lo) as u64)
             .map_err(|e| e.to_string())?;
         for (k, w) in bytes.chunks_exact(4).enumerate() {
             let v = f32::from_le_bytes(w.try_into().expect("4 bytes"));
@@ -68,6 +105,72 @@ impl Feed {
         }
         Ok(out)
     }
+
+    /// Record `i` of a PHPTimeSeries feed: (time, value).
+    fn record(&self, store: &Store, i: u64) -> Result<(i64, f32), String> {
+        let b = store
+            .blob_read(&self.blob(), i * RECORD, RECORD)
+            .map_err(|e| e.to_string())?;
+        Ok(parse_record(&b).unwrap_or((i64::MAX, f32::NAN)))
+    }
+
+    fn record_values(
+        &self,
+        store: &Store,
+        first: i64,
+        mut out: Vec<f64>,
+    ) -> Result<Vec<f64>, String> {
+        let iv = i64::from(self.interval);
+        let end = first.saturating_add(iv.saturating_mul(out.len() as i64));
+        // The first record at or after `first` (the records are in time order).
+        let (mut lo, mut hi) = (0u64, self.npoints);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.record(store, mid)?.0 < first {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut sums = vec![(0f64, 0u32); out.len()];
+        let mut i = lo;
+        'pieces: while i < self.npoints {
+            let k = (self.npoints - i).min(4096);
+            let b = store
+                .blob_read(&self.blob(), i * RECORD, k * RECORD)
+                .map_err(|e| e.to_string())?;
+            for r in b.chunks_exact(RECORD as usize) {
+                let Some((t, v)) = parse_record(r) else {
+                    continue;
+                };
+                if t >= end {
+                    break 'pieces;
+                }
+                if t >= first && !v.is_nan() {
+                    let slot = &mut sums[((t - first) / iv) as usize];
+                    slot.0 += f64::from(v);
+                    slot.1 += 1;
+                }
+            }
+            i += k;
+        }
+        for (o, (sum, count)) in out.iter_mut().zip(sums) {
+            if count > 0 {
+                *o = sum / f64::from(count);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A PHPTimeSeries record's (time, value).
+fn parse_record(b: &[u8]) -> Option<(i64, f32)> {
+    if b.len() < RECORD as usize {
+        return None;
+    }
+    let t = u32::from_le_bytes(b[1..5].try_into().ok()?);
+    let v = f32::from_le_bytes(b[5..9].try_into().ok()?);
+    Some((i64::from(t), v))
 }
 
 /// The meta's (interval, start) from its bytes (interval 0 while not written whole).
@@ -79,18 +182,65 @@ fn meta(b: &[u8]) -> (u32, u32) {
     (word(8), word(12))
 }
 
-/// Feed `id`, if the store holds both its files.
+/// Feed `id`, if the store holds its files: PHPFina's two, else PHPTimeSeries' one (emoncms
+/// numbers its feeds across engines).
 pub fn get(store: &Store, id: u32) -> Option<Feed> {
-    let p = PHPFINA;
-    let len = store.blob_len(&format!("{p}{id}.dat"))?;
-    let m = store.blob_read(&format!("{p}{id}.meta"), 0, 16).ok()?;
-    let (interval, start) = meta(&m);
-    Some(Feed {
+    if let Some(len) = store.blob_len(&format!("{PHPFINA}{id}.dat")) {
+        let m = store
+            .blob_read(&format!("{PHPFINA}{id}.meta"), 0, 16)
+            .ok()?;
+        let (interval, start) = meta(&m);
+        let npoints = if interval == 0 { 0 } else { len / 4 };
+        return Some(Feed {
+            id,
+            engine: Engine::PhpFina,
+            interval,
+            start,
+            npoints,
+            last: i64::from(start) + i64::from(interval) * (npoints.saturating_sub(1) as i64),
+        });
+    }
+    let name = format!("{PHPTIMESERIES}feed_{id}.MYD");
+    let len = store.blob_len(&name)?;
+    let n = len / RECORD;
+    let mut f = Feed {
         id,
-        interval,
-        start,
-        npoints: if interval == 0 { 0 } else { len / 4 },
-    })
+        engine: Engine::PhpTimeSeries,
+        interval: 60,
+        start: 0,
+        npoints: n,
+        last: 0,
+    };
+    if n == 0 {
+        return Some(f);
+    }
+    let first = f.record(store, 0).ok()?.0;
+    let k = n.min(GAPS);
+    let b = store.blob_read(&name, (n - k) * RECORD, k * RECORD).ok()?;
+    let times: Vec<i64> = b
+        .chunks_exact(RECORD as usize)
+        .filter_map(|r| parse_record(r).map(|p| p.0))
+        .collect();
+    let mut gaps: Vec<i64> = times
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|&g| g > 0)
+        .collect();
+    gaps.sort_unstable();
+    // The commonest gap (the first of equals), within a u32.
+    let mut best = (0usize, 60i64);
+    let mut i = 0;
+    while i < gaps.len() {
+        let run = gaps[i..].iter().take_while(|&&g| g == gaps[i]).count();
+        if run > best.0 {
+            best = (run, gaps[i]);
+        }
+        i += run;
+    }
+    f.interval = u32::try_from(best.1).unwrap_or(60).max(1);
+    f.start = u32::try_from(first).unwrap_or(0);
+    f.last = times.last().copied().unwrap_or(first);
+    Some(f)
 }
 
 /// The feed a series name names (`emoncms/<id>.rrd`), if the store holds it and no series
@@ -107,15 +257,25 @@ pub fn by_name(store: &Store, name: &str) -> Option<Feed> {
     get(store, id)
 }
 
-/// Every feed the store holds (both files), by id, that no series' name hides.
+/// Every feed the store holds, by id, that no series' name hides.
 pub fn list(store: &Store) -> Vec<Feed> {
-    let p = PHPFINA;
     let mut ids: Vec<u32> = store
         .blobs()
         .iter()
-        .filter_map(|(n, _)| n.strip_prefix(p)?.strip_suffix(".meta")?.parse().ok())
+        .filter_map(|(n, _)| {
+            if let Some(r) = n.strip_prefix(PHPFINA) {
+                r.strip_suffix(".meta")?.parse().ok()
+            } else {
+                n.strip_prefix(PHPTIMESERIES)?
+                    .strip_prefix("feed_")?
+                    .strip_suffix(".MYD")?
+                    .parse()
+                    .ok()
+            }
+        })
         .collect();
     ids.sort_unstable();
+    ids.dedup();
     ids.into_iter()
         .filter_map(|id| get(store, id))
         .filter(|f| store.get(&f.name()).is_none())
@@ -155,6 +315,34 @@ mod tests {
         // Feed 8 has no data file: not a feed yet.
         assert_eq!(list(&s).iter().map(|f| f.id).collect::<Vec<_>>(), vec![7]);
         assert!(by_name(&s, "emoncms/07.rrd").is_none() && by_name(&s, "emoncms/7").is_none());
+        // A PHPTimeSeries feed: records mostly 10 s apart (one at 1015), averaged in 10-s slots.
+        s.blob_create("phptimeseries/feed_9.MYD").unwrap();
+        let mut recs = Vec::new();
+        for (t, v) in [
+            (1000u32, 1.0f32),
+            (1010, 2.0),
+            (1015, 4.0),
+            (1020, 5.0),
+            (1030, 6.0),
+            (1040, 7.0),
+        ] {
+            recs.push(249u8);
+            recs.extend(t.to_le_bytes());
+            recs.extend(v.to_le_bytes());
+        }
+        s.blob_write("phptimeseries/feed_9.MYD", 0, &recs).unwrap();
+        let f = by_name(&s, "emoncms/9.rrd").unwrap();
+        assert_eq!(
+            (f.engine, f.interval, f.start, f.npoints, f.last()),
+            (Engine::PhpTimeSeries, 10, 1000, 6, 1040)
+        );
+        let v = f.values(&s, 990, 7).unwrap();
+        assert!(v[0].is_nan() && v[6].is_nan());
+        assert_eq!(&v[1..6], &[1.0, 3.0, 5.0, 6.0, 7.0]);
+        assert_eq!(
+            list(&s).iter().map(|f| f.id).collect::<Vec<_>>(),
+            vec![7, 9]
+        );
         drop(s);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -284,7 +284,7 @@ fn feed_json(f: &crate::feeds::Feed) -> Value {
         "last": f.last(),
         "ds": [{ "name": "value", "type": "GAUGE", "path": path }],
         "rra": [{ "cf": "AVERAGE", "pdp": 1, "rows": f.npoints, "step": f.interval }],
-        "feed": "PHPFina",
+        "feed": f.engine.name(),
     })
 }
 
