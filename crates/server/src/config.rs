@@ -187,6 +187,12 @@ rrdcached options (same meaning unless noted):
   -a N           allocation chunk (accepted, unused)
 
 ringlet options:
+  --defaults FILE        read options from FILE, an /etc/default file in the syntax of
+                         Debian's /etc/default/rrdcached (WRITE_TIMEOUT, WRITE_JITTER,
+                         WRITE_THREADS, BASE_PATH, JOURNAL_PATH, PIDFILE, SOCKFILE,
+                         SOCKGROUP, SOCKMODE, DAEMON_USER, DAEMON_GROUP, NETWORK_OPTIONS,
+                         BASE_OPTIONS) and ringlet's STORE and RINGLET_OPTIONS; the
+                         command line's options come after them
   --store DIR            store directory (default: $RINGLET_STORE, else /var/lib/ringlet
                          as root, else $XDG_DATA_HOME/ringlet or ~/.local/share/ringlet)
   --commit-interval SECS same as -w
@@ -372,7 +378,125 @@ fn lexopt_error(e: lexopt::Error) -> String {
 }
 
 /// Parse `ringlet serve`'s arguments. `Err("")` means: print the help text and exit 0.
+/// The options an /etc/default file gives (`--defaults FILE`): Debian's rrdcached variables
+/// (its init script's mapping: WRITE_TIMEOUT is -w, SOCKFILE with SOCKGROUP and SOCKMODE is
+/// `-s G -m M -l unix:F`, ...) and ringlet's STORE and RINGLET_OPTIONS. The file is read as
+/// shell assignments (`KEY=value`, `KEY="..."`, `KEY='...'`, `export KEY=...`, comments);
+/// an unset or empty variable gives nothing; `$` expansions are refused.
+pub fn defaults_args(text: &str) -> Result<Vec<String>, String> {
+    let vars = shell_vars(text)?;
+    let get = |k: &str| vars.get(k).filter(|v| !v.is_empty()).cloned();
+    let mut out: Vec<String> = Vec::new();
+    let pair = |flag: &str, key: &str, out: &mut Vec<String>| {
+        if let Some(v) = get(key) {
+            out.push(flag.to_string());
+            out.push(v);
+        }
+    };
+    pair("-w", "WRITE_TIMEOUT", &mut out);
+    pair("-z", "WRITE_JITTER", &mut out);
+    pair("-t", "WRITE_THREADS", &mut out);
+    pair("-b", "BASE_PATH", &mut out);
+    pair("-j", "JOURNAL_PATH", &mut out);
+    pair("-p", "PIDFILE", &mut out);
+    pair("-G", "DAEMON_GROUP", &mut out);
+    pair("-U", "DAEMON_USER", &mut out);
+    pair("--store", "STORE", &mut out);
+    if let Some(sock) = get("SOCKFILE") {
+        pair("-s", "SOCKGROUP", &mut out);
+        pair("-m", "SOCKMODE", &mut out);
+        out.push("-l".into());
+        out.push(format!("unix:{sock}"));
+    }
+    for key in ["NETWORK_OPTIONS", "BASE_OPTIONS", "RINGLET_OPTIONS"] {
+        if let Some(v) = get(key) {
+            out.extend(v.split_whitespace().map(str::to_string));
+        }
+    }
+    Ok(out)
+}
+
+/// The variables a file of shell assignments sets.
+fn shell_vars(text: &str) -> Result<std::collections::HashMap<String, String>, String> {
+    let mut vars = std::collections::HashMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let at = |what: &str| format!("line {}: {what}", n + 1);
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
+        let Some((key, rest)) = line.split_once('=') else {
+            return Err(at("not KEY=VALUE"));
+        };
+        if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(at(&format!("'{key}' is not a variable name")));
+        }
+        let mut value = String::new();
+        let mut chars = rest.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' | '\'' => {
+                    let mut closed = false;
+                    for d in chars.by_ref() {
+                        if d == c {
+                            closed = true;
+                            break;
+                        }
+                        if d == '$' && c == '"' {
+                            return Err(at("$ expansions are not read; write the value out"));
+                        }
+                        value.push(d);
+                    }
+                    if !closed {
+                        return Err(at("an unclosed quote"));
+                    }
+                }
+                '$' | '`' => return Err(at("$ expansions are not read; write the value out")),
+                '#' if value.is_empty() => break,
+                c if c.is_whitespace() => {
+                    // A comment may follow; anything else does not belong to the value.
+                    let rest: String = chars.collect();
+                    if !rest.trim_start().is_empty() && !rest.trim_start().starts_with('#') {
+                        return Err(at("a value with spaces must be quoted"));
+                    }
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        vars.insert(key.to_string(), value);
+    }
+    Ok(vars)
+}
+
+/// The command line with each `--defaults FILE` replaced by the options FILE gives.
+fn expand_defaults(args: &[String]) -> Result<Vec<String>, String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let file = match a.strip_prefix("--defaults=") {
+            Some(f) => f.to_string(),
+            None if a == "--defaults" => it
+                .next()
+                .cloned()
+                .ok_or("--defaults needs a file (see ringlet serve --help)")?,
+            None => {
+                out.push(a.clone());
+                continue;
+            }
+        };
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("--defaults {file}: {e}"))?;
+        let mut given = defaults_args(&text).map_err(|e| format!("--defaults {file}: {e}"))?;
+        // The file's options first: the command line's own come after and win.
+        given.append(&mut out);
+        out = given;
+    }
+    Ok(out)
+}
+
 pub fn parse(args: &[String]) -> Result<Config, String> {
+    let args = &expand_defaults(args)?;
     let mut c = Config {
         listen: Vec::new(),
         base: None,
@@ -617,6 +741,68 @@ mod tests {
         assert_eq!(c.commit_interval, 120);
         assert_eq!(c.store, Some(PathBuf::from("/tmp/s")));
         assert_eq!(c.listen[0].mode, Some(0o660));
+    }
+
+    #[test]
+    fn an_etc_default_file_gives_rrdcacheds_options() {
+        // Debian 12's /etc/default/rrdcached, as shipped (comments cut), with two set.
+        let debian = "# /etc/default file for RRD cache daemon\n\
+            DAEMON=/usr/bin/rrdcached\n#WRITE_TIMEOUT=300\nWRITE_TIMEOUT=600\n\
+            BASE_PATH=/var/lib/rrdcached/db/\nJOURNAL_PATH=/var/lib/rrdcached/journal/\n\
+            PIDFILE=/var/run/rrdcached.pid\nSOCKFILE=/var/run/rrdcached.sock\n\
+            SOCKGROUP=_rrdcached\n#SOCKMODE=0660\nNETWORK_OPTIONS=\"-l 127.0.0.1:42217\"\n\
+            BASE_OPTIONS=\"-B\"  # refuse names outside -b\nexport STORE='/srv/ringlet'\n";
+        assert_eq!(
+            defaults_args(debian).unwrap(),
+            [
+                "-w",
+                "600",
+                "-b",
+                "/var/lib/rrdcached/db/",
+                "-j",
+                "/var/lib/rrdcached/journal/",
+                "-p",
+                "/var/run/rrdcached.pid",
+                "--store",
+                "/srv/ringlet",
+                "-s",
+                "_rrdcached",
+                "-l",
+                "unix:/var/run/rrdcached.sock",
+                "-l",
+                "127.0.0.1:42217",
+                "-B",
+            ]
+        );
+        for bad in [
+            "WRITE_TIMEOUT=$W",
+            "X=\"open",
+            "X=a b",
+            "no equals",
+            "A-B=1",
+        ] {
+            assert!(defaults_args(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            defaults_args("WRITE_TIMEOUT=\n# c\n").unwrap(),
+            Vec::<String>::new()
+        );
+        // The file's options first; the command line's after them (they win).
+        let dir = std::env::temp_dir().join(format!("ringlet-defaults-{}", std::process::id()));
+        std::fs::write(&dir, "WRITE_TIMEOUT=600\nSOCKFILE=/run/a.sock\n").unwrap();
+        let args: Vec<String> = ["-w", "30", "--defaults", dir.to_str().unwrap(), "-B"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let c = parse(&args).unwrap();
+        let _ = std::fs::remove_file(&dir);
+        assert_eq!(c.commit_interval, 30);
+        assert!(c.restrict_base);
+        assert_eq!(c.listen.len(), 1);
+        assert!(parse(&["--defaults".to_string()]).is_err());
+        assert!(parse(&["--defaults=/nonexistent/x".to_string()])
+            .unwrap_err()
+            .contains("/nonexistent/x"));
     }
 
     #[test]

@@ -224,6 +224,8 @@ pub fn run(args: &[String], default_store: PathBuf) -> i32 {
             if let Some(r) = ready {
                 r.ok();
             }
+            // Its sockets listen (and the views are mounted, or said why not).
+            sys::notify(&format!("READY=1\nMAINPID={}", std::process::id()));
             wait_for_signal(&d, &cfg, &sockets, views);
             0
         }
@@ -611,6 +613,7 @@ fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf], views: Vec<vie
             }
         }
     }
+    sys::notify("STOPPING=1");
     // Unmounted first: no reader opens a file of a daemon that is stopping, no writer writes
     // to a feed after the final commit.
     drop(views);

@@ -139,6 +139,29 @@ pub fn daemonize() -> Result<Ready, String> {
 }
 
 /// Refuse to start when the pid file names a live process; remove a stale one.
+/// Tell systemd (a `Type=notify` unit: `$NOTIFY_SOCKET`) how the daemon stands: `READY=1`
+/// once its sockets listen, `STOPPING=1` when it begins to stop. Nothing without systemd.
+/// The protocol is a datagram of `KEY=VALUE` lines to that unix socket (`@` at its start:
+/// an abstract name), as sd_notify(3) describes; no library is needed for it.
+pub fn notify(state: &str) {
+    use std::os::linux::net::SocketAddrExt;
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    let bytes = path.as_encoded_bytes();
+    let addr = match bytes.strip_prefix(b"@") {
+        Some(name) => std::os::unix::net::SocketAddr::from_abstract_name(name),
+        None => std::os::unix::net::SocketAddr::from_pathname(&path),
+    };
+    let sent = addr.and_then(|a| {
+        let s = std::os::unix::net::UnixDatagram::unbound()?;
+        s.send_to_addr(state.as_bytes(), &a)
+    });
+    if let Err(e) = sent {
+        crate::log::line(&format!("cannot tell systemd {state:?}: {e}"));
+    }
+}
+
 pub fn check_pid_file(p: &Path) -> Result<(), String> {
     let Ok(s) = std::fs::read_to_string(p) else {
         return Ok(());

@@ -802,3 +802,29 @@ fn disk_bytes_written_counts_a_small_commit_as_its_page() {
         assert!(!st.success());
     }
 }
+
+#[test]
+fn systemd_hears_ready_once_the_sockets_listen_and_stopping_at_a_stop() {
+    let dir = TempDir::new("notify");
+    let at = dir.path().join("notify.sock");
+    let sd = std::os::unix::net::UnixDatagram::bind(&at).unwrap();
+    sd.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut d = Ringlet::start_env(
+        dir.path(),
+        &["-w", "3600"],
+        &[("NOTIFY_SOCKET", at.to_str().unwrap())],
+    );
+    let mut buf = [0u8; 256];
+    let n = sd.recv(&mut buf).expect("READY=1");
+    let msg = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert_eq!(msg, format!("READY=1\nMAINPID={}", d.proc.child.id()));
+    // Ready means served: the socket answers.
+    let mut s = connect(&d.sock);
+    assert!(request(&mut s, "PING").starts_with("0 PONG"));
+    drop(s);
+    d.proc
+        .stop(libc::SIGTERM, Duration::from_secs(20))
+        .expect("stopped");
+    let n = sd.recv(&mut buf).expect("STOPPING=1");
+    assert_eq!(&buf[..n], b"STOPPING=1");
+}
