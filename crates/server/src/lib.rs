@@ -256,6 +256,8 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     }
     // Signals are handled by one thread with sigwait: block them before any thread starts.
     sys::block_signals();
+    // systemd's socket, reached now while the daemon may (before -U).
+    sys::notify_connect();
     sys::start_allocator_thread();
     let ids = sys::ids(cfg.group.as_deref(), cfg.user.as_deref())?;
     // A view left mounted by a daemon that died hides the directory it is on: gone first.

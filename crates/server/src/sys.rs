@@ -139,24 +139,47 @@ pub fn daemonize() -> Result<Ready, String> {
 }
 
 /// Refuse to start when the pid file names a live process; remove a stale one.
-/// Tell systemd (a `Type=notify` unit: `$NOTIFY_SOCKET`) how the daemon stands: `READY=1`
-/// once its sockets listen, `STOPPING=1` when it begins to stop. Nothing without systemd.
-/// The protocol is a datagram of `KEY=VALUE` lines to that unix socket (`@` at its start:
-/// an abstract name), as sd_notify(3) describes; no library is needed for it.
-pub fn notify(state: &str) {
+/// systemd's notification socket (`$NOTIFY_SOCKET`), connected at start while the daemon
+/// may still reach it (before `-U` drops its privileges): `Err` why not.
+static NOTIFY: std::sync::OnceLock<Result<std::os::unix::net::UnixDatagram, String>> =
+    std::sync::OnceLock::new();
+
+/// Connect to systemd's notification socket, if the daemon runs under systemd (a
+/// `Type=notify` unit sets `$NOTIFY_SOCKET`): call before dropping privileges.
+pub fn notify_connect() {
     use std::os::linux::net::SocketAddrExt;
     let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
         return;
     };
-    let bytes = path.as_encoded_bytes();
-    let addr = match bytes.strip_prefix(b"@") {
-        Some(name) => std::os::unix::net::SocketAddr::from_abstract_name(name),
-        None => std::os::unix::net::SocketAddr::from_pathname(&path),
-    };
-    let sent = addr.and_then(|a| {
-        let s = std::os::unix::net::UnixDatagram::unbound()?;
-        s.send_to_addr(state.as_bytes(), &a)
+    NOTIFY.get_or_init(|| {
+        let bytes = path.as_encoded_bytes();
+        let addr = match bytes.strip_prefix(b"@") {
+            Some(name) => std::os::unix::net::SocketAddr::from_abstract_name(name),
+            None => std::os::unix::net::SocketAddr::from_pathname(&path),
+        };
+        addr.and_then(|a| {
+            let s = std::os::unix::net::UnixDatagram::unbound()?;
+            s.connect_addr(&a)?;
+            Ok(s)
+        })
+        .map_err(|e| e.to_string())
     });
+}
+
+/// Tell systemd how the daemon stands: `READY=1` once its sockets listen, `STOPPING=1` when
+/// it begins to stop. Nothing without systemd. The protocol is a datagram of `KEY=VALUE`
+/// lines to that unix socket (`@` at its start: an abstract name), as sd_notify(3)
+/// describes; no library is needed for it.
+pub fn notify(state: &str) {
+    notify_connect();
+    let sent = match NOTIFY.get() {
+        None => return,
+        Some(Ok(s)) => s
+            .send(state.as_bytes())
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Some(Err(e)) => Err(e.clone()),
+    };
     if let Err(e) = sent {
         crate::log::line(&format!("cannot tell systemd {state:?}: {e}"));
     }
