@@ -286,11 +286,7 @@ impl Blob {
 
     /// The blob as a checkpoint names it: heap chunks stored with `store` (which returns
     /// their segment), and the segment of every chunk (0: zeros).
-    fn image(
-        &self,
-        id: u64,
-        store: &mut dyn FnMut(usize, &[u8]) -> u32,
-    ) -> (Vec<u32>, Vec<(usize, u32)>) {
+    fn image(&self, store: &mut dyn FnMut(usize, &[u8]) -> u32) -> (Vec<u32>, Vec<(usize, u32)>) {
         let mut table = Vec::with_capacity(self.chunks.len());
         let mut stored = Vec::new();
         for (c, ch) in self.chunks.iter().enumerate() {
@@ -306,7 +302,6 @@ impl Blob {
             };
             table.push(seg);
         }
-        let _ = id;
         (table, stored)
     }
 }
@@ -606,7 +601,7 @@ impl Store {
         ids.sort_unstable();
         for id in ids {
             let b = &self.reg.blobs.by_id[&id];
-            let (table, stored) = b.image(id, &mut |c, bytes| plan.store_blob(id, c, bytes));
+            let (table, stored) = b.image(&mut |c, bytes| plan.store_blob(id, c, bytes));
             for &s in &table {
                 if s != 0 {
                     plan.live.insert(u64::from(s));
