@@ -288,8 +288,16 @@ mod tests {
 
     #[test]
     fn a_feeds_values_are_its_points_at_the_slots() {
+        /// The test's store directory, removed however the test ends.
+        struct Gone(std::path::PathBuf);
+        impl Drop for Gone {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
         let dir = std::env::temp_dir().join(format!("ringlet-feeds-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
+        let _gone = Gone(dir.clone());
         let mut s = Store::open(&dir, engine::Options::default()).unwrap();
         let meta: Vec<u8> = [0u32, 0, 10, 1000]
             .iter()
@@ -344,6 +352,5 @@ mod tests {
             vec![7, 9]
         );
         drop(s);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
