@@ -1,5 +1,9 @@
 //! `ringlet import whisper DIR`: a tree of whisper files (carbon's) as series of the store;
-//! `ringlet import phpfina DIR`: emoncms's PHPFina feeds (`<id>.meta`, `<id>.dat`) likewise.
+//! `ringlet import phpfina DIR`: emoncms's PHPFina feeds (`<id>.meta`, `<id>.dat`) likewise;
+//! `ringlet import rrd DIR`: a tree of rrdtool's `.rrd` files (rrdcached's `-b`), each the
+//! series of its path under DIR, read by `rrd::rrdfile`, stored by one `restore`, then read
+//! back by `dump` and compared with the file's dump (every field, every row), so a file is
+//! counted imported only once the store holds it exactly. The files are left where they are.
 //!
 //! Each `a/b/c.wsp` under DIR becomes the series of the Graphite path `a.b.c` (`a/b/c.rrd`,
 //! as `--carbon` names it; `--prefix p.` puts it under `p`; carbon's tagged series,
@@ -23,14 +27,17 @@ use codec::whisper::{parse, parse_phpfina, Whisper};
 use std::path::{Path, PathBuf};
 
 pub const USAGE: &str = "\
-usage: ringlet [--store DIR] import whisper|phpfina [--prefix PREFIX] [--force|-f]
+usage: ringlet [--store DIR] import whisper|phpfina|rrd [--prefix PREFIX] [--force|-f]
                                [--resume|-r] [--daemon|-d ADDR] [--quiet|-q] DIR
 
 Import a tree of whisper files (carbon's, under its LOCAL_DATA_DIR): DIR/a/b/c.wsp becomes
 the series of the Graphite path a.b.c (the store name a/b/c.rrd, as `ringlet serve --carbon`
 names it), with one archive per whisper archive and every point kept. `phpfina` reads
 emoncms's PHPFina feeds (ID.meta and ID.dat) in DIR as the series emoncms.ID. Each file is checked
-before it is stored, stored whole or not at all, and read back and compared. Runs in the
+before it is stored, stored whole or not at all, and read back and compared. `rrd` reads
+rrdtool's .rrd files: DIR/a/b.rrd becomes the series a/b.rrd (P/a/b.rrd with --prefix P),
+read back and compared with the file (every field and row, as `rrdtool dump` prints
+them); the files stay where they are (a daemon with -b DIR names them the same). Runs in the
 daemon that holds the store if there is one (found as for every command), else on the store.
 
   --prefix P     put every path under P (P.a.b.c; PHPFina: P.ID, default emoncms)
@@ -169,14 +176,17 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         eprint!("{USAGE}");
         return 2;
     };
-    let phpfina = match kind.as_str() {
-        "whisper" => false,
-        "phpfina" => true,
-        _ => return fail(&format!("cannot import '{kind}' (whisper, phpfina)")),
+    let (phpfina, rrds) = match kind.as_str() {
+        "whisper" => (false, false),
+        "phpfina" => (true, false),
+        "rrd" => (false, true),
+        _ => return fail(&format!("cannot import '{kind}' (whisper, phpfina, rrd)")),
     };
     let tree = PathBuf::from(tree);
     let mut files = Vec::new();
-    let listed = if phpfina {
+    let listed = if rrds {
+        walk_ext(&tree, Path::new(""), "rrd", &mut files)
+    } else if phpfina {
         walk_ext(&tree, Path::new(""), "meta", &mut files)
     } else {
         walk(&tree, Path::new(""), &mut files)
@@ -185,7 +195,13 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         return fail(&format!("{}: {e}", tree.display()));
     }
     if files.is_empty() {
-        let what = if phpfina { ".meta" } else { ".wsp" };
+        let what = if rrds {
+            ".rrd"
+        } else if phpfina {
+            ".meta"
+        } else {
+            ".wsp"
+        };
         return fail(&format!("no {what} files under {}", tree.display()));
     }
     if phpfina && prefix.is_empty() {
@@ -223,7 +239,12 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         if !prefix.is_empty() {
             path = format!("{prefix}.{path}");
         }
-        let name = match server::carbon::name_of(&path) {
+        let named = if rrds {
+            rrd_name(f, &prefix)
+        } else {
+            server::carbon::name_of(&path)
+        };
+        let name = match named {
             Ok(n) => n,
             Err(e) => {
                 bar.suspend(|| eprintln!("{}: {e}", f.display()));
@@ -247,6 +268,44 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
             continue;
         }
         let read = |p: PathBuf| std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()));
+        if rrds {
+            let r = read(tree.join(f)).and_then(|b| {
+                let rrd = rrd::rrdfile::read(&b).map_err(|e| e.msg)?;
+                let xml = rrd::dump::dump_xml(&rrd, "none");
+                std::fs::write(&tmp, &xml).map_err(|e| format!("{}: {e}", tmp.display()))?;
+                let mut a = vec![tmp.display().to_string(), name.clone()];
+                if force {
+                    a.insert(0, "-f".into());
+                }
+                if let Some(e) = src.run(dir, "restore", &a).error {
+                    return Err(e);
+                }
+                // Read back as `rrdtool dump` prints it: every field and row in time order
+                // (a restore starts each archive's ring afresh, so the bytes of a file would
+                // differ by the rotation alone).
+                let back = src.run(
+                    dir,
+                    "dump",
+                    &["--header".into(), "none".into(), name.clone()],
+                );
+                match back.error {
+                    Some(e) => Err(format!("read back: {e}")),
+                    None if back.stdout != xml => {
+                        Err("read back, the series differs from the file".into())
+                    }
+                    None => Ok(()),
+                }
+            });
+            match r {
+                Ok(()) => done += 1,
+                Err(e) => {
+                    bar.suspend(|| eprintln!("{}: {e}", f.display()));
+                    failed += 1;
+                }
+            }
+            bar.set_message(format!("{done} imported"));
+            continue;
+        }
         let parsed = if phpfina {
             read(tree.join(f)).and_then(|m| {
                 let dat = read(tree.join(f.with_extension("dat")))?;
@@ -290,6 +349,24 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         files.len()
     );
     i32::from(failed > 0)
+}
+
+/// The series name of `.rrd` file `f` (its path under the tree), under `prefix`.
+fn rrd_name(f: &Path, prefix: &str) -> Result<String, String> {
+    let mut parts: Vec<String> = Vec::new();
+    if !prefix.is_empty() {
+        parts.push(prefix.to_string());
+    }
+    for c in f.components() {
+        match c {
+            std::path::Component::Normal(s) => match s.to_str() {
+                Some(s) => parts.push(s.to_string()),
+                None => return Err("a name that is not UTF-8".into()),
+            },
+            _ => return Err("not a plain path".into()),
+        }
+    }
+    Ok(parts.join("/"))
 }
 
 /// Read the series back: the finest archive holds the file's finest points.

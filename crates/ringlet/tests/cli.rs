@@ -284,6 +284,77 @@ fn restore_reads_stdin_and_round_trips_dump() {
 }
 
 #[test]
+fn import_rrd_takes_a_tree_of_rrdtools_files_each_read_back_and_compared() {
+    if !have_rrdtool() {
+        return;
+    }
+    let p = Pair::new();
+    std::fs::create_dir_all(p.rr_dir.join("tree/h")).unwrap();
+    p.rrdtool(
+        &[
+            "create",
+            "tree/h/a.rrd",
+            "--start",
+            "1700000000",
+            "--step",
+            "60",
+            "DS:x:GAUGE:120:0:100",
+            "DS:c:COUNTER:120:U:U",
+            "RRA:AVERAGE:0.5:1:50",
+            "RRA:MAX:0.5:5:20",
+        ],
+        None,
+    );
+    p.rrdtool(
+        &[
+            "create",
+            "tree/b.rrd",
+            "--start",
+            "1700000000",
+            "--step",
+            "300",
+            "DS:v:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+        ],
+        None,
+    );
+    let ups: Vec<String> = (1..=90)
+        .map(|k| format!("{}:{}:{}", 1_700_000_000 + 60 * k, k % 97, 1000 + 37 * k))
+        .collect();
+    let mut args = vec!["update", "tree/h/a.rrd"];
+    args.extend(ups.iter().map(String::as_str));
+    assert_eq!(p.rrdtool(&args, None).code, 0);
+    std::fs::write(p.rr_dir.join("tree/bad.rrd"), b"not an rrd").unwrap();
+    let o = p.ringlet(&["import", "-q", "rrd", "tree"], None);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(
+        o.stdout
+            .contains("2 imported, 0 skipped (there already), 1 failed, of 3 files"),
+        "{o:?}"
+    );
+    assert!(o.stderr.contains("bad.rrd: "), "{o:?}");
+    for (name, file) in [("h/a.rrd", "tree/h/a.rrd"), ("b.rrd", "tree/b.rrd")] {
+        let ours = p.ringlet(&["dump", name], None);
+        let theirs = p.rrdtool(&["dump", file], None);
+        assert_eq!(ours.stdout, theirs.stdout, "{name}");
+    }
+    // Again: each exists; --resume skips them, --force replaces them, neither touches the
+    // files.
+    let o = p.ringlet(&["import", "-q", "--resume", "rrd", "tree"], None);
+    assert!(o.stdout.contains("0 imported, 2 skipped"), "{o:?}");
+    let o = p.ringlet(
+        &["import", "-q", "--force", "--prefix", "old", "rrd", "tree"],
+        None,
+    );
+    assert!(o.stdout.contains("2 imported"), "{o:?}");
+    assert_eq!(
+        p.ringlet(&["last", "old/h/a.rrd"], None).stdout,
+        p.rrdtool(&["last", "tree/h/a.rrd"], None).stdout
+    );
+    assert!(p.rr_dir.join("tree/h/a.rrd").exists());
+}
+
+#[test]
 fn names_are_normalised_and_dotdot_refused() {
     let p = Pair::new();
     let ok = p.ringlet(
