@@ -74,12 +74,9 @@ impl Blob {
         }
     }
 
-    pub fn len(&self) -> u64 {
+    #[cfg(test)]
+    fn len(&self) -> u64 {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The bytes chunk `c` holds (fewer than its span: zeros follow).
@@ -324,14 +321,6 @@ impl Blobs {
 
     pub fn get(&self, id: u64) -> Option<&Blob> {
         self.by_id.get(&id)
-    }
-
-    pub fn len(&self) -> usize {
-        self.by_id.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_id.is_empty()
     }
 
     pub fn has_changes(&self) -> bool {

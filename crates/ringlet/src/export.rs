@@ -155,17 +155,10 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
             target(existing[0]).display()
         ));
     }
-    let bar = if quiet {
-        indicatif::ProgressBar::hidden()
-    } else {
-        indicatif::ProgressBar::new(names.len() as u64)
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} exporting [{bar:30}] {pos}/{len} series, {msg} ({eta} left)",
-        )
-        .expect("a valid template")
-        .progress_chars("=> "),
+    let bar = progress(
+        quiet,
+        names.len() as u64,
+        "{spinner} exporting [{bar:30}] {pos}/{len} series, {msg} ({eta} left)",
     );
     let (mut written, mut skipped, mut bytes, mut failed) = (0u64, 0u64, 0u64, 0u64);
     for name in &names {
@@ -254,17 +247,10 @@ impl FeedExport {
             ));
         }
         let total: u64 = files.iter().map(|f| f.1).sum();
-        let bar = if self.quiet {
-            indicatif::ProgressBar::hidden()
-        } else {
-            indicatif::ProgressBar::new(total)
-        };
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} exporting [{bar:30}] {bytes}/{total_bytes}, {msg} ({eta} left)",
-            )
-            .expect("a valid template")
-            .progress_chars("=> "),
+        let bar = progress(
+            self.quiet,
+            total,
+            "{spinner} exporting [{bar:30}] {bytes}/{total_bytes}, {msg} ({eta} left)",
         );
         let (mut written, mut skipped, mut failed, mut bytes) = (0u64, 0u64, 0u64, 0u64);
         for (name, len) in &files {
@@ -338,6 +324,22 @@ impl FeedExport {
             }
         }
     }
+}
+
+/// A progress bar of `len` in `template`'s style (hidden with `quiet`): export's and
+/// import's.
+pub(crate) fn progress(quiet: bool, len: u64, template: &str) -> indicatif::ProgressBar {
+    let bar = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(len)
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar
 }
 
 fn human(b: u64) -> String {

@@ -226,23 +226,10 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
     let (mut done, mut skipped, mut failed) = (0u64, 0u64, 0u64);
     for f in &files {
         bar.inc(1);
-        let stem = f.with_extension("");
-        let comps: Vec<String> = stem
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        // carbon keeps a tagged series at _tagged/<hash>/<hash>/<name, dots as _DOT_>.
-        let mut path = match comps.as_slice() {
-            [t, _, _, enc] if t == "_tagged" && !phpfina => enc.replace("_DOT_", "."),
-            _ => comps.join("."),
-        };
-        if !prefix.is_empty() {
-            path = format!("{prefix}.{path}");
-        }
         let named = if rrds {
             rrd_name(f, &prefix)
         } else {
-            server::carbon::name_of(&path)
+            server::carbon::name_of(&graphite_path(f, &prefix, phpfina))
         };
         let name = match named {
             Ok(n) => n,
@@ -268,18 +255,22 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
             continue;
         }
         let read = |p: PathBuf| std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()));
-        if rrds {
-            let r = read(tree.join(f)).and_then(|b| {
+        let restore = |src: &mut Source, xml: &str| -> Result<(), String> {
+            std::fs::write(&tmp, xml).map_err(|e| format!("{}: {e}", tmp.display()))?;
+            let mut a = vec![tmp.display().to_string(), name.clone()];
+            if force {
+                a.insert(0, "-f".into());
+            }
+            match src.run(dir, "restore", &a).error {
+                Some(e) => Err(e),
+                None => Ok(()),
+            }
+        };
+        let r = if rrds {
+            read(tree.join(f)).and_then(|b| {
                 let rrd = rrd::rrdfile::read(&b).map_err(|e| e.msg)?;
                 let xml = rrd::dump::dump_xml(&rrd, "none");
-                std::fs::write(&tmp, &xml).map_err(|e| format!("{}: {e}", tmp.display()))?;
-                let mut a = vec![tmp.display().to_string(), name.clone()];
-                if force {
-                    a.insert(0, "-f".into());
-                }
-                if let Some(e) = src.run(dir, "restore", &a).error {
-                    return Err(e);
-                }
+                restore(&mut src, &xml)?;
                 // Read back as `rrdtool dump` prints it: every field and row in time order
                 // (a restore starts each archive's ring afresh, so the bytes of a file would
                 // differ by the rotation alone).
@@ -295,39 +286,24 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
                     }
                     None => Ok(()),
                 }
-            });
-            match r {
-                Ok(()) => done += 1,
-                Err(e) => {
-                    bar.suspend(|| eprintln!("{}: {e}", f.display()));
-                    failed += 1;
-                }
-            }
-            bar.set_message(format!("{done} imported"));
-            continue;
-        }
-        let parsed = if phpfina {
-            read(tree.join(f)).and_then(|m| {
-                let dat = read(tree.join(f.with_extension("dat")))?;
-                parse_phpfina(&m, &dat)
             })
         } else {
-            read(tree.join(f)).and_then(|b| parse(&b))
+            let parsed = if phpfina {
+                read(tree.join(f)).and_then(|m| {
+                    let dat = read(tree.join(f.with_extension("dat")))?;
+                    parse_phpfina(&m, &dat)
+                })
+            } else {
+                read(tree.join(f)).and_then(|b| parse(&b))
+            };
+            parsed.and_then(|w| {
+                restore(
+                    &mut src,
+                    &rrd::dump::dump_xml(&to_rrd(&w, crate::now().0), ""),
+                )?;
+                verify(&mut src, dir, &name, &w)
+            })
         };
-        let r = parsed.and_then(|w| {
-            let rrd = to_rrd(&w, crate::now().0);
-            let xml = rrd::dump::dump_xml(&rrd, "");
-            std::fs::write(&tmp, xml).map_err(|e| format!("{}: {e}", tmp.display()))?;
-            let mut a = vec![tmp.display().to_string(), name.clone()];
-            if force {
-                a.insert(0, "-f".into());
-            }
-            let out = src.run(dir, "restore", &a);
-            if let Some(e) = out.error {
-                return Err(e);
-            }
-            verify(&mut src, dir, &name, &w)
-        });
         match r {
             Ok(()) => done += 1,
             Err(e) => {
@@ -349,6 +325,25 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         files.len()
     );
     i32::from(failed > 0)
+}
+
+/// The Graphite path of whisper file (or PHPFina meta) `f` under the tree, under `prefix`.
+fn graphite_path(f: &Path, prefix: &str, phpfina: bool) -> String {
+    let comps: Vec<String> = f
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    // carbon keeps a tagged series at _tagged/<hash>/<hash>/<name, dots as _DOT_>.
+    let path = match comps.as_slice() {
+        [t, _, _, enc] if t == "_tagged" && !phpfina => enc.replace("_DOT_", "."),
+        _ => comps.join("."),
+    };
+    if prefix.is_empty() {
+        path
+    } else {
+        format!("{prefix}.{path}")
+    }
 }
 
 /// The series name of `.rrd` file `f` (its path under the tree), under `prefix`.

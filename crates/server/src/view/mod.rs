@@ -454,7 +454,12 @@ impl View {
         if lock(&self.loose).0.contains_key(path) {
             return Some(Node::Loose(path.to_string()));
         }
-        let names = self.names();
+        // The series' names (a feed view's own names were looked up above: its other names
+        // are never a series' nor a series' directory, and listing its feeds is work).
+        let names = match self.kind {
+            Kind::Rrd => self.names(),
+            _ => Arc::new(BTreeSet::new()),
+        };
         if names.contains(path) {
             return Some(Node::File(path.to_string()));
         }
