@@ -27,7 +27,10 @@ Daemon, export, import and pipe mode:
   serve    an rrdcached-compatible daemon over the same store (ringlet serve --help)
   stats    print a running daemon's STATS (ringlet stats [-d|--daemon ADDR])
   export   write real .rrd files (ringlet export --help)
-  import   read a tree of whisper files into the store (ringlet import --help)
+  import   read a tree of .rrd, whisper or PHPFina files into the store
+           (ringlet import --help)
+  migrate  replace the running rrdcached in place: same options and sockets, its
+           files imported (ringlet migrate --help)
   repair   open a store whose log is damaged, cutting it there (ringlet repair --help)
   -        read commands from stdin like `rrdtool -` (OK/ERROR after each; quit ends)
 

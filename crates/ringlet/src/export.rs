@@ -97,6 +97,7 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         write_flags: true,
         daemon: true,
         prefix: false,
+        moves: false,
     };
     let o = match crate::opts::parse_or_usage(args, takes, USAGE) {
         Ok(o) => o,

@@ -3,7 +3,11 @@
 //! `ringlet import rrd DIR`: a tree of rrdtool's `.rrd` files (rrdcached's `-b`), each the
 //! series of its path under DIR, read by `rrd::rrdfile`, stored by one `restore`, then read
 //! back by `dump` and compared with the file's dump (every field, every row), so a file is
-//! counted imported only once the store holds it exactly. The files are left where they are.
+//! counted imported only once the store holds it exactly. The files are left where they are,
+//! or with `--move` (what `ringlet migrate` runs) moved into `<store>/imported/` once a commit
+//! holds their series, a placeholder left at each path as the daemon leaves one for a file it
+//! finds under `-b` (on a store: committed a batch at a time, then moved; beside a daemon
+//! whose `-b` is DIR: the daemon moves each file after its commit).
 //!
 //! Each `a/b/c.wsp` under DIR becomes the series of the Graphite path `a.b.c` (`a/b/c.rrd`,
 //! as `--carbon` names it; `--prefix p.` puts it under `p`; carbon's tagged series,
@@ -28,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 pub const USAGE: &str = "\
 usage: ringlet [--store DIR] import whisper|phpfina|rrd [--prefix PREFIX] [--force|-f]
-                               [--resume|-r] [--daemon|-d ADDR] [--quiet|-q] DIR
+                               [--resume|-r] [--move] [--daemon|-d ADDR] [--quiet|-q] DIR
 
 Import a tree of whisper files (carbon's, under its LOCAL_DATA_DIR): DIR/a/b/c.wsp becomes
 the series of the Graphite path a.b.c (the store name a/b/c.rrd, as `ringlet serve --carbon`
@@ -37,12 +41,17 @@ emoncms's PHPFina feeds (ID.meta and ID.dat) in DIR as the series emoncms.ID. Ea
 before it is stored, stored whole or not at all, and read back and compared. `rrd` reads
 rrdtool's .rrd files: DIR/a/b.rrd becomes the series a/b.rrd (P/a/b.rrd with --prefix P),
 read back and compared with the file (every field and row, as `rrdtool dump` prints
-them); the files stay where they are (a daemon with -b DIR names them the same). Runs in the
-daemon that holds the store if there is one (found as for every command), else on the store.
+them); the files stay where they are (a daemon with -b DIR names them the same), or with
+--move go into STORE/imported/ (their paths kept) once the store holds them durably, a
+placeholder taking each path, as `ringlet serve -b DIR` does with a file it finds there.
+Runs in the daemon that holds the store if there is one (found as for every command), else
+on the store.
 
   --prefix P     put every path under P (P.a.b.c; PHPFina: P.ID, default emoncms)
   -f, --force    replace series that exist
   -r, --resume   skip series that exist (an interrupted import)
+  --move         (rrd) move each file aside once stored: DIR is the -b of the daemon that
+                 will serve it (beside a running daemon, its own -b)
   -q, --quiet    no progress bar
 ";
 
@@ -162,56 +171,130 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         write_flags: true,
         daemon: true,
         prefix: true,
+        moves: true,
     };
     let o = match crate::opts::parse_or_usage(args, takes, USAGE) {
         Ok(o) => o,
         Err(status) => return status,
     };
-    let (force, resume, quiet, daemon, pos) = (o.force, o.resume, o.quiet, o.daemon, o.pos);
-    let mut prefix = o
-        .prefix
-        .map(|p| p.trim_end_matches('.').to_string())
-        .unwrap_or_default();
-    let [kind, tree] = pos.as_slice() else {
+    let [kind, tree] = o.pos.as_slice() else {
         eprint!("{USAGE}");
         return 2;
     };
-    let (phpfina, rrds) = match kind.as_str() {
-        "whisper" => (false, false),
-        "phpfina" => (true, false),
-        "rrd" => (false, true),
+    let kind = match kind.as_str() {
+        "whisper" => Kind::Whisper,
+        "phpfina" => Kind::Phpfina,
+        "rrd" => Kind::Rrd,
         _ => return fail(&format!("cannot import '{kind}' (whisper, phpfina, rrd)")),
     };
-    let tree = PathBuf::from(tree);
-    let mut files = Vec::new();
-    let listed = if rrds {
-        walk_ext(&tree, Path::new(""), "rrd", &mut files)
-    } else if phpfina {
-        walk_ext(&tree, Path::new(""), "meta", &mut files)
-    } else {
-        walk(&tree, Path::new(""), &mut files)
-    };
-    if let Err(e) = listed {
-        return fail(&format!("{}: {e}", tree.display()));
+    if o.moves && kind != Kind::Rrd {
+        return fail("--move is for rrd files");
     }
-    if files.is_empty() {
-        let what = if rrds {
-            ".rrd"
-        } else if phpfina {
-            ".meta"
-        } else {
-            ".wsp"
-        };
-        return fail(&format!("no {what} files under {}", tree.display()));
+    if o.moves && o.prefix.is_some() {
+        return fail("--move keeps each file's path as its series' name: no --prefix");
     }
-    if phpfina && prefix.is_empty() {
-        prefix = "emoncms".into();
-    }
-    let mut src = match Source::open(daemon, dir, false) {
+    let mut src = match Source::open(o.daemon.clone(), dir, false) {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
-    let bar = if quiet {
+    let job = Job {
+        kind,
+        tree: PathBuf::from(tree),
+        prefix: o.prefix.clone(),
+        force: o.force,
+        resume: o.resume,
+        quiet: o.quiet,
+        moves: o.moves.then(|| crate::placeholder_address(dir)),
+    };
+    match import(&job, &mut src, dir) {
+        Ok(n) => {
+            println!("{n}");
+            i32::from(n.failed > 0)
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Whisper,
+    Phpfina,
+    Rrd,
+}
+
+/// One import: what and how.
+pub(crate) struct Job {
+    pub kind: Kind,
+    pub tree: PathBuf,
+    pub prefix: Option<String>,
+    pub force: bool,
+    pub resume: bool,
+    pub quiet: bool,
+    /// `--move`: each file moved aside once stored, a placeholder naming this address (the
+    /// daemon that will serve the store) left at its path.
+    pub moves: Option<String>,
+}
+
+/// What an import did.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Counts {
+    pub done: u64,
+    pub skipped: u64,
+    pub failed: u64,
+    pub moved: u64,
+    pub files: u64,
+}
+
+impl std::fmt::Display for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "{} imported, {} skipped (there already), {} failed, of {} files",
+            self.done, self.skipped, self.failed, self.files
+        )?;
+        if self.moved > 0 {
+            write!(f, "; {} moved aside", self.moved)?;
+        }
+        Ok(())
+    }
+}
+
+/// Files read but not yet committed (a store's import commits a batch at a time, then moves
+/// the batch's files aside): their paths and series, and the bytes they took.
+#[derive(Default)]
+struct Pending {
+    files: Vec<(PathBuf, String)>,
+    bytes: u64,
+}
+
+/// A batch is committed past this many file bytes (or files): the store holds the series in
+/// memory until then.
+const BATCH_BYTES: u64 = 64 << 20;
+const BATCH_FILES: usize = 4096;
+
+/// Run `job` on `src` (the daemon, or the store at `dir`). Err: nothing could be done (no
+/// such tree, no files, a failed commit).
+pub(crate) fn import(job: &Job, src: &mut Source, dir: &Path) -> Result<Counts, String> {
+    let (tree, kind) = (&job.tree, job.kind);
+    let mut prefix = job
+        .prefix
+        .as_deref()
+        .map(|p| p.trim_end_matches('.').to_string())
+        .unwrap_or_default();
+    let mut files = Vec::new();
+    let (listed, what) = match kind {
+        Kind::Rrd => (walk_ext(tree, Path::new(""), "rrd", &mut files), ".rrd"),
+        Kind::Phpfina => (walk_ext(tree, Path::new(""), "meta", &mut files), ".meta"),
+        Kind::Whisper => (walk(tree, Path::new(""), &mut files), ".wsp"),
+    };
+    listed.map_err(|e| format!("{}: {e}", tree.display()))?;
+    if files.is_empty() {
+        return Err(format!("no {what} files under {}", tree.display()));
+    }
+    if kind == Kind::Phpfina && prefix.is_empty() {
+        prefix = "emoncms".into();
+    }
+    let bar = if job.quiet {
         indicatif::ProgressBar::hidden()
     } else {
         indicatif::ProgressBar::new(files.len() as u64)
@@ -222,109 +305,222 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
+    // Where placeholders say the series live (with --move, on a store).
+    let places = job.moves.as_ref().map(|addr| {
+        let abs_dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        server::placeholder::Places::new(&abs_dir, addr.clone())
+    });
+    let abs_tree = std::fs::canonicalize(tree).unwrap_or_else(|_| tree.clone());
     let tmp = std::env::temp_dir().join(format!("ringlet-import-{}.xml", std::process::id()));
-    let (mut done, mut skipped, mut failed) = (0u64, 0u64, 0u64);
+    let mut n = Counts {
+        files: files.len() as u64,
+        ..Counts::default()
+    };
+    let mut pending = Pending::default();
+    let mut left_in_place = false;
     for f in &files {
         bar.inc(1);
-        let named = if rrds {
-            rrd_name(f, &prefix)
-        } else {
-            server::carbon::name_of(&graphite_path(f, &prefix, phpfina))
+        let named = match kind {
+            Kind::Rrd => rrd_name(f, &prefix),
+            _ => server::carbon::name_of(&graphite_path(f, &prefix, kind == Kind::Phpfina)),
         };
         let name = match named {
             Ok(n) => n,
             Err(e) => {
                 bar.suspend(|| eprintln!("{}: {e}", f.display()));
-                failed += 1;
+                n.failed += 1;
                 continue;
             }
         };
+        let path = tree.join(f);
+        // A placeholder: a daemon (or an earlier import) has this file's series already.
+        if kind == Kind::Rrd && is_placeholder(&path) {
+            n.skipped += 1;
+            continue;
+        }
         let exists = src
             .run(dir, "last", std::slice::from_ref(&name))
             .error
             .is_none();
-        if exists && resume {
-            skipped += 1;
+        if exists && job.resume {
+            n.skipped += 1;
             continue;
         }
-        if exists && !force {
+        if exists && !job.force {
             bar.suspend(|| {
                 eprintln!("{name}: exists already (--resume skips it, --force replaces it)")
             });
-            failed += 1;
+            n.failed += 1;
             continue;
         }
-        let read = |p: PathBuf| std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()));
-        let restore = |src: &mut Source, xml: &str| -> Result<(), String> {
-            std::fs::write(&tmp, xml).map_err(|e| format!("{}: {e}", tmp.display()))?;
-            let mut a = vec![tmp.display().to_string(), name.clone()];
-            if force {
-                a.insert(0, "-f".into());
-            }
-            match src.run(dir, "restore", &a).error {
-                Some(e) => Err(e),
-                None => Ok(()),
-            }
-        };
-        let r = if rrds {
-            read(tree.join(f)).and_then(|b| {
+        let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+        let r = match kind {
+            Kind::Rrd => read(&path).and_then(|b| {
+                let size = b.len() as u64;
                 let rrd = rrd::rrdfile::read(&b).map_err(|e| e.msg)?;
-                let xml = rrd::dump::dump_xml(&rrd, "none");
-                restore(&mut src, &xml)?;
-                // Read back as `rrdtool dump` prints it: every field and row in time order
-                // (a restore starts each archive's ring afresh, so the bytes of a file would
-                // differ by the rotation alone).
-                let back = src.run(
-                    dir,
-                    "dump",
-                    &["--header".into(), "none".into(), name.clone()],
-                );
-                match back.error {
-                    Some(e) => Err(format!("read back: {e}")),
-                    None if back.stdout != xml => {
-                        Err("read back, the series differs from the file".into())
+                drop(b);
+                store_rrd(src, dir, &tmp, &name, rrd, job.force)?;
+                if job.moves.is_some() {
+                    if let Source::Store(_) = src {
+                        pending.files.push((path.clone(), name.clone()));
+                        pending.bytes += size;
+                    } else if is_placeholder(&path) {
+                        n.moved += 1;
+                    } else {
+                        left_in_place = true;
                     }
-                    None => Ok(()),
                 }
-            })
-        } else {
-            let parsed = if phpfina {
-                read(tree.join(f)).and_then(|m| {
-                    let dat = read(tree.join(f.with_extension("dat")))?;
-                    parse_phpfina(&m, &dat)
+                Ok(())
+            }),
+            Kind::Phpfina | Kind::Whisper => {
+                let parsed = if kind == Kind::Phpfina {
+                    read(&path).and_then(|m| {
+                        let dat = read(&path.with_extension("dat"))?;
+                        parse_phpfina(&m, &dat)
+                    })
+                } else {
+                    read(&path).and_then(|b| parse(&b))
+                };
+                parsed.and_then(|w| {
+                    let xml = rrd::dump::dump_xml(&to_rrd(&w, crate::now().0), "");
+                    restore(src, dir, &tmp, &name, &xml, job.force)?;
+                    verify(src, dir, &name, &w)
                 })
-            } else {
-                read(tree.join(f)).and_then(|b| parse(&b))
-            };
-            parsed.and_then(|w| {
-                restore(
-                    &mut src,
-                    &rrd::dump::dump_xml(&to_rrd(&w, crate::now().0), ""),
-                )?;
-                verify(&mut src, dir, &name, &w)
-            })
+            }
         };
         match r {
-            Ok(()) => done += 1,
+            Ok(()) => n.done += 1,
+            // Beside a daemon that serves DIR: a client named the file meanwhile, and the
+            // daemon took it in itself.
+            Err(_) if kind == Kind::Rrd && is_placeholder(&path) => n.skipped += 1,
             Err(e) => {
                 bar.suspend(|| eprintln!("{}: {e}", f.display()));
-                failed += 1;
+                n.failed += 1;
             }
         }
-        bar.set_message(format!("{done} imported"));
+        if pending.bytes >= BATCH_BYTES || pending.files.len() >= BATCH_FILES {
+            n.moved += settle(src, &mut pending, places.as_ref(), &abs_tree, tree, &bar)?;
+        }
+        bar.set_message(format!("{} imported", n.done));
     }
     let _ = std::fs::remove_file(&tmp);
-    if let Source::Store(st) = &mut src {
-        if let Err(e) = st.commit() {
-            return fail(&format!("commit: {e}"));
+    n.moved += settle(src, &mut pending, places.as_ref(), &abs_tree, tree, &bar)?;
+    bar.finish_and_clear();
+    if left_in_place {
+        eprintln!(
+            "--move: the daemon's -b is not {}; files whose series it does not place there \
+             were left in place",
+            tree.display()
+        );
+    }
+    Ok(n)
+}
+
+/// Whether the file at `path` is a ringlet placeholder.
+fn is_placeholder(path: &Path) -> bool {
+    server::placeholder::inspect(None, path) == server::placeholder::Found::Placeholder
+}
+
+/// Commit what a store holds (nothing beside a daemon, which commits each command), then
+/// move the pending files aside: the number moved.
+fn settle(
+    src: &mut Source,
+    pending: &mut Pending,
+    places: Option<&server::placeholder::Places>,
+    abs_tree: &Path,
+    tree: &Path,
+    bar: &indicatif::ProgressBar,
+) -> Result<u64, String> {
+    let Source::Store(st) = src else {
+        return Ok(0);
+    };
+    st.commit().map_err(|e| format!("commit: {e}"))?;
+    let mut moved = 0;
+    for (path, name) in pending.files.drain(..) {
+        let Some(places) = places else { continue };
+        let rel = path.strip_prefix(tree).unwrap_or(&path);
+        let abs = abs_tree.join(rel).display().to_string();
+        match server::placeholder::move_aside(places, &path, &abs, &name) {
+            Ok(_) => moved += 1,
+            Err(e) => {
+                bar.suspend(|| eprintln!("{}: stored, but not moved aside: {e}", path.display()))
+            }
         }
     }
-    bar.finish_and_clear();
-    println!(
-        "{done} imported, {skipped} skipped (there already), {failed} failed, of {} files",
-        files.len()
-    );
-    i32::from(failed > 0)
+    pending.bytes = 0;
+    Ok(moved)
+}
+
+/// Store `rrd` (an .rrd file's) as series `name` and read it back as `rrdtool dump` prints
+/// it, every field and row in time order, compared with the file's (a store starts each
+/// archive's ring afresh, so the bytes of a file would differ by the rotation alone). On a
+/// store it is created there directly; beside a daemon, restored from its dump.
+fn store_rrd(
+    src: &mut Source,
+    dir: &Path,
+    tmp: &Path,
+    name: &str,
+    rrd: rrd::Rrd,
+    force: bool,
+) -> Result<(), String> {
+    let want = rrd::dump::dump_xml(&rrd, "none");
+    let differs = || Err("read back, the series differs from the file".to_string());
+    match src {
+        Source::Store(st) => {
+            let name = cli::store::normalize(name)?;
+            st.create(&name, rrd, force).map_err(|e| e.to_string())?;
+            let back = st.get(&name).map(|r| rrd::dump::dump_xml(r, "none"));
+            if back.as_deref() != Some(want.as_str()) {
+                let _ = st.remove(&name);
+                return differs();
+            }
+            Ok(())
+        }
+        Source::Daemon(_) => {
+            restore(src, dir, tmp, name, &want, force)?;
+            let back = src.run(
+                dir,
+                "dump",
+                &["--header".into(), "none".into(), name.to_string()],
+            );
+            match back.error {
+                Some(e) => Err(format!("read back: {e}")),
+                // A client's update may have come between (the daemon serves the base
+                // directory): the series is stored, and newer than the file.
+                None if back.stdout != want && !updated_since(&back.stdout, &want) => differs(),
+                None => Ok(()),
+            }
+        }
+    }
+}
+
+/// Whether dump `back` is of a series updated after the one dump `file` shows.
+fn updated_since(back: &str, file: &str) -> bool {
+    let last = |d: &str| -> Option<i64> {
+        let at = d.find("<lastupdate>")? + "<lastupdate>".len();
+        d[at..].split('<').next()?.trim().parse().ok()
+    };
+    matches!((last(back), last(file)), (Some(b), Some(f)) if b > f)
+}
+
+/// Restore `xml` as series `name` there (`-f` with `force`).
+fn restore(
+    src: &mut Source,
+    dir: &Path,
+    tmp: &Path,
+    name: &str,
+    xml: &str,
+    force: bool,
+) -> Result<(), String> {
+    std::fs::write(tmp, xml).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let mut a = vec![tmp.display().to_string(), name.to_string()];
+    if force {
+        a.insert(0, "-f".into());
+    }
+    match src.run(dir, "restore", &a).error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// The Graphite path of whisper file (or PHPFina meta) `f` under the tree, under `prefix`.

@@ -13,6 +13,7 @@
 
 mod export;
 mod import;
+mod migrate;
 mod opts;
 mod pipe;
 
@@ -84,6 +85,9 @@ fn run(argv: &[String]) -> Outcome {
     }
     if cmd == "import" {
         std::process::exit(import::run(args, &dir));
+    }
+    if cmd == "migrate" {
+        std::process::exit(migrate::run(args, &dir));
     }
     if cmd == "-" {
         std::process::exit(pipe::run(&dir));
@@ -165,6 +169,16 @@ pub(crate) enum Daemon {
     Unreachable(String, String),
     /// No daemon: the store itself.
     None,
+}
+
+/// The address a placeholder written beside the store `dir` names: `$RRDCACHED_ADDRESS`,
+/// else the one its daemon recorded, else `ringlet serve`'s default.
+pub(crate) fn placeholder_address(dir: &Path) -> String {
+    std::env::var("RRDCACHED_ADDRESS")
+        .ok()
+        .filter(|a| !a.is_empty())
+        .or_else(|| server::remote::recorded(dir))
+        .unwrap_or_else(|| format!("unix:{}", server::config::DEFAULT_SOCKET))
 }
 
 /// The daemon a command goes to: `--daemon`, else `$RRDCACHED_ADDRESS`, else the one that

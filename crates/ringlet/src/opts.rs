@@ -15,6 +15,8 @@ pub struct Takes {
     pub daemon: bool,
     /// `--prefix PATH`.
     pub prefix: bool,
+    /// `--move`.
+    pub moves: bool,
 }
 
 /// What a command's arguments said.
@@ -26,6 +28,7 @@ pub struct Opts {
     pub quiet: bool,
     pub daemon: Option<String>,
     pub prefix: Option<String>,
+    pub moves: bool,
     /// The arguments that are not options, in order.
     pub pos: Vec<String>,
 }
@@ -43,6 +46,7 @@ pub fn parse(args: &[String], takes: Takes) -> Result<Opts, String> {
             Short('q') | Long("quiet") if takes.write_flags => o.quiet = true,
             Short('d') | Long("daemon") if takes.daemon => o.daemon = Some(text(&mut p)?),
             Long("prefix") if takes.prefix => o.prefix = Some(text(&mut p)?),
+            Long("move") if takes.moves => o.moves = true,
             Value(v) => o.pos.push(v.string().map_err(|e| e.to_string())?),
             other => return Err(other.unexpected().to_string()),
         }
@@ -90,6 +94,7 @@ mod tests {
         write_flags: true,
         daemon: true,
         prefix: true,
+        moves: true,
     };
 
     #[test]

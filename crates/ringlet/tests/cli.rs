@@ -352,6 +352,37 @@ fn import_rrd_takes_a_tree_of_rrdtools_files_each_read_back_and_compared() {
         p.rrdtool(&["last", "tree/h/a.rrd"], None).stdout
     );
     assert!(p.rr_dir.join("tree/h/a.rrd").exists());
+
+    // --move: into a fresh store, each file moved into STORE/imported/ (its bytes kept) and
+    // a placeholder naming its series left at its path; a second run finds placeholders.
+    std::fs::remove_file(p.rr_dir.join("tree/bad.rrd")).unwrap();
+    let before = std::fs::read(p.rr_dir.join("tree/h/a.rrd")).unwrap();
+    let moved = Pair::new();
+    let tree = p.rr_dir.join("tree").display().to_string();
+    let o = moved.ringlet(&["import", "-q", "--move", "rrd", &tree], None);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stdout
+            .contains("2 imported, 0 skipped (there already), 0 failed, of 2 files; 2 moved aside"),
+        "{o:?}"
+    );
+    let kept = std::fs::read(Path::new(&moved.store).join("imported/h/a.rrd")).unwrap();
+    assert_eq!(kept, before);
+    let ph = std::fs::read_to_string(p.rr_dir.join("tree/h/a.rrd")).unwrap();
+    assert!(
+        ph.starts_with("ringlet placeholder:") && ph.contains("The series 'h/a.rrd' lives"),
+        "{ph}"
+    );
+    let kept_path = Path::new(&moved.store).join("imported/h/a.rrd");
+    assert_eq!(
+        moved.ringlet(&["dump", "h/a.rrd"], None).stdout,
+        p.rrdtool(&["dump", &kept_path.display().to_string()], None)
+            .stdout
+    );
+    let o = moved.ringlet(&["import", "-q", "--move", "rrd", &tree], None);
+    assert!(o.stdout.contains("0 imported, 2 skipped"), "{o:?}");
+    let o = moved.ringlet(&["import", "--move", "--prefix", "x", "rrd", &tree], None);
+    assert!(o.stderr.contains("no --prefix"), "{o:?}");
 }
 
 #[test]

@@ -140,7 +140,7 @@ pub fn decode(message: &str, lines: &[String]) -> Result<Outcome, String> {
     })
 }
 
-pub(crate) trait Stream: Read + Write + Send {}
+pub trait Stream: Read + Write + Send {}
 impl<T: Read + Write + Send> Stream for T {}
 
 /// A connection to a daemon for RUN requests.
@@ -159,7 +159,7 @@ const NAMED: [&str; 2] = ["--daemon", "-"];
 
 /// A connection to a daemon's address as `-l` and librrd take it (`unix:/path`, `/path`,
 /// `host`, `host:port`, `[v6]:port`), parsed.
-pub(crate) fn connect_stream(
+pub fn connect_stream(
     addr: &Addr,
     read_timeout: Option<std::time::Duration>,
 ) -> std::io::Result<Box<dyn Stream>> {
@@ -494,18 +494,74 @@ fn run(
         as_with_daemon(d, &inner, cmd, args, &mut out);
     }
     if !written.is_empty() {
+        // A real .rrd file at a written series' path (`ringlet import rrd` of the base
+        // directory, `restore -f` over a user's file) is moved aside once the commit holds
+        // the series, never overwritten by its placeholder.
+        let mut aside = Vec::new();
         for name in &written {
             d.reset_series(&mut inner, name);
-            placeholder_for(d, &mut inner, name);
+            match user_file(d, &inner, name) {
+                Some(t) => aside.push(t),
+                None => placeholder_for(d, &mut inner, name),
+            }
         }
-        if !defer {
-            if let Err(e) = d.commit(&mut inner) {
+        if defer && aside.is_empty() {
+            return (out, true);
+        }
+        match d.commit(&mut inner) {
+            Ok(_) => {
+                for t in &aside {
+                    move_aside(&mut inner, t);
+                }
+            }
+            Err(e) => {
                 out.error.get_or_insert(e);
             }
         }
-        return (out, defer);
+        return (out, false);
     }
     (out, false)
+}
+
+/// The target of series `name` when its path under the base directory holds a real `.rrd`
+/// file (not a placeholder).
+fn user_file(d: &Daemon, inner: &Inner, name: &str) -> Option<Target> {
+    let base = d.base.as_ref()?;
+    if name.starts_with('/') || (d.restrict_base && d.no_links(name).is_err()) {
+        return None;
+    }
+    let abs = format!("{base}/{name}");
+    let disk = d.disk_path(&abs);
+    let beneath = inner.places.beneath.as_deref();
+    (crate::placeholder::inspect(beneath, &disk) == crate::placeholder::Found::Rrd).then(|| {
+        Target {
+            disk,
+            abs,
+            name: name.to_string(),
+        }
+    })
+}
+
+/// The user's file at `t`'s path moved aside into the store's imported directory, its
+/// placeholder in its place (the series committed first).
+fn move_aside(inner: &mut Inner, t: &Target) {
+    match crate::placeholder::move_aside(&inner.places, &t.disk, &t.abs, &t.name) {
+        Ok(dest) => {
+            crate::log::line(&format!(
+                "{} is stored; the file is now at {}",
+                t.abs,
+                dest.display()
+            ));
+            crate::series::import::forget_disk(inner, t);
+        }
+        Err(e) => {
+            crate::log::line(&format!(
+                "{} is stored, but could not be moved aside: {e}",
+                t.abs
+            ));
+            crate::series::import::remember_disk(inner, t);
+        }
+    }
 }
 
 /// What `rrdtool <cmd> --daemon` prints where it differs from rrdtool on a file (librrd

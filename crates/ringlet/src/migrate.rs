@@ -1,0 +1,874 @@
+//! `ringlet migrate rrdcached`: replace a running rrdcached in place. Its options are read
+//! from its command line (`/proc/PID/cmdline`; else from Debian's `/etc/default/rrdcached`,
+//! as its init script builds them), written to `/etc/default/ringlet` in the same syntax
+//! (`ringlet serve --defaults` reads it); rrdcached is told to write everything (FLUSHALL,
+//! then STATS until its queue is empty) and stopped (by systemd where systemd runs it, else
+//! by SIGTERM to its pid); ringlet is started on the same sockets at once, so clients are
+//! without a daemon only from rrdcached's stop to ringlet's listening; updates that only
+//! rrdcached's journal held (accepted after the flush, before the stop) are sent to it; and
+//! every `.rrd` under rrdcached's `-b` is imported through it (`import rrd --resume --move`:
+//! each compared with the file after import, moved into `<store>/imported/` once committed,
+//! a placeholder left at its path; a file a client names first is taken in by the daemon
+//! itself, as it does with any file it finds under `-b`). With `--no-start` the files are
+//! imported on the store instead. Clients keep their configuration: the socket paths, `-b`,
+//! `-B`, `-w`, `-g` are the same.
+//!
+//! Options left out of the new file, with the reason written in it: `-p` (rrdcached's pid
+//! file: its init script would stop ringlet by it), `-j` (the store's log is ringlet's
+//! journal), `-g` (the service adds it).
+
+use crate::export::Source;
+use crate::import::{Job, Kind};
+use lexopt::prelude::*;
+use server::config::{Addr, Config};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub const USAGE: &str = "\
+usage: ringlet [--store DIR] migrate rrdcached [--dry-run|-n] [--pid PID]
+                 [--defaults FILE] [--to FILE] [--no-start] [--quiet|-q]
+
+Replace the rrdcached that runs here with ringlet, in place:
+  1. read rrdcached's options from its command line (/proc/PID/cmdline), or when none runs
+     from FILE (default /etc/default/rrdcached, as Debian's init script reads it);
+  2. write them to --to (default /etc/default/ringlet; the file there is kept beside it as
+     .before-migrate): the same sockets, -b, -B, -w, -s, -m, -P, -U, -G; not -p, -j, -g;
+  3. tell rrdcached to write every queued value (FLUSHALL) and wait for its queue to empty,
+     then stop it (systemctl stop + disable where systemd runs it, else SIGTERM to its pid);
+  4. start ringlet on the same sockets (systemctl enable + restart ringlet where systemd
+     runs, else `ringlet serve --defaults FILE` in the background), and send it the updates
+     that only rrdcached's journal (-j) held;
+  5. import every .rrd under rrdcached's -b through it (as `ringlet import rrd --resume
+     --move`: each compared with its file after import, moved into STORE/imported/ once
+     committed, a placeholder left at its path; a file a client names first is taken in by
+     the daemon as it sees it). Interrupted? `ringlet import rrd --resume --move DIR`.
+Clients (collectd, gmetad, Munin, Cacti, rrdtool --daemon) keep their configuration.
+
+  -n, --dry-run     print what would be done, change nothing
+  --pid PID         the rrdcached to replace (when several run)
+  --defaults FILE   rrdcached's defaults file (default /etc/default/rrdcached)
+  --to FILE         ringlet's defaults file to write (default /etc/default/ringlet)
+  --no-start        write the file, stop rrdcached and import on the store, but do not
+                    start ringlet
+  -q, --quiet       no progress bar
+";
+
+const RRDCACHED_DEFAULTS: &str = "/etc/default/rrdcached";
+const RINGLET_DEFAULTS: &str = "/etc/default/ringlet";
+
+#[derive(Default)]
+struct Opts {
+    dry_run: bool,
+    pid: Option<u32>,
+    defaults: Option<PathBuf>,
+    to: Option<PathBuf>,
+    no_start: bool,
+    quiet: bool,
+}
+
+fn parse(args: &[String]) -> Result<Option<Opts>, String> {
+    let mut o = Opts::default();
+    let mut what = None;
+    let mut p = lexopt::Parser::from_args(args.iter().cloned());
+    let text = |p: &mut lexopt::Parser| -> Result<String, String> {
+        p.value()
+            .map_err(|e| e.to_string())?
+            .string()
+            .map_err(|e| e.to_string())
+    };
+    while let Some(arg) = p.next().map_err(|e| e.to_string())? {
+        match arg {
+            Short('h') | Long("help") => return Ok(None),
+            Short('n') | Long("dry-run") => o.dry_run = true,
+            Short('q') | Long("quiet") => o.quiet = true,
+            Long("no-start") => o.no_start = true,
+            Long("pid") => {
+                let v = text(&mut p)?;
+                o.pid = Some(
+                    v.parse()
+                        .map_err(|_| format!("--pid: '{v}' is not a pid"))?,
+                );
+            }
+            Long("defaults") => o.defaults = Some(text(&mut p)?.into()),
+            Long("to") => o.to = Some(text(&mut p)?.into()),
+            Value(v) if what.is_none() => what = Some(v.string().map_err(|e| e.to_string())?),
+            other => return Err(other.unexpected().to_string()),
+        }
+    }
+    match what.as_deref() {
+        Some("rrdcached") => Ok(Some(o)),
+        Some(w) => Err(format!("cannot migrate from '{w}' (rrdcached)")),
+        None => Err("migrate what? (rrdcached)".into()),
+    }
+}
+
+/// Run `ringlet migrate` with the arguments after `migrate`; the exit status.
+pub fn run(args: &[String], dir: &Path) -> i32 {
+    let o = match parse(args) {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            print!("{USAGE}");
+            return 0;
+        }
+        Err(e) => {
+            eprint!("{USAGE}");
+            eprintln!("ERROR: {e}");
+            return 1;
+        }
+    };
+    match migrate(&o, dir) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ERROR: {e}");
+            1
+        }
+    }
+}
+
+/// The rrdcached found: its pid (None: not running) and options, and where they came from.
+struct Found {
+    pid: Option<u32>,
+    args: Vec<String>,
+    from: String,
+}
+
+/// Running rrdcached processes: pid and arguments (after argv[0]).
+fn running() -> Vec<(u32, Vec<String>)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(args) = cmdline(pid) {
+            out.push((pid, args));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The arguments of process `pid` when it is an rrdcached.
+fn cmdline(pid: u32) -> Option<Vec<String>> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    if comm.trim_end() != "rrdcached" {
+        return None;
+    }
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let mut words = raw
+        .split(|&b| b == 0)
+        .map(|w| String::from_utf8_lossy(w).into_owned());
+    words.next()?;
+    let mut args: Vec<String> = words.collect();
+    if args.last().is_some_and(String::is_empty) {
+        args.pop();
+    }
+    Some(args)
+}
+
+fn find(o: &Opts) -> Result<Found, String> {
+    if let Some(pid) = o.pid {
+        let args = cmdline(pid).ok_or(format!("process {pid} is not a running rrdcached"))?;
+        return Ok(Found {
+            pid: Some(pid),
+            args,
+            from: format!("the command line of rrdcached (pid {pid})"),
+        });
+    }
+    let procs = running();
+    match procs.as_slice() {
+        [(pid, args)] => Ok(Found {
+            pid: Some(*pid),
+            args: args.clone(),
+            from: format!("the command line of rrdcached (pid {pid})"),
+        }),
+        [] => {
+            let file = o
+                .defaults
+                .clone()
+                .unwrap_or_else(|| RRDCACHED_DEFAULTS.into());
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                format!(
+                    "no rrdcached runs here, and {} cannot be read: {e}",
+                    file.display()
+                )
+            })?;
+            let mut args = server::config::defaults_args(&text)
+                .map_err(|e| format!("{}: {e}", file.display()))?;
+            if !args.iter().any(|a| a == "-p") {
+                // Debian's init script always names one.
+                args.extend(["-p".into(), "/var/run/rrdcached.pid".into()]);
+            }
+            Ok(Found {
+                pid: None,
+                args,
+                from: format!("{} (no rrdcached runs)", file.display()),
+            })
+        }
+        many => Err(format!(
+            "{} rrdcached processes run (pids {}): name one with --pid",
+            many.len(),
+            many.iter()
+                .map(|(p, _)| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// rrdcached's options less those ringlet's file leaves out, and what was left out.
+fn carried(args: &[String]) -> (Vec<String>, Vec<String>) {
+    let (mut keep, mut dropped) = (Vec::new(), Vec::new());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-p" | "-j" => {
+                let v = it.next().cloned().unwrap_or_default();
+                dropped.push(format!("{a} {v}"));
+            }
+            "-g" => dropped.push(a.clone()),
+            s if (s.starts_with("-p") || s.starts_with("-j")) && s.len() > 2 => {
+                dropped.push(s.to_string())
+            }
+            _ => keep.push(a.clone()),
+        }
+    }
+    (keep, dropped)
+}
+
+/// The value of option `flag` (the last given; `-j DIR` or `-jDIR`).
+fn option(args: &[String], flag: &str) -> Option<String> {
+    let mut out = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == flag {
+            out = it.next().cloned();
+        } else if let Some(v) = a.strip_prefix(flag).filter(|v| !v.is_empty()) {
+            out = Some(v.to_string());
+        }
+    }
+    out
+}
+
+/// The text of ringlet's defaults file.
+fn defaults_text(found: &Found, store: &Path, keep: &[String], dropped: &[String]) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "# ringlet's options, read by `ringlet serve --defaults` (see ringlet-serve(8)) in the\n\
+         # syntax of Debian's /etc/default/rrdcached. Written by `ringlet migrate rrdcached`\n\
+         # from {}:\n#   rrdcached {}\n",
+        found.from,
+        found.args.join(" ")
+    ));
+    if !dropped.is_empty() {
+        s.push_str(&format!(
+            "# Left out: {} (-p: rrdcached's pid file, by which its init script would stop\n\
+             # ringlet; -j: ringlet's store log is its journal; -g: the service adds it).\n",
+            dropped.join(", ")
+        ));
+    }
+    s.push_str(&format!(
+        "\n# The store (series, and the imported .rrd files in imported/).\nSTORE={}\n\n\
+         # rrdcached's options, as it ran.\nBASE_OPTIONS=\"{}\"\n\n\
+         # ringlet's own options (ringlet serve --help), e.g. --view, --http 127.0.0.1:8080.\n\
+         RINGLET_OPTIONS=\"\"\n",
+        store.display(),
+        keep.join(" ")
+    ));
+    s
+}
+
+/// Whether systemd is the service manager here.
+fn systemd() -> bool {
+    Path::new("/run/systemd/system").is_dir()
+}
+
+fn systemctl(args: &[&str]) -> Result<(), String> {
+    let st = std::process::Command::new("systemctl")
+        .args(args)
+        .status()
+        .map_err(|e| format!("systemctl: {e}"))?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err(format!("systemctl {} failed ({st})", args.join(" ")))
+    }
+}
+
+/// A connection to one of the daemon's addresses, with a read timeout.
+fn connect(cfg: &Config) -> Result<Box<dyn server::remote::Stream>, String> {
+    let mut last = String::from("no address");
+    for l in &addresses(cfg) {
+        match server::remote::connect_stream(l, Some(Duration::from_secs(60))) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = format!("{l}: {e}"),
+        }
+    }
+    Err(last)
+}
+
+/// The addresses a daemon with `cfg` listens on (rrdcached's default when none is given);
+/// an address on all interfaces is reached on the loopback.
+fn addresses(cfg: &Config) -> Vec<Addr> {
+    if cfg.listen.is_empty() {
+        return vec![Addr::Unix(server::config::DEFAULT_SOCKET.into())];
+    }
+    cfg.listen
+        .iter()
+        .map(|l| match &l.addr {
+            Addr::Tcp(h, p) if h.is_empty() => Addr::Tcp("127.0.0.1".into(), *p),
+            a => a.clone(),
+        })
+        .collect()
+}
+
+/// One request to an rrdcached-protocol daemon: the status line and the lines after it.
+fn request(
+    s: &mut BufReader<Box<dyn server::remote::Stream>>,
+    line: &str,
+) -> Result<(i64, String, Vec<String>), String> {
+    s.get_mut()
+        .write_all(format!("{line}\n").as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut status = String::new();
+    s.read_line(&mut status).map_err(|e| e.to_string())?;
+    let status = status.trim_end().to_string();
+    let (n, msg) = status.split_once(' ').unwrap_or((&status, ""));
+    let n: i64 = n
+        .parse()
+        .map_err(|_| format!("unexpected reply to {line}: {status}"))?;
+    let mut lines = Vec::new();
+    for _ in 0..n.max(0) {
+        let mut l = String::new();
+        s.read_line(&mut l).map_err(|e| e.to_string())?;
+        lines.push(l.trim_end().to_string());
+    }
+    Ok((n, msg.to_string(), lines))
+}
+
+/// FLUSHALL, then STATS until rrdcached's queue is empty: every value it accepted so far is
+/// in its files.
+fn flush_all(cfg: &Config, bar: &indicatif::ProgressBar) -> Result<(), String> {
+    let mut s = BufReader::new(connect(cfg).map_err(|e| format!("connect to rrdcached: {e}"))?);
+    let (n, msg, _) = request(&mut s, "FLUSHALL")?;
+    if n < 0 {
+        return Err(format!("rrdcached refused FLUSHALL: {msg}"));
+    }
+    let start = Instant::now();
+    loop {
+        let (_, _, lines) = request(&mut s, "STATS")?;
+        let queue = lines
+            .iter()
+            .find_map(|l| l.strip_prefix("QueueLength: "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or("rrdcached's STATS has no QueueLength")?;
+        if queue == 0 {
+            return Ok(());
+        }
+        bar.set_message(format!("rrdcached is writing: {queue} files queued"));
+        if start.elapsed() > Duration::from_secs(3600) {
+            return Err(format!(
+                "rrdcached still has {queue} files queued after an hour"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Whether process `pid` runs (a zombie, exited but not yet reaped by its parent, does not).
+fn alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // pid (comm) state ...: comm may hold spaces and parentheses; the state follows the last.
+    let state = stat.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
+    !matches!(state, Some('Z' | 'X') | None)
+}
+
+/// Stop rrdcached: by systemd when it runs it, else SIGTERM to `pid`; wait until it is gone.
+fn stop(pid: u32, bar: &indicatif::ProgressBar) -> Result<String, String> {
+    let how = if systemd() && systemctl(&["is-active", "--quiet", "rrdcached.service"]).is_ok() {
+        systemctl(&["stop", "rrdcached.service"])?;
+        systemctl(&["disable", "--quiet", "rrdcached.service"])?;
+        "systemctl stop rrdcached; systemctl disable rrdcached".to_string()
+    } else {
+        // SAFETY: kill with a pid read from /proc and a valid signal.
+        if unsafe { libc::kill(pid as i32, libc::SIGTERM) } != 0 {
+            return Err(format!(
+                "SIGTERM to rrdcached (pid {pid}): {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        format!("SIGTERM to pid {pid}")
+    };
+    let start = Instant::now();
+    while alive(pid) {
+        bar.set_message(format!("waiting for rrdcached (pid {pid}) to exit"));
+        if start.elapsed() > Duration::from_secs(600) {
+            return Err(format!(
+                "rrdcached (pid {pid}) still runs 10 minutes after {how}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(how)
+}
+
+/// The updates only rrdcached's journal in `dir` holds: per file, those after the last
+/// `wrote` (or `forget`) of it, as the `UPDATE` lines to send again (rrdcached's replay
+/// does the same; values at or before a file's last update are refused harmlessly).
+fn journal_leftovers(dir: &Path, base: Option<&Path>) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("rrd.journal."))
+        })
+        .collect();
+    files.sort();
+    let mut text = String::new();
+    for f in files {
+        if let Ok(t) = std::fs::read(&f) {
+            text.push_str(&String::from_utf8_lossy(&t));
+            if !text.ends_with('\n') {
+                // A line cut off (rrdcached never syncs its journal): not an entry.
+                let keep = text.rfind('\n').map_or(0, |i| i + 1);
+                text.truncate(keep);
+            }
+        }
+    }
+    leftovers(&text, base)
+}
+
+/// [`journal_leftovers`] of a journal's text.
+fn leftovers(text: &str, base: Option<&Path>) -> Vec<String> {
+    let abs = |name: &str| -> String {
+        match base {
+            Some(b) if !name.starts_with('/') => b.join(name).display().to_string(),
+            _ => name.to_string(),
+        }
+    };
+    // Per absolute name: the journal's lines since its last write, in order.
+    let mut pending: std::collections::HashMap<String, Vec<String>> = Default::default();
+    let mut order: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let Some((cmd, args)) = line.split_once(' ') else {
+            continue;
+        };
+        match cmd {
+            "update" => {
+                let Some(name) = args.split(' ').next() else {
+                    continue;
+                };
+                let key = abs(name);
+                if !pending.contains_key(&key) {
+                    order.push(key.clone());
+                }
+                pending
+                    .entry(key)
+                    .or_default()
+                    .push(format!("UPDATE {args}"));
+            }
+            "wrote" | "forget" => {
+                if let Some(p) = pending.get_mut(&abs(args)) {
+                    p.clear();
+                }
+            }
+            _ => {}
+        }
+    }
+    order
+        .into_iter()
+        .flat_map(|k| pending.remove(&k).unwrap_or_default())
+        .collect()
+}
+
+/// Start ringlet with the file `to`; wait until it answers on its first address.
+fn start(to: &Path, cfg: &Config) -> Result<String, String> {
+    let how = if systemd() && to == Path::new(RINGLET_DEFAULTS) {
+        systemctl(&["enable", "--quiet", "ringlet.service"])?;
+        systemctl(&["restart", "ringlet.service"])?;
+        "systemctl enable ringlet; systemctl restart ringlet".to_string()
+    } else {
+        let exe = std::env::current_exe().map_err(|e| format!("ringlet's own path: {e}"))?;
+        // Without -g it goes to the background once its sockets listen.
+        let st = std::process::Command::new(&exe)
+            .arg("serve")
+            .arg("--defaults")
+            .arg(to)
+            .stdin(std::process::Stdio::null())
+            .status()
+            .map_err(|e| format!("{}: {e}", exe.display()))?;
+        if !st.success() {
+            return Err(format!(
+                "ringlet serve --defaults {} failed ({st})",
+                to.display()
+            ));
+        }
+        format!("{} serve --defaults {}", exe.display(), to.display())
+    };
+    let begun = Instant::now();
+    loop {
+        match connect(cfg) {
+            Ok(_) => return Ok(how),
+            Err(e) if begun.elapsed() > Duration::from_secs(300) => {
+                return Err(format!("ringlet started ({how}) but does not answer: {e}"))
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// Send `lines` (UPDATE requests) to the daemon: how many it accepted.
+fn replay(cfg: &Config, lines: &[String]) -> Result<usize, String> {
+    let mut s = BufReader::new(connect(cfg)?);
+    let mut ok = 0;
+    for l in lines {
+        if request(&mut s, l)?.0 >= 0 {
+            ok += 1;
+        }
+    }
+    Ok(ok)
+}
+
+/// Write `text` to `to`, keeping the file there as `<to>.before-migrate`.
+fn write_defaults(to: &Path, text: &str) -> Result<Option<PathBuf>, String> {
+    let mut kept = None;
+    if to.exists() {
+        let mut old = to.as_os_str().to_owned();
+        old.push(".before-migrate");
+        let old = PathBuf::from(old);
+        std::fs::copy(to, &old).map_err(|e| format!("{}: {e}", old.display()))?;
+        kept = Some(old);
+    }
+    let mut tmp = to.as_os_str().to_owned();
+    tmp.push(".ringlet-tmp");
+    let tmp = PathBuf::from(tmp);
+    let w = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, to)
+    };
+    w().map_err(|e| format!("{}: {e}", to.display()))?;
+    Ok(kept)
+}
+
+fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
+    let found = find(o)?;
+    if let Some(bad) = found
+        .args
+        .iter()
+        .find(|a| a.is_empty() || a.contains(|c: char| c.is_whitespace() || "\"'$`\\".contains(c)))
+    {
+        return Err(format!(
+            "rrdcached's option '{bad}' holds a space, quote or $: write /etc/default/ringlet \
+             by hand (see ringlet-serve(8))"
+        ));
+    }
+    let cfg = server::config::parse(&found.args)
+        .map_err(|e| format!("rrdcached's options ({}): {e}", found.from))?;
+    let (keep, dropped) = carried(&found.args);
+    let store = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let to = o.to.clone().unwrap_or_else(|| RINGLET_DEFAULTS.into());
+    let text = defaults_text(&found, &store, &keep, &dropped);
+    let journal = option(&found.args, "-j").map(PathBuf::from);
+    let base = cfg.base.clone();
+    let first = addresses(&cfg)
+        .first()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+
+    println!("rrdcached's options, from {}:", found.from);
+    println!("  {}", found.args.join(" "));
+    if o.dry_run {
+        let mut count = (0u64, 0u64);
+        if let Some(b) = &base {
+            count_rrds(b, &mut count);
+        }
+        println!("Would write {}:", to.display());
+        for l in text.lines() {
+            println!("  | {l}");
+        }
+        match found.pid {
+            Some(pid) => println!(
+                "Would send FLUSHALL to rrdcached at {first}, wait for its queue to empty, and \
+                 stop it ({})",
+                if systemd() {
+                    "systemctl stop + disable rrdcached".to_string()
+                } else {
+                    format!("SIGTERM to pid {pid}")
+                }
+            ),
+            None => println!("rrdcached is not running: nothing to stop"),
+        }
+        if !o.no_start {
+            println!(
+                "Would start ringlet on {}",
+                addresses(&cfg)
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        if let Some(j) = &journal {
+            println!(
+                "Would send ringlet the updates only rrdcached's journal in {} holds",
+                j.display()
+            );
+        }
+        match &base {
+            Some(b) => println!(
+                "Would import {} .rrd files ({:.1} MB) under {} into the store {}{}, moving \
+                 each into {}/imported/ once stored",
+                count.0,
+                count.1 as f64 / 1e6,
+                b.display(),
+                store.display(),
+                if o.no_start { "" } else { " through ringlet" },
+                store.display()
+            ),
+            None => println!(
+                "rrdcached has no -b: files are imported by the daemon as clients first name them"
+            ),
+        }
+        println!("(dry run: nothing changed)");
+        return Ok(());
+    }
+
+    // The store must be free: a ringlet daemon (the package's) holding it is stopped first.
+    if let crate::Daemon::At(addr, _) = crate::daemon_for(None, dir) {
+        if systemd() && systemctl(&["is-active", "--quiet", "ringlet.service"]).is_ok() {
+            systemctl(&["stop", "ringlet.service"])?;
+            println!("stopped ringlet.service (it held the store at {addr})");
+        } else {
+            return Err(format!(
+                "a ringlet daemon holds the store {} (at {addr}): stop it first",
+                store.display()
+            ));
+        }
+    }
+    let bar = if o.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new_spinner()
+    };
+    bar.enable_steady_tick(Duration::from_millis(200));
+
+    let kept = write_defaults(&to, &text)?;
+    bar.suspend(|| {
+        println!(
+            "wrote {}{}",
+            to.display(),
+            kept.map(|k| format!(" (the one before is {})", k.display()))
+                .unwrap_or_default()
+        )
+    });
+
+    let mut stopped_at = None;
+    if let Some(pid) = found.pid {
+        bar.set_message("rrdcached: FLUSHALL");
+        flush_all(&cfg, &bar)?;
+        let how = stop(pid, &bar)?;
+        stopped_at = Some(Instant::now());
+        bar.suspend(|| println!("rrdcached wrote every queued value and stopped ({how})"));
+    }
+    let left = journal
+        .as_deref()
+        .map(|j| journal_leftovers(j, base.as_deref()))
+        .unwrap_or_default();
+    bar.finish_and_clear();
+
+    // Without a daemon to start: the files imported on the store now.
+    if o.no_start {
+        if let Some(b) = &base {
+            let mut src = Source::open(None, dir, false)?;
+            bulk(o, b, &first, &mut src, dir, &to)?;
+        }
+        println!(
+            "ringlet not started (--no-start): ringlet serve --defaults {}",
+            to.display()
+        );
+        if !left.is_empty() {
+            println!(
+                "{} updates only rrdcached's journal held were not sent (they are in {})",
+                left.len(),
+                journal.as_deref().unwrap_or(Path::new("")).display()
+            );
+        }
+        return Ok(());
+    }
+
+    // Else ringlet serves the sockets at once (a file a client names is imported as the
+    // daemon first sees it), then takes every other file through the daemon.
+    let how = start(&to, &cfg)?;
+    let gap = stopped_at.map(|t| t.elapsed().as_secs_f64());
+    println!(
+        "ringlet serves {} ({how}){}",
+        addresses(&cfg)
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        gap.map(|g| format!("; no daemon answered for {g:.1} s"))
+            .unwrap_or_default()
+    );
+    if !left.is_empty() {
+        let ok = replay(&cfg, &left)?;
+        println!(
+            "sent the {} updates only rrdcached's journal held: {ok} accepted, {} refused \
+             (older than the files' last update)",
+            left.len(),
+            left.len() - ok
+        );
+    }
+    if found.pid.is_some() && !systemd() {
+        println!(
+            "rrdcached was stopped by its pid: keep it from starting at boot \
+             (update-rc.d rrdcached disable), and start ringlet there instead"
+        );
+    }
+    if let Some(b) = &base {
+        let mut src = match crate::daemon_for(Some(first.clone()), dir) {
+            crate::Daemon::At(_, c) => Source::Daemon(c),
+            crate::Daemon::Unreachable(a, e) => return Err(format!("{a}: {e}")),
+            crate::Daemon::None => return Err(format!("{first}: no daemon answers")),
+        };
+        bulk(o, b, &first, &mut src, dir, &to)?;
+    }
+    Ok(())
+}
+
+/// Import every `.rrd` under `base` (as `import rrd --resume --move`).
+fn bulk(
+    o: &Opts,
+    base: &Path,
+    addr: &str,
+    src: &mut Source,
+    dir: &Path,
+    to: &Path,
+) -> Result<(), String> {
+    let job = Job {
+        kind: Kind::Rrd,
+        tree: base.to_path_buf(),
+        prefix: None,
+        force: false,
+        resume: true,
+        quiet: o.quiet,
+        moves: Some(addr.to_string()),
+    };
+    match crate::import::import(&job, src, dir) {
+        Ok(n) => {
+            println!("{n}");
+            if n.failed > 0 {
+                return Err(format!(
+                    "{} files were not imported (above); they stay where they are: mend them \
+                     and run `ringlet import rrd --resume --move {}` (or start ringlet with \
+                     {}: it imports a file when a client first names it)",
+                    n.failed,
+                    base.display(),
+                    to.display()
+                ));
+            }
+            Ok(())
+        }
+        Err(e) if e.starts_with("no .rrd files") => {
+            println!("{e}: nothing to import");
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Count the `.rrd` files under `dir` and their bytes.
+fn count_rrds(dir: &Path, out: &mut (u64, u64)) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Ok(t) = e.file_type() else { continue };
+        if t.is_dir() {
+            count_rrds(&e.path(), out);
+        } else if t.is_file() && e.path().extension().is_some_and(|x| x == "rrd") {
+            out.0 += 1;
+            out.1 += e.metadata().map(|m| m.len()).unwrap_or(0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn pid_file_journal_and_foreground_are_left_out_in_order() {
+        let (keep, dropped) = carried(&words(
+            "-B -w 1800 -j /var/lib/rrdcached/journal/ -p /var/run/rrdcached.pid -g \
+             -s www-data -m 0660 -l unix:/var/run/rrdcached.sock -b /var/lib/rrdcached/db/",
+        ));
+        assert_eq!(
+            keep.join(" "),
+            "-B -w 1800 -s www-data -m 0660 -l unix:/var/run/rrdcached.sock -b \
+             /var/lib/rrdcached/db/"
+        );
+        assert_eq!(
+            dropped,
+            [
+                "-j /var/lib/rrdcached/journal/",
+                "-p /var/run/rrdcached.pid",
+                "-g"
+            ]
+        );
+        assert_eq!(
+            option(&words("-j /a -b /x -j/b"), "-j").as_deref(),
+            Some("/b")
+        );
+    }
+
+    #[test]
+    fn the_written_file_gives_the_same_options_back() {
+        let args = words("-B -w 1800 -z 900 -l unix:/run/r.sock -l 127.0.0.1:42217 -b /d");
+        let found = Found {
+            pid: Some(1),
+            args: args.clone(),
+            from: "test".into(),
+        };
+        let text = defaults_text(&found, Path::new("/var/lib/ringlet"), &args, &[]);
+        let mut want = vec!["--store".to_string(), "/var/lib/ringlet".into()];
+        want.extend(args);
+        assert_eq!(server::config::defaults_args(&text).unwrap(), want);
+    }
+
+    #[test]
+    fn only_updates_after_a_files_last_write_are_left() {
+        let journal = "update a.rrd 100:1\n\
+                       update /b/c.rrd 100:2 110:3\n\
+                       wrote /b/a.rrd\n\
+                       update a.rrd 120:4\n\
+                       update d.rrd 100:5\n\
+                       forget /b/d.rrd\n\
+                       update /b/c.rrd 120:6\n\
+                       bogus\n";
+        assert_eq!(
+            leftovers(journal, Some(Path::new("/b"))),
+            [
+                "UPDATE a.rrd 120:4",
+                "UPDATE /b/c.rrd 100:2 110:3",
+                "UPDATE /b/c.rrd 120:6"
+            ]
+        );
+    }
+}
