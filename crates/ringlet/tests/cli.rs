@@ -746,3 +746,65 @@ fn pipe_mode_alone_commits_on_a_pause_and_on_signals() {
     let _ = child.wait();
     assert_eq!(p.ringlet(&["last", "a.rrd"], None).stdout, "1700000180");
 }
+
+/// The man pages the package installs (packaging/man/) name every option `serve --help` and
+/// every command `ringlet --help` lists, so that they do not fall behind the binary.
+#[test]
+fn man_pages_name_every_option_and_command_of_help() {
+    let man_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/man");
+    let roff = |page: &str| {
+        std::fs::read_to_string(man_dir.join(page))
+            .unwrap()
+            .replace("\\-", "-")
+            .replace("\\fB", "")
+            .replace("\\fR", "")
+            .replace("\\fI", "")
+    };
+    let (serve, main) = (roff("ringlet-serve.8"), roff("ringlet.1"));
+    let p = Pair::new();
+    let help = p.ringlet(&["serve", "--help"], None).stdout;
+    let mut seen = 0;
+    for line in help.lines() {
+        let t = line.trim_start();
+        if !(t.starts_with('-') && line.starts_with("  ")) {
+            continue;
+        }
+        // "-G GROUP, -U USER", "-h, --help": every flag on the line.
+        for word in t.split("  ").next().unwrap().split([',', ' ']) {
+            if word.starts_with('-') && word.len() > 1 {
+                seen += 1;
+                let shown = serve.contains(&format!(".BI {word} "))
+                    || serve.contains(&format!(".B {word}\n"))
+                    || serve.contains(&format!(".BR {word} "))
+                    || serve.contains(&format!("{word}\n"));
+                assert!(shown, "ringlet-serve.8 does not describe {word}");
+            }
+        }
+    }
+    assert!(seen > 40, "{seen} options read from serve --help");
+    let top = p.ringlet(&["--help"], None).stdout;
+    let mut commands = 0;
+    for line in top.lines() {
+        if !line.starts_with("  ") || line.starts_with("   ") {
+            continue;
+        }
+        // "  create, update, ..." or "  serve    an rrdcached-compatible...": the names run
+        // while each ends with a comma.
+        for word in line.split_whitespace() {
+            let c = word.trim_end_matches(',');
+            commands += 1;
+            let bold = main.lines().filter(|l| l.starts_with(".B")).any(|l| {
+                l.split([' ', '"', ','])
+                    .any(|w| w == c || w == format!("{c}\n"))
+            });
+            assert!(bold, "ringlet.1 does not describe the command {c}");
+            if !word.ends_with(',') {
+                break;
+            }
+        }
+    }
+    assert!(
+        commands > 20,
+        "{commands} commands read from ringlet --help"
+    );
+}
