@@ -143,8 +143,9 @@ fn running() -> Vec<(u32, Vec<String>)> {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        if let Some(args) = cmdline(pid) {
-            out.push((pid, args));
+        match cmdline(pid) {
+            Some(args) if alive(pid) => out.push((pid, args)),
+            _ => {}
         }
     }
     out.sort();
@@ -171,7 +172,9 @@ fn cmdline(pid: u32) -> Option<Vec<String>> {
 
 fn find(o: &Opts) -> Result<Found, String> {
     if let Some(pid) = o.pid {
-        let args = cmdline(pid).ok_or(format!("process {pid} is not a running rrdcached"))?;
+        let args = cmdline(pid)
+            .filter(|_| alive(pid))
+            .ok_or(format!("process {pid} is not a running rrdcached"))?;
         return Ok(Found {
             pid: Some(pid),
             args,
@@ -350,32 +353,50 @@ fn request(
 }
 
 /// FLUSHALL, then STATS until rrdcached's queue is empty: every value it accepted so far is
-/// in its files.
-fn flush_all(cfg: &Config, bar: &indicatif::ProgressBar) -> Result<(), String> {
-    let mut s = BufReader::new(connect(cfg).map_err(|e| format!("connect to rrdcached: {e}"))?);
-    let (n, msg, _) = request(&mut s, "FLUSHALL")?;
-    if n < 0 {
-        return Err(format!("rrdcached refused FLUSHALL: {msg}"));
-    }
-    let start = Instant::now();
-    loop {
-        let (_, _, lines) = request(&mut s, "STATS")?;
-        let queue = lines
-            .iter()
-            .find_map(|l| l.strip_prefix("QueueLength: "))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .ok_or("rrdcached's STATS has no QueueLength")?;
-        if queue == 0 {
-            return Ok(());
+/// in its files. Each of its addresses is tried in turn (-P may allow the commands on one
+/// only). Ok(false): no address allowed them.
+fn flush_all(cfg: &Config, bar: &indicatif::ProgressBar) -> Result<bool, String> {
+    let mut why = Vec::new();
+    for addr in addresses(cfg) {
+        let s = match server::remote::connect_stream(&addr, Some(Duration::from_secs(60))) {
+            Ok(s) => s,
+            Err(e) => {
+                why.push(format!("{addr}: {e}"));
+                continue;
+            }
+        };
+        let mut s = BufReader::new(s);
+        let (n, msg, _) = request(&mut s, "FLUSHALL")?;
+        if n < 0 {
+            why.push(format!("{addr}: FLUSHALL: {msg}"));
+            continue;
         }
-        bar.set_message(format!("rrdcached is writing: {queue} files queued"));
-        if start.elapsed() > Duration::from_secs(3600) {
-            return Err(format!(
-                "rrdcached still has {queue} files queued after an hour"
-            ));
+        let start = Instant::now();
+        loop {
+            let (n, msg, lines) = request(&mut s, "STATS")?;
+            if n < 0 {
+                why.push(format!("{addr}: STATS: {msg}"));
+                break;
+            }
+            let queue = lines
+                .iter()
+                .find_map(|l| l.strip_prefix("QueueLength: "))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or("rrdcached's STATS has no QueueLength")?;
+            if queue == 0 {
+                return Ok(true);
+            }
+            bar.set_message(format!("rrdcached is writing: {queue} files queued"));
+            if start.elapsed() > Duration::from_secs(3600) {
+                return Err(format!(
+                    "rrdcached still has {queue} files queued after an hour"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(200));
         }
-        std::thread::sleep(Duration::from_millis(200));
     }
+    bar.suspend(|| eprintln!("rrdcached: {}", why.join("; ")));
+    Ok(false)
 }
 
 /// Whether process `pid` runs (a zombie, exited but not yet reaped by its parent, does not).
@@ -664,6 +685,24 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     };
     bar.enable_steady_tick(Duration::from_millis(200));
 
+    let flushed = match found.pid {
+        Some(_) => {
+            bar.set_message("rrdcached: FLUSHALL");
+            flush_all(&cfg, &bar)?
+        }
+        None => true,
+    };
+    // Without FLUSHALL, only a stop writes rrdcached's values: when it has no journal, or
+    // -F says so.
+    if !flushed && journal.is_some() && !found.args.iter().any(|a| a == "-F") {
+        return Err(
+            "rrdcached took neither FLUSHALL nor STATS on any of its sockets (-P), and with \
+             a journal (-j) and no -F it does not write its values at a stop: allow FLUSHALL \
+             and STATS on one socket, or stop it with -F, then run this again"
+                .into(),
+        );
+    }
+
     let kept = write_defaults(&to, &text)?;
     bar.suspend(|| {
         println!(
@@ -676,8 +715,6 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
 
     let mut stopped_at = None;
     if let Some(pid) = found.pid {
-        bar.set_message("rrdcached: FLUSHALL");
-        flush_all(&cfg, &bar)?;
         let how = stop(pid, &bar)?;
         stopped_at = Some(Instant::now());
         bar.suspend(|| println!("rrdcached wrote every queued value and stopped ({how})"));

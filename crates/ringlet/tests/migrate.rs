@@ -163,8 +163,12 @@ fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// The tests here look for running rrdcached processes: one at a time.
+static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn rrdcached_is_replaced_in_place_and_collectd_keeps_writing() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let (Some(rrdcached), Some(collectd)) = (which("rrdcached"), which("collectd")) else {
         assert!(
             !in_ci(),
@@ -438,6 +442,114 @@ LoadPlugin rrdcached
     collectd.stop();
     let logtext = std::fs::read_to_string(&log).unwrap_or_default();
     eprintln!("migrate printed:\n{out}\ncollectd's log:\n{logtext}");
+}
+
+/// No rrdcached running: its options come from its defaults file (Debian's variables, the
+/// init script's pid file added and then left out); with --no-start the files are imported
+/// on the store, moved aside, and nothing is started.
+#[test]
+fn without_a_running_rrdcached_its_defaults_file_is_read_and_no_start_imports_on_the_store() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    if which("rrdtool").is_none() {
+        assert!(!in_ci(), "rrdtool must be installed");
+        return;
+    }
+    if std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "rrdcached")
+    }) {
+        eprintln!("SKIP: an rrdcached runs on this machine (migrate would take it)");
+        return;
+    }
+    let dir = Dir(std::env::temp_dir().join(format!("ringlet-migrate2-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    let db = dir.0.join("db");
+    std::fs::create_dir_all(db.join("h")).unwrap();
+    for name in ["h/a.rrd", "b.rrd"] {
+        let st = Command::new("rrdtool")
+            .arg("create")
+            .arg(db.join(name))
+            .args([
+                "--start",
+                "1790000000",
+                "--step",
+                "60",
+                "DS:v:GAUGE:120:U:U",
+            ])
+            .arg("RRA:AVERAGE:0.5:1:10")
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let before = std::fs::read(db.join("h/a.rrd")).unwrap();
+    let defaults = dir.0.join("rrdcached.default");
+    std::fs::write(
+        &defaults,
+        format!(
+            "# as Debian ships it\nDAEMON=/usr/bin/rrdcached\nWRITE_TIMEOUT=900\n\
+             BASE_PATH={}/\nSOCKFILE={}/r.sock\nBASE_OPTIONS=\"-B -F\"\n",
+            db.display(),
+            dir.0.display()
+        ),
+    )
+    .unwrap();
+    let (store, to) = (dir.0.join("store"), dir.0.join("ringlet.default"));
+    std::fs::write(&to, "# the package's\n").unwrap();
+    let (d, t) = (defaults.display().to_string(), to.display().to_string());
+    let o = ringlet(
+        &store,
+        &[
+            "migrate",
+            "rrdcached",
+            "--defaults",
+            &d,
+            "--to",
+            &t,
+            "--no-start",
+            "-q",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("(no rrdcached runs)"), "{out}");
+    assert!(
+        out.contains("2 imported") && out.contains("2 moved aside"),
+        "{out}"
+    );
+    assert!(out.contains("ringlet not started (--no-start)"), "{out}");
+    let text = std::fs::read_to_string(&to).unwrap();
+    assert!(
+        text.contains(&format!(
+            "BASE_OPTIONS=\"-w 900 -b {}/ -l unix:{}/r.sock -B -F\"",
+            db.display(),
+            dir.0.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("Left out: -p /var/run/rrdcached.pid"),
+        "{text}"
+    );
+    let kept = std::fs::read_to_string(dir.0.join("ringlet.default.before-migrate")).unwrap();
+    assert_eq!(kept, "# the package's\n");
+    assert_eq!(
+        std::fs::read(store.join("imported/h/a.rrd")).unwrap(),
+        before
+    );
+    assert!(std::fs::read(db.join("h/a.rrd"))
+        .unwrap()
+        .starts_with(b"ringlet placeholder:"));
+    let dump = ringlet(&store, &["dump", "h/a.rrd"]);
+    let theirs = Command::new("rrdtool")
+        .arg("dump")
+        .arg(store.join("imported/h/a.rrd"))
+        .output()
+        .unwrap();
+    assert_eq!(dump.stdout, theirs.stdout);
+    assert!(!dir.0.join("r.sock").exists(), "nothing was started");
 }
 
 fn chrono_now() -> i64 {
