@@ -318,6 +318,13 @@ pub(crate) fn import(job: &Job, src: &mut Source, dir: &Path) -> Result<Counts, 
     };
     let mut pending = Pending::default();
     let mut left_in_place = false;
+    // Beside a daemon, --move: the files are taken in by the daemon from its -b, a batch at
+    // a time (adopt), each compared while the store is locked.
+    let adopting = kind == Kind::Rrd
+        && job.moves.is_some()
+        && !job.force
+        && matches!(src, Source::Daemon(_));
+    let mut batch = Batch::default();
     for f in &files {
         bar.inc(1);
         let named = match kind {
@@ -336,6 +343,15 @@ pub(crate) fn import(job: &Job, src: &mut Source, dir: &Path) -> Result<Counts, 
         // A placeholder: a daemon (or an earlier import) has this file's series already.
         if kind == Kind::Rrd && is_placeholder(&path) {
             n.skipped += 1;
+            continue;
+        }
+        if adopting {
+            batch.bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            batch.files.push((f.clone(), name));
+            if batch.files.len() >= ADOPT_FILES || batch.bytes >= ADOPT_BYTES {
+                adopt(src, dir, &tmp, job, &mut batch, &mut n, &bar, &mut left_in_place);
+            }
+            bar.set_message(format!("{} imported", n.done));
             continue;
         }
         let exists = src
@@ -403,6 +419,7 @@ pub(crate) fn import(job: &Job, src: &mut Source, dir: &Path) -> Result<Counts, 
         }
         bar.set_message(format!("{} imported", n.done));
     }
+    adopt(src, dir, &tmp, job, &mut batch, &mut n, &bar, &mut left_in_place);
     let _ = std::fs::remove_file(&tmp);
     n.moved += settle(src, &mut pending, places.as_ref(), &abs_tree, tree, &bar)?;
     bar.finish_and_clear();
@@ -414,6 +431,90 @@ pub(crate) fn import(job: &Job, src: &mut Source, dir: &Path) -> Result<Counts, 
         );
     }
     Ok(n)
+}
+
+/// Files handed to the daemon together: at most this many, or about this many bytes (the
+/// daemon holds its lock while it compares them).
+const ADOPT_FILES: usize = 16;
+const ADOPT_BYTES: u64 = 16 << 20;
+
+/// Files waiting to be handed to the daemon (their paths under the tree, their series).
+#[derive(Default)]
+struct Batch {
+    files: Vec<(PathBuf, String)>,
+    bytes: u64,
+}
+
+/// Hand the batch to the daemon (RUN `adopt-files`): it takes each file in from its path
+/// under its -b, compares, commits the batch, and moves the files aside. A file the daemon
+/// does not find at its path (DIR is not its -b) is restored as without --move and left in
+/// place.
+#[allow(clippy::too_many_arguments)]
+fn adopt(
+    src: &mut Source,
+    dir: &Path,
+    tmp: &Path,
+    job: &Job,
+    batch: &mut Batch,
+    n: &mut Counts,
+    bar: &indicatif::ProgressBar,
+    left_in_place: &mut bool,
+) {
+    if batch.files.is_empty() {
+        return;
+    }
+    let names: Vec<String> = batch.files.iter().map(|(_, name)| name.clone()).collect();
+    let out = src.run(dir, server::series::import::ADOPT, &names);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    for (k, (f, name)) in std::mem::take(&mut batch.files).into_iter().enumerate() {
+        let line = match (&out.error, lines.get(k)) {
+            (Some(e), _) => format!("failed {e}"),
+            (None, Some(l)) => l.to_string(),
+            (None, None) => "failed: the daemon did not answer for it".into(),
+        };
+        let (word, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+        let said = |what: &str| bar.suspend(|| eprintln!("{}: {what}", f.display()));
+        match word {
+            "imported" => {
+                n.done += 1;
+                match rest.split_once(" (not moved aside: ") {
+                    Some((_, why)) => said(&format!("stored, not moved aside: {why}")),
+                    None => n.moved += 1,
+                }
+            }
+            "there" => n.skipped += 1,
+            "missing" => {
+                // Not at the path the daemon gives this series: as without --move.
+                *left_in_place = true;
+                let exists = src
+                    .run(dir, "last", std::slice::from_ref(&name))
+                    .error
+                    .is_none();
+                if exists && job.resume {
+                    n.skipped += 1;
+                    continue;
+                }
+                let path = job.tree.join(&f);
+                let r = std::fs::read(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))
+                    .and_then(|b| rrd::rrdfile::read(&b).map_err(|e| e.msg))
+                    .and_then(|rrd| store_rrd(src, dir, tmp, &name, rrd, false));
+                match r {
+                    Ok(()) => n.done += 1,
+                    Err(e) => {
+                        said(&e);
+                        n.failed += 1;
+                    }
+                }
+            }
+            _ => {
+                let why = rest.split_once(": ").map_or(rest, |(_, w)| w);
+                said(why);
+                n.failed += 1;
+            }
+        }
+    }
+    batch.bytes = 0;
 }
 
 /// Whether the file at `path` is a ringlet placeholder.

@@ -399,6 +399,22 @@ fn strip_named(args: &[String]) -> (bool, &[String]) {
     }
 }
 
+/// The daemon's side of RUN `adopt-files` (`series::import::adopt_files`): the `.rrd` files
+/// at the named series' paths under `-b` taken into the store, one line each.
+pub fn adopt(d: &Daemon, args: &[String]) -> Response {
+    if let Some(why) = d.unreadable().or_else(|| d.failure()) {
+        return Response::err(why);
+    }
+    if d.closing() {
+        return Response::err("Shutting down: no more updates are accepted.");
+    }
+    let (_, names) = strip_named(args);
+    encode(&Outcome {
+        stdout: crate::series::import::adopt_files(d, names),
+        ..Outcome::default()
+    })
+}
+
 /// The daemon's side of RUN `draw` (`cli::graph::DRAW`): the graph drawn by the
 /// connection's rrdtool from copies of the series' files, made here.
 pub fn draw(

@@ -309,6 +309,9 @@ impl Conn<'_> {
                 let (Ok(now), Ok(usec)) = (now.parse::<i64>(), usec.parse::<i64>()) else {
                     return Some(proto::request::usage(spec));
                 };
+                if cmd == crate::series::import::ADOPT {
+                    return Some(crate::remote::adopt(self.d, &args));
+                }
                 if cmd == cli::graph::DRAW {
                     return Some(crate::remote::draw(
                         self.d,

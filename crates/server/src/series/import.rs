@@ -163,3 +163,100 @@ pub(crate) fn known(d: &Daemon, inner: &mut Inner, t: &Target) -> Result<(), Res
         Err(e) => Err(e.reply("RRD Error: ")),
     }
 }
+
+/// The RUN command of `ringlet import rrd --move` beside a daemon whose `-b` holds the files:
+/// [`adopt_files`].
+pub const ADOPT: &str = "adopt-files";
+
+/// Bring the `.rrd` files at the paths of series `names` (under `-b`) into the store: each
+/// read and parsed, stored, then read back as `rrdtool dump` prints it and compared with the
+/// file's dump while the store is locked, so no client's update comes between; then one
+/// commit for them all, and each file moved aside with a placeholder at its path, as a file
+/// found on first sight is. One line per name: `imported <abs>`, `there <abs>` (the store
+/// has the series), `missing <abs>` (no `.rrd` file there), or `failed <abs>: <why>`.
+pub fn adopt_files(d: &Daemon, names: &[String]) -> String {
+    let mut lines = vec![String::new(); names.len()];
+    // Read and parsed before the lock is taken.
+    let mut ready = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let t = match d.resolve(name) {
+            Ok(t) => t,
+            Err(e) => {
+                lines[i] = format!("failed {name}: {e}");
+                continue;
+            }
+        };
+        let beneath = d.lock().places.beneath.clone();
+        match placeholder::inspect(beneath.as_deref(), &t.disk) {
+            placeholder::Found::Rrd => {}
+            placeholder::Found::Placeholder => {
+                lines[i] = format!("there {}", t.abs);
+                continue;
+            }
+            _ => {
+                lines[i] = format!("missing {}", t.abs);
+                continue;
+            }
+        }
+        let bytes = match beneath.as_deref() {
+            Some(b) => crate::beneath::At::of(Some(b), &t.disk, false).and_then(|at| at.read()),
+            None => std::fs::read(&t.disk),
+        };
+        let parsed = bytes
+            .map_err(|e| strerror(&e))
+            .and_then(|b| rrd::rrdfile::read(&b).map_err(|e| load_error(&t.abs, &b, &e)));
+        match parsed {
+            Ok(rrd) => {
+                let want = rrd::dump::dump_xml(&rrd, "none");
+                ready.push((i, t, rrd, want));
+            }
+            Err(e) => lines[i] = format!("failed {}: {e}", t.abs),
+        }
+    }
+    let mut inner = d.lock();
+    let mut stored = Vec::new();
+    for (i, t, rrd, want) in ready {
+        if inner.store.get(&t.name).is_some() {
+            lines[i] = format!("there {}", t.abs);
+            continue;
+        }
+        if let Err(e) = inner.store.create(&t.name, rrd, false) {
+            lines[i] = format!("failed {}: {e}", t.abs);
+            continue;
+        }
+        let back = inner.store.get(&t.name).map(|r| rrd::dump::dump_xml(r, "none"));
+        if back.as_deref() != Some(want.as_str()) {
+            let _ = inner.store.remove(&t.name);
+            lines[i] = format!("failed {}: read back, the series differs from the file", t.abs);
+            continue;
+        }
+        d.reset_series(&mut inner, &t.name);
+        stored.push((i, t));
+    }
+    if !stored.is_empty() {
+        if let Err(e) = d.commit(&mut inner) {
+            for (i, t) in &stored {
+                lines[*i] = format!("failed {}: commit: {e}", t.abs);
+            }
+            return lines.join("\n") + "\n";
+        }
+    }
+    for (i, t) in stored {
+        match placeholder::move_aside(&inner.places, &t.disk, &t.abs, &t.name) {
+            Ok(dest) => {
+                crate::log::line(&format!(
+                    "imported {} into the store; the file is now at {}",
+                    t.abs,
+                    dest.display()
+                ));
+                forget_disk(&mut inner, &t);
+                lines[i] = format!("imported {}", t.abs);
+            }
+            Err(e) => {
+                remember_disk(&mut inner, &t);
+                lines[i] = format!("imported {} (not moved aside: {e})", t.abs);
+            }
+        }
+    }
+    lines.join("\n") + "\n"
+}
