@@ -320,10 +320,8 @@ pub(crate) fn import(job: &Job, src: &mut Source, dir: &Path) -> Result<Counts, 
     let mut left_in_place = false;
     // Beside a daemon, --move: the files are taken in by the daemon from its -b, a batch at
     // a time (adopt), each compared while the store is locked.
-    let adopting = kind == Kind::Rrd
-        && job.moves.is_some()
-        && !job.force
-        && matches!(src, Source::Daemon(_));
+    let adopting =
+        kind == Kind::Rrd && job.moves.is_some() && !job.force && matches!(src, Source::Daemon(_));
     let mut batch = Batch::default();
     for f in &files {
         bar.inc(1);
@@ -349,7 +347,14 @@ pub(crate) fn import(job: &Job, src: &mut Source, dir: &Path) -> Result<Counts, 
             batch.bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             batch.files.push((f.clone(), name));
             if batch.files.len() >= ADOPT_FILES || batch.bytes >= ADOPT_BYTES {
-                adopt(src, dir, &tmp, job, &mut batch, &mut n, &bar, &mut left_in_place);
+                adopt(
+                    src,
+                    (dir, &tmp),
+                    job,
+                    &mut batch,
+                    (&mut n, &mut left_in_place),
+                    &bar,
+                );
             }
             bar.set_message(format!("{} imported", n.done));
             continue;
@@ -419,7 +424,14 @@ pub(crate) fn import(job: &Job, src: &mut Source, dir: &Path) -> Result<Counts, 
         }
         bar.set_message(format!("{} imported", n.done));
     }
-    adopt(src, dir, &tmp, job, &mut batch, &mut n, &bar, &mut left_in_place);
+    adopt(
+        src,
+        (dir, &tmp),
+        job,
+        &mut batch,
+        (&mut n, &mut left_in_place),
+        &bar,
+    );
     let _ = std::fs::remove_file(&tmp);
     n.moved += settle(src, &mut pending, places.as_ref(), &abs_tree, tree, &bar)?;
     bar.finish_and_clear();
@@ -449,17 +461,17 @@ struct Batch {
 /// under its -b, compares, commits the batch, and moves the files aside. A file the daemon
 /// does not find at its path (DIR is not its -b) is restored as without --move and left in
 /// place.
-#[allow(clippy::too_many_arguments)]
+/// `at`: the store's directory and the restore's temporary file; `tally`: the counts, and
+/// whether a file was left in place.
 fn adopt(
     src: &mut Source,
-    dir: &Path,
-    tmp: &Path,
+    at: (&Path, &Path),
     job: &Job,
     batch: &mut Batch,
-    n: &mut Counts,
+    tally: (&mut Counts, &mut bool),
     bar: &indicatif::ProgressBar,
-    left_in_place: &mut bool,
 ) {
+    let ((dir, tmp), (n, left_in_place)) = (at, tally);
     if batch.files.is_empty() {
         return;
     }

@@ -224,10 +224,16 @@ pub fn adopt_files(d: &Daemon, names: &[String]) -> String {
             lines[i] = format!("failed {}: {e}", t.abs);
             continue;
         }
-        let back = inner.store.get(&t.name).map(|r| rrd::dump::dump_xml(r, "none"));
+        let back = inner
+            .store
+            .get(&t.name)
+            .map(|r| rrd::dump::dump_xml(r, "none"));
         if back.as_deref() != Some(want.as_str()) {
             let _ = inner.store.remove(&t.name);
-            lines[i] = format!("failed {}: read back, the series differs from the file", t.abs);
+            lines[i] = format!(
+                "failed {}: read back, the series differs from the file",
+                t.abs
+            );
             continue;
         }
         d.reset_series(&mut inner, &t.name);
