@@ -796,3 +796,85 @@ fn pipelined_creates_are_committed_together_before_their_answers() {
         assert_eq!(last.stdout, "1700000000\n", "c{i}.rrd: {last:?}");
     }
 }
+
+/// A CLI command through the daemon that writes a series whose path under -b holds the
+/// user's real .rrd file (restore -f over it, import rrd --force of the base directory)
+/// commits, then moves the file aside into STORE/imported/: it is never overwritten by the
+/// placeholder. `import rrd --move` of the base directory has the daemon take its files in.
+#[test]
+fn a_users_file_under_the_base_is_moved_aside_not_overwritten() {
+    if !which("rrdtool") {
+        return;
+    }
+    let dir = Dir::new("aside");
+    let d = Daemon::start(&dir.0);
+    let base = dir.0.join("base");
+    let run = |args: &[&str]| ringlet(&dir.0, Way::Found, &d.addr(), args, None);
+    let make = |name: &str, v: u32| {
+        let p = base.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let st = Command::new("rrdtool")
+            .arg("create")
+            .arg(&p)
+            .args([
+                "--start",
+                "1700000000",
+                "--step",
+                "60",
+                "DS:v:GAUGE:120:U:U",
+            ])
+            .arg("RRA:AVERAGE:0.5:1:10")
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let st = Command::new("rrdtool")
+            .arg("update")
+            .arg(&p)
+            .arg(format!("1700000060:{v}"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        std::fs::read(&p).unwrap()
+    };
+    // restore -f over a user's file.
+    let user = make("u.rrd", 1);
+    let xml = dir.0.join("x.xml");
+    let out = Command::new("rrdtool")
+        .arg("dump")
+        .arg(base.join("u.rrd"))
+        .output()
+        .unwrap();
+    std::fs::write(&xml, &out.stdout).unwrap();
+    let r = run(&["restore", "-f", xml.to_str().unwrap(), "u.rrd"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        std::fs::read(dir.0.join("store/imported/u.rrd")).unwrap(),
+        user
+    );
+    assert!(std::fs::read(base.join("u.rrd"))
+        .unwrap()
+        .starts_with(b"ringlet placeholder:"));
+    // import rrd --move of the daemon's base directory: the daemon takes each file in.
+    let (a, b) = (make("h/a.rrd", 2), make("h/b.rrd", 3));
+    let r = run(&["import", "-q", "--move", "rrd", base.to_str().unwrap()]);
+    assert!(
+        r.stdout
+            .contains("2 imported, 1 skipped (there already), 0 failed, of 3 files; 2 moved aside"),
+        "{r:?}"
+    );
+    for (name, bytes) in [("h/a.rrd", a), ("h/b.rrd", b)] {
+        assert_eq!(
+            std::fs::read(dir.0.join("store/imported").join(name)).unwrap(),
+            bytes
+        );
+        let theirs = Command::new("rrdtool")
+            .arg("dump")
+            .arg(dir.0.join("store/imported").join(name))
+            .output()
+            .unwrap();
+        assert_eq!(
+            run(&["dump", name]).stdout,
+            String::from_utf8_lossy(&theirs.stdout)
+        );
+    }
+}

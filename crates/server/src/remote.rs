@@ -527,7 +527,7 @@ fn run(
         match d.commit(&mut inner) {
             Ok(_) => {
                 for t in &aside {
-                    move_aside(&mut inner, t);
+                    let _ = crate::series::import::set_aside(&mut inner, t);
                 }
             }
             Err(e) => {
@@ -556,28 +556,6 @@ fn user_file(d: &Daemon, inner: &Inner, name: &str) -> Option<Target> {
             name: name.to_string(),
         }
     })
-}
-
-/// The user's file at `t`'s path moved aside into the store's imported directory, its
-/// placeholder in its place (the series committed first).
-fn move_aside(inner: &mut Inner, t: &Target) {
-    match crate::placeholder::move_aside(&inner.places, &t.disk, &t.abs, &t.name) {
-        Ok(dest) => {
-            crate::log::line(&format!(
-                "{} is stored; the file is now at {}",
-                t.abs,
-                dest.display()
-            ));
-            crate::series::import::forget_disk(inner, t);
-        }
-        Err(e) => {
-            crate::log::line(&format!(
-                "{} is stored, but could not be moved aside: {e}",
-                t.abs
-            ));
-            crate::series::import::remember_disk(inner, t);
-        }
-    }
 }
 
 /// What `rrdtool <cmd> --daemon` prints where it differs from rrdtool on a file (librrd

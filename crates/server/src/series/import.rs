@@ -133,7 +133,16 @@ pub(crate) fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -
         .map_err(|e| Fail::Rrd(e.to_string()))?;
     d.reset_series(inner, &t.name);
     d.commit(inner).map_err(Fail::Rrd)?;
-    match placeholder::move_aside(&inner.places, path, &t.abs, &t.name) {
+    let _ = set_aside(inner, t);
+    Ok(())
+}
+
+/// The user's `.rrd` file at `t`'s path, whose series a commit holds, moved aside into the
+/// store's imported directory with a placeholder at its path (`placeholder::move_aside`),
+/// with a log line. Err: it could not be; the series is in the store and the file still at
+/// its path, so nothing is lost, but a later change of the file is read again (FORGET).
+pub(crate) fn set_aside(inner: &mut Inner, t: &Target) -> Result<(), String> {
+    match placeholder::move_aside(&inner.places, &t.disk, &t.abs, &t.name) {
         Ok(dest) => {
             crate::log::line(&format!(
                 "imported {} into the store; the file is now at {}",
@@ -141,18 +150,17 @@ pub(crate) fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -
                 dest.display()
             ));
             forget_disk(inner, t);
+            Ok(())
         }
-        // The series is in the store and the file still at its path: nothing is lost, but a
-        // later change of the file would be read again (FORGET).
         Err(e) => {
             crate::log::line(&format!(
                 "imported {} into the store, but could not move it aside: {e}",
                 t.abs
             ));
             remember_disk(inner, t);
+            Err(e.to_string())
         }
     }
-    Ok(())
 }
 
 /// UPDATE's check that `t` is a series (imported from its file on first sight).
@@ -248,21 +256,10 @@ pub fn adopt_files(d: &Daemon, names: &[String]) -> String {
         }
     }
     for (i, t) in stored {
-        match placeholder::move_aside(&inner.places, &t.disk, &t.abs, &t.name) {
-            Ok(dest) => {
-                crate::log::line(&format!(
-                    "imported {} into the store; the file is now at {}",
-                    t.abs,
-                    dest.display()
-                ));
-                forget_disk(&mut inner, &t);
-                lines[i] = format!("imported {}", t.abs);
-            }
-            Err(e) => {
-                remember_disk(&mut inner, &t);
-                lines[i] = format!("imported {} (not moved aside: {e})", t.abs);
-            }
-        }
+        lines[i] = match set_aside(&mut inner, &t) {
+            Ok(()) => format!("imported {}", t.abs),
+            Err(e) => format!("imported {} (not moved aside: {e})", t.abs),
+        };
     }
     lines.join("\n") + "\n"
 }
