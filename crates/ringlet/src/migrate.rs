@@ -413,7 +413,10 @@ fn alive(pid: u32) -> bool {
 fn stop(pid: u32, bar: &indicatif::ProgressBar) -> Result<String, String> {
     let how = if systemd() && systemctl(&["is-active", "--quiet", "rrdcached.service"]).is_ok() {
         systemctl(&["stop", "rrdcached.service"])?;
-        systemctl(&["disable", "--quiet", "rrdcached.service"])?;
+        // Stopped is what matters now; not starting at boot is asked for, and said if not.
+        if let Err(e) = systemctl(&["disable", "--quiet", "rrdcached.service"]) {
+            bar.suspend(|| eprintln!("{e}: disable rrdcached by hand"));
+        }
         "systemctl stop rrdcached; systemctl disable rrdcached".to_string()
     } else {
         // SAFETY: kill with a pid read from /proc and a valid signal.
@@ -515,7 +518,9 @@ fn leftovers(text: &str, base: Option<&Path>) -> Vec<String> {
 /// Start ringlet with the file `to`; wait until it answers on its first address.
 fn start(to: &Path, cfg: &Config) -> Result<String, String> {
     let how = if systemd() && to == Path::new(RINGLET_DEFAULTS) {
-        systemctl(&["enable", "--quiet", "ringlet.service"])?;
+        if let Err(e) = systemctl(&["enable", "--quiet", "ringlet.service"]) {
+            eprintln!("{e}: enable ringlet by hand");
+        }
         systemctl(&["restart", "ringlet.service"])?;
         "systemctl enable ringlet; systemctl restart ringlet".to_string()
     } else {
@@ -567,7 +572,10 @@ fn write_defaults(to: &Path, text: &str) -> Result<Option<PathBuf>, String> {
         let mut old = to.as_os_str().to_owned();
         old.push(".before-migrate");
         let old = PathBuf::from(old);
-        std::fs::copy(to, &old).map_err(|e| format!("{}: {e}", old.display()))?;
+        // A second run keeps the first one's copy: the file from before any migration.
+        if !old.exists() {
+            std::fs::copy(to, &old).map_err(|e| format!("{}: {e}", old.display()))?;
+        }
         kept = Some(old);
     }
     let mut tmp = to.as_os_str().to_owned();

@@ -550,6 +550,26 @@ fn without_a_running_rrdcached_its_defaults_file_is_read_and_no_start_imports_on
         .unwrap();
     assert_eq!(dump.stdout, theirs.stdout);
     assert!(!dir.0.join("r.sock").exists(), "nothing was started");
+    // Again (an interrupted run resumed): nothing imported twice, and the copy of the file
+    // from before the first run is kept.
+    let o = ringlet(
+        &store,
+        &[
+            "migrate",
+            "rrdcached",
+            "--defaults",
+            &d,
+            "--to",
+            &t,
+            "--no-start",
+            "-q",
+        ],
+    );
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("0 imported, 2 skipped"), "{out}");
+    let kept = std::fs::read_to_string(dir.0.join("ringlet.default.before-migrate")).unwrap();
+    assert_eq!(kept, "# the package's\n");
 }
 
 fn chrono_now() -> i64 {
