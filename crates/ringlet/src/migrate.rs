@@ -458,61 +458,119 @@ fn journal_leftovers(dir: &Path, base: Option<&Path>) -> Vec<String> {
         })
         .collect();
     files.sort();
-    let mut text = String::new();
+    // Read a line at a time: a journal can hold an hour of every update (-f), most of them
+    // written since; only the unwritten ones are kept.
+    let mut left = Leftovers::new(base);
     for f in files {
-        if let Ok(t) = std::fs::read(&f) {
-            text.push_str(&String::from_utf8_lossy(&t));
-            if !text.ends_with('\n') {
-                // A line cut off (rrdcached never syncs its journal): not an entry.
-                let keep = text.rfind('\n').map_or(0, |i| i + 1);
-                text.truncate(keep);
-            }
+        let Ok(file) = std::fs::File::open(&f) else {
+            continue;
+        };
+        for line in BufReader::new(file).split(b'\n') {
+            let Ok(line) = line else { break };
+            left.feed(&String::from_utf8_lossy(&line));
+        }
+        // A last line cut off (rrdcached never syncs its journal) is not an entry: `split`
+        // gives it too, so it is taken back.
+        if !ends_a_line(&f) {
+            left.unfeed_last();
         }
     }
-    leftovers(&text, base)
+    left.finish()
 }
 
-/// [`journal_leftovers`] of a journal's text.
-fn leftovers(text: &str, base: Option<&Path>) -> Vec<String> {
-    let abs = |name: &str| -> String {
-        match base {
+/// Whether file `f` is empty or ends with a line break.
+fn ends_a_line(f: &Path) -> bool {
+    use std::os::unix::fs::FileExt;
+    let Ok(file) = std::fs::File::open(f) else {
+        return true;
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut b = [0u8; 1];
+    len == 0 || (file.read_exact_at(&mut b, len - 1).is_ok() && b[0] == b'\n')
+}
+
+/// The journal's updates since each file's last write, fed a line at a time.
+struct Leftovers<'a> {
+    base: Option<&'a Path>,
+    /// Per absolute name: the `UPDATE` lines since its last write, in order.
+    pending: std::collections::HashMap<String, Vec<String>>,
+    /// The names in the order first seen.
+    order: Vec<String>,
+    /// The name the last line added to, to take a cut-off line back.
+    last: Option<String>,
+}
+
+impl<'a> Leftovers<'a> {
+    fn new(base: Option<&'a Path>) -> Self {
+        Leftovers {
+            base,
+            pending: Default::default(),
+            order: Vec::new(),
+            last: None,
+        }
+    }
+
+    fn abs(&self, name: &str) -> String {
+        match self.base {
             Some(b) if !name.starts_with('/') => b.join(name).display().to_string(),
             _ => name.to_string(),
         }
-    };
-    // Per absolute name: the journal's lines since its last write, in order.
-    let mut pending: std::collections::HashMap<String, Vec<String>> = Default::default();
-    let mut order: Vec<String> = Vec::new();
-    for line in text.lines() {
+    }
+
+    fn feed(&mut self, line: &str) {
+        self.last = None;
         let Some((cmd, args)) = line.split_once(' ') else {
-            continue;
+            return;
         };
         match cmd {
             "update" => {
                 let Some(name) = args.split(' ').next() else {
-                    continue;
+                    return;
                 };
-                let key = abs(name);
-                if !pending.contains_key(&key) {
-                    order.push(key.clone());
+                let key = self.abs(name);
+                if !self.pending.contains_key(&key) {
+                    self.order.push(key.clone());
                 }
-                pending
-                    .entry(key)
+                self.pending
+                    .entry(key.clone())
                     .or_default()
                     .push(format!("UPDATE {args}"));
+                self.last = Some(key);
             }
             "wrote" | "forget" => {
-                if let Some(p) = pending.get_mut(&abs(args)) {
+                let key = self.abs(args);
+                if let Some(p) = self.pending.get_mut(&key) {
                     p.clear();
                 }
             }
             _ => {}
         }
     }
-    order
-        .into_iter()
-        .flat_map(|k| pending.remove(&k).unwrap_or_default())
-        .collect()
+
+    fn unfeed_last(&mut self) {
+        if let Some(k) = self.last.take() {
+            if let Some(p) = self.pending.get_mut(&k) {
+                p.pop();
+            }
+        }
+    }
+
+    fn finish(mut self) -> Vec<String> {
+        std::mem::take(&mut self.order)
+            .into_iter()
+            .flat_map(|k| self.pending.remove(&k).unwrap_or_default())
+            .collect()
+    }
+}
+
+/// [`Leftovers`] of a journal's text.
+#[cfg(test)]
+fn leftovers(text: &str, base: Option<&Path>) -> Vec<String> {
+    let mut left = Leftovers::new(base);
+    for line in text.lines() {
+        left.feed(line);
+    }
+    left.finish()
 }
 
 /// Start ringlet with the file `to`; wait until it answers on its first address.
@@ -895,6 +953,27 @@ mod tests {
         let mut want = vec!["--store".to_string(), "/var/lib/ringlet".into()];
         want.extend(args);
         assert_eq!(server::config::defaults_args(&text).unwrap(), want);
+    }
+
+    #[test]
+    fn a_journal_file_is_read_in_order_and_a_cut_off_last_line_is_not_an_entry() {
+        let dir = std::env::temp_dir().join(format!("ringlet-journal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("rrd.journal.1790000000.000000"),
+            "update a.rrd 100:1\nupdate a.rrd 110:2\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("rrd.journal.1790000100.000000"),
+            "wrote /b/a.rrd\nupdate a.rrd 120:3\nupdate a.rrd 130:",
+        )
+        .unwrap();
+        std::fs::write(dir.join("other"), "update a.rrd 140:5\n").unwrap();
+        let left = journal_leftovers(&dir, Some(Path::new("/b")));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(left, ["UPDATE a.rrd 120:3"]);
     }
 
     #[test]
