@@ -399,6 +399,20 @@ fn flush_all(cfg: &Config, bar: &indicatif::ProgressBar) -> Result<bool, String>
     Ok(false)
 }
 
+/// The systemd service process `pid` runs in (its cgroup's last part, `name.service`).
+fn unit_of(pid: u32) -> Option<String> {
+    unit_in(&std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?)
+}
+
+/// [`unit_of`] of a `/proc/PID/cgroup` text (cgroup v2's one line, or v1's several).
+fn unit_in(text: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let path = l.rsplit(':').next()?;
+        let last = path.rsplit('/').next()?;
+        last.ends_with(".service").then(|| last.to_string())
+    })
+}
+
 /// Whether process `pid` runs (a zombie, exited but not yet reaped by its parent, does not).
 fn alive(pid: u32) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -411,22 +425,27 @@ fn alive(pid: u32) -> bool {
 
 /// Stop rrdcached: by systemd when it runs it, else SIGTERM to `pid`; wait until it is gone.
 fn stop(pid: u32, bar: &indicatif::ProgressBar) -> Result<String, String> {
-    let how = if systemd() && systemctl(&["is-active", "--quiet", "rrdcached.service"]).is_ok() {
-        systemctl(&["stop", "rrdcached.service"])?;
-        // Stopped is what matters now; not starting at boot is asked for, and said if not.
-        if let Err(e) = systemctl(&["disable", "--quiet", "rrdcached.service"]) {
-            bar.suspend(|| eprintln!("{e}: disable rrdcached by hand"));
+    let how = match unit_of(pid).filter(|_| systemd()) {
+        // systemd runs it (Debian's rrdcached.service, or a unit of the site's own): stopped
+        // by it, so that it is not started again behind our back.
+        Some(unit) => {
+            systemctl(&["stop", &unit])?;
+            // Stopped is what matters now; not starting at boot is asked for, and said if not.
+            if let Err(e) = systemctl(&["disable", "--quiet", &unit]) {
+                bar.suspend(|| eprintln!("{e}: disable {unit} by hand"));
+            }
+            format!("systemctl stop {unit}; systemctl disable {unit}")
         }
-        "systemctl stop rrdcached; systemctl disable rrdcached".to_string()
-    } else {
-        // SAFETY: kill with a pid read from /proc and a valid signal.
-        if unsafe { libc::kill(pid as i32, libc::SIGTERM) } != 0 {
-            return Err(format!(
-                "SIGTERM to rrdcached (pid {pid}): {}",
-                std::io::Error::last_os_error()
-            ));
+        None => {
+            // SAFETY: kill with a pid read from /proc and a valid signal.
+            if unsafe { libc::kill(pid as i32, libc::SIGTERM) } != 0 {
+                return Err(format!(
+                    "SIGTERM to rrdcached (pid {pid}): {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            format!("SIGTERM to pid {pid}")
         }
-        format!("SIGTERM to pid {pid}")
     };
     let start = Instant::now();
     while alive(pid) {
@@ -689,10 +708,9 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
             Some(pid) => println!(
                 "Would send FLUSHALL to rrdcached at {first}, wait for its queue to empty, and \
                  stop it ({})",
-                if systemd() {
-                    "systemctl stop + disable rrdcached".to_string()
-                } else {
-                    format!("SIGTERM to pid {pid}")
+                match unit_of(pid).filter(|_| systemd()) {
+                    Some(unit) => format!("systemctl stop + disable {unit}"),
+                    None => format!("SIGTERM to pid {pid}"),
                 }
             ),
             None => println!("rrdcached is not running: nothing to stop"),
@@ -733,7 +751,10 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     }
 
     // The store must be free: a ringlet daemon (the package's) holding it is stopped first.
-    if let crate::Daemon::At(addr, _) = crate::daemon_for(None, dir) {
+    // (Found by the address it records, not $RRDCACHED_ADDRESS, which may name rrdcached.)
+    let holder =
+        server::remote::recorded(dir).filter(|a| server::remote::Client::connect(a).is_ok());
+    if let Some(addr) = holder {
         if systemd() && systemctl(&["is-active", "--quiet", "ringlet.service"]).is_ok() {
             systemctl(&["stop", "ringlet.service"])?;
             println!("stopped ringlet.service (it held the store at {addr})");
@@ -914,6 +935,25 @@ mod tests {
 
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_process_is_in_the_service_its_cgroup_names() {
+        assert_eq!(
+            unit_in("0::/system.slice/rrdcached.service\n").as_deref(),
+            Some("rrdcached.service")
+        );
+        assert_eq!(
+            unit_in("12:pids:/system.slice/munin-rrd.service\n1:name=systemd:/system.slice/munin-rrd.service\n")
+                .as_deref(),
+            Some("munin-rrd.service")
+        );
+        assert_eq!(
+            unit_in("0::/user.slice/user-0.slice/session-3.scope\n"),
+            None
+        );
+        assert_eq!(unit_in("4:memory:/process_api/5dbe\n0::/\n"), None);
+        assert_eq!(unit_of(u32::MAX), None);
     }
 
     #[test]
