@@ -257,7 +257,14 @@ fn option(args: &[String], flag: &str) -> Option<String> {
 }
 
 /// The text of ringlet's defaults file.
-fn defaults_text(found: &Found, store: &Path, keep: &[String], dropped: &[String]) -> String {
+/// `keep`: rrdcached's options kept; `dropped`: those left out; `added`: [`identity`]'s.
+fn defaults_text(
+    found: &Found,
+    store: &Path,
+    keep: &[String],
+    dropped: &[String],
+    added: &[String],
+) -> String {
     let mut s = String::new();
     s.push_str(&format!(
         "# ringlet's options, read by `ringlet serve --defaults` (see ringlet-serve(8)) in the\n\
@@ -273,15 +280,80 @@ fn defaults_text(found: &Found, store: &Path, keep: &[String], dropped: &[String
             dropped.join(", ")
         ));
     }
+    if !added.is_empty() {
+        s.push_str(&format!(
+            "# Added: {} (rrdcached ran as them without these options, e.g. by a unit's\n\
+             # User=; ringlet starts as root to bind the sockets, then becomes them).\n",
+            added.join(" ")
+        ));
+    }
     s.push_str(&format!(
         "\n# The store (series, and the imported .rrd files in imported/).\nSTORE={}\n\n\
          # rrdcached's options, as it ran.\nBASE_OPTIONS=\"{}\"\n\n\
          # ringlet's own options (ringlet serve --help), e.g. --view, --http 127.0.0.1:8080.\n\
          RINGLET_OPTIONS=\"\"\n",
         store.display(),
-        keep.join(" ")
+        keep.iter()
+            .chain(added)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ")
     ));
     s
+}
+
+/// `-U USER -G GROUP` for an rrdcached that runs as a user other than root without `-U`/`-G`
+/// (systemd's User=, or started by that user): ringlet, started as root, becomes the same.
+fn identity(pid: u32, args: &[String]) -> Vec<String> {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return Vec::new();
+    };
+    // "Uid:\treal\teffective\tsaved\tfs": the effective one.
+    let id = |key: &str| -> Option<u32> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let (Some(uid), Some(gid)) = (id("Uid:"), id("Gid:")) else {
+        return Vec::new();
+    };
+    if uid == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let has = |f: &str| {
+        args.iter()
+            .any(|a| a == f || a.starts_with(f) && a.len() > 2)
+    };
+    if !has("-U") {
+        // SAFETY: getpwuid returns static storage or null; read at once, before another call.
+        let name = unsafe {
+            let p = libc::getpwuid(uid);
+            (!p.is_null()).then(|| {
+                std::ffi::CStr::from_ptr((*p).pw_name)
+                    .to_string_lossy()
+                    .into_owned()
+            })
+        };
+        out.extend(["-U".to_string(), name.unwrap_or_else(|| uid.to_string())]);
+    }
+    if !has("-G") {
+        // SAFETY: as above, for getgrgid.
+        let name = unsafe {
+            let g = libc::getgrgid(gid);
+            (!g.is_null()).then(|| {
+                std::ffi::CStr::from_ptr((*g).gr_name)
+                    .to_string_lossy()
+                    .into_owned()
+            })
+        };
+        out.extend(["-G".to_string(), name.unwrap_or_else(|| gid.to_string())]);
+    }
+    out
 }
 
 /// Whether systemd is the service manager here.
@@ -683,9 +755,13 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     let cfg = server::config::parse(&found.args)
         .map_err(|e| format!("rrdcached's options ({}): {e}", found.from))?;
     let (keep, dropped) = carried(&found.args);
+    let added = found
+        .pid
+        .map(|p| identity(p, &found.args))
+        .unwrap_or_default();
     let store = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     let to = o.to.clone().unwrap_or_else(|| RINGLET_DEFAULTS.into());
-    let text = defaults_text(&found, &store, &keep, &dropped);
+    let text = defaults_text(&found, &store, &keep, &dropped, &added);
     let journal = option(&found.args, "-j").map(PathBuf::from);
     let base = cfg.base.clone();
     let first = addresses(&cfg)
@@ -938,6 +1014,46 @@ mod tests {
     }
 
     #[test]
+    fn a_daemon_run_as_another_user_gives_that_user_and_group() {
+        // Our own process: root gives nothing, another user gives -U and -G.
+        let own = identity(std::process::id(), &[]);
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        assert_eq!(own.is_empty(), euid == 0, "{own:?}");
+        if euid != 0 || !Path::new("/usr/bin/setpriv").exists() {
+            return;
+        }
+        let mut child = std::process::Command::new("/usr/bin/setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sleep",
+                "30",
+            ])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = Instant::now();
+        let mut got = Vec::new();
+        while start.elapsed() < Duration::from_secs(10) {
+            got = identity(pid, &[]);
+            if !got.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let only_g = identity(pid, &words("-U someone"));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!((got[0].as_str(), got[2].as_str()), ("-U", "-G"));
+        // nobody and nogroup on Debian; the number where a system has no name for it.
+        assert!(["nobody", "65534"].contains(&got[1].as_str()), "{got:?}");
+        assert_eq!(only_g, got[2..]);
+    }
+
+    #[test]
     fn a_process_is_in_the_service_its_cgroup_names() {
         assert_eq!(
             unit_in("0::/system.slice/rrdcached.service\n").as_deref(),
@@ -989,7 +1105,17 @@ mod tests {
             args: args.clone(),
             from: "test".into(),
         };
-        let text = defaults_text(&found, Path::new("/var/lib/ringlet"), &args, &[]);
+        let text = defaults_text(&found, Path::new("/var/lib/ringlet"), &args, &[], &[]);
+        assert!(!text.contains("Added"), "{text}");
+        let with = defaults_text(
+            &found,
+            Path::new("/var/lib/ringlet"),
+            &args,
+            &[],
+            &words("-U munin -G munin"),
+        );
+        assert!(with.contains("# Added: -U munin -G munin"), "{with}");
+        assert!(with.contains("-b /d -U munin -G munin\""), "{with}");
         let mut want = vec!["--store".to_string(), "/var/lib/ringlet".into()];
         want.extend(args);
         assert_eq!(server::config::defaults_args(&text).unwrap(), want);
