@@ -33,7 +33,8 @@ Replace the rrdcached that runs here with ringlet, in place:
   1. read rrdcached's options from its command line (/proc/PID/cmdline), or when none runs
      from FILE (default /etc/default/rrdcached, as Debian's init script reads it);
   2. write them to --to (default /etc/default/ringlet; the file there is kept beside it as
-     .before-migrate): the same sockets, -b, -B, -w, -s, -m, -P, -U, -G; not -p, -j, -g;
+     .before-migrate): the same sockets, -b, -B, -w, -s, -m, -P, -U, -G (added when it
+     ran as another user without them); not -p, -j, -g;
   3. tell rrdcached to write every queued value (FLUSHALL) and wait for its queue to empty,
      then stop it (systemctl stop + disable where systemd runs it, else SIGTERM to its pid);
   4. start ringlet on the same sockets (systemctl enable + restart ringlet where systemd
