@@ -307,7 +307,8 @@ pub(crate) fn import(job: &Job, src: &mut Source, dir: &Path) -> Result<Counts, 
     );
     // Where placeholders say the series live (with --move, on a store).
     let places = job.moves.as_ref().map(|addr| {
-        let abs_dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        // As the daemon will name it: the path as given (STORE=), made absolute.
+        let abs_dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
         server::placeholder::Places::new(&abs_dir, addr.clone())
     });
     let abs_tree = std::fs::canonicalize(tree).unwrap_or_else(|_| tree.clone());
