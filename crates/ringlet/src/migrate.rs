@@ -667,13 +667,27 @@ fn leftovers(text: &str, base: Option<&Path>) -> Vec<String> {
 
 /// Start ringlet with the file `to`; wait until it answers on its first address.
 fn start(to: &Path, cfg: &Config) -> Result<String, String> {
-    let how = if systemd() && to == Path::new(RINGLET_DEFAULTS) {
+    // The service where systemd runs and the package's unit is there (it reads `to`).
+    let unit = systemd()
+        && to == Path::new(RINGLET_DEFAULTS)
+        && std::process::Command::new("systemctl")
+            .args(["cat", "ringlet.service"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    let mut how = String::new();
+    if unit {
         if let Err(e) = systemctl(&["enable", "--quiet", "ringlet.service"]) {
             eprintln!("{e}: enable ringlet by hand");
         }
-        systemctl(&["restart", "ringlet.service"])?;
-        "systemctl enable ringlet; systemctl restart ringlet".to_string()
-    } else {
+        match systemctl(&["restart", "ringlet.service"]) {
+            Ok(()) => how = "systemctl enable ringlet; systemctl restart ringlet".into(),
+            // Clients must not be left without a daemon: started here instead.
+            Err(e) => eprintln!("{e} (journalctl -u ringlet says why): starting it here"),
+        }
+    }
+    if how.is_empty() {
         let exe = std::env::current_exe().map_err(|e| format!("ringlet's own path: {e}"))?;
         // Without -g it goes to the background once its sockets listen.
         let st = std::process::Command::new(&exe)
@@ -689,8 +703,8 @@ fn start(to: &Path, cfg: &Config) -> Result<String, String> {
                 to.display()
             ));
         }
-        format!("{} serve --defaults {}", exe.display(), to.display())
-    };
+        how = format!("{} serve --defaults {}", exe.display(), to.display());
+    }
     let begun = Instant::now();
     loop {
         match connect(cfg) {
