@@ -22,7 +22,7 @@
 //! Hand-written: a blob's bytes are other programs' file bytes (float32 bit patterns, NaN
 //! payloads), kept exactly; no crate holds a growing byte array in checkpointed chunks.
 
-use crate::series::IdMap;
+use crate::ids::IdMap;
 use crate::*;
 use codec::checkpoint::{BlobImage, BLOB_ARCHIVE, BLOB_CHUNK};
 use codec::record::Entry;

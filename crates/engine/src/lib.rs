@@ -18,6 +18,7 @@ pub mod clean;
 mod commit;
 mod error;
 pub mod files;
+pub mod ids;
 mod name;
 mod options;
 pub mod recovery;

@@ -152,7 +152,7 @@ fn replay_run(
     max_samples: u64,
     log: &Path,
 ) -> Result<(usize, Counts), Error> {
-    let mut work: crate::series::IdMap<Vec<Chunk<'_>>> = Default::default();
+    let mut work: crate::ids::IdMap<Vec<Chunk<'_>>> = Default::default();
     let mut reseeds = Vec::new();
     let (mut pieces, mut samples) = (0usize, 0u64);
     let mut used = 0;
