@@ -495,9 +495,8 @@ fn without_a_running_rrdcached_its_defaults_file_is_read_and_no_start_imports_on
     let (store, to) = (dir.0.join("store"), dir.0.join("ringlet.default"));
     std::fs::write(&to, "# the package's\n").unwrap();
     let (d, t) = (defaults.display().to_string(), to.display().to_string());
-    let o = ringlet(
-        &store,
-        &[
+    let migrate = || {
+        let args = [
             "migrate",
             "rrdcached",
             "--defaults",
@@ -506,8 +505,10 @@ fn without_a_running_rrdcached_its_defaults_file_is_read_and_no_start_imports_on
             &t,
             "--no-start",
             "-q",
-        ],
-    );
+        ];
+        ringlet(&store, &args)
+    };
+    let o = migrate();
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
         o.status.success(),
@@ -552,19 +553,7 @@ fn without_a_running_rrdcached_its_defaults_file_is_read_and_no_start_imports_on
     assert!(!dir.0.join("r.sock").exists(), "nothing was started");
     // Again (an interrupted run resumed): nothing imported twice, and the copy of the file
     // from before the first run is kept.
-    let o = ringlet(
-        &store,
-        &[
-            "migrate",
-            "rrdcached",
-            "--defaults",
-            &d,
-            "--to",
-            &t,
-            "--no-start",
-            "-q",
-        ],
-    );
+    let o = migrate();
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{out}");
     assert!(out.contains("0 imported, 2 skipped"), "{out}");
