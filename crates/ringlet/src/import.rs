@@ -165,6 +165,18 @@ fn walk_ext(dir: &Path, rel: &Path, ext: &str, out: &mut Vec<PathBuf>) -> std::i
     Ok(())
 }
 
+/// The number of `.rrd` files under `dir`, and their bytes.
+pub(crate) fn rrd_files(dir: &Path) -> (u64, u64) {
+    let mut files = Vec::new();
+    let _ = walk_ext(dir, Path::new(""), "rrd", &mut files);
+    let bytes = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(dir.join(f)).ok())
+        .map(|m| m.len())
+        .sum();
+    (files.len() as u64, bytes)
+}
+
 /// Run `ringlet import` with the arguments after `import`; the exit status.
 pub fn run(args: &[String], dir: &Path) -> i32 {
     let takes = crate::opts::Takes {

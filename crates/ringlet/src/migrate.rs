@@ -21,6 +21,7 @@ use crate::export::Source;
 use crate::import::{Job, Kind};
 use lexopt::prelude::*;
 use server::config::{Addr, Config};
+use server::remote::Client;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -326,11 +327,7 @@ fn identity(pid: u32, args: &[String]) -> Vec<String> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    let has = |f: &str| {
-        args.iter()
-            .any(|a| a == f || a.starts_with(f) && a.len() > 2)
-    };
-    if !has("-U") {
+    if option(args, "-U").is_none() {
         // SAFETY: getpwuid returns static storage or null; read at once, before another call.
         let name = unsafe {
             let p = libc::getpwuid(uid);
@@ -342,7 +339,7 @@ fn identity(pid: u32, args: &[String]) -> Vec<String> {
         };
         out.extend(["-U".to_string(), name.unwrap_or_else(|| uid.to_string())]);
     }
-    if !has("-G") {
+    if option(args, "-G").is_none() {
         // SAFETY: as above, for getgrgid.
         let name = unsafe {
             let g = libc::getgrgid(gid);
@@ -374,13 +371,20 @@ fn systemctl(args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// A connection to one of the daemon's addresses, with a read timeout.
-fn connect(cfg: &Config) -> Result<Box<dyn server::remote::Stream>, String> {
+/// A client of the daemon at `addr` (rrdcached's protocol), with a read timeout.
+fn client(addr: &Addr) -> Result<Client, String> {
+    server::remote::connect_stream(addr, Some(Duration::from_secs(60)))
+        .map(|s| Client::on(&addr.to_string(), s))
+        .map_err(|e| format!("{addr}: {e}"))
+}
+
+/// A client of the first of the daemon's addresses that answers.
+fn connect(cfg: &Config) -> Result<Client, String> {
     let mut last = String::from("no address");
-    for l in &addresses(cfg) {
-        match server::remote::connect_stream(l, Some(Duration::from_secs(60))) {
-            Ok(s) => return Ok(s),
-            Err(e) => last = format!("{l}: {e}"),
+    for a in &addresses(cfg) {
+        match client(a) {
+            Ok(c) => return Ok(c),
+            Err(e) => last = e,
         }
     }
     Err(last)
@@ -401,52 +405,27 @@ fn addresses(cfg: &Config) -> Vec<Addr> {
         .collect()
 }
 
-/// One request to an rrdcached-protocol daemon: the status line and the lines after it.
-fn request(
-    s: &mut BufReader<Box<dyn server::remote::Stream>>,
-    line: &str,
-) -> Result<(i64, String, Vec<String>), String> {
-    s.get_mut()
-        .write_all(format!("{line}\n").as_bytes())
-        .map_err(|e| e.to_string())?;
-    let mut status = String::new();
-    s.read_line(&mut status).map_err(|e| e.to_string())?;
-    let status = status.trim_end().to_string();
-    let (n, msg) = status.split_once(' ').unwrap_or((&status, ""));
-    let n: i64 = n
-        .parse()
-        .map_err(|_| format!("unexpected reply to {line}: {status}"))?;
-    let mut lines = Vec::new();
-    for _ in 0..n.max(0) {
-        let mut l = String::new();
-        s.read_line(&mut l).map_err(|e| e.to_string())?;
-        lines.push(l.trim_end().to_string());
-    }
-    Ok((n, msg.to_string(), lines))
-}
-
 /// FLUSHALL, then STATS until rrdcached's queue is empty: every value it accepted so far is
 /// in its files. Each of its addresses is tried in turn (-P may allow the commands on one
 /// only). Ok(false): no address allowed them.
 fn flush_all(cfg: &Config, bar: &indicatif::ProgressBar) -> Result<bool, String> {
     let mut why = Vec::new();
     for addr in addresses(cfg) {
-        let s = match server::remote::connect_stream(&addr, Some(Duration::from_secs(60))) {
-            Ok(s) => s,
+        let mut c = match client(&addr) {
+            Ok(c) => c,
             Err(e) => {
-                why.push(format!("{addr}: {e}"));
+                why.push(e);
                 continue;
             }
         };
-        let mut s = BufReader::new(s);
-        let (n, msg, _) = request(&mut s, "FLUSHALL")?;
+        let (n, msg, _) = c.request("FLUSHALL")?;
         if n < 0 {
             why.push(format!("{addr}: FLUSHALL: {msg}"));
             continue;
         }
         let start = Instant::now();
         loop {
-            let (n, msg, lines) = request(&mut s, "STATS")?;
+            let (n, msg, lines) = c.request("STATS")?;
             if n < 0 {
                 why.push(format!("{addr}: STATS: {msg}"));
                 break;
@@ -488,12 +467,7 @@ fn unit_in(text: &str) -> Option<String> {
 
 /// Whether process `pid` runs (a zombie, exited but not yet reaped by its parent, does not).
 fn alive(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // pid (comm) state ...: comm may hold spaces and parentheses; the state follows the last.
-    let state = stat.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
-    !matches!(state, Some('Z' | 'X') | None)
+    Path::new(&format!("/proc/{pid}")).exists() && !server::sys::is_zombie(pid as libc::pid_t)
 }
 
 /// Stop rrdcached: by systemd when it runs it, else SIGTERM to `pid`; wait until it is gone.
@@ -719,10 +693,10 @@ fn start(to: &Path, cfg: &Config) -> Result<String, String> {
 
 /// Send `lines` (UPDATE requests) to the daemon: how many it accepted.
 fn replay(cfg: &Config, lines: &[String]) -> Result<usize, String> {
-    let mut s = BufReader::new(connect(cfg)?);
+    let mut c = connect(cfg)?;
     let mut ok = 0;
     for l in lines {
-        if request(&mut s, l)?.0 >= 0 {
+        if c.request(l)?.0 >= 0 {
             ok += 1;
         }
     }
@@ -779,18 +753,18 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     let text = defaults_text(&found, &store, &keep, &dropped, &added);
     let journal = option(&found.args, "-j").map(PathBuf::from);
     let base = cfg.base.clone();
-    let first = addresses(&cfg)
-        .first()
+    let addrs = addresses(&cfg);
+    let first = addrs.first().map(|a| a.to_string()).unwrap_or_default();
+    let listing = addrs
+        .iter()
         .map(|a| a.to_string())
-        .unwrap_or_default();
+        .collect::<Vec<_>>()
+        .join(", ");
 
     println!("rrdcached's options, from {}:", found.from);
     println!("  {}", found.args.join(" "));
     if o.dry_run {
-        let mut count = (0u64, 0u64);
-        if let Some(b) = &base {
-            count_rrds(b, &mut count);
-        }
+        let count = base.as_deref().map_or((0, 0), crate::import::rrd_files);
         println!("Would write {}:", to.display());
         for l in text.lines() {
             println!("  | {l}");
@@ -807,14 +781,7 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
             None => println!("rrdcached is not running: nothing to stop"),
         }
         if !o.no_start {
-            println!(
-                "Would start ringlet on {}",
-                addresses(&cfg)
-                    .iter()
-                    .map(|a| a.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            println!("Would start ringlet on {listing}");
         }
         if let Some(j) = &journal {
             println!(
@@ -907,7 +874,9 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     if o.no_start {
         if let Some(b) = &base {
             let mut src = Source::open(None, dir, false)?;
-            bulk(o, b, &first, &mut src, dir, &to)?;
+            // Placeholders name the address the daemon names in its own.
+            let named = cfg.client_address().unwrap_or_else(|| first.clone());
+            bulk(o, b, &named, &mut src, dir, &to)?;
         }
         println!(
             "ringlet not started (--no-start): ringlet serve --defaults {}",
@@ -928,12 +897,7 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     let how = start(&to, &cfg)?;
     let gap = stopped_at.map(|t| t.elapsed().as_secs_f64());
     println!(
-        "ringlet serves {} ({how}){}",
-        addresses(&cfg)
-            .iter()
-            .map(|a| a.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
+        "ringlet serves {listing} ({how}){}",
         gap.map(|g| format!("; no daemon answered for {g:.1} s"))
             .unwrap_or_default()
     );
@@ -1001,22 +965,6 @@ fn bulk(
             Ok(())
         }
         Err(e) => Err(e),
-    }
-}
-
-/// Count the `.rrd` files under `dir` and their bytes.
-fn count_rrds(dir: &Path, out: &mut (u64, u64)) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let Ok(t) = e.file_type() else { continue };
-        if t.is_dir() {
-            count_rrds(&e.path(), out);
-        } else if t.is_file() && e.path().extension().is_some_and(|x| x == "rrd") {
-            out.0 += 1;
-            out.1 += e.metadata().map(|m| m.len()).unwrap_or(0);
-        }
     }
 }
 

@@ -204,7 +204,7 @@ impl Client {
     }
 
     /// A client of the daemon at `addr` over a stream already connected.
-    pub(crate) fn on(addr: &str, s: Box<dyn Stream>) -> Client {
+    pub fn on(addr: &str, s: Box<dyn Stream>) -> Client {
         Client {
             addr: addr.to_string(),
             r: BufReader::new(s),
@@ -213,7 +213,7 @@ impl Client {
     }
 
     /// Send one request line and read its reply: status number, message and lines.
-    pub(crate) fn request(&mut self, line: &str) -> Result<(i64, String, Vec<String>), String> {
+    pub fn request(&mut self, line: &str) -> Result<(i64, String, Vec<String>), String> {
         self.send(line)?;
         self.reply()
     }
@@ -516,9 +516,14 @@ fn run(
         let mut aside = Vec::new();
         for name in &written {
             d.reset_series(&mut inner, name);
-            match user_file(d, &inner, name) {
-                Some(t) => aside.push(t),
-                None => placeholder_for(d, &mut inner, name),
+            let Some(t) = under_base(d, name) else {
+                continue;
+            };
+            let beneath = inner.places.beneath.as_deref();
+            if crate::placeholder::inspect(beneath, &t.disk) == crate::placeholder::Found::Rrd {
+                aside.push(t);
+            } else {
+                placeholder_for(&mut inner, &t);
             }
         }
         if defer && aside.is_empty() {
@@ -537,25 +542,6 @@ fn run(
         return (out, false);
     }
     (out, false)
-}
-
-/// The target of series `name` when its path under the base directory holds a real `.rrd`
-/// file (not a placeholder).
-fn user_file(d: &Daemon, inner: &Inner, name: &str) -> Option<Target> {
-    let base = d.base.as_ref()?;
-    if name.starts_with('/') || (d.restrict_base && d.no_links(name).is_err()) {
-        return None;
-    }
-    let abs = format!("{base}/{name}");
-    let disk = d.disk_path(&abs);
-    let beneath = inner.places.beneath.as_deref();
-    (crate::placeholder::inspect(beneath, &disk) == crate::placeholder::Found::Rrd).then(|| {
-        Target {
-            disk,
-            abs,
-            name: name.to_string(),
-        }
-    })
 }
 
 /// What `rrdtool <cmd> --daemon` prints where it differs from rrdtool on a file (librrd
@@ -591,26 +577,29 @@ fn as_with_daemon(d: &Daemon, inner: &Inner, cmd: &str, args: &[String], out: &m
 /// The placeholder of a series the CLI created, when its name is under the base directory.
 /// Written as CREATE writes it, not synced: the series is durable by the commit, and the
 /// daemon's start puts back any placeholder a crash lost (PROTOCOL.md, placeholders).
-fn placeholder_for(d: &Daemon, inner: &mut Inner, name: &str) {
-    let Some(base) = &d.base else { return };
-    // Absolute names are outside the base directory; under -B no placeholder goes through
-    // a symbolic link inside it either.
+fn placeholder_for(inner: &mut Inner, t: &Target) {
+    match crate::series::life::write_placeholder(inner, t, false) {
+        Ok(()) => crate::series::import::forget_disk(inner, t),
+        Err(e) => {
+            crate::log::line(&format!("{}: no placeholder: {e}", t.abs));
+            crate::series::import::remember_disk(inner, t);
+        }
+    }
+}
+
+/// The path under the base directory of a series the CLI wrote: None for an absolute name
+/// (outside the base directory) and, under -B, for one through a symbolic link inside it.
+fn under_base(d: &Daemon, name: &str) -> Option<Target> {
+    let base = d.base.as_ref()?;
     if name.starts_with('/') || (d.restrict_base && d.no_links(name).is_err()) {
-        return;
+        return None;
     }
     let abs = format!("{base}/{name}");
-    let t = Target {
+    Some(Target {
         disk: d.disk_path(&abs),
         abs,
         name: name.to_string(),
-    };
-    match crate::series::life::write_placeholder(inner, &t, false) {
-        Ok(()) => crate::series::import::forget_disk(inner, &t),
-        Err(e) => {
-            crate::log::line(&format!("{}: no placeholder: {e}", t.abs));
-            crate::series::import::remember_disk(inner, &t);
-        }
-    }
+    })
 }
 
 #[cfg(test)]

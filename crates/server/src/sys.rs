@@ -138,7 +138,6 @@ pub fn daemonize() -> Result<Ready, String> {
     Ok(Ready { fd: fds[1] })
 }
 
-/// Refuse to start when the pid file names a live process; remove a stale one.
 /// systemd's notification socket (`$NOTIFY_SOCKET`), connected at start while the daemon
 /// may still reach it (before `-U` drops its privileges): `Err` why not.
 static NOTIFY: std::sync::OnceLock<Result<std::os::unix::net::UnixDatagram, String>> =
@@ -185,6 +184,7 @@ pub fn notify(state: &str) {
     }
 }
 
+/// Refuse to start when the pid file names a live process; remove a stale one.
 pub fn check_pid_file(p: &Path) -> Result<(), String> {
     let Ok(s) = std::fs::read_to_string(p) else {
         return Ok(());
@@ -204,7 +204,7 @@ pub fn check_pid_file(p: &Path) -> Result<(), String> {
 
 /// A process that has exited but was not reaped (its state in /proc is Z or X) is not
 /// running, though kill(pid, 0) still succeeds (containers whose init does not reap).
-fn is_zombie(pid: libc::pid_t) -> bool {
+pub fn is_zombie(pid: libc::pid_t) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|st| {

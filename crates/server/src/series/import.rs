@@ -120,11 +120,8 @@ pub(crate) fn adopt_renamed(d: &Daemon, inner: &mut Inner, t: &Target) -> Result
 /// file is not deleted before the store holds its data durably.
 pub(crate) fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -> Result<(), Fail> {
     let path = t.disk.as_path();
-    let bytes = match inner.places.beneath.as_deref() {
-        Some(b) => crate::beneath::At::of(Some(b), path, false).and_then(|at| at.read()),
-        None => std::fs::read(path),
-    }
-    .map_err(|e| Fail::Plain(format!("Cannot read/write {}: {}", t.abs, strerror(&e))))?;
+    let bytes = read_file(inner.places.beneath.as_deref(), path)
+        .map_err(|e| Fail::Plain(format!("Cannot read/write {}: {}", t.abs, strerror(&e))))?;
     let rrd = rrd::rrdfile::read(&bytes).map_err(|e| Fail::Rrd(load_error(&t.abs, &bytes, &e)))?;
     drop(bytes);
     inner
@@ -135,6 +132,17 @@ pub(crate) fn import(d: &Daemon, inner: &mut Inner, t: &Target, replace: bool) -
     d.commit(inner).map_err(Fail::Rrd)?;
     let _ = set_aside(inner, t);
     Ok(())
+}
+
+/// The user's file at `path`: under -B (`beneath`) through no link below the base.
+fn read_file(
+    beneath: Option<&std::path::Path>,
+    path: &std::path::Path,
+) -> std::io::Result<Vec<u8>> {
+    match beneath {
+        Some(b) => crate::beneath::At::of(Some(b), path, false).and_then(|at| at.read()),
+        None => std::fs::read(path),
+    }
 }
 
 /// The user's `.rrd` file at `t`'s path, whose series a commit holds, moved aside into the
@@ -186,6 +194,7 @@ pub fn adopt_files(d: &Daemon, names: &[String]) -> String {
     let mut lines = vec![String::new(); names.len()];
     // Read and parsed before the lock is taken.
     let mut ready = Vec::new();
+    let beneath = d.lock().places.beneath.clone();
     for (i, name) in names.iter().enumerate() {
         let t = match d.resolve(name) {
             Ok(t) => t,
@@ -194,7 +203,6 @@ pub fn adopt_files(d: &Daemon, names: &[String]) -> String {
                 continue;
             }
         };
-        let beneath = d.lock().places.beneath.clone();
         match placeholder::inspect(beneath.as_deref(), &t.disk) {
             placeholder::Found::Rrd => {}
             placeholder::Found::Placeholder => {
@@ -206,11 +214,7 @@ pub fn adopt_files(d: &Daemon, names: &[String]) -> String {
                 continue;
             }
         }
-        let bytes = match beneath.as_deref() {
-            Some(b) => crate::beneath::At::of(Some(b), &t.disk, false).and_then(|at| at.read()),
-            None => std::fs::read(&t.disk),
-        };
-        let parsed = bytes
+        let parsed = read_file(beneath.as_deref(), &t.disk)
             .map_err(|e| strerror(&e))
             .and_then(|b| rrd::rrdfile::read(&b).map_err(|e| load_error(&t.abs, &b, &e)));
         match parsed {
