@@ -99,6 +99,11 @@ pub fn set_base(base: Option<&str>) {
         .filter(|b| !b.is_empty());
 }
 
+/// The base directory names are relative to in this process ([`set_base`]), if any.
+pub fn base() -> Option<String> {
+    BASE.read().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
 /// Take the base directory the store's daemon recorded, if any.
 pub fn load_base(dir: &Path) {
     let b = std::fs::read_to_string(base_file(dir)).ok();

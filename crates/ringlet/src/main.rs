@@ -16,6 +16,7 @@ mod import;
 mod migrate;
 mod opts;
 mod pipe;
+mod placed;
 
 /// jemalloc, not glibc's malloc: a daemon holds a few dozen small allocations per series
 /// (a million series: tens of millions), and glibc's 8-byte header and 32-byte minimum on
@@ -157,7 +158,15 @@ fn run(argv: &[String]) -> Outcome {
         // Run in the daemon: `restore`'s input is read here, `dump`'s file written here.
         Daemon::At(_, mut c) => c.run(cmd, &args, now()),
         Daemon::Unreachable(_, e) => Outcome::err(e),
-        Daemon::None => cli::dispatch(cmd, &args, &Ctx::local(&dir, now())),
+        Daemon::None => {
+            let ctx = Ctx::local(&dir, now());
+            let mut out = cli::dispatch(cmd, &args, &ctx);
+            // The store is closed (committed): the new series get their placeholders.
+            if let Err(e) = placed::write(&dir, &ctx.written.into_inner()) {
+                out.error.get_or_insert(e);
+            }
+            out
+        }
     }
 }
 

@@ -7,6 +7,10 @@
 //! Where the commands run: a line's own `--daemon ADDR` (Cacti adds one to each line when it
 //! is set up for rrdcached), else the daemon of `$RRDCACHED_ADDRESS` or the one that holds the
 //! store, over one connection each; else the store, open and locked for the whole run.
+//! Beside a daemon, a session that wrote ends with one commit in each daemon it wrote to
+//! (RUN `commit-session`, [`server::remote::COMMIT`]) before `ringlet -` exits: Cacti's
+//! Boost deletes the values it flushed once the session is over, so they must be on the
+//! disk by then, not in the daemon's next commit (docs/DURABILITY.md).
 //!
 //! On the store alone, what the commands change is committed (written and synced) once a
 //! second while they come ([`COMMIT_EVERY`], also when the input pauses), at the end of the
@@ -30,6 +34,9 @@ pub const COMMIT_EVERY: Duration = Duration::from_secs(1);
 /// What the main loop waits for.
 enum Msg {
     Line(String),
+    /// A line that is not UTF-8: its error is printed, and the session goes on (as
+    /// rrdtool's pipe mode goes on after a line it cannot run).
+    Bad(String),
     /// End of input (or a read error).
     End,
     /// A signal that ends the run.
@@ -47,19 +54,42 @@ fn inputs() -> mpsc::Receiver<Msg> {
         let _ = sig.send(Msg::Signal);
     });
     std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            match line {
-                Ok(l) => {
-                    if tx.send(Msg::Line(l)).is_err() {
-                        return;
-                    }
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match stdin.read_until(b'\n', &mut buf) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    eprintln!("ERROR: reading the commands: {e}");
+                    break;
                 }
-                Err(_) => break,
+            }
+            if tx.send(line(&buf)).is_err() {
+                return;
             }
         }
         let _ = tx.send(Msg::End);
     });
     rx
+}
+
+/// One input line (its `\n` or `\r\n` taken off) as a message: a command, or the error of a
+/// line that is not UTF-8 (names and arguments are UTF-8 in the store).
+fn line(bytes: &[u8]) -> Msg {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    match std::str::from_utf8(bytes) {
+        Ok(l) => Msg::Line(l.to_string()),
+        Err(e) => Msg::Bad(format!(
+            "the line is not UTF-8 (byte 0x{:02X} at column {}): {}",
+            bytes[e.valid_up_to()],
+            e.valid_up_to() + 1,
+            String::from_utf8_lossy(bytes)
+        )),
+    }
 }
 
 /// User and system CPU seconds of this process, as rrdtool's timing line gives them.
@@ -143,7 +173,7 @@ fn answer(
             Some(c) => c.finish_run(),
             None => Outcome::err(format!("{addr}: the connection was lost")),
         };
-        if out.error.as_deref().is_some_and(|e| e.starts_with(&addr)) {
+        if clients.get(&addr).is_some_and(Client::is_broken) {
             // The connection broke: the next line connects again.
             clients.remove(&addr);
         }
@@ -204,6 +234,13 @@ pub fn run(dir: &Path) -> i32 {
     let mut pending: VecDeque<String> = VecDeque::new();
     let mut next: Option<Msg> = first;
     let mut broken = false;
+    // The daemons this session sent writes to: each commits them before the session ends.
+    let mut wrote: Vec<String> = Vec::new();
+    let mut note = |addr: &str, cmd: &str| {
+        if cli::writes(cmd) && !wrote.iter().any(|a| a == addr) {
+            wrote.push(addr.to_string());
+        }
+    };
     loop {
         let msg = match next.take() {
             Some(m) => Ok(m),
@@ -214,6 +251,16 @@ pub fn run(dir: &Path) -> i32 {
         };
         let line = match msg {
             Ok(Msg::Line(l)) => l,
+            Ok(Msg::Bad(why)) => {
+                // In turn: the answers of the lines before it first.
+                if !answer(&mut pending, &mut clients, &mut stdout, started)
+                    || !print(&mut stdout, Vec::new(), Outcome::err(why), started)
+                {
+                    broken = true;
+                    break;
+                }
+                continue;
+            }
             Ok(Msg::End | Msg::Signal) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 // The input paused with changes pending: commit them now.
@@ -245,10 +292,11 @@ pub fn run(dir: &Path) -> i32 {
                 });
                 match sent {
                     Ok(()) => {
+                        note(&addr, cmd);
                         pending.push_back(addr);
                         if pending.len() < PIPELINE {
                             if let Ok(m) = rx.try_recv() {
-                                let more = matches!(m, Msg::Line(_));
+                                let more = matches!(m, Msg::Line(_) | Msg::Bad(_));
                                 next = Some(m);
                                 if more {
                                     continue;
@@ -267,7 +315,9 @@ pub fn run(dir: &Path) -> i32 {
                             broken = true;
                             break;
                         }
-                        clients.remove(&addr);
+                        if clients.get(&addr).is_some_and(Client::is_broken) {
+                            clients.remove(&addr);
+                        }
                     }
                 }
                 continue;
@@ -295,6 +345,7 @@ pub fn run(dir: &Path) -> i32 {
                             None => Client::connect(&addr)
                                 .map(|c| clients.entry(addr.clone()).or_insert(c)),
                         };
+                        note(&addr, cmd);
                         match client {
                             Ok(c) => {
                                 c.named = named;
@@ -306,7 +357,7 @@ pub fn run(dir: &Path) -> i32 {
                                     &mut bytes,
                                     &mut |cmd, args| c.run(cmd, args, crate::now()),
                                 );
-                                if out.error.as_deref().is_some_and(|e| e.starts_with(&addr)) {
+                                if c.is_broken() {
                                     // The connection broke: the next line connects again.
                                     clients.remove(&addr);
                                 }
@@ -316,20 +367,34 @@ pub fn run(dir: &Path) -> i32 {
                         }
                     }
                     (None, Some(st)) => {
-                        let cell = RefCell::new(st);
-                        let ctx = Ctx {
-                            shared: Some(&cell),
-                            commit_each: false,
-                            ..Ctx::local(dir, crate::now())
+                        let (mut out, written) = {
+                            let cell = RefCell::new(&mut *st);
+                            let ctx = Ctx {
+                                shared: Some(&cell),
+                                commit_each: false,
+                                ..Ctx::local(dir, crate::now())
+                            };
+                            let out = cli::graph::run_or_draw(
+                                &mut renderer,
+                                false,
+                                cmd,
+                                &rest,
+                                &mut bytes,
+                                &mut |cmd, args| cli::dispatch(cmd, args, &ctx),
+                            );
+                            (out, ctx.written.into_inner())
                         };
-                        cli::graph::run_or_draw(
-                            &mut renderer,
-                            false,
-                            cmd,
-                            &rest,
-                            &mut bytes,
-                            &mut |cmd, args| cli::dispatch(cmd, args, &ctx),
-                        )
+                        if !written.is_empty() {
+                            // New series: committed now, then their placeholders (placed.rs).
+                            let placed = st
+                                .commit()
+                                .map_err(|e| e.to_string())
+                                .and_then(|_| crate::placed::write(dir, &written));
+                            if let Err(e) = placed {
+                                out.error.get_or_insert(e);
+                            }
+                        }
+                        out
                     }
                     (None, None) => Outcome::err("no store and no daemon"),
                 }
@@ -355,6 +420,19 @@ pub fn run(dir: &Path) -> i32 {
     }
     if !broken {
         answer(&mut pending, &mut clients, &mut stdout, started);
+    }
+    // What the session wrote through a daemon is committed before it ends: a client that
+    // deletes its copy once the session is over (Cacti's Boost) loses nothing to a crash
+    // of the daemon before its next commit. One commit a session, a daemon.
+    for addr in wrote {
+        let client = match clients.get_mut(&addr) {
+            Some(c) => Ok(c),
+            None => Client::connect(&addr).map(|c| clients.entry(addr.clone()).or_insert(c)),
+        };
+        if let Err(e) = client.and_then(|c| c.commit(crate::now())) {
+            eprintln!("ERROR: this session's updates are not committed: {e}");
+            status = 1;
+        }
     }
     match store.map(engine::Store::close) {
         Some(Err(e)) => {

@@ -40,14 +40,18 @@ struct Daemon {
 }
 impl Daemon {
     fn start(dir: &Path) -> Daemon {
+        Daemon::start_with(dir, &["-b", dir.join("base").to_str().unwrap()])
+    }
+
+    /// The daemon with `args` instead of `-b dir/base`.
+    fn start_with(dir: &Path, args: &[&str]) -> Daemon {
         let sock = dir.join("s.sock");
         std::fs::create_dir_all(dir.join("base")).unwrap();
         let log = std::fs::File::create(dir.join("serve.log")).unwrap();
         let child = Command::new(BIN)
             .args(["serve", "-g", "-w", "3600", "-R", "-l"])
             .arg(format!("unix:{}", sock.display()))
-            .arg("-b")
-            .arg(dir.join("base"))
+            .args(args)
             .arg("--store")
             .arg(dir.join("store"))
             .stdin(Stdio::null())
@@ -875,6 +879,289 @@ fn a_users_file_under_the_base_is_moved_aside_not_overwritten() {
         assert_eq!(
             run(&["dump", name]).stdout,
             String::from_utf8_lossy(&theirs.stdout)
+        );
+    }
+}
+
+/// `ringlet -` with `input` as its stdin, on the store in `dir` (found beside its daemon,
+/// or alone): its stdout with the timings masked, and its exit status.
+fn pipe_bytes(dir: &Path, input: &[u8]) -> (String, i32) {
+    use std::io::Write;
+    let mut child = Command::new(BIN)
+        .env_remove("RRDCACHED_ADDRESS")
+        .current_dir(dir)
+        .arg("--store")
+        .arg(dir.join("store"))
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    // Written from a thread: a long input must not wait for its answers to be read.
+    let w = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let o = child.wait_with_output().unwrap();
+    w.join().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout)
+        .split_inclusive('\n')
+        .map(|l| if l.starts_with("OK u:") { "OK\n" } else { l })
+        .collect();
+    (out, o.status.code().unwrap_or(-1))
+}
+
+/// rrdtool's pipe mode reports a line it cannot run and runs the rest: a line that is not
+/// UTF-8 gets its ERROR and the session goes on, alone and beside the daemon (it ended the
+/// session silently, exit 0, and lost the later updates).
+#[test]
+fn a_line_that_is_not_utf8_gets_an_error_and_the_session_goes_on() {
+    let lines = |b: &str| -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(
+            format!("create {b}a.rrd -b 1700000000 -s 10 DS:v:GAUGE:20:U:U RRA:AVERAGE:0.5:1:100\nupdate {b}a.rrd 1700000010:1\n").as_bytes(),
+        );
+        v.extend_from_slice(format!("update {b}a.rrd 1700000020:2 --template ").as_bytes());
+        v.extend_from_slice(b"\xe9t\xe9\r\n");
+        v.extend_from_slice(format!("update {b}a.rrd 1700000030:3\nlast {b}a.rrd\n").as_bytes());
+        v
+    };
+    let want = |out: &str| {
+        let l: Vec<&str> = out.lines().collect();
+        assert_eq!(l.len(), 6, "{out}");
+        assert_eq!(&l[..2], ["OK", "OK"], "{out}");
+        assert!(
+            l[2].starts_with("ERROR: the line is not UTF-8 (byte 0xE9 at column 38)"),
+            "{out}"
+        );
+        assert_eq!(&l[3..], ["OK", "1700000030", "OK"], "{out}");
+    };
+    let alone = Dir::new("nonutf8-alone");
+    let (out, code) = pipe_bytes(&alone.0, &lines(""));
+    want(&out);
+    assert_eq!(code, 0);
+    let beside = Dir::new("nonutf8-beside");
+    let _d = Daemon::start(&beside.0);
+    let (out, _) = pipe_bytes(&beside.0, &lines(""));
+    want(&out);
+}
+
+/// Beside the daemon, a line longer than its --max-line gets the daemon's error, and each
+/// later line its own answer (they said "the connection was lost" though the daemon ran
+/// them).
+#[test]
+fn after_a_line_too_long_for_the_daemon_the_later_lines_report_their_own_results() {
+    let dir = Dir::new("longline");
+    let base = dir.0.join("base");
+    let d = Daemon::start_with(
+        &dir.0,
+        &["-b", base.to_str().unwrap(), "--max-line", "4096"],
+    );
+    let mut input = String::from(
+        "create a.rrd -b 1700000000 -s 10 DS:v:GAUGE:20:U:U RRA:AVERAGE:0.5:1:100\nupdate a.rrd",
+    );
+    for i in 0..20000 {
+        input.push_str(&format!(" {}:1", 1700000010 + 10 * i));
+    }
+    input.push('\n');
+    for i in 0..5 {
+        input.push_str(&format!("update a.rrd {}:{i}\n", 1800000000 + 10 * i));
+    }
+    input.push_str("last a.rrd\n");
+    let (out, _) = pipe_bytes(&dir.0, input.as_bytes());
+    let l: Vec<&str> = out.lines().collect();
+    assert_eq!(l.len(), 9, "{out}");
+    assert_eq!(l[0], "OK");
+    assert!(
+        l[1].starts_with("ERROR: ") && l[1].contains("Line too long"),
+        "{out}"
+    );
+    assert_eq!(
+        &l[2..],
+        ["OK"; 5]
+            .iter()
+            .chain(&["1800000040", "OK"])
+            .copied()
+            .collect::<Vec<_>>(),
+        "{out}"
+    );
+    assert_eq!(raw(&d.sock, "LAST a.rrd"), "0 1800000040\n");
+}
+
+/// Without a daemon, `create` (one-shot and in pipe mode) of a path leaves a placeholder
+/// there, as the daemon does, so a client that checks the file before creating it (Cacti
+/// alone: `file_exists`) finds it and does not create the series again over its data. A
+/// relative store name is not a path: no file.
+#[test]
+fn the_cli_alone_leaves_a_placeholder_at_a_created_path() {
+    let dir = Dir::new("alone-placeholder");
+    let rra = dir.0.join("rra");
+    std::fs::create_dir_all(&rra).unwrap();
+    let schema = "-b 1699999800 -s 300 DS:v:GAUGE:600:U:U RRA:AVERAGE:0.5:1:100";
+    let one = rra.join("one.rrd");
+    let out = ringlet(
+        &dir.0,
+        Way::Alone,
+        "",
+        &[
+            &["create", one.to_str().unwrap()][..],
+            &schema.split(' ').collect::<Vec<_>>(),
+        ]
+        .concat(),
+        None,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let text = std::fs::read_to_string(&one).expect("a placeholder at the created path");
+    assert!(text.starts_with("ringlet placeholder:"), "{text}");
+    // Pipe mode, as Cacti runs it: each poll checks the file, creates only when missing.
+    let two = rra.join("sub/two.rrd");
+    std::fs::create_dir_all(two.parent().unwrap()).unwrap();
+    for poll in 0..3 {
+        let mut script = String::new();
+        if !two.exists() {
+            script.push_str(&format!("create {} {schema}\n", two.display()));
+        }
+        script.push_str(&format!(
+            "update {} {}:{}\n",
+            two.display(),
+            1700000100 + 300 * poll,
+            poll + 1
+        ));
+        let (out, code) = pipe_bytes(&dir.0, script.as_bytes());
+        assert_eq!(code, 0);
+        assert!(!out.contains("ERROR"), "poll {poll}: {out}");
+        assert_eq!(poll == 0, out.lines().count() == 2, "poll {poll}: {out}");
+    }
+    let fetch = ringlet(
+        &dir.0,
+        Way::Alone,
+        "",
+        &[
+            "fetch",
+            two.to_str().unwrap(),
+            "AVERAGE",
+            "-s",
+            "1699999800",
+            "-e",
+            "1700000700",
+        ],
+        None,
+    );
+    // Every poll's value is there: created once.
+    for (t, v) in [(1700000100, 1), (1700000400, 2), (1700000700, 3)] {
+        assert!(
+            fetch.stdout.contains(&format!("{t}: {v}.0000000000e+00")),
+            "{fetch:?}"
+        );
+    }
+    // A store name is not a file.
+    let out = ringlet(
+        &dir.0,
+        Way::Alone,
+        "",
+        &[
+            &["create", "x.rrd"][..],
+            &schema.split(' ').collect::<Vec<_>>(),
+        ]
+        .concat(),
+        None,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!dir.0.join("x.rrd").exists());
+}
+
+/// Beside a daemon without -b, a CLI create of an absolute path gets its placeholder there
+/// (as protocol CREATE); beside one with -b -B, an absolute name outside the base is
+/// refused as CREATE refuses it.
+#[test]
+fn the_cli_through_the_daemon_creates_absolute_paths_as_create_does() {
+    let schema = [
+        "-b",
+        "1700000000",
+        "-s",
+        "300",
+        "DS:v:GAUGE:600:U:U",
+        "RRA:AVERAGE:0.5:1:100",
+    ];
+    let dir = Dir::new("abs-nobase");
+    let d = Daemon::start_with(&dir.0, &[]);
+    let path = dir.0.join("elsewhere/a.rrd");
+    let out = ringlet(
+        &dir.0,
+        Way::Found,
+        &d.addr(),
+        &[&["create", path.to_str().unwrap()][..], &schema].concat(),
+        None,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let text = std::fs::read_to_string(&path).expect("a placeholder at the created path");
+    assert!(text.starts_with("ringlet placeholder:"), "{text}");
+    drop(d);
+    let dir = Dir::new("abs-restricted");
+    let base = dir.0.join("base");
+    let d = Daemon::start_with(&dir.0, &["-b", base.to_str().unwrap(), "-B"]);
+    let path = dir.0.join("outside.rrd");
+    let out = ringlet(
+        &dir.0,
+        Way::Found,
+        &d.addr(),
+        &[&["create", path.to_str().unwrap()][..], &schema].concat(),
+        None,
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("Permission denied"), "{out:?}");
+    assert!(!path.exists());
+    assert_eq!(
+        raw(&d.sock, &format!("LAST {}", path.display()))
+            .lines()
+            .next()
+            .unwrap_or("")
+            .starts_with("-1"),
+        true
+    );
+}
+
+/// A pipe-mode session beside the daemon commits what it wrote before `ringlet -` exits
+/// (Cacti's Boost deletes the values it flushed once the session is over): a kill -9 of the
+/// daemon right after loses none of them, with a loss window of an hour.
+#[test]
+fn a_pipe_session_beside_the_daemon_is_committed_when_it_ends() {
+    let dir = Dir::new("session-commit");
+    let d = Daemon::start(&dir.0);
+    let mut script = String::new();
+    for i in 0..20 {
+        script.push_str(&format!(
+            "create b{i}.rrd -b 1700000000 -s 10 DS:v:GAUGE:20:U:U RRA:LAST:0.5:1:100\n"
+        ));
+    }
+    let (out, _) = pipe_bytes(&dir.0, script.as_bytes());
+    assert_eq!(out, "OK\n".repeat(20));
+    let mut script = String::new();
+    for i in 0..20 {
+        script.push_str(&format!("update b{i}.rrd 1700000010:{i} 1700000020:{i}\n"));
+    }
+    let (out, code) = pipe_bytes(&dir.0, script.as_bytes());
+    assert_eq!((out, code), ("OK\n".repeat(20), 0));
+    let mut d = d;
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(d.child.id() as libc::pid_t, libc::SIGKILL);
+    }
+    let _ = d.child.wait();
+    for i in [0, 7, 19] {
+        let last = ringlet(
+            &dir.0,
+            Way::Alone,
+            "",
+            &["lastupdate", &format!("b{i}.rrd")],
+            None,
+        );
+        assert_eq!(
+            last.stdout,
+            format!(" v\n\n1700000020: {i}\n"),
+            "b{i}: {last:?}"
         );
     }
 }

@@ -437,14 +437,28 @@ fn shell_vars(text: &str) -> Result<std::collections::HashMap<String, String>, S
         while let Some(c) = chars.next() {
             match c {
                 '"' | '\'' => {
+                    // As sh reads them: nothing is special inside '...'; inside "..." `$` and
+                    // backticks expand (refused here, as outside quotes) and a backslash
+                    // keeps the next $ ` " \ as itself.
                     let mut closed = false;
-                    for d in chars.by_ref() {
+                    while let Some(d) = chars.next() {
                         if d == c {
                             closed = true;
                             break;
                         }
-                        if d == '$' && c == '"' {
-                            return Err(at("$ expansions are not read; write the value out"));
+                        if c == '"' {
+                            match d {
+                                '$' | '`' => {
+                                    return Err(at(
+                                        "$ and `...` expansions are not read; write the value out",
+                                    ))
+                                }
+                                '\\' if matches!(chars.peek(), Some('$' | '`' | '"' | '\\')) => {
+                                    value.extend(chars.next());
+                                    continue;
+                                }
+                                _ => {}
+                            }
                         }
                         value.push(d);
                     }
@@ -452,7 +466,13 @@ fn shell_vars(text: &str) -> Result<std::collections::HashMap<String, String>, S
                         return Err(at("an unclosed quote"));
                     }
                 }
-                '$' | '`' => return Err(at("$ expansions are not read; write the value out")),
+                '$' | '`' => {
+                    return Err(at(
+                        "$ and `...` expansions are not read; write the value out",
+                    ))
+                }
+                // Outside quotes a backslash keeps the next character as itself.
+                '\\' => value.extend(chars.next()),
                 '#' if value.is_empty() => break,
                 c if c.is_whitespace() => {
                     // A comment may follow; anything else does not belong to the value.
@@ -780,8 +800,23 @@ mod tests {
             "X=a b",
             "no equals",
             "A-B=1",
+            // sh runs these: refused, never taken literally.
+            "BASE_PATH=\"`touch x`\"",
+            "BASE_PATH=`touch x`",
+            "BASE_PATH=\"$(touch x)\"",
+            "BASE_PATH=\"a${B}\"",
         ] {
             assert!(defaults_args(bad).is_err(), "{bad}");
+        }
+        // Backslashes as sh reads them; nothing is special inside single quotes.
+        for (file, value) in [
+            ("BASE_PATH=\"/a\\$b\"", "/a$b"),
+            ("BASE_PATH=\"/a\\`b\"", "/a`b"),
+            ("BASE_PATH=\"/a\\x\"", "/a\\x"),
+            ("BASE_PATH=/a\\ b", "/a b"),
+            ("BASE_PATH='/a`b$c'", "/a`b$c"),
+        ] {
+            assert_eq!(defaults_args(file).unwrap(), ["-b", value], "{file}");
         }
         assert_eq!(
             defaults_args("WRITE_TIMEOUT=\n# c\n").unwrap(),

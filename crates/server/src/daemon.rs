@@ -144,6 +144,11 @@ impl Daemon {
             None => None,
         };
         let syncs = Arc::new(AtomicU64::new(0));
+        // The file systems placeholders are written on: -b's from the start.
+        let written = crate::placeholder::Written::default();
+        if let Some(b) = &base {
+            written.note(Path::new(b));
+        }
         let fs = crate::iostats::CountingFs {
             syncs: syncs.clone(),
         };
@@ -166,11 +171,12 @@ impl Daemon {
                 },
                 // The placeholders of the series a checkpoint holds are durable with it: an
                 // open checks the others first, and these after it serves (lib.rs).
-                before_checkpoint: base.clone().map(|b| {
-                    let syncs = syncs.clone();
+                before_checkpoint: Some({
+                    let (syncs, written) = (syncs.clone(), written.clone());
                     engine::Hook(Arc::new(move || {
-                        syncs.fetch_add(1, Ordering::Relaxed);
-                        crate::sys::sync_file_system(Path::new(&b))
+                        let n = written.sync()?;
+                        syncs.fetch_add(n, Ordering::Relaxed);
+                        Ok(())
                     }))
                 }),
                 ..Options::default()
@@ -190,6 +196,7 @@ impl Daemon {
                         .as_ref()
                         .filter(|_| cfg.restrict_base)
                         .map(std::path::PathBuf::from),
+                    written,
                     ..crate::placeholder::Places::new(
                         store_dir,
                         cfg.client_address().unwrap_or_default(),

@@ -196,6 +196,21 @@ impl Share {
         Taken { share: self, n }
     }
 
+    /// Take `n` bytes if they fit now (alone, anything fits); None without waiting.
+    pub fn try_take(&self, n: u64) -> Option<Taken<'_>> {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        if *used > 0 && used.saturating_add(n) > self.cap {
+            return None;
+        }
+        *used = used.saturating_add(n);
+        Some(Taken { share: self, n })
+    }
+
+    /// The bytes the share holds at most (but for one larger taken alone).
+    pub fn cap(&self) -> u64 {
+        self.cap
+    }
+
     /// Bytes taken now.
     pub fn used(&self) -> u64 {
         *self.used.lock().unwrap_or_else(|p| p.into_inner())
@@ -228,6 +243,11 @@ mod tests {
         drop(a);
         assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 50);
         t.join().unwrap();
+        // Without waiting: it fits or it does not.
+        let a = s.try_take(70).expect("alone");
+        assert!(s.try_take(40).is_none());
+        let b = s.try_take(30).expect("fits");
+        drop((a, b));
         // Larger than the whole: alone, it runs.
         let big = s.take(1000);
         assert_eq!(s.used(), 1000);

@@ -40,7 +40,7 @@ pub const MAX_BODY: usize = 1 << 20;
 pub const HEAD_TIME: Duration = Duration::from_secs(10);
 /// Time a client has to send a body of its declared length.
 pub const BODY_TIME: Duration = Duration::from_secs(30);
-/// Time a reply has to be taken by the client.
+/// Time a reply has to be taken by the client, from its first byte to its last.
 pub const WRITE_TIME: Duration = Duration::from_secs(30);
 /// Time a kept-alive connection waits for its next request.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -197,7 +197,18 @@ pub struct Limits {
     pub connections: usize,
     /// Requests worked on at once.
     pub workers: usize,
+    /// Reply bytes held at once by the replies being sent ([`REPLY_BUDGET`]).
+    pub reply_bytes: u64,
+    /// Time a client has to take a whole reply ([`WRITE_TIME`]).
+    pub reply_time: Duration,
 }
+
+/// Reply bytes the connections may hold at once while their clients read them: a reply
+/// that does not fit beside those being sent is answered 503 (with `Retry-After`) and
+/// dropped, so slow readers cannot pin more than this, and (with [`WRITE_TIME`], a
+/// deadline for the whole reply) for at most 30 s. A reply larger than the whole is sent
+/// when it is alone.
+pub const REPLY_BUDGET: u64 = 1 << 30;
 
 /// The live connections: which one to close when a newcomer needs room.
 struct Conns {
@@ -252,6 +263,8 @@ impl Conns {
 struct Turns {
     free: Mutex<usize>,
     cv: Condvar,
+    /// What the replies being sent hold ([`Limits::reply_bytes`]).
+    replies: crate::gate::Share,
 }
 
 impl Turns {
@@ -307,6 +320,7 @@ pub fn serve(listener: TcpListener, limits: Limits, handler: Arc<Handler>) -> Co
     let turns = Arc::new(Turns {
         free: Mutex::new(limits.workers.max(1)),
         cv: Condvar::new(),
+        replies: crate::gate::Share::new(limits.reply_bytes),
     });
     let counts = Counts {
         conns: conns.clone(),
@@ -323,7 +337,7 @@ pub fn serve(listener: TcpListener, limits: Limits, handler: Arc<Handler>) -> Co
         };
         let serve = move |s: TcpStream| match c2.admit(&s) {
             Some(id) => {
-                let _ = connection(&s, id, &c2, &turns, &*handler);
+                let _ = connection(&s, id, &c2, &turns, &*handler, limits.reply_time);
                 c2.gone(id);
             }
             None => {
@@ -337,10 +351,9 @@ pub fn serve(listener: TcpListener, limits: Limits, handler: Arc<Handler>) -> Co
 }
 
 /// Answer a connection there is no room for (503) and close it.
-fn too_many(mut s: TcpStream) {
-    let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+fn too_many(s: TcpStream) {
     let reply = Response::text(503, "too many connections");
-    let _ = write_response(&mut s, &reply, false, false);
+    let _ = write_response(&s, &reply, false, false, Duration::from_secs(1));
 }
 
 /// Read into `buf` until `deadline`, at most `max` bytes in all; Ok(0) at EOF.
@@ -360,6 +373,7 @@ fn connection(
     conns: &Conns,
     turns: &Turns,
     handler: &Handler,
+    reply_time: Duration,
 ) -> io::Result<()> {
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut first = true;
@@ -434,12 +448,9 @@ fn connection(
         {
             return refuse(s, 411, "a body needs a Content-Length (no chunked bodies)");
         }
-        let len = match req.header("content-length") {
-            None => 0,
-            Some(v) => match v.trim().parse::<u64>() {
-                Ok(n) => n,
-                Err(_) => return refuse(s, 400, "Content-Length is not a number"),
-            },
+        let len = match content_length(&req) {
+            Ok(n) => n,
+            Err(why) => return refuse(s, 400, why),
         };
         if len > MAX_BODY as u64 {
             return refuse(s, 413, &format!("body larger than {MAX_BODY} bytes"));
@@ -475,13 +486,56 @@ fn connection(
                 .unwrap_or_else(|_| Response::text(500, "the request made the daemon panic"))
         });
         conns.waiting(id, true);
-        let mut w = s;
-        w.set_write_timeout(Some(WRITE_TIME))?;
-        write_response(&mut w, &resp, head, !close)?;
+        // The reply is held while the client takes it: within the budget, else refused.
+        let held = turns.replies.try_take(resp.body.len() as u64);
+        let resp = match held {
+            Some(_) => resp,
+            None => {
+                let used = turns.replies.used();
+                drop(resp);
+                Response::text(
+                    503,
+                    &format!(
+                        "the replies being sent hold {used} bytes (at most {}): try again",
+                        turns.replies.cap()
+                    ),
+                )
+                .with_header("Retry-After", "5")
+            }
+        };
+        write_response(s, &resp, head, !close, reply_time)?;
+        drop((resp, held));
         if close {
             return Ok(());
         }
     }
+}
+
+/// The body's length a request declares (0 without one). RFC 9112 6.3: a Content-Length
+/// that is not digits (`+5`, `-1`, `5 6`), or several that differ, leave the framing
+/// unknown: the request is answered 400 and the connection closed. Equal values (`5, 5`,
+/// or the header twice) are one length (RFC 9110 8.6).
+fn content_length(req: &Request) -> Result<u64, &'static str> {
+    let mut len = None;
+    for (k, v) in &req.headers {
+        if k != "content-length" {
+            continue;
+        }
+        for part in v.split(',') {
+            let part = part.trim_matches([' ', '\t']);
+            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+                return Err("Content-Length is not a number");
+            }
+            let n = part
+                .parse::<u64>()
+                .map_err(|_| "Content-Length is too large")?;
+            if len.is_some_and(|l| l != n) {
+                return Err("Content-Length given twice with different values");
+            }
+            len = Some(n);
+        }
+    }
+    Ok(len.unwrap_or(0))
 }
 
 fn timed_out(e: &io::Error) -> bool {
@@ -495,9 +549,13 @@ fn timed_out(e: &io::Error) -> bool {
 /// for a moment first (at most [`LINGER_BYTES`] within [`LINGER`]): closing a socket with
 /// bytes unread resets it, and the client could lose the answer before reading it.
 fn refuse(s: &TcpStream, code: u16, why: &str) -> io::Result<()> {
-    let mut w = s;
-    w.set_write_timeout(Some(Duration::from_secs(5)))?;
-    write_response(&mut w, &Response::text(code, why), false, false)?;
+    write_response(
+        s,
+        &Response::text(code, why),
+        false,
+        false,
+        Duration::from_secs(5),
+    )?;
     let _ = s.shutdown(Shutdown::Write);
     let deadline = Instant::now() + LINGER;
     let (mut sink, mut left) = ([0u8; 16 << 10], LINGER_BYTES);
@@ -515,12 +573,14 @@ const LINGER: Duration = Duration::from_secs(2);
 const LINGER_BYTES: usize = 4 << 20;
 
 fn write_response(
-    w: &mut impl Write,
+    s: &TcpStream,
     r: &Response,
     head_only: bool,
     keep_alive: bool,
+    within: Duration,
 ) -> io::Result<()> {
-    let mut out = Vec::with_capacity(256 + if head_only { 0 } else { r.body.len() });
+    let deadline = Instant::now() + within;
+    let mut out = Vec::with_capacity(256);
     out.extend_from_slice(format!("HTTP/1.1 {} {}\r\n", r.code, reason(r.code)).as_bytes());
     for (k, v) in &r.headers {
         // A header value never carries a line break into the reply.
@@ -533,11 +593,40 @@ fn write_response(
     } else {
         b"Connection: close\r\n\r\n".as_slice()
     });
-    if !head_only {
-        out.extend_from_slice(&r.body);
+    let body: &[u8] = if head_only { &[] } else { &r.body };
+    // A small reply in one write; a large one after its head, never copied.
+    if body.len() <= SMALL_REPLY {
+        out.extend_from_slice(body);
+        return write_by(s, &out, deadline);
     }
-    w.write_all(&out)?;
-    w.flush()
+    write_by(s, &out, deadline)?;
+    write_by(s, body, deadline)
+}
+
+/// Replies up to this size are written with their head in one write.
+const SMALL_REPLY: usize = 64 << 10;
+
+/// Write all of `bytes` before `deadline` (one deadline for the whole reply, not a timeout
+/// per write: a client taking a byte now and then is closed when it passes).
+fn write_by(s: &TcpStream, bytes: &[u8], deadline: Instant) -> io::Result<()> {
+    let mut w = s;
+    for chunk in bytes.chunks(256 << 10) {
+        let mut chunk = chunk;
+        while !chunk.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            w.set_write_timeout(Some(left))?;
+            match w.write(chunk) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => chunk = &chunk[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -558,14 +647,115 @@ mod tests {
         );
     }
 
+    /// A server that answers with the request's method, target and body length, or with
+    /// N MB of `x` for `/big/N`.
     fn server(limits: Limits) -> (std::net::SocketAddr, Counts) {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let h: Arc<Handler> = Arc::new(|r: Request| {
+            if let Some(mb) = r.url.strip_prefix("/big/") {
+                let n: usize = mb.parse().unwrap();
+                return Response::new(200, "text/plain", vec![b'x'; n << 20]);
+            }
             let body = format!("{} {} {}", r.method, r.url, r.body.len());
             Response::new(200, "text/plain", body.into_bytes())
         });
         (addr, serve(l, limits, h))
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            connections: 8,
+            workers: 2,
+            reply_bytes: REPLY_BUDGET,
+            reply_time: WRITE_TIME,
+        }
+    }
+
+    #[test]
+    fn framing_that_is_not_one_length_is_refused() {
+        let (addr, _) = server(limits());
+        for bad in [
+            "Content-Length: 5\r\nContent-Length: 6\r\n",
+            "Content-Length: +5\r\n",
+            "Content-Length: 5, 6\r\n",
+            "Content-Length: -1\r\n",
+            "Content-Length: 0x5\r\n",
+            "Content-Length: \r\n",
+        ] {
+            let r = get(
+                addr,
+                format!("POST /p HTTP/1.1\r\n{bad}\r\nhello").as_bytes(),
+            );
+            assert!(r.starts_with("HTTP/1.1 400"), "{bad}: {r}");
+            assert!(r.contains("Connection: close"), "{bad}: {r}");
+        }
+        for same in [
+            "Content-Length: 5\r\nContent-Length: 5\r\n",
+            "Content-Length: 5, 5\r\n",
+        ] {
+            let r = get(
+                addr,
+                format!("POST /p HTTP/1.1\r\n{same}Connection: close\r\n\r\nhello").as_bytes(),
+            );
+            assert!(r.ends_with("POST /p 5"), "{same}: {r}");
+        }
+    }
+
+    #[test]
+    fn a_slow_reader_holds_its_reply_for_the_reply_time_at_most_and_within_the_budget() {
+        let (addr, _) = server(Limits {
+            reply_bytes: 40 << 20,
+            reply_time: Duration::from_secs(3),
+            ..limits()
+        });
+        // A reader that takes nothing: its 32 MB reply is held (socket buffers take less).
+        let mut slow = TcpStream::connect(addr).unwrap();
+        slow.write_all(b"GET /big/32 HTTP/1.1\r\n\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        // Another 32 MB does not fit beside it: refused at once, the connection kept.
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"GET /big/32 HTTP/1.1\r\n\r\n").unwrap();
+        let mut head = [0u8; 200];
+        let n = c.read(&mut head).unwrap();
+        let head = String::from_utf8_lossy(&head[..n]).to_string();
+        assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+        assert!(head.contains("Retry-After: 5"), "{head}");
+        // A small one fits.
+        let r = get(addr, b"GET /s HTTP/1.1\r\nConnection: close\r\n\r\n");
+        assert!(r.ends_with("GET /s 0"), "{r}");
+        // Past its reply time the slow reader is closed (reading what was sent ends),
+        // its reply dropped: a large one fits again.
+        slow.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        std::thread::sleep(Duration::from_secs(3));
+        let t = Instant::now();
+        let mut got = 0usize;
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            match slow.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        assert!(got < 32 << 20, "the whole reply came: {got}");
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"GET /big/32 HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut all = Vec::new();
+        let _ = c.read_to_end(&mut all);
+        assert!(
+            all.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&all[..100])
+        );
+        assert_eq!(
+            all.len() - (all.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4),
+            32 << 20
+        );
     }
 
     fn get(addr: std::net::SocketAddr, req: &[u8]) -> String {
@@ -582,6 +772,8 @@ mod tests {
         let (addr, _) = server(Limits {
             connections: 8,
             workers: 2,
+            reply_bytes: REPLY_BUDGET,
+            reply_time: WRITE_TIME,
         });
         let r = get(
             addr,
@@ -613,6 +805,8 @@ mod tests {
         let (addr, _) = server(Limits {
             connections: 8,
             workers: 2,
+            reply_bytes: REPLY_BUDGET,
+            reply_time: WRITE_TIME,
         });
         let mut c = TcpStream::connect(addr).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -633,6 +827,8 @@ mod tests {
         let (addr, counts) = server(Limits {
             connections: 4,
             workers: 2,
+            reply_bytes: REPLY_BUDGET,
+            reply_time: WRITE_TIME,
         });
         // Four that send half a head, and a body they never finish.
         let mut held = Vec::new();

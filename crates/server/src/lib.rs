@@ -326,7 +326,8 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         t0.elapsed().as_secs_f64()
     ));
     report_repair(&fixed, t0);
-    if d.base.is_some() {
+    // Every daemon: without -b, series with absolute names have placeholders too.
+    {
         let dc = d.clone();
         std::thread::spawn(move || {
             let t0 = std::time::Instant::now();
@@ -473,6 +474,8 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             let limits = httpd::Limits {
                 connections: cfg.http_connections,
                 workers: cfg.http_workers,
+                reply_bytes: httpd::REPLY_BUDGET,
+                reply_time: httpd::WRITE_TIME,
             };
             routes::serve(d1, g1, server, limits);
         }

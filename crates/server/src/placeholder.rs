@@ -16,6 +16,7 @@
 use crate::beneath::At;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// The first bytes of every placeholder.
 pub const MAGIC: &[u8] = b"ringlet placeholder:";
@@ -35,6 +36,48 @@ pub struct Places {
     /// With `-B`: the base directory as the daemon reaches it; no link below it is followed
     /// ([`crate::beneath`]).
     pub beneath: Option<PathBuf>,
+    /// The file systems placeholders were written on, synced before each checkpoint.
+    pub written: Written,
+}
+
+/// The file systems placeholders are written on (a directory of each, by device): `-b`'s,
+/// and those of absolute names (a daemon without `-b`, or outside it without `-B`). A
+/// placeholder is written unsynced; the checkpoint that holds its series syncs these first
+/// (`engine::Options::before_checkpoint`), so a power cut never leaves a series the
+/// checkpoint holds without its placeholder and a create-if-missing client re-creating it.
+#[derive(Debug, Clone, Default)]
+pub struct Written(Arc<Mutex<Vec<(u64, PathBuf)>>>);
+
+impl Written {
+    /// Note the file system of directory `dir` (once a device).
+    pub fn note(&self, dir: &Path) {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(m) = std::fs::metadata(dir) else {
+            return;
+        };
+        let mut fs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if !fs.iter().any(|(dev, _)| *dev == m.dev()) {
+            fs.push((m.dev(), dir.to_path_buf()));
+        }
+    }
+
+    /// Sync every file system noted; the number synced. A directory gone since is skipped
+    /// (its placeholders went with it).
+    pub fn sync(&self) -> std::io::Result<u64> {
+        let dirs: Vec<PathBuf> = {
+            let fs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            fs.iter().map(|(_, d)| d.clone()).collect()
+        };
+        let mut n = 0;
+        for d in dirs {
+            match crate::sys::sync_file_system(&d) {
+                Ok(()) => n += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
 }
 
 impl Places {
@@ -44,6 +87,7 @@ impl Places {
             aside: imported_dir(store),
             address,
             beneath: None,
+            written: Written::default(),
         }
     }
 
@@ -186,7 +230,15 @@ fn write_as(
 ) -> std::io::Result<()> {
     // Its directories are made (beneath the base under -B); the file is written beside
     // its name exclusively and renamed over it.
-    At::of(places.beneath.as_deref(), path, true)?.replace(places.text(abs, name).as_bytes(), sync)
+    At::of(places.beneath.as_deref(), path, true)?
+        .replace(places.text(abs, name).as_bytes(), sync)?;
+    if places.beneath.is_none() {
+        // Under -B every placeholder is below the base, whose file system is noted.
+        if let Some(dir) = path.parent() {
+            places.written.note(dir);
+        }
+    }
+    Ok(())
 }
 
 /// A free name for `name` under the imported directory: `<aside>/<name>`, else with `.1`,

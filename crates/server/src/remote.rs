@@ -152,6 +152,10 @@ pub struct Client {
     /// ([`NAMED`]); else (the daemon that holds the store, found by itself) what rrdtool
     /// on a file prints.
     pub named: bool,
+    /// The connection failed (a write or read error, the daemon closed it, a reply that
+    /// is not the protocol's): the next command must connect again. A daemon's error
+    /// reply (`-1 ...`) leaves it usable.
+    broken: bool,
 }
 
 /// The arguments a client puts first in a RUN when the daemon was named ([`Client::named`]).
@@ -209,7 +213,14 @@ impl Client {
             addr: addr.to_string(),
             r: BufReader::new(s),
             named: false,
+            broken: false,
         }
+    }
+
+    /// Whether the connection failed and the next command must connect again (see
+    /// [`Client::broken`]); an error the daemon answered does not count.
+    pub fn is_broken(&self) -> bool {
+        self.broken
     }
 
     /// Send one request line and read its reply: status number, message and lines.
@@ -223,14 +234,20 @@ impl Client {
         let mut buf = Vec::with_capacity(line.len() + 1);
         buf.extend_from_slice(line.as_bytes());
         buf.push(b'\n');
-        self.r
-            .get_mut()
-            .write_all(&buf)
-            .map_err(|e| format!("{}: {}", self.addr, strerror(&e)))
+        let sent = self.r.get_mut().write_all(&buf);
+        self.broken |= sent.is_err();
+        sent.map_err(|e| format!("{}: {}", self.addr, strerror(&e)))
     }
 
-    /// Read one reply: its status number, message and lines.
+    /// Read one reply: its status number, message and lines. Any failure here leaves the
+    /// connection [`Client::broken`]: where the next reply starts is unknown.
     fn reply(&mut self) -> Result<(i64, String, Vec<String>), String> {
+        let r = self.read_reply();
+        self.broken |= r.is_err();
+        r
+    }
+
+    fn read_reply(&mut self) -> Result<(i64, String, Vec<String>), String> {
         let addr = &self.addr;
         let io = |e: std::io::Error| format!("{addr}: {}", strerror(&e));
         let mut status = String::new();
@@ -313,6 +330,17 @@ impl Client {
             return Err("restore sends its input first: use run".into());
         }
         self.send_run_line(cmd, args, now)
+    }
+
+    /// Have the daemon commit everything it holds now ([`COMMIT`]); done when this returns
+    /// Ok.
+    pub fn commit(&mut self, now: (i64, i64)) -> Result<(), String> {
+        self.send_run_line(COMMIT, &[], now)?;
+        let (n, msg, _) = self.reply()?;
+        if n < 0 {
+            return Err(format!("{}: {msg}", self.addr));
+        }
+        Ok(())
     }
 
     /// The answer to the oldest RUN sent by [`Client::send_run`].
@@ -399,6 +427,23 @@ fn strip_named(args: &[String]) -> (bool, &[String]) {
     }
 }
 
+/// RUN's command that commits what the daemon holds ([`Client::commit`]): pipe mode sends it
+/// at the end of a session that wrote, so what a client deletes once the session is over
+/// (Cacti's Boost its queued values) is on the disk.
+pub const COMMIT: &str = "commit-session";
+
+/// The daemon's side of RUN `commit-session`: every accepted value applied and committed,
+/// as FLUSHALL (which `-P` may not allow where RUN is).
+pub fn commit(d: &Daemon) -> Response {
+    if let Some(why) = d.unreadable().or_else(|| d.failure()) {
+        return Response::err(why);
+    }
+    match d.commit_all() {
+        Ok(_) => Response::ok("committed"),
+        Err(e) => Response::err(e),
+    }
+}
+
 /// The daemon's side of RUN `adopt-files` (`series::import::adopt_files`): the `.rrd` files
 /// at the named series' paths under `-b` taken into the store, one line each.
 pub fn adopt(d: &Daemon, args: &[String]) -> Response {
@@ -478,9 +523,10 @@ fn run(
         d.apply_queue(&mut inner, e, st);
     }
     let store_dir = inner.places.store.clone();
-    // As CREATE: under -B, no series through a symbolic link below the base directory.
+    // As CREATE: under -B, no series outside the base directory (an absolute name is one:
+    // a path under it is named relative to it) nor through a symbolic link below it.
     let may_create = |name: &str| -> Result<(), String> {
-        if d.restrict_base && !name.starts_with('/') && d.no_links(name).is_err() {
+        if d.restrict_base && (name.starts_with('/') || d.no_links(name).is_err()) {
             return Err(format!("{}: Permission denied", d.abs_of(name)));
         }
         Ok(())
@@ -516,7 +562,7 @@ fn run(
         let mut aside = Vec::new();
         for name in &written {
             d.reset_series(&mut inner, name);
-            let Some(t) = under_base(d, name) else {
+            let Some(t) = placed(d, name) else {
                 continue;
             };
             let beneath = inner.places.beneath.as_deref();
@@ -574,7 +620,7 @@ fn as_with_daemon(d: &Daemon, inner: &Inner, cmd: &str, args: &[String], out: &m
     }
 }
 
-/// The placeholder of a series the CLI created, when its name is under the base directory.
+/// The placeholder of a series the CLI created, where it has a path ([`placed`]).
 /// Written as CREATE writes it, not synced: the series is durable by the commit, and the
 /// daemon's start puts back any placeholder a crash lost (PROTOCOL.md, placeholders).
 fn placeholder_for(inner: &mut Inner, t: &Target) {
@@ -587,19 +633,14 @@ fn placeholder_for(inner: &mut Inner, t: &Target) {
     }
 }
 
-/// The path under the base directory of a series the CLI wrote: None for an absolute name
-/// (outside the base directory) and, under -B, for one through a symbolic link inside it.
-fn under_base(d: &Daemon, name: &str) -> Option<Target> {
-    let base = d.base.as_ref()?;
-    if name.starts_with('/') || (d.restrict_base && d.no_links(name).is_err()) {
+/// The path of a series the CLI wrote, where CREATE would put its placeholder
+/// ([`Daemon::placeholder_path`]); under -B, None for one through a symbolic link inside
+/// the base directory.
+fn placed(d: &Daemon, name: &str) -> Option<Target> {
+    if d.restrict_base && !name.starts_with('/') && d.no_links(name).is_err() {
         return None;
     }
-    let abs = format!("{base}/{name}");
-    Some(Target {
-        disk: d.disk_path(&abs),
-        abs,
-        name: name.to_string(),
-    })
+    d.placeholder_path(name)
 }
 
 #[cfg(test)]

@@ -305,3 +305,95 @@ fn placeholders_held_by_a_checkpoint_are_checked_after_the_daemon_serves() {
         assert_eq!(reply, format!("0 {}\n", T0 + 10), "s{i}");
     }
 }
+
+/// `ringlet serve` without `-b` (the Debian package's defaults): clients name absolute paths.
+fn start_without_base(dir: &Path, extra: &[&str]) -> Proc {
+    let sock = dir.join("r.sock");
+    let log = dir.join("ringlet.log");
+    let logf = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .unwrap();
+    let child = std::process::Command::new(RINGLET)
+        .args(["-g", "-l"])
+        .arg(format!("unix:{}", sock.display()))
+        .arg("--store")
+        .arg(dir.join("store"))
+        .args(extra)
+        .stdin(std::process::Stdio::null())
+        .stdout(logf.try_clone().unwrap())
+        .stderr(logf)
+        .spawn()
+        .unwrap();
+    let mut p = Proc::adopt(child, "ringlet serve");
+    wait_for_socket(&sock, &mut p, &log);
+    p
+}
+
+/// Without `-b`, a series' placeholder at its absolute path is put back when the daemon
+/// opens the store, with the directory a client had made for it: one a power cut took
+/// (created after the checkpoint: before the daemon serves) and one deleted while the
+/// daemon was stopped (held by the checkpoint: soon after it serves). A create-if-missing
+/// client would otherwise create the series again and its values would become unknown.
+#[test]
+fn without_a_base_directory_placeholders_at_absolute_paths_are_put_back() {
+    let dir = TempDir::new("ph-nobase");
+    let files = dir.path().join("rrd");
+    let path = |h: &str| files.join(format!("{h}/load.rrd"));
+    let create = |s: &mut std::os::unix::net::UnixStream, h: &str| {
+        let p = path(h);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let reply = request(
+            s,
+            &format!(
+                "CREATE {} -b {T0} -s 10 DS:x:GAUGE:20:U:U RRA:LAST:0.5:1:100",
+                p.display()
+            ),
+        );
+        assert_eq!(reply, "0 RRD created OK\n");
+        let reply = request(s, &format!("UPDATE {} {}:7", p.display(), T0 + 10));
+        assert_eq!(reply, "0 errors, enqueued 1 value(s).\n");
+    };
+    // -F: the stop writes a checkpoint that holds h1.
+    let mut p = start_without_base(dir.path(), &["-F"]);
+    let sock = dir.path().join("r.sock");
+    let mut s = connect(&sock);
+    create(&mut s, "h1");
+    assert!(std::fs::read(path("h1"))
+        .unwrap()
+        .starts_with(b"ringlet placeholder:"));
+    drop(s);
+    p.stop(libc::SIGTERM, Duration::from_secs(10)).unwrap();
+    // h2 is created after the checkpoint, committed, and the daemon killed.
+    let mut p = start_without_base(dir.path(), &[]);
+    let mut s = connect(&sock);
+    create(&mut s, "h2");
+    assert_eq!(request(&mut s, "FLUSHALL"), "0 Started flush.\n");
+    std::thread::sleep(Duration::from_millis(500));
+    drop(s);
+    p.stop(libc::SIGKILL, Duration::from_secs(10)).unwrap();
+    // As a power cut (or a person) leaves them: the placeholders and their directories gone.
+    std::fs::remove_dir_all(files.join("h1")).unwrap();
+    std::fs::remove_dir_all(files.join("h2")).unwrap();
+    let _p = start_without_base(dir.path(), &[]);
+    // Created since the checkpoint: back before the daemon serves.
+    assert!(
+        std::fs::read(path("h2"))
+            .unwrap_or_default()
+            .starts_with(b"ringlet placeholder:"),
+        "h2's placeholder is back when the socket answers"
+    );
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while !path("h1").exists() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(std::fs::read(path("h1"))
+        .unwrap_or_default()
+        .starts_with(b"ringlet placeholder:"));
+    let mut s = connect(&sock);
+    for h in ["h1", "h2"] {
+        let reply = request(&mut s, &format!("LAST {}", path(h).display()));
+        assert_eq!(reply, format!("0 {}\n", T0 + 10), "{h}");
+    }
+}

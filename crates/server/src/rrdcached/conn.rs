@@ -312,6 +312,9 @@ impl Conn<'_> {
                 if cmd == crate::series::import::ADOPT {
                     return Some(crate::remote::adopt(self.d, &args));
                 }
+                if cmd == crate::remote::COMMIT {
+                    return Some(crate::remote::commit(self.d));
+                }
                 if cmd == cli::graph::DRAW {
                     return Some(crate::remote::draw(
                         self.d,

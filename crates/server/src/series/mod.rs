@@ -62,6 +62,27 @@ impl Daemon {
         Ok(Target { abs, disk, name })
     }
 
+    /// Where the placeholder of series `name` (a store name) goes: under the base directory
+    /// for a relative name; at an absolute name itself (a client of a daemon without `-b`,
+    /// or outside it without `-B`). None for a relative name without a base directory
+    /// (carbon's series, the CLI's own names: not files) and, under `-B`, for an absolute
+    /// name (outside the base: no client reaches it).
+    pub fn placeholder_path(&self, name: &str) -> Option<Target> {
+        let abs = if name.starts_with('/') {
+            if self.restrict_base {
+                return None;
+            }
+            name.to_string()
+        } else {
+            format!("{}/{name}", self.base.as_deref()?)
+        };
+        Some(Target {
+            disk: self.disk_path(&abs),
+            abs,
+            name: name.to_string(),
+        })
+    }
+
     /// Reach the files under `-b` through `dir` (the base directory opened before the view
     /// is mounted over it) from now on: set once, before anything under `-b` is touched.
     pub fn go_beneath(&self, dir: std::fs::File) {

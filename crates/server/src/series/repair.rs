@@ -21,12 +21,15 @@ pub struct Repaired {
     pub moved_aside: Vec<(String, PathBuf)>,
 }
 
-/// Every series in `names` gets its placeholder under the base directory. A missing or
-/// empty file gets a placeholder (so a stat-then-create client does not create the series
-/// again over its data); a full-size `.rrd` copy is replaced when the store holds everything
-/// it has (same DS and RRA counts, last update not later than the store's), and otherwise
-/// moved aside, since someone changed it. Series with absolute names outside the base
-/// directory are left alone.
+/// Every series in `names` gets its placeholder at its path: under the base directory, or
+/// at an absolute name (a client of a daemon without `-b`, or outside it without `-B`). A
+/// missing or empty file gets a placeholder, its directories made again (so a
+/// stat-then-create client does not create the series again over its data, also after a
+/// power cut took the placeholder and the directory a client had just made); a full-size
+/// `.rrd` copy is replaced when the store holds everything it has (same DS and RRA counts,
+/// last update not later than the store's), and otherwise moved aside, since someone
+/// changed it. Left alone: relative names without a base directory (carbon's, the CLI's
+/// own) and, under `-B`, absolute names (outside the base: no client reaches them).
 ///
 /// Looking takes no lock (a million series take seconds, on two threads); a path found in
 /// need of work is looked at again and acted on with the store locked, so a client's
@@ -39,23 +42,31 @@ pub fn repair(
     stop: &dyn Fn() -> bool,
 ) -> Repaired {
     let mut out = Repaired::default();
-    let (Some(base), Some(disk)) = (&d.base, d.disk_base()) else {
-        return out;
-    };
-    names.retain(|n| !n.starts_with('/'));
+    names.retain(|n| place(d, n).is_some());
     // Taken from the end a batch at a time, so each batch's names are freed as it is done.
     names.reverse();
     while !names.is_empty() && !stop() {
         let mut batch = names.split_off(names.len().saturating_sub(REPAIR_BATCH));
         batch.reverse();
-        let found = inspect_all(places.beneath.as_deref(), disk, &batch);
+        let paths: Vec<String> = batch
+            .iter()
+            .map(|n| place(d, n).map_or_else(String::new, |(_, at)| at))
+            .collect();
+        let found = inspect_all(places.beneath.as_deref(), &paths);
         for (name, found) in batch.into_iter().zip(found) {
             if !matches!(found, Found::Placeholder | Found::Other) {
-                act(d, places, (base, disk), name, &mut out);
+                act(d, places, name, &mut out);
             }
         }
     }
     out
+}
+
+/// Where series `name`'s placeholder goes ([`Daemon::placeholder_path`]): its absolute name
+/// as clients give it, and the path the daemon reaches it by.
+fn place(d: &Daemon, name: &str) -> Option<(String, String)> {
+    let t = d.placeholder_path(name)?;
+    Some((t.abs, t.disk.to_str()?.to_string()))
 }
 
 /// Names a [`repair`] looks at between checks of its `stop`.
@@ -63,8 +74,10 @@ const REPAIR_BATCH: usize = 16 << 10;
 
 /// Give series `name` its placeholder, with the store locked: what is at its path is looked
 /// at again first.
-/// `base`: `-b` as clients name it, and where the daemon reaches it on disk.
-fn act(d: &Daemon, places: &Places, base: (&str, &str), name: String, out: &mut Repaired) {
+fn act(d: &Daemon, places: &Places, name: String, out: &mut Repaired) {
+    let Some((abs, at)) = place(d, &name) else {
+        return;
+    };
     let inner = d.lock();
     // A stopping daemon writes nothing more under -b once its last commit has the lock.
     if d.closing() {
@@ -73,8 +86,6 @@ fn act(d: &Daemon, places: &Places, base: (&str, &str), name: String, out: &mut 
     let Some(rrd) = inner.store.get(&name) else {
         return;
     };
-    let abs = format!("{}/{name}", base.0);
-    let at = format!("{}/{name}", base.1);
     let path = Path::new(&at);
     let beneath = places.beneath.as_deref();
     match inspect(beneath, path) {
@@ -109,18 +120,18 @@ fn act(d: &Daemon, places: &Places, base: (&str, &str), name: String, out: &mut 
     }
 }
 
-/// [`inspect`] of every series' path under `base`, in the order of `names`, on a few threads.
-fn inspect_all(beneath: Option<&Path>, base: &str, names: &[String]) -> Vec<Found> {
+/// [`inspect`] of every series' path, in the order of `paths`, on a few threads.
+fn inspect_all(beneath: Option<&Path>, paths: &[String]) -> Vec<Found> {
     const THREADS: usize = 2;
-    let per = names.len().div_ceil(THREADS).max(1);
+    let per = paths.len().div_ceil(THREADS).max(1);
     std::thread::scope(|sc| {
-        let parts: Vec<_> = names
+        let parts: Vec<_> = paths
             .chunks(per)
             .map(|part| {
                 let h = sc.spawn(move || {
                     let mut dir = DirCache::default();
                     part.iter()
-                        .map(|n| dir.inspect(beneath, base, n))
+                        .map(|p| dir.inspect(beneath, p))
                         .collect::<Vec<_>>()
                 });
                 (part.len(), h)
@@ -150,18 +161,17 @@ struct DirCache {
 }
 
 impl DirCache {
-    fn inspect(&mut self, beneath: Option<&Path>, base: &str, name: &str) -> Found {
-        let full = format!("{base}/{name}");
+    fn inspect(&mut self, beneath: Option<&Path>, full: &str) -> Found {
         let (parent, file) = match full.rsplit_once('/') {
             Some((p, f)) if !f.is_empty() => (p, f),
             _ => return inspect(beneath, Path::new(&full)),
         };
         if self.dir.is_none() || self.path != parent {
             self.path = parent.to_string();
-            self.dir = At::of(beneath, Path::new(&full), false).ok().map(|a| a.dir);
+            self.dir = At::of(beneath, Path::new(full), false).ok().map(|a| a.dir);
         }
         let (Some(dir), Ok(c)) = (&self.dir, std::ffi::CString::new(file.as_bytes())) else {
-            return inspect(beneath, Path::new(&full));
+            return inspect(beneath, Path::new(full));
         };
         // Each file by name in the directory held open: no descriptor copied a series.
         inspect_at(dir, &c)
