@@ -452,6 +452,22 @@ mountpoint -q "$T/mnt" || echo "UNMOUNTED"
 start
 t diff -r "$T/plain" "$T/mnt" && echo "SAME: phpfina tree after restart"
 t diff -r "$T/plainpts" "$T/pts" && echo "SAME: phptimeseries tree after restart"
+# PHPTimeSeries::sync appends the records it fetched with one fwrite: 3,924 bytes (436
+# records), then 564 records from there, which cross 4096 and reach the view split by the
+# kernel into pieces that are not whole records. And cp of a file larger than a page.
+sync='$d = $argv[1]; $w = 0;
+foreach ([[0, 436], [436, 1000]] as [$a, $b]) {
+    $f = fopen("$d/feed_77.MYD", "c+"); fseek($f, 0, SEEK_END); $buf = "";
+    for ($i = $a; $i < $b; $i++) $buf .= pack("CIf", 249, 1700000000 + 10 * $i, $i);
+    $w += fwrite($f, $buf); fclose($f);
+}
+echo "$w\n";'
+a=$(php -r "$sync" "$T/plainpts")
+b=$(t php -r "$sync" "$T/pts")
+same "sync across a page: bytes written $a" "$a" "$b"
+t cmp "$T/plainpts/feed_77.MYD" "$T/pts/feed_77.MYD" && echo "SAME: a sync across a page"
+t cp "$T/plainpts/feed_77.MYD" "$T/pts/feed_78.MYD" && t cmp "$T/plainpts/feed_77.MYD" "$T/pts/feed_78.MYD" && echo "SAME: cp of 9000 bytes"
+cp "$T/plainpts/feed_77.MYD" "$T/plainpts/feed_78.MYD"
 # Writes that cannot be a feed's: refused, logged, and nothing else changes.
 t php "$PHP" bad "$T/mnt"
 echo "LOGGED: $(grep -c 'PHPFina view: .*refused' "$T/serve.log")"
@@ -481,6 +497,9 @@ t diff -r -x '90[01].*' "$T/plain" "$T/out" && echo "SAME: exported from the sto
         "UNMOUNTED",
         "SAME: phpfina tree after restart",
         "SAME: phptimeseries tree after restart",
+        "SAME: sync across a page: bytes written 9000",
+        "SAME: a sync across a page",
+        "SAME: cp of 9000 bytes",
         "REFUSED: a meta with interval 0",
         "REFUSED: a write of 6 bytes",
         "REFUSED: a write past 2^32 points",
