@@ -619,10 +619,14 @@ fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf], views: Vec<vie
         }
     }
     sys::notify("STOPPING=1");
+    // emoncms's feeds written into the directories beneath their views, kept in step until
+    // the unmount, so emoncms writes on while the daemon is down (view/copy.rs).
+    let copies: Vec<_> = views.iter().filter_map(view::Mounted::write_back).collect();
     // Unmounted first: no reader opens a file of a daemon that is stopping, no writer writes
     // to a feed after the final commit.
     drop(views);
     final_commit(d);
+    view::Mounted::stopped(copies);
     let _ = std::fs::remove_file(remote::address_file(&d.lock().places.store));
     for s in sockets {
         let _ = std::fs::remove_file(s);

@@ -134,130 +134,6 @@ impl Kind {
     }
 }
 
-/// Feed files found in the view's directory before it is mounted (emoncms's data, or files
-/// it wrote while the view was not there) go into the store: each one the store does not
-/// hold becomes its blob; one it holds stays as the store has it (a feed file the view
-/// hid is never put over the store's copy, which may hold years more); either way, once
-/// committed, the file is moved aside into `<store>/imported/<phpfina|phptimeseries>/`
-/// (never deleted), so that nothing stays hidden beneath the view. Returns what it did.
-pub fn adopt(d: &Daemon, kind: Kind, dir: &Path) -> Result<String, String> {
-    let mut found: Vec<String> = Vec::new();
-    for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let Ok(e) = e else { continue };
-        let Some(name) = e.file_name().to_str().map(str::to_string) else {
-            continue;
-        };
-        if kind.own(&name) && e.file_type().is_ok_and(|t| t.is_file()) {
-            found.push(name);
-        }
-    }
-    if found.is_empty() {
-        return Ok(String::new());
-    }
-    found.sort();
-    let (mut taken, mut kept, mut bad) = (0usize, 0usize, 0usize);
-    let mut moved = Vec::new();
-    for name in &found {
-        let path = dir.join(name);
-        let blob = format!("{}{name}", kind.prefix());
-        if !kind.valid(name) {
-            bad += 1;
-            crate::log::line(&format!(
-                "{}: {}: not a feed's file name; left where it is (hidden by the view)",
-                kind.what(),
-                path.display()
-            ));
-            continue;
-        }
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut inner = d.lock();
-        match inner.store.blob_len(&blob) {
-            None => {
-                inner
-                    .store
-                    .blob_create(&blob)
-                    .and_then(|()| inner.store.blob_write(&blob, 0, &bytes))
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                taken += 1;
-            }
-            Some(_) => {
-                let same = inner
-                    .store
-                    .blob_read(&blob, 0, u64::MAX)
-                    .is_ok_and(|b| b == bytes);
-                if !same {
-                    kept += 1;
-                    crate::log::line(&format!(
-                        "{}: {} differs from the feed file the store holds; the store's is kept",
-                        kind.what(),
-                        path.display()
-                    ));
-                }
-            }
-        }
-        drop(inner);
-        moved.push(path);
-    }
-    // Durable in the store before any file leaves its place.
-    d.commit_all()?;
-    let places = d.lock().places.clone();
-    let mut aside = Vec::new();
-    for path in moved {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        let dest = crate::placeholder::aside_path(&places, &format!("{}{name}", kind.prefix()));
-        move_file(&path, &dest)
-            .map_err(|e| format!("moving {} to {}: {e}", path.display(), dest.display()))?;
-        aside.push(dest);
-    }
-    let into = aside
-        .first()
-        .and_then(|p| p.parent())
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    let same = aside.len() - taken - kept;
-    Ok(format!(
-        "{} feed files found in {} before the view was mounted: {taken} taken into the store, \
-         {same} the store held already, {kept} differing from the store's (the store's kept), \
-         {bad} left (not feed file names); moved to {into}",
-        found.len(),
-        dir.display()
-    ))
-}
-
-/// Move `from` to `to` (another file system: copied, synced, then removed).
-fn move_file(from: &Path, to: &Path) -> std::io::Result<()> {
-    if let Some(dir) = to.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    if std::fs::hard_link(from, to).is_err() {
-        let mut tmp = to.as_os_str().to_os_string();
-        tmp.push(".tmp");
-        let tmp = std::path::PathBuf::from(tmp);
-        let r = (|| {
-            let mut src = std::fs::File::open(from)?;
-            let mut dst = std::fs::File::create(&tmp)?;
-            std::io::copy(&mut src, &mut dst)?;
-            dst.sync_all()?;
-            std::fs::rename(&tmp, to)
-        })();
-        if r.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        r?;
-    }
-    if let Some(dir) = to.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    std::fs::remove_file(from)?;
-    if let Some(dir) = from.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
-}
-
 /// The errno for an error of the store's.
 fn store_errno(e: &Error) -> Errno {
     match e {
@@ -291,6 +167,15 @@ impl View {
     /// The length of feed file `path`, if it exists.
     pub(super) fn feed_len(&self, path: &str) -> Option<u64> {
         self.d.lock().store.blob_len(&self.blob(path))
+    }
+
+    /// A change to make to the plain copy beneath too, while it is kept in step
+    /// (`copy.rs`: from the stop's write-back until the unmount). Called with the store
+    /// locked.
+    fn through(&self, f: impl FnOnce(&super::copy::FeedCopy)) {
+        if let Some(c) = self.copy.as_deref().filter(|c| c.through()) {
+            f(c);
+        }
     }
 
     fn touched(&self, path: &str) {
@@ -344,6 +229,9 @@ impl View {
             Some(_) => Ok(()),
             None => inner.store.blob_create(&name),
         };
+        if r.is_ok() && (trunc || inner.store.blob_len(&name) == Some(0)) {
+            self.through(|c| c.set_len(path, 0));
+        }
         drop(inner);
         r.map_err(|e| self.failed(path, &e))?;
         self.touched(path);
@@ -367,6 +255,12 @@ impl View {
             .store
             .blob_create(&name)
             .and_then(|()| inner.store.blob_write(&name, 0, bytes));
+        if r.is_ok() {
+            self.through(|c| {
+                c.set_len(path, 0);
+                c.wrote(path, 0, bytes);
+            });
+        }
         drop(inner);
         r.map_err(|e| self.failed(path, &e))?;
         self.touched(path);
@@ -399,6 +293,9 @@ impl View {
             return Err(self.refuse(path, &why));
         }
         let r = inner.store.blob_write(&name, off, data);
+        if r.is_ok() {
+            self.through(|c| c.wrote(path, off, data));
+        }
         drop(inner);
         self.changed(path, r)
     }
@@ -407,12 +304,22 @@ impl View {
         if let Some(why) = self.kind.bad_len(path, len) {
             return Err(self.refuse(path, &why));
         }
-        let r = self.d.lock().store.blob_set_len(&self.blob(path), len);
+        let mut inner = self.d.lock();
+        let r = inner.store.blob_set_len(&self.blob(path), len);
+        if r.is_ok() {
+            self.through(|c| c.set_len(path, len));
+        }
+        drop(inner);
         self.changed(path, r)
     }
 
     pub(super) fn feed_remove(&self, path: &str) -> Result<(), Errno> {
-        let r = self.d.lock().store.blob_remove(&self.blob(path));
+        let mut inner = self.d.lock();
+        let r = inner.store.blob_remove(&self.blob(path));
+        if r.is_ok() {
+            self.through(|c| c.removed(path));
+        }
+        drop(inner);
         lock(&self.mtimes).remove(path);
         r.map_err(|e| self.failed(path, &e))
     }
@@ -426,11 +333,12 @@ impl View {
         if !self.kind.valid(to) {
             return Err(self.refuse(to, "not the name of a feed's file"));
         }
-        let r = self
-            .d
-            .lock()
-            .store
-            .blob_rename(&self.blob(from), &self.blob(to));
+        let mut inner = self.d.lock();
+        let r = inner.store.blob_rename(&self.blob(from), &self.blob(to));
+        if r.is_ok() {
+            self.through(|c| c.renamed(from, to));
+        }
+        drop(inner);
         r.map_err(|e| self.failed(from, &e))?;
         let mut m = lock(&self.mtimes);
         let t = m.remove(from).unwrap_or_else(SystemTime::now);

@@ -39,14 +39,16 @@
 //! written in place at any offset, cut, renamed and removed as emoncms does to plain files;
 //! what is written reaches the disk in the daemon's commits, once a window. Writes that
 //! cannot be a feed's (a `.dat` write that is not whole float32 points, a `.meta` past its 16
-//! bytes or with interval 0, a `.MYD` write that is not whole 9-byte records, a feed file
-//! name that is not `<digits>.dat`) are refused with EINVAL and a log line. Every other name
-//! is a plain file (or directory) in DIR beneath the view, as for `--view DIR`.
+//! bytes or with interval 0, a feed file name that is not `<digits>.dat`) are refused with
+//! EINVAL and a log line. Every other name is a plain file (or directory) in DIR beneath the
+//! view, as for `--view DIR`. DIR beneath holds a plain copy of the feeds for emoncms while
+//! the daemon is down (`copy.rs`).
 //!
 //! The FUSE side is the `fuser` crate (pure Rust, mounting through /dev/fuse as root); what
 //! is served is ours. The calls themselves are in `fs.rs`; the tree, snapshots and loose
 //! files here; the feed files' rules in `feeds.rs`.
 
+mod copy;
 mod feeds;
 mod fs;
 
@@ -79,6 +81,37 @@ const LOOSE_MAX: usize = 1 << 30;
 pub struct Mounted {
     running: Option<fuser::BackgroundSession>,
     pub dir: std::path::PathBuf,
+    /// An emoncms view's plain copy beneath (`copy.rs`), with the daemon.
+    copy: Option<(Arc<Daemon>, Arc<copy::FeedCopy>)>,
+}
+
+impl Mounted {
+    /// A stop begins: an emoncms view writes the store's feeds into the directory beneath
+    /// and keeps it in step until it is unmounted. Returns what [`Mounted::stopped`] needs
+    /// once the view is gone.
+    pub fn write_back(&self) -> Option<Arc<copy::FeedCopy>> {
+        let (d, c) = self.copy.as_ref()?;
+        let t0 = std::time::Instant::now();
+        let n = c.write_back(d);
+        crate::log::line(&format!(
+            "{}: feeds written into {} for emoncms while the daemon is down: {n} bytes in {:.2} s",
+            self.kind_what(),
+            self.dir.display(),
+            t0.elapsed().as_secs_f64()
+        ));
+        Some(c.clone())
+    }
+
+    fn kind_what(&self) -> &'static str {
+        self.copy.as_ref().map_or("view", |(_, c)| c.kind().what())
+    }
+
+    /// The views are unmounted: each copy written back records that it is the store's.
+    pub fn stopped(copies: Vec<Arc<copy::FeedCopy>>) {
+        for c in copies {
+            c.finish();
+        }
+    }
 }
 
 impl Drop for Mounted {
@@ -163,7 +196,7 @@ pub fn mount(
         ),
     };
     if kind != Kind::Rrd {
-        match feeds::adopt(&d, kind, dir) {
+        match copy::adopt(&d, kind, dir) {
             Ok(done) if !done.is_empty() => crate::log::line(&format!("{}: {done}", kind.what())),
             Ok(_) => {}
             Err(e) => {
@@ -175,12 +208,21 @@ pub fn mount(
             }
         }
     }
-    let fs = View::new(d, owner, own, kind);
+    let mut fs = View::new(d.clone(), owner, own, kind);
+    let copy = match (&fs.beneath, kind) {
+        (Some(b), Kind::PhpFina | Kind::PhpTimeSeries) => {
+            let c = Arc::new(copy::FeedCopy::new(&d, kind, b));
+            fs.copy = Some(c.clone());
+            Some((d, c))
+        }
+        _ => None,
+    };
     let running = fuser::spawn_mount(fs, dir, &cfg)
         .map_err(|e| format!("cannot mount the view at {}: {e}", dir.display()))?;
     Ok(Mounted {
         running: Some(running),
         dir: dir.to_path_buf(),
+        copy,
     })
 }
 
@@ -328,6 +370,8 @@ struct View {
     kind: Kind,
     /// When each feed file was last changed through the view (since the daemon started).
     mtimes: Mutex<HashMap<String, SystemTime>>,
+    /// An emoncms view's plain copy in the directory beneath (`copy.rs`).
+    copy: Option<Arc<copy::FeedCopy>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -369,6 +413,7 @@ impl View {
             gid: owner.1.unwrap_or_else(|| unsafe { libc::getegid() }),
             kind,
             mtimes: Mutex::new(HashMap::new()),
+            copy: None,
         }
     }
 
