@@ -316,6 +316,7 @@ fn inner_random_sequence_against_a_plain_directory() {
             let f = std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)
+                .truncate(false)
                 .open(mnt.join(&*n))
                 .unwrap();
             let points = [0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40];
