@@ -586,3 +586,50 @@ stop
         assert!(out.lines().any(|l| l == want), "{want:?} not in:\n{out}");
     }
 }
+
+/// The view shows the directory beneath as it is (owner, group, mode), and its files its
+/// mode less execute, and the kernel checks them: a private 0700 -b stays private (user
+/// nobody could read every series through a view that showed 0755 and 0644).
+#[test]
+fn a_private_base_directory_stays_private_through_the_view() {
+    if !can_mount() {
+        return;
+    }
+    let dir = Dir::new("private");
+    let _ = Command::new("chmod").arg("755").arg(&dir.0).status();
+    let script = r#"
+B="$T/base"; S="unix:$T/s.sock"
+mkdir -p "$B/open" "$T/store"; chmod 700 "$B"; chmod 755 "$B/open"; chown nobody "$B/open"
+"$RINGLET" serve -g -w 3600 -l "$S" -m 777 -b "$B" --store "$T/store" --view \
+    >>"$T/serve.log" 2>&1 &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+for _ in $(seq 200); do
+    [ -S "$T/s.sock" ] && mountpoint -q "$B" && timeout 2 stat "$B" >/dev/null 2>&1 && break
+    sleep 0.05
+done
+for f in secret.rrd open/seen.rrd; do
+    timeout 10 rrdtool create --daemon "$S" "$B/$f" --start 1700000000 --step 60 \
+        DS:v:GAUGE:120:U:U RRA:LAST:0.5:1:10
+    timeout 10 rrdtool update --daemon "$S" "$B/$f" 1700000060:31337
+done
+timeout 5 stat -c "MODE %A %U %n" "$B" "$B/secret.rrd" "$B/open" "$B/open/seen.rrd" | sed "s|$B|B|"
+echo "ROOT: $(timeout 10 rrdtool lastupdate "$B/secret.rrd" | tail -1)"
+{ timeout 10 setpriv --reuid=65534 --regid=65534 --clear-groups rrdtool lastupdate "$B/secret.rrd" 2>&1 || true; } | tail -1 | sed "s|$B|B|; s/^/NOBODY: /"
+{ timeout 10 setpriv --reuid=65534 --regid=65534 --clear-groups ls "$B" 2>&1 || true; } | sed "s|$B|B|; s/^/NOBODY LS: /"
+kill "$pid"; wait "$pid" || true
+"#;
+    let out = in_namespace(&dir.0, script);
+    for want in [
+        "MODE drwx------ root B",
+        "MODE -rw------- root B/secret.rrd",
+        "MODE drwxr-xr-x nobody B/open",
+        "MODE -rw-r--r-- root B/open/seen.rrd",
+        "ROOT: 1700000060: 31337",
+        "NOBODY: ERROR: opening 'B/secret.rrd': Permission denied",
+        "NOBODY LS: ls: cannot open directory 'B': Permission denied",
+    ] {
+        assert!(out.lines().any(|l| l == want), "{want:?} not in:\n{out}");
+    }
+    assert!(!out.contains("NOBODY: 1700000060"), "{out}");
+}

@@ -418,8 +418,8 @@ impl Filesystem for View {
             }
             let ino = self.ino(&path);
             let size = self.feed_len(&path).unwrap_or(0);
+            let attr = self.file_attr(ino, &path, size, SystemTime::now());
             let fh = self.add_handle(Handle::Blob(path));
-            let attr = self.file_attr(ino, size, SystemTime::now());
             return reply.created(
                 &TTL,
                 &attr,
@@ -461,7 +461,7 @@ impl Filesystem for View {
             path: path.clone(),
             dirty: true,
         });
-        let attr = self.file_attr(ino, 0, SystemTime::now());
+        let attr = self.file_attr(ino, &path, 0, SystemTime::now());
         reply.created(
             &TTL,
             &attr,

@@ -14,6 +14,9 @@
 //!   serve that snapshot until the file is closed: a reader sees one consistent state, and
 //!   reading a file costs reads of that series alone. Nothing is written.
 //! - `st_size` is the file's length from the schema; `st_mtime` the series' last update.
+//!   Owners and modes: a directory shows the directory beneath's (or its nearest parent's),
+//!   a file its directory's mode less execute with the daemon's ids (after `-U`, the
+//!   user's); the kernel checks them (`default_permissions`): a 0700 `-b` stays private.
 //! - What tools do to files by hand: a file written whole (`rrdtool create`, which writes
 //!   `x.rrdXXXXXX` and renames it; `restore -f`; `cp`) is held in memory as a *loose* file and
 //!   imported as the series when it is closed or renamed to its name (a file that is not an
@@ -181,7 +184,9 @@ pub fn mount(
         MountOption::NoSuid,
         MountOption::NoDev,
     ];
-    // Readable by every user (Munin, the web server), as the files under -b are.
+    // Open to every user (Munin, the web server), as the files under -b are, within the
+    // permissions the view shows: those of the directories beneath (View::dir_perm), which
+    // the kernel checks (DefaultPermissions), so a private directory stays private.
     cfg.acl = SessionACL::All;
     // A slow open (a large file built) does not hold up the others.
     cfg.n_threads = Some(4);
@@ -529,7 +534,39 @@ impl View {
         self.resolve(&self.path_of(ino)?)
     }
 
-    fn dir_attr(&self, ino: u64) -> FileAttr {
+    /// The permissions and owners directory `dir` of the view ("" its root) shows: those of
+    /// the same directory beneath, or of its nearest parent there (a directory of series only
+    /// the store has), so that a private directory stays private through the view (the
+    /// kernel checks them: `default_permissions`). Without a directory beneath: 0755, the
+    /// daemon's ids.
+    fn dir_perm(&self, dir: &str) -> (u16, u32, u32) {
+        use std::os::unix::fs::MetadataExt;
+        if let Some(b) = &self.beneath {
+            let mut d = dir;
+            loop {
+                // The root is reached through /proc/self/fd/N, a link to follow; below it no
+                // link is followed.
+                let m = if d.is_empty() {
+                    std::fs::metadata(b)
+                } else {
+                    std::fs::symlink_metadata(format!("{b}/{d}"))
+                };
+                if let Ok(m) = m {
+                    if m.is_dir() {
+                        return ((m.mode() & 0o7777) as u16, m.uid(), m.gid());
+                    }
+                }
+                if d.is_empty() {
+                    break;
+                }
+                d = d.rsplit_once('/').map_or("", |(a, _)| a);
+            }
+        }
+        (0o755, self.uid, self.gid)
+    }
+
+    fn dir_attr(&self, ino: u64, path: &str) -> FileAttr {
+        let (perm, uid, gid) = self.dir_perm(path);
         FileAttr {
             ino: INodeNo(ino),
             size: 0,
@@ -539,18 +576,22 @@ impl View {
             ctime: UNIX_EPOCH,
             crtime: UNIX_EPOCH,
             kind: FileType::Directory,
-            perm: 0o755,
+            perm,
             nlink: 2,
-            // The daemon's ids (after -U, the user's), as for the files under -b.
-            uid: self.uid,
-            gid: self.gid,
+            uid,
+            gid,
             rdev: 0,
             flags: 0,
             blksize: 4096,
         }
     }
 
-    fn file_attr(&self, ino: u64, size: u64, t: SystemTime) -> FileAttr {
+    /// A file of the view's own: the daemon's ids (after -U, the user's), as for the files
+    /// under -b, with its directory's permissions less execute (a 0700 directory's files are
+    /// 0600, a 0755 one's 0644).
+    fn file_attr(&self, ino: u64, path: &str, size: u64, t: SystemTime) -> FileAttr {
+        let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+        let perm = self.dir_perm(dir).0 & 0o666;
         FileAttr {
             size,
             blocks: size.div_ceil(512),
@@ -559,25 +600,27 @@ impl View {
             ctime: t,
             crtime: t,
             kind: FileType::RegularFile,
-            perm: 0o644,
+            perm,
             nlink: 1,
-            ..self.dir_attr(ino)
+            uid: self.uid,
+            gid: self.gid,
+            ..self.dir_attr(ino, dir)
         }
     }
 
     fn attr(&self, ino: u64, n: &Node) -> Option<FileAttr> {
         match n {
-            Node::Dir(_) => Some(self.dir_attr(ino)),
+            Node::Dir(p) => Some(self.dir_attr(ino, p)),
             Node::Plain(p) => Some(plain_attr(ino, &self.plain_meta(p)?)),
             Node::Loose(p) => {
                 let l = lock(&self.loose);
                 let f = l.0.get(p)?;
-                Some(self.file_attr(ino, f.bytes.len() as u64, f.mtime))
+                Some(self.file_attr(ino, p, f.bytes.len() as u64, f.mtime))
             }
             Node::Blob(p) => {
                 let size = self.feed_len(p)?;
                 let t = lock(&self.mtimes).get(p).copied().unwrap_or(self.started());
-                Some(self.file_attr(ino, size, t))
+                Some(self.file_attr(ino, p, size, t))
             }
             Node::File(name) => {
                 // The time of the last value accepted: queued ones are applied first, as for
@@ -589,7 +632,7 @@ impl View {
                         rrd.last_up_usec,
                     )
                 })?;
-                Some(self.file_attr(ino, size, time_of(last, usec)))
+                Some(self.file_attr(ino, name, size, time_of(last, usec)))
             }
         }
     }
