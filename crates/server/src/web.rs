@@ -304,9 +304,11 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
     };
     let words: Vec<String> = q.split_whitespace().map(|w| w.to_lowercase()).collect();
     let names = sorted_names(d);
-    let inner = d.lock();
+    let mut inner = d.lock();
     let (mut total, mut shown) = (0usize, 0usize);
     let mut out = Vec::new();
+    // The series listed, read once the search is done: with their queued values applied.
+    let mut listed: Vec<(usize, &String, Option<Vec<(String, usize)>>)> = Vec::new();
     let mut hay = String::new();
     for name in names.iter() {
         let Some(rrd) = inner.store.get(name) else {
@@ -347,9 +349,20 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
             continue;
         }
         shown += 1;
-        let paths = paths.unwrap_or_else(|| paths_for(name, rrd));
-        out.push(entry_json(name, rrd, &paths));
+        listed.push((out.len(), name, paths));
+        out.push(Value::Null);
     }
+    for (at, name, paths) in listed {
+        // As every reader: the values accepted for the series are applied first, so `last`
+        // is what LAST says.
+        if let Some(v) = crate::read::with_locked(d, &mut inner, name, |rrd| {
+            let paths = paths.unwrap_or_else(|| paths_for(name, rrd));
+            entry_json(name, rrd, &paths)
+        }) {
+            out[at] = v;
+        }
+    }
+    out.retain(|v| !v.is_null());
     json_reply(
         200,
         &json!({ "series": out, "total": total, "shown": shown }),
@@ -407,7 +420,7 @@ fn tree(d: &Daemon, dir: &str) -> Reply {
     if in_dir == 0 && !dir.is_empty() {
         return error(404, &format!("no series under {dir}/"));
     }
-    let inner = d.lock();
+    let mut inner = d.lock();
     let dirs: Vec<Value> = dirs
         .iter()
         .map(|(name, k)| json!({ "name": name, "series": k }))
@@ -415,9 +428,12 @@ fn tree(d: &Daemon, dir: &str) -> Reply {
     let series: Vec<Value> = here
         .iter()
         .take(SERIES_LIMIT)
-        .filter_map(|n| match inner.store.get(n) {
-            Some(rrd) => Some(entry_json(n, rrd, &paths_for(n, rrd))),
-            None => crate::feeds::by_name(&inner.store, n).map(|f| feed_json(&f)),
+        .filter_map(|n| {
+            // Read as every reader reads: the series' accepted values applied first.
+            crate::read::with_locked(d, &mut inner, n, |rrd| {
+                entry_json(n, rrd, &paths_for(n, rrd))
+            })
+            .or_else(|| crate::feeds::by_name(&inner.store, n).map(|f| feed_json(&f)))
         })
         .collect();
     json_reply(

@@ -355,3 +355,33 @@ fn the_page_its_api_and_rrdtools_rows() {
     assert_eq!(get(hport, "/version").trim(), "1.1.10");
     assert!(request(&mut s, "PING").starts_with("0 PONG"));
 }
+
+/// The page's lists read as every reader does: a series' queued values are applied first,
+/// so `last` is what LAST says (it showed the last value applied before the queue).
+#[test]
+fn the_series_lists_show_the_last_update_the_daemon_accepted() {
+    let dir = TempDir::new("web-last");
+    let hport = free_port();
+    let d = Ringlet::start(
+        dir.path(),
+        &["-w", "3600", "--http", &format!("127.0.0.1:{hport}")],
+    );
+    std::fs::create_dir_all(d.base.join("q")).unwrap();
+    let mut s = connect(&d.sock);
+    let reply = request(
+        &mut s,
+        "CREATE q/a.rrd -b 1700000000 -s 10 DS:v:GAUGE:20:U:U RRA:LAST:0.5:1:100",
+    );
+    assert!(reply.starts_with("0 "), "{reply}");
+    for t in [1700000010, 1700000020] {
+        let reply = request(&mut s, &format!("UPDATE q/a.rrd {t}:1"));
+        assert!(reply.starts_with("0 "), "{reply}");
+    }
+    for path in ["/api/series?q=q/a", "/api/tree?dir=q"] {
+        let body = get(hport, path);
+        let v = testkit::json::parse(&body);
+        let last = v["series"][0]["last"].as_i64();
+        assert_eq!(last, Some(1700000020), "{path}: {body}");
+    }
+    assert_eq!(request(&mut s, "LAST q/a.rrd"), "0 1700000020\n");
+}
