@@ -308,7 +308,8 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
     let (mut total, mut shown) = (0usize, 0usize);
     let mut out = Vec::new();
     // The series listed, read once the search is done: with their queued values applied.
-    let mut listed: Vec<(usize, &String, Option<Vec<(String, usize)>>)> = Vec::new();
+    type Listed<'a> = (usize, &'a String, Option<Vec<(String, usize)>>);
+    let mut listed: Vec<Listed> = Vec::new();
     let mut hay = String::new();
     for name in names.iter() {
         let Some(rrd) = inner.store.get(name) else {
