@@ -27,12 +27,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub const USAGE: &str = "\
-usage: ringlet [--store DIR] migrate rrdcached [--dry-run|-n] [--pid PID]
+usage: ringlet [--store DIR] migrate rrdcached [--dry-run|-n] [--pid PID] [--exe PATH]
                  [--defaults FILE] [--to FILE] [--no-start] [--quiet|-q]
 
 Replace the rrdcached that runs here with ringlet, in place:
   1. read rrdcached's options from its command line (/proc/PID/cmdline), or when none runs
-     from FILE (default /etc/default/rrdcached, as Debian's init script reads it);
+     from FILE (default /etc/default/rrdcached, as Debian's init script reads it). A process
+     is taken as rrdcached only when it runs a binary named rrdcached in a system directory
+     (/usr/bin, /usr/sbin, /bin, /sbin, /usr/local/bin, /usr/local/sbin; or --exe PATH),
+     owned by root and writable by no one else, as root or a system user (uid below 1000);
   2. write them to --to (default /etc/default/ringlet; the file there is kept beside it as
      .before-migrate): the same sockets, -b, -B, -w, -s, -m, -P, -U, -G (added when it
      ran as another user without them); not -p, -j, -g;
@@ -49,6 +52,8 @@ Clients (collectd, gmetad, Munin, Cacti, rrdtool --daemon) keep their configurat
 
   -n, --dry-run     print what would be done, change nothing
   --pid PID         the rrdcached to replace (when several run)
+  --exe PATH        the rrdcached binary a running rrdcached may run, besides the system
+                    directories' (an rrdcached built into /opt, say)
   --defaults FILE   rrdcached's defaults file (default /etc/default/rrdcached)
   --to FILE         ringlet's defaults file to write (default /etc/default/ringlet)
   --no-start        write the file, stop rrdcached and import on the store, but do not
@@ -63,6 +68,7 @@ const RINGLET_DEFAULTS: &str = "/etc/default/ringlet";
 struct Opts {
     dry_run: bool,
     pid: Option<u32>,
+    exe: Option<PathBuf>,
     defaults: Option<PathBuf>,
     to: Option<PathBuf>,
     no_start: bool,
@@ -92,6 +98,7 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
                         .map_err(|_| format!("--pid: '{v}' is not a pid"))?,
                 );
             }
+            Long("exe") => o.exe = Some(text(&mut p)?.into()),
             Long("defaults") => o.defaults = Some(text(&mut p)?.into()),
             Long("to") => o.to = Some(text(&mut p)?.into()),
             Value(v) if what.is_none() => what = Some(v.string().map_err(|e| e.to_string())?),
@@ -172,18 +179,97 @@ fn cmdline(pid: u32) -> Option<Vec<String>> {
     Some(args)
 }
 
+/// Directories a system's rrdcached binary is installed in.
+const SYSTEM_BIN: [&str; 6] = [
+    "/usr/bin",
+    "/usr/sbin",
+    "/bin",
+    "/sbin",
+    "/usr/local/bin",
+    "/usr/local/sbin",
+];
+
+/// Why process `pid` (named rrdcached) is not taken as the rrdcached to replace, if it is
+/// not: its options become ringlet's (run as root) and it is stopped, so a process any user
+/// can start under that name must not be. It must run a binary named `rrdcached` in a
+/// system directory (or `exe`), owned by root and writable by no one else, as root or a
+/// system user (uid below 1000: Debian's SYS_UID_MAX is 999).
+fn untrusted(pid: u32, exe: Option<&Path>) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let path = match std::fs::read_link(format!("/proc/{pid}/exe")) {
+        Ok(p) => p,
+        Err(e) => return Some(format!("its binary cannot be read ({e})")),
+    };
+    let shown = path.display().to_string();
+    let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let dir_ok = real.parent().is_some_and(|d| {
+        SYSTEM_BIN
+            .iter()
+            .any(|s| std::fs::canonicalize(s).is_ok_and(|c| c == d))
+    });
+    let named = real.file_name().is_some_and(|n| n == "rrdcached");
+    let given = exe.is_some_and(|e| std::fs::canonicalize(e).is_ok_and(|e| e == real));
+    if !(given || (dir_ok && named)) {
+        return Some(format!(
+            "it runs {shown}, not an rrdcached of the system's directories (give --exe {shown} \
+             if it is yours)"
+        ));
+    }
+    match std::fs::metadata(&real) {
+        Ok(m) if m.uid() == 0 && m.mode() & 0o022 == 0 => {}
+        Ok(_) => {
+            return Some(format!(
+                "its binary {shown} is not owned by root, or others may write it"
+            ))
+        }
+        Err(e) => return Some(format!("its binary {shown}: {e}")),
+    }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u32>().ok());
+    match uid {
+        Some(u) if u < 1000 => None,
+        Some(u) => Some(format!("it runs as uid {u}, not root or a system user")),
+        None => Some("its user cannot be read".into()),
+    }
+}
+
 fn find(o: &Opts) -> Result<Found, String> {
     if let Some(pid) = o.pid {
         let args = cmdline(pid)
             .filter(|_| alive(pid))
             .ok_or(format!("process {pid} is not a running rrdcached"))?;
+        if let Some(why) = untrusted(pid, o.exe.as_deref()) {
+            return Err(format!("process {pid} is not taken as rrdcached: {why}"));
+        }
         return Ok(Found {
             pid: Some(pid),
             args,
             from: format!("the command line of rrdcached (pid {pid})"),
         });
     }
-    let procs = running();
+    let (procs, refused): (Vec<_>, Vec<_>) = running()
+        .into_iter()
+        .map(|(pid, args)| (pid, args, untrusted(pid, o.exe.as_deref())))
+        .partition(|(_, _, why)| why.is_none());
+    if procs.is_empty() && !refused.is_empty() {
+        // Something named rrdcached runs, and it is not one to take: neither adopted nor
+        // ignored (ringlet started on the sockets of an rrdcached still running would fail).
+        return Err(format!(
+            "{}; nothing was changed",
+            refused
+                .iter()
+                .map(|(pid, _, why)| format!(
+                    "process {pid} is named rrdcached but is not taken: {}",
+                    why.as_deref().unwrap_or("")
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    let procs: Vec<(u32, Vec<String>)> = procs.into_iter().map(|(p, a, _)| (p, a)).collect();
     match procs.as_slice() {
         [(pid, args)] => Ok(Found {
             pid: Some(*pid),
@@ -1014,6 +1100,70 @@ mod tests {
         // nobody and nogroup on Debian; the number where a system has no name for it.
         assert!(["nobody", "65534"].contains(&got[1].as_str()), "{got:?}");
         assert_eq!(only_g, got[2..]);
+    }
+
+    /// A process named rrdcached is taken only when it runs a root-owned binary of a system
+    /// directory (or --exe) as root or a system user: a copy of sleep named rrdcached, run
+    /// from a temporary directory, as root or as nobody, is not.
+    #[test]
+    fn a_process_named_rrdcached_is_taken_only_from_a_system_binary_and_user() {
+        use std::os::unix::fs::PermissionsExt;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/bin/setpriv").exists() {
+            return;
+        }
+        let dir =
+            std::env::temp_dir().join(format!("ringlet-fake-rrdcached-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let fake = dir.join("rrdcached");
+        std::fs::copy("/bin/sleep", &fake).unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let run = |as_nobody: bool| {
+            let mut c = std::process::Command::new("/usr/bin/setpriv");
+            if as_nobody {
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+            }
+            let child = c.arg(&fake).arg("30").spawn().unwrap();
+            // Until it runs the fake (setpriv execs it).
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(10)
+                && std::fs::read_link(format!("/proc/{}/exe", child.id()))
+                    .ok()
+                    .as_deref()
+                    != Some(fake.as_path())
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            child
+        };
+        let mut root = run(false);
+        let mut nobody = run(true);
+        let from_tmp = untrusted(root.id(), None);
+        let given = untrusted(root.id(), Some(&fake));
+        let nobody_given = untrusted(nobody.id(), Some(&fake));
+        let found = find(&Opts {
+            pid: Some(nobody.id()),
+            ..Opts::default()
+        });
+        for c in [&mut root, &mut nobody] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            from_tmp.as_deref().is_some_and(|w| w.contains("--exe")),
+            "{from_tmp:?}"
+        );
+        assert_eq!(given, None);
+        assert!(
+            nobody_given
+                .as_deref()
+                .is_some_and(|w| w.contains("uid 65534")),
+            "{nobody_given:?}"
+        );
+        let err = found.err().unwrap_or_default();
+        assert!(err.contains("is not taken as rrdcached"), "{err}");
     }
 
     #[test]
