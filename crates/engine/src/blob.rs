@@ -27,7 +27,7 @@ use crate::*;
 use codec::checkpoint::{BlobImage, BLOB_ARCHIVE, BLOB_CHUNK};
 use codec::record::Entry;
 use rrd::rows::ChunkSource;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The longest blob: 2^32 float32 points of a PHPFina feed.
 pub const MAX_BLOB_LEN: u64 = 1 << 34;
@@ -36,8 +36,6 @@ const CHUNK: u64 = BLOB_CHUNK as u64;
 
 #[derive(Clone, Debug)]
 enum Chunk {
-    /// Zeros.
-    Zero,
     /// The chunk's first bytes (the rest, up to the blob's length, zeros); written since the
     /// last checkpoint stored it.
     Heap(Vec<u8>),
@@ -49,7 +47,9 @@ enum Chunk {
 pub struct Blob {
     pub name: Arc<str>,
     len: u64,
-    chunks: Vec<Chunk>,
+    /// The chunks that hold bytes, by index; a chunk not here is zeros (never written, or
+    /// past a gap or an extension): a blob cut to 16 GiB and never written costs nothing.
+    chunks: BTreeMap<u32, Chunk>,
     /// The length as of the last commit.
     committed_len: u64,
     /// Since the last commit: the least length a cut left, and the byte ranges written
@@ -62,12 +62,17 @@ fn chunks_for(len: u64) -> usize {
     len.div_ceil(CHUNK) as usize
 }
 
+/// Chunk `c`'s key in [`Blob::chunks`] (a blob has at most 2^20 chunks).
+fn key(c: usize) -> u32 {
+    c as u32
+}
+
 impl Blob {
     fn new(name: Arc<str>) -> Blob {
         Blob {
             name,
             len: 0,
-            chunks: Vec::new(),
+            chunks: BTreeMap::new(),
             committed_len: 0,
             cut: None,
             ranges: Vec::new(),
@@ -86,10 +91,10 @@ impl Blob {
         id: u64,
         c: usize,
     ) -> Result<std::borrow::Cow<'a, [u8]>, String> {
-        match &self.chunks[c] {
-            Chunk::Zero => Ok(std::borrow::Cow::Borrowed(&[])),
-            Chunk::Heap(v) => Ok(std::borrow::Cow::Borrowed(v)),
-            Chunk::Stored(seg) => {
+        match self.chunks.get(&key(c)) {
+            None => Ok(std::borrow::Cow::Borrowed(&[])),
+            Some(Chunk::Heap(v)) => Ok(std::borrow::Cow::Borrowed(v)),
+            Some(Chunk::Stored(seg)) => {
                 let found = src.and_then(|s| s.chunk(*seg, (id, BLOB_ARCHIVE, c as u32)));
                 let Some((bytes, start, len)) = found else {
                     return Err(format!(
@@ -141,11 +146,11 @@ impl Blob {
         c: usize,
         need: usize,
     ) -> Result<&mut Vec<u8>, String> {
-        if !matches!(self.chunks[c], Chunk::Heap(_)) {
+        if !matches!(self.chunks.get(&key(c)), Some(Chunk::Heap(_))) {
             let v = self.held(src, id, c)?.into_owned();
-            self.chunks[c] = Chunk::Heap(v);
+            self.chunks.insert(key(c), Chunk::Heap(v));
         }
-        let Chunk::Heap(v) = &mut self.chunks[c] else {
+        let Some(Chunk::Heap(v)) = self.chunks.get_mut(&key(c)) else {
             unreachable!("loaded above")
         };
         if v.len() < need {
@@ -168,7 +173,6 @@ impl Blob {
             .filter(|&e| e <= MAX_BLOB_LEN)
             .ok_or_else(|| format!("{}: a write past {MAX_BLOB_LEN} bytes", self.name))?;
         if end > self.len {
-            self.chunks.resize(chunks_for(end), Chunk::Zero);
             self.len = end;
         }
         let mut at = off;
@@ -196,21 +200,20 @@ impl Blob {
             return Err(format!("{}: a length past {MAX_BLOB_LEN} bytes", self.name));
         }
         if len < self.len {
-            self.chunks.truncate(chunks_for(len));
+            let keep = chunks_for(len);
+            drop(self.chunks.split_off(&key(keep)));
             let within = (len % CHUNK) as usize;
             if within > 0 {
-                let c = self.chunks.len() - 1;
-                let held = match &self.chunks[c] {
-                    Chunk::Zero => 0,
-                    Chunk::Heap(v) => v.len(),
-                    Chunk::Stored(_) => usize::MAX,
+                let c = keep - 1;
+                let held = match self.chunks.get(&key(c)) {
+                    None => 0,
+                    Some(Chunk::Heap(v)) => v.len(),
+                    Some(Chunk::Stored(_)) => usize::MAX,
                 };
                 if held > within {
                     self.load(src, id, c, 0)?.truncate(within);
                 }
             }
-        } else {
-            self.chunks.resize(chunks_for(len), Chunk::Zero);
         }
         self.len = len;
         Ok(())
@@ -284,11 +287,11 @@ impl Blob {
     /// The blob as a checkpoint names it: heap chunks stored with `store` (which returns
     /// their segment), and the segment of every chunk (0: zeros).
     fn image(&self, store: &mut dyn FnMut(usize, &[u8]) -> u32) -> (Vec<u32>, Vec<(usize, u32)>) {
-        let mut table = Vec::with_capacity(self.chunks.len());
+        let mut table = vec![0u32; chunks_for(self.len)];
         let mut stored = Vec::new();
-        for (c, ch) in self.chunks.iter().enumerate() {
+        for (&c, ch) in &self.chunks {
+            let c = c as usize;
             let seg = match ch {
-                Chunk::Zero => 0,
                 Chunk::Stored(s) => *s,
                 Chunk::Heap(v) if v.iter().all(|&b| b == 0) => 0,
                 Chunk::Heap(v) => {
@@ -297,7 +300,9 @@ impl Blob {
                     s
                 }
             };
-            table.push(seg);
+            if let Some(t) = table.get_mut(c) {
+                *t = seg;
+            }
         }
         (table, stored)
     }
@@ -347,13 +352,9 @@ impl Blobs {
         b.chunks = img
             .chunks
             .iter()
-            .map(|&s| {
-                if s == 0 {
-                    Chunk::Zero
-                } else {
-                    Chunk::Stored(s)
-                }
-            })
+            .enumerate()
+            .filter(|(_, &s)| s != 0)
+            .map(|(c, &s)| (key(c), Chunk::Stored(s)))
             .collect();
         self.by_name.insert(name, img.id);
         self.by_id.insert(img.id, b);
@@ -442,6 +443,29 @@ impl Store {
     pub fn blob_len(&self, name: &str) -> Option<u64> {
         let id = self.reg.blobs.id(name)?;
         self.reg.blobs.get(id).map(|b| b.len)
+    }
+
+    /// Whether blob `name` may hold a byte other than zero in `off..off + len`: false where
+    /// no chunk there was ever written (a gap, an extension), so a reader of a sparse blob
+    /// skips it without reading zeros.
+    pub fn blob_held(&self, name: &str, off: u64, len: u64) -> bool {
+        let Some(b) = self
+            .reg
+            .blobs
+            .id(name)
+            .and_then(|id| self.reg.blobs.get(id))
+        else {
+            return false;
+        };
+        let end = off.saturating_add(len).min(b.len);
+        if off >= end {
+            return false;
+        }
+        let (first, last) = (
+            key((off / CHUNK) as usize),
+            key(((end - 1) / CHUNK) as usize),
+        );
+        b.chunks.range(first..=last).next().is_some()
     }
 
     /// Up to `len` bytes of blob `name` from `off` (fewer at its end). A stored chunk that
@@ -606,7 +630,7 @@ impl Store {
     pub(crate) fn blobs_stored(&mut self, marks: Vec<(u64, usize, u32)>) {
         for (id, c, seg) in marks {
             if let Some(b) = self.reg.blobs.by_id.get_mut(&id) {
-                if let Some(ch) = b.chunks.get_mut(c) {
+                if let Some(ch) = b.chunks.get_mut(&key(c)) {
                     *ch = Chunk::Stored(seg);
                 }
             }
@@ -619,10 +643,10 @@ impl Store {
             .blobs
             .by_id
             .values()
-            .flat_map(|b| &b.chunks)
+            .flat_map(|b| b.chunks.values())
             .map(|c| match c {
                 Chunk::Heap(v) => v.capacity(),
-                _ => 0,
+                Chunk::Stored(_) => 0,
             })
             .sum()
     }
@@ -634,6 +658,26 @@ mod tests {
 
     fn blob() -> Blob {
         Blob::new("b".into())
+    }
+
+    /// A blob extended to 16 GiB holds no chunk until one is written: memory follows the
+    /// bytes written, not the length (a feed cut to 2^34 cost 24 MB before).
+    #[test]
+    fn a_sparse_blob_holds_only_the_chunks_written() {
+        let mut b = blob();
+        b.set_len(None, 0, MAX_BLOB_LEN).unwrap();
+        assert!(b.chunks.is_empty());
+        b.write(None, 0, MAX_BLOB_LEN - 4, &[1, 2, 3, 4]).unwrap();
+        assert_eq!(b.chunks.len(), 1);
+        assert_eq!(
+            b.read(None, 0, MAX_BLOB_LEN - 8, 8).unwrap(),
+            [0, 0, 0, 0, 1, 2, 3, 4]
+        );
+        assert_eq!(b.read(None, 0, 1 << 33, 4).unwrap(), [0; 4]);
+        b.set_len(None, 0, 100).unwrap();
+        assert!(b.chunks.is_empty());
+        let (table, stored) = b.image(&mut |_, _| 7);
+        assert_eq!((table, stored), (vec![0], vec![]));
     }
 
     #[test]

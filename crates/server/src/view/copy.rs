@@ -154,6 +154,26 @@ fn files_in(dir: &Path, kind: Kind) -> std::io::Result<BTreeMap<String, std::fs:
     Ok(out)
 }
 
+/// Whether `f` may hold data in `off..off + len` (SEEK_DATA: a hole or the file's end
+/// reads as zeros without reading).
+fn file_has_data(f: &File, off: u64, len: u64) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: lseek on a descriptor `f` owns; it changes only the offset, unused here
+    // (reads are positioned).
+    let at = unsafe { libc::lseek(f.as_raw_fd(), off as libc::off_t, libc::SEEK_DATA) };
+    if at < 0 {
+        // ENXIO: no data past `off`; anything else: assume there is.
+        return std::io::Error::last_os_error().raw_os_error() != Some(libc::ENXIO);
+    }
+    (at as u64) < off.saturating_add(len)
+}
+
+/// Whether piece `off..off + len` is zeros both in blob `blob` and in `f`, known without
+/// reading (a sparse feed of 16 GiB is mostly that).
+fn both_empty(d: &Daemon, blob: &str, f: &File, off: u64, len: u64) -> bool {
+    !d.lock().store.blob_held(blob, off, len) && !file_has_data(f, off, len)
+}
+
 /// Read up to `len` bytes of `f` at `off` (fewer at its end).
 fn read_at(f: &File, off: u64, len: u64) -> std::io::Result<Vec<u8>> {
     let mut buf = vec![0u8; len as usize];
@@ -341,6 +361,12 @@ impl FeedCopy {
                 }
                 return Ok((written, f));
             }
+            // Zeros in both (a gap of a sparse feed): left a hole, extended by set_len.
+            if !inner.store.blob_held(&blob, off, PIECE) && !file_has_data(&f, off, PIECE) {
+                drop(inner);
+                off += PIECE;
+                continue;
+            }
             let want = inner
                 .store
                 .blob_read(&blob, off, PIECE)
@@ -514,6 +540,10 @@ fn take(d: &Daemon, blob: &str, f: &File, len: u64) -> std::io::Result<()> {
     drop(inner);
     let mut off = 0;
     while off < len {
+        if both_empty(d, blob, f, off, PIECE.min(len - off)) {
+            off += PIECE;
+            continue;
+        }
         let have = read_at(f, off, PIECE.min(len - off))?;
         if have.is_empty() {
             break;
@@ -545,6 +575,10 @@ fn prefix_same(d: &Daemon, blob: &str, f: &File, n: u64) -> std::io::Result<bool
     let mut off = 0;
     while off < n {
         let k = PIECE.min(n - off);
+        if both_empty(d, blob, f, off, k) {
+            off += k;
+            continue;
+        }
         let have = read_at(f, off, k)?;
         let cur = d
             .lock()
@@ -619,10 +653,15 @@ fn keep_blob(d: &Daemon, blob: &str, dest: &Path) -> std::io::Result<()> {
     if let Some(dir) = dest.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut out = File::create(dest)?;
+    let out = File::create(dest)?;
     let len = d.lock().store.blob_len(blob).unwrap_or(0);
     let mut off = 0;
     while off < len {
+        // A gap of a sparse feed stays a hole (the length is set at the end).
+        if !d.lock().store.blob_held(blob, off, PIECE) {
+            off += PIECE;
+            continue;
+        }
         let b = d
             .lock()
             .store
@@ -631,9 +670,10 @@ fn keep_blob(d: &Daemon, blob: &str, dest: &Path) -> std::io::Result<()> {
         if b.is_empty() {
             break;
         }
-        out.write_all(&b)?;
+        out.write_all_at(&b, off)?;
         off += b.len() as u64;
     }
+    out.set_len(len)?;
     out.sync_all()?;
     if let Some(dir) = dest.parent() {
         File::open(dir)?.sync_all()?;
