@@ -66,6 +66,23 @@ impl Response {
         out
     }
 
+    /// Append the reply as sent on the wire to `out`, its body moved rather than copied
+    /// when `out` is empty and the body large (a RUN's dump): the daemon holds it once.
+    pub fn append_to(self, out: &mut Vec<u8>) {
+        if !out.is_empty() || self.body.len() < 1 << 16 {
+            return self.write_to(out);
+        }
+        let mut head = Vec::with_capacity(self.message.len() + 24);
+        push_int(&mut head, self.status);
+        head.push(b' ');
+        head.extend_from_slice(self.message.as_bytes());
+        head.push(b'\n');
+        let mut body = self.body;
+        // In place when the body left room before it is full (it moves up by the head).
+        body.splice(0..0, head);
+        *out = body;
+    }
+
     /// Append the reply as sent on the wire to `out`.
     pub fn write_to(&self, out: &mut Vec<u8>) {
         push_int(out, self.status);
@@ -136,5 +153,25 @@ mod tests {
             b"-9223372036854775808 x\n"
         );
         assert_eq!(Response::lines("m", &["a"; 12]).to_bytes()[..5], *b"12 m\n");
+    }
+
+    /// A large reply into an empty buffer is moved, not copied (the daemon holds a RUN's
+    /// dump once), and gives the same bytes as a copy.
+    #[test]
+    fn a_large_body_is_moved_into_an_empty_buffer() {
+        let mut body = Vec::with_capacity(1 << 20);
+        body.extend(std::iter::repeat_n(b'x', (1 << 20) - 64));
+        let ptr = body.as_ptr();
+        let r = Response::raw(3, "a b c", body);
+        let want = r.to_bytes();
+        let mut out = Vec::new();
+        r.append_to(&mut out);
+        assert_eq!(out, want);
+        assert_eq!(out.as_ptr(), ptr, "the body's buffer was copied");
+        // Into a buffer that holds something: appended.
+        let mut out = b"0 OK\n".to_vec();
+        Response::raw(1, "m", vec![b'y'; 1 << 17]).append_to(&mut out);
+        assert_eq!(&out[..9], b"0 OK\n1 m\n");
+        assert_eq!(out.len(), 9 + (1 << 17));
     }
 }

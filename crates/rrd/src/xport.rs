@@ -216,21 +216,17 @@ pub fn xport(
     } else {
         0
     };
-    let mut table: Vec<Vec<f64>> = Vec::with_capacity(nrows);
-    for k in 0..nrows {
-        let t = first + k as i64 * step;
-        let mut row = Vec::with_capacity(exports.len());
-        for (i, _) in &exports {
-            row.push(value(&vars, *i, t));
-        }
-        table.push(row);
-    }
     let legends: Vec<&str> = exports.iter().map(|(_, l)| l.as_str()).collect();
+    let cols: Vec<usize> = exports.iter().map(|(i, _)| *i).collect();
+    // Each row's values worked out as it is written: no table of the whole output (a
+    // million rows were a vector each, more than the text).
     let grid = Grid {
         first,
         last,
         step,
-        rows: &table,
+        nrows,
+        cols: &cols,
+        vars: &vars,
         legends: &legends,
         decor: &decor,
     };
@@ -351,20 +347,31 @@ struct Grid<'a> {
     first: i64,
     last: i64,
     step: i64,
-    rows: &'a [Vec<f64>],
+    nrows: usize,
+    /// The exported variables, in order.
+    cols: &'a [usize],
+    vars: &'a [Var],
     legends: &'a [&'a str],
     decor: &'a Decor,
 }
 
+impl Grid<'_> {
+    /// Row `k`'s values, one an export.
+    fn row(&self, k: usize) -> impl Iterator<Item = f64> + '_ {
+        let t = self.first + k as i64 * self.step;
+        self.cols.iter().map(move |&i| value(self.vars, i, t))
+    }
+}
+
 fn format_xml(g: &Grid, showtime: bool, enumds: bool) -> String {
-    let mut o = String::with_capacity(512 + g.rows.len() * (16 + g.legends.len() * 24));
+    let mut o = String::with_capacity(512 + g.nrows * (16 + g.legends.len() * 24));
     o.push_str("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n\n<xport>\n  <meta>\n");
     o.push_str(&format!(
         "    <start>{}</start>\n    <end>{}</end>\n    <step>{}</step>\n    <rows>{}</rows>\n    <columns>{}</columns>\n    <legend>\n",
         g.first,
         g.last,
         g.step,
-        g.rows.len(),
+        g.nrows,
         g.legends.len()
     ));
     for l in g.legends {
@@ -382,19 +389,19 @@ fn format_xml(g: &Grid, showtime: bool, enumds: bool) -> String {
         o.push_str(&format!("    </{}>\n", section));
     }
     o.push_str("  </meta>\n  <data>\n");
-    for (k, row) in g.rows.iter().enumerate() {
+    for k in 0..g.nrows {
         o.push_str("    <row>");
         if showtime {
             let _ = write!(o, "<t>{}</t>", g.first + k as i64 * g.step);
         }
-        for (j, v) in row.iter().enumerate() {
+        for (j, v) in g.row(k).enumerate() {
             if enumds {
                 let _ = write!(o, "<v{j}>");
-                push_rrd_exp(&mut o, *v, 10);
+                push_rrd_exp(&mut o, v, 10);
                 let _ = write!(o, "</v{j}>");
             } else {
                 o.push_str("<v>");
-                push_rrd_exp(&mut o, *v, 10);
+                push_rrd_exp(&mut o, v, 10);
                 o.push_str("</v>");
             }
         }
@@ -405,7 +412,7 @@ fn format_xml(g: &Grid, showtime: bool, enumds: bool) -> String {
 }
 
 fn format_json(g: &Grid, showtime: bool) -> String {
-    let mut o = String::new();
+    let mut o = String::with_capacity(512 + g.nrows * (16 + g.legends.len() * 20));
     o.push_str("{ \"about\": \"RRDtool graph JSON output\",\n  \"meta\": {\n");
     o.push_str(&format!(
         "    \"start\": {},\n    \"end\": {},\n    \"step\": {},\n    \"legend\": [\n",
@@ -429,26 +436,22 @@ fn format_json(g: &Grid, showtime: bool) -> String {
         o.push_str("\n        ]\n");
     }
     o.push_str("     },\n  \"data\": [\n");
-    for (k, row) in g.rows.iter().enumerate() {
+    for k in 0..g.nrows {
         o.push_str("    [ ");
         if showtime {
-            o.push_str(&format!("\"{}\",", g.first + k as i64 * g.step));
+            let _ = write!(o, "\"{}\",", g.first + k as i64 * g.step);
         }
-        for (j, v) in row.iter().enumerate() {
+        for (j, v) in g.row(k).enumerate() {
             if j > 0 {
                 o.push_str(", ");
             }
             if v.is_finite() {
-                push_rrd_exp(&mut o, *v, 10);
+                push_rrd_exp(&mut o, v, 10);
             } else {
                 o.push_str("null");
             }
         }
-        o.push_str(if k + 1 < g.rows.len() {
-            " ],\n"
-        } else {
-            " ]\n"
-        });
+        o.push_str(if k + 1 < g.nrows { " ],\n" } else { " ]\n" });
     }
     o.push_str("  ]\n}\n");
     o

@@ -91,25 +91,51 @@ fn join(lines: &[String], len: i64) -> Option<String> {
 }
 
 /// The reply to a RUN: what the command printed.
-pub fn encode(out: &Outcome) -> Response {
-    let mut lines: Vec<String> = text_lines(&out.stdout).map(|l| format!("o{l}")).collect();
+pub fn encode(out: Outcome) -> Response {
     let len = |t: Option<&str>| t.map_or(-1, |t| t.len() as i64);
-    if let Some(e) = &out.error {
-        lines.extend(text_lines(e).map(|l| format!("e{l}")));
+    let message = format!(
+        "{} {} {}",
+        out.stdout.len(),
+        len(out.error.as_deref()),
+        len(out.file.as_ref().map(|f| f.1.as_str()))
+    );
+    // The reply's lines written straight into its body (a dump of millions of rows is one
+    // buffer, not a string a line), each text freed once it is in; room is left before
+    // them for the status line (`Response::append_to`).
+    let Outcome {
+        stdout,
+        error,
+        file,
+    } = out;
+    let size = |t: &str| t.len() + t.bytes().filter(|&b| b == b'\n').count() + 2;
+    let mut body = Vec::with_capacity(
+        64 + message.len()
+            + size(&stdout)
+            + error.as_deref().map_or(0, size)
+            + file.as_ref().map_or(0, |(p, t)| p.len() + 2 + size(t)),
+    );
+    fn put(body: &mut Vec<u8>, tag: u8, text: &str) -> i64 {
+        let mut n = 0;
+        for l in text_lines(text) {
+            body.push(tag);
+            body.extend_from_slice(l.as_bytes());
+            body.push(b'\n');
+            n += 1;
+        }
+        n
     }
-    if let Some((path, text)) = &out.file {
-        lines.push(format!("p{path}"));
-        lines.extend(text_lines(text).map(|l| format!("f{l}")));
+    let mut n = put(&mut body, b'o', &stdout);
+    drop(stdout);
+    if let Some(e) = &error {
+        n += put(&mut body, b'e', e);
     }
-    Response::lines(
-        format!(
-            "{} {} {}",
-            out.stdout.len(),
-            len(out.error.as_deref()),
-            len(out.file.as_ref().map(|f| f.1.as_str()))
-        ),
-        &lines,
-    )
+    if let Some((path, text)) = file {
+        body.push(b'p');
+        body.extend_from_slice(path.as_bytes());
+        body.push(b'\n');
+        n += 1 + put(&mut body, b'f', &text);
+    }
+    Response::raw(n, message, body)
 }
 
 /// The command printed, from a RUN reply's status message and lines.
@@ -415,7 +441,7 @@ pub fn serve(
         }
     }
     let (out, owed) = run(d, now, cmd, args, input, defer);
-    (encode(&out), owed)
+    (encode(out), owed)
 }
 
 /// The arguments without the mark of a named daemon ([`NAMED`]), and whether it was there.
@@ -454,7 +480,7 @@ pub fn adopt(d: &Daemon, args: &[String]) -> Response {
         return Response::err("Shutting down: no more updates are accepted.");
     }
     let (_, names) = strip_named(args);
-    encode(&Outcome {
+    encode(Outcome {
         stdout: crate::series::import::adopt_files(d, names),
         ..Outcome::default()
     })
@@ -474,7 +500,7 @@ pub fn draw(
     // A named daemon draws as any other: rrdtool on copies of the files.
     let (_, args) = strip_named(args);
     let spare = std::sync::Arc::clone(&d.spare);
-    encode(&spare.serve(renderer, args, &mut |name| {
+    encode(spare.serve(renderer, args, &mut |name| {
         cli::graph::from_hex(run(d, now, cli::EXPORT_FILE, &[name.to_string()], None, false).0)
     }))
 }
@@ -659,12 +685,13 @@ mod tests {
             ),
             ("\n", Some(""), Some(("p", ""))),
         ] {
-            let o = Outcome {
+            let make = || Outcome {
                 stdout: out.into(),
                 error: err.map(String::from),
                 file: file.map(|(p, t)| (p.to_string(), t.to_string())),
             };
-            let r = encode(&o);
+            let o = make();
+            let r = encode(make());
             let bytes = String::from_utf8(r.to_bytes()).unwrap();
             let mut it = bytes.split_terminator('\n');
             let status = it.next().unwrap();

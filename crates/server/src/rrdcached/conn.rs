@@ -230,7 +230,7 @@ impl Conn<'_> {
         if self.batch.is_none() {
             if let Some(r) = self.run(line) {
                 let start = out.len();
-                r.write_to(out);
+                r.append_to(out);
                 if std::mem::take(&mut self.owes) {
                     self.owed.push((start, out.len()));
                 }
