@@ -32,6 +32,8 @@ Daemon, export, import and pipe mode:
   migrate  replace the running rrdcached in place: same options and sockets, its
            files imported (ringlet migrate --help)
   repair   open a store whose log is damaged, cutting it there (ringlet repair --help)
+  check    list the series whose stored rows are damaged on disk; --cut makes those
+           rows unknown (ringlet check --help)
   -        read commands from stdin like `rrdtool -` (OK/ERROR after each; quit ends)
 
 RRD file names are names inside the store (e.g. `db/a.rrd`), not files on disk.
@@ -61,12 +63,36 @@ fn usage_text(cmd: &str, body: &str) -> String {
 pub fn writes(cmd: &str) -> bool {
     matches!(
         cmd,
-        "create" | "update" | "updatev" | "restore" | "tune" | "resize"
+        "create" | "update" | "updatev" | "restore" | "tune" | "resize" | "check"
     )
 }
 
 /// Run one rrdtool command (`cmd` and its arguments) in `ctx`.
 pub fn dispatch(cmd: &str, args: &[String], ctx: &Ctx) -> Outcome {
+    // Rows the disk no longer holds as written read as unknown inside the engine; a command
+    // that met any answers an error instead of printing them as a gap (docs/DURABILITY.md).
+    if cmd == "check" {
+        // It reads damaged rows on purpose, to list and cut them.
+        return commands::check(ctx, args);
+    }
+    let before = rrd::rows::damage();
+    let mut out = dispatch_inner(cmd, args, ctx);
+    if let Some(d) = rrd::rows::damage().since(before) {
+        let name = if matches!(cmd, "xport" | "graph" | "graphv") {
+            "a series the DEFs read"
+        } else {
+            args.iter()
+                .find(|a| !a.starts_with('-'))
+                .map_or("the store", String::as_str)
+        };
+        out.stdout.clear();
+        out.file = None;
+        out.error = Some(d.message(name));
+    }
+    out
+}
+
+fn dispatch_inner(cmd: &str, args: &[String], ctx: &Ctx) -> Outcome {
     if matches!(cmd, "--version" | "-v") {
         // rrdtool's first words, which Cacti reads (`^RRDtool ([0-9.]+) `) to tell which
         // rrdtool its path_rrdtool is.

@@ -254,8 +254,13 @@ fn a_damaged_stored_chunk_reads_as_unknown_and_is_counted() {
     std::fs::write(&seg, &b).unwrap();
     let st = Store::open(&dir.0, opts()).unwrap();
     assert_eq!(st.damaged_chunks(), 0, "open reads no chunk");
+    let before = rrd::rows::damage();
     let got = read_all(&st, 3);
     assert_eq!(st.damaged_chunks(), 1);
+    // The reading thread is told, so a reader answers an error rather than the unknowns.
+    let met = rrd::rows::damage().since(before).expect("damage noted");
+    assert_eq!(met.chunks, 1);
+    assert!(met.last.is_some_and(|(_, _, seg)| seg > 0), "{met:?}");
     let mut differ = 0;
     for (g, w) in got.iter().zip(&want) {
         for (a, b) in g.iter().zip(w) {

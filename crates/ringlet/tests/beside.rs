@@ -1159,3 +1159,114 @@ fn a_pipe_session_beside_the_daemon_is_committed_when_it_ends() {
         );
     }
 }
+
+/// A stored chunk damaged on disk (a flipped byte in a segment file) is an error for every
+/// reader, never rows of unknowns a client takes for a gap: FETCH, `ringlet fetch` beside
+/// the daemon and alone; STATS counts it; `ringlet check` lists it (exit 1) and `--cut`
+/// makes those rows unknown, after which reads succeed.
+#[test]
+fn damaged_rows_are_an_error_that_check_finds_and_cuts() {
+    let dir = Dir::new("damage");
+    let base = dir.0.join("base");
+    // -F: the stop writes a checkpoint, which stores the sealed chunks in a segment file.
+    let d = Daemon::start_with(&dir.0, &["-b", base.to_str().unwrap(), "-F"]);
+    let create = ringlet(
+        &dir.0,
+        Way::Found,
+        &d.addr(),
+        &[
+            "create",
+            "d.rrd",
+            "-b",
+            "1700000000",
+            "-s",
+            "1",
+            "DS:v:GAUGE:20:U:U",
+            "RRA:LAST:0.5:1:5000",
+        ],
+        None,
+    );
+    assert_eq!(create.code, 0, "{create:?}");
+    let values: Vec<String> = (1..=4000)
+        .map(|i| format!("{}:{}", 1700000000 + i, i % 97))
+        .collect();
+    let mut args = vec!["update", "d.rrd"];
+    args.extend(values.iter().map(String::as_str));
+    assert_eq!(ringlet(&dir.0, Way::Found, &d.addr(), &args, None).code, 0);
+    let fetch = [
+        "fetch",
+        "d.rrd",
+        "LAST",
+        "-s",
+        "1700000000",
+        "-e",
+        "1700004000",
+    ];
+    let good = ringlet(&dir.0, Way::Found, &d.addr(), &fetch, None);
+    assert_eq!(good.code, 0, "{good:?}");
+    drop(d);
+    let seg = std::fs::read_dir(dir.0.join("store"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("seg-"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .expect("a segment file");
+    let mut b = std::fs::read(&seg).unwrap();
+    let at = b.len() / 2;
+    b[at] ^= 0x10;
+    std::fs::write(&seg, &b).unwrap();
+    // Alone: an error, nothing printed as rows.
+    let alone = ringlet(&dir.0, Way::Alone, "", &fetch, None);
+    assert_eq!(alone.code, 1, "{alone:?}");
+    assert!(alone.stderr.contains("damaged on disk"), "{alone:?}");
+    assert!(!alone.stdout.contains("1700000"), "{alone:?}");
+    let d = Daemon::start(&dir.0);
+    let reply = raw(&d.sock, "FETCH d.rrd LAST 1700000000 1700004000");
+    assert!(
+        reply.starts_with("-1 ") && reply.contains("damaged on disk"),
+        "{reply}"
+    );
+    let beside = ringlet(&dir.0, Way::Found, &d.addr(), &fetch, None);
+    assert!(
+        beside.code == 1 && beside.stderr.contains("damaged on disk"),
+        "{beside:?}"
+    );
+    let stats = ringlet(&dir.0, Way::Alone, "", &["stats", "-d", &d.addr()], None);
+    let count = stats
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("DamagedChunks: "))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    assert!(count.is_some_and(|n| n >= 1), "{stats:?}");
+    let check = ringlet(&dir.0, Way::Found, &d.addr(), &["check"], None);
+    assert_eq!(check.code, 1, "{check:?}");
+    assert!(
+        check.stdout.contains("d.rrd: 1 damaged chunk(s)"),
+        "{check:?}"
+    );
+    let cut = ringlet(&dir.0, Way::Found, &d.addr(), &["check", "--cut"], None);
+    assert_eq!(cut.code, 0, "{cut:?}");
+    assert!(
+        cut.stdout.contains("cut: their rows are unknown now"),
+        "{cut:?}"
+    );
+    let after = ringlet(&dir.0, Way::Found, &d.addr(), &fetch, None);
+    assert_eq!(after.code, 0, "{after:?}");
+    // The damaged chunk's rows are unknown now, the others as they were.
+    let rows = |o: &Out| -> Vec<String> { o.stdout.lines().map(String::from).collect() };
+    let (g, a) = (rows(&good), rows(&after));
+    assert_eq!(g.len(), a.len());
+    let changed: Vec<_> = g.iter().zip(&a).filter(|(x, y)| x != y).collect();
+    assert!(
+        !changed.is_empty() && changed.iter().all(|(_, y)| y.ends_with("nan")),
+        "{:?}",
+        &changed[..changed.len().min(3)]
+    );
+    assert!(
+        changed.len() < g.len() / 2,
+        "{} rows changed",
+        changed.len()
+    );
+    let again = ringlet(&dir.0, Way::Found, &d.addr(), &["check"], None);
+    assert_eq!(again.code, 0, "{again:?}");
+}

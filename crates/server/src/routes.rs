@@ -18,7 +18,13 @@ pub fn serve(
         if d.closing() {
             return Response::text(503, "shutting down");
         }
-        route(&d, &g, &Query::of(&req))
+        // Rows the disk no longer holds as written are an error, not a gap in the graph.
+        let before = rrd::rows::damage();
+        let r = route(&d, &g, &Query::of(&req));
+        match rrd::rows::damage().since(before) {
+            Some(dm) => Response::text(500, &dm.message("a series this request reads")),
+            None => r,
+        }
     });
     let _ = crate::httpd::serve(listener, limits, handler);
 }

@@ -67,6 +67,7 @@ pub fn lines(d: &Daemon) -> Vec<String> {
         "ResidentBytes: {}",
         crate::iostats::resident_bytes()
     ));
+    lines.push(format!("DamagedChunks: {}", inner.store.damaged_chunks()));
     // What the listeners beside rrdcached's (carbon) took, refused and dropped.
     lines.extend(d.more_stats());
     lines

@@ -6,11 +6,13 @@
 //! before the store is opened; the store is opened once, and closed (committed) before the
 //! command returns, also after a failed update whose earlier arguments were applied.
 
+mod check;
 mod read;
 mod resize;
 mod tune;
 mod write;
 
+pub use check::check;
 pub use read::{dump, fetch_cmd, first, info, last, lastupdate, xport};
 pub use resize::resize;
 pub use tune::tune;

@@ -52,6 +52,65 @@ pub fn chunk_rows_for(ds_cnt: usize) -> usize {
 /// Memory: 4 bytes a chunk (the segment holding it), plus the chunks that are not stored
 /// and not the archive's common fill (on the heap until a checkpoint stores them), plus the
 /// open chunk's values.
+/// What this thread's reads of rows met of damage: how many chunks read as unknown because
+/// the disk no longer holds them as written, and the latest (archive, chunk, segment). A
+/// reader compares it before and after building its answer ([`damage`]) and answers an error
+/// rather than unknown rows a client would take for a gap in its data. Per thread: a reply
+/// is built on one thread, and nothing is added to each archive (a store keeps millions).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Damage {
+    pub chunks: u64,
+    pub last: Option<(u32, usize, u32)>,
+}
+
+thread_local! {
+    static DAMAGE: std::cell::Cell<Damage> = const {
+        std::cell::Cell::new(Damage { chunks: 0, last: None })
+    };
+}
+
+/// This thread's [`Damage`] so far.
+pub fn damage() -> Damage {
+    DAMAGE.with(|d| d.get())
+}
+
+impl Damage {
+    /// What was met since `before` was taken (`None`: nothing).
+    pub fn since(self, before: Damage) -> Option<Damage> {
+        (self.chunks > before.chunks).then_some(Damage {
+            chunks: self.chunks - before.chunks,
+            last: self.last,
+        })
+    }
+
+    /// The words of an error about it for series `name`.
+    pub fn message(&self, name: &str) -> String {
+        let at = match self.last {
+            Some((a, c, seg)) => format!(" (archive {a}, chunk {c}, segment {seg})"),
+            None => String::new(),
+        };
+        format!(
+            "{name}: {} stored chunk(s) of its rows are damaged on disk{at}, not served as \
+             unknown values; `ringlet check` lists the damage, `ringlet check --cut` makes \
+             those rows unknown for good",
+            self.chunks
+        )
+    }
+}
+
+fn note_damage(archive: u32, c: usize, ch: &Chunk) {
+    let seg = match ch {
+        Chunk::Stored(s) => *s,
+        _ => 0,
+    };
+    DAMAGE.with(|d| {
+        let mut v = d.get();
+        v.chunks += 1;
+        v.last = Some((archive, c, seg));
+        d.set(v);
+    });
+}
+
 pub struct Rows {
     row_cnt: usize,
     /// u32: with `archive` in the room of one `usize` (an archive is kept for every series
@@ -238,8 +297,9 @@ impl Rows {
         };
         if !ok {
             // A stored chunk that is gone or damaged (its source reported it): unknown,
-            // never its damaged bytes.
+            // never its damaged bytes; the reader is told ([`damage`]).
             out.clear();
+            note_damage(self.archive, c, ch);
         }
         out.resize(n, f64::NAN);
     }

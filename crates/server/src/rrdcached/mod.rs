@@ -54,16 +54,24 @@ pub fn handle(d: &Daemon, cmd: Command, now: i64) -> Reply {
             end,
             columns,
             binary,
-        } => fetch::fetch(
-            d,
-            &file,
-            &cf,
-            start.as_deref(),
-            end.as_deref(),
-            &columns,
-            binary,
-            now,
-        ),
+        } => {
+            // Damaged rows are an error, never unknown values a client takes for a gap.
+            let before = rrd::rows::damage();
+            let r = fetch::fetch(
+                d,
+                &file,
+                &cf,
+                start.as_deref(),
+                end.as_deref(),
+                &columns,
+                binary,
+                now,
+            );
+            match rrd::rows::damage().since(before) {
+                Some(dm) => Response::err(dm.message(&file)),
+                None => r,
+            }
+        }
         Command::Info { file } => fetch::info(d, &file),
         Command::First { file, rra } => fetch::first(d, &file, &rra),
         Command::Last { file } => fetch::last(d, &file),

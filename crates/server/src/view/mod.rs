@@ -659,10 +659,17 @@ impl View {
         let Some(rrd) = crate::read::copy(&self.d, name) else {
             return Err(Errno::ENOENT);
         };
-        rrd::rrdfile::write(&rrd).map_err(|e| {
+        let before = rrd::rows::damage();
+        let bytes = rrd::rrdfile::write(&rrd).map_err(|e| {
             crate::log::line(&format!("view: {name}: cannot build the file: {e}"));
             Errno::EIO
-        })
+        })?;
+        // Damaged rows: EIO, as a disk gives for a bad sector, never unknown values.
+        if let Some(dm) = rrd::rows::damage().since(before) {
+            crate::log::line(&format!("view: {}", dm.message(name)));
+            return Err(Errno::EIO);
+        }
+        Ok(bytes)
     }
 
     fn add_handle(&self, h: Handle) -> u64 {
