@@ -217,8 +217,10 @@ fn cacti_with_ringlet_as_its_rrdtool_keeps_and_draws_what_cacti_on_files_does() 
         &out,
         &[
             "RRD FILES SAME: 5",
+            "ALONE RRD FILES SAME: 5",
             "GRAPHS SAME: 4",
-            "BOOST RRD FILES SAME: 5",
+            "BOOST RRD FILES SAME: 5 (",
+            "BOOST ALONE RRD FILES SAME: 5",
             "BOOST GRAPHS SAME: 4",
         ],
     );

@@ -240,13 +240,62 @@ pub fn restore(ctx: &Ctx, args: &[String]) -> Outcome {
     if let Err(e) = ctx.may_create(&name) {
         return Outcome::err(e);
     }
-    with_store(ctx, |st| match st.create(&name, rrd, force) {
-        Ok(()) => {
-            ctx.wrote(&name);
-            Outcome::default()
+    with_store(ctx, |st| {
+        // The series a forced restore replaces is kept as a real file first: what a tool
+        // that edits an RRD by dump and `restore -f` (Cacti's spikekill) copies as its
+        // backup is the placeholder, which holds no data.
+        if force {
+            if let Some(old) = st.get(&name) {
+                if let Err(e) = keep_replaced(ctx.store_dir, &name, old, ctx.now.0) {
+                    return Outcome::err(format!(
+                        "restore: the series it would replace could not be kept: {e}"
+                    ));
+                }
+            }
         }
-        Err(e) => Outcome::err(store::message(&e, given)),
+        match st.create(&name, rrd, force) {
+            Ok(()) => {
+                ctx.wrote(&name);
+                Outcome::default()
+            }
+            Err(e) => Outcome::err(store::message(&e, given)),
+        }
     })
+}
+
+/// Where a series replaced by `restore -f` is kept: `<store>/replaced/<name>.<time>.rrd`.
+pub fn replaced_path(store_dir: &std::path::Path, name: &str, now: i64) -> std::path::PathBuf {
+    store_dir
+        .join("replaced")
+        .join(format!("{}.{now}.rrd", name.trim_start_matches('/')))
+}
+
+/// Write `rrd` (series `name`, about to be replaced) as rrdtool's file at
+/// [`replaced_path`], synced; a name taken already gets `.1`, `.2`, ... after it.
+fn keep_replaced(
+    store_dir: &std::path::Path,
+    name: &str,
+    rrd: &rrd::Rrd,
+    now: i64,
+) -> Result<(), String> {
+    use std::io::Write;
+    let bytes = rrd::rrdfile::write(rrd).map_err(|e| e.msg)?;
+    let first = replaced_path(store_dir, name, now);
+    let path = (0u32..)
+        .map(|i| match i {
+            0 => first.clone(),
+            i => first.with_extension(format!("rrd.{i}")),
+        })
+        .find(|p| !p.exists())
+        .unwrap_or(first);
+    let io = |e: std::io::Error| format!("{}: {e}", path.display());
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let mut f = std::fs::File::create(&path).map_err(io)?;
+    f.write_all(&bytes).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    Ok(())
 }
 
 /// The file `restore` reads its XML from (`-`: standard input), when its arguments are good:

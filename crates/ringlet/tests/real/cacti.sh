@@ -10,12 +10,17 @@
 # input scripts are replaced by ones that print values of the poll's number, and both
 # pollers run under libfaketime at the same times, 5 minutes apart. Then every RRD of A is
 # B's series (`rrdtool dump` of A's file against `ringlet dump` of B's path), and Cacti's own
-# rrdtool_function_graph draws the same PNG bytes from both.
+# rrdtool_function_graph draws the same PNG bytes from both. A third, C, runs ringlet as its
+# rrdtool with no daemon at all (`ringlet -` on a store of its own): its creates leave
+# placeholders, so Cacti creates each RRD once and C's series are A's too. After Boost's
+# flush through B's daemon, the daemon is killed (kill -9) before anything else commits:
+# the session committed what Boost then deleted from its table.
 set -euo pipefail
 . "$HERE/lib.sh"
 POLLS=${CACTI_POLLS:-12}
 DB=$T/db
-mkdir -p "$DB" "$T/mysqld" "$T/rra-a" "$T/rra-b" "$T/log-a" "$T/log-b" "$T/store" "$T/scripts"
+mkdir -p "$DB" "$T/mysqld" "$T/rra-a" "$T/rra-b" "$T/rra-c" "$T/log-a" "$T/log-b" "$T/log-c" \
+    "$T/store" "$T/store-c" "$T/scripts"
 mkdir -p /run/mysqld
 mount --bind "$T/mysqld" /run/mysqld
 mariadb-install-db --no-defaults --datadir="$DB" --user=root >"$T/install-db.log" 2>&1 \
@@ -37,12 +42,13 @@ for _ in $(seq 300); do [ -S /run/mysqld/mysqld.sock ] && break; sleep 0.1; done
 [ -S /run/mysqld/mysqld.sock ] || fail "mariadbd did not start"
 date -u -d "@$(( ($(date +%s) / 86400 - 3) * 86400 ))" '+%Y-%m-%d %H:%M:%S' >"$T/faketime"
 sql() { mariadb -u root "$@"; }
-sql -e "CREATE DATABASE cacti_a; CREATE DATABASE cacti_b;
+sql -e "CREATE DATABASE cacti_a; CREATE DATABASE cacti_b; CREATE DATABASE cacti_c;
         CREATE USER cacti@localhost IDENTIFIED BY 'cacti';
         GRANT ALL ON cacti_a.* TO cacti@localhost; GRANT ALL ON cacti_b.* TO cacti@localhost;
+        GRANT ALL ON cacti_c.* TO cacti@localhost;
         GRANT SELECT ON mysql.time_zone_name TO cacti@localhost; FLUSH PRIVILEGES;"
 sql cacti_a </usr/share/doc/cacti/cacti.sql
-for w in a b; do
+for w in a b c; do
     cat >"$T/debian-$w.php" <<EOC
 <?php
 \$database_type = 'mysql'; \$database_default = 'cacti_$w'; \$database_hostname = 'localhost';
@@ -87,15 +93,22 @@ open(F, "<$T/poll"); \$k = <F>; chomp \$k; print(\$k % 4);
 EOC
 mariadb-dump -u root cacti_a | sql cacti_b
 sql cacti_b -e "UPDATE settings SET value='$RINGLET' WHERE name='path_rrdtool'"
+mariadb-dump -u root cacti_a | sql cacti_c
+sql cacti_c -e "UPDATE settings SET value='$RINGLET' WHERE name='path_rrdtool'"
 dss=$(sql -N cacti_a -e "SELECT COUNT(*) FROM data_local")
 [ "$dss" -ge 4 ] || fail "the device has $dss data sources"
 # The daemon sees B's paths: its -b is Cacti's rra directory, which Cacti names through
 # Debian's link /usr/share/cacti/site/rra.
 # (Not through the function: $! is then the daemon itself, unshare and bash exec'ing it.)
-unshare -m --propagation private bash -c "$MOUNTS" _ b "$RINGLET" serve -g -w 300 \
-    -l "unix:$T/s.sock" -b /var/lib/cacti/rra --store "$T/store" >"$T/serve.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 200); do [ -S "$T/s.sock" ] && break; sleep 0.05; done
+serve_b() {
+    rm -f "$T/s.sock"
+    unshare -m --propagation private bash -c "$MOUNTS" _ b "$RINGLET" serve -g -w 300 \
+        -l "unix:$T/s.sock" -b /var/lib/cacti/rra --store "$T/store" >>"$T/serve.log" 2>&1 &
+    daemon=$!
+    pids+=($daemon)
+    for _ in $(seq 200); do [ -S "$T/s.sock" ] && break; sleep 0.05; done
+}
+serve_b
 # Polls at the same fake times for both: midnight of a day some days back, then every 5 min.
 day=$(( ($(date +%s) / 86400 - 3) * 86400 ))
 at() { date -u -d "@$1" '+%Y-%m-%d %H:%M:%S' >"$T/faketime"; }
@@ -106,6 +119,8 @@ poll() { # k: the poll's number
         || fail "poller A, poll $1"
     RINGLET_STORE="$T/store" faked cacti b php /usr/share/cacti/site/poller.php --force \
         >>"$T/poller-b.log" 2>&1 || fail "poller B, poll $1"
+    RINGLET_STORE="$T/store-c" faked cacti c php /usr/share/cacti/site/poller.php --force \
+        >>"$T/poller-c.log" 2>&1 || fail "poller C, poll $1"
 }
 for k in $(seq 1 "$POLLS"); do
     poll "$k"
@@ -125,6 +140,24 @@ for f in "$T"/rra-a/*.rrd; do
     n=$((n + 1))
 done
 [ "$n" -ge 4 ] || fail "only $n RRDs"
+}
+# C (no daemon): every RRD of A is C's series, named by the path Cacti gave, and C's files
+# are placeholders (Cacti's file_exists found them: one create each, the values kept).
+compare_alone() {
+n=0
+for f in "$T"/rra-a/*.rrd; do
+    c="$T/rra-c/$(basename "$f")"
+    head -c 21 "$c" | grep -q "ringlet placeholder" || fail "$c is not a placeholder"
+    rrdtool dump "$f" >"$T/a.xml"
+    got=
+    for name in "/usr/share/cacti/site/rra/$(basename "$f")" "/var/lib/cacti/rra/$(basename "$f")"; do
+        "$RINGLET" --store "$T/store-c" dump "$name" >"$T/c.xml" 2>/dev/null && got=1 && break
+    done
+    [ -n "$got" ] || fail "C holds no series for $(basename "$f")"
+    cmp -s "$T/a.xml" "$T/c.xml" || { diff "$T/a.xml" "$T/c.xml" | head -20 >&2; fail "C: $(basename "$f") differs"; }
+    n=$((n + 1))
+done
+[ "$n" -ge 4 ] || fail "only $n RRDs in C"
 }
 # Cacti's own graph function, through each Cacti's rrdtool.
 cat >"$T/graph.php" <<'EOC'
@@ -153,13 +186,15 @@ done
 }
 compare_rrds
 echo "RRD FILES SAME: $n"
+compare_alone
+echo "ALONE RRD FILES SAME: $n"
 compare_graphs "$((day + 300 * POLLS))"
 echo "GRAPHS SAME: $g"
 
 # Boost: the polls go to Cacti's poller_output_boost table, and poller_boost.php writes
 # each RRD's hour in one update of many T:V (through one `rrdtool -`, and a one-shot `last`
 # for each RRD).
-for w in a b; do
+for w in a b c; do
     sql "cacti_$w" -e "REPLACE INTO settings (name, value) VALUES
         ('boost_rrd_update_enable', 'on'), ('boost_rrd_update_interval', '60'),
         ('boost_rrd_update_max_records', '1000000'), ('boost_rrd_update_max_records_per_select', '50000')"
@@ -174,13 +209,22 @@ faked cacti a php /usr/share/cacti/site/poller_boost.php --force >>"$T/boost-a.l
     || fail "poller_boost A"
 RINGLET_STORE="$T/store" faked cacti b php /usr/share/cacti/site/poller_boost.php --force \
     >>"$T/boost-b.log" 2>&1 || fail "poller_boost B"
+RINGLET_STORE="$T/store-c" faked cacti c php /usr/share/cacti/site/poller_boost.php --force \
+    >>"$T/boost-c.log" 2>&1 || fail "poller_boost C"
 left=$(sql -N cacti_b -e "SELECT COUNT(*) FROM poller_output_boost")
+# Boost deleted what it flushed; the daemon dies before its next commit (-w 300): what
+# the session wrote is on the disk all the same.
+kill -9 "$daemon"
+wait "$daemon" 2>/dev/null || true
+serve_b
 # Boost wrote the hour: A's files (rrdtool's) end at the last Boost poll.
 for f in "$T"/rra-a/*.rrd; do
     [ "$(rrdtool last "$f")" -ge $((day + 300 * (POLLS + BPOLLS))) ] \
         || fail "$(basename "$f"): Boost did not write the last poll (last $(rrdtool last "$f"))"
 done
 compare_rrds
-echo "BOOST RRD FILES SAME: $n ($rows values held, $left left after poller_boost)"
+echo "BOOST RRD FILES SAME: $n ($rows values held, $left left after poller_boost, daemon killed after it)"
+compare_alone
+echo "BOOST ALONE RRD FILES SAME: $n"
 compare_graphs "$((day + 300 * (POLLS + BPOLLS)))"
 echo "BOOST GRAPHS SAME: $g"
