@@ -222,6 +222,7 @@ fn cacti_with_ringlet_as_its_rrdtool_keeps_and_draws_what_cacti_on_files_does() 
             "BOOST RRD FILES SAME: 5 (",
             "BOOST ALONE RRD FILES SAME: 5",
             "BOOST GRAPHS SAME: 4",
+            "SPIKEKILL SAME: 5",
         ],
     );
 }

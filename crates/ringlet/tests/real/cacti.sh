@@ -228,3 +228,37 @@ compare_alone
 echo "BOOST ALONE RRD FILES SAME: $n"
 compare_graphs "$((day + 300 * (POLLS + BPOLLS)))"
 echo "BOOST GRAPHS SAME: $g"
+
+# Cacti's spikekill (cli/removespikes.php --backup): it dumps the RRD, edits the XML, copies
+# the file as its backup and restores over it with `restore -f`. A spike is written into one
+# RRD of A (rrdtool on its file) and of B (ringlet through the daemon) at the same time; both
+# remove it the same way. B's copy is the placeholder (PHP's copy() of the path); the real
+# file of before is kept by ringlet in STORE/replaced/, and equals A's backup.
+for w in a b; do
+    mkdir -p "$T/bak-$w"
+    sql "cacti_$w" -e "REPLACE INTO settings (name, value) VALUES ('spikekill_backupdir', '$T/bak-$w')"
+done
+spiky=$(cd "$T/rra-a" && ls *.rrd | head -1)
+ts=$((day + 300 * (POLLS + BPOLLS + 1)))
+at "$ts"
+ds=$(rrdtool info "$T/rra-a/$spiky" | sed -n 's/^ds\[\(.*\)\]\.type.*/\1/p' | head -1)
+rrdtool update "$T/rra-a/$spiky" -t "$ds" "$ts:999999999"
+RINGLET_STORE="$T/store" cacti b "$RINGLET" update "/var/lib/cacti/rra/$spiky" -t "$ds" "$ts:999999999" \
+    || fail "the spike into B"
+at "$((ts + 60))"
+faked cacti a php /usr/share/cacti/cli/removespikes.php -R="/var/lib/cacti/rra/$spiky" -M=stddev \
+    -S=3 --backup >"$T/spike-a.log" 2>&1 || fail "removespikes A"
+RINGLET_STORE="$T/store" faked cacti b php /usr/share/cacti/cli/removespikes.php \
+    -R="/var/lib/cacti/rra/$spiky" -M=stddev -S=3 --backup >"$T/spike-b.log" 2>&1 \
+    || fail "removespikes B"
+grep -q "Spikes Found and Remediated" "$T/spike-a.log" || { cat "$T/spike-a.log" >&2; fail "A removed no spike"; }
+grep -q "Spikes Found and Remediated" "$T/spike-b.log" || { cat "$T/spike-b.log" >&2; fail "B removed no spike"; }
+compare_rrds
+bak_a=$(ls "$T/bak-a/"* | head -1)
+kept=$(find "$T/store/replaced" -name "*.rrd*" | head -1)
+[ -n "$kept" ] || fail "ringlet kept no copy of the series restore -f replaced"
+rrdtool dump "$bak_a" >"$T/bak-a.xml"
+rrdtool dump "$kept" >"$T/bak-b.xml"
+cmp -s "$T/bak-a.xml" "$T/bak-b.xml" || { diff "$T/bak-a.xml" "$T/bak-b.xml" | head >&2; fail "the kept copy is not A's backup"; }
+grep -q "999999999\|9.9999999[0-9]*e+08" "$T/bak-b.xml" || fail "the kept copy does not hold the spike"
+echo "SPIKEKILL SAME: $n (the replaced series kept as $(basename "$kept"))"
