@@ -174,20 +174,9 @@ fn both_empty(d: &Daemon, blob: &str, f: &File, off: u64, len: u64) -> bool {
     !d.lock().store.blob_held(blob, off, len) && !file_has_data(f, off, len)
 }
 
-/// Read up to `len` bytes of `f` at `off` (fewer at its end).
+/// Up to `len` bytes of `f` at `off` (fewer at its end): the view's reader of plain files.
 fn read_at(f: &File, off: u64, len: u64) -> std::io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; len as usize];
-    let mut got = 0;
-    while got < buf.len() {
-        match f.read_at(&mut buf[got..], off + got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    buf.truncate(got);
-    Ok(buf)
+    super::read_plain(f, off, len as usize)
 }
 
 impl FeedCopy {
