@@ -261,7 +261,8 @@ ringlet options:
                          taken, the one waiting longest on a slow client is closed
                          to let a new one in. A request's head must come within 10 s
                          and 64 KiB, its body (a Content-Length up to 1 MiB) within
-                         30 s, and its reply be taken within 30 s
+                         30 s, and its whole reply be taken within 30 s; the replies
+                         being sent hold at most 1 GiB (past it, 503 Retry-After: 5)
   --http-workers N       HTTP requests worked on at once (default 4)
   -h, --help             this text
 ";
