@@ -53,6 +53,15 @@ impl Drawn {
     }
 }
 
+/// `arg` with a `DEF:`'s file sent to librrd's fetch callback (`cb//` before it; other
+/// arguments as they are).
+pub fn to_callback(arg: &str) -> String {
+    match def_file(arg) {
+        Some((start, _, _)) => format!("{}cb//{}", &arg[..start], &arg[start..]),
+        None => arg.to_string(),
+    }
+}
+
 /// The file name inside a `DEF:` argument: the byte range after `vname=` up to the first
 /// colon not escaped by a backslash, and the text it stands for (escapes removed).
 fn def_file(arg: &str) -> Option<(usize, usize, String)> {

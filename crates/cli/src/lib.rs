@@ -10,6 +10,7 @@
 pub mod commands;
 pub mod getopt;
 pub mod graph;
+pub mod librrd;
 pub mod store;
 pub mod usage;
 

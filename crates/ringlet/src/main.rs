@@ -93,6 +93,9 @@ fn run(argv: &[String]) -> Outcome {
     if cmd == "-" {
         std::process::exit(pipe::run(&dir));
     }
+    if cmd == "__librrd-graph" {
+        std::process::exit(librrd_graph(args, &dir));
+    }
     let (flag, args) = cli::take_daemon(cmd, args);
     if cli::graph::is_graph(cmd) {
         // One rrdtool for the graph: the daemon's, started ahead, or one started here
@@ -341,5 +344,71 @@ fn main() {
     if let Some(e) = out.error {
         eprintln!("ERROR: {e}");
         std::process::exit(1);
+    }
+}
+
+/// Experiment (issue 57): `graph`/`graphv` drawn by librrd in this process, the DEFs fetched
+/// from the store alone through librrd's callback.
+fn librrd_graph(args: &[String], dir: &Path) -> i32 {
+    let Some((cmd, rest)) = args.split_first() else {
+        return 2;
+    };
+    let lib = match cli::librrd::Lib::load() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ERROR: {e}");
+            return 1;
+        }
+    };
+    let names: Vec<String> = cli::graph::files(rest)
+        .iter()
+        .filter_map(|n| cli::store::normalize(n).ok())
+        .collect();
+    let st = match cli::store::open_reading_all(dir, &names, "") {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ERROR: {e}");
+            return 1;
+        }
+    };
+    let st = std::sync::Arc::new(std::sync::Mutex::new(st));
+    let args: Vec<String> = rest.iter().map(|a| cli::graph::to_callback(a)).collect();
+    let st2 = st.clone();
+    let fetch: Box<cli::librrd::Fetcher> = Box::new(move |name, cf, start, end, step| {
+        let st = st2.lock().unwrap_or_else(|p| p.into_inner());
+        let n = cli::store::normalize(name)?;
+        let rrd = st
+            .get(&n)
+            .ok_or_else(|| format!("opening '{name}': No such file or directory"))?;
+        let cf = rrd::Cf::from_name(cf).ok_or_else(|| format!("unknown CF {cf}"))?;
+        let r = rrd::fetch::fetch(rrd, cf, start, end, step, false).map_err(|e| e.msg)?;
+        Ok(cli::librrd::Rows {
+            start: r.start,
+            end: r.end,
+            step: r.step,
+            ds_names: r.ds_names,
+            values: r.values,
+        })
+    });
+    let out = if cmd == "graphv" {
+        lib.graph_v(&args, fetch).map(|_| ())
+    } else {
+        lib.graph(&args, fetch).map(|p| {
+            // rrdtool prints the size and PRINT's lines only when the image is not on
+            // standard output.
+            if args.first().map(String::as_str) != Some("-") {
+                println!("{}x{}", p.xsize, p.ysize);
+                for l in p.lines {
+                    println!("{l}");
+                }
+            }
+        })
+    };
+    match out {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ERROR: {e}");
+            1
+        }
     }
 }

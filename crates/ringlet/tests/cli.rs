@@ -808,3 +808,88 @@ fn man_pages_name_every_option_and_command_of_help() {
         "{commands} commands read from ringlet --help"
     );
 }
+
+/// librrd's own renderer in the ringlet process, its DEFs fetched from the store through
+/// librrd's fetch callback (issue 57's first stage, `ringlet __librrd-graph`): the image
+/// bytes, the size and PRINT lines, and graphv's keys are rrdtool's on the plain file, in
+/// PNG, SVG and PDF, to a file and to standard output; a DEF of a missing series gives
+/// rrdtool's error. Nothing is copied to draw.
+#[test]
+fn librrd_draws_from_the_store_what_rrdtool_draws_from_the_file() {
+    if !have_rrdtool() {
+        return;
+    }
+    let p = Pair::new();
+    let create = "create a.rrd --start 1700000000 --step 60 DS:v:GAUGE:120:U:U \
+        DS:w:COUNTER:120:U:U RRA:AVERAGE:0.5:1:1440 RRA:AVERAGE:0.5:10:500 RRA:MAX:0.5:10:500";
+    p.same(create);
+    let mut update = String::from("update a.rrd");
+    for i in 1..=1440i64 {
+        let v = 50.0 + 40.0 * (i as f64 / 50.0).sin();
+        update.push_str(&format!(
+            " {}:{v:.4}:{}",
+            1700000000 + 60 * i,
+            i * 1000 + (i * i) % 777
+        ));
+    }
+    p.same(&update);
+    let raw = |prog: &str, args: &[String]| -> (Vec<u8>, Vec<u8>, i32) {
+        let mut c = if prog == "rrdtool" {
+            Command::new("rrdtool")
+        } else {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_ringlet"));
+            c.arg("--store").arg(&p.store).arg("__librrd-graph");
+            c
+        };
+        let o = c
+            .args(args)
+            .current_dir(&p.rr_dir)
+            .env("TZ", "UTC")
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (o.stdout, o.stderr, o.status.code().unwrap_or(-1))
+    };
+    for fmt in ["PNG", "SVG", "PDF"] {
+        let spec = format!(
+            "--start 1700000000 --end 1700086400 -a {fmt} -w 400 -h 100 DEF:v=a.rrd:v:AVERAGE \
+             DEF:w=a.rrd:w:MAX CDEF:x=v,2,* AREA:x#0000ff:x LINE2:w#00ff00:w \
+             GPRINT:v:AVERAGE:%6.2lf PRINT:v:MAX:%6.2lf"
+        );
+        let words = |cmd: &str, out: &str| -> Vec<String> {
+            [cmd, out]
+                .into_iter()
+                .map(String::from)
+                .chain(spec.split(' ').map(String::from))
+                .collect()
+        };
+        // To standard output: the image's bytes alone.
+        let a = raw("rrdtool", &words("graph", "-"));
+        let b = raw("ringlet", &words("graph", "-"));
+        assert!(a.0.len() > 1000 && a.2 == 0, "{fmt}: rrdtool drew nothing");
+        assert!(a == b, "{fmt} to -: the bytes differ");
+        // To a file: the file, then `WxH` and the PRINT lines.
+        let a = raw("rrdtool", &words("graph", "a.out"));
+        let b = raw("ringlet", &words("graph", "b.out"));
+        assert_eq!(a, b, "{fmt} to a file: what was printed");
+        let files = |n: &str| std::fs::read(p.rr_dir.join(n)).unwrap();
+        assert!(files("a.out") == files("b.out"), "{fmt}: the files differ");
+        // graphv's keys, the file's name aside.
+        let a = raw("rrdtool", &words("graphv", "c.out"));
+        let b = raw("ringlet", &words("graphv", "c.out"));
+        assert_eq!(
+            String::from_utf8_lossy(&a.0),
+            String::from_utf8_lossy(&b.0),
+            "{fmt}: graphv"
+        );
+    }
+    let missing: Vec<String> = "graph x.png --start 1700000000 --end 1700086400 \
+        DEF:v=nosuch.rrd:v:AVERAGE LINE1:v#ff0000"
+        .split(' ')
+        .map(String::from)
+        .collect();
+    let a = raw("rrdtool", &missing);
+    let b = raw("ringlet", &missing);
+    assert_eq!((a.1, a.2), (b.1, b.2), "a missing series");
+}
