@@ -53,6 +53,30 @@ impl Drawn {
     }
 }
 
+/// `graphv`'s output for `-` split into the output for a file (the `image = BLOB_SIZE:N`
+/// key and its N bytes taken out) and the image.
+pub fn split_image_key(out: &[u8]) -> (Vec<u8>, &[u8]) {
+    const KEY: &[u8] = b"image = BLOB_SIZE:";
+    let at = out
+        .windows(KEY.len())
+        .position(|w| w == KEY)
+        .filter(|&i| i == 0 || out[i - 1] == b'\n');
+    let Some(i) = at else {
+        return (out.to_vec(), &[]);
+    };
+    let Some(nl) = out[i..].iter().position(|&b| b == b'\n').map(|p| i + p) else {
+        return (out.to_vec(), &[]);
+    };
+    let n: usize = std::str::from_utf8(&out[i + KEY.len()..nl])
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    let end = (nl + 1 + n).min(out.len());
+    let mut rest = out[..i].to_vec();
+    rest.extend_from_slice(&out[end..]);
+    (rest, &out[nl + 1..end])
+}
+
 /// `arg` with a `DEF:`'s file sent to librrd's fetch callback (`cb//` before it; other
 /// arguments as they are).
 pub fn to_callback(arg: &str) -> String {

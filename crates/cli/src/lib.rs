@@ -8,6 +8,7 @@
 //! command line.
 
 pub mod commands;
+pub mod drawer;
 pub mod getopt;
 pub mod graph;
 pub mod librrd;

@@ -336,6 +336,10 @@ fn stats(args: &[String]) -> i32 {
 
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().map(String::as_str) == Some(cli::drawer::WORKER_ARG) {
+        // The drawing process (cli::drawer): before anything else of this binary's.
+        std::process::exit(cli::drawer::worker_main());
+    }
     let out = run(&argv);
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`| head`) is not an error worth reporting.
@@ -347,20 +351,22 @@ fn main() {
     }
 }
 
-/// Experiment (issue 57): `graph`/`graphv` drawn by librrd in this process, the DEFs fetched
-/// from the store alone through librrd's callback.
+/// Issue 57, second stage: `graph`/`graphv` drawn by librrd in a drawing process of its
+/// own (cli::drawer: sandboxed, bounded), the DEFs fetched from the store alone, here.
+/// Not yet the path `ringlet graph` takes (that is rrdtool on copies until the daemon's
+/// side is done); `ringlet __librrd-graph graph|graphv OUT ARGS...` draws this way.
 fn librrd_graph(args: &[String], dir: &Path) -> i32 {
     let Some((cmd, rest)) = args.split_first() else {
         return 2;
     };
-    let lib = match cli::librrd::Lib::load() {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("ERROR: {e}");
-            return 1;
-        }
+    let Some((output, opts)) = rest.split_first() else {
+        return 2;
     };
-    let names: Vec<String> = cli::graph::files(rest)
+    if let Some(why) = cli::drawer::refused(opts) {
+        eprintln!("ERROR: {why}");
+        return 1;
+    }
+    let names: Vec<String> = cli::graph::files(opts)
         .iter()
         .filter_map(|n| cli::store::normalize(n).ok())
         .collect();
@@ -371,11 +377,7 @@ fn librrd_graph(args: &[String], dir: &Path) -> i32 {
             return 1;
         }
     };
-    let st = std::sync::Arc::new(std::sync::Mutex::new(st));
-    let args: Vec<String> = rest.iter().map(|a| cli::graph::to_callback(a)).collect();
-    let st2 = st.clone();
-    let fetch: Box<cli::librrd::Fetcher> = Box::new(move |name, cf, start, end, step| {
-        let st = st2.lock().unwrap_or_else(|p| p.into_inner());
+    let mut fetch = |name: &str, cf: &str, start: i64, end: i64, step: u64| {
         let n = cli::store::normalize(name)?;
         let rrd = st
             .get(&n)
@@ -389,22 +391,43 @@ fn librrd_graph(args: &[String], dir: &Path) -> i32 {
             ds_names: r.ds_names,
             values: r.values,
         })
-    });
-    let out = if cmd == "graphv" {
-        lib.graph_v(&args, fetch).map(|_| ())
+    };
+    let mut wire = vec!["-".to_string()];
+    wire.extend(opts.iter().map(|a| cli::graph::to_callback(a)));
+    let env: Vec<(String, String)> = cli::drawer::ENV_KEYS
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    let drawn = cli::drawer::Drawer::start()
+        .and_then(|mut d| d.draw(cmd, &wire, &env, &mut fetch))
+        .and_then(|r| r);
+    let out = match drawn {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("ERROR: {e}");
+            return 1;
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    let write_file = |bytes: &[u8]| {
+        std::fs::write(output, bytes).map_err(|e| format!("Could not write '{output}': {e}"))
+    };
+    let done = if output == "-" {
+        stdout.write_all(&out.stdout).map_err(|e| e.to_string())
+    } else if cmd == "graphv" {
+        // librrd drew to `-`: its image key holds the image, which goes to the file.
+        let (rest, image) = cli::graph::split_image_key(&out.stdout);
+        write_file(image).and_then(|_| stdout.write_all(&rest).map_err(|e| e.to_string()))
     } else {
-        lib.graph(&args, fetch).map(|p| {
-            // rrdtool prints the size and PRINT's lines only when the image is not on
-            // standard output.
-            if args.first().map(String::as_str) != Some("-") {
-                println!("{}x{}", p.xsize, p.ysize);
-                for l in p.lines {
-                    println!("{l}");
-                }
+        write_file(&out.stdout).map(|_| {
+            let _ = writeln!(stdout, "{}x{}", out.xsize, out.ysize);
+            for l in &out.lines {
+                let _ = writeln!(stdout, "{l}");
             }
         })
     };
-    match out {
+    let _ = stdout.flush();
+    match done {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("ERROR: {e}");
