@@ -332,6 +332,24 @@ pub fn refused(args: &[String]) -> Option<String> {
     None
 }
 
+/// Why the drawing environment `env` may not be used, if it may not: a time zone that names
+/// a file (`TZ=/dev/stdin`, `TZ=:/etc/x`, one with `..`) rather than a zone of the system's
+/// (`Europe/Paris`, `UTC`, `CET-1CEST`), or a value with a NUL byte.
+pub fn env_refused(env: &[(String, String)]) -> Option<String> {
+    for (k, v) in env {
+        if v.contains('\0') {
+            return Some(format!("{k} holds a NUL byte"));
+        }
+        if k == "TZ" {
+            let zone = v.strip_prefix(':').unwrap_or(v);
+            if zone.starts_with('/') || zone.split('/').any(|c| c == "..") {
+                return Some(format!("TZ={v}: a time zone names a zone, not a file"));
+            }
+        }
+    }
+    None
+}
+
 // --- the child ----------------------------------------------------------------------------
 
 /// The drawing process's main: load librrd, restrict itself, then draw what comes until
@@ -614,6 +632,23 @@ mod tests {
             0,
             "10: no sandbox; 11: a file it should not reach"
         );
+    }
+
+    #[test]
+    fn a_time_zone_that_names_a_file_is_refused() {
+        let e = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        for ok in ["UTC", "Europe/Paris", "CET-1CEST", ":America/New_York"] {
+            assert_eq!(env_refused(&e("TZ", ok)), None, "{ok}");
+        }
+        for bad in [
+            "/dev/stdin",
+            ":/etc/shadow",
+            "../../etc/x",
+            "Europe/../../x",
+        ] {
+            assert!(env_refused(&e("TZ", bad)).is_some(), "{bad}");
+        }
+        assert!(env_refused(&e("LANG", "C\0")).is_some());
     }
 
     #[test]

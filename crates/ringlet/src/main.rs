@@ -398,6 +398,10 @@ fn librrd_graph(args: &[String], dir: &Path) -> i32 {
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
         .collect();
+    if let Some(why) = cli::drawer::env_refused(&env) {
+        eprintln!("ERROR: {why}");
+        return 1;
+    }
     let drawn = cli::drawer::Drawer::start()
         .and_then(|mut d| d.draw(cmd, &wire, &env, &mut fetch))
         .and_then(|r| r);
