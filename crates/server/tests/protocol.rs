@@ -359,9 +359,10 @@ fn stats_has_rrdcacheds_nine_keys_in_order() {
             "Spills",
             "ArchiveHeapBytes",
             "ResidentBytes",
+            "DamagedChunks",
         ]
     );
-    assert_eq!(r.lines().next(), Some("32 Statistics follow"));
+    assert_eq!(r.lines().next(), Some("33 Statistics follow"));
     let value = |k: &str| -> u64 {
         r.lines()
             .find_map(|l| l.strip_prefix(&format!("{k}: ")))
@@ -390,7 +391,7 @@ fn ringlet_stats_reads_either_daemon() {
     };
     let r = server::client::query(&format!("unix:{}", p.r.sock.display())).expect("ringlet");
     let c = server::client::query(&p.c.sock.display().to_string()).expect("rrdcached");
-    assert_eq!(r.len(), 32, "{r:?}");
+    assert_eq!(r.len(), 33, "{r:?}");
     assert_eq!(c.len(), 9, "{c:?}");
     assert!(r[0].starts_with("QueueLength: ") && c[0].starts_with("QueueLength: "));
     let e = server::client::query("unix:/nonexistent/sock").unwrap_err();
