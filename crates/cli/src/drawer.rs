@@ -51,16 +51,7 @@ pub const MAX_IMAGE: usize = 256 << 20;
 const MAX_FRAME: usize = MAX_IMAGE + (1 << 20);
 
 /// The environment variables that change a drawing, passed to the child for each draw.
-pub const ENV_KEYS: [&str; 8] = [
-    "TZ",
-    "LANG",
-    "LANGUAGE",
-    "LC_ALL",
-    "LC_CTYPE",
-    "LC_NUMERIC",
-    "LC_TIME",
-    "RRD_DEFAULT_FONT",
-];
+pub use crate::graph::ENV_KEYS;
 
 // --- frames -------------------------------------------------------------------------------
 

@@ -60,14 +60,8 @@ type GraphFn = unsafe extern "C" fn(
 /// `rrd_info_t *rrd_graph_v(int argc, char **argv)`.
 type GraphVFn = unsafe extern "C" fn(c_int, *mut *mut c_char) -> *mut c_void;
 
-/// What a fetch for the graph gives: as `rrd::fetch::FetchResult`.
-pub struct Rows {
-    pub start: i64,
-    pub end: i64,
-    pub step: u64,
-    pub ds_names: Vec<String>,
-    pub values: Vec<f64>,
-}
+/// What a fetch for the graph gives: what `rrd_fetch` gives for the file.
+pub use rrd::fetch::FetchResult as Rows;
 
 /// Where the callback's rows come from: (the DEF's name after `cb//`, CF, start, end, step).
 pub type Fetcher = dyn FnMut(&str, &str, i64, i64, u64) -> Result<Rows, String> + Send;

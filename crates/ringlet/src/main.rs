@@ -383,14 +383,7 @@ fn librrd_graph(args: &[String], dir: &Path) -> i32 {
             .get(&n)
             .ok_or_else(|| format!("opening '{name}': No such file or directory"))?;
         let cf = rrd::Cf::from_name(cf).ok_or_else(|| format!("unknown CF {cf}"))?;
-        let r = rrd::fetch::fetch(rrd, cf, start, end, step, false).map_err(|e| e.msg)?;
-        Ok(cli::librrd::Rows {
-            start: r.start,
-            end: r.end,
-            step: r.step,
-            ds_names: r.ds_names,
-            values: r.values,
-        })
+        rrd::fetch::fetch(rrd, cf, start, end, step, false).map_err(|e| e.msg)
     };
     let mut wire = vec!["-".to_string()];
     wire.extend(opts.iter().map(|a| cli::graph::to_callback(a)));
