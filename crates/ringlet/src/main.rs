@@ -70,10 +70,10 @@ fn run(argv: &[String]) -> Outcome {
         return Outcome::ok(cli::HELP.into());
     };
     let args = &argv[i + 1..];
-    if cmd == "stats" {
-        std::process::exit(stats(args));
-    }
     let dir = cli::store::store_dir(store_flag.as_deref());
+    if cmd == "stats" {
+        std::process::exit(stats(args, &dir));
+    }
     cli::store::load_base(&dir);
     if cmd == "serve" {
         std::process::exit(server::run(args, dir));
@@ -293,7 +293,7 @@ fn repair(args: &[String], dir: &Path) -> i32 {
 /// `ringlet stats`: ask a running daemon (ringlet serve or rrdcached) for its STATS and print
 /// them, one `Key: value` line each; the exit status. The daemon is found as librrd finds
 /// it: `-d`/`--daemon ADDR`, else `$RRDCACHED_ADDRESS`, else `unix:/tmp/rrdcached.sock`.
-fn stats(args: &[String]) -> i32 {
+fn stats(args: &[String], dir: &Path) -> i32 {
     let takes = opts::Takes {
         daemon: true,
         ..opts::Takes::default()
@@ -314,10 +314,12 @@ fn stats(args: &[String]) -> i32 {
             return 2;
         }
     };
+    // As every command finds its daemon: -d, $RRDCACHED_ADDRESS, the store's (issue 62).
     let addr = o
         .daemon
         .or_else(|| std::env::var("RRDCACHED_ADDRESS").ok())
         .filter(|a| !a.is_empty())
+        .or_else(|| server::remote::recorded(dir))
         .unwrap_or_else(|| format!("unix:{}", server::config::DEFAULT_SOCKET));
     match server::client::query(&addr) {
         Ok(lines) => {

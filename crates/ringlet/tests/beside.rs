@@ -1232,6 +1232,9 @@ fn damaged_rows_are_an_error_that_check_finds_and_cuts() {
         "{beside:?}"
     );
     let stats = ringlet(&dir.0, Way::Alone, "", &["stats", "-d", &d.addr()], None);
+    // Without -d, the daemon that holds the store is found through it.
+    let found = ringlet(&dir.0, Way::Alone, "", &["stats"], None);
+    assert!(found.stdout.contains("DamagedChunks: "), "{found:?}");
     let count = stats
         .stdout
         .lines()

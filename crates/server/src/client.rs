@@ -6,12 +6,13 @@ use crate::log::strerror;
 use std::time::Duration;
 
 pub const USAGE: &str = "\
-usage: ringlet stats [-d|--daemon ADDR]
+usage: ringlet [--store DIR] stats [-d|--daemon ADDR]
 
 Print the STATS of a running daemon (ringlet serve or rrdcached), one `Key: value` per
 line. ADDR: unix:/path, /path, host, host:port, [v6]:port; default $RRDCACHED_ADDRESS,
-else unix:/tmp/rrdcached.sock. ringlet serve adds what it wrote to disk after rrdcached's
-nine keys (docs/PROTOCOL.md).
+else the daemon that holds the store (the address it records in STORE/daemon), else
+unix:/tmp/rrdcached.sock. ringlet serve adds what it wrote to disk after rrdcached's nine
+keys (docs/PROTOCOL.md).
 ";
 
 /// Send STATS to `addr`; the reply's lines.
