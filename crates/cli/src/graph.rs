@@ -230,6 +230,11 @@ impl Env {
             .collect())
     }
 
+    /// The variables set, as (key, value).
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
+
     /// As arguments of the daemon's `draw`: `KEY=VALUE` each, then `--`.
     fn to_args(&self) -> Vec<String> {
         let mut a: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -77,9 +77,8 @@ pub fn dispatch(cmd: &str, args: &[String], ctx: &Ctx) -> Outcome {
         // It reads damaged rows on purpose, to list and cut them.
         return commands::check(ctx, args);
     }
-    let before = rrd::rows::damage();
-    let mut out = dispatch_inner(cmd, args, ctx);
-    if let Some(d) = rrd::rows::damage().since(before) {
+    let (mut out, damage) = rrd::rows::watch(|| dispatch_inner(cmd, args, ctx));
+    if let Some(d) = damage {
         let name = if matches!(cmd, "xport" | "graph" | "graphv") {
             "a series the DEFs read"
         } else {

@@ -77,7 +77,6 @@ pub struct Lib {
     info_free: unsafe extern "C" fn(*mut c_void),
     get_error: unsafe extern "C" fn() -> *mut c_char,
     clear_error: unsafe extern "C" fn(),
-    set_error: unsafe extern "C" fn(*const c_char, ...),
 }
 
 /// What `rrdtool graph` prints besides the image: the `WxH` line and PRINT's lines.
@@ -134,10 +133,6 @@ impl Lib {
                 clear_error: std::mem::transmute::<*mut c_void, unsafe extern "C" fn()>(sym(
                     c"rrd_clear_error",
                 )?),
-                set_error: std::mem::transmute::<
-                    *mut c_void,
-                    unsafe extern "C" fn(*const c_char, ...),
-                >(sym(c"rrd_set_error")?),
             }
         };
         let register = sym(c"rrd_fetch_cb_register")?;
@@ -146,7 +141,8 @@ impl Lib {
             let register: unsafe extern "C" fn(FetchCb) -> c_int = std::mem::transmute(register);
             register(fetch_cb);
         }
-        SET_ERROR.set(lib.set_error as usize).unwrap_or(());
+        // The callback reports its errors through rrd_set_error.
+        SET_ERROR.set(sym(c"rrd_set_error")? as usize).unwrap_or(());
         Ok(lib)
     }
 

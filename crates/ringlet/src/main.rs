@@ -389,16 +389,14 @@ fn librrd_graph(args: &[String], dir: &Path) -> i32 {
     };
     let mut wire = vec!["-".to_string()];
     wire.extend(opts.iter().map(|a| cli::graph::to_callback(a)));
-    let env: Vec<(String, String)> = cli::drawer::ENV_KEYS
-        .iter()
-        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect();
-    if let Some(why) = cli::drawer::env_refused(&env) {
+    let here = cli::graph::Env::here();
+    let env = here.pairs();
+    if let Some(why) = cli::drawer::env_refused(env) {
         eprintln!("ERROR: {why}");
         return 1;
     }
     let drawn = cli::drawer::Drawer::start()
-        .and_then(|mut d| d.draw(cmd, &wire, &env, &mut fetch))
+        .and_then(|mut d| d.draw(cmd, &wire, env, &mut fetch))
         .and_then(|r| r);
     let out = match drawn {
         Ok(o) => o,

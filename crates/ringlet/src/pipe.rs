@@ -184,6 +184,19 @@ fn answer(
     true
 }
 
+/// The session's connection to the daemon at `addr`, made at its first use (or again after
+/// it broke).
+fn client<'a>(
+    clients: &'a mut HashMap<String, Client>,
+    addr: &str,
+) -> Result<&'a mut Client, String> {
+    if !clients.contains_key(addr) {
+        let c = Client::connect(addr)?;
+        clients.insert(addr.to_string(), c);
+    }
+    Ok(clients.get_mut(addr).expect("inserted above"))
+}
+
 /// Run pipe mode on the store in `dir`; the process exit status.
 pub fn run(dir: &Path) -> i32 {
     let started = Instant::now();
@@ -280,13 +293,7 @@ pub fn run(dir: &Path) -> i32 {
             let (flag, rest) = cli::take_daemon(cmd, rest);
             let named = flag.is_some() || default_named;
             if let Some(addr) = flag.or_else(|| default.clone()) {
-                let sent = match clients.get_mut(&addr) {
-                    Some(c) => Ok(c),
-                    None => {
-                        Client::connect(&addr).map(|c| clients.entry(addr.clone()).or_insert(c))
-                    }
-                }
-                .and_then(|c| {
+                let sent = client(&mut clients, &addr).and_then(|c| {
                     c.named = named;
                     c.send_run(cmd, &rest, crate::now())
                 });
@@ -340,13 +347,8 @@ pub fn run(dir: &Path) -> i32 {
                 let named = flag.is_some() || default_named;
                 match (flag.or_else(|| default.clone()), store.as_mut()) {
                     (Some(addr), _) => {
-                        let client = match clients.get_mut(&addr) {
-                            Some(c) => Ok(c),
-                            None => Client::connect(&addr)
-                                .map(|c| clients.entry(addr.clone()).or_insert(c)),
-                        };
                         note(&addr, cmd);
-                        match client {
+                        match client(&mut clients, &addr) {
                             Ok(c) => {
                                 c.named = named;
                                 let out = cli::graph::run_or_draw(
@@ -425,11 +427,7 @@ pub fn run(dir: &Path) -> i32 {
     // deletes its copy once the session is over (Cacti's Boost) loses nothing to a crash
     // of the daemon before its next commit. One commit a session, a daemon.
     for addr in wrote {
-        let client = match clients.get_mut(&addr) {
-            Some(c) => Ok(c),
-            None => Client::connect(&addr).map(|c| clients.entry(addr.clone()).or_insert(c)),
-        };
-        if let Err(e) = client.and_then(|c| c.commit(crate::now())) {
+        if let Err(e) = client(&mut clients, &addr).and_then(|c| c.commit(crate::now())) {
             eprintln!("ERROR: this session's updates are not committed: {e}");
             status = 1;
         }

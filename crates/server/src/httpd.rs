@@ -769,12 +769,7 @@ mod tests {
 
     #[test]
     fn requests_bodies_and_keep_alive() {
-        let (addr, _) = server(Limits {
-            connections: 8,
-            workers: 2,
-            reply_bytes: REPLY_BUDGET,
-            reply_time: WRITE_TIME,
-        });
+        let (addr, _) = server(limits());
         let r = get(
             addr,
             b"GET /a?b=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
@@ -802,12 +797,7 @@ mod tests {
 
     #[test]
     fn a_head_that_never_ends_is_refused_at_its_bound() {
-        let (addr, _) = server(Limits {
-            connections: 8,
-            workers: 2,
-            reply_bytes: REPLY_BUDGET,
-            reply_time: WRITE_TIME,
-        });
+        let (addr, _) = server(limits());
         let mut c = TcpStream::connect(addr).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let _ = c.write_all(b"GET / HTTP/1.1\r\nX-Long: ");
@@ -826,9 +816,7 @@ mod tests {
     fn slow_clients_make_room_for_a_bystander() {
         let (addr, counts) = server(Limits {
             connections: 4,
-            workers: 2,
-            reply_bytes: REPLY_BUDGET,
-            reply_time: WRITE_TIME,
+            ..limits()
         });
         // Four that send half a head, and a body they never finish.
         let mut held = Vec::new();

@@ -327,24 +327,22 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     ));
     report_repair(&fixed, t0);
     // Every daemon: without -b, series with absolute names have placeholders too.
-    {
-        let dc = d.clone();
-        std::thread::spawn(move || {
-            let t0 = std::time::Instant::now();
-            // All of them: those just checked are placeholders now, found as such at once.
-            let all = dc.lock().store.names();
-            let n = all.len();
-            let fixed = series::repair::repair(&dc, &places, all, &|| dc.closing());
-            if !dc.closing() {
-                log::line(&format!(
-                    "placeholders of all {n} series checked in {:.2} s",
-                    t0.elapsed().as_secs_f64()
-                ));
-                report_repair(&fixed, t0);
-            }
-            sys::release_free_memory();
-        });
-    }
+    let dc = d.clone();
+    std::thread::spawn(move || {
+        let t0 = std::time::Instant::now();
+        // All of them: those just checked are placeholders now, found as such at once.
+        let all = dc.lock().store.names();
+        let n = all.len();
+        let fixed = series::repair::repair(&dc, &places, all, &|| dc.closing());
+        if !dc.closing() {
+            log::line(&format!(
+                "placeholders of all {n} series checked in {:.2} s",
+                t0.elapsed().as_secs_f64()
+            ));
+            report_repair(&fixed, t0);
+        }
+        sys::release_free_memory();
+    });
     // The open's buffers (checkpoint, log replay) are freed: give their pages back.
     sys::release_free_memory();
     let mut sockets = Vec::new();

@@ -19,11 +19,9 @@ pub fn serve(
             return Response::text(503, "shutting down");
         }
         // Rows the disk no longer holds as written are an error, not a gap in the graph.
-        let before = rrd::rows::damage();
-        let r = route(&d, &g, &Query::of(&req));
-        match rrd::rows::damage().since(before) {
-            Some(dm) => Response::text(500, &dm.message("a series this request reads")),
-            None => r,
+        match rrd::rows::watch(|| route(&d, &g, &Query::of(&req))) {
+            (r, None) => r,
+            (_, Some(dm)) => Response::text(500, &dm.message("a series this request reads")),
         }
     });
     let _ = crate::httpd::serve(listener, limits, handler);

@@ -307,9 +307,6 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
     let mut inner = d.lock();
     let (mut total, mut shown) = (0usize, 0usize);
     let mut out = Vec::new();
-    // The series listed, read once the search is done: with their queued values applied.
-    type Listed<'a> = (usize, &'a String, Option<Vec<(String, usize)>>);
-    let mut listed: Vec<Listed> = Vec::new();
     let mut hay = String::new();
     for name in names.iter() {
         let Some(rrd) = inner.store.get(name) else {
@@ -350,20 +347,13 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
             continue;
         }
         shown += 1;
-        listed.push((out.len(), name, paths));
-        out.push(Value::Null);
-    }
-    for (at, name, paths) in listed {
-        // As every reader: the values accepted for the series are applied first, so `last`
+        // Read as every reader reads: the series' accepted values applied first, so `last`
         // is what LAST says.
-        if let Some(v) = crate::read::with_locked(d, &mut inner, name, |rrd| {
+        out.extend(crate::read::with_locked(d, &mut inner, name, |rrd| {
             let paths = paths.unwrap_or_else(|| paths_for(name, rrd));
             entry_json(name, rrd, &paths)
-        }) {
-            out[at] = v;
-        }
+        }));
     }
-    out.retain(|v| !v.is_null());
     json_reply(
         200,
         &json!({ "series": out, "total": total, "shown": shown }),

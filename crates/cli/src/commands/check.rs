@@ -55,9 +55,9 @@ pub fn check(ctx: &Ctx, args: &[String]) -> Outcome {
             let Some(rrd) = st.get(name) else {
                 return Outcome::err(format!("opening '{given}': No such file or directory"));
             };
-            let before = rrd::rows::damage();
-            let values: Vec<Vec<f64>> = rrd.rra.iter().map(|r| r.rows.to_vec()).collect();
-            let Some(dm) = rrd::rows::damage().since(before) else {
+            let (values, damage) =
+                rrd::rows::watch(|| rrd.rra.iter().map(|r| r.rows.to_vec()).collect::<Vec<_>>());
+            let Some(dm) = damage else {
                 continue;
             };
             damaged += 1;

@@ -74,6 +74,13 @@ pub fn damage() -> Damage {
     DAMAGE.with(|d| d.get())
 }
 
+/// `f`, and the damage its reads met (`None`: none): how every reader of rows checks.
+pub fn watch<R>(f: impl FnOnce() -> R) -> (R, Option<Damage>) {
+    let before = damage();
+    let r = f();
+    (r, damage().since(before))
+}
+
 impl Damage {
     /// What was met since `before` was taken (`None`: nothing).
     pub fn since(self, before: Damage) -> Option<Damage> {

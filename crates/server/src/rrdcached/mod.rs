@@ -56,18 +56,19 @@ pub fn handle(d: &Daemon, cmd: Command, now: i64) -> Reply {
             binary,
         } => {
             // Damaged rows are an error, never unknown values a client takes for a gap.
-            let before = rrd::rows::damage();
-            let r = fetch::fetch(
-                d,
-                &file,
-                &cf,
-                start.as_deref(),
-                end.as_deref(),
-                &columns,
-                binary,
-                now,
-            );
-            match rrd::rows::damage().since(before) {
+            let (r, damage) = rrd::rows::watch(|| {
+                fetch::fetch(
+                    d,
+                    &file,
+                    &cf,
+                    start.as_deref(),
+                    end.as_deref(),
+                    &columns,
+                    binary,
+                    now,
+                )
+            });
+            match damage {
                 Some(dm) => Response::err(dm.message(&file)),
                 None => r,
             }

@@ -659,17 +659,16 @@ impl View {
         let Some(rrd) = crate::read::copy(&self.d, name) else {
             return Err(Errno::ENOENT);
         };
-        let before = rrd::rows::damage();
-        let bytes = rrd::rrdfile::write(&rrd).map_err(|e| {
-            crate::log::line(&format!("view: {name}: cannot build the file: {e}"));
-            Errno::EIO
-        })?;
+        let (bytes, damage) = rrd::rows::watch(|| rrd::rrdfile::write(&rrd));
         // Damaged rows: EIO, as a disk gives for a bad sector, never unknown values.
-        if let Some(dm) = rrd::rows::damage().since(before) {
+        if let Some(dm) = damage {
             crate::log::line(&format!("view: {}", dm.message(name)));
             return Err(Errno::EIO);
         }
-        Ok(bytes)
+        bytes.map_err(|e| {
+            crate::log::line(&format!("view: {name}: cannot build the file: {e}"));
+            Errno::EIO
+        })
     }
 
     fn add_handle(&self, h: Handle) -> u64 {
