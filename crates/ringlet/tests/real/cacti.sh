@@ -126,39 +126,32 @@ for k in $(seq 1 "$POLLS"); do
     poll "$k"
 done
 grep -h "ERROR" "$T/log-b/cacti.log" | head -5 >&2 || true
-# Every RRD of A is B's series.
-compare_rrds() {
+# Every RRD of A is the series of W (b: through B's daemon, by the name under its -b; c: C's
+# store alone, named by the path Cacti gave, /usr/share/cacti/site/rra or its target), and
+# W's files are placeholders (Cacti's file_exists found them: one create each, the values
+# kept).
+compare_in() { # w store names...
+local w=$1 store=$2 f name got
+shift 2
 n=0
 for f in "$T"/rra-a/*.rrd; do
-    b="$T/rra-b/$(basename "$f")"
-    head -c 21 "$b" | grep -q "ringlet placeholder" || fail "$b is not a placeholder"
+    head -c 21 "$T/rra-$w/$(basename "$f")" | grep -q "ringlet placeholder" \
+        || fail "$w: $(basename "$f") is not a placeholder"
     rrdtool dump "$f" >"$T/a.xml"
-    RINGLET_STORE="$T/store" "$RINGLET" dump "$(basename "$f")" >"$T/b.xml" \
-        || fail "ringlet dump $(basename "$f")"
     grep -q "<v>[0-9]" "$T/a.xml" || fail "$(basename "$f") holds no value"
-    cmp -s "$T/a.xml" "$T/b.xml" || { diff "$T/a.xml" "$T/b.xml" | head -20 >&2; fail "$(basename "$f") differs"; }
-    n=$((n + 1))
-done
-[ "$n" -ge 4 ] || fail "only $n RRDs"
-}
-# C (no daemon): every RRD of A is C's series, named by the path Cacti gave, and C's files
-# are placeholders (Cacti's file_exists found them: one create each, the values kept).
-compare_alone() {
-n=0
-for f in "$T"/rra-a/*.rrd; do
-    c="$T/rra-c/$(basename "$f")"
-    head -c 21 "$c" | grep -q "ringlet placeholder" || fail "$c is not a placeholder"
-    rrdtool dump "$f" >"$T/a.xml"
     got=
-    for name in "/usr/share/cacti/site/rra/$(basename "$f")" "/var/lib/cacti/rra/$(basename "$f")"; do
-        "$RINGLET" --store "$T/store-c" dump "$name" >"$T/c.xml" 2>/dev/null && got=1 && break
+    for name in "$@"; do
+        RINGLET_STORE="$store" "$RINGLET" dump "$name$(basename "$f")" >"$T/$w.xml" 2>/dev/null \
+            && got=1 && break
     done
-    [ -n "$got" ] || fail "C holds no series for $(basename "$f")"
-    cmp -s "$T/a.xml" "$T/c.xml" || { diff "$T/a.xml" "$T/c.xml" | head -20 >&2; fail "C: $(basename "$f") differs"; }
+    [ -n "$got" ] || fail "$w holds no series for $(basename "$f")"
+    cmp -s "$T/a.xml" "$T/$w.xml" || { diff "$T/a.xml" "$T/$w.xml" | head -20 >&2; fail "$w: $(basename "$f") differs"; }
     n=$((n + 1))
 done
-[ "$n" -ge 4 ] || fail "only $n RRDs in C"
+[ "$n" -ge 4 ] || fail "only $n RRDs in $w"
 }
+compare_rrds() { compare_in b "$T/store" ""; }
+compare_alone() { compare_in c "$T/store-c" /usr/share/cacti/site/rra/ /var/lib/cacti/rra/; }
 # Cacti's own graph function, through each Cacti's rrdtool.
 cat >"$T/graph.php" <<'EOC'
 <?php
