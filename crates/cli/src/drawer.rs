@@ -44,11 +44,15 @@ pub const MAX_SIDE: u64 = 10_000;
 /// Largest graph area (width x height): 16 million pixels (a 4000 x 4000 graph).
 pub const MAX_PIXELS: u64 = 16_000_000;
 
-/// Largest image (or graphv output) returned.
-pub const MAX_IMAGE: usize = 256 << 20;
+/// Largest image (or graphv output) returned: 64 MiB (a 4000 x 4000 PNG of noise is 48 MiB;
+/// a graph's SVG of 10,000 points a line for 50 lines about 10 MiB).
+pub const MAX_IMAGE: usize = 64 << 20;
 
-/// Largest frame either side accepts.
-const MAX_FRAME: usize = MAX_IMAGE + (1 << 20);
+/// Largest frame either side accepts: an image, or a DEF's rows.
+const MAX_FRAME: usize = {
+    let rows = crate::graph::MAX_VALUES as usize * 8;
+    (if rows > MAX_IMAGE { rows } else { MAX_IMAGE }) + (1 << 20)
+};
 
 /// The environment variables that change a drawing, passed to the child for each draw.
 pub use crate::graph::ENV_KEYS;
@@ -110,6 +114,41 @@ impl Payload<'_> {
         }
         (0..n).map(|_| self.string()).collect()
     }
+}
+
+/// A fetch's rows as they travel: start, end, step, the data sources' names, the values.
+pub fn encode_rows(r: &Rows) -> Vec<u8> {
+    let mut out = Vec::with_capacity(32 + r.values.len() * 8);
+    out.extend_from_slice(&(r.start as u64).to_le_bytes());
+    out.extend_from_slice(&(r.end as u64).to_le_bytes());
+    out.extend_from_slice(&r.step.to_le_bytes());
+    put_strs(&mut out, &r.ds_names);
+    put_u32(&mut out, r.values.len() as u32);
+    for v in &r.values {
+        out.extend_from_slice(&v.to_bits().to_le_bytes());
+    }
+    out
+}
+
+/// [`encode_rows`] read back.
+pub fn decode_rows(body: &[u8]) -> Result<Rows, String> {
+    let mut p = Payload(body);
+    let (start, end, step) = (p.i64()?, p.i64()?, p.u64()?);
+    let ds_names = p.strings()?;
+    let n = p.u32()? as usize;
+    if n > p.0.len() / 8 {
+        return Err("a frame's count is past its end".into());
+    }
+    let values = (0..n)
+        .map(|_| p.u64().map(f64::from_bits))
+        .collect::<Result<Vec<f64>, String>>()?;
+    Ok(Rows {
+        start,
+        end,
+        step,
+        ds_names,
+        values,
+    })
 }
 
 fn write_frame(w: &mut impl Write, tag: u8, payload: &[u8]) -> std::io::Result<()> {
@@ -223,14 +262,7 @@ impl Drawer {
                     let mut out = Vec::new();
                     let tag = match fetch(&name, &cf, start, end, step) {
                         Ok(r) => {
-                            out.extend_from_slice(&(r.start as u64).to_le_bytes());
-                            out.extend_from_slice(&(r.end as u64).to_le_bytes());
-                            out.extend_from_slice(&r.step.to_le_bytes());
-                            put_strs(&mut out, &r.ds_names);
-                            put_u32(&mut out, r.values.len() as u32);
-                            for v in &r.values {
-                                out.extend_from_slice(&v.to_bits().to_le_bytes());
-                            }
+                            out = encode_rows(&r);
                             b'R'
                         }
                         Err(e) => {
@@ -265,59 +297,47 @@ impl Drop for Drawer {
     }
 }
 
-/// Why `args` (of `graph`/`graphv`, after the output) may not be drawn, if they may not: a
-/// NUL byte, a width or height past [`MAX_SIDE`] or an area past [`MAX_PIXELS`], a DEF key
-/// that names a file or an address (`rrd=`, `daemon=`), `--daemon`.
+/// Why `args` (of `graph`/`graphv`, without the output) may not be drawn, if they may not:
+/// a NUL byte, a width or height past [`MAX_SIDE`] or an area (zoom included) past
+/// [`MAX_PIXELS`], a DEF key that names a file or an address (`rrd=`, `daemon=`),
+/// `--daemon`.
 pub fn refused(args: &[String]) -> Option<String> {
     if args.iter().any(|a| a.contains('\0')) {
         return Some("an argument holds a NUL byte".into());
     }
-    let (mut w, mut h) = (400u64, 100u64);
-    let mut it = args.iter().peekable();
-    while let Some(a) = it.next() {
-        let num = |v: Option<&String>| v.and_then(|s| s.trim().parse::<u64>().ok());
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (a.as_str(), None),
+    let opts = crate::graph::options(args);
+    if opts.has("d") {
+        return Some("--daemon: a graph is drawn from the store".into());
+    }
+    let num = |k: &str, default: f64| {
+        opts.value(k)
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite())
+            .unwrap_or(default)
+    };
+    let (w, h, zoom) = (num("w", 400.0), num("h", 100.0), num("m", 1.0));
+    for &i in &opts.operands {
+        let Some(body) = args[i].strip_prefix("DEF:") else {
+            continue;
         };
-        let value = |it: &mut std::iter::Peekable<std::slice::Iter<String>>| {
-            inline.clone().or_else(|| it.next().cloned())
-        };
-        match flag {
-            "-w" | "--width" => w = num(value(&mut it).as_ref()).unwrap_or(w),
-            "-h" | "--height" => h = num(value(&mut it).as_ref()).unwrap_or(h),
-            "-d" | "--daemon" => return Some("--daemon: a graph is drawn from the store".into()),
-            f if f.starts_with("-w") && f.len() > 2 => {
-                w = f[2..].parse().unwrap_or(w);
-            }
-            f if f.starts_with("-h")
-                && f.len() > 2
-                && f[2..].bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                h = f[2..].parse().unwrap_or(h);
-            }
-            _ => {}
-        }
-        if let Some(body) = a.strip_prefix("DEF:") {
-            for key in body.split(':').skip(1) {
-                let k = key.split('=').next().unwrap_or("");
-                if matches!(k, "rrd" | "daemon") && key.contains('=') {
-                    return Some(format!(
-                        "DEF: the key '{k}=' names a file or an address: a DEF names a series"
-                    ));
-                }
+        for key in body.split(':').skip(1) {
+            let k = key.split('=').next().unwrap_or("");
+            if matches!(k, "rrd" | "daemon") && key.contains('=') {
+                return Some(format!(
+                    "DEF: the key '{k}=' names a file or an address: a DEF names a series"
+                ));
             }
         }
     }
-    if w > MAX_SIDE || h > MAX_SIDE {
+    if w > MAX_SIDE as f64 || h > MAX_SIDE as f64 {
         return Some(format!(
             "a graph of {w} x {h}: at most {MAX_SIDE} on a side"
         ));
     }
-    if w * h > MAX_PIXELS {
+    let area = w.abs() * h.abs() * zoom * zoom;
+    if area > MAX_PIXELS as f64 {
         return Some(format!(
-            "a graph of {w} x {h} ({} pixels): at most {MAX_PIXELS}",
-            w * h
+            "a graph of {w} x {h} at zoom {zoom} ({area} pixels): at most {MAX_PIXELS}"
         ));
     }
     None
@@ -396,8 +416,13 @@ pub fn worker_main() -> i32 {
                 }
             }
         }
-        // SAFETY: tzset reads TZ again.
-        unsafe { tzset() };
+        // SAFETY: tzset reads TZ again; setlocale from the environment, as rrdtool's main
+        // does before it draws. A draw's CPU time is bounded from here (SIGXCPU past it).
+        unsafe {
+            tzset();
+            libc::setlocale(libc::LC_ALL, c"".as_ptr());
+            bound_cpu();
+        }
         let (i2, o2) = (input.clone(), out.clone());
         let fetch: Box<Fetcher> = Box::new(move |name, cf, start, end, step| {
             let mut req = Vec::new();
@@ -415,25 +440,9 @@ pub fn worker_main() -> i32 {
             .map_err(gone)?;
             let (tag, body) =
                 read_frame(&mut *i2.lock().unwrap_or_else(|p| p.into_inner())).map_err(gone)?;
-            let mut p = Payload(&body);
             match tag {
-                b'R' => {
-                    let (start, end, step) = (p.i64()?, p.i64()?, p.u64()?);
-                    let ds_names = p.strings()?;
-                    let n = p.u32()? as usize;
-                    let mut values = Vec::with_capacity(n.min(body.len() / 8));
-                    for _ in 0..n {
-                        values.push(f64::from_bits(p.u64()?));
-                    }
-                    Ok(Rows {
-                        start,
-                        end,
-                        step,
-                        ds_names,
-                        values,
-                    })
-                }
-                _ => Err(p.string().unwrap_or_else(|e| e)),
+                b'R' => decode_rows(&body),
+                _ => Err(Payload(&body).string().unwrap_or_else(|e| e)),
             }
         });
         let drawn = if kind == "graphv" {
@@ -479,6 +488,21 @@ pub fn worker_main() -> i32 {
 
 extern "C" {
     fn tzset();
+}
+
+/// Let this draw use [`DRAW_TIME`] more seconds of CPU than the process has used (the
+/// soft limit; SIGXCPU ends the process past it).
+fn bound_cpu() {
+    // SAFETY: getrusage/getrlimit/setrlimit with valid structs.
+    unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        let used = (u.ru_utime.tv_sec + u.ru_stime.tv_sec) as u64;
+        let mut l: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_CPU, &mut l);
+        l.rlim_cur = (used + DRAW_TIME.as_secs() + 1).min(l.rlim_max);
+        libc::setrlimit(libc::RLIMIT_CPU, &l);
+    }
 }
 
 /// What was written to the memory file since the last draw, and the file emptied.

@@ -1,54 +1,65 @@
-//! `graph` and `graphv`: drawn by the installed rrdtool's own renderer, on `.rrd` files the
-//! store writes for the one command.
+//! `graph` and `graphv`: drawn by rrdtool's own renderer (librrd 1.7.2, [`crate::librrd`]) in
+//! a drawing process of its own ([`crate::drawer`]), fed straight from the store: no `.rrd`
+//! bytes are written anywhere to draw a graph.
 //!
-//! Each `DEF:vname=FILE:...` names a series; its bytes (`rrd::rrdfile::write`, the file
-//! `ringlet export` writes, which rrdtool reads as its own) are written to a private
-//! directory (mode 0700, removed afterwards), the DEF is pointed at that copy, and rrdtool
-//! draws on the arguments, its output (PNG, SVG, PDF, the `WxH` line, PRINT and GPRINT
-//! lines) passed through byte for byte. The image and PRINT lines are therefore rrdtool
-//! 1.7.2's for a file that holds what the store holds: the same bytes a graph of the plain
-//! file gives (through rrdcached's FETCH, rrdtool picks its archive without the graph's
-//! step and may draw from another one). The copies' paths are put back to the names given
-//! in whatever rrdtool prints; a DEF whose series is not there names a path that is not
-//! there either, so that rrdtool says so itself, in its order.
+//! The arguments are read as rrdtool reads them ([`options`]: its option table; the output
+//! file is the first argument that is not an option). The drawing process gets them with
+//! the output turned into `-` (the image comes back in memory) and every DEF's file into
+//! `cb//FILE`, which librrd fetches through its fetch callback: the parent answers each
+//! fetch (series, CF, window, step) with the rows the store holds, the archive chosen as
+//! `rrd_fetch` chooses it on the file ([`rrd::fetch::fetch`]), so that the image, PRINT and
+//! GPRINT lines and `graphv`'s keys are rrdtool's for a file that holds what the store holds.
+//! What rrdtool prints for a file (the `WxH` line and PRINT's lines for `graph`; `graphv`'s
+//! keys without the image's) is made from what librrd gave for `-`, and the image is written
+//! to the file by the process the user runs ([`Drawn::save`]): alone, `ringlet graph` or
+//! pipe mode; beside a daemon, the client, with the image the daemon drew.
 //!
-//! Who draws ([`Renderer`]): one `rrdtool -` for a command or a whole pipe-mode session
+//! Who draws ([`Renderer`]): one drawing process for a command or a whole pipe-mode session
 //! (cairo numbers the surfaces of a process, and an SVG names its own after them, so a
 //! session's graphs are drawn by one process, in order, as rrdtool's own pipe mode does).
 //! Alone, it is started before the store is read. Beside a daemon the graph is drawn in the
-//! daemon ([`DRAW`], [`Spare`]): an `rrdtool -` it started ahead for the connection, with
-//! the client's time zone and locale, reads copies it writes from its store; the image, what
-//! rrdtool printed and an output file's bytes come back in hex, and the file is written by
-//! the client. Without rrdtool on PATH the command says so.
+//! daemon ([`DRAW`], [`Spare`]): one drawing process for each client connection, the first
+//! taken from one started ahead, with the client's time zone and locale; the rows come from
+//! the daemon's store and count against its read budget. Where the daemon has
+//! [`MAX_DRAWERS`] connections drawing already, the client draws itself, its rows asked of
+//! the daemon ([`FETCH_ROWS`]).
 //!
-//! Hand-written (no crate): the argument quoting of rrdtool's pipe mode and the end of a
-//! graph's answer (a `last` of a file that cannot exist, whose error ends it: an image may
-//! hold any bytes) are rrdtool's own conventions.
+//! Hand-written (no crate): rrdtool's option table (which options take a value decides which
+//! argument is the output), the `--imginfo` line's file name, the `graphv` image key: they
+//! are rrdtool 1.7.2's own conventions, checked against it by the tests.
 
+use crate::drawer::{Drawer, FetchFn};
+use crate::librrd::Rows;
 use crate::Outcome;
-use std::io::{Read, Write};
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-/// The microseconds of the clock, to tell names apart.
-fn micros() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_micros())
-}
-
-/// What a graph printed: its standard output's bytes (an image may be among them) and its
-/// error.
+/// What a graph printed (what rrdtool prints on its standard output: the image for `-`, the
+/// `WxH` and PRINT lines or `graphv`'s keys for a file), the file to write and its bytes,
+/// and the graph's error.
+#[derive(Default)]
 pub struct Drawn {
     pub stdout: Vec<u8>,
+    pub file: Option<(String, Vec<u8>)>,
+    /// The image format (`png`, `svg`, ...), for the message when the file cannot be written.
+    pub format: String,
     pub error: Option<String>,
 }
 
 impl Drawn {
     fn err(e: impl Into<String>) -> Drawn {
         Drawn {
-            stdout: Vec::new(),
             error: Some(e.into()),
+            ..Drawn::default()
+        }
+    }
+
+    /// Write the output file (where the user is), as rrdtool writes it: its error is the
+    /// graph's, after what the graph printed.
+    pub fn save(&mut self) {
+        if let Some((path, bytes)) = self.file.take() {
+            if std::fs::write(&path, &bytes).is_err() {
+                self.error
+                    .get_or_insert_with(|| format!("Could not save {} to '{path}'", self.format));
+            }
         }
     }
 }
@@ -112,93 +123,184 @@ fn def_file(arg: &str) -> Option<(usize, usize, String)> {
     Some((start, i, name))
 }
 
-/// A DEF without its `:daemon=ADDR` option (the copies are read as files).
-fn without_daemon(arg: &str) -> String {
-    let mut out = String::with_capacity(arg.len());
-    let mut rest = arg;
-    while let Some(at) = rest.find(":daemon=") {
-        out.push_str(&rest[..at]);
-        // The address may hold colons (`unix:/path`): it ends at the next option.
-        let after = &rest[at + 1..];
-        let end = [":step=", ":start=", ":end=", ":reduce=", ":daemon="]
-            .iter()
-            .filter_map(|o| after.find(o))
-            .min()
-            .unwrap_or(after.len());
-        rest = &after[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A private directory for the copies, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> std::io::Result<Scratch> {
-        use std::os::unix::fs::DirBuilderExt;
-        let base = std::env::temp_dir();
-        for n in 0..100u32 {
-            let p = base.join(format!(
-                "ringlet-graph-{}-{}-{n}",
-                std::process::id(),
-                micros()
-            ));
-            match std::fs::DirBuilder::new().mode(0o700).create(&p) {
-                Ok(()) => return Ok(Scratch(p)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(std::io::Error::other(
-            "no private directory for the graph's files",
-        ))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The files the DEFs of `args` name, each once, in order.
 pub fn files(args: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for (_, _, name) in args.iter().filter_map(|a| def_file(a)) {
-        if !out.contains(&name) {
-            out.push(name);
+    let opts = options(args);
+    for i in &opts.operands {
+        if let Some((_, _, name)) = def_file(&args[*i]) {
+            if !out.contains(&name) {
+                out.push(name);
+            }
         }
     }
     out
 }
 
-/// The bytes of a file from the answer of `export-file` (hex), or its error.
-pub fn from_hex(out: Outcome) -> Result<Vec<u8>, String> {
-    if let Some(e) = out.error {
-        return Err(e);
-    }
-    let mut bytes = Vec::new();
-    crate::unhex(out.stdout.trim_end(), &mut bytes)?;
-    Ok(bytes)
+/// rrdtool graph's short options that take a value (librrd 1.7.2: the others are flags).
+const SHORT_VALUE: &str = "abcdefhlmnstuvwxyBGLRSTWX";
+
+/// Its long options that take a value, with their short letter where they have one.
+const LONG_VALUE: &[(&str, char)] = &[
+    ("base", 'b'),
+    ("border", ' '),
+    ("color", 'c'),
+    ("daemon", 'd'),
+    ("end", 'e'),
+    ("font", 'n'),
+    ("font-render-mode", 'R'),
+    ("font-smoothing-threshold", 'B'),
+    ("graph-render-mode", 'G'),
+    ("graph-type", ' '),
+    ("grid-dash", ' '),
+    ("height", 'h'),
+    ("imgformat", 'a'),
+    ("imginfo", 'f'),
+    ("left-axis-format", ' '),
+    ("left-axis-formatter", ' '),
+    ("legend-direction", ' '),
+    ("legend-position", ' '),
+    ("lower-limit", 'l'),
+    ("right-axis", ' '),
+    ("right-axis-format", ' '),
+    ("right-axis-formatter", ' '),
+    ("right-axis-label", ' '),
+    ("start", 's'),
+    ("step", 'S'),
+    ("tabwidth", 'T'),
+    ("title", 't'),
+    ("units", ' '),
+    ("units-exponent", 'X'),
+    ("units-length", 'L'),
+    ("upper-limit", 'u'),
+    ("vertical-label", 'v'),
+    ("watermark", 'W'),
+    ("week-fmt", ' '),
+    ("width", 'w'),
+    ("x-grid", 'x'),
+    ("y-grid", 'y'),
+    ("zoom", 'm'),
+];
+
+/// A graph's arguments as rrdtool reads them: its options and their values, and the
+/// arguments that are not options (the output file first, then the graph's elements).
+#[derive(Debug, Default, PartialEq)]
+pub struct Options {
+    /// Each option: its short letter or long name (a long one with a letter as the letter),
+    /// and its value.
+    pub given: Vec<(String, Option<String>)>,
+    /// The indices of the arguments that are not options, in order.
+    pub operands: Vec<usize>,
 }
 
-/// Where graphs are drawn: one `rrdtool -` for a command or a whole pipe-mode session. In a
-/// session every graph goes to the same rrdtool process, in order, as it would in `rrdtool
-/// -` itself: cairo numbers the surfaces a process makes, and an SVG names its own after
-/// that number (`<g id="surface9">`), so only one process for the session's graphs gives the
-/// same bytes as rrdtool's pipe mode.
+impl Options {
+    /// The last value of option `key` (a letter or a long name).
+    pub fn value(&self, key: &str) -> Option<&str> {
+        self.given
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.as_deref())
+    }
+
+    /// Whether flag `key` is given.
+    pub fn has(&self, key: &str) -> bool {
+        self.given.iter().any(|(k, _)| k == key)
+    }
+
+    /// The output file's index: the first argument that is not an option.
+    pub fn output(&self) -> Option<usize> {
+        self.operands.first().copied()
+    }
+}
+
+/// Read `args` (after `graph`) as librrd's option parser does: options anywhere (their
+/// values in the same argument or the next), `--` ends them, `-` alone is not one. An
+/// option librrd does not know is read as a flag (librrd then says it is invalid).
+pub fn options(args: &[String]) -> Options {
+    let mut o = Options::default();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "--" {
+            o.operands.extend(i + 1..args.len());
+            break;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (long, None),
+            };
+            let key = |c: char| {
+                if c == ' ' {
+                    name.to_string()
+                } else {
+                    c.to_string()
+                }
+            };
+            match LONG_VALUE.iter().find(|(n, _)| *n == name) {
+                Some((_, c)) => {
+                    let v = inline.or_else(|| {
+                        i += 1;
+                        args.get(i).cloned()
+                    });
+                    o.given.push((key(*c), v));
+                }
+                None => o.given.push((name.to_string(), inline)),
+            }
+        } else if a.len() > 1 && a.starts_with('-') {
+            for (j, c) in a.char_indices().skip(1) {
+                if SHORT_VALUE.contains(c) {
+                    let rest = &a[j + c.len_utf8()..];
+                    let v = if rest.is_empty() {
+                        i += 1;
+                        args.get(i).cloned()
+                    } else {
+                        Some(rest.to_string())
+                    };
+                    o.given.push((c.to_string(), v));
+                    break;
+                }
+                o.given.push((c.to_string(), None));
+            }
+        } else {
+            o.operands.push(i);
+        }
+        i += 1;
+    }
+    o
+}
+
+/// The `--imginfo` line of a graph drawn to `-` with the output file's name in place of the
+/// one librrd gives a graph drawn in memory (`memory`): librrd prints the format (`%s`,
+/// `%lu`, `%lu`, and `%%` for a percent sign, nothing else: it refuses any other) with the
+/// file's name after its last `/`.
+fn imginfo_line(line: &str, format: &str, output: &str) -> String {
+    let Some(at) = format.find("%s") else {
+        return line.to_string();
+    };
+    let before = format[..at].replace("%%", "%");
+    let base = output.rsplit('/').next().unwrap_or(output);
+    match line
+        .strip_prefix(&before)
+        .and_then(|r| r.strip_prefix("memory"))
+    {
+        Some(rest) => format!("{before}{base}{rest}"),
+        None => line.to_string(),
+    }
+}
+
+/// Where graphs are drawn: one drawing process for a command or a whole pipe-mode session
+/// (in a session every graph goes to the same process, in order, as it would in `rrdtool -`
+/// itself: cairo numbers the surfaces a process makes, and an SVG names its own after that
+/// number, `<g id="surface9">`).
 pub struct Renderer {
-    /// Drawing for one command (`ringlet graph ...`), not a pipe-mode session.
-    command: bool,
-    scratch: Option<Scratch>,
-    child: Option<Session>,
-    /// Graphs drawn: their copies' names and end marks.
-    drawn: u64,
-    /// The environment rrdtool draws in (the client's, in the daemon); None: this process's.
+    drawer: Option<Drawer>,
+    /// The environment the graph is drawn in (the client's, in the daemon); None: this
+    /// process's.
     env: Option<Env>,
     /// A pipe-mode session beside a daemon: whether its graphs are drawn there (decided by
-    /// its first graph, so that they are all drawn by one rrdtool).
+    /// its first graph, so that they are all drawn by one process).
     remote: Option<bool>,
     /// In the daemon: its place among the [`MAX_DRAWERS`].
     _ticket: Option<Ticket>,
@@ -257,312 +359,223 @@ impl Env {
     }
 }
 
-/// The `rrdtool -` of a session.
-struct Session {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: ChildStdout,
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        // `quit` ends it by itself (its exit, with its font threads, takes milliseconds
-        // that a one-shot graph need not wait for); one that does not read it is killed.
-        if self
-            .stdin
-            .write_all(b"quit\n")
-            .and_then(|_| self.stdin.flush())
-            .is_err()
-        {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// An argument for a pipe-mode line that rrdtool reads back as it is: single-quoted
-/// stretches, a single quote itself in double quotes (rrdtool joins adjacent quoted parts).
-fn quoted(arg: &str) -> String {
-    let mut s = String::with_capacity(arg.len() + 2);
-    for (i, part) in arg.split('\'').enumerate() {
-        if i > 0 {
-            s.push_str("\"'\"");
-        }
-        if !part.is_empty() {
-            s.push('\'');
-            s.push_str(part);
-            s.push('\'');
-        }
-    }
-    if s.is_empty() {
-        s.push_str("''");
-    }
-    s
-}
-
-/// The place of the last `needle` in `hay`.
-fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).rposition(|w| w == needle)
-}
-
-/// A reply of rrdtool's pipe mode split into the command's output and its error: the
-/// status line (`OK u:..` or `ERROR: ..`) is the last line, and may follow an image's last
-/// byte on its line.
-fn split_reply(reply: &[u8]) -> (Vec<u8>, Option<String>) {
-    let body = reply.strip_suffix(b"\n").unwrap_or(reply);
-    let last_line = |at: usize| !body[at..].contains(&b'\n');
-    let ok = rfind(body, b"OK u:").filter(|&p| last_line(p));
-    let err = rfind(body, b"ERROR: ").filter(|&p| last_line(p));
-    match (ok, err) {
-        (Some(o), e) if e.is_none_or(|e| o > e) => (body[..o].to_vec(), None),
-        (_, Some(e)) => (
-            body[..e].to_vec(),
-            Some(String::from_utf8_lossy(&body[e + 7..]).into_owned()),
-        ),
-        _ => (
-            reply.to_vec(),
-            Some("rrdtool's answer to the graph has no status line".into()),
-        ),
-    }
-}
-
 impl Renderer {
-    /// For a pipe-mode session: one `rrdtool -` for all its graphs, started by the first.
+    /// For a pipe-mode session: one drawing process for all its graphs, started by the
+    /// first.
     pub fn session() -> Renderer {
         Renderer {
-            command: false,
-            scratch: None,
-            child: None,
-            drawn: 0,
+            drawer: None,
             env: None,
             remote: None,
             _ticket: None,
         }
     }
 
-    /// For one command, drawn by an `rrdtool -` started at once ([`Renderer::start`]).
+    /// For one command.
     pub fn command() -> Renderer {
-        Renderer {
-            command: true,
-            ..Renderer::session()
-        }
+        Renderer::session()
     }
 
-    /// The private directory of this renderer's files, made at its first use.
-    fn scratch_dir(&mut self) -> Result<PathBuf, String> {
-        if self.scratch.is_none() {
-            self.scratch = Some(Scratch::new().map_err(|e| format!("graph: {e}"))?);
-        }
-        Ok(self
-            .scratch
-            .as_ref()
-            .map(|s| s.0.clone())
-            .unwrap_or_default())
-    }
-
-    /// Start the session's rrdtool now, so that its start (a fifth of a graph's time: its
+    /// Start the drawing process now, so that its start (loading librrd and its fonts'
     /// libraries) overlaps the store's opening; a failure is reported by the first draw.
     pub fn start(&mut self) {
-        if self.child.is_none() {
-            self.child = spawn_session(self.env.as_ref()).ok();
+        if self.drawer.is_none() {
+            self.drawer = Drawer::start().ok();
         }
     }
 
-    /// Draw `rrdtool <cmd> args` (`cmd`: graph or graphv); `export` gives the bytes of a
-    /// series' `.rrd` file, or rrdtool's error for it, where the store is.
-    pub fn draw(
-        &mut self,
-        cmd: &str,
-        args: &[String],
-        export: &mut dyn FnMut(&str) -> Result<Vec<u8>, String>,
-    ) -> Drawn {
-        let dir = match self.scratch_dir() {
-            Ok(d) => d,
-            Err(e) => return Drawn::err(e),
-        };
-        self.drawn += 1;
-        // Each file once, however many DEFs name it. A series that is not there is named
-        // by a path that is not there either: rrdtool says so itself, in its order.
-        let mut copies: Vec<(String, PathBuf)> = Vec::new();
-        let mut argv = Vec::with_capacity(args.len());
-        for a in args {
-            let Some((start, end, name)) = def_file(a) else {
-                argv.push(a.clone());
+    /// Draw `cmd` (graph or graphv) with `args` (rrdtool's, the output file among them),
+    /// each DEF's rows from `fetch`. The output file is not written: see [`Drawn::save`].
+    pub fn draw(&mut self, cmd: &str, args: &[String], fetch: &mut FetchFn<'_>) -> Drawn {
+        if args.is_empty() {
+            // rrdtool prints the command's usage.
+            return Drawn {
+                stdout: crate::usage_text_of(cmd).into_bytes(),
+                ..Drawn::default()
+            };
+        }
+        let opts = options(args);
+        let format = opts.value("a").unwrap_or("PNG").to_ascii_lowercase();
+        let out_at = opts.output();
+        let output = out_at.map(|i| args[i].clone());
+        // The output becomes `-`, every DEF's file the callback's.
+        let mut wire = Vec::with_capacity(args.len());
+        let mut rest = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            if Some(i) == out_at {
+                wire.push("-".to_string());
                 continue;
-            };
-            let copy = match copies.iter().find(|(n, _)| *n == name) {
-                Some((_, p)) => p.clone(),
-                None => {
-                    let p = dir.join(format!("{}.rrd", copies.len()));
-                    match export(&name) {
-                        Ok(bytes) => {
-                            if let Err(e) = std::fs::write(&p, &bytes) {
-                                return Drawn::err(format!("graph: {}: {e}", p.display()));
-                            }
-                        }
-                        Err(e) if e.ends_with("No such file or directory") => {
-                            let _ = std::fs::remove_file(&p);
-                        }
-                        Err(e) => return Drawn::err(e),
-                    }
-                    copies.push((name.clone(), p.clone()));
-                    p
-                }
-            };
-            let path = copy.to_string_lossy().replace(':', "\\:");
-            argv.push(without_daemon(&format!(
-                "{}{path}{}",
-                &a[..start],
-                &a[end..]
-            )));
-        }
-        // `rrdtool graph` alone prints graph's usage; its pipe mode, the general one.
-        let (stdout, error) = if !(self.command && args.is_empty()) {
-            self.in_session(cmd, &argv, &dir)
-        } else {
-            one_shot(cmd, &argv)
-        };
-        let back = |bytes: &[u8]| -> Vec<u8> {
-            let mut v = bytes.to_vec();
-            for (name, p) in &copies {
-                v = replace(&v, p.to_string_lossy().as_bytes(), name.as_bytes());
             }
-            v
-        };
-        Drawn {
-            stdout: back(&stdout),
-            error: error.map(|e| String::from_utf8_lossy(&back(e.as_bytes())).into_owned()),
+            let a = if opts.operands.contains(&i) {
+                to_callback(a)
+            } else {
+                a.clone()
+            };
+            rest.push(a.clone());
+            wire.push(a);
         }
+        let env = self.env.clone().unwrap_or_else(Env::here);
+        if let Some(why) =
+            crate::drawer::refused(&rest).or_else(|| crate::drawer::env_refused(env.pairs()))
+        {
+            return Drawn::err(why);
+        }
+        let names = files(args);
+        // librrd names a series by its callback name (`cb//x.rrd`): the user's name back.
+        let back = |s: String| {
+            names
+                .iter()
+                .fold(s, |s, n| s.replace(&format!("cb//{n}"), n))
+        };
+        let o = match self.run(cmd, &wire, &env, fetch) {
+            Ok(o) => o,
+            Err(e) => {
+                return Drawn {
+                    format,
+                    ..Drawn::err(back(e))
+                }
+            }
+        };
+        let mut d = Drawn {
+            format,
+            ..Drawn::default()
+        };
+        match output.as_deref() {
+            // librrd said why itself (no output: `missing filename`); `-`: as it printed.
+            None | Some("-") => d.stdout = o.stdout,
+            Some(path) if cmd == "graphv" => {
+                let (keys, image) = split_image_key(&o.stdout);
+                if !image.is_empty() {
+                    d.file = Some((path.to_string(), image.to_vec()));
+                }
+                d.stdout = keys;
+            }
+            Some(path) => {
+                // rrdtool's `WxH` line (not with `--imginfo`) and PRINT's lines (a non-empty
+                // `--imginfo`'s first, with the file's name); nothing when librrd drew
+                // nothing and said nothing.
+                if o.xsize >= 0 {
+                    let mut text = String::new();
+                    if !opts.has("f") {
+                        text = format!("{}x{}\n", o.xsize, o.ysize);
+                    }
+                    for (k, l) in o.lines.iter().enumerate() {
+                        match opts.value("f").filter(|f| k == 0 && !f.is_empty()) {
+                            Some(f) => text.push_str(&imginfo_line(l, f, path)),
+                            None => text.push_str(l),
+                        }
+                        text.push('\n');
+                    }
+                    d.stdout = text.into_bytes();
+                }
+                if !o.stdout.is_empty() {
+                    d.file = Some((path.to_string(), o.stdout));
+                }
+            }
+        }
+        d
     }
 
-    /// The graph sent to the session's rrdtool, then a line whose answer cannot be part of
-    /// an image (an error naming a file that cannot exist): all before that answer is the
-    /// graph's.
-    fn in_session(
+    /// The drawing process's answer to `wire`, started first if there is none; a process
+    /// that died or took too long is dropped (the next graph starts another).
+    fn run(
         &mut self,
         cmd: &str,
-        argv: &[String],
-        dir: &std::path::Path,
-    ) -> (Vec<u8>, Option<String>) {
-        if argv.iter().any(|a| a.contains(['\n', '\r'])) {
-            return one_shot(cmd, argv);
+        wire: &[String],
+        env: &Env,
+        fetch: &mut FetchFn<'_>,
+    ) -> Result<crate::drawer::Output, String> {
+        if self.drawer.is_none() {
+            self.drawer = Some(Drawer::start()?);
         }
-        if self.child.is_none() {
-            match spawn_session(self.env.as_ref()) {
-                Ok(s) => self.child = Some(s),
-                Err(e) => return (Vec::new(), Some(e)),
+        let Some(drawer) = self.drawer.as_mut() else {
+            return Err("no drawing process".into());
+        };
+        match drawer.draw(cmd, wire, env.pairs(), fetch) {
+            Ok(r) => r,
+            Err(e) => {
+                self.drawer = None;
+                Err(e)
             }
         }
-        let Some(s) = self.child.as_mut() else {
-            return (Vec::new(), Some("rrdtool is not running".into()));
-        };
-        let mark = dir.join(format!("end-{}-{}", self.drawn, micros()));
-        let mut line = String::from(cmd);
-        for a in argv {
-            line.push(' ');
-            line.push_str(&quoted(a));
-        }
-        line.push_str(&format!("\nlast {}\n", quoted(&mark.to_string_lossy())));
-        let end = format!(
-            "ERROR: opening '{}': No such file or directory\n",
-            mark.display()
-        );
-        let sent = s
-            .stdin
-            .write_all(line.as_bytes())
-            .and_then(|_| s.stdin.flush());
-        let mut reply = Vec::new();
-        let mut buf = [0u8; 65536];
-        let done = sent.is_ok()
-            && loop {
-                if reply.ends_with(end.as_bytes()) {
-                    break true;
-                }
-                match s.stdout.read(&mut buf) {
-                    Ok(0) | Err(_) => break false,
-                    Ok(n) => reply.extend_from_slice(&buf[..n]),
-                }
-            };
-        if !done {
-            // It ended (killed, or out of memory): the next graph starts another.
-            self.child = None;
-            return (
-                Vec::new(),
-                Some("rrdtool ended while drawing the graph".into()),
-            );
-        }
-        reply.truncate(reply.len() - end.len());
-        // `last` prints -1 before its error.
-        if let Some(r) = reply.strip_suffix(b"-1\n") {
-            reply.truncate(r.len());
-        }
-        split_reply(&reply)
     }
 }
 
-const NO_RRDTOOL: &str = "draws with rrdtool's own renderer, and rrdtool could not be run";
+/// Most values (rows x data sources) one DEF's fetch gives a graph: 64 MiB of rows. A graph
+/// of a year of a one-minute archive of four data sources reads 2.1 million.
+pub const MAX_VALUES: u64 = 8 << 20;
 
-fn spawn_session(env: Option<&Env>) -> Result<Session, String> {
-    let mut c = Command::new("rrdtool");
-    if let Some(env) = env {
-        for k in ENV_KEYS {
-            c.env_remove(k);
-        }
-        c.envs(env.0.iter().map(|(k, v)| (k, v)));
+/// The rows of series `rrd` that librrd's fetch of (`cf`, `start`, `end`, `step`) gets for
+/// a graph: what `rrd_fetch` gives on the file (its archive choice and alignment), refused
+/// past [`MAX_VALUES`] and where damaged rows were met (`name` names the series).
+pub fn rows(
+    rrd: &rrd::Rrd,
+    name: &str,
+    cf: &str,
+    start: i64,
+    end: i64,
+    step: u64,
+) -> Result<Rows, String> {
+    let cf_v = rrd::Cf::from_name(cf).ok_or_else(|| format!("unknown CF '{cf}'"))?;
+    let n = rrd::fetch::fetch_values(rrd, cf_v, start, end, step);
+    if n > MAX_VALUES {
+        return Err(format!(
+            "the graph would read {n} values of '{name}' in one DEF: at most {MAX_VALUES} \
+             (a shorter time range, or a coarser archive with step=)"
+        ));
     }
-    let mut child = c
-        .arg("-")
-        .env_remove("RRDCACHED_ADDRESS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| {
-            format!("graph {NO_RRDTOOL} ({e}): install rrdtool (Debian: apt install rrdtool)")
-        })?;
-    match (child.stdin.take(), child.stdout.take()) {
-        (Some(stdin), Some(stdout)) => Ok(Session {
-            child,
-            stdin,
-            stdout,
-        }),
-        _ => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Err("rrdtool's pipes could not be opened".into())
-        }
+    let (r, damage) = rrd::rows::watch(|| rrd::fetch::fetch(rrd, cf_v, start, end, step, false));
+    if let Some(d) = damage {
+        return Err(d.message(name));
     }
+    r.map_err(|e| e.msg)
 }
 
-/// `rrdtool <cmd> argv` as its own process: its standard output and error.
-fn one_shot(cmd: &str, argv: &[String]) -> (Vec<u8>, Option<String>) {
-    let out = match Command::new("rrdtool")
-        .arg(cmd)
-        .args(argv)
-        .env_remove("RRDCACHED_ADDRESS")
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) => {
-            return (
-                Vec::new(),
-                Some(format!(
-                    "{cmd} {NO_RRDTOOL} ({e}): install rrdtool (Debian: apt install rrdtool)"
-                )),
-            )
-        }
+/// The command (run where the store is: here, or in the daemon through RUN) that gives a
+/// graph's rows for a DEF: `fetch-rows NAME CF START END STEP`, answered with the rows
+/// encoded as the drawing process takes them, in hex. A client beside a daemon that draws
+/// itself asks for its rows this way.
+pub const FETCH_ROWS: &str = "fetch-rows";
+
+/// The arguments of [`FETCH_ROWS`] for a fetch.
+pub fn fetch_rows_args(name: &str, cf: &str, start: i64, end: i64, step: u64) -> Vec<String> {
+    vec![
+        name.to_string(),
+        cf.to_string(),
+        start.to_string(),
+        end.to_string(),
+        step.to_string(),
+    ]
+}
+
+/// [`FETCH_ROWS`]'s arguments read: the name, the CF, start, end, step.
+pub fn parse_fetch_rows(args: &[String]) -> Option<(&str, &str, i64, i64, u64)> {
+    let [name, cf, start, end, step] = args else {
+        return None;
     };
-    let error = (!out.status.success()).then(|| {
-        let e = String::from_utf8_lossy(&out.stderr);
-        let e = e.trim_end_matches('\n');
-        e.strip_prefix("ERROR: ").unwrap_or(e).to_string()
-    });
-    (out.stdout, error)
+    Some((
+        name,
+        cf,
+        start.parse().ok()?,
+        end.parse().ok()?,
+        step.parse().ok()?,
+    ))
+}
+
+/// The rows from [`FETCH_ROWS`]'s answer.
+pub fn rows_from(out: Outcome) -> Result<Rows, String> {
+    if let Some(e) = out.error {
+        return Err(e);
+    }
+    let mut bytes = Vec::new();
+    crate::unhex(out.stdout.trim_end(), &mut bytes)?;
+    crate::drawer::decode_rows(&bytes)
 }
 
 /// Run `cmd` through `run` (a command's runner where the store is: the daemon, the pipe's
-/// store), or draw it with `renderer` when it is a graph, the files' bytes asked of `run` as
-/// `export-file`; the drawing's output goes to `image`, before the outcome's text.
+/// store), or draw it with `renderer` when it is a graph, each DEF's rows asked of `run`
+/// ([`FETCH_ROWS`]); the graph's output goes to `image`, before the outcome's text, and its
+/// output file is written here.
 pub fn run_or_draw(
     renderer: &mut Renderer,
     at_daemon: bool,
@@ -575,8 +588,9 @@ pub fn run_or_draw(
         return run(cmd, args);
     }
     if at_daemon && renderer.remote != Some(false) {
-        if let Some(d) = draw_at_daemon(cmd, args, run) {
+        if let Some(mut d) = draw_at_daemon(cmd, args, run) {
             renderer.remote = Some(true);
+            d.save();
             *image = d.stdout;
             return Outcome {
                 error: d.error,
@@ -585,9 +599,13 @@ pub fn run_or_draw(
         }
     }
     renderer.remote.get_or_insert(false);
-    let d = renderer.draw(cmd, args, &mut |name| {
-        from_hex(run(crate::EXPORT_FILE, &[name.to_string()]))
+    let mut d = renderer.draw(cmd, args, &mut |name, cf, start, end, step| {
+        rows_from(run(
+            FETCH_ROWS,
+            &fetch_rows_args(name, cf, start, end, step),
+        ))
     });
+    d.save();
     *image = d.stdout;
     Outcome {
         error: d.error,
@@ -595,37 +613,19 @@ pub fn run_or_draw(
     }
 }
 
-/// The daemon's command that draws a graph in the daemon (by an rrdtool it started ahead,
-/// one for each client connection: a pipe-mode session's graphs all by one process).
+/// The daemon's command that draws a graph in the daemon (by a drawing process of the
+/// connection's: a pipe-mode session's graphs all by one process).
 pub const DRAW: &str = "draw";
 
-/// A graph drawn by the daemon that `run` reaches, None where it cannot be (no output file
-/// first among the arguments, an output file this process cannot write, a daemon without
-/// `draw`): then it is drawn here. The image and what rrdtool printed come back in hex; an
-/// output file's bytes too, and it is written here, where its path means what it says.
+/// A graph drawn by the daemon that `run` reaches, None where the daemon draws for
+/// [`MAX_DRAWERS`] connections already (then it is drawn here). What the graph printed comes
+/// back in hex, then the output file's bytes when it has one, which the caller writes here,
+/// where its path means what it says.
 fn draw_at_daemon(
     cmd: &str,
     args: &[String],
     run: &mut dyn FnMut(&str, &[String]) -> Outcome,
 ) -> Option<Drawn> {
-    let out = args.first()?;
-    if out.is_empty() || (out.starts_with('-') && out != "-") {
-        return None;
-    }
-    if out != "-" {
-        // Where rrdtool could not save it, rrdtool here says how (and a failed graph leaves
-        // no file behind, as rrdtool's).
-        let existed = std::path::Path::new(out).exists();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(out)
-            .ok()?;
-        if !existed {
-            let _ = std::fs::remove_file(out);
-        }
-    }
     let mut a = vec![cmd.to_string()];
     a.extend(Env::here().to_args());
     a.extend(args.iter().cloned());
@@ -633,36 +633,44 @@ fn draw_at_daemon(
     if o.error.as_deref() == Some(BUSY) {
         return None;
     }
-    // What rrdtool printed, in hex, then the file's bytes when it made one.
+    let opts = options(args);
+    let mut d = Drawn {
+        format: opts.value("a").unwrap_or("PNG").to_ascii_lowercase(),
+        error: o.error,
+        ..Drawn::default()
+    };
     let mut lines = o.stdout.split('\n');
-    let mut stdout = Vec::new();
-    crate::unhex(lines.next()?, &mut stdout).ok()?;
-    if let Some(h) = lines.next().filter(|h| !h.is_empty()) {
+    if let Err(e) = crate::unhex(lines.next().unwrap_or(""), &mut d.stdout) {
+        d.error.get_or_insert(format!("the daemon's graph: {e}"));
+        return Some(d);
+    }
+    if let (Some(h), Some(path)) = (
+        lines.next().filter(|h| !h.is_empty()),
+        opts.output().map(|i| &args[i]),
+    ) {
         let mut bytes = Vec::new();
-        crate::unhex(h, &mut bytes).ok()?;
-        if let Err(e) = std::fs::write(out, &bytes) {
-            return Some(Drawn::err(format!("{out}: {e}")));
+        match crate::unhex(h, &mut bytes) {
+            Ok(()) => d.file = Some((path.clone(), bytes)),
+            Err(e) => {
+                d.error.get_or_insert(format!("the daemon's image: {e}"));
+            }
         }
     }
-    Some(Drawn {
-        stdout,
-        error: o.error,
-    })
+    Some(d)
 }
 
-/// The daemon's graphs: an `rrdtool -` started ahead for the next client that draws (its
-/// start, a fifth of a first graph's time, is then not the client's), with the environment
-/// the last client drew in.
+/// The daemon's graphs: a drawing process started ahead for the next client that draws
+/// (its start, loading librrd and the font libraries, is then not the client's).
 #[derive(Default)]
 pub struct Spare {
-    slot: std::sync::Mutex<Option<(Env, Session)>>,
-    /// Connections that have an rrdtool of their own now ([`MAX_DRAWERS`] at most).
+    slot: std::sync::Mutex<Option<Drawer>>,
+    /// Connections that have a drawing process of their own now ([`MAX_DRAWERS`] at most).
     live: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
-/// Connections that may each keep an rrdtool in the daemon at once; past them, the clients
-/// draw themselves (a client that opens many connections does not make the daemon start
-/// as many processes).
+/// Connections that may each keep a drawing process in the daemon at once; past them, the
+/// clients draw themselves (a client that opens many connections does not make the daemon
+/// start as many processes).
 pub const MAX_DRAWERS: usize = 32;
 
 /// The daemon's answer when [`MAX_DRAWERS`] connections draw already: the client draws.
@@ -678,31 +686,28 @@ impl Drop for Ticket {
 }
 
 impl Spare {
-    /// A renderer for one client, drawing in `env`: the spare rrdtool when it was started in
-    /// that environment; another is started ahead at once, in a thread.
-    pub fn renderer(self: &std::sync::Arc<Self>, env: Env) -> Renderer {
-        let taken = {
-            let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
-            match slot.take() {
-                Some((e, s)) if e == env => Some(s),
-                other => {
-                    *slot = other;
-                    None
+    /// Start the spare drawing process (at the daemon's start), in a thread.
+    pub fn prepare(self: &std::sync::Arc<Self>) {
+        let me = std::sync::Arc::clone(self);
+        std::thread::spawn(move || {
+            if let Ok(d) = Drawer::start() {
+                let mut slot = me.slot.lock().unwrap_or_else(|p| p.into_inner());
+                if slot.is_none() {
+                    *slot = Some(d);
                 }
             }
-        };
+        });
+    }
+
+    /// A renderer for one client, drawing in `env`: the spare drawing process, and another
+    /// started ahead at once, in a thread.
+    fn renderer(self: &std::sync::Arc<Self>, env: Env) -> Renderer {
+        let taken = self.slot.lock().unwrap_or_else(|p| p.into_inner()).take();
         self.live.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let ticket = Ticket(std::sync::Arc::clone(&self.live));
-        let me = std::sync::Arc::clone(self);
-        let e = env.clone();
-        std::thread::spawn(move || {
-            if let Ok(s) = spawn_session(Some(&e)) {
-                // The newest environment's; an older spare is ended.
-                *me.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((e, s));
-            }
-        });
+        self.prepare();
         Renderer {
-            child: taken,
+            drawer: taken,
             env: Some(env),
             _ticket: Some(ticket),
             ..Renderer::session()
@@ -710,65 +715,48 @@ impl Spare {
     }
 
     /// The daemon's side of [`DRAW`]: `args` are the command, the client's environment and
-    /// the graph's arguments; the connection's renderer is made at its first graph. An
-    /// output file is drawn in the renderer's private directory and sent back.
+    /// the graph's arguments; the connection's renderer is made at its first graph. The rows
+    /// come from `fetch`; the reply holds what the graph printed, in hex, then the output
+    /// file's bytes, in hex, when it has one.
     pub fn serve(
         self: &std::sync::Arc<Self>,
         slot: &mut Option<Renderer>,
         args: &[String],
-        export: &mut dyn FnMut(&str) -> Result<Vec<u8>, String>,
-    ) -> Outcome {
+        fetch: &mut FetchFn<'_>,
+    ) -> Result<Drawn, Outcome> {
         let usage = || Outcome::err(format!("usage: {DRAW} graph|graphv KEY=VALUE... -- ARGS"));
         let Some((cmd, rest)) = args.split_first().filter(|(c, _)| is_graph(c)) else {
-            return usage();
+            return Err(usage());
         };
         let Some((env, gargs)) = Env::from_args(rest) else {
-            return usage();
-        };
-        let Some(out) = gargs.first().cloned() else {
-            return usage();
+            return Err(usage());
         };
         if slot.is_none() && self.live.load(std::sync::atomic::Ordering::Relaxed) >= MAX_DRAWERS {
-            return Outcome::err(BUSY);
+            return Err(Outcome::err(BUSY));
         }
-        let r = slot.get_or_insert_with(|| self.renderer(env));
-        let mut gargs = gargs.to_vec();
-        let mut file = None;
-        if out != "-" {
-            let dir = match r.scratch_dir() {
-                Ok(d) => d.join(format!("out-{}", r.drawn)),
-                Err(e) => return Outcome::err(e),
-            };
-            if let Err(e) = std::fs::create_dir(&dir) {
-                return Outcome::err(format!("graph: {}: {e}", dir.display()));
-            }
-            let name = std::path::Path::new(&out)
-                .file_name()
-                .map_or_else(|| "graph".into(), |n| n.to_owned());
-            let p = dir.join(name);
-            gargs[0] = p.to_string_lossy().into_owned();
-            file = Some((dir, p));
-        }
-        let mut d = r.draw(cmd, &gargs, export);
-        let mut image = None;
-        if let Some((dir, p)) = file {
-            let (from, to) = (p.to_string_lossy().into_owned(), out.clone());
-            d.stdout = replace(&d.stdout, from.as_bytes(), to.as_bytes());
-            d.error = d.error.map(|e| e.replace(&from, &to));
-            image = std::fs::read(&p).ok();
-            let _ = std::fs::remove_dir_all(dir);
-        }
-        let mut stdout = crate::hex(&d.stdout);
+        let r = slot.get_or_insert_with(|| self.renderer(env.clone()));
+        // A connection draws in its client's latest environment.
+        r.env = Some(env);
+        Ok(r.draw(cmd, gargs, fetch))
+    }
+}
+
+/// [`Spare::serve`]'s drawing as the reply's text: what the graph printed in hex, a line,
+/// then the output file's bytes in hex and a line when it has one.
+pub fn draw_reply(d: Drawn) -> Outcome {
+    let mut stdout = String::with_capacity(
+        2 * (d.stdout.len() + d.file.as_ref().map_or(0, |(_, b)| b.len())) + 2,
+    );
+    stdout.push_str(&crate::hex(&d.stdout));
+    stdout.push('\n');
+    if let Some((_, bytes)) = &d.file {
+        stdout.push_str(&crate::hex(bytes));
         stdout.push('\n');
-        if let Some(bytes) = image {
-            stdout.push_str(&crate::hex(&bytes));
-            stdout.push('\n');
-        }
-        Outcome {
-            stdout,
-            error: d.error,
-            file: None,
-        }
+    }
+    Outcome {
+        stdout,
+        error: d.error,
+        file: None,
     }
 }
 
@@ -800,6 +788,10 @@ pub fn is_graph(cmd: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn strings(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
     #[test]
     fn def_files_are_found_with_escaped_colons() {
         let (s, e, n) = def_file("DEF:a=x.rrd:ds:AVERAGE").unwrap();
@@ -812,35 +804,54 @@ mod tests {
         assert_eq!((&a[s..e], n.as_str()), ("/r/c\\:d.rrd", "/r/c:d.rrd"));
         assert!(def_file("CDEF:a=b,2,*").is_none());
         assert!(def_file("LINE1:a#ff0000").is_none());
+        assert_eq!(to_callback(a), "DEF:v=cb///r/c\\:d.rrd:ds:MAX:step=60");
     }
 
     #[test]
-    fn a_defs_daemon_is_taken_off() {
+    fn the_output_is_the_first_argument_that_is_no_option_nor_an_options_value() {
+        fn out<'a>(a: &[&'a str]) -> Option<&'a str> {
+            options(&strings(a)).output().map(|i| a[i])
+        }
+        assert_eq!(out(&["o.png", "DEF:a=x:v:AVERAGE"]), Some("o.png"));
+        assert_eq!(out(&["--start", "-1d", "o.png"]), Some("o.png"));
+        assert_eq!(out(&["-s", "-1d", "-jg", "-w400", "o.png"]), Some("o.png"));
         assert_eq!(
-            without_daemon("DEF:a=x.rrd:ds:AVERAGE:daemon=unix:/s:step=60"),
-            "DEF:a=x.rrd:ds:AVERAGE:step=60"
+            out(&["--title=x", "--title", "DEF:", "o.png"]),
+            Some("o.png")
         );
+        assert_eq!(out(&["-jgs", "-1d", "-", "x"]), Some("-"));
+        assert_eq!(out(&["-s1", "--", "-x.png", "DEF:"]), Some("-x.png"));
         assert_eq!(
-            without_daemon("DEF:a=x.rrd:ds:AVERAGE:step=60"),
-            "DEF:a=x.rrd:ds:AVERAGE:step=60"
+            out(&["--lazy", "--border", "2", "--units=si", "o"]),
+            Some("o")
+        );
+        assert_eq!(out(&["--start", "1"]), None);
+        let o = options(&strings(&["o", "-a", "SVG", "--imginfo=%s", "-w", "9"]));
+        assert_eq!(
+            (o.value("a"), o.value("f"), o.value("w")),
+            (Some("SVG"), Some("%s"), Some("9"))
         );
     }
 
     #[test]
-    fn arguments_are_quoted_as_rrdtools_pipe_mode_reads_them() {
-        let args = ["a b", "it's", "'", "", "DEF:a=x.rrd:v:AVERAGE", "\"q\""];
-        let line: Vec<String> = args.iter().map(|a| quoted(a)).collect();
-        assert_eq!(crate::split_args(&line.join(" ")), args);
+    fn the_imginfo_line_names_the_output_file() {
+        let f = "<I%%MG SRC=\"/img/%s\" W=%lu H=%lu>";
+        assert_eq!(
+            imginfo_line("<I%MG SRC=\"/img/memory\" W=481 H=141>", f, "/tmp/a/x.png"),
+            "<I%MG SRC=\"/img/x.png\" W=481 H=141>"
+        );
+        assert_eq!(imginfo_line("other", f, "x.png"), "other");
     }
 
     #[test]
-    fn a_replys_status_line_is_its_last_even_after_an_image() {
-        let (out, err) = split_reply(b"\x89PNG..OK u:1\n..OK u:0.01 s:0.00 r:0.00\n");
-        assert_eq!((out.as_slice(), err), (&b"\x89PNG..OK u:1\n.."[..], None));
-        let (out, err) = split_reply(b"481x141\nERROR: opening 'x': No such file\n");
-        assert_eq!(out, b"481x141\n");
-        assert_eq!(err.as_deref(), Some("opening 'x': No such file"));
-        assert!(split_reply(b"no status").1.is_some());
+    fn graphvs_image_key_is_split_off() {
+        let out = b"a = 1\nimage = BLOB_SIZE:3\nPNGb = 2\n";
+        let (rest, image) = split_image_key(out);
+        assert_eq!(
+            (rest.as_slice(), image),
+            (&b"a = 1\nb = 2\n"[..], &b"PNG"[..])
+        );
+        assert_eq!(split_image_key(b"a = 1\n").1, b"");
     }
 
     #[test]
@@ -858,10 +869,12 @@ mod tests {
     }
 
     #[test]
-    fn copies_paths_are_put_back() {
+    fn fetch_rows_arguments_read_back() {
+        let a = fetch_rows_args("a b.rrd", "AVERAGE", -5, 1700000000, 300);
         assert_eq!(
-            replace(b"in '/t/0.rrd'", b"/t/0.rrd", b"x.rrd"),
-            b"in 'x.rrd'"
+            parse_fetch_rows(&a),
+            Some(("a b.rrd", "AVERAGE", -5, 1700000000, 300))
         );
+        assert_eq!(parse_fetch_rows(&a[1..]), None);
     }
 }

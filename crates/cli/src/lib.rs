@@ -54,6 +54,11 @@ tune's DS and RRA changes (DEL:, DS:, RRA:, DELRRA:, RRA#).
 /// rrdtool commands ringlet does not implement.
 const NOT_YET: &[&str] = &["list", "flushcached", "modify"];
 
+/// The usage `ringlet <cmd>` prints without arguments (empty for a command it lacks).
+pub fn usage_text_of(cmd: &str) -> String {
+    usage::usage_of(cmd).map_or_else(String::new, |b| usage_text(cmd, b))
+}
+
 fn usage_text(cmd: &str, body: &str) -> String {
     format!(
         "ringlet {} (rrdtool 1.7.2 compatible)\n\nUsage: ringlet [--store DIR] {cmd} command_options\n{body}",
@@ -111,10 +116,11 @@ fn dispatch_inner(cmd: &str, args: &[String], ctx: &Ctx) -> Outcome {
         EXPORT_FILE => return export_file(ctx, args),
         EXPORT_BLOBS => return export_blobs(ctx, args),
         EXPORT_BLOB => return export_blob(ctx, args),
+        graph::FETCH_ROWS => return fetch_rows(ctx, args),
         _ => {}
     }
     if matches!(cmd, "graph" | "graphv") {
-        // The binary draws them (rrdtool's renderer on copies of the files), never here.
+        // The binary draws them (rrdtool's renderer in a drawing process), never here.
         return Outcome::err(format!("'{cmd}' is drawn by the ringlet binary, not here"));
     }
     if NOT_YET.contains(&cmd) {
@@ -223,6 +229,27 @@ fn export_file(ctx: &Ctx, args: &[String]) -> Outcome {
         match rrd::rrdfile::write(rrd) {
             Ok(bytes) => Outcome::ok(hex(&bytes)),
             Err(e) => Outcome::err(e.msg),
+        }
+    })
+}
+
+/// A graph's rows for one DEF ([`graph::FETCH_ROWS`]), encoded as the drawing process takes
+/// them, in hex.
+fn fetch_rows(ctx: &Ctx, args: &[String]) -> Outcome {
+    let Some((name, cf, start, end, step)) = graph::parse_fetch_rows(args) else {
+        return Outcome::err(format!(
+            "usage: {} NAME CF START END STEP",
+            graph::FETCH_ROWS
+        ));
+    };
+    commands::read_one(ctx, name, |st| {
+        let rrd = match commands::load(st, name) {
+            Ok(r) => r,
+            Err(e) => return Outcome::err(e),
+        };
+        match graph::rows(rrd, name, cf, start, end, step) {
+            Ok(r) => Outcome::ok(hex(&drawer::encode_rows(&r))),
+            Err(e) => Outcome::err(e),
         }
     })
 }

@@ -79,7 +79,8 @@ pub struct Lib {
     clear_error: unsafe extern "C" fn(),
 }
 
-/// What `rrdtool graph` prints besides the image: the `WxH` line and PRINT's lines.
+/// What `rrdtool graph` prints besides the image: the `WxH` line (none where the sizes are
+/// -1) and PRINT's lines.
 pub struct Printed {
     pub xsize: i32,
     pub ysize: i32,
@@ -204,7 +205,17 @@ impl Lib {
             }
         }
         if r == -1 {
-            return Err(self.take_error());
+            let e = self.take_error();
+            if !e.is_empty() {
+                return Err(e);
+            }
+            // Failed without a word (nothing to draw): rrdtool prints nothing, not even
+            // the size.
+            return Ok(Printed {
+                xsize: -1,
+                ysize: -1,
+                lines,
+            });
         }
         Ok(Printed {
             xsize: x,
@@ -222,7 +233,9 @@ impl Lib {
         let info = unsafe { (self.graph_v)(argv.len(), argv.ptr()) };
         FETCHER.lock().unwrap_or_else(|p| p.into_inner()).take();
         if info.is_null() {
-            return Err(self.take_error());
+            // Null without a word: rrdtool prints nothing.
+            let e = self.take_error();
+            return if e.is_empty() { Ok(()) } else { Err(e) };
         }
         // SAFETY: librrd's info list, printed then freed by librrd; C's stdout flushed.
         unsafe {

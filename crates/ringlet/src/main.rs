@@ -93,15 +93,12 @@ fn run(argv: &[String]) -> Outcome {
     if cmd == "-" {
         std::process::exit(pipe::run(&dir));
     }
-    if cmd == "__librrd-graph" {
-        std::process::exit(librrd_graph(args, &dir));
-    }
     let (flag, args) = cli::take_daemon(cmd, args);
     if cli::graph::is_graph(cmd) {
-        // One rrdtool for the graph: the daemon's, started ahead, or one started here
-        // before the store is read.
+        // One drawing process for the graph: the daemon's, started ahead, or one started
+        // here before the store is read.
         let mut renderer = cli::graph::Renderer::command();
-        let drawn = match daemon_for(flag, &dir) {
+        let mut drawn = match daemon_for(flag, &dir) {
             Daemon::At(_, mut c) => {
                 let mut image = Vec::new();
                 let out = cli::graph::run_or_draw(
@@ -115,15 +112,18 @@ fn run(argv: &[String]) -> Outcome {
                 cli::graph::Drawn {
                     stdout: image,
                     error: out.error,
+                    ..Default::default()
                 }
             }
             Daemon::Unreachable(_, e) => cli::graph::Drawn {
-                stdout: Vec::new(),
                 error: Some(e),
+                ..Default::default()
             },
             Daemon::None => {
-                renderer.start();
-                // The store opened once for every file the graph reads (else each on its
+                if !args.is_empty() {
+                    renderer.start();
+                }
+                // The store opened once for every series the graph reads (else each on its
                 // own, which gives rrdtool's error for a store that is not there).
                 let names: Vec<String> = cli::graph::files(&args)
                     .iter()
@@ -132,23 +132,24 @@ fn run(argv: &[String]) -> Outcome {
                 let st = (dir.exists() && !names.is_empty())
                     .then(|| cli::store::open_reading_all(&dir, &names, "").ok())
                     .flatten();
-                renderer.draw(
-                    cmd,
-                    &args,
-                    &mut |name| match (&st, cli::store::normalize(name)) {
-                        (Some(s), Ok(n)) => match s.get(&n) {
-                            Some(rrd) => rrd::rrdfile::write(rrd).map_err(|e| e.msg),
-                            None => Err(format!("opening '{name}': No such file or directory")),
-                        },
-                        _ => cli::graph::from_hex(cli::dispatch(
-                            cli::EXPORT_FILE,
-                            &[name.to_string()],
-                            &Ctx::local(&dir, now()),
-                        )),
+                let ctx = Ctx::local(&dir, now());
+                renderer.draw(cmd, &args, &mut |name, cf, start, end, step| match (
+                    &st,
+                    cli::store::normalize(name),
+                ) {
+                    (Some(s), Ok(n)) => match s.get(&n) {
+                        Some(rrd) => cli::graph::rows(rrd, name, cf, start, end, step),
+                        None => Err(format!("opening '{name}': No such file or directory")),
                     },
-                )
+                    _ => cli::graph::rows_from(cli::dispatch(
+                        cli::graph::FETCH_ROWS,
+                        &cli::graph::fetch_rows_args(name, cf, start, end, step),
+                        &ctx,
+                    )),
+                })
             }
         };
+        drawn.save();
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(&drawn.stdout);
         let _ = stdout.flush();
@@ -350,85 +351,5 @@ fn main() {
     if let Some(e) = out.error {
         eprintln!("ERROR: {e}");
         std::process::exit(1);
-    }
-}
-
-/// Issue 57, second stage: `graph`/`graphv` drawn by librrd in a drawing process of its
-/// own (cli::drawer: sandboxed, bounded), the DEFs fetched from the store alone, here.
-/// Not yet the path `ringlet graph` takes (that is rrdtool on copies until the daemon's
-/// side is done); `ringlet __librrd-graph graph|graphv OUT ARGS...` draws this way.
-fn librrd_graph(args: &[String], dir: &Path) -> i32 {
-    let Some((cmd, rest)) = args.split_first() else {
-        return 2;
-    };
-    let Some((output, opts)) = rest.split_first() else {
-        return 2;
-    };
-    if let Some(why) = cli::drawer::refused(opts) {
-        eprintln!("ERROR: {why}");
-        return 1;
-    }
-    let names: Vec<String> = cli::graph::files(opts)
-        .iter()
-        .filter_map(|n| cli::store::normalize(n).ok())
-        .collect();
-    let st = match cli::store::open_reading_all(dir, &names, "") {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("ERROR: {e}");
-            return 1;
-        }
-    };
-    let mut fetch = |name: &str, cf: &str, start: i64, end: i64, step: u64| {
-        let n = cli::store::normalize(name)?;
-        let rrd = st
-            .get(&n)
-            .ok_or_else(|| format!("opening '{name}': No such file or directory"))?;
-        let cf = rrd::Cf::from_name(cf).ok_or_else(|| format!("unknown CF {cf}"))?;
-        rrd::fetch::fetch(rrd, cf, start, end, step, false).map_err(|e| e.msg)
-    };
-    let mut wire = vec!["-".to_string()];
-    wire.extend(opts.iter().map(|a| cli::graph::to_callback(a)));
-    let here = cli::graph::Env::here();
-    let env = here.pairs();
-    if let Some(why) = cli::drawer::env_refused(env) {
-        eprintln!("ERROR: {why}");
-        return 1;
-    }
-    let drawn = cli::drawer::Drawer::start()
-        .and_then(|mut d| d.draw(cmd, &wire, env, &mut fetch))
-        .and_then(|r| r);
-    let out = match drawn {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("ERROR: {e}");
-            return 1;
-        }
-    };
-    let mut stdout = std::io::stdout().lock();
-    let write_file = |bytes: &[u8]| {
-        std::fs::write(output, bytes).map_err(|e| format!("Could not write '{output}': {e}"))
-    };
-    let done = if output == "-" {
-        stdout.write_all(&out.stdout).map_err(|e| e.to_string())
-    } else if cmd == "graphv" {
-        // librrd drew to `-`: its image key holds the image, which goes to the file.
-        let (rest, image) = cli::graph::split_image_key(&out.stdout);
-        write_file(image).and_then(|_| stdout.write_all(&rest).map_err(|e| e.to_string()))
-    } else {
-        write_file(&out.stdout).map(|_| {
-            let _ = writeln!(stdout, "{}x{}", out.xsize, out.ysize);
-            for l in &out.lines {
-                let _ = writeln!(stdout, "{l}");
-            }
-        })
-    };
-    let _ = stdout.flush();
-    match done {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("ERROR: {e}");
-            1
-        }
     }
 }

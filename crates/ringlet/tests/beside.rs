@@ -663,8 +663,9 @@ fn a_renamed_placeholder_takes_its_series_along() {
     assert_eq!(run(&["last", &a]).stdout, "1700000000\n");
 }
 
-/// A graph beside the daemon is drawn in the daemon, in the client's time zone (the axis's
-/// labels), to the client's output file: the bytes rrdtool draws on a plain file there.
+/// A graph beside the daemon is drawn in the daemon (by a drawing process of its own), in
+/// the client's time zone (the axis's labels), to the client's output file: the bytes
+/// rrdtool draws on a plain file there.
 #[test]
 fn a_graph_drawn_in_the_daemon_has_the_clients_time_zone_and_output_file() {
     if !which("rrdtool") {
@@ -744,19 +745,21 @@ fn a_graph_drawn_in_the_daemon_has_the_clients_time_zone_and_output_file() {
         draw("UTC", "u.png", false) == draw("UTC", "u.png", true),
         "UTC differs"
     );
-    // The daemon drew them: it keeps an rrdtool started ahead for the next client.
+    // The daemon drew them: it keeps a drawing process started ahead for the next client.
     let pid = d.child.id().to_string();
     let kids = std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .filter(|st| {
+        .filter(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let st = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
             // pid (comm) state ppid ...
             let after = st.rsplit_once(") ").map_or("", |(_, r)| r);
-            st.contains("(rrdtool)") && after.split(' ').nth(1) == Some(pid.as_str())
+            cmdline.split(|&b| b == 0).any(|a| a == b"__draw")
+                && after.split(' ').nth(1) == Some(pid.as_str())
         })
         .count();
-    assert!(kids > 0, "the daemon has no rrdtool of its own");
+    assert!(kids > 0, "the daemon has no drawing process of its own");
 }
 
 /// Creates sent ahead by `ringlet -` beside the daemon are committed together, before

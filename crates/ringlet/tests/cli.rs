@@ -651,7 +651,20 @@ fn tune_resize_and_graph_match_rrdtool() {
     assert!(a.stdout.starts_with("%PDF") && a == b, "the PDFs differ");
     p.same("graph - DEF:a=nothere.rrd:x:AVERAGE LINE1:a#ff0000");
     p.same("graph x.png");
-    p.same("graph");
+    // `graph` alone: rrdtool's usage of graph, under ringlet's banner (as every command's).
+    let (a, b) = (p.rrdtool(&["graph"], None), p.ringlet(&["graph"], None));
+    let body = |o: &Out| {
+        let from = o.stdout.find("* graph -").unwrap_or(o.stdout.len());
+        let to = o
+            .stdout
+            .find("RRDtool is distributed")
+            .unwrap_or(o.stdout.len());
+        o.stdout[from..to].trim_end().to_string()
+    };
+    assert!(
+        body(&a).len() > 500 && body(&a) == body(&b) && b.code == 0,
+        "{b:?}"
+    );
     p.same("graph - DEF:a=a.rrd:nope:AVERAGE LINE1:a#ff0000");
     // No copy is left behind.
     let tmp = p.rr_dir.with_file_name("tmp");
@@ -809,13 +822,14 @@ fn man_pages_name_every_option_and_command_of_help() {
     );
 }
 
-/// librrd's own renderer in the ringlet process, its DEFs fetched from the store through
-/// librrd's fetch callback (issue 57's first stage, `ringlet __librrd-graph`): the image
-/// bytes, the size and PRINT lines, and graphv's keys are rrdtool's on the plain file, in
-/// PNG, SVG and PDF, to a file and to standard output; a DEF of a missing series gives
-/// rrdtool's error. Nothing is copied to draw.
+/// `ringlet graph` alone: librrd's own renderer in a drawing process, its DEFs fetched from
+/// the store through librrd's fetch callback: the image bytes, the size and PRINT lines
+/// (`--imginfo`'s too), and graphv's keys are rrdtool's on the plain file, in PNG, SVG and
+/// PDF, to a file and to standard output, options before the file included; a DEF of a
+/// missing series, a file that cannot be written and a graph with nothing to draw give what
+/// rrdtool gives. Nothing is written to draw (an empty TMPDIR stays empty).
 #[test]
-fn librrd_draws_from_the_store_what_rrdtool_draws_from_the_file() {
+fn graph_draws_from_the_store_what_rrdtool_draws_from_the_file() {
     if !have_rrdtool() {
         return;
     }
@@ -844,12 +858,14 @@ fn librrd_draws_from_the_store_what_rrdtool_draws_from_the_file() {
         }
         b
     }
+    let tmp = p.rr_dir.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
     let raw = |prog: &str, args: &[String]| -> (Vec<u8>, Vec<u8>, i32) {
         let mut c = if prog == "rrdtool" {
             Command::new("rrdtool")
         } else {
             let mut c = Command::new(env!("CARGO_BIN_EXE_ringlet"));
-            c.arg("--store").arg(&p.store).arg("__librrd-graph");
+            c.arg("--store").arg(&p.store).env("TMPDIR", &tmp);
             c
         };
         let o = c
@@ -895,12 +911,48 @@ fn librrd_draws_from_the_store_what_rrdtool_draws_from_the_file() {
             "{fmt}: graphv"
         );
     }
-    let missing: Vec<String> = "graph x.png --start 1700000000 --end 1700086400 \
-        DEF:v=nosuch.rrd:v:AVERAGE LINE1:v#ff0000"
-        .split(' ')
-        .map(String::from)
-        .collect();
+    let words = |line: &str| -> Vec<String> { line.split(' ').map(String::from).collect() };
+    let missing = words(
+        "graph x.png --start 1700000000 --end 1700086400 DEF:v=nosuch.rrd:v:AVERAGE LINE1:v#ff0000",
+    );
     let a = raw("rrdtool", &missing);
     let b = raw("ringlet", &missing);
     assert_eq!((a.1, a.2), (b.1, b.2), "a missing series");
+    // Options before the file, --imginfo (its line names the file, and no size line), a
+    // file that cannot be written, a graph that draws nothing, a DS that is not there.
+    for line in [
+        "graph --start 1700000000 -w 300 d.png --end 1700086400 DEF:v=a.rrd:v:AVERAGE LINE1:v#ff0000",
+        "graph -jgs 1700000000 -- e.png DEF:v=a.rrd:v:AVERAGE LINE1:v#ff0000 PRINT:v:MIN:%lf",
+        "graph f.png --imginfo <IMG%%SRC=/g/%s%%W=%lu%%H=%lu> --start 1700000000 DEF:v=a.rrd:v:AVERAGE AREA:v#ff0000",
+        "graph f.png -f  --start 1700000000 DEF:v=a.rrd:v:AVERAGE AREA:v#ff0000 PRINT:v:MIN:%lf",
+        "graph no/such/dir/g.png --start 1700000000 DEF:v=a.rrd:v:AVERAGE LINE1:v#ff0000 PRINT:v:MIN:%lf",
+        "graph h.png --start 1700000000 --end 1700086400 DEF:v=a.rrd:v:AVERAGE PRINT:v:MIN:%lf",
+        "graph i.png --start 1700000000 --end 1700086400 DEF:v=a.rrd:v:AVERAGE",
+        "graphv j.png --start 1700000000 --end 1700086400 DEF:v=a.rrd:v:AVERAGE PRINT:v:MIN:%lf",
+        "graph k.png --start 1700000000 DEF:v=a.rrd:nosuch:AVERAGE LINE1:v#ff0000",
+    ] {
+        // The files the line names, read and removed.
+        let take = || -> Vec<(String, Vec<u8>)> {
+            let mut got = Vec::new();
+            for w in words(line).iter().filter(|w| w.ends_with(".png")) {
+                let path = p.rr_dir.join(w);
+                if let Ok(b) = std::fs::read(&path) {
+                    std::fs::remove_file(&path).unwrap();
+                    got.push((w.clone(), b));
+                }
+            }
+            got
+        };
+        let a = raw("rrdtool", &words(line));
+        let fa = take();
+        let b = raw("ringlet", &words(line));
+        let fb = take();
+        assert_eq!(a, b, "{line}");
+        assert!(fa == fb, "{line}: the files differ");
+    }
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "TMPDIR is written"
+    );
 }

@@ -155,6 +155,21 @@ pub fn fetch(
     })
 }
 
+/// How many values (rows x data sources) [`fetch`] of these arguments gives, without
+/// making them (0 where it fails); for a caller that bounds what it reads.
+pub fn fetch_values(rrd: &Rrd, cf: Cf, start: i64, end: i64, resolution: u64) -> u64 {
+    if start < MIN_TIME || end < start {
+        return 0;
+    }
+    let Some(rra) = choose_rra(rrd, cf, start, end, resolution) else {
+        return 0;
+    };
+    let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt).max(1) as i128;
+    let s = i128::from(start) - i128::from(start).rem_euclid(span);
+    let e = i128::from(end) + span - i128::from(end).rem_euclid(span);
+    (((e - s) / span) as u64).saturating_mul(rrd.ds_cnt() as u64)
+}
+
 /// The text `rrdtool fetch` prints: a header of right-aligned DS names, a blank line, then
 /// `%10lu:` and ` %0.10e` per value for each row.
 pub fn format_fetch(r: &FetchResult) -> String {

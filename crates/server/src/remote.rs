@@ -487,22 +487,45 @@ pub fn adopt(d: &Daemon, args: &[String]) -> Response {
 }
 
 /// The daemon's side of RUN `draw` (`cli::graph::DRAW`): the graph drawn by the
-/// connection's rrdtool from copies of the series' files, made here.
-pub fn draw(
-    d: &Daemon,
-    renderer: &mut Option<cli::graph::Renderer>,
-    now: (i64, i64),
-    args: &[String],
-) -> Response {
+/// connection's drawing process, each DEF's rows read from the store as FETCH reads them
+/// (a series named as the CLI names it, confined to the base directory under -B), within
+/// the daemon's read budget; the image and what the graph printed go back in hex.
+pub fn draw(d: &Daemon, renderer: &mut Option<cli::graph::Renderer>, args: &[String]) -> Response {
     if let Some(why) = d.unreadable() {
         return Response::err(why);
     }
-    // A named daemon draws as any other: rrdtool on copies of the files.
+    // A named daemon draws as any other.
     let (_, args) = strip_named(args);
     let spare = std::sync::Arc::clone(&d.spare);
-    encode(spare.serve(renderer, args, &mut |name| {
-        cli::graph::from_hex(run(d, now, cli::EXPORT_FILE, &[name.to_string()], None, false).0)
-    }))
+    let mut fetch = |name: &str, cf: &str, start: i64, end: i64, step: u64| {
+        let n = cli::store::normalize(name)?;
+        if d.restrict_base && (n.starts_with('/') || d.no_links(&n).is_err()) {
+            return Err(format!("opening '{name}': Permission denied"));
+        }
+        let missing = || format!("opening '{name}': No such file or directory");
+        // The rows' share of the read budget, taken before they are (outside the lock):
+        // the values, and their frame to the drawing process.
+        let values = crate::read::with(d, &n, |rrd| {
+            rrd::Cf::from_name(cf).map_or(0, |c| rrd::fetch::fetch_values(rrd, c, start, end, step))
+        })
+        .ok_or_else(missing)?;
+        let _share = d
+            .reads
+            .take(values.min(cli::graph::MAX_VALUES + 1) * 16 + 4096);
+        crate::read::with(d, &n, |rrd| {
+            cli::graph::rows(rrd, name, cf, start, end, step)
+        })
+        .unwrap_or_else(|| Err(missing()))
+    };
+    match spare.serve(renderer, args, &mut fetch) {
+        Err(out) => encode(out),
+        Ok(drawn) => {
+            // The reply holds the image in hex, then in its body: its share of the budget.
+            let image = drawn.stdout.len() + drawn.file.as_ref().map_or(0, |(_, b)| b.len());
+            let _share = d.reads.take(5 * image as u64);
+            encode(cli::graph::draw_reply(drawn))
+        }
+    }
 }
 
 /// A command run on the store, as RUN runs it. What it wrote is committed now, or with

@@ -316,12 +316,7 @@ impl Conn<'_> {
                     return Some(crate::remote::commit(self.d));
                 }
                 if cmd == cli::graph::DRAW {
-                    return Some(crate::remote::draw(
-                        self.d,
-                        &mut self.renderer,
-                        (now, usec),
-                        &args,
-                    ));
+                    return Some(crate::remote::draw(self.d, &mut self.renderer, &args));
                 }
                 // A create followed by more lines: committed with them, once.
                 let (r, owes) = crate::remote::serve(
