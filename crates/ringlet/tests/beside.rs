@@ -1276,3 +1276,116 @@ fn damaged_rows_are_an_error_that_check_finds_and_cuts() {
     let again = ringlet(&dir.0, Way::Found, &d.addr(), &["check"], None);
     assert_eq!(again.code, 0, "{again:?}");
 }
+
+/// One RUN on an open connection: the status line and the lines after it.
+fn run_on(
+    r: &mut std::io::BufReader<std::os::unix::net::UnixStream>,
+    line: &str,
+) -> (String, Vec<String>) {
+    use std::io::{BufRead, Write};
+    r.get_mut()
+        .write_all(format!("{line}\n").as_bytes())
+        .unwrap();
+    let mut status = String::new();
+    r.read_line(&mut status).unwrap();
+    let n: i64 = status
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let lines = (0..n.max(0))
+        .map(|_| {
+            let mut l = String::new();
+            r.read_line(&mut l).unwrap();
+            l.trim_end_matches('\n').to_string()
+        })
+        .collect();
+    (status.trim_end().to_string(), lines)
+}
+
+/// Past the daemon's 32 drawing connections a new one is told `draw: busy` and the CLI
+/// draws itself, its rows read through the daemon (RUN fetch-rows): the same bytes. Under
+/// -B a DEF may not name a series outside the base directory, nor a file with `rrd=`.
+#[test]
+fn past_the_daemons_drawers_the_client_draws_the_same_bytes_and_defs_stay_in_the_base() {
+    if !which("rrdtool") {
+        return;
+    }
+    let dir = Dir::new("busy");
+    let base = dir.0.join("base");
+    let d = Daemon::start_with(&dir.0, &["-b", base.to_str().unwrap(), "-B"]);
+    let mut script = String::from(
+        "create a.rrd --start 1700000000 --step 300 DS:v:GAUGE:600:U:U RRA:AVERAGE:0.5:1:400\n",
+    );
+    for i in 1..300u64 {
+        script.push_str(&format!(
+            "update a.rrd {}:{}\n",
+            1_700_000_000 + 300 * i,
+            i % 37
+        ));
+    }
+    let out = ringlet(&dir.0, Way::Found, &d.addr(), &["-"], Some(&script));
+    assert_eq!(out.code, 0, "{out:?}");
+    let graph = [
+        "graph",
+        "-",
+        "--start",
+        "1700000000",
+        "--end",
+        "1700086400",
+        "DEF:v=a.rrd:v:AVERAGE",
+        "LINE1:v#ff0000",
+    ];
+    let image = || {
+        let o = Command::new(BIN)
+            .current_dir(&dir.0)
+            .env("TZ", "UTC")
+            .env("RRDCACHED_ADDRESS", d.addr())
+            .args(graph)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        o.stdout
+    };
+    let drawn_there = image();
+    assert!(drawn_there.starts_with(b"\x89PNG"));
+    let draw = format!(
+        "RUN 1700090000 0 draw graph TZ=UTC -- {}",
+        graph[1..].join(" ")
+    );
+    let mut held = Vec::new();
+    for _ in 0..32 {
+        let s = std::os::unix::net::UnixStream::connect(&d.sock).unwrap();
+        let mut r = std::io::BufReader::new(s);
+        let (status, _) = run_on(&mut r, &draw);
+        assert!(!status.starts_with('-'), "{status}");
+        held.push(r);
+    }
+    let s = std::os::unix::net::UnixStream::connect(&d.sock).unwrap();
+    let mut r = std::io::BufReader::new(s);
+    let (status, lines) = run_on(&mut r, &draw);
+    assert!(
+        lines.iter().any(|l| l.contains("draw: busy")),
+        "{status} {lines:?}"
+    );
+    assert!(image() == drawn_there, "the client's own drawing differs");
+    drop(held);
+    // Under -B: a series outside the base, a file by rrd=, a path with `..`.
+    for def in [
+        "DEF:v=/etc/passwd.rrd:v:AVERAGE",
+        "DEF:v=a.rrd:v:AVERAGE:rrd=/etc/passwd",
+        "DEF:v=../a.rrd:v:AVERAGE",
+    ] {
+        let line =
+            format!("RUN 1700090000 0 draw graph -- - --start 1700000000 {def} LINE1:v#ff0000");
+        let (status, lines) = run_on(&mut r, &line);
+        let text = lines.join("\n");
+        assert!(
+            text.contains("Permission denied")
+                || text.contains("names a file")
+                || text.contains("'..' is not allowed"),
+            "{def}: {status} {text}"
+        );
+        assert!(!text.contains("root:"), "{def}: {text}");
+    }
+}

@@ -265,6 +265,14 @@ ringlet options:
                          being sent hold at most 1 GiB (past it, 503 Retry-After: 5)
   --http-workers N       HTTP requests worked on at once (default 4)
   -h, --help             this text
+
+Graphs (ringlet graph beside the daemon, RUN draw) are drawn here by librrd (librrd8), in a
+drawing process for each client connection (32 at most; past them the client draws
+itself), one started ahead. It reads no file but fonts and locale data, writes none, and
+has 2 GiB and 30 s of CPU and of wall-clock time a graph. Refused: a DEF's rrd= or daemon=
+key, a NUL byte, a TZ naming a file, a side above 10000 pixels, an area above 16 million
+(zoom included). A DEF reads at most 8388608 values, an image is at most 64 MiB, both
+within the read budget; under -B a DEF names a series inside the base directory.
 ";
 
 /// rrdcached's durations: a positive number with an optional suffix (`5m`, `1h`, `2d`, `1w`,
