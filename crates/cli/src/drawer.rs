@@ -188,14 +188,23 @@ pub type FetchFn<'a> = dyn FnMut(&str, &str, i64, i64, u64) -> Result<Rows, Stri
 
 /// The parent's end of a drawing process.
 pub struct Drawer {
-    child: Child,
-    to: ChildStdin,
-    from: BufReader<ChildStdout>,
+    pid: libc::pid_t,
+    /// Started by `Command` (reaped through it), or forked (reaped with waitpid).
+    child: Option<Child>,
+    to: std::fs::File,
+    from: BufReader<std::fs::File>,
 }
 
 impl Drawer {
-    /// Start a drawing process: this very binary, as [`WORKER_ARG`].
+    /// Start a drawing process: this very binary, as [`WORKER_ARG`]; forked instead where
+    /// this process has one thread (the CLI's `graph`: the binary is already loaded, which
+    /// saves its start, 2 ms of a graph's 45).
     pub fn start() -> Result<Drawer, String> {
+        if threads() == 1 {
+            if let Some(d) = Drawer::fork() {
+                return Ok(d);
+            }
+        }
         let exe = std::env::current_exe().map_err(|e| format!("cannot draw: {e}"))?;
         let mut child = Command::new(exe)
             .arg(WORKER_ARG)
@@ -206,9 +215,61 @@ impl Drawer {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("cannot start the drawing process: {e}"))?;
-        let to = child.stdin.take().expect("piped");
-        let from = BufReader::new(child.stdout.take().expect("piped"));
-        Ok(Drawer { child, to, from })
+        let to: ChildStdin = child.stdin.take().expect("piped");
+        let from: ChildStdout = child.stdout.take().expect("piped");
+        Ok(Drawer {
+            pid: child.id() as libc::pid_t,
+            child: Some(child),
+            to: std::fs::File::from(std::os::fd::OwnedFd::from(to)),
+            from: BufReader::new(std::fs::File::from(std::os::fd::OwnedFd::from(from))),
+        })
+    }
+
+    /// The drawing process forked from this one (which must have one thread): its own
+    /// descriptors only, the environment cleared as for an exec. None where it could not.
+    fn fork() -> Option<Drawer> {
+        use std::os::fd::FromRawFd;
+        let mut a = [0i32; 2];
+        let mut b = [0i32; 2];
+        // SAFETY: pipe2/fork/dup2/close_range/open/_exit on descriptors this process made;
+        // the child runs only async-signal-safe calls until it is alone (one thread, no lock
+        // held by another) and then the worker's main.
+        unsafe {
+            if libc::pipe2(a.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+                return None;
+            }
+            if libc::pipe2(b.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+                libc::close(a[0]);
+                libc::close(a[1]);
+                return None;
+            }
+            let pid = libc::fork();
+            if pid < 0 {
+                for fd in [a[0], a[1], b[0], b[1]] {
+                    libc::close(fd);
+                }
+                return None;
+            }
+            if pid == 0 {
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+                if libc::dup2(a[0], 0) < 0 || libc::dup2(b[1], 1) < 0 {
+                    libc::_exit(1);
+                }
+                libc::dup2(null, 2);
+                libc::close_range(3, u32::MAX, 0);
+                libc::clearenv();
+                libc::setenv(c"PATH".as_ptr(), c"/usr/bin:/bin".as_ptr(), 1);
+                libc::_exit(worker_main());
+            }
+            libc::close(a[0]);
+            libc::close(b[1]);
+            Some(Drawer {
+                pid,
+                child: None,
+                to: std::fs::File::from_raw_fd(a[1]),
+                from: BufReader::new(std::fs::File::from_raw_fd(b[0])),
+            })
+        }
     }
 
     /// Draw `kind` (`graph` or `graphv`) with `args` (checked, rewritten: see the module)
@@ -228,13 +289,13 @@ impl Drawer {
         put_strs(&mut p, args);
         write_frame(&mut self.to, b'D', &p).map_err(|e| format!("the drawing process: {e}"))?;
         let deadline = Instant::now() + DRAW_TIME;
-        let pid = self.child.id();
+        let pid = self.pid;
         // The child is killed at the deadline by a watcher; a read then fails.
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let watcher = std::thread::spawn(move || {
             if rx.recv_timeout(DRAW_TIME).is_err() {
                 // SAFETY: kill(2) on our own child's pid (reaped only by Drop, after this).
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                unsafe { libc::kill(pid, libc::SIGKILL) };
             }
         });
         let r = self.answer(fetch);
@@ -292,9 +353,29 @@ impl Drawer {
 
 impl Drop for Drawer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        match self.child.as_mut() {
+            Some(c) => {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            None => {
+                // SAFETY: kill/waitpid on our own forked child, reaped only here.
+                unsafe {
+                    libc::kill(self.pid, libc::SIGKILL);
+                    libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+                }
+            }
+        }
     }
+}
+
+/// The threads of this process (its /proc/self/stat's twentieth field; 0 if unknown).
+fn threads() -> usize {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    stat.rsplit_once(") ")
+        .and_then(|(_, r)| r.split(' ').nth(17))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Why `args` (of `graph`/`graphv`, without the output) may not be drawn, if they may not:
@@ -373,6 +454,7 @@ pub fn worker_main() -> i32 {
             return serve_error(&e);
         }
     };
+
     // Its answers go to the pipe it was given as standard output; C's standard output
     // (where librrd writes an image for `-`) becomes a memory file.
     // SAFETY: dup/memfd_create/dup2 on descriptors this process owns.
