@@ -351,6 +351,20 @@ impl Drawer {
     }
 }
 
+impl Drawer {
+    /// Close the process's input and let it go: it reads the end and exits; not killed,
+    /// not waited for (the caller's process ends now).
+    pub fn leave(self) {
+        let mut me = std::mem::ManuallyDrop::new(self);
+        // SAFETY: each field dropped once, here, instead of by Drop.
+        unsafe {
+            std::ptr::drop_in_place(&mut me.to);
+            std::ptr::drop_in_place(&mut me.from);
+            std::ptr::drop_in_place(&mut me.child);
+        }
+    }
+}
+
 impl Drop for Drawer {
     fn drop(&mut self) {
         match self.child.as_mut() {
