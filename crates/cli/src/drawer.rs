@@ -196,7 +196,7 @@ pub struct Drawer {
 }
 
 impl Drawer {
-    /// Start a drawing process: this very binary, as [`WORKER_ARG`]; forked instead where
+    /// Start a drawing process: this very binary (`/proc/self/exe`), as [`WORKER_ARG`]; forked instead where
     /// this process has one thread (the CLI's `graph`: the binary is already loaded, which
     /// saves its start, 2 ms of a graph's 45).
     pub fn start() -> Result<Drawer, String> {
@@ -205,8 +205,9 @@ impl Drawer {
                 return Ok(d);
             }
         }
-        let exe = std::env::current_exe().map_err(|e| format!("cannot draw: {e}"))?;
-        let mut child = Command::new(exe)
+        // The running binary itself, also after it was replaced on disk (an upgrade: its
+        // path then names the new one, or "(deleted)").
+        let mut child = Command::new("/proc/self/exe")
             .arg(WORKER_ARG)
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
@@ -347,20 +348,6 @@ impl Drawer {
                 b'X' => return Ok(Err(p.string()?)),
                 other => return Err(format!("the drawing process sent '{}'", other as char)),
             }
-        }
-    }
-}
-
-impl Drawer {
-    /// Close the process's input and let it go: it reads the end and exits; not killed,
-    /// not waited for (the caller's process ends now).
-    pub fn leave(self) {
-        let mut me = std::mem::ManuallyDrop::new(self);
-        // SAFETY: each field dropped once, here, instead of by Drop.
-        unsafe {
-            std::ptr::drop_in_place(&mut me.to);
-            std::ptr::drop_in_place(&mut me.from);
-            std::ptr::drop_in_place(&mut me.child);
         }
     }
 }

@@ -384,14 +384,6 @@ impl Renderer {
         }
     }
 
-    /// Let the drawing process go without waiting for its exit: its input closed, it ends
-    /// by itself (for a command whose process ends now, and is then its reaper's).
-    pub fn leave(&mut self) {
-        if let Some(d) = self.drawer.take() {
-            d.leave();
-        }
-    }
-
     /// Draw `cmd` (graph or graphv) with `args` (rrdtool's, the output file among them),
     /// each DEF's rows from `fetch`. The output file is not written: see [`Drawn::save`].
     pub fn draw(&mut self, cmd: &str, args: &[String], fetch: &mut FetchFn<'_>) -> Drawn {

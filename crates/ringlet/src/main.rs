@@ -153,9 +153,6 @@ fn run(argv: &[String]) -> Outcome {
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(&drawn.stdout);
         let _ = stdout.flush();
-        // The drawing process ends by itself when its input closes, with this process: the
-        // graph's answer need not wait for its exit.
-        renderer.leave();
         return Outcome {
             error: drawn.error,
             ..Outcome::default()

@@ -1389,3 +1389,53 @@ fn past_the_daemons_drawers_the_client_draws_the_same_bytes_and_defs_stay_in_the
         assert!(!text.contains("root:"), "{def}: {text}");
     }
 }
+
+/// The daemon draws after its binary was replaced on disk (a package upgrade): its drawing
+/// process is the running binary, not the file now at its path.
+#[test]
+fn the_daemon_draws_after_its_binary_is_replaced() {
+    let dir = Dir::new("upgraded");
+    let bin = dir.0.join("ringlet-copy");
+    std::fs::copy(BIN, &bin).unwrap();
+    let sock = dir.0.join("s.sock");
+    let mut child = Command::new(&bin)
+        .args(["serve", "-g", "-w", "3600", "-l"])
+        .arg(format!("unix:{}", sock.display()))
+        .arg("--store")
+        .arg(dir.0.join("store"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "daemon did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Replaced as dpkg replaces it: a new file renamed over the path.
+    let new = dir.0.join("ringlet-new");
+    std::fs::copy(BIN, &new).unwrap();
+    std::fs::rename(&new, &bin).unwrap();
+    let s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    let mut r = std::io::BufReader::new(s);
+    let (status, _) = run_on(
+        &mut r,
+        "RUN 1700090000 0 create a.rrd --start 1700000000 --step 300 DS:v:GAUGE:600:U:U RRA:AVERAGE:0.5:1:400",
+    );
+    assert!(!status.starts_with('-'), "{status}");
+    let (status, lines) = run_on(
+        &mut r,
+        "RUN 1700090000 0 draw graph TZ=UTC -- - --start 1700000000 --end 1700086400 DEF:v=a.rrd:v:AVERAGE LINE1:v#ff0000",
+    );
+    let png = lines.iter().any(|l| l.starts_with("o89504e47"));
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let _ = child.wait();
+    assert!(png, "{status} {lines:?}");
+}
