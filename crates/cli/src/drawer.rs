@@ -352,6 +352,15 @@ impl Drawer {
     }
 }
 
+impl Drawer {
+    /// End the process now without waiting (its exit, the unmapping of librrd and its
+    /// libraries, then overlaps what the caller does next); it is reaped when dropped.
+    pub fn end(&mut self) {
+        // SAFETY: kill(2) on our own child, not yet reaped (Drop reaps it).
+        unsafe { libc::kill(self.pid, libc::SIGKILL) };
+    }
+}
+
 impl Drop for Drawer {
     fn drop(&mut self) {
         match self.child.as_mut() {
@@ -455,6 +464,7 @@ pub fn worker_main() -> i32 {
             return serve_error(&e);
         }
     };
+    lib.init_fonts();
 
     // Its answers go to the pipe it was given as standard output; C's standard output
     // (where librrd writes an image for `-`) becomes a memory file.

@@ -384,6 +384,14 @@ impl Renderer {
         }
     }
 
+    /// End the drawing process now (a command's last graph is drawn): its exit overlaps
+    /// the writing of the image; it is reaped when the renderer is dropped.
+    pub fn end(&mut self) {
+        if let Some(d) = self.drawer.as_mut() {
+            d.end();
+        }
+    }
+
     /// Draw `cmd` (graph or graphv) with `args` (rrdtool's, the output file among them),
     /// each DEF's rows from `fetch`. The output file is not written: see [`Drawn::save`].
     pub fn draw(&mut self, cmd: &str, args: &[String], fetch: &mut FetchFn<'_>) -> Drawn {

@@ -149,6 +149,7 @@ fn run(argv: &[String]) -> Outcome {
                 })
             }
         };
+        renderer.end();
         drawn.save();
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(&drawn.stdout);
