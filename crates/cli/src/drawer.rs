@@ -260,7 +260,7 @@ impl Drawer {
                 libc::close_range(3, u32::MAX, 0);
                 libc::clearenv();
                 libc::setenv(c"PATH".as_ptr(), c"/usr/bin:/bin".as_ptr(), 1);
-                libc::_exit(worker_main());
+                libc::_exit(serve(false));
             }
             libc::close(a[0]);
             libc::close(b[1]);
@@ -457,6 +457,13 @@ pub fn env_refused(env: &[(String, String)]) -> Option<String> {
 /// The drawing process's main: load librrd, restrict itself, then draw what comes until
 /// its input ends. Returns the exit status.
 pub fn worker_main() -> i32 {
+    serve(true)
+}
+
+/// [`worker_main`]; with `ahead`, fontconfig is read before the first request (a process
+/// started ahead of its graphs), else by the first graph (a forked one, whose graph is
+/// waiting: the same work, in librrd's order).
+fn serve(ahead: bool) -> i32 {
     let lib = match Lib::load() {
         Ok(l) => l,
         Err(e) => {
@@ -464,7 +471,9 @@ pub fn worker_main() -> i32 {
             return serve_error(&e);
         }
     };
-    lib.init_fonts();
+    if ahead {
+        lib.init_fonts();
+    }
 
     // Its answers go to the pipe it was given as standard output; C's standard output
     // (where librrd writes an image for `-`) becomes a memory file.
