@@ -28,7 +28,8 @@
 //! argument is the output), the `--imginfo` line's file name, the `graphv` image key: they
 //! are rrdtool 1.7.2's own conventions, checked against it by the tests.
 
-use crate::drawer::{Drawer, FetchFn};
+use crate::drawer::{Drawer, FetchFn, MAX_PIXELS, MAX_SIDE};
+pub use crate::drawer::{ENV_KEYS, MAX_VALUES};
 use crate::librrd::Rows;
 use crate::Outcome;
 
@@ -290,6 +291,70 @@ fn imginfo_line(line: &str, format: &str, output: &str) -> String {
     }
 }
 
+/// Why `args` (of `graph`/`graphv`, without the output) may not be drawn, if they may not:
+/// a NUL byte, a width or height past [`MAX_SIDE`] or an area (zoom included) past
+/// [`MAX_PIXELS`], a DEF key that names a file or an address (`rrd=`, `daemon=`),
+/// `--daemon`.
+pub fn refused(args: &[String]) -> Option<String> {
+    if args.iter().any(|a| a.contains('\0')) {
+        return Some("an argument holds a NUL byte".into());
+    }
+    let opts = options(args);
+    if opts.has("d") {
+        return Some("--daemon: a graph is drawn from the store".into());
+    }
+    let num = |k: &str, default: f64| {
+        opts.value(k)
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite())
+            .unwrap_or(default)
+    };
+    let (w, h, zoom) = (num("w", 400.0), num("h", 100.0), num("m", 1.0));
+    for &i in &opts.operands {
+        let Some(body) = args[i].strip_prefix("DEF:") else {
+            continue;
+        };
+        for key in body.split(':').skip(1) {
+            let k = key.split('=').next().unwrap_or("");
+            if matches!(k, "rrd" | "daemon") && key.contains('=') {
+                return Some(format!(
+                    "DEF: the key '{k}=' names a file or an address: a DEF names a series"
+                ));
+            }
+        }
+    }
+    if w > MAX_SIDE as f64 || h > MAX_SIDE as f64 {
+        return Some(format!(
+            "a graph of {w} x {h}: at most {MAX_SIDE} on a side"
+        ));
+    }
+    let area = w.abs() * h.abs() * zoom * zoom;
+    if area > MAX_PIXELS as f64 {
+        return Some(format!(
+            "a graph of {w} x {h} at zoom {zoom} ({area} pixels): at most {MAX_PIXELS}"
+        ));
+    }
+    None
+}
+
+/// Why the drawing environment `env` may not be used, if it may not: a time zone that names
+/// a file (`TZ=/dev/stdin`, `TZ=:/etc/x`, one with `..`) rather than a zone of the system's
+/// (`Europe/Paris`, `UTC`, `CET-1CEST`), or a value with a NUL byte.
+pub fn env_refused(env: &[(String, String)]) -> Option<String> {
+    for (k, v) in env {
+        if v.contains('\0') {
+            return Some(format!("{k} holds a NUL byte"));
+        }
+        if k == "TZ" {
+            let zone = v.strip_prefix(':').unwrap_or(v);
+            if zone.starts_with('/') || zone.split('/').any(|c| c == "..") {
+                return Some(format!("TZ={v}: a time zone names a zone, not a file"));
+            }
+        }
+    }
+    None
+}
+
 /// Where graphs are drawn: one drawing process for a command or a whole pipe-mode session
 /// (in a session every graph goes to the same process, in order, as it would in `rrdtool -`
 /// itself: cairo numbers the surfaces a process makes, and an SVG names its own after that
@@ -305,19 +370,6 @@ pub struct Renderer {
     /// In the daemon: its place among the [`MAX_DRAWERS`].
     _ticket: Option<Ticket>,
 }
-
-/// The environment a drawing depends on: the time zone and locale (axis labels, dates in
-/// COMMENTs, number formats) and rrdtool's default font.
-pub const ENV_KEYS: [&str; 8] = [
-    "TZ",
-    "LANG",
-    "LANGUAGE",
-    "LC_ALL",
-    "LC_CTYPE",
-    "LC_NUMERIC",
-    "LC_TIME",
-    "RRD_DEFAULT_FONT",
-];
 
 /// The values of [`ENV_KEYS`] a process has (those set, in that order).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -423,9 +475,7 @@ impl Renderer {
             wire.push(a);
         }
         let env = self.env.clone().unwrap_or_else(Env::here);
-        if let Some(why) =
-            crate::drawer::refused(&rest).or_else(|| crate::drawer::env_refused(env.pairs()))
-        {
+        if let Some(why) = refused(&rest).or_else(|| env_refused(env.pairs())) {
             return Drawn::err(why);
         }
         let names = files(args);
@@ -508,10 +558,6 @@ impl Renderer {
         }
     }
 }
-
-/// Most values (rows x data sources) one DEF's fetch gives a graph: 64 MiB of rows. A graph
-/// of a year of a one-minute archive of four data sources reads 2.1 million.
-pub const MAX_VALUES: u64 = 8 << 20;
 
 /// The rows of series `rrd` that librrd's fetch of (`cf`, `start`, `end`, `step`) gets for
 /// a graph: what `rrd_fetch` gives on the file (its archive choice and alignment), refused
@@ -884,5 +930,39 @@ mod tests {
             Some(("a b.rrd", "AVERAGE", -5, 1700000000, 300))
         );
         assert_eq!(parse_fetch_rows(&a[1..]), None);
+    }
+
+    #[test]
+    fn what_cannot_be_drawn_is_named() {
+        let a = |s: &str| -> Vec<String> { s.split(' ').map(String::from).collect() };
+        assert_eq!(
+            refused(&a("--start -1d DEF:v=x.rrd:v:AVERAGE LINE1:v#f00")),
+            None
+        );
+        assert!(refused(&a("DEF:v=x.rrd:v:AVERAGE:rrd=/etc/secret.rrd")).is_some());
+        assert!(refused(&a("DEF:v=x.rrd:v:AVERAGE:daemon=unix:/x")).is_some());
+        assert!(refused(&a("--width 32000")).is_some());
+        assert!(refused(&a("-w 5000 -h 5000")).is_some());
+        assert!(refused(&a("--width=4000 --height=4000")).is_none());
+        assert!(refused(&a("-w10001")).is_some());
+        assert!(refused(&["a\0b".to_string()]).is_some());
+        assert!(refused(&a("--daemon unix:/x")).is_some());
+    }
+
+    #[test]
+    fn a_time_zone_that_names_a_file_is_refused() {
+        let e = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        for ok in ["UTC", "Europe/Paris", "CET-1CEST", ":America/New_York"] {
+            assert_eq!(env_refused(&e("TZ", ok)), None, "{ok}");
+        }
+        for bad in [
+            "/dev/stdin",
+            ":/etc/shadow",
+            "../../etc/x",
+            "Europe/../../x",
+        ] {
+            assert!(env_refused(&e("TZ", bad)).is_some(), "{bad}");
+        }
+        assert!(env_refused(&e("LANG", "C\0")).is_some());
     }
 }

@@ -8,11 +8,12 @@
 
 use super::format::{self, json_string};
 use super::glob::Pattern;
-use super::render::{self, Ctx};
+use super::render::Store;
 use super::Graphite;
 use super::{functions, series};
 use crate::daemon::Daemon;
 use crate::httpd::{Query, Response};
+use graphite::{Budget, Ctx};
 
 /// The version `/version` reports: graphite-web's whose API this follows (Grafana picks its
 /// features by it).
@@ -188,10 +189,10 @@ fn render_route(
     };
     let from = super::time::parse(get("from").unwrap_or("-1d"), now).map_err(bad)?;
     let until = super::time::parse(get("until").unwrap_or("now"), now).map_err(bad)?;
-    let budget = render::Budget::default();
+    let budget = Budget::default();
+    let store = Store { d, g };
     let ctx = Ctx {
-        d,
-        g,
+        source: &store,
         from,
         until,
         now,

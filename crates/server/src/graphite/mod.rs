@@ -12,23 +12,18 @@
 //!   one), each labelled by the start of its slot (rrdtool labels a row by its end), for the
 //!   slots whisper returns for `from`/`until`: from the one after `from`'s to `until`'s.
 //!   Values the daemon has accepted are applied first: a read sees them all.
-//! - **Queries**: [`glob`] (Graphite's `*`, `?`, `[...]`, `{a,b}` per path component),
-//!   [`time`] (`from`/`until` in Graphite's forms), [`expr`] (the target language) and
-//!   [`functions`] (what Grafana's users lean on), [`render`] (json, csv, raw, pickle;
-//!   `maxDataPoints` as graphite-web consolidates), [`http`] (the listener and the routes).
+//! - **Queries**: the `graphite` crate (globs, times, tags, the target language, the
+//!   functions, graphite-web's formats: no daemon in it); here [`render`] (the store as its
+//!   source) and [`http`] (the routes).
 //!
 //! graphite-web's behaviour is the reference (its source was read, not copied); where this
 //! differs, docs/PROTOCOL.md ("Graphite's render API") says so.
 
-pub mod expr;
-pub mod format;
-pub mod functions;
-pub mod glob;
 pub mod http;
 pub mod render;
-pub mod series;
-pub mod tags;
-pub mod time;
+
+// The language (crates/graphite), under the names the daemon's modules use.
+pub use ::graphite::{expr, format, functions, glob, series, tags, time};
 
 use crate::daemon::Daemon;
 use std::collections::BTreeMap;

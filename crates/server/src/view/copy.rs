@@ -30,7 +30,7 @@
 //! The copy costs disk space, as much as the feeds take in the store, and its writes happen
 //! at a stop, never while the daemon runs (docs/DURABILITY.md, "The emoncms views").
 
-use super::feeds::Kind;
+use super::kind::Kind;
 use crate::daemon::Daemon;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;

@@ -54,8 +54,9 @@
 mod copy;
 mod feeds;
 mod fs;
+mod kind;
 
-pub use feeds::Kind;
+pub use kind::Kind;
 
 use crate::daemon::Daemon;
 use crate::series::life::{view_import, view_remove, view_rename};

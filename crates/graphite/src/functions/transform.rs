@@ -183,16 +183,9 @@ pub(super) fn time_shift(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
     } else {
         format!("-{shift}")
     };
-    let delta = crate::graphite::time::parse(&format!("now{spec}"), 0)
+    let delta = crate::time::parse(&format!("now{spec}"), 0)
         .map_err(|_| format!("timeShift: bad shift '{shift}'"))?;
-    let inner = Ctx {
-        d: ctx.d,
-        g: ctx.g,
-        from: ctx.from + delta,
-        until: ctx.until + delta,
-        now: ctx.now,
-        budget: ctx.budget,
-    };
+    let inner = ctx.over(ctx.from + delta, ctx.until + delta);
     let e = a.arg(0, "seriesList").ok_or("timeShift: no series")?;
     Ok(eval(&inner, e)?
         .into_iter()
@@ -243,14 +236,7 @@ pub(super) fn hitcount(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
         } else {
             1
         };
-        let inner = Ctx {
-            d: ctx.d,
-            g: ctx.g,
-            from: ctx.from - ctx.from.rem_euclid(unit),
-            until: ctx.until,
-            now: ctx.now,
-            budget: ctx.budget,
-        };
+        let inner = ctx.over(ctx.from - ctx.from.rem_euclid(unit), ctx.until);
         let mut l = eval(&inner, a.need(0, "seriesList")?)?;
         for s in &mut l {
             let n = (s.end - s.start) / interval;

@@ -27,14 +27,7 @@ pub(super) fn moving_average(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
         }
         e => return Err(format!("{name}: bad windowSize {e:?}")),
     };
-    let inner = Ctx {
-        d: ctx.d,
-        g: ctx.g,
-        from: ctx.from - preview,
-        until: ctx.until,
-        now: ctx.now,
-        budget: ctx.budget,
-    };
+    let inner = ctx.over(ctx.from - preview, ctx.until);
     let tag = format!("moving{}{}", func[..1].to_ascii_uppercase(), &func[1..]);
     let l = eval(&inner, a.need(0, "seriesList")?)?;
     for s in &l {

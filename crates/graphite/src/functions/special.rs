@@ -10,10 +10,10 @@ pub(super) fn series_by_tag(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
     let mut quoted = Vec::new();
     for (i, _) in args.iter().enumerate() {
         let e = a.string(i, "tagExpressions")?;
-        exprs.push(crate::graphite::tags::Expr::parse(&e)?);
+        exprs.push(crate::tags::Expr::parse(&e)?);
         quoted.push(format!("'{e}'"));
     }
-    if !exprs.iter().any(crate::graphite::tags::Expr::positive) {
+    if !exprs.iter().any(crate::tags::Expr::positive) {
         return Err(
             "seriesByTag: at least one expression must select series by itself \
              (tag=value or tag=~regex that does not match nothing)"
@@ -21,14 +21,13 @@ pub(super) fn series_by_tag(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
         );
     }
     let expression = format!("seriesByTag({})", quoted.join(","));
-    let leaves = ctx.g.leaves(ctx.d);
     let mut out = Vec::new();
-    for path in leaves.keys().filter(|p| p.contains(';')) {
-        let Ok(t) = crate::graphite::tags::parse(path) else {
+    for path in ctx.source.tagged() {
+        let Ok(t) = crate::tags::parse(&path) else {
             continue;
         };
         if exprs.iter().all(|e| e.matches(&t)) {
-            for mut s in ctx.fetch(path)? {
+            for mut s in ctx.fetch(&path)? {
                 s.path_expression = expression.clone();
                 out.push(s);
             }
@@ -44,7 +43,7 @@ pub(super) fn constant_line(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
     let (from, until) = (ctx.from, ctx.until);
     let step = ((until - from) / 2).max(1);
     Ok(vec![Series::new(
-        crate::graphite::format::py_float(v),
+        crate::format::py_float(v),
         from,
         until,
         step,

@@ -9,8 +9,8 @@
 use super::expr;
 use super::expr::Expr;
 use super::format::fmt_g;
-use super::render::Ctx;
 use super::series::{agg, is_agg, Series};
+use crate::ctx::Ctx;
 use regex::Regex;
 
 mod alias;
@@ -171,9 +171,8 @@ pub fn call(
 /// Seconds of an interval string (`1h`, `10min`, `1d`), as graphite-web's parseTimeOffset
 /// reads it (a sign is allowed and ignored).
 pub(super) fn interval_secs(spec: &str) -> Result<i64, String> {
-    let t =
-        crate::graphite::time::parse(&format!("now+{}", spec.trim_start_matches(['+', '-'])), 0)
-            .map_err(|_| format!("bad interval '{spec}'"))?;
+    let t = crate::time::parse(&format!("now+{}", spec.trim_start_matches(['+', '-'])), 0)
+        .map_err(|_| format!("bad interval '{spec}'"))?;
     if t <= 0 {
         return Err(format!("bad interval '{spec}'"));
     }

@@ -19,7 +19,7 @@ pub(super) fn alias_by_tags(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
     Ok(a.series(0)?
         .into_iter()
         .map(|mut s| {
-            let t = crate::graphite::tags::parse(&metric_of(&s.name)).ok();
+            let t = crate::tags::parse(&metric_of(&s.name)).ok();
             let m = metric_of(&s.name);
             let parts: Vec<&str> = m.split(';').next().unwrap_or("").split('.').collect();
             s.name = keys

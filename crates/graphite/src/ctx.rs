@@ -1,0 +1,132 @@
+//! What a target is evaluated against ([`Ctx`]): the time range, the request's budget, and
+//! the [`Source`] of the series.
+
+use crate::series::Series;
+
+/// Where a target's series come from.
+pub trait Source {
+    /// The series of every path `pattern` (a glob, or a tagged series' whole name) matches,
+    /// sorted by path, for `ctx`'s range, within its budget.
+    fn fetch(&self, ctx: &Ctx<'_>, pattern: &str) -> Result<Vec<Series>, String>;
+
+    /// The names of the tagged series (`name;tag=value;...`), sorted.
+    fn tagged(&self) -> Vec<String>;
+}
+
+/// What a target is evaluated against.
+pub struct Ctx<'a> {
+    pub source: &'a dyn Source,
+    pub from: i64,
+    pub until: i64,
+    pub now: i64,
+    /// What the whole request may still read and make.
+    pub budget: &'a Budget,
+}
+
+/// Points a request may read from the store and make in its functions, all its targets
+/// together (16 bytes each as a series holds them: 160 MB). The review found 8 targets of
+/// 10 million rows, `summarize(x, '1s')` over five years and a range whose row count
+/// overflowed taking 1.5 GB each.
+pub const MAX_POINTS: u64 = 10_000_000;
+
+/// Steps of work a request's functions may take over the points (a moving window's points
+/// each visit their window).
+pub const MAX_WORK: u64 = 2_000_000_000;
+
+/// Series at most one target may fetch (a glob over a large tree must not take the daemon's
+/// memory).
+pub const MAX_SERIES: usize = 100_000;
+
+/// Rows at most one series may give (a range of centuries at a fine archive must not take
+/// the daemon's memory: 16 bytes a row).
+pub const MAX_ROWS: usize = 10_000_000;
+
+/// A request's budget ([`MAX_POINTS`], [`MAX_WORK`]), spent before anything is allocated or
+/// walked; counts are checked without overflow.
+pub struct Budget {
+    points: std::cell::Cell<u64>,
+    work: std::cell::Cell<u64>,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget::new(MAX_POINTS, MAX_WORK)
+    }
+}
+
+impl Budget {
+    pub fn new(points: u64, work: u64) -> Budget {
+        Budget {
+            points: std::cell::Cell::new(points),
+            work: std::cell::Cell::new(work),
+        }
+    }
+
+    /// Spend `n` points (any integer: a negative count is none) for `what`.
+    pub fn points(&self, n: i128, what: &str) -> Result<(), String> {
+        let n = u64::try_from(n.max(0)).unwrap_or(u64::MAX);
+        let left = self.points.get();
+        if n > left {
+            return Err(format!(
+                "{what}: {n} points, more than the {MAX_POINTS} a request may read and make \
+                 (narrow the time range, the targets, or the interval)"
+            ));
+        }
+        self.points.set(left - n);
+        Ok(())
+    }
+
+    /// Spend `n` steps of work for `what`.
+    pub fn work(&self, n: u128, what: &str) -> Result<(), String> {
+        let n = u64::try_from(n).unwrap_or(u64::MAX);
+        let left = self.work.get();
+        if n > left {
+            return Err(format!(
+                "{what}: more work than a request may take ({MAX_WORK} steps; a smaller window \
+                 or range)"
+            ));
+        }
+        self.work.set(left - n);
+        Ok(())
+    }
+}
+
+impl Ctx<'_> {
+    /// The series `pattern` names, from the source.
+    pub fn fetch(&self, pattern: &str) -> Result<Vec<Series>, String> {
+        self.source.fetch(self, pattern)
+    }
+
+    /// This context over another range (`timeShift`, `moving*`'s preview, `summarize`'s
+    /// alignment), the same source and budget.
+    pub fn over(&self, from: i64, until: i64) -> Ctx<'_> {
+        Ctx {
+            source: self.source,
+            from,
+            until,
+            now: self.now,
+            budget: self.budget,
+        }
+    }
+
+    /// Whisper's slots of `span` seconds for `from`..`until` (from the one after `from`'s up
+    /// to `until`'s): the first's start, the end of the last, their count; refused past
+    /// [`MAX_ROWS`] or the request's budget of points.
+    pub fn slots(&self, span: i64, path: &str) -> Result<(i64, i64, i128), String> {
+        // In i128: the slots of a range near i64's ends overflow i64 (the review's
+        // `from=-158548959918y&until=5000000000000000000` made a row count that passed).
+        let slot_end = |t: i64| i128::from(t) - i128::from(t.rem_euclid(span)) + i128::from(span);
+        let (from, until) = (slot_end(self.from), slot_end(self.until));
+        let rows = (until - from).max(0) / i128::from(span);
+        if rows > MAX_ROWS as i128 {
+            return Err(format!(
+                "{path}: {from}..{until} is more than {MAX_ROWS} rows of {span} s"
+            ));
+        }
+        self.budget.points(rows, path)?;
+        let (Ok(from), Ok(until)) = (i64::try_from(from), i64::try_from(until)) else {
+            return Err(format!("{path}: {from}..{until} is not a time range"));
+        };
+        Ok((from, until, rows))
+    }
+}
