@@ -11,6 +11,8 @@
 //! Hand-written: the exact bits are the format (docs/FORMAT.md), and the readers are on the
 //! hot path of replay and reads.
 
+#![forbid(unsafe_code)]
+
 pub mod lsb;
 pub mod msb;
 

@@ -8,6 +8,8 @@
 //! commit record's payload) with [`block`] (a commit's samples, commit-wide) and [`checkpoint`] (checkpoint files); [`whisper`] reads other stores' files for
 //! `ringlet import`.
 
+#![forbid(unsafe_code)]
+
 pub mod block;
 pub mod bytes;
 pub mod checkpoint;

@@ -8,6 +8,8 @@
 //! Where a decoder accepts its input, the result is also used (encoded again, or read
 //! through), so that what it built is checked as well as the parse.
 
+#![forbid(unsafe_code)]
+
 pub mod seeds;
 
 /// A target: a function of arbitrary bytes.

@@ -6,6 +6,8 @@
 //! read that table. [`response::Response`] builds the `N message` status line and its `N`
 //! following lines. The server (sockets, threads, the store) lives elsewhere.
 
+#![forbid(unsafe_code)]
+
 pub mod request;
 pub mod response;
 pub mod table;

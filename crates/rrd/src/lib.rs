@@ -7,6 +7,8 @@
 //! passes "now" in. Everything here is checked against the real `rrdtool` binary by the
 //! differential tests in `crates/ringlet/tests/`.
 
+#![forbid(unsafe_code)]
+
 pub mod create;
 pub mod dump;
 pub mod error;

@@ -15,6 +15,8 @@
 //! No dependencies but the optional JSON parser: every crate, from `rrd` at the bottom up,
 //! may take it as a dev-dependency; `engine` takes it for its simulated disk's torn writes.
 
+#![forbid(unsafe_code)]
+
 pub mod emoncms;
 pub mod http;
 #[cfg(feature = "json")]
