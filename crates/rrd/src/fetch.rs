@@ -76,9 +76,89 @@ pub fn push_archive_rows(rrd: &Rrd, rra: usize, t0: i64, n: usize, out: &mut Vec
     out.resize(out.len() + (n - hi) * d, DNAN);
 }
 
+/// How a range is read from an archive: which archive, its row span, and the window of rows
+/// rrdtool gives for the range (rows labelled by their ends: from the one after `start`,
+/// the window's start, to `end`). Every reader of a range plans it here ([`plan`], or
+/// [`Plan::of`] for an archive chosen by its caller), so that the archive choice and the
+/// alignment are written once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub rra: usize,
+    /// Seconds a row of the archive stands for.
+    pub span: i64,
+    /// The window's start: `start` down to a multiple of the span.
+    pub start: i64,
+    /// The window's end: `end` up past a multiple of the span (the row holding `end`).
+    pub end: i64,
+}
+
+impl Plan {
+    /// Archive `rra` over `[start, end]`, aligned as rrdtool aligns a fetch. Times far
+    /// outside any real range (a Graphite `from` of billions of years) saturate instead of
+    /// wrapping.
+    pub fn of(rrd: &Rrd, rra: usize, start: i64, end: i64) -> Plan {
+        let span = span_of(rrd, rra);
+        let (start, end) = window(span, start, end);
+        Plan {
+            rra,
+            span,
+            start,
+            end,
+        }
+    }
+
+    /// The window as rrdcached's C arithmetic computes it: wrapping where the times do.
+    pub fn wrapping(rrd: &Rrd, rra: usize, start: i64, end: i64) -> Plan {
+        let span = span_of(rrd, rra);
+        Plan {
+            rra,
+            span,
+            start: start.wrapping_sub(start.rem_euclid(span)),
+            end: end.wrapping_add(span - end.rem_euclid(span)),
+        }
+    }
+
+    /// Rows in the window (0 for an empty or reversed one).
+    pub fn rows(&self) -> u64 {
+        ((i128::from(self.end) - i128::from(self.start)).max(0) / i128::from(self.span)) as u64
+    }
+
+    /// The first row's label (its end).
+    pub fn first_row(&self) -> i64 {
+        self.start.saturating_add(self.span)
+    }
+}
+
+/// rrdtool's window of rows of `span` seconds (`span` > 0) over `[start, end]`: `start` down
+/// to a multiple of the span, `end` up past one (the row holding `end`); the rows are
+/// labelled by their ends, from `start + span`. Also the window of an emoncms feed's slots.
+pub fn window(span: i64, start: i64, end: i64) -> (i64, i64) {
+    (
+        start.saturating_sub(start.rem_euclid(span)),
+        end.saturating_add(span - end.rem_euclid(span)),
+    )
+}
+
+/// Seconds a row of archive `rra` stands for (at least 1).
+pub fn span_of(rrd: &Rrd, rra: usize) -> i64 {
+    let span = rrd
+        .schema
+        .step
+        .saturating_mul(rrd.schema.rra[rra].pdp_cnt)
+        .max(1);
+    i64::try_from(span).unwrap_or(i64::MAX)
+}
+
+/// rrdtool's plan for `cf` over `[start, end]` at `resolution` seconds (0: the finest, as
+/// rrdcached asks): the archive [`choose_rra`] picks, aligned as [`Plan::of`]. None when no
+/// archive matches the CF.
+pub fn plan(rrd: &Rrd, cf: Cf, start: i64, end: i64, resolution: u64) -> Option<Plan> {
+    choose_rra(rrd, cf, start, end, resolution).map(|rra| Plan::of(rrd, rra, start, end))
+}
+
 /// The archive rrdtool reads for `cf` over `[start, end]` at `resolution` seconds, or `None`
 /// when no archive matches the CF.
-pub fn choose_rra(rrd: &Rrd, cf: Cf, start: i64, end: i64, resolution: u64) -> Option<usize> {
+fn choose_rra(rrd: &Rrd, cf: Cf, start: i64, end: i64, resolution: u64) -> Option<usize> {
     let step = rrd.schema.step as i64;
     let mut best_full: Option<(usize, u64)> = None;
     let mut best_part: Option<(usize, i128, u64)> = None;
@@ -136,20 +216,17 @@ pub fn fetch(
             "start ({start}) should be less than end ({end})"
         )));
     }
-    let Some(rra) = choose_rra(rrd, cf, start, end, resolution) else {
+    let Some(p) = plan(rrd, cf, start, end, resolution) else {
         return Err(RrdError::new(
             "the RRD does not contain an RRA matching the chosen CF",
         ));
     };
-    let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt) as i64;
-    let s = start - start.rem_euclid(span);
-    let e = end + span - end.rem_euclid(span);
     let mut values = Vec::new();
-    push_archive_rows(rrd, rra, s + span, ((e - s) / span) as usize, &mut values);
+    push_archive_rows(rrd, p.rra, p.first_row(), p.rows() as usize, &mut values);
     Ok(FetchResult {
-        start: s,
-        end: e,
-        step: span as u64,
+        start: p.start,
+        end: p.end,
+        step: p.span as u64,
         ds_names: rrd.schema.ds.iter().map(|d| d.name.clone()).collect(),
         values,
     })
@@ -161,13 +238,8 @@ pub fn fetch_values(rrd: &Rrd, cf: Cf, start: i64, end: i64, resolution: u64) ->
     if start < MIN_TIME || end < start {
         return 0;
     }
-    let Some(rra) = choose_rra(rrd, cf, start, end, resolution) else {
-        return 0;
-    };
-    let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt).max(1) as i128;
-    let s = i128::from(start) - i128::from(start).rem_euclid(span);
-    let e = i128::from(end) + span - i128::from(end).rem_euclid(span);
-    (((e - s) / span) as u64).saturating_mul(rrd.ds_cnt() as u64)
+    plan(rrd, cf, start, end, resolution)
+        .map_or(0, |p| p.rows().saturating_mul(rrd.ds_cnt() as u64))
 }
 
 /// The text `rrdtool fetch` prints: a header of right-aligned DS names, a blank line, then

@@ -506,63 +506,61 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
         },
     };
     let resolution = ((until - from) as u64 / width).max(1);
-    // Rows of the archive that will be read, counted before any is: a range of centuries at
-    // a fine archive must not take the daemon's memory.
-    let chosen = match get("rra").filter(|v| !v.is_empty() && *v != "auto") {
-        None => rrd::fetch::choose_rra(rrd, cf, from, until, resolution),
-        Some(v) => v
+    // The archive asked for (its index), or rrdtool's choice for the range (`auto`).
+    let asked = get("rra").filter(|v| !v.is_empty() && *v != "auto");
+    let plan = match asked {
+        None => rrd::fetch::plan(rrd, cf, from, until, resolution),
+        Some(v) => match v
             .parse::<usize>()
             .ok()
-            .filter(|&i| i < rrd.schema.rra.len()),
-    };
-    if let Some(a) = chosen {
-        let span = (rrd.schema.step * rrd.schema.rra[a].pdp_cnt).max(1) as i64;
-        let rows = (until - from) / span + 2;
-        if rows > MAX_ROWS as i64 {
-            return error(
-                400,
-                &format!(
-                    "{from}..{until} is {rows} rows of archive {a} ({span} s a row), more than {MAX_ROWS}: narrow the range or choose a coarser archive"
-                ),
-            );
-        }
-    }
-    let (rra, start, step, mut values) = match get("rra").filter(|v| !v.is_empty() && *v != "auto")
-    {
-        None => match rrd::fetch::fetch(rrd, cf, from, until, resolution, false) {
-            Ok(r) => {
-                // The archive fetch read (it found one, as `chosen` did).
-                let rra = chosen.unwrap_or(0);
-                let vals: Vec<f64> = r.rows().map(|row| row[ds]).collect();
-                (rra, r.start + r.step as i64, r.step as i64, vals)
-            }
-            Err(e) => return error(400, &e.to_string()),
-        },
-        Some(v) => {
-            let Some(rra) = v
-                .parse::<usize>()
-                .ok()
-                .filter(|&i| i < rrd.schema.rra.len())
-            else {
+            .filter(|&i| i < rrd.schema.rra.len())
+        {
+            Some(i) => Some(rrd::fetch::Plan::of(rrd, i, from, until)),
+            None => {
                 return error(
                     400,
                     &format!(
                         "rra '{v}': auto or an archive of {name} (0 to {})",
                         rrd.schema.rra.len().saturating_sub(1)
                     ),
-                );
-            };
-            let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt) as i64;
-            // The slots `rrdtool fetch` would give for this archive: labelled by their ends,
-            // from the one holding `from` to the one after `until`'s start.
-            let s = from - from.rem_euclid(span);
-            let e = until + span - until.rem_euclid(span);
-            let n = ((e - s) / span) as usize;
-            let mut rows = Vec::new();
-            rrd::fetch::push_archive_rows(rrd, rra, s + span, n, &mut rows);
-            let vals = rows.chunks_exact(rrd.ds_cnt()).map(|r| r[ds]).collect();
-            (rra, s + span, span, vals)
+                )
+            }
+        },
+    };
+    // Rows of the archive that will be read, counted before any is: a range of centuries at
+    // a fine archive must not take the daemon's memory.
+    if let Some(p) = plan {
+        if p.rows() > MAX_ROWS as u64 {
+            return error(
+                400,
+                &format!(
+                    "{from}..{until} is {} rows of archive {} ({} s a row), more than {MAX_ROWS}: narrow the range or choose a coarser archive",
+                    p.rows(),
+                    p.rra,
+                    p.span
+                ),
+            );
         }
+    }
+    let (rra, start, step, mut values) = match (asked, plan) {
+        (None, _) => match rrd::fetch::fetch(rrd, cf, from, until, resolution, false) {
+            Ok(r) => {
+                // The archive fetch read (it found one, as the plan did).
+                let rra = plan.map_or(0, |p| p.rra);
+                let vals: Vec<f64> = r.rows().map(|row| row[ds]).collect();
+                (rra, r.start + r.step as i64, r.step as i64, vals)
+            }
+            Err(e) => return error(400, &e.to_string()),
+        },
+        // The rows `rrdtool fetch` would give for this archive: labelled by their ends,
+        // from the one holding `from` to the one after `until`'s start.
+        (Some(_), Some(p)) => {
+            let mut rows = Vec::new();
+            rrd::fetch::push_archive_rows(rrd, p.rra, p.first_row(), p.rows() as usize, &mut rows);
+            let vals = rows.chunks_exact(rrd.ds_cnt()).map(|r| r[ds]).collect();
+            (p.rra, p.first_row(), p.span, vals)
+        }
+        (Some(_), None) => return error(400, "no archive"),
     };
     let def = &rrd.schema.rra[rra];
     let (pdp, rows, rra_cf) = (def.pdp_cnt, def.row_cnt, def.cf);
@@ -624,8 +622,7 @@ fn fetch_feed(d: &Daemon, name: &str, from: i64, until: i64, width: u64) -> Opti
     let inner = d.lock();
     let feed = crate::feeds::by_name(&inner.store, name)?;
     let span = i64::from(feed.interval.max(1));
-    let s = from - from.rem_euclid(span);
-    let e = until + span - until.rem_euclid(span);
+    let (s, e) = rrd::fetch::window(span, from, until);
     let n = (e - s) / span;
     if n > MAX_ROWS as i64 {
         return Some(error(

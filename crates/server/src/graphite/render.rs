@@ -99,11 +99,11 @@ impl Store<'_> {
         } else {
             first.cf
         };
-        let Some(rra) = rrd::fetch::choose_rra(rrd, cf, ctx.from, ctx.until, 0) else {
+        let Some(plan) = rrd::fetch::plan(rrd, cf, ctx.from, ctx.until, 0) else {
             return Ok(None);
         };
-        let span = (rrd.schema.step.saturating_mul(rrd.schema.rra[rra].pdp_cnt)).max(1);
-        let span = i64::try_from(span).unwrap_or(i64::MAX);
+        // Whisper's slots of the archive's span, not rrdtool's window (ctx.slots).
+        let (rra, span) = (plan.rra, plan.span);
         let (from, until, rows) = ctx.slots(span, path)?;
         let mut values = Vec::with_capacity(rows as usize);
         // Each chunk of rows decoded once for the walk.

@@ -22,11 +22,10 @@ use rrd::{Cf, Rrd};
 fn fetch_bytes(rrd: &Rrd, cf: Cf, start: i64, end: i64) -> u64 {
     const LIM: i64 = 1 << 62;
     let (cs, ce) = (start.clamp(-LIM, LIM), end.clamp(-LIM, LIM));
-    let Some(rra) = rrd::fetch::choose_rra(rrd, cf, cs, ce, 0) else {
+    let Some(p) = rrd::fetch::plan(rrd, cf, cs, ce, 0) else {
         return 0;
     };
-    let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt).max(1) as i128;
-    let rows = ((i128::from(ce) - i128::from(cs)) / span + 2).clamp(0, 10_000_000) as u64;
+    let rows = (p.rows() + 1).min(10_000_000);
     rows * (rrd.ds_cnt() as u64 * 40 + 60)
 }
 
@@ -39,12 +38,12 @@ fn daemon_fetch(
     // Absurd times (the C arithmetic wraps) choose among archives as if they were merely huge.
     const LIM: i64 = 1 << 62;
     let (cs, ce) = (start.clamp(-LIM, LIM), end.clamp(-LIM, LIM));
-    let Some(rra) = rrd::fetch::choose_rra(rrd, cf, cs, ce, 0) else {
+    let Some(rra) = rrd::fetch::plan(rrd, cf, cs, ce, 0).map(|p| p.rra) else {
         return Err("the RRD does not contain an RRA matching the chosen CF".into());
     };
-    let span = (rrd.schema.step * rrd.schema.rra[rra].pdp_cnt) as i64;
-    let s = start.wrapping_sub(start.rem_euclid(span));
-    let e = end.wrapping_add(span - end.rem_euclid(span));
+    // The window in the C arithmetic rrdcached computes it in.
+    let p = rrd::fetch::Plan::wrapping(rrd, rra, start, end);
+    let (span, s, e) = (p.span, p.start, p.end);
     // rrdtool sizes its buffer from (end - start) / step in unsigned C arithmetic (an end
     // before the start wraps to a huge size, and the allocation fails unless the byte count
     // wraps again to something an overcommitting malloc grants), then writes one row per
