@@ -6,7 +6,7 @@
 //! [`sample`] (the per-series sample compression), [`rrdbin`] (one `Rrd` as bytes) with
 //! [`rows`] (its archive rows), [`frame`] (log superblock and record frames), [`record`] (a
 //! commit record's payload) with [`block`] (a commit's samples, commit-wide) and [`checkpoint`] (checkpoint files); [`whisper`] reads other stores' files for
-//! `ringlet import`.
+//! `ringlet import`; [`emoncms`] is emoncms's feed files' layout.
 
 #![forbid(unsafe_code)]
 
@@ -15,6 +15,7 @@ pub mod bytes;
 pub mod checkpoint;
 pub mod crc32c;
 pub mod decimal;
+pub mod emoncms;
 pub mod frame;
 pub mod rc;
 pub mod record;

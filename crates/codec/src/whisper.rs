@@ -97,10 +97,7 @@ pub fn parse(b: &[u8]) -> Result<Whisper, String> {
 
 /// A PHPFina feed (`.meta` and `.dat` bytes) as a one-archive whisper file.
 pub fn parse_phpfina(meta: &[u8], dat: &[u8]) -> Result<Whisper, String> {
-    let le32 = |b: &[u8], at: usize| -> Option<u32> {
-        Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-    };
-    let (Some(interval), Some(start)) = (le32(meta, 8), le32(meta, 12)) else {
+    let Some((interval, start)) = crate::emoncms::meta(meta) else {
         return Err("not a PHPFina feed (a .meta shorter than 16 bytes)".into());
     };
     if interval == 0 {
@@ -122,7 +119,7 @@ pub fn parse_phpfina(meta: &[u8], dat: &[u8]) -> Result<Whisper, String> {
         .chunks_exact(4)
         .enumerate()
         .filter_map(|(i, c)| {
-            let v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            let v = crate::emoncms::value([c[0], c[1], c[2], c[3]]);
             (!v.is_nan()).then_some((t0 + i as i64 * step, f64::from(v)))
         })
         .collect();

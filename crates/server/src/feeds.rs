@@ -8,6 +8,7 @@
 //! The values are read from the `.dat` blob for the slots asked, a range at a time; nothing
 //! is converted or kept.
 
+use codec::emoncms::RECORD;
 use engine::Store;
 
 /// The series names of feeds begin with this.
@@ -36,9 +37,6 @@ impl Engine {
         }
     }
 }
-
-/// Bytes of a PHPTimeSeries record.
-const RECORD: u64 = 9;
 
 /// Records of a PHPTimeSeries feed whose gaps give its interval.
 const GAPS: u64 = 64;
@@ -100,7 +98,7 @@ impl Feed {
             .blob_read(&self.blob(), 4 * lo as u64, 4 * (hi - lo) as u64)
             .map_err(|e| e.to_string())?;
         for (k, w) in bytes.chunks_exact(4).enumerate() {
-            let v = f32::from_le_bytes(w.try_into().expect("4 bytes"));
+            let v = codec::emoncms::value(w.try_into().expect("4 bytes"));
             out[(lo - pos0) as usize + k] = f64::from(v);
         }
         Ok(out)
@@ -165,21 +163,12 @@ impl Feed {
 
 /// A PHPTimeSeries record's (time, value).
 fn parse_record(b: &[u8]) -> Option<(i64, f32)> {
-    if b.len() < RECORD as usize {
-        return None;
-    }
-    let t = u32::from_le_bytes(b[1..5].try_into().ok()?);
-    let v = f32::from_le_bytes(b[5..9].try_into().ok()?);
-    Some((i64::from(t), v))
+    codec::emoncms::record(b).map(|(_, t, v)| (i64::from(t), v))
 }
 
 /// The meta's (interval, start) from its bytes (interval 0 while not written whole).
 fn meta(b: &[u8]) -> (u32, u32) {
-    if b.len() < 16 {
-        return (0, 0);
-    }
-    let word = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
-    (word(8), word(12))
+    codec::emoncms::meta(b).unwrap_or((0, 0))
 }
 
 /// Feed `id`, if the store holds its files: PHPFina's two, else PHPTimeSeries' one (emoncms

@@ -593,11 +593,11 @@ fn grown_from(d: &Daemon, blob: &str, f: &File, len: u64) -> std::io::Result<boo
 fn merge(d: &Daemon, kind: Kind, blob: &str, f: &File, flen: u64, len: u64) -> std::io::Result<()> {
     let err = |e: engine::Error| std::io::Error::other(e.to_string());
     if kind == Kind::PhpTimeSeries {
-        const R: u64 = 9;
+        const R: u64 = codec::emoncms::RECORD;
         let end = len / R * R;
         let last = if end >= R {
             let b = d.lock().store.blob_read(blob, end - R, R).map_err(err)?;
-            u32::from_le_bytes([b[1], b[2], b[3], b[4]])
+            codec::emoncms::record(&b).map_or(0, |(_, t, _)| t)
         } else {
             0
         };
@@ -609,8 +609,10 @@ fn merge(d: &Daemon, kind: Kind, blob: &str, f: &File, flen: u64, len: u64) -> s
             let b = read_at(f, off, n)?;
             let mut add = Vec::new();
             for r in b.chunks_exact(R as usize) {
-                let t = u32::from_le_bytes([r[1], r[2], r[3], r[4]]);
-                if r[0] == 249 && t > newest {
+                let Some((tag, t, _)) = codec::emoncms::record(r) else {
+                    continue;
+                };
+                if tag == codec::emoncms::RECORD_TAG && t > newest {
                     add.extend_from_slice(r);
                     newest = t;
                 }

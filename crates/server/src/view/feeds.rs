@@ -1,10 +1,7 @@
 //! The emoncms views (`--phpfina DIR`, `--phptimeseries DIR`): which names are feed files,
 //! what a write to one may be, and the feed files' side of each call, in the store's blobs.
 //!
-//! The formats, as emoncms documents and writes them:
-//! - PHPFina: `<id>.meta`, 16 bytes of little-endian u32 (0, 0, interval, start time);
-//!   `<id>.dat`, float32 values, one per interval from the start time (NaN for none).
-//! - PHPTimeSeries: `feed_<id>.MYD`, 9-byte records (a byte 249, u32 time, float32 value).
+//! The files' layout is `codec::emoncms`'s.
 //!
 //! A feed file is the blob `phpfina/<name>` (`phptimeseries/<name>`); the web page and the
 //! Graphite API read PHPFina feeds from them (`crate::feeds`).

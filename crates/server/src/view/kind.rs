@@ -12,10 +12,8 @@ pub enum Kind {
     PhpTimeSeries,
 }
 
-/// Bytes of a PHPFina `.meta` file.
-pub(super) const META_LEN: u64 = 16;
-/// Bytes of a PHPTimeSeries record.
-const RECORD: u64 = 9;
+pub(super) use codec::emoncms::META_LEN;
+use codec::emoncms::RECORD;
 
 impl Kind {
     /// The prefix of the blob names of this view's files.
@@ -120,7 +118,8 @@ impl Kind {
                 let mut m = [0u8; 16];
                 m[..meta.len().min(16)].copy_from_slice(&meta[..meta.len().min(16)]);
                 m[off as usize..end as usize].copy_from_slice(data);
-                if end >= 12 && u32::from_le_bytes(m[8..12].try_into().expect("4 bytes")) == 0 {
+                if end >= 12 && codec::emoncms::meta(&m).is_some_and(|(interval, _)| interval == 0)
+                {
                     return Some("a meta file with interval 0".into());
                 }
             }
