@@ -28,6 +28,84 @@ fn starts_with_ci(s: &[u8], prefix: &[u8]) -> bool {
     s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix)
 }
 
+/// What C's `strtol` gives (glibc, a 64-bit `long`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CLong {
+    /// The number, clamped to `i64::MIN..=i64::MAX` where it is out of range.
+    pub value: i64,
+    /// Out of range (C sets `errno` to ERANGE).
+    pub erange: bool,
+    /// Digits read (0: no number; the value is then 0).
+    pub digits: usize,
+}
+
+/// C's `strtol(s, &end, base)` for base 10, or 0 (`0x`/`0X` hex, a leading `0` octal, else
+/// decimal): leading C white space, one sign, the digits of the base; whatever follows is
+/// ignored. The one reader of C integers for every command and protocol (rrdtool and
+/// rrdcached read theirs with `strtol`, `atol`, `atoi`).
+pub fn strtol(s: &str, base: u32) -> CLong {
+    let b = s.as_bytes();
+    let mut i = b.iter().take_while(|&&c| is_c_space(c)).count();
+    let neg = match b.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let mut radix = if base == 0 { 10 } else { base };
+    if base == 0 || base == 16 {
+        let hex = matches!(b.get(i..i + 2), Some([b'0', b'x' | b'X']))
+            && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
+        if hex {
+            radix = 16;
+            i += 2;
+        } else if base == 0 && b.get(i) == Some(&b'0') {
+            radix = 8;
+        }
+    }
+    // Past 2^64 the exact value no longer matters: it is out of range either way.
+    let cap: i128 = 1 << 64;
+    let mut n: i128 = 0;
+    let mut digits = 0;
+    for &c in &b[i..] {
+        match (c as char).to_digit(radix) {
+            Some(v) => {
+                n = (n * i128::from(radix) + i128::from(v)).min(cap);
+                digits += 1;
+            }
+            None => break,
+        }
+    }
+    let n = if neg { -n } else { n };
+    match i64::try_from(n) {
+        Ok(value) => CLong {
+            value,
+            erange: false,
+            digits,
+        },
+        Err(_) => CLong {
+            value: if neg { i64::MIN } else { i64::MAX },
+            erange: true,
+            digits,
+        },
+    }
+}
+
+/// C's `atol` (and `atoll`): `strtol(s, NULL, 10)`.
+pub fn atol(s: &str) -> i64 {
+    strtol(s, 10).value
+}
+
+/// C's `atoi`: glibc's `(int) strtol(s, NULL, 10)`.
+pub fn atoi(s: &str) -> i32 {
+    strtol(s, 10).value as i32
+}
+
 /// rrdtool's number parser. Returns the value and the number of bytes consumed, or `None`
 /// where rrdtool reports failure (no digits, exponent out of range).
 ///
@@ -532,5 +610,40 @@ mod tests {
             let r = |new: &str| Some(rrd_diff(new, x) / 5.0).filter(|v| !v.is_nan());
             assert_eq!((r("100"), r("-100")), (pos, neg), "{}", x);
         }
+    }
+
+    #[test]
+    fn c_integers_read_as_glibc_reads_them() {
+        let v = |s: &str, b: u32| strtol(s, b).value;
+        assert_eq!(v("1795212900", 0), 1795212900);
+        assert_eq!(v(" \t-1h", 0), -1);
+        assert_eq!(v("0x10", 0), 16);
+        assert_eq!(v("0x", 0), 0);
+        assert_eq!(v("010", 0), 8);
+        assert_eq!(v("010", 10), 10);
+        assert_eq!(v("08", 0), 0);
+        assert_eq!(
+            strtol("junk", 0),
+            CLong {
+                value: 0,
+                erange: false,
+                digits: 0
+            }
+        );
+        assert!(!strtol("-9223372036854775808", 10).erange);
+        assert_eq!(v("-9223372036854775808", 10), i64::MIN);
+        assert_eq!(
+            strtol("9223372036854775808", 10),
+            CLong {
+                value: i64::MAX,
+                erange: true,
+                digits: 19
+            }
+        );
+        assert_eq!(v("-99999999999999999999999", 10), i64::MIN);
+        assert_eq!(v("0xffffffffffffffffffffffff", 0), i64::MAX);
+        assert_eq!((atoi("12x"), atoi("x"), atoi("-3")), (12, 0, -3));
+        assert_eq!(atoi("4294967297"), 1);
+        assert_eq!(atol("+7"), 7);
     }
 }

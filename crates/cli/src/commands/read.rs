@@ -172,24 +172,9 @@ pub fn first(ctx: &Ctx, args: &[String]) -> Outcome {
     }))
 }
 
+/// C's `atoi` (`first --rraindex`).
 fn atoi(s: &str) -> i64 {
-    let t = s.trim_start();
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let n: i64 = digits
-        .bytes()
-        .take_while(u8::is_ascii_digit)
-        .fold(0i64, |a, d| {
-            a.wrapping_mul(10).wrapping_add(i64::from(d - b'0'))
-        });
-    if neg {
-        -n
-    } else {
-        n
-    }
+    i64::from(rrd::num::atoi(s))
 }
 
 pub fn lastupdate(ctx: &Ctx, args: &[String]) -> Outcome {

@@ -94,5 +94,5 @@ pub fn resize(ctx: &Ctx, args: &[String]) -> Outcome {
 
 /// C's `atol`: white space, a sign, digits; 0 without digits.
 pub(crate) fn atol(s: &str) -> i64 {
-    super::tune::strtol(s).unwrap_or(0)
+    rrd::num::atol(s)
 }

@@ -284,22 +284,8 @@ fn name_and_value(s: &str) -> Option<(&str, &str)> {
 /// C's `strtol` in base 10 as rrdtool uses it: leading white space, a sign, at least one
 /// digit, the rest ignored; saturating at the bounds of a 64-bit long.
 pub(crate) fn strtol(s: &str) -> Option<i64> {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let n = digits.bytes().take_while(u8::is_ascii_digit).count();
-    if n == 0 {
-        return None;
-    }
-    let mut v: i128 = 0;
-    for b in digits[..n].bytes() {
-        v = (v * 10 + i128::from(b - b'0')).min(i128::from(i64::MAX) + 1);
-    }
-    let v = if neg { -v } else { v };
-    Some(v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
+    let r = rrd::num::strtol(s, 10);
+    (r.digits > 0).then_some(r.value)
 }
 
 /// A minimum or maximum: `U` or `Unknown` (NaN), else [`decimal`].

@@ -395,7 +395,7 @@ impl<'a> Reader<'a> {
 
     /// An integer as `strtoll` reads it: leading digits, garbage gives 0.
     pub(super) fn long(&mut self, name: &str) -> Result<i64, RrdError> {
-        Ok(c_atoll(&self.text(name)?))
+        Ok(crate::num::atol(&self.text(name)?))
     }
 
     /// Skips the element whose start tag was just read, children included.
@@ -414,25 +414,6 @@ impl<'a> Reader<'a> {
                 Ev::Eof => return Err(self.expected(&Ev::Eof, &format!("</{}>", name))),
             }
         }
-    }
-}
-
-/// `strtoll(s, NULL, 10)`: optional sign and leading digits, wrapping; no digits gives 0.
-fn c_atoll(s: &str) -> i64 {
-    let b = s.trim_start().as_bytes();
-    let (neg, digits) = match b.first() {
-        Some(b'-') => (true, &b[1..]),
-        Some(b'+') => (false, &b[1..]),
-        _ => (false, b),
-    };
-    let mut v: i64 = 0;
-    for &c in digits.iter().take_while(|c| c.is_ascii_digit()) {
-        v = v.saturating_mul(10).saturating_add(i64::from(c - b'0'));
-    }
-    if neg {
-        -v
-    } else {
-        v
     }
 }
 

@@ -115,8 +115,8 @@ pub(super) fn parse_options(args: &[String]) -> Result<(Opts, Vec<String>), RrdE
             "start" => o.start = Some(v),
             "end" => o.end = Some(v),
             // C ints: atoi keeps the low 32 bits.
-            "maxrows" => o.maxrows = i64::from(c_atol(&v) as i32),
-            "step" => o.step = i64::from(c_atol(&v) as i32),
+            "maxrows" => o.maxrows = i64::from(crate::num::atol(&v) as i32),
+            "step" => o.step = i64::from(crate::num::atol(&v) as i32),
             _ => {} // daemon: ringlet is the daemon.
         }
     }
@@ -129,24 +129,6 @@ fn set_flag(o: &mut Opts, name: &str) {
         "showtime" => o.showtime = true,
         "enumds" => o.enumds = true,
         _ => {}
-    }
-}
-
-/// C `atol`: optional sign and leading digits; 0 when there are none.
-fn c_atol(s: &str) -> i64 {
-    let t = s.trim_start();
-    let (neg, d) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let v = d.bytes().take_while(u8::is_ascii_digit).fold(0i64, |v, c| {
-        v.saturating_mul(10).saturating_add(i64::from(c - b'0'))
-    });
-    if neg {
-        -v
-    } else {
-        v
     }
 }
 
@@ -211,7 +193,7 @@ pub(super) fn parse_element(
                 let (k, v) = opt.split_once('=').unwrap_or((opt, ""));
                 match k {
                     "step" => {
-                        let s = c_atol(v);
+                        let s = crate::num::atol(v);
                         if s <= 0 {
                             return Err(err(format!("Bad step value: {}", v)));
                         }
@@ -344,7 +326,7 @@ pub(super) fn parse_element(
                 name: "\u{0}SHIFT".to_string(),
                 kind: Kind::Shift {
                     target: i,
-                    secs: c_atol(by),
+                    secs: crate::num::atol(by),
                 },
                 start: 0,
                 step: 0,

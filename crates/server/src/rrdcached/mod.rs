@@ -117,30 +117,12 @@ pub(crate) fn strtol(s: &str) -> i64 {
 
 /// [`strtol`], with `Err(clamped)` where C sets ERANGE.
 pub(crate) fn strtol_checked(s: &str) -> Result<i64, i64> {
-    let t = s.trim_start();
-    let (neg, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        (16, h)
-    } else if t.starts_with('0') {
-        (8, t)
+    let r = rrd::num::strtol(s, 0);
+    if r.erange {
+        Err(r.value)
     } else {
-        (10, t)
-    };
-    // Past 2^64 the exact value no longer matters: it is out of range either way.
-    let cap: i128 = 1 << 64;
-    let mut n: i128 = 0;
-    for c in digits.chars() {
-        match c.to_digit(radix) {
-            Some(v) => n = (n * i128::from(radix) + i128::from(v)).min(cap),
-            None => break,
-        }
+        Ok(r.value)
     }
-    let n = if neg { -n } else { n };
-    i64::try_from(n).map_err(|_| if neg { i64::MIN } else { i64::MAX })
 }
 
 #[cfg(test)]
