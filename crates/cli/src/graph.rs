@@ -411,21 +411,22 @@ impl Env {
     }
 }
 
+impl Default for Renderer {
+    fn default() -> Self {
+        Renderer::new()
+    }
+}
+
 impl Renderer {
-    /// For a pipe-mode session: one drawing process for all its graphs, started by the
-    /// first.
-    pub fn session() -> Renderer {
+    /// For a command or a pipe-mode session: one drawing process for all its graphs,
+    /// started by the first (or by [`Renderer::start`]).
+    pub fn new() -> Renderer {
         Renderer {
             drawer: None,
             env: None,
             remote: None,
             _ticket: None,
         }
-    }
-
-    /// For one command.
-    pub fn command() -> Renderer {
-        Renderer::session()
     }
 
     /// Start the drawing process now, so that its start (loading librrd and its fonts'
@@ -764,7 +765,7 @@ impl Spare {
             drawer: taken,
             env: Some(env),
             _ticket: Some(ticket),
-            ..Renderer::session()
+            ..Renderer::new()
         }
     }
 

@@ -97,7 +97,7 @@ fn run(argv: &[String]) -> Outcome {
     if cli::graph::is_graph(cmd) {
         // One drawing process for the graph: the daemon's, started ahead, or one started
         // here before the store is read.
-        let mut renderer = cli::graph::Renderer::command();
+        let mut renderer = cli::graph::Renderer::new();
         let mut drawn = match daemon_for(flag, &dir) {
             Daemon::At(_, mut c) => {
                 let mut image = Vec::new();

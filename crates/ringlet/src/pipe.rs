@@ -202,7 +202,7 @@ pub fn run(dir: &Path) -> i32 {
     let started = Instant::now();
     let rx = inputs();
     // Every graph of the session drawn by one rrdtool, as in its own pipe mode.
-    let mut renderer = cli::graph::Renderer::session();
+    let mut renderer = cli::graph::Renderer::new();
     let first = rx.recv().ok();
     let mut clients: HashMap<String, Client> = HashMap::new();
     let default = match crate::daemon_for(None, dir) {
