@@ -45,10 +45,15 @@ impl Daemon {
 
     /// The daemon with `args` instead of `-b dir/base`.
     fn start_with(dir: &Path, args: &[&str]) -> Daemon {
+        Daemon::start_from(Path::new(BIN), dir, args)
+    }
+
+    /// [`Daemon::start_with`], the binary at `bin`.
+    fn start_from(bin: &Path, dir: &Path, args: &[&str]) -> Daemon {
         let sock = dir.join("s.sock");
         std::fs::create_dir_all(dir.join("base")).unwrap();
         let log = std::fs::File::create(dir.join("serve.log")).unwrap();
-        let child = Command::new(BIN)
+        let child = Command::new(bin)
             .args(["serve", "-g", "-w", "3600", "-R", "-l"])
             .arg(format!("unix:{}", sock.display()))
             .args(args)
@@ -1397,30 +1402,12 @@ fn the_daemon_draws_after_its_binary_is_replaced() {
     let dir = Dir::new("upgraded");
     let bin = dir.0.join("ringlet-copy");
     std::fs::copy(BIN, &bin).unwrap();
-    let sock = dir.0.join("s.sock");
-    let mut child = Command::new(&bin)
-        .args(["serve", "-g", "-w", "3600", "-l"])
-        .arg(format!("unix:{}", sock.display()))
-        .arg("--store")
-        .arg(dir.0.join("store"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "daemon did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let d = Daemon::start_from(&bin, &dir.0, &[]);
     // Replaced as dpkg replaces it: a new file renamed over the path.
     let new = dir.0.join("ringlet-new");
     std::fs::copy(BIN, &new).unwrap();
     std::fs::rename(&new, &bin).unwrap();
-    let s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    let s = std::os::unix::net::UnixStream::connect(&d.sock).unwrap();
     let mut r = std::io::BufReader::new(s);
     let (status, _) = run_on(
         &mut r,
@@ -1432,10 +1419,6 @@ fn the_daemon_draws_after_its_binary_is_replaced() {
         "RUN 1700090000 0 draw graph TZ=UTC -- - --start 1700000000 --end 1700086400 DEF:v=a.rrd:v:AVERAGE LINE1:v#ff0000",
     );
     let png = lines.iter().any(|l| l.starts_with("o89504e47"));
-    // SAFETY: kill(2) on our own child.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-    }
-    let _ = child.wait();
+    drop(d);
     assert!(png, "{status} {lines:?}");
 }
