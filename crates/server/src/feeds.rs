@@ -8,8 +8,8 @@
 //! The values are read from the `.dat` blob for the slots asked, a range at a time; nothing
 //! is converted or kept.
 
+use crate::daemon::Blobs;
 use codec::emoncms::RECORD;
-use engine::Store;
 
 /// The series names of feeds begin with this.
 pub const PREFIX: &str = "emoncms/";
@@ -78,7 +78,7 @@ impl Feed {
     /// The feed's values for `n` slots of its interval from `first` (a time): PHPFina, each
     /// the point at the slot's time; PHPTimeSeries, the mean of the records in the slot. NaN
     /// where there is none.
-    pub fn values(&self, store: &Store, first: i64, n: usize) -> Result<Vec<f64>, String> {
+    pub fn values(&self, store: Blobs<'_>, first: i64, n: usize) -> Result<Vec<f64>, String> {
         let mut out = vec![f64::NAN; n];
         let iv = i64::from(self.interval);
         if iv == 0 || self.npoints == 0 || n == 0 {
@@ -95,7 +95,7 @@ impl Feed {
             return Ok(out);
         }
         let bytes = store
-            .blob_read(&self.blob(), 4 * lo as u64, 4 * (hi - lo) as u64)
+            .read(&self.blob(), 4 * lo as u64, 4 * (hi - lo) as u64)
             .map_err(|e| e.to_string())?;
         for (k, w) in bytes.chunks_exact(4).enumerate() {
             let v = codec::emoncms::value(w.try_into().expect("4 bytes"));
@@ -105,16 +105,16 @@ impl Feed {
     }
 
     /// Record `i` of a PHPTimeSeries feed: (time, value).
-    fn record(&self, store: &Store, i: u64) -> Result<(i64, f32), String> {
+    fn record(&self, store: Blobs<'_>, i: u64) -> Result<(i64, f32), String> {
         let b = store
-            .blob_read(&self.blob(), i * RECORD, RECORD)
+            .read(&self.blob(), i * RECORD, RECORD)
             .map_err(|e| e.to_string())?;
         Ok(parse_record(&b).unwrap_or((i64::MAX, f32::NAN)))
     }
 
     fn record_values(
         &self,
-        store: &Store,
+        store: Blobs<'_>,
         first: i64,
         mut out: Vec<f64>,
     ) -> Result<Vec<f64>, String> {
@@ -135,7 +135,7 @@ impl Feed {
         'pieces: while i < self.npoints {
             let k = (self.npoints - i).min(4096);
             let b = store
-                .blob_read(&self.blob(), i * RECORD, k * RECORD)
+                .read(&self.blob(), i * RECORD, k * RECORD)
                 .map_err(|e| e.to_string())?;
             for r in b.chunks_exact(RECORD as usize) {
                 let Some((t, v)) = parse_record(r) else {
@@ -173,11 +173,9 @@ fn meta(b: &[u8]) -> (u32, u32) {
 
 /// Feed `id`, if the store holds its files: PHPFina's two, else PHPTimeSeries' one (emoncms
 /// numbers its feeds across engines).
-pub fn get(store: &Store, id: u32) -> Option<Feed> {
-    if let Some(len) = store.blob_len(&format!("{PHPFINA}{id}.dat")) {
-        let m = store
-            .blob_read(&format!("{PHPFINA}{id}.meta"), 0, 16)
-            .ok()?;
+pub fn get(store: Blobs<'_>, id: u32) -> Option<Feed> {
+    if let Some(len) = store.len(&format!("{PHPFINA}{id}.dat")) {
+        let m = store.read(&format!("{PHPFINA}{id}.meta"), 0, 16).ok()?;
         let (interval, start) = meta(&m);
         let npoints = if interval == 0 { 0 } else { len / 4 };
         return Some(Feed {
@@ -190,7 +188,7 @@ pub fn get(store: &Store, id: u32) -> Option<Feed> {
         });
     }
     let name = format!("{PHPTIMESERIES}feed_{id}.MYD");
-    let len = store.blob_len(&name)?;
+    let len = store.len(&name)?;
     let n = len / RECORD;
     let mut f = Feed {
         id,
@@ -205,7 +203,7 @@ pub fn get(store: &Store, id: u32) -> Option<Feed> {
     }
     let first = f.record(store, 0).ok()?.0;
     let k = n.min(GAPS);
-    let b = store.blob_read(&name, (n - k) * RECORD, k * RECORD).ok()?;
+    let b = store.read(&name, (n - k) * RECORD, k * RECORD).ok()?;
     let times: Vec<i64> = b
         .chunks_exact(RECORD as usize)
         .filter_map(|r| parse_record(r).map(|p| p.0))
@@ -234,22 +232,22 @@ pub fn get(store: &Store, id: u32) -> Option<Feed> {
 
 /// The feed a series name names (`emoncms/<id>.rrd`), if the store holds it and no series
 /// has that name.
-pub fn by_name(store: &Store, name: &str) -> Option<Feed> {
+pub fn by_name(store: Blobs<'_>, name: &str) -> Option<Feed> {
     let id: u32 = name
         .strip_prefix(PREFIX)?
         .strip_suffix(".rrd")?
         .parse()
         .ok()?;
-    if store.get(name).is_some() || name != format!("{PREFIX}{id}.rrd") {
+    if store.is_series(name) || name != format!("{PREFIX}{id}.rrd") {
         return None;
     }
     get(store, id)
 }
 
 /// Every feed the store holds, by id, that no series' name hides.
-pub fn list(store: &Store) -> Vec<Feed> {
+pub fn list(store: Blobs<'_>) -> Vec<Feed> {
     let mut ids: Vec<u32> = store
-        .blobs()
+        .list()
         .iter()
         .filter_map(|(n, _)| {
             if let Some(r) = n.strip_prefix(PHPFINA) {
@@ -267,13 +265,14 @@ pub fn list(store: &Store) -> Vec<Feed> {
     ids.dedup();
     ids.into_iter()
         .filter_map(|id| get(store, id))
-        .filter(|f| store.get(&f.name()).is_none())
+        .filter(|f| !store.is_series(&f.name()))
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::Store;
 
     #[test]
     fn a_feeds_values_are_its_points_at_the_slots() {
@@ -301,17 +300,23 @@ mod tests {
             .collect();
         s.blob_write("phpfina/7.dat", 0, &pts).unwrap();
         s.blob_create("phpfina/8.meta").unwrap();
-        let f = by_name(&s, "emoncms/7.rrd").unwrap();
+        let f = by_name(Blobs::of(&s), "emoncms/7.rrd").unwrap();
         assert_eq!(
             (f.interval, f.start, f.npoints, f.last()),
             (10, 1000, 3, 1020)
         );
-        let v = f.values(&s, 990, 5).unwrap();
+        let v = f.values(Blobs::of(&s), 990, 5).unwrap();
         assert!(v[0].is_nan() && v[2].is_nan() && v[4].is_nan());
         assert_eq!((v[1], v[3]), (1.5, 3.0));
         // Feed 8 has no data file: not a feed yet.
-        assert_eq!(list(&s).iter().map(|f| f.id).collect::<Vec<_>>(), vec![7]);
-        assert!(by_name(&s, "emoncms/07.rrd").is_none() && by_name(&s, "emoncms/7").is_none());
+        assert_eq!(
+            list(Blobs::of(&s)).iter().map(|f| f.id).collect::<Vec<_>>(),
+            vec![7]
+        );
+        assert!(
+            by_name(Blobs::of(&s), "emoncms/07.rrd").is_none()
+                && by_name(Blobs::of(&s), "emoncms/7").is_none()
+        );
         // A PHPTimeSeries feed: records mostly 10 s apart (one at 1015), averaged in 10-s slots.
         s.blob_create("phptimeseries/feed_9.MYD").unwrap();
         let mut recs = Vec::new();
@@ -328,16 +333,16 @@ mod tests {
             recs.extend(v.to_le_bytes());
         }
         s.blob_write("phptimeseries/feed_9.MYD", 0, &recs).unwrap();
-        let f = by_name(&s, "emoncms/9.rrd").unwrap();
+        let f = by_name(Blobs::of(&s), "emoncms/9.rrd").unwrap();
         assert_eq!(
             (f.engine, f.interval, f.start, f.npoints, f.last()),
             (Engine::PhpTimeSeries, 10, 1000, 6, 1040)
         );
-        let v = f.values(&s, 990, 7).unwrap();
+        let v = f.values(Blobs::of(&s), 990, 7).unwrap();
         assert!(v[0].is_nan() && v[6].is_nan());
         assert_eq!(&v[1..6], &[1.0, 3.0, 5.0, 6.0, 7.0]);
         assert_eq!(
-            list(&s).iter().map(|f| f.id).collect::<Vec<_>>(),
+            list(Blobs::of(&s)).iter().map(|f| f.id).collect::<Vec<_>>(),
             vec![7, 9]
         );
         drop(s);

@@ -9,9 +9,9 @@
 pub mod beneath;
 pub mod carbon;
 pub mod client;
-pub mod commit;
 pub mod config;
 pub mod daemon;
+pub use daemon::{commit, read, series};
 pub mod entry;
 pub mod feeds;
 pub mod gate;
@@ -22,12 +22,10 @@ pub mod iostats;
 pub mod log;
 pub mod pickle;
 pub mod placeholder;
-pub mod read;
 pub mod remote;
 pub mod routes;
 pub mod rrdcached;
 mod sample;
-pub mod series;
 pub mod stats;
 pub mod sys;
 pub mod view;
@@ -153,7 +151,7 @@ fn spawn_acceptor(
                     log::line("connection closed: a request made the daemon panic");
                     // A panic half way through a commit or an update leaves the store
                     // refusing writes: then stop accepting values too.
-                    if d.lock().store.refuses_writes() {
+                    if d.lock().refuses_writes() {
                         d.panicked("a request");
                     }
                 }
@@ -286,7 +284,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             d.go_beneath(opened);
         }
     }
-    let rep = d.lock().store.recovery().clone();
+    let rep = d.lock().recovery().clone();
     log::line(&format!(
         "{}, in {:.2} s",
         describe_recovery(store_dir, &rep),
@@ -318,7 +316,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     // serves, by a thread of their own.
     let t0 = std::time::Instant::now();
     let places = d.lock().places.clone();
-    let first = d.lock().store.created_since_checkpoint();
+    let first = d.lock().created_since_checkpoint();
     let checked_first = first.len();
     let fixed = series::repair::repair(&d, &places, first, &|| false);
     log::line(&format!(
@@ -331,7 +329,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     std::thread::spawn(move || {
         let t0 = std::time::Instant::now();
         // All of them: those just checked are placeholders now, found as such at once.
-        let all = dc.lock().store.names();
+        let all = dc.lock().names();
         let n = all.len();
         let fixed = series::repair::repair(&dc, &places, all, &|| dc.closing());
         if !dc.closing() {

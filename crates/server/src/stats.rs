@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 pub fn lines(d: &Daemon) -> Vec<String> {
     let inner = d.lock();
     let s = &d.stats;
-    let nodes = inner.store.len() as u64;
+    let nodes = inner.series_count() as u64;
     let depth = if nodes == 0 {
         0
     } else {
@@ -30,44 +30,40 @@ pub fn lines(d: &Daemon) -> Vec<String> {
             "UpdatesWritten: {}",
             s.updates_written.load(Ordering::Relaxed)
         ),
-        format!("DataSetsWritten: {}", inner.store.stats().samples_committed),
+        format!("DataSetsWritten: {}", inner.store_stats().samples_committed),
         format!("TreeNodesNumber: {nodes}"),
         format!("TreeDepth: {depth}"),
         format!(
             "JournalBytes: {}",
-            inner.store.stats().log_bytes
-                + inner.store.stats().checkpoint_bytes
-                + inner.store.stats().spill_bytes
+            inner.store_stats().log_bytes
+                + inner.store_stats().checkpoint_bytes
+                + inner.store_stats().spill_bytes
         ),
-        format!("JournalRotate: {}", inner.store.stats().checkpoints),
+        format!("JournalRotate: {}", inner.store_stats().checkpoints),
     ];
     // ringlet's own, after rrdcached's (librrd ignores keys it does not know).
     let load = crate::iostats::WriteLoad {
         disk_bytes: crate::iostats::disk_bytes_written(),
         at_open: d.disk_bytes_at_open,
         fsyncs: d.syncs.load(Ordering::Relaxed),
-        commits: inner.store.stats().commits,
-        samples: inner.store.stats().samples_committed,
+        commits: inner.store_stats().commits,
+        samples: inner.store_stats().samples_committed,
         uptime_secs: d.started.elapsed().as_secs(),
         apply_errors: s.apply_errors.load(Ordering::Relaxed),
     };
     let mut lines = lines.to_vec();
     lines.extend(load.lines());
-    lines.push(format!("LogRingBytes: {}", inner.store.log_capacity()));
-    lines.push(format!(
-        "LogSinceCheckpoint: {}",
-        inner.store.log_since_checkpoint()
-    ));
-    lines.extend(record_lines(inner.store.stats()));
-    lines.push(format!(
-        "ArchiveHeapBytes: {}",
-        inner.store.archive_heap_bytes()
-    ));
+    let (ring, since) = inner.log_fill();
+    lines.push(format!("LogRingBytes: {ring}"));
+    lines.push(format!("LogSinceCheckpoint: {since}"));
+    lines.extend(record_lines(inner.store_stats()));
+    let (heap, damaged) = inner.heap_and_damage();
+    lines.push(format!("ArchiveHeapBytes: {heap}"));
     lines.push(format!(
         "ResidentBytes: {}",
         crate::iostats::resident_bytes()
     ));
-    lines.push(format!("DamagedChunks: {}", inner.store.damaged_chunks()));
+    lines.push(format!("DamagedChunks: {damaged}"));
     // What the listeners beside rrdcached's (carbon) took, refused and dropped.
     lines.extend(d.more_stats());
     lines

@@ -211,7 +211,7 @@ fn sorted_names(d: &Daemon) -> std::sync::Arc<Vec<String>> {
     type Cache = Option<(usize, ((u64, usize), u64), std::sync::Arc<Vec<String>>)>;
     static CACHE: std::sync::Mutex<Cache> = std::sync::Mutex::new(None);
     let inner = d.lock();
-    let version = (inner.store.names_version(), inner.store.blobs_version());
+    let version = (inner.names_version(), inner.blobs_version());
     let me = d as *const Daemon as usize;
     let mut c = CACHE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((who, v, names)) = c.as_ref() {
@@ -219,8 +219,8 @@ fn sorted_names(d: &Daemon) -> std::sync::Arc<Vec<String>> {
             return names.clone();
         }
     }
-    let mut all = inner.store.names();
-    let feeds = crate::feeds::list(&inner.store);
+    let mut all = inner.names();
+    let feeds = crate::feeds::list(inner.blobs());
     if !feeds.is_empty() {
         all.extend(feeds.iter().map(|f| f.name()));
         all.sort_unstable();
@@ -231,8 +231,8 @@ fn sorted_names(d: &Daemon) -> std::sync::Arc<Vec<String>> {
 }
 
 /// The Graphite paths of series `name`'s data sources ([`paths_of`]).
-fn paths_for(name: &str, rrd: &rrd::Rrd) -> Vec<(String, usize)> {
-    let ds: Vec<String> = rrd.schema.ds.iter().map(|d| d.name.clone()).collect();
+fn paths_for(name: &str, schema: &rrd::Schema) -> Vec<(String, usize)> {
+    let ds: Vec<String> = schema.ds.iter().map(|d| d.name.clone()).collect();
     paths_of(name, &ds)
 }
 
@@ -309,8 +309,8 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
     let mut out = Vec::new();
     let mut hay = String::new();
     for name in names.iter() {
-        let Some(rrd) = inner.store.get(name) else {
-            if let Some(f) = crate::feeds::by_name(&inner.store, name) {
+        let Some(schema) = inner.schema(name) else {
+            if let Some(f) = crate::feeds::by_name(inner.blobs(), name) {
                 let path = format!("emoncms.{}", f.id);
                 let hay = format!("{name}\nvalue\n{path}").to_lowercase();
                 if words.iter().all(|w| hay.contains(w.as_str())) {
@@ -326,10 +326,10 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
         // Worked out once for a search, else only for the series listed.
         let mut paths = None;
         if !words.is_empty() {
-            let p = paths_for(name, rrd);
+            let p = paths_for(name, schema);
             hay.clear();
             hay.push_str(&name.to_lowercase());
-            for def in &rrd.schema.ds {
+            for def in &schema.ds {
                 hay.push('\n');
                 hay.push_str(&def.name.to_lowercase());
             }
@@ -349,10 +349,13 @@ fn series(d: &Daemon, q: &str, limit: Option<&str>) -> Reply {
         shown += 1;
         // Read as every reader reads: the series' accepted values applied first, so `last`
         // is what LAST says.
-        out.extend(crate::read::with_locked(d, &mut inner, name, |rrd| {
-            let paths = paths.unwrap_or_else(|| paths_for(name, rrd));
+        match crate::read::with_locked(d, &mut inner, name, |rrd| {
+            let paths = paths.unwrap_or_else(|| paths_for(name, &rrd.schema));
             entry_json(name, rrd, &paths)
-        }));
+        }) {
+            Ok(found) => out.extend(found),
+            Err(why) => return error(503, &why.0),
+        }
     }
     json_reply(
         200,
@@ -416,17 +419,19 @@ fn tree(d: &Daemon, dir: &str) -> Reply {
         .iter()
         .map(|(name, k)| json!({ "name": name, "series": k }))
         .collect();
-    let series: Vec<Value> = here
-        .iter()
-        .take(SERIES_LIMIT)
-        .filter_map(|n| {
-            // Read as every reader reads: the series' accepted values applied first.
-            crate::read::with_locked(d, &mut inner, n, |rrd| {
-                entry_json(n, rrd, &paths_for(n, rrd))
-            })
-            .or_else(|| crate::feeds::by_name(&inner.store, n).map(|f| feed_json(&f)))
-        })
-        .collect();
+    let mut series: Vec<Value> = Vec::new();
+    for n in here.iter().take(SERIES_LIMIT) {
+        // Read as every reader reads: the series' accepted values applied first.
+        match crate::read::with_locked(d, &mut inner, n, |rrd| {
+            entry_json(n, rrd, &paths_for(n, &rrd.schema))
+        }) {
+            Ok(Some(v)) => series.push(v),
+            Ok(None) => {
+                series.extend(crate::feeds::by_name(inner.blobs(), n).map(|f| feed_json(&f)))
+            }
+            Err(why) => return error(503, &why.0),
+        }
+    }
     json_reply(
         200,
         &json!({
@@ -476,8 +481,10 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
     }
     // A copy of the series (its archives packed) is taken under the store lock; the reply
     // is built after the lock is let go.
-    let Some(rrd) = crate::read::copy(d, name) else {
-        return error(404, &format!("no series {name}"));
+    let rrd = match crate::read::copy(d, name) {
+        Ok(Some(rrd)) => rrd,
+        Ok(None) => return error(404, &format!("no series {name}")),
+        Err(why) => return error(503, &why.0),
     };
     let rrd = &rrd;
     if until > i64::MAX / 2 {
@@ -620,7 +627,7 @@ fn fetch_reply(head: &Value, values: &[f64]) -> Reply {
 /// `from` to the one after `until`'s start, averaged in groups when more than `width`.
 fn fetch_feed(d: &Daemon, name: &str, from: i64, until: i64, width: u64) -> Option<Reply> {
     let inner = d.lock();
-    let feed = crate::feeds::by_name(&inner.store, name)?;
+    let feed = crate::feeds::by_name(inner.blobs(), name)?;
     let span = i64::from(feed.interval.max(1));
     let (s, e) = rrd::fetch::window(span, from, until);
     let n = (e - s) / span;
@@ -633,7 +640,7 @@ fn fetch_feed(d: &Daemon, name: &str, from: i64, until: i64, width: u64) -> Opti
         ));
     }
     // A row labelled t holds the point of the slot that ends at t: the one at t - span.
-    let mut values = match feed.values(&inner.store, s, n as usize) {
+    let mut values = match feed.values(inner.blobs(), s, n as usize) {
         Ok(v) => v,
         Err(e) => return Some(error(500, &format!("{name}: {e}"))),
     };

@@ -383,5 +383,18 @@ fn the_series_lists_show_the_last_update_the_daemon_accepted() {
         let last = v["series"][0]["last"].as_i64();
         assert_eq!(last, Some(1700000020), "{path}: {body}");
     }
+    // The chart's rows hold both values (nothing else has read or committed them).
+    let body = get(
+        hport,
+        "/api/fetch?series=q/a.rrd&cf=LAST&from=1700000000&until=1700000030",
+    );
+    let v = testkit::json::parse(&body);
+    let known: Vec<f64> = v["values"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{body}"))
+        .iter()
+        .filter_map(|x| x.as_f64())
+        .collect();
+    assert_eq!(known, vec![1.0, 1.0], "{body}");
     assert_eq!(request(&mut s, "LAST q/a.rrd"), "0 1700000020\n");
 }

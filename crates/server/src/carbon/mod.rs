@@ -421,7 +421,7 @@ impl Carbon {
         let start = t - t.rem_euclid(step) - step;
         let target = d.resolve(name)?;
         let mut inner = d.lock();
-        if inner.store.get(&target.name).is_some() {
+        if inner.has(&target.name) {
             return Ok(true);
         }
         if !self.creates.take() {

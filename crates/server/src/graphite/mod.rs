@@ -113,7 +113,7 @@ impl Graphite {
     pub fn leaves(&self, d: &Daemon) -> Arc<BTreeMap<String, Leaf>> {
         let version = {
             let inner = d.lock();
-            (inner.store.names_version(), inner.store.blobs_version())
+            (inner.names_version(), inner.blobs_version())
         };
         let mut ix = self.index.lock().unwrap_or_else(|p| p.into_inner());
         if ix.version == Some(version) {
@@ -122,11 +122,11 @@ impl Graphite {
         let mut leaves = BTreeMap::new();
         {
             let inner = d.lock();
-            for name in inner.store.names() {
-                let Some(rrd) = inner.store.get(&name) else {
+            for name in inner.names() {
+                let Some(schema) = inner.schema(&name) else {
                     continue;
                 };
-                let ds: Vec<String> = rrd.schema.ds.iter().map(|d| d.name.clone()).collect();
+                let ds: Vec<String> = schema.ds.iter().map(|d| d.name.clone()).collect();
                 for (p, i) in paths_of(&name, &ds) {
                     // Two names that read alike (a.b and a_b): the first keeps the path.
                     leaves.entry(p).or_insert(Leaf {
@@ -136,7 +136,7 @@ impl Graphite {
                     });
                 }
             }
-            for f in crate::feeds::list(&inner.store) {
+            for f in crate::feeds::list(inner.blobs()) {
                 let name = f.name();
                 for (p, _) in paths_of(&name, &["value".to_string()]) {
                     leaves.entry(p).or_insert(Leaf {

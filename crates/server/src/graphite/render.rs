@@ -59,12 +59,12 @@ impl Store<'_> {
     /// its interval, as [`Ctx::read`] gives a series'.
     fn read_feed(&self, ctx: &Ctx<'_>, leaf: &Leaf, path: &str) -> Result<Option<Series>, String> {
         let inner = self.d.lock();
-        let Some(feed) = crate::feeds::by_name(&inner.store, &leaf.series) else {
+        let Some(feed) = crate::feeds::by_name(inner.blobs(), &leaf.series) else {
             return Ok(None);
         };
         let span = i64::from(feed.interval.max(1));
         let (from, until, rows) = ctx.slots(span, path)?;
-        let values = feed.values(&inner.store, from, rows as usize)?;
+        let values = feed.values(inner.blobs(), from, rows as usize)?;
         drop(inner);
         let values = values
             .into_iter()
@@ -87,7 +87,7 @@ impl Store<'_> {
         }
         // A copy (its archives as packed, a byte or two a value) is taken under the store
         // lock, and the points read from it after the lock is let go.
-        let Some(rrd) = crate::read::copy(self.d, &leaf.series) else {
+        let Some(rrd) = crate::read::copy(self.d, &leaf.series).map_err(|e| e.0)? else {
             return Ok(None);
         };
         let rrd = &rrd;

@@ -273,6 +273,7 @@ pub fn with_file<R>(
     f: impl FnOnce(&Target, &Rrd) -> R,
 ) -> Result<R, Response> {
     let t = d.resolve(file).map_err(Response::err)?;
+    // Refused before an import too (Inner::read refuses it again, under the lock).
     if let Some(why) = d.unreadable() {
         return Err(Response::err(format!("{prefix}{why}")));
     }
@@ -288,7 +289,9 @@ pub fn with_file<R>(
         Ok(false) => return Err(missing()),
         Err(e) => return Err(e.reply(prefix)),
     }
-    read::with_locked(d, &mut inner, &t.name, |rrd| f(&t, rrd)).ok_or_else(missing)
+    read::with_locked(d, &mut inner, &t.name, |rrd| f(&t, rrd))
+        .map_err(|e| Response::err(format!("{prefix}{e}")))?
+        .ok_or_else(missing)
 }
 
 /// [`with_file`] on a copy: `f` runs after the store lock is let go (FETCH, DUMP and INFO of

@@ -20,7 +20,7 @@ pub fn list(d: &Daemon, recursive: bool, path: &str) -> Response {
         return Response::err(format!("Cannot read: {shown}"));
     }
     let inner = d.lock();
-    let mut names = inner.store.names();
+    let mut names = inner.names();
     drop(inner);
     names.retain(|n| !n.starts_with('/'));
     // On disk: beneath a view mounted over -b (which shows the store's names already).

@@ -83,7 +83,7 @@ pub fn handle(d: &Daemon, cmd: Command, now: i64) -> Reply {
         Command::SuspendAll | Command::ResumeAll => {
             let all = matches!(cmd, Command::SuspendAll);
             let mut inner = d.lock();
-            let names = inner.store.names();
+            let names = inner.names();
             let mut n = 0;
             for name in names {
                 let changed = if all {

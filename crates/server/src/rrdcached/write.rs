@@ -5,7 +5,6 @@ use super::strtol;
 use crate::daemon::Daemon;
 use crate::placeholder;
 use crate::series::import::{disk_stamp, ensure, import};
-use crate::series::life::write_placeholder;
 use crate::series::Target;
 use proto::Response;
 use rrd::Rrd;
@@ -34,7 +33,7 @@ pub fn flush(d: &Daemon, file: &str) -> Response {
         Err(e) => return Response::err(e),
     };
     let mut inner = d.lock();
-    if inner.store.get(&t.name).is_none() {
+    if !inner.has(&t.name) {
         return match disk_stamp(&inner, &t) {
             Some(_) => Response::ok(format!("Nothing to flush: {}.", t.abs)),
             None => Response::err(format!("No such file: {}.", t.abs)),
@@ -69,7 +68,7 @@ pub fn forget(d: &Daemon, file: &str) -> Response {
         Err(e) => return Response::err(e),
     };
     let mut inner = d.lock();
-    if inner.store.get(&t.name).is_none() {
+    if !inner.has(&t.name) {
         return Response::err("No such file or directory");
     }
     // As rrdcached, the file's values not yet written are dropped: those not yet applied to
@@ -170,7 +169,7 @@ pub fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
     // The template's current definition, as a FLUSH before rrdtool's create would give.
     let template_schema = match &template {
         Some(src) => match ensure(d, &mut inner, src, false) {
-            Ok(true) => inner.store.get(&src.name).map(|r| (*r.schema).clone()),
+            Ok(true) => inner.schema(&src.name).cloned(),
             _ => None,
         },
         None => None,
@@ -191,13 +190,9 @@ pub fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
         let disk_dir = t.disk.parent().unwrap_or(Path::new("/"));
         let rel_dir = t.name.rsplit_once('/').map(|(dir, _)| format!("{dir}/"));
         let known = || {
-            rel_dir.as_ref().is_none_or(|p| {
-                inner
-                    .store
-                    .names()
-                    .iter()
-                    .any(|n| n.starts_with(p.as_str()))
-            })
+            rel_dir
+                .as_ref()
+                .is_none_or(|p| inner.names().iter().any(|n| n.starts_with(p.as_str())))
         };
         if !dir.is_empty() && !disk_dir.is_dir() && !known() {
             return Response::err(format!(
@@ -205,21 +200,16 @@ pub fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
             ));
         }
     }
-    let exists = inner.store.get(&t.name).is_some() || t.disk.exists();
+    let exists = inner.has(&t.name) || t.disk.exists();
     if no_overwrite && exists {
         return Response::err(format!("RRD Error: creating '{}': File exists", t.abs));
     }
     let rrd = Rrd::new(req.schema, req.start);
     // A placeholder at the file's path, not a copy: clients that stat() the file before
     // creating it find it; the store is the data (placeholder.rs).
-    if let Err(e) = write_placeholder(&inner, &t, false) {
+    if let Err(e) = crate::series::life::place_series(d, &mut inner, &t, rrd) {
         return Response::err(e);
     }
-    if let Err(e) = inner.store.create(&t.name, rrd, true) {
-        return Response::err(format!("RRD Error: {e}"));
-    }
-    d.reset_series(&mut inner, &t.name);
-    crate::series::import::forget_disk(&mut inner, &t);
     // rrdcached's file exists when it answers; ringlet's series is durable when it answers.
     if let Err(e) = d.commit(&mut inner) {
         return Response::err(format!("RRD Error: {e}"));
@@ -233,7 +223,7 @@ pub fn suspend(d: &Daemon, file: &str, on: bool) -> Response {
         Err(e) => return Response::err(e),
     };
     let mut inner = d.lock();
-    if inner.store.get(&t.name).is_none() {
+    if !inner.has(&t.name) {
         return Response::err(format!("{} - No such file or directory", t.abs));
     }
     let changed = if on {

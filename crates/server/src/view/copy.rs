@@ -171,7 +171,7 @@ fn file_has_data(f: &File, off: u64, len: u64) -> bool {
 /// Whether piece `off..off + len` is zeros both in blob `blob` and in `f`, known without
 /// reading (a sparse feed of 16 GiB is mostly that).
 fn both_empty(d: &Daemon, blob: &str, f: &File, off: u64, len: u64) -> bool {
-    !d.lock().store.blob_held(blob, off, len) && !file_has_data(f, off, len)
+    !d.lock().blobs().held(blob, off, len) && !file_has_data(f, off, len)
 }
 
 /// Up to `len` bytes of `f` at `off` (fewer at its end): the view's reader of plain files.
@@ -286,8 +286,8 @@ impl FeedCopy {
             // From now on every change through the view is made to the copy too.
             self.through.store(true, Ordering::Relaxed);
             inner
-                .store
                 .blobs()
+                .list()
                 .into_iter()
                 .filter_map(|(n, _)| n.strip_prefix(prefix).map(str::to_string))
                 .collect()
@@ -311,7 +311,7 @@ impl FeedCopy {
             Ok(files) => {
                 for name in files.keys().filter(|n| !held.contains(n)) {
                     let inner = d.lock();
-                    if inner.store.blob_len(&self.blob(name)).is_none() && self.kind.valid(name) {
+                    if inner.blobs().len(&self.blob(name)).is_none() && self.kind.valid(name) {
                         if let Err(e) = std::fs::remove_file(self.path(name)) {
                             self.failed("removing", name, &e);
                         }
@@ -340,7 +340,7 @@ impl FeedCopy {
         let mut off = 0u64;
         loop {
             let inner = d.lock();
-            let Some(len) = inner.store.blob_len(&blob) else {
+            let Some(len) = inner.blobs().len(&blob) else {
                 return Ok((written, f));
             };
             if off >= len {
@@ -351,14 +351,14 @@ impl FeedCopy {
                 return Ok((written, f));
             }
             // Zeros in both (a gap of a sparse feed): left a hole, extended by set_len.
-            if !inner.store.blob_held(&blob, off, PIECE) && !file_has_data(&f, off, PIECE) {
+            if !inner.blobs().held(&blob, off, PIECE) && !file_has_data(&f, off, PIECE) {
                 drop(inner);
                 off += PIECE;
                 continue;
             }
             let want = inner
-                .store
-                .blob_read(&blob, off, PIECE)
+                .blobs()
+                .read(&blob, off, PIECE)
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
             let have = read_at(&f, off, want.len() as u64)?;
             if have != want {
@@ -430,7 +430,7 @@ pub fn adopt(d: &Daemon, kind: Kind, dir: &Path) -> Result<String, String> {
             Some(State::Started(s)) => s.get(name) == Some(&stamp(meta)),
             _ => false,
         };
-        let held = d.lock().store.blob_len(&blob);
+        let held = d.lock().blobs().len(&blob);
         let f = File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let io = |e: std::io::Error| format!("{}: {e}", path.display());
         match held {
@@ -470,8 +470,8 @@ pub fn adopt(d: &Daemon, kind: Kind, dir: &Path) -> Result<String, String> {
         let prefix = kind.prefix();
         let gone: Vec<String> = d
             .lock()
-            .store
             .blobs()
+            .list()
             .into_iter()
             .filter_map(|(n, _)| n.strip_prefix(prefix).map(str::to_string))
             .filter(|n| !files.contains_key(n))
@@ -482,8 +482,8 @@ pub fn adopt(d: &Daemon, kind: Kind, dir: &Path) -> Result<String, String> {
             keep_blob(d, &blob, &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
             done.aside.push(dest);
             d.lock()
-                .store
-                .blob_remove(&blob)
+                .blobs_mut()
+                .remove(&blob)
                 .map_err(|e| format!("{blob}: {e}"))?;
             done.removed += 1;
         }
@@ -522,10 +522,10 @@ pub fn adopt(d: &Daemon, kind: Kind, dir: &Path) -> Result<String, String> {
 fn take(d: &Daemon, blob: &str, f: &File, len: u64) -> std::io::Result<()> {
     let err = |e: engine::Error| std::io::Error::other(e.to_string());
     let mut inner = d.lock();
-    if inner.store.blob_len(blob).is_none() {
-        inner.store.blob_create(blob).map_err(err)?;
+    if inner.blobs().len(blob).is_none() {
+        inner.blobs_mut().create(blob).map_err(err)?;
     }
-    inner.store.blob_set_len(blob, len).map_err(err)?;
+    inner.blobs_mut().set_len(blob, len).map_err(err)?;
     drop(inner);
     let mut off = 0;
     while off < len {
@@ -539,11 +539,11 @@ fn take(d: &Daemon, blob: &str, f: &File, len: u64) -> std::io::Result<()> {
         }
         let mut inner = d.lock();
         let cur = inner
-            .store
-            .blob_read(blob, off, have.len() as u64)
+            .blobs()
+            .read(blob, off, have.len() as u64)
             .map_err(err)?;
         if cur != have {
-            inner.store.blob_write(blob, off, &have).map_err(err)?;
+            inner.blobs_mut().write(blob, off, &have).map_err(err)?;
         }
         drop(inner);
         off += have.len() as u64;
@@ -553,7 +553,7 @@ fn take(d: &Daemon, blob: &str, f: &File, len: u64) -> std::io::Result<()> {
 
 /// Whether blob `blob` holds the bytes of `f` (`len` long).
 fn same(d: &Daemon, blob: &str, f: &File, len: u64) -> std::io::Result<bool> {
-    if d.lock().store.blob_len(blob) != Some(len) {
+    if d.lock().blobs().len(blob) != Some(len) {
         return Ok(false);
     }
     prefix_same(d, blob, f, len)
@@ -571,8 +571,8 @@ fn prefix_same(d: &Daemon, blob: &str, f: &File, n: u64) -> std::io::Result<bool
         let have = read_at(f, off, k)?;
         let cur = d
             .lock()
-            .store
-            .blob_read(blob, off, k)
+            .blobs()
+            .read(blob, off, k)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         if have != cur {
             return Ok(false);
@@ -596,7 +596,7 @@ fn merge(d: &Daemon, kind: Kind, blob: &str, f: &File, flen: u64, len: u64) -> s
         const R: u64 = codec::emoncms::RECORD;
         let end = len / R * R;
         let last = if end >= R {
-            let b = d.lock().store.blob_read(blob, end - R, R).map_err(err)?;
+            let b = d.lock().blobs().read(blob, end - R, R).map_err(err)?;
             codec::emoncms::record(&b).map_or(0, |(_, t, _)| t)
         } else {
             0
@@ -618,7 +618,7 @@ fn merge(d: &Daemon, kind: Kind, blob: &str, f: &File, flen: u64, len: u64) -> s
                 }
             }
             if !add.is_empty() {
-                d.lock().store.blob_write(blob, at, &add).map_err(err)?;
+                d.lock().blobs_mut().write(blob, at, &add).map_err(err)?;
                 at += add.len() as u64;
             }
             off += n.max(R);
@@ -632,7 +632,7 @@ fn merge(d: &Daemon, kind: Kind, blob: &str, f: &File, flen: u64, len: u64) -> s
             if have.is_empty() {
                 break;
             }
-            d.lock().store.blob_write(blob, off, &have).map_err(err)?;
+            d.lock().blobs_mut().write(blob, off, &have).map_err(err)?;
             off += have.len() as u64;
         }
     }
@@ -645,18 +645,18 @@ fn keep_blob(d: &Daemon, blob: &str, dest: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
     }
     let out = File::create(dest)?;
-    let len = d.lock().store.blob_len(blob).unwrap_or(0);
+    let len = d.lock().blobs().len(blob).unwrap_or(0);
     let mut off = 0;
     while off < len {
         // A gap of a sparse feed stays a hole (the length is set at the end).
-        if !d.lock().store.blob_held(blob, off, PIECE) {
+        if !d.lock().blobs().held(blob, off, PIECE) {
             off += PIECE;
             continue;
         }
         let b = d
             .lock()
-            .store
-            .blob_read(blob, off, PIECE)
+            .blobs()
+            .read(blob, off, PIECE)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         if b.is_empty() {
             break;

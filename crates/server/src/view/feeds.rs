@@ -34,7 +34,7 @@ impl View {
     /// The feed files the store holds for this view.
     pub(super) fn feed_names(&self) -> BTreeSet<String> {
         let prefix = self.kind.prefix();
-        let all = self.d.lock().store.blobs();
+        let all = self.d.lock().blobs().list();
         all.into_iter()
             .filter_map(|(n, _)| n.strip_prefix(prefix).map(str::to_string))
             .collect()
@@ -42,7 +42,7 @@ impl View {
 
     /// The length of feed file `path`, if it exists.
     pub(super) fn feed_len(&self, path: &str) -> Option<u64> {
-        self.d.lock().store.blob_len(&self.blob(path))
+        self.d.lock().blobs().len(&self.blob(path))
     }
 
     /// A change to make to the plain copy beneath too, while it is kept in step
@@ -100,12 +100,12 @@ impl View {
         }
         let name = self.blob(path);
         let mut inner = self.d.lock();
-        let r = match inner.store.blob_len(&name) {
-            Some(_) if trunc => inner.store.blob_set_len(&name, 0),
+        let r = match inner.blobs().len(&name) {
+            Some(_) if trunc => inner.blobs_mut().set_len(&name, 0),
             Some(_) => Ok(()),
-            None => inner.store.blob_create(&name),
+            None => inner.blobs_mut().create(&name),
         };
-        if r.is_ok() && (trunc || inner.store.blob_len(&name) == Some(0)) {
+        if r.is_ok() && (trunc || inner.blobs().len(&name) == Some(0)) {
             self.through(|c| c.set_len(path, 0));
         }
         drop(inner);
@@ -128,9 +128,9 @@ impl View {
         let name = self.blob(path);
         let mut inner = self.d.lock();
         let r = inner
-            .store
-            .blob_create(&name)
-            .and_then(|()| inner.store.blob_write(&name, 0, bytes));
+            .blobs_mut()
+            .create(&name)
+            .and_then(|()| inner.blobs_mut().write(&name, 0, bytes));
         if r.is_ok() {
             self.through(|c| {
                 c.set_len(path, 0);
@@ -148,8 +148,8 @@ impl View {
         let r = self
             .d
             .lock()
-            .store
-            .blob_read(&self.blob(path), off, u64::from(size));
+            .blobs()
+            .read(&self.blob(path), off, u64::from(size));
         r.map_err(|e| self.failed(path, &e))
     }
 
@@ -158,8 +158,8 @@ impl View {
         let mut inner = self.d.lock();
         let meta = if path.ends_with(".meta") {
             inner
-                .store
-                .blob_read(&name, 0, META_LEN)
+                .blobs()
+                .read(&name, 0, META_LEN)
                 .map_err(|e| self.failed(path, &e))?
         } else {
             Vec::new()
@@ -168,7 +168,7 @@ impl View {
             drop(inner);
             return Err(self.refuse(path, &why));
         }
-        let r = inner.store.blob_write(&name, off, data);
+        let r = inner.blobs_mut().write(&name, off, data);
         if r.is_ok() {
             self.through(|c| c.wrote(path, off, data));
         }
@@ -181,7 +181,7 @@ impl View {
             return Err(self.refuse(path, &why));
         }
         let mut inner = self.d.lock();
-        let r = inner.store.blob_set_len(&self.blob(path), len);
+        let r = inner.blobs_mut().set_len(&self.blob(path), len);
         if r.is_ok() {
             self.through(|c| c.set_len(path, len));
         }
@@ -191,7 +191,7 @@ impl View {
 
     pub(super) fn feed_remove(&self, path: &str) -> Result<(), Errno> {
         let mut inner = self.d.lock();
-        let r = inner.store.blob_remove(&self.blob(path));
+        let r = inner.blobs_mut().remove(&self.blob(path));
         if r.is_ok() {
             self.through(|c| c.removed(path));
         }
@@ -210,7 +210,7 @@ impl View {
             return Err(self.refuse(to, "not the name of a feed's file"));
         }
         let mut inner = self.d.lock();
-        let r = inner.store.blob_rename(&self.blob(from), &self.blob(to));
+        let r = inner.blobs_mut().rename(&self.blob(from), &self.blob(to));
         if r.is_ok() {
             self.through(|c| c.renamed(from, to));
         }

@@ -88,9 +88,8 @@ impl Filesystem for View {
                     let same = self
                         .d
                         .lock()
-                        .store
-                        .get(p)
-                        .is_some_and(|r| rrd::rrdfile::file_len(&r.schema) == size);
+                        .schema(p)
+                        .is_some_and(|s| rrd::rrdfile::file_len(s) == size);
                     if !same {
                         return reply.error(Errno::EPERM);
                     }

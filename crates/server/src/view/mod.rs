@@ -457,7 +457,7 @@ impl View {
         if self.kind != Kind::Rrd {
             return Arc::new(self.feed_names());
         }
-        let version = self.d.lock().store.names_version();
+        let version = self.d.lock().names_version();
         {
             let n = self.names.read().unwrap_or_else(|p| p.into_inner());
             if n.version == version {
@@ -466,7 +466,7 @@ impl View {
         }
         let (version, all) = {
             let inner = self.d.lock();
-            (inner.store.names_version(), inner.store.names())
+            (inner.names_version(), inner.names())
         };
         // Names that a path cannot show (absolute ones, outside the base directory; empty
         // components) are left out.
@@ -626,14 +626,22 @@ impl View {
             Node::File(name) => {
                 // The time of the last value accepted: queued ones are applied first, as for
                 // any read.
-                let (size, last, usec) = crate::read::with(&self.d, name, |rrd| {
+                let got = crate::read::with(&self.d, name, |rrd| {
                     (
                         rrd::rrdfile::file_len(&rrd.schema),
-                        rrd.last_up,
-                        rrd.last_up_usec,
+                        time_of(rrd.last_up, rrd.last_up_usec),
                     )
-                })?;
-                Some(self.file_attr(ino, name, size, time_of(last, usec)))
+                });
+                let (size, t) = match got {
+                    Ok(found) => found?,
+                    // Nothing held in memory is read after a failed write (its reads are
+                    // EIO): the size from the definition, the time the view's start.
+                    Err(_) => (
+                        rrd::rrdfile::file_len(self.d.lock().schema(name)?),
+                        self.started(),
+                    ),
+                };
+                Some(self.file_attr(ino, name, size, t))
             }
         }
     }
@@ -657,8 +665,10 @@ impl View {
             // Logged once, when the write failed.
             return Err(Errno::EIO);
         }
-        let Some(rrd) = crate::read::copy(&self.d, name) else {
-            return Err(Errno::ENOENT);
+        let rrd = match crate::read::copy(&self.d, name) {
+            Ok(Some(rrd)) => rrd,
+            Ok(None) => return Err(Errno::ENOENT),
+            Err(_) => return Err(Errno::EIO),
         };
         let (bytes, damage) = rrd::rows::watch(|| rrd::rrdfile::write(&rrd));
         // Damaged rows: EIO, as a disk gives for a bad sector, never unknown values.

@@ -36,7 +36,7 @@ pub(crate) fn place_series(
     inner
         .store
         .create(&t.name, rrd, true)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("RRD Error: {e}"))?;
     d.reset_series(inner, &t.name);
     forget_disk(inner, t);
     Ok(())
@@ -109,7 +109,8 @@ pub(crate) fn rename_locked(
     f: &Target,
     t: &Target,
 ) -> Result<bool, String> {
-    let Some(rrd) = crate::read::with_locked(d, inner, &f.name, Rrd::clone) else {
+    let Some(rrd) = crate::read::with_locked(d, inner, &f.name, Rrd::clone).map_err(|e| e.0)?
+    else {
         return Ok(false);
     };
     place_series(d, inner, t, rrd)?;

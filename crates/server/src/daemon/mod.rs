@@ -13,6 +13,15 @@
 //! Lock order: store, then an entry, then the list of entries with queued values. An index
 //! shard is never held while taking another lock.
 
+pub mod commit;
+pub mod read;
+pub(crate) mod run;
+pub mod series;
+mod state;
+
+pub use read::{Fresh, Unreadable};
+pub use state::{Blobs, BlobsMut};
+
 use crate::config::Config;
 use crate::entry::{Entry, Index};
 use engine::{Options, Store};
@@ -40,7 +49,7 @@ pub struct Stats {
 }
 
 pub struct Inner {
-    pub store: Store,
+    store: Store,
     pub suspended: BTreeSet<String>,
     /// (mtime, length) of each `.rrd` file as ringlet last wrote or read it: a file that
     /// differs when a client sends FORGET was changed by someone else (`rrdtool tune`, a
