@@ -315,7 +315,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     // they are checked, and copies that earlier versions wrote replaced, after the daemon
     // serves, by a thread of their own.
     let t0 = std::time::Instant::now();
-    let places = d.lock().places.clone();
+    let places = d.lock().places().clone();
     let first = d.lock().created_since_checkpoint();
     let checked_first = first.len();
     let fixed = series::repair::repair(&d, &places, first, &|| false);
@@ -623,7 +623,7 @@ fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf], views: Vec<vie
     drop(views);
     final_commit(d);
     view::Mounted::stopped(copies);
-    let _ = std::fs::remove_file(remote::address_file(&d.lock().places.store));
+    let _ = std::fs::remove_file(remote::address_file(&d.lock().places().store));
     for s in sockets {
         let _ = std::fs::remove_file(s);
     }

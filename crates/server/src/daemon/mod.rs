@@ -50,17 +50,17 @@ pub struct Stats {
 
 pub struct Inner {
     store: Store,
-    pub suspended: BTreeSet<String>,
+    suspended: BTreeSet<String>,
     /// (mtime, length) of each `.rrd` file as ringlet last wrote or read it: a file that
     /// differs when a client sends FORGET was changed by someone else (`rrdtool tune`, a
     /// local create) and is read again.
-    pub disk: BTreeMap<Arc<str>, (Option<std::time::SystemTime>, u64)>,
+    disk: BTreeMap<Arc<str>, (Option<std::time::SystemTime>, u64)>,
     /// Entries with values applied to the store since the last commit.
-    pub(crate) applied: Vec<Arc<Entry>>,
+    applied: Vec<Arc<Entry>>,
     /// Where queued values are read into when they are applied, reused.
-    pub(crate) scratch: rrd::update::Sample,
+    scratch: rrd::update::Sample,
     /// What placeholders say, and where imported files go.
-    pub places: crate::placeholder::Places,
+    places: crate::placeholder::Places,
 }
 
 pub struct Daemon {

@@ -72,6 +72,25 @@ impl Inner {
         self.store.refuses_writes()
     }
 
+    /// Whether series `name` is suspended (SUSPEND: its values stay queued).
+    pub fn is_suspended(&self, name: &str) -> bool {
+        self.suspended.contains(name)
+    }
+
+    /// Suspend series `name` (`on`) or resume it; whether that changed anything.
+    pub fn suspend(&mut self, name: &str, on: bool) -> bool {
+        if on {
+            self.suspended.insert(name.to_string())
+        } else {
+            self.suspended.remove(name)
+        }
+    }
+
+    /// What placeholders say, and where imported files go.
+    pub fn places(&self) -> &crate::placeholder::Places {
+        &self.places
+    }
+
     /// emoncms's feed files, to read.
     pub fn blobs(&self) -> Blobs<'_> {
         Blobs(&self.store)

@@ -86,11 +86,7 @@ pub fn handle(d: &Daemon, cmd: Command, now: i64) -> Reply {
             let names = inner.names();
             let mut n = 0;
             for name in names {
-                let changed = if all {
-                    inner.suspended.insert(name)
-                } else {
-                    inner.suspended.remove(&name)
-                };
+                let changed = inner.suspend(&name, all);
                 n += usize::from(changed);
             }
             Response::ok(if all {

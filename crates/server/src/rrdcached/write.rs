@@ -3,7 +3,6 @@
 
 use super::strtol;
 use crate::daemon::Daemon;
-use crate::placeholder;
 use crate::series::import::{disk_stamp, ensure, import};
 use crate::series::Target;
 use proto::Response;
@@ -39,7 +38,7 @@ pub fn flush(d: &Daemon, file: &str) -> Response {
             None => Response::err(format!("No such file: {}.", t.abs)),
         };
     }
-    if inner.suspended.contains(&t.name) {
+    if inner.is_suspended(&t.name) {
         return Response::ok(format!("Successfully flushed {}.", t.abs));
     }
     d.apply_series(&mut inner, &t.name);
@@ -77,12 +76,8 @@ pub fn forget(d: &Daemon, file: &str) -> Response {
     // ringlet last wrote or read it (librrd sends FORGET after `rrdtool tune` and around a
     // local create) is the new truth: it is read again.
     d.reset_series(&mut inner, &t.name);
-    inner.suspended.remove(&t.name);
-    let now = disk_stamp(&inner, &t);
-    if now.is_some()
-        && inner.disk.get(t.name.as_str()) != now.as_ref()
-        && placeholder::inspect(inner.places.beneath.as_deref(), &t.disk) == placeholder::Found::Rrd
-    {
+    inner.suspend(&t.name, false);
+    if crate::series::disk::changed_on_disk(&inner, &t) {
         if let Err(e) = import(d, &mut inner, &t, true) {
             return e.reply("RRD Error: ");
         }
@@ -99,7 +94,7 @@ pub fn queue(d: &Daemon) -> Response {
     let lines: Vec<String> = d
         .pending_series(&inner)
         .iter()
-        .filter(|(e, _)| !inner.suspended.contains(&*e.name))
+        .filter(|(e, _)| !inner.is_suspended(&e.name))
         .map(|(e, n)| format!("{n} {}", d.abs_of(&e.name)))
         .collect();
     Response::lines("in queue.", &lines)
@@ -226,11 +221,7 @@ pub fn suspend(d: &Daemon, file: &str, on: bool) -> Response {
     if !inner.has(&t.name) {
         return Response::err(format!("{} - No such file or directory", t.abs));
     }
-    let changed = if on {
-        inner.suspended.insert(t.name.clone())
-    } else {
-        inner.suspended.remove(&t.name)
-    };
+    let changed = inner.suspend(&t.name, on);
     Response::ok(match (on, changed) {
         (true, true) => format!("{} suspended", t.abs),
         (true, false) => format!("{} already suspended", t.abs),

@@ -185,7 +185,7 @@ impl FeedCopy {
         FeedCopy {
             kind,
             dir: PathBuf::from(dir),
-            state: state_file(&d.lock().places.store, kind),
+            state: state_file(&d.lock().places().store, kind),
             through: AtomicBool::new(false),
             broken: AtomicBool::new(false),
             owner,
@@ -405,12 +405,12 @@ struct Adopted {
 /// comes into the store (the module's rules); the state file then records the copy as
 /// `started`. Returns a line for the log (empty when nothing was there).
 pub fn adopt(d: &Daemon, kind: Kind, dir: &Path) -> Result<String, String> {
-    let store = d.lock().places.store.clone();
+    let store = d.lock().places().store.clone();
     let state_path = state_file(&store, kind);
     let state = read_state(&state_path);
     let files = files_in(dir, kind).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut done = Adopted::default();
-    let places = d.lock().places.clone();
+    let places = d.lock().places().clone();
     let aside_name =
         |name: &str| crate::placeholder::aside_path(&places, &format!("{}{name}", kind.prefix()));
     for (name, meta) in &files {

@@ -394,7 +394,7 @@ impl View {
         use std::os::fd::AsRawFd;
         let mut inodes = Inodes::default();
         inodes.ino("");
-        let address = d.lock().places.address.clone();
+        let address = d.lock().places().address.clone();
         let beneath = match &own {
             Some(f) => Some(format!("/proc/self/fd/{}", f.as_raw_fd())),
             None => d.lower.get().map(|(_, p)| p.clone()),

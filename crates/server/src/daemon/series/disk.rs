@@ -57,3 +57,13 @@ pub(crate) fn remember_disk(inner: &mut Inner, t: &Target) {
         None => inner.disk.remove(t.name.as_str()),
     };
 }
+
+/// Whether `t`'s path holds a real `.rrd` file that differs from the one ringlet last wrote
+/// or read there (changed by someone else: `rrdtool tune`, a local create).
+pub(crate) fn changed_on_disk(inner: &Inner, t: &Target) -> bool {
+    let now = disk_stamp(inner, t);
+    now.is_some()
+        && inner.disk.get(t.name.as_str()) != now.as_ref()
+        && crate::placeholder::inspect(inner.places.beneath.as_deref(), &t.disk)
+            == crate::placeholder::Found::Rrd
+}
