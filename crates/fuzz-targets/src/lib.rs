@@ -507,10 +507,10 @@ pub fn carbon(data: &[u8]) {
 
 /// A pickle, as carbon's pickle receiver gets it (without its length prefix).
 pub fn pickle(data: &[u8]) {
-    if let Ok(v) = server::pickle::loads(data) {
+    if let Ok(v) = proto::pickle::loads(data) {
         // What carbon's listener does with a message: each item a point or not.
         let mut n = 0u64;
-        let _ = server::pickle::for_each_point(&v, server::carbon::MAX_PATH, |p| {
+        let _ = proto::pickle::for_each_point(&v, server::carbon::MAX_PATH, |p| {
             n += u64::from(p.is_ok());
         });
     }

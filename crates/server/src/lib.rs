@@ -20,7 +20,6 @@ pub mod httpd;
 pub mod ingest;
 pub mod iostats;
 pub mod log;
-pub mod pickle;
 pub mod placeholder;
 pub mod remote;
 pub mod routes;

@@ -116,7 +116,7 @@ fn pickle_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
         if r.read_exact(&mut buf).is_err() || d.closing() {
             return;
         }
-        let v = match crate::pickle::loads(&buf) {
+        let v = match proto::pickle::loads(&buf) {
             Ok(v) => v,
             Err(e) => {
                 c.refuse(&from, &format!("({n} bytes)"), &e);
@@ -128,7 +128,7 @@ fn pickle_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
             .map_or(0.0, |t| t.as_secs_f64());
         // A refusal names the item by its place in the message, never by its contents
         // (a few hundred bytes can share their way to 2^40 elements).
-        let walked = crate::pickle::for_each_point(&v, MAX_PATH, |point| {
+        let walked = proto::pickle::for_each_point(&v, MAX_PATH, |point| {
             let (path, ts, value) = match point {
                 Ok(p) => p,
                 Err(bad) => {

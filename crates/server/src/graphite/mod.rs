@@ -274,8 +274,8 @@ mod fuzz {
         let p0: &[u8] = b"(lp0\n(S'a'\np1\n(I10\nF2.5\ntp2\ntp3\na.";
         let ops: Vec<u8> = (0u8..=255).collect();
         for v in cases(&[p2, p0], &ops, 50_000, 6) {
-            if let Ok(val) = crate::pickle::loads(&v) {
-                let _ = crate::pickle::for_each_point(&val, 1024, |_| {});
+            if let Ok(val) = proto::pickle::loads(&v) {
+                let _ = proto::pickle::for_each_point(&val, 1024, |_| {});
                 let _ = val.number();
             }
         }
