@@ -7,6 +7,7 @@
 //! holds the per-command usage texts; [`take_daemon`] takes rrdtool's `--daemon` off a
 //! command line.
 
+pub mod client;
 pub mod commands;
 pub mod drawer;
 pub mod getopt;
@@ -254,40 +255,7 @@ fn fetch_rows(ctx: &Ctx, args: &[String]) -> Outcome {
     })
 }
 
-/// Bytes as lowercase hex: how binary travels in the daemon's line protocol (RUN's input,
-/// export's files).
-pub fn hex(bytes: &[u8]) -> String {
-    const H: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(H[(b >> 4) as usize] as char);
-        s.push(H[(b & 15) as usize] as char);
-    }
-    s
-}
-
-/// Append the bytes `h` (hex, either case; `-` for none) stands for to `out`.
-pub fn unhex(h: &str, out: &mut Vec<u8>) -> Result<(), String> {
-    let v = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    };
-    if h == "-" {
-        return Ok(());
-    }
-    if !h.len().is_multiple_of(2) {
-        return Err("odd number of hex digits".into());
-    }
-    for p in h.as_bytes().chunks(2) {
-        match (v(p[0]), v(p[1])) {
-            (Some(a), Some(b)) => out.push(a << 4 | b),
-            _ => return Err("not hex".into()),
-        }
-    }
-    Ok(())
-}
+pub use proto::run::{hex, unhex};
 
 /// Shell-style matching of a whole name: `*` any run of characters (`/` too), `?` one
 /// character, `[abc]`, `[a-z]`, `[!x]` one character of (or not of) a set.

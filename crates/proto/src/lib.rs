@@ -4,14 +4,17 @@
 //! error reply rrdcached gives (`-1 Unknown command: X`, `-1 Usage: ...`). Every command is
 //! described once, in [`table::COMMANDS`]: dispatch, `HELP`, batch and permission checks all
 //! read that table. [`response::Response`] builds the `N message` status line and its `N`
-//! following lines. [`pickle`] reads carbon's pickle protocol (data only). The server
+//! following lines. [`run`] is RUN's request and reply (ringlet's own command), [`addr`] a
+//! daemon's address. [`pickle`] reads carbon's pickle protocol (data only). The server
 //! (sockets, threads, the store) lives elsewhere.
 
 #![forbid(unsafe_code)]
 
+pub mod addr;
 pub mod pickle;
 pub mod request;
 pub mod response;
+pub mod run;
 pub mod table;
 pub mod tokenize;
 

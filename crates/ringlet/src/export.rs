@@ -12,8 +12,8 @@
 //! view shows, so an emoncms user can leave: stop the daemon (or emoncms's writers), export,
 //! point emoncms at OUTDIR.
 
+use cli::client::Client;
 use cli::{Ctx, Outcome};
-use server::remote::Client;
 use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -178,7 +178,7 @@ fn run(argv: &[String]) -> Outcome {
 /// Where a command goes.
 pub(crate) enum Daemon {
     /// The daemon at this address, connected.
-    At(String, server::remote::Client),
+    At(String, cli::client::Client),
     /// The daemon named by `--daemon` or `$RRDCACHED_ADDRESS` does not answer (the error).
     Unreachable(String, String),
     /// No daemon: the store itself.
@@ -191,7 +191,7 @@ pub(crate) fn placeholder_address(dir: &Path) -> String {
     std::env::var("RRDCACHED_ADDRESS")
         .ok()
         .filter(|a| !a.is_empty())
-        .or_else(|| server::remote::recorded(dir))
+        .or_else(|| cli::client::recorded(dir))
         .unwrap_or_else(|| format!("unix:{}", server::config::DEFAULT_SOCKET))
 }
 
@@ -202,7 +202,7 @@ pub(crate) fn daemon_for(flag: Option<String>, dir: &Path) -> Daemon {
         .or_else(|| std::env::var("RRDCACHED_ADDRESS").ok())
         .filter(|a| !a.is_empty());
     if let Some(addr) = named {
-        return match server::remote::Client::connect(&addr) {
+        return match cli::client::Client::connect(&addr) {
             Ok(mut c) => {
                 c.named = true;
                 Daemon::At(addr, c)
@@ -210,8 +210,8 @@ pub(crate) fn daemon_for(flag: Option<String>, dir: &Path) -> Daemon {
             Err(e) => Daemon::Unreachable(addr, e),
         };
     }
-    match server::remote::recorded(dir) {
-        Some(addr) => match server::remote::Client::connect(&addr) {
+    match cli::client::recorded(dir) {
+        Some(addr) => match cli::client::Client::connect(&addr) {
             Ok(c) => Daemon::At(addr, c),
             Err(_) => Daemon::None,
         },
@@ -321,7 +321,7 @@ fn stats(args: &[String], dir: &Path) -> i32 {
         .daemon
         .or_else(|| std::env::var("RRDCACHED_ADDRESS").ok())
         .filter(|a| !a.is_empty())
-        .or_else(|| server::remote::recorded(dir))
+        .or_else(|| cli::client::recorded(dir))
         .unwrap_or_else(|| format!("unix:{}", server::config::DEFAULT_SOCKET));
     match server::client::query(&addr) {
         Ok(lines) => {

@@ -19,9 +19,9 @@
 
 use crate::export::Source;
 use crate::import::{Job, Kind};
+use cli::client::Client;
 use lexopt::prelude::*;
 use server::config::{Addr, Config};
-use server::remote::Client;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -459,7 +459,7 @@ fn systemctl(args: &[&str]) -> Result<(), String> {
 
 /// A client of the daemon at `addr` (rrdcached's protocol), with a read timeout.
 fn client(addr: &Addr) -> Result<Client, String> {
-    server::remote::connect_stream(addr, Some(Duration::from_secs(60)))
+    cli::client::connect_stream(addr, Some(Duration::from_secs(60)))
         .map(|s| Client::on(&addr.to_string(), s))
         .map_err(|e| format!("{addr}: {e}"))
 }
@@ -896,8 +896,7 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
 
     // The store must be free: a ringlet daemon (the package's) holding it is stopped first.
     // (Found by the address it records, not $RRDCACHED_ADDRESS, which may name rrdcached.)
-    let holder =
-        server::remote::recorded(dir).filter(|a| server::remote::Client::connect(a).is_ok());
+    let holder = cli::client::recorded(dir).filter(|a| cli::client::Client::connect(a).is_ok());
     if let Some(addr) = holder {
         if systemd() && systemctl(&["is-active", "--quiet", "ringlet.service"]).is_ok() {
             systemctl(&["stop", "ringlet.service"])?;

@@ -8,7 +8,7 @@
 //! is set up for rrdcached), else the daemon of `$RRDCACHED_ADDRESS` or the one that holds the
 //! store, over one connection each; else the store, open and locked for the whole run.
 //! Beside a daemon, a session that wrote ends with one commit in each daemon it wrote to
-//! (RUN `commit-session`, [`server::remote::COMMIT`]) before `ringlet -` exits: Cacti's
+//! (RUN `commit-session`, [`proto::run::COMMIT`]) before `ringlet -` exits: Cacti's
 //! Boost deletes the values it flushed once the session is over, so they must be on the
 //! disk by then, not in the daemon's next commit (docs/DURABILITY.md).
 //!
@@ -19,8 +19,8 @@
 //! each (rrdtool's own updates go to the page cache, as unsynced). What a kill -9 or a
 //! power cut can lose is the last second's commands (docs/DURABILITY.md).
 
+use cli::client::Client;
 use cli::{split_args, Ctx, Outcome};
-use server::remote::Client;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Write};

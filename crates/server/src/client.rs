@@ -19,9 +19,9 @@ keys (docs/PROTOCOL.md).
 pub fn query(addr: &str) -> Result<Vec<String>, String> {
     let parsed = parse_addr(addr)?;
     let timeout = Some(Duration::from_secs(10));
-    let s = crate::remote::connect_stream(&parsed, timeout)
+    let s = cli::client::connect_stream(&parsed, timeout)
         .map_err(|e| format!("cannot connect to {addr}: {}", strerror(&e)))?;
-    let (n, msg, lines) = crate::remote::Client::on(addr, s).request("STATS")?;
+    let (n, msg, lines) = cli::client::Client::on(addr, s).request("STATS")?;
     if n < 0 {
         return Err(format!("{addr}: {msg}"));
     }

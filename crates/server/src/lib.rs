@@ -622,7 +622,7 @@ fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf], views: Vec<vie
     drop(views);
     final_commit(d);
     view::Mounted::stopped(copies);
-    let _ = std::fs::remove_file(remote::address_file(&d.lock().places().store));
+    let _ = std::fs::remove_file(cli::client::address_file(&d.lock().places().store));
     for s in sockets {
         let _ = std::fs::remove_file(s);
     }

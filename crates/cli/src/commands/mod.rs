@@ -25,31 +25,7 @@ use rrd::Rrd;
 use std::cell::RefCell;
 use std::path::Path;
 
-/// What a command printed, and its error.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Outcome {
-    pub stdout: String,
-    pub error: Option<String>,
-    /// A file the command writes (`dump x.rrd out.xml`): path and contents. Written by the
-    /// command itself, except inside the daemon ([`Ctx::remote`]), where it goes back to the
-    /// client, which writes it on its side (and reports `cannot write to` itself).
-    pub file: Option<(String, String)>,
-}
-
-impl Outcome {
-    pub fn ok(stdout: String) -> Outcome {
-        Outcome {
-            stdout,
-            ..Outcome::default()
-        }
-    }
-    pub fn err(msg: impl Into<String>) -> Outcome {
-        Outcome {
-            error: Some(msg.into()),
-            ..Outcome::default()
-        }
-    }
-}
+pub use proto::run::Outcome;
 
 /// A check of a name: Err is the message a refused one gets.
 pub type NameCheck<'a> = dyn Fn(&str) -> Result<(), String> + 'a;
