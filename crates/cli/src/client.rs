@@ -12,14 +12,7 @@ use proto::run::{decode, hex, run_line, sendable, Outcome, COMMIT, INPUT_CHUNK, 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
-/// An OS error as C's strerror says it (without Rust's " (os error N)").
-pub fn strerror(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error ") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
-}
+pub use host::log::strerror;
 
 /// `<store>/daemon`: the address of the daemon that holds the store.
 pub fn address_file(store: &Path) -> PathBuf {

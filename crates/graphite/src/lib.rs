@@ -3,7 +3,8 @@
 //! Graphite's forms), [`tags`] (tagged series' names and `seriesByTag` expressions),
 //! [`expr`] (the target language), [`functions`] (graphite-web's render functions, one file
 //! per group), [`series`] (a series and `maxDataPoints`' consolidation) and [`format`]
-//! (graphite-web's json, csv, raw and pickle bytes).
+//! (graphite-web's json, csv, raw and pickle bytes); [`carbon`] reads carbon's
+//! storage-schemas.conf, storage-aggregation.conf and carbon.conf (their text).
 //!
 //! A target is evaluated against a [`Ctx`]: the time range, the request's [`Budget`], and a
 //! [`Source`] that gives the series a path or a glob names (the daemon's store, in
@@ -14,6 +15,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod carbon;
 pub mod ctx;
 pub mod expr;
 pub mod format;

@@ -6,27 +6,23 @@
 //! SIGINT, SIGUSR1 and SIGUSR2 into a final commit and a clean exit. Command semantics live in
 //! [`handlers`], UPDATE's check-and-queue in [`ingest`]; the wire format in the `proto` crate.
 
-pub mod beneath;
 pub mod carbon;
 pub mod client;
 pub mod config;
 pub mod daemon;
 pub use daemon::{commit, read, series};
+pub use host::{beneath, gate, httpd, log, sys};
 pub mod entry;
 pub mod feeds;
-pub mod gate;
 pub mod graphite;
-pub mod httpd;
 pub mod ingest;
 pub mod iostats;
-pub mod log;
 pub mod placeholder;
 pub mod remote;
 pub mod routes;
 pub mod rrdcached;
 mod sample;
 pub mod stats;
-pub mod sys;
 pub mod view;
 pub mod web;
 
@@ -357,7 +353,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     let mut pickle_bound = Vec::new();
     let mut carbon = None;
     if !cfg.carbon.is_empty() || !cfg.carbon_pickle.is_empty() {
-        let rules = carbon::Rules::load(cfg.graphite_conf.as_deref())?;
+        let rules = carbon::load_rules(cfg.graphite_conf.as_deref())?;
         let mut c = carbon::Carbon::new(rules);
         let per_minute = carbon::max_creates_per_minute(cfg.graphite_conf.as_deref())?;
         c.creates = carbon::CreateBudget::new(per_minute);

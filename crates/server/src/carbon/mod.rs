@@ -28,12 +28,11 @@
 //! crate's, which reads Python's `re` syntax as carbon's files use it (classes, anchors,
 //! alternation; no look-around).
 
-mod conf;
 mod listen;
 
-pub use conf::{
-    graphite_schema, max_creates_per_minute, parse_retentions, Method, Retention, Rules,
-    DEFAULT_AGGREGATION, DEFAULT_MAX_CREATES_PER_MINUTE, DEFAULT_SCHEMAS,
+pub use graphite::carbon::{
+    graphite_schema, parse_retentions, Method, Retention, Rules, DEFAULT_AGGREGATION,
+    DEFAULT_MAX_CREATES_PER_MINUTE, DEFAULT_SCHEMAS,
 };
 pub use listen::{serve_pickle, serve_tcp, serve_udp};
 
@@ -41,8 +40,34 @@ use crate::daemon::Daemon;
 use crate::ingest;
 use rrd::Rrd;
 use std::borrow::Cow;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Carbon's `storage-schemas.conf` and `storage-aggregation.conf` in `dir` (each optional),
+/// else the defaults.
+pub fn load_rules(dir: Option<&Path>) -> Result<Rules, String> {
+    let read = |name: &str, default: &str| -> Result<(String, String), String> {
+        match dir.map(|d| d.join(name)) {
+            Some(p) if p.exists() => std::fs::read_to_string(&p)
+                .map(|t| (t, p.display().to_string()))
+                .map_err(|e| format!("{}: {e}", p.display())),
+            _ => Ok((default.to_string(), format!("{name} (built in)"))),
+        }
+    };
+    let (st, sf) = read("storage-schemas.conf", DEFAULT_SCHEMAS)?;
+    let (at, af) = read("storage-aggregation.conf", DEFAULT_AGGREGATION)?;
+    Rules::parse(&st, &sf, &at, &af)
+}
+
+/// carbon.conf's `MAX_CREATES_PER_MINUTE` in `dir`, else carbon's default.
+pub fn max_creates_per_minute(dir: Option<&Path>) -> Result<f64, String> {
+    let Some(p) = dir.map(|d| d.join("carbon.conf")).filter(|p| p.exists()) else {
+        return Ok(DEFAULT_MAX_CREATES_PER_MINUTE);
+    };
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    graphite::carbon::max_creates_per_minute(&text, &p.display().to_string())
+}
 
 /// The longest metric path taken, bytes (carbon has no limit; file systems have 4096 for a
 /// whole path).

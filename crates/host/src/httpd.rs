@@ -1,5 +1,5 @@
 //! The HTTP/1.1 server (`--http`): connections, their limits and timeouts, and a request's
-//! path and form parameters ([`Query`]); the routes are [`crate::routes`]'.
+//! path and form parameters ([`Query`]); the routes are the caller's (the daemon's `server::routes`).
 //!
 //! A connection is a thread, as every other connection of the daemon ([`crate::gate`]),
 //! and what made the review's attacks work is bounded here:

@@ -7,7 +7,14 @@ use std::sync::Mutex;
 
 static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
 
-pub use cli::client::strerror;
+/// An OS error as C's strerror says it (without Rust's " (os error N)").
+pub fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
 
 /// A test hook: `RINGLET_FAIL_POINT=<name>` makes the point of that name fire once (the
 /// daemon's tests use `commit-panic` to panic in the committer). Unset, it costs one load.

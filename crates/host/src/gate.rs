@@ -162,7 +162,7 @@ pub fn accept_loop<S: Send + 'static>(
 }
 
 /// A share of memory that concurrent replies take from (bytes): the daemon's read budget
-/// ([`crate::daemon::READ_BUDGET`]). A reply waits until its share fits beside the others';
+/// (the daemon's `server::daemon::READ_BUDGET`). A reply waits until its share fits beside the others';
 /// one larger than the whole runs alone (never refused: rrdcached would serve it), so what
 /// replies hold at once is bounded by the larger of the two.
 pub struct Share {

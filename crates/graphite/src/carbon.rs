@@ -1,11 +1,11 @@
-//! Carbon's configuration files as ringlet reads them: `storage-schemas.conf` and
+//! Carbon's configuration files as ringlet reads them (their text; the daemon reads the
+//! files): `storage-schemas.conf` and
 //! `storage-aggregation.conf` (the archives of a new series), and carbon.conf's
 //! `MAX_CREATES_PER_MINUTE`. The INI reading is by hand (sections, `key = value`, `#`
 //! comments, as Python's configparser reads carbon's files); the patterns are `regex`'s.
 
 use regex::Regex;
 use rrd::{Cf, DsDef, DsType, RraDef, Schema};
-use std::path::Path;
 
 /// `storage-schemas.conf` when `--graphite-conf` has none: carbon's own metrics at one
 /// minute, everything else 10 seconds for a day, a minute for a week, ten minutes for
@@ -190,21 +190,6 @@ fn method(s: &str) -> Result<Method, String> {
 }
 
 impl Rules {
-    /// Carbon's files in `dir` (each optional), else the defaults.
-    pub fn load(dir: Option<&Path>) -> Result<Rules, String> {
-        let read = |name: &str, default: &str| -> Result<(String, String), String> {
-            match dir.map(|d| d.join(name)) {
-                Some(p) if p.exists() => std::fs::read_to_string(&p)
-                    .map(|t| (t, p.display().to_string()))
-                    .map_err(|e| format!("{}: {e}", p.display())),
-                _ => Ok((default.to_string(), format!("{name} (built in)"))),
-            }
-        };
-        let (st, sf) = read("storage-schemas.conf", DEFAULT_SCHEMAS)?;
-        let (at, af) = read("storage-aggregation.conf", DEFAULT_AGGREGATION)?;
-        Rules::parse(&st, &sf, &at, &af)
-    }
-
     pub fn parse(schemas: &str, sf: &str, aggregation: &str, af: &str) -> Result<Rules, String> {
         let pattern = |file: &str, line: usize, p: &str| {
             Regex::new(p).map_err(|e| format!("{file}:{line}: pattern '{p}': {e}"))
@@ -327,15 +312,11 @@ pub fn graphite_schema(ret: &[Retention], m: Method, xfiles: f64) -> Schema {
 /// example file's).
 pub const DEFAULT_MAX_CREATES_PER_MINUTE: f64 = 50.0;
 
-/// What carbon.conf says that ringlet uses: `MAX_CREATES_PER_MINUTE` (`[cache]`, or any
-/// section: carbon reads it from the one its daemon runs as), a number or `inf`.
-pub fn max_creates_per_minute(dir: Option<&Path>) -> Result<f64, String> {
-    let Some(p) = dir.map(|d| d.join("carbon.conf")).filter(|p| p.exists()) else {
-        return Ok(DEFAULT_MAX_CREATES_PER_MINUTE);
-    };
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-    let file = p.display().to_string();
-    let sections = ini(&text, &file)?;
+/// What carbon.conf (`text`, read from `file`) says that ringlet uses:
+/// `MAX_CREATES_PER_MINUTE` (`[cache]`, or any section: carbon reads it from the one its
+/// daemon runs as), a number or `inf`.
+pub fn max_creates_per_minute(text: &str, file: &str) -> Result<f64, String> {
+    let sections = ini(text, file)?;
     let cache = sections
         .iter()
         .find(|(name, ..)| name.eq_ignore_ascii_case("cache"))
@@ -366,21 +347,17 @@ mod tests {
 
     #[test]
     fn max_creates_per_minute_comes_from_carbon_conf() {
-        let dir = std::env::temp_dir().join(format!("ringlet-carbonconf-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let f = "/etc/carbon/carbon.conf";
         assert_eq!(
-            max_creates_per_minute(Some(&dir)).unwrap(),
+            max_creates_per_minute("[cache]\nLINE_RECEIVER_PORT = 2003\n", f).unwrap(),
             DEFAULT_MAX_CREATES_PER_MINUTE
         );
-        let f = dir.join("carbon.conf");
-        std::fs::write(&f, "[cache]\nmax_creates_per_minute = inf\n").unwrap();
-        assert!(max_creates_per_minute(Some(&dir)).unwrap().is_infinite());
-        std::fs::write(&f, "[cache]\nMAX_CREATES_PER_MINUTE = 600\n[relay]\n").unwrap();
-        assert_eq!(max_creates_per_minute(Some(&dir)).unwrap(), 600.0);
-        std::fs::write(&f, "[cache]\nMAX_CREATES_PER_MINUTE = lots\n").unwrap();
-        let e = max_creates_per_minute(Some(&dir)).unwrap_err();
+        let inf = max_creates_per_minute("[cache]\nmax_creates_per_minute = inf\n", f);
+        assert!(inf.unwrap().is_infinite());
+        let text = "[cache]\nMAX_CREATES_PER_MINUTE = 600\n[relay]\n";
+        assert_eq!(max_creates_per_minute(text, f).unwrap(), 600.0);
+        let e = max_creates_per_minute("[cache]\nMAX_CREATES_PER_MINUTE = lots\n", f).unwrap_err();
         assert!(e.contains("carbon.conf:") && e.contains("lots"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -457,7 +434,7 @@ mod tests {
         assert!(Rules::parse("[x]\npattern = (\nretentions = 1:1\n", "s", "", "a").is_err());
         assert!(Rules::parse("pattern = x\n", "s", "", "a").is_err());
         // The built-in files parse.
-        let d = Rules::load(None).unwrap();
+        let d = Rules::parse(DEFAULT_SCHEMAS, "s", DEFAULT_AGGREGATION, "a").unwrap();
         assert_eq!(d.schema("a.b").step, 10);
         assert_eq!(d.schema("carbon.agents.x").step, 60);
         assert_eq!(d.aggregation("a.count"), (0.0, Method::Sum));
