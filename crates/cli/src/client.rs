@@ -11,6 +11,7 @@ use proto::addr::{parse_addr, Addr};
 use proto::run::{decode, hex, run_line, sendable, Outcome, COMMIT, INPUT_CHUNK, MAX_INPUT};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 pub use host::log::strerror;
 
@@ -244,4 +245,32 @@ impl Client {
         }
         Ok(out)
     }
+}
+
+/// `ringlet stats`'s usage.
+pub const STATS_USAGE: &str = "\
+usage: ringlet [--store DIR] stats [-d|--daemon ADDR]
+
+Print the STATS of a running daemon (ringlet serve or rrdcached), one `Key: value` per
+line. ADDR: unix:/path, /path, host, host:port, [v6]:port; default $RRDCACHED_ADDRESS,
+else the daemon that holds the store (the address it records in STORE/daemon), else
+unix:/tmp/rrdcached.sock. ringlet serve adds what it wrote to disk after rrdcached's nine
+keys (docs/PROTOCOL.md).
+";
+
+/// A daemon's STATS (ringlet serve's or rrdcached's), for `ringlet stats`: STATS sent to
+/// `addr`, the reply's lines.
+pub fn stats(addr: &str) -> Result<Vec<String>, String> {
+    let parsed = parse_addr(addr)?;
+    let timeout = Some(Duration::from_secs(10));
+    let s = connect_stream(&parsed, timeout)
+        .map_err(|e| format!("cannot connect to {addr}: {}", strerror(&e)))?;
+    let (n, msg, lines) = Client::on(addr, s).request("STATS")?;
+    if n < 0 {
+        return Err(format!("{addr}: {msg}"));
+    }
+    Ok(lines
+        .into_iter()
+        .map(|l| l.trim_end_matches('\r').to_string())
+        .collect())
 }

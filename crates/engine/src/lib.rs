@@ -39,7 +39,7 @@ pub use options::{
 };
 pub use recovery::{Cut, RecoveryReport};
 pub use stats::{CommitStats, RecordCost, StoreStats};
-pub use vfs::{RealFs, VFile, Vfs};
+pub use vfs::{CountingFs, RealFs, VFile, Vfs};
 
 use codec::frame::PAGE;
 use codec::record::RecordWriter;

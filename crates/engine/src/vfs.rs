@@ -11,6 +11,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A file opened for reading and writing.
@@ -341,5 +342,85 @@ impl Vfs for RealFs {
             Err(TryLockError::WouldBlock) => Ok(None),
             Err(TryLockError::Error(e)) => Err(e),
         }
+    }
+}
+
+/// The real file system, counting its syncs (every `fdatasync`/`fsync` of a file, and of a
+/// directory) in `syncs`: the daemon's STATS reports them.
+pub struct CountingFs {
+    pub syncs: Arc<AtomicU64>,
+}
+
+struct CountingFile {
+    f: Box<dyn VFile>,
+    syncs: Arc<AtomicU64>,
+}
+
+impl VFile for CountingFile {
+    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<usize> {
+        self.f.read_at(buf, off)
+    }
+    fn write_at(&mut self, buf: &[u8], off: u64) -> io::Result<()> {
+        self.f.write_at(buf, off)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.f.len()
+    }
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.f.set_len(len)
+    }
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        self.f.sync_data()
+    }
+    fn sync_all(&mut self) -> io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        self.f.sync_all()
+    }
+    fn no_cow(&mut self) {
+        self.f.no_cow()
+    }
+    fn allocate(&mut self, len: u64) -> io::Result<bool> {
+        self.f.allocate(len)
+    }
+    fn drop_cache(&self) {
+        self.f.drop_cache()
+    }
+}
+
+impl Vfs for CountingFs {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        RealFs.create_dir_all(dir)
+    }
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        RealFs.exists(path)
+    }
+    fn open(&self, path: &Path, create: bool) -> io::Result<Box<dyn VFile>> {
+        Ok(Box::new(CountingFile {
+            f: RealFs.open(path, create)?,
+            syncs: self.syncs.clone(),
+        }))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        RealFs.rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        RealFs.sync_dir(dir)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        RealFs.remove(path)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        RealFs.list(dir)
+    }
+    fn map(&self, path: &Path) -> io::Result<std::sync::Arc<dyn Mapping>> {
+        RealFs.map(path)
+    }
+    fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
+        RealFs.try_lock(path)
+    }
+    fn block_size(&self, dir: &Path) -> io::Result<u64> {
+        RealFs.block_size(dir)
     }
 }

@@ -115,7 +115,7 @@ pub fn create(data: &[u8]) {
 pub fn times(data: &[u8]) {
     for l in text(data).lines() {
         let _ = rrd::parsetime::parse_time(l, 1_700_000_000);
-        let _ = server::graphite::time::parse(l, 1_700_000_000);
+        let _ = graphite::time::parse(l, 1_700_000_000);
     }
 }
 
@@ -519,7 +519,7 @@ pub fn pickle(data: &[u8]) {
 /// Graphite's target expressions (render's `target=`), one a line.
 pub fn graphite(data: &[u8]) {
     for l in text(data).lines() {
-        let _ = server::graphite::expr::parse(l);
+        let _ = graphite::expr::parse(l);
     }
 }
 
@@ -531,16 +531,16 @@ pub fn http(data: &[u8]) {
         for (k, v) in server::httpd::form(l) {
             match k.as_str() {
                 "target" => {
-                    let _ = server::graphite::expr::parse(&v);
+                    let _ = graphite::expr::parse(&v);
                 }
                 "from" | "until" => {
-                    let _ = server::graphite::time::parse(&v, 1_700_000_000);
+                    let _ = graphite::time::parse(&v, 1_700_000_000);
                 }
                 _ => {
-                    if let Ok(p) = server::graphite::glob::Pattern::new(&v) {
+                    if let Ok(p) = graphite::glob::Pattern::new(&v) {
                         let _ = p.prefix();
                     }
-                    if let Ok(c) = server::graphite::glob::Component::new(&v) {
+                    if let Ok(c) = graphite::glob::Component::new(&v) {
                         let _ = c.matches("servers");
                     }
                 }

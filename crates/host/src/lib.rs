@@ -1,5 +1,6 @@
 //! The daemon's process on its machine, with nothing of RRDs, the store or a protocol in it:
-//! `log` (log lines, C's strerror texts, fail points for tests), `sys` (fork, signals,
+//! `log` (log lines, C's strerror texts, fail points for tests), `proc` (the process's disk
+//! writes and resident memory), `sys` (fork, signals,
 //! privileges, detaching a stale mount, the allocator), `gate` (connection pools, every
 //! listener's accept loop, shares of a byte budget), `httpd` (one HTTP/1.1 listener: limits,
 //! timeouts, shedding slow clients; the routes are the caller's), `beneath` (files under a
@@ -9,4 +10,5 @@ pub mod beneath;
 pub mod gate;
 pub mod httpd;
 pub mod log;
+pub mod proc;
 pub mod sys;

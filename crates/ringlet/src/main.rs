@@ -302,16 +302,16 @@ fn stats(args: &[String], dir: &Path) -> i32 {
     };
     let o = match opts::parse(args, takes) {
         Ok(o) if o.help => {
-            print!("{}", server::client::USAGE);
+            print!("{}", cli::client::STATS_USAGE);
             return 0;
         }
         Ok(o) if o.pos.is_empty() => o,
         Ok(_) => {
-            eprint!("{}", server::client::USAGE);
+            eprint!("{}", cli::client::STATS_USAGE);
             return 2;
         }
         Err(e) => {
-            eprint!("{}", server::client::USAGE);
+            eprint!("{}", cli::client::STATS_USAGE);
             eprintln!("ERROR: {e}");
             return 2;
         }
@@ -323,7 +323,7 @@ fn stats(args: &[String], dir: &Path) -> i32 {
         .filter(|a| !a.is_empty())
         .or_else(|| cli::client::recorded(dir))
         .unwrap_or_else(|| format!("unix:{}", server::config::DEFAULT_SOCKET));
-    match server::client::query(&addr) {
+    match cli::client::stats(&addr) {
         Ok(lines) => {
             let mut out = std::io::stdout().lock();
             for l in lines {

@@ -25,6 +25,7 @@ use crate::schema::{DsType, Schema};
 use crate::{Rrd, RrdError};
 
 mod consolidate;
+pub mod reuse;
 
 use consolidate::Steps;
 

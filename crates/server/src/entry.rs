@@ -1,5 +1,5 @@
 //! The per-series ingest entries and their index: what UPDATE checks a value against and
-//! where accepted values wait ([`crate::ingest`] checks and queues them, [`crate::commit`]
+//! where accepted values wait ([`crate::ingest`] checks and queues them, [`crate::daemon::commit`]
 //! applies them to the store).
 //!
 //! Every series that has been updated has an [`Entry`]: a *shadow* of its RRD (the schema's

@@ -8,16 +8,16 @@
 //! `Rrd::apply` on the shadow gives exactly the outcome the real RRD will give when the queued
 //! value is applied (the archives never make an update fail), so a value is refused, or
 //! accepted, at once with rrdtool's message. Accepted values wait in the entry's queue as text
-//! until [`crate::commit`] applies them to the store: at a commit, or before anything reads
+//! until [`crate::daemon::commit`] applies them to the store: at a commit, or before anything reads
 //! the series. Values of one series are queued and applied in acceptance order.
 //!
 //! The entries and their index are [`crate::entry`]'s.
 
 use crate::daemon::Daemon;
 use crate::entry::{Entry, EntryState, ACCEPTED, PARTIAL};
-use crate::sample;
 use hashbrown::HashTable;
 use proto::Response;
+use rrd::update::reuse as sample;
 use rrd::update::{ApplyError, Sample};
 use std::borrow::Cow;
 use std::hash::{BuildHasher, BuildHasherDefault};

@@ -7,28 +7,26 @@
 //! [`handlers`], UPDATE's check-and-queue in [`ingest`]; the wire format in the `proto` crate.
 
 pub mod carbon;
-pub mod client;
 pub mod config;
-pub mod daemon;
-pub use daemon::{commit, read, series};
+pub(crate) mod daemon;
+pub(crate) use daemon::read;
+pub use daemon::series;
 pub use host::{beneath, gate, httpd, log, sys};
-pub mod entry;
+pub(crate) mod entry;
 pub mod feeds;
-pub mod graphite;
-pub mod ingest;
-pub mod iostats;
+pub(crate) mod graphite;
+pub(crate) mod ingest;
 pub mod placeholder;
-pub mod remote;
-pub mod routes;
-pub mod rrdcached;
-mod sample;
-pub mod stats;
-pub mod view;
-pub mod web;
+pub(crate) mod remote;
+pub(crate) mod routes;
+pub(crate) mod rrdcached;
+pub(crate) mod stats;
+pub(crate) mod view;
+pub(crate) mod web;
 
 use config::{Addr, Config};
 use daemon::Daemon;
-use std::net::TcpListener;
+use std::net::{TcpListener, UdpSocket};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -235,7 +233,37 @@ pub fn run(args: &[String], default_store: PathBuf) -> i32 {
 /// What `start` leaves running: the daemon, its unix sockets (removed at exit), the view.
 type Started = (Arc<Daemon>, Vec<PathBuf>, Vec<view::Mounted>);
 
+/// The daemon started, step by step: the process made ready, the store opened, the
+/// placeholders checked, every address bound, the views mounted, privileges dropped, then
+/// every listener and the committer started.
 fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
+    let ids = prepare_process(cfg)?;
+    clear_stale_views(cfg);
+    let (d, view_at) = open_daemon(cfg, store_dir)?;
+    check_placeholders(&d);
+    // The open's buffers (checkpoint, log replay) are freed: give their pages back.
+    sys::release_free_memory();
+    let bound = bind_all(cfg)?;
+    record_process(cfg, store_dir)?;
+    let views = mount_views(&d, cfg, store_dir, view_at, ids.as_ref());
+    // -U/-G: the store was opened (and locked) as root; its files become the user's, so that
+    // the checkpoints and segments written from now on can replace them. The base directory
+    // must be writable by the user, as for rrdcached.
+    if let Some(ids) = &ids {
+        sys::give(store_dir, ids)?;
+        sys::drop_privileges(ids)?;
+    }
+    let sockets = bound.sockets.clone();
+    serve_all(&d, cfg, bound);
+    let dc = d.clone();
+    std::thread::spawn(move || dc.committer());
+    Ok((d, sockets, views))
+}
+
+/// The process made ready before any thread starts: the log file, the pid file checked,
+/// signals blocked (one thread handles them with sigwait), systemd's socket reached while
+/// the daemon may, the allocator's thread; the user and group of -U/-G looked up.
+fn prepare_process(cfg: &Config) -> Result<Option<sys::Ids>, String> {
     if let Some(f) = &cfg.log_file {
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -247,13 +275,14 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     if let Some(p) = &cfg.pid_file {
         sys::check_pid_file(p)?;
     }
-    // Signals are handled by one thread with sigwait: block them before any thread starts.
     sys::block_signals();
-    // systemd's socket, reached now while the daemon may (before -U).
     sys::notify_connect();
     sys::start_allocator_thread();
-    let ids = sys::ids(cfg.group.as_deref(), cfg.user.as_deref())?;
-    // A view left mounted by a daemon that died hides the directory it is on: gone first.
+    sys::ids(cfg.group.as_deref(), cfg.user.as_deref())
+}
+
+/// A view left mounted by a daemon that died hides the directory it is on: gone first.
+fn clear_stale_views(cfg: &Config) {
     let rrd_view = cfg
         .view
         .as_ref()
@@ -264,6 +293,14 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             log::line(&format!("no view: {e}"));
         }
     }
+}
+
+/// The store opened (what recovery found logged), the base directory recorded in it for the
+/// CLI; and where `--view` mounts, the daemon reaching the files under -b beneath it when
+/// it mounts over -b.
+type Opened = (Arc<Daemon>, Option<Result<PathBuf, String>>);
+
+fn open_daemon(cfg: &Config, store_dir: &Path) -> Result<Opened, String> {
     let opening = std::time::Instant::now();
     let d = Arc::new(Daemon::open(cfg, store_dir)?);
     // A view over -b: from now on the daemon reaches the files there beneath it, through
@@ -304,16 +341,20 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             "cannot record the base directory in the store: {e}"
         ));
     }
-    // Before serving: the series created since the checkpoint the store opened from have
-    // their placeholders (a stat-then-create client must not create one again over its
-    // data). The others' were made durable with a checkpoint (Options::before_checkpoint):
-    // they are checked, and copies that earlier versions wrote replaced, after the daemon
-    // serves, by a thread of their own.
+    Ok((d, view_at))
+}
+
+/// Before serving: the series created since the checkpoint the store opened from have their
+/// placeholders (a stat-then-create client must not create one again over its data). The
+/// others' were made durable with a checkpoint (Options::before_checkpoint): they are
+/// checked, and copies that earlier versions wrote replaced, after the daemon serves, by a
+/// thread of their own.
+fn check_placeholders(d: &Arc<Daemon>) {
     let t0 = std::time::Instant::now();
     let places = d.lock().places().clone();
     let first = d.lock().created_since_checkpoint();
     let checked_first = first.len();
-    let fixed = series::repair::repair(&d, &places, first, &|| false);
+    let fixed = series::repair::repair(d, &places, first, &|| false);
     log::line(&format!(
         "placeholders of the {checked_first} series created since the checkpoint checked in {:.2} s",
         t0.elapsed().as_secs_f64()
@@ -336,22 +377,43 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         }
         sys::release_free_memory();
     });
-    // The open's buffers (checkpoint, log replay) are freed: give their pages back.
-    sys::release_free_memory();
-    let mut sockets = Vec::new();
-    let mut bound = Vec::new();
+}
+
+/// Every address bound, before privileges are dropped.
+struct Bound {
+    /// rrdcached's sockets, each with the commands it allows.
+    rrdcached: Vec<(Listener, Option<Vec<usize>>)>,
+    /// The unix sockets among them (removed at exit).
+    sockets: Vec<PathBuf>,
+    /// Carbon's listeners, with what they share.
+    carbon: Option<CarbonBound>,
+    /// The web page's and graphite-web's.
+    http: Vec<TcpListener>,
+}
+
+/// Carbon's listeners: what they share, plaintext on TCP and UDP, pickles.
+type CarbonBound = (
+    Arc<carbon::Carbon>,
+    Vec<(TcpListener, UdpSocket)>,
+    Vec<TcpListener>,
+);
+
+fn bind_all(cfg: &Config) -> Result<Bound, String> {
+    let mut b = Bound {
+        rrdcached: Vec::new(),
+        sockets: Vec::new(),
+        carbon: None,
+        http: Vec::new(),
+    };
     for l in &cfg.listen {
-        let b = bind(l)?;
-        if let Listener::Unix(_, p) = &b {
-            sockets.push(p.clone());
+        let one = bind(l)?;
+        if let Listener::Unix(_, p) = &one {
+            b.sockets.push(p.clone());
         }
-        log::line(&format!("listening on {}", describe(&b)));
-        bound.push((b, l.allowed.clone()));
+        log::line(&format!("listening on {}", describe(&one)));
+        b.rrdcached.push((one, l.allowed.clone()));
     }
     // Carbon's plaintext protocol: TCP and UDP on each --carbon address.
-    let mut carbon_bound = Vec::new();
-    let mut pickle_bound = Vec::new();
-    let mut carbon = None;
     if !cfg.carbon.is_empty() || !cfg.carbon_pickle.is_empty() {
         let rules = carbon::load_rules(cfg.graphite_conf.as_deref())?;
         let mut c = carbon::Carbon::new(rules);
@@ -359,41 +421,44 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
         c.creates = carbon::CreateBudget::new(per_minute);
         c.conns = gate::Pool::new("carbon", cfg.carbon_connections);
         c.idle = cfg.idle_timeout;
-        let c = Arc::new(c);
+        let mut plain = Vec::new();
         for a in &cfg.carbon {
             let tcp = TcpListener::bind(a)
                 .map_err(|e| format!("cannot listen for carbon on {a} (TCP): {e}"))?;
-            let udp = std::net::UdpSocket::bind(a)
+            let udp = UdpSocket::bind(a)
                 .map_err(|e| format!("cannot listen for carbon on {a} (UDP): {e}"))?;
             log::line(&format!(
                 "listening for carbon's plaintext protocol on {a} (TCP and UDP)"
             ));
-            carbon_bound.push((tcp, udp));
+            plain.push((tcp, udp));
         }
+        let mut pickles = Vec::new();
         for a in &cfg.carbon_pickle {
             let tcp = TcpListener::bind(a)
                 .map_err(|e| format!("cannot listen for carbon's pickles on {a}: {e}"))?;
             log::line(&format!("listening for carbon's pickle protocol on {a}"));
-            pickle_bound.push(tcp);
+            pickles.push(tcp);
         }
-        d.add_stats(c.clone());
-        carbon = Some(c);
+        b.carbon = Some((Arc::new(c), plain, pickles));
     }
     // graphite-web's API.
-    let mut http_bound = Vec::new();
     for a in &cfg.http {
         let server = TcpListener::bind(a).map_err(|e| format!("cannot serve HTTP on {a}: {e}"))?;
         log::line(&format!(
             "serving the web page and graphite-web's API on http://{a}/"
         ));
-        http_bound.push(server);
+        b.http.push(server);
     }
+    Ok(b)
+}
+
+/// The pid file written, and where a `ringlet` CLI on this store finds the daemon: the first
+/// unix socket, else the first TCP address.
+fn record_process(cfg: &Config, store_dir: &Path) -> Result<(), String> {
     if let Some(p) = &cfg.pid_file {
         std::fs::write(p, format!("{}\n", std::process::id()))
             .map_err(|e| format!("cannot write pid file {}: {e}", p.display()))?;
     }
-    // Where a `ringlet` CLI on this store finds the daemon: the first unix socket, else the
-    // first TCP address.
     if let Some(addr) = cfg.client_address() {
         if let Err(e) = remote::record(store_dir, &addr) {
             log::line(&format!(
@@ -401,7 +466,17 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             ));
         }
     }
-    // The views mount as root (before -U): a failure is logged and the sockets served.
+    Ok(())
+}
+
+/// The views mounted, as root (before -U): a failure is logged and the sockets served.
+fn mount_views(
+    d: &Arc<Daemon>,
+    cfg: &Config,
+    store_dir: &Path,
+    view_at: Option<Result<PathBuf, String>>,
+    ids: Option<&sys::Ids>,
+) -> Vec<view::Mounted> {
     let mut wanted: Vec<(view::Kind, Result<PathBuf, String>)> = Vec::new();
     if let Some(at) = view_at {
         wanted.push((view::Kind::Rrd, at));
@@ -419,7 +494,7 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
     for (kind, at) in wanted {
         // The view shows the ids the daemon has after -U/-G from the first answer (a
         // client that checks the owner, as gmetad does, may ask before the drop).
-        let owner = ids.as_ref().map(|i| (i.uid, i.gid)).unwrap_or_default();
+        let owner = ids.map(|i| (i.uid, i.gid)).unwrap_or_default();
         match at.and_then(|dir| view::mount(d.clone(), &dir, owner, kind).map(|m| (m, dir))) {
             Ok((m, dir)) => {
                 log::line(&format!("{} mounted at {}", kind.what(), dir.display()));
@@ -428,39 +503,41 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             Err(e) => log::line(&format!("no {}: {e}", kind.what())),
         }
     }
-    // -U/-G: the store was opened (and locked) as root; its files become the user's, so that
-    // the checkpoints and segments written from now on can replace them. The base directory
-    // must be writable by the user, as for rrdcached.
-    if let Some(ids) = &ids {
-        sys::give(store_dir, ids)?;
-        sys::drop_privileges(ids)?;
+    views
+}
+
+/// Every listener started on what `bind_all` bound.
+fn serve_all(d: &Arc<Daemon>, cfg: &Config, bound: Bound) {
+    // Carbon's counts are in STATS from the first answer.
+    if let Some((c, ..)) = &bound.carbon {
+        d.add_stats(c.clone());
     }
     let pools = Pools {
         all: gate::Pool::new("rrdcached sockets", cfg.max_connections),
         tcp: gate::Pool::new("rrdcached TCP sockets", cfg.tcp_connections()),
         idle: cfg.idle_timeout,
     };
-    for (b, allowed) in bound {
+    for (b, allowed) in bound.rrdcached {
         let access = Arc::new(rrdcached::conn::Access {
             allowed,
             max_line: cfg.max_line,
         });
         spawn_acceptor(d.clone(), b, access, &pools);
     }
-    if let Some(c) = carbon {
-        for (tcp, udp) in carbon_bound {
+    if let Some((c, plain, pickles)) = bound.carbon {
+        for (tcp, udp) in plain {
             let (d1, c1, d2, c2) = (d.clone(), c.clone(), d.clone(), c.clone());
             std::thread::spawn(move || carbon::serve_tcp(d1, c1, tcp));
             std::thread::spawn(move || carbon::serve_udp(d2, c2, udp));
         }
-        for tcp in pickle_bound {
+        for tcp in pickles {
             let (d1, c1) = (d.clone(), c.clone());
             std::thread::spawn(move || carbon::serve_pickle(d1, c1, tcp));
         }
     }
-    if !http_bound.is_empty() {
+    if !bound.http.is_empty() {
         let g = Arc::new(graphite::Graphite::new());
-        for server in http_bound {
+        for server in bound.http {
             let (d1, g1) = (d.clone(), g.clone());
             let limits = httpd::Limits {
                 connections: cfg.http_connections,
@@ -471,9 +548,6 @@ fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
             routes::serve(d1, g1, server, limits);
         }
     }
-    let dc = d.clone();
-    std::thread::spawn(move || dc.committer());
-    Ok((d, sockets, views))
 }
 
 /// Where `--view` mounts: DIR, or the base directory for a bare `--view` (the daemon then

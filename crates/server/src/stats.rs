@@ -1,4 +1,5 @@
-//! STATS's lines (`Key: value`): rrdcached's counters, then ringlet's own (write load,
+//! STATS's lines (`Key: value`): rrdcached's counters, then ringlet's own (write load: the
+//! process's disk bytes (`host::proc`), the store's fsyncs (`engine::CountingFs`),
 //! records, memory), then those of the listeners beside rrdcached's. The rrdcached command
 //! and the web page's Disk panel both show them.
 
@@ -42,8 +43,8 @@ pub fn lines(d: &Daemon) -> Vec<String> {
         format!("JournalRotate: {}", inner.store_stats().checkpoints),
     ];
     // ringlet's own, after rrdcached's (librrd ignores keys it does not know).
-    let load = crate::iostats::WriteLoad {
-        disk_bytes: crate::iostats::disk_bytes_written(),
+    let load = WriteLoad {
+        disk_bytes: host::proc::disk_bytes_written(),
         at_open: d.disk_bytes_at_open,
         fsyncs: d.syncs.load(Ordering::Relaxed),
         commits: inner.store_stats().commits,
@@ -59,10 +60,7 @@ pub fn lines(d: &Daemon) -> Vec<String> {
     lines.extend(record_lines(inner.store_stats()));
     let (heap, damaged) = inner.heap_and_damage();
     lines.push(format!("ArchiveHeapBytes: {heap}"));
-    lines.push(format!(
-        "ResidentBytes: {}",
-        crate::iostats::resident_bytes()
-    ));
+    lines.push(format!("ResidentBytes: {}", host::proc::resident_bytes()));
     lines.push(format!("DamagedChunks: {damaged}"));
     // What the listeners beside rrdcached's (carbon) took, refused and dropped.
     lines.extend(d.more_stats());
@@ -94,4 +92,83 @@ fn record_lines(st: &engine::StoreStats) -> Vec<String> {
         format!("SpillBytesPerSample: {}", per(st.spill_bytes * 8)),
         format!("Spills: {}", st.spills),
     ]
+}
+
+/// What STATS reports about writing, after rrdcached's keys.
+pub struct WriteLoad {
+    pub disk_bytes: u64,
+    /// `disk_bytes` when the store had been opened (creating a store zero-fills its log
+    /// ring): left out of the projections.
+    pub at_open: u64,
+    pub fsyncs: u64,
+    pub commits: u64,
+    pub samples: u64,
+    pub uptime_secs: u64,
+    pub apply_errors: u64,
+}
+
+impl WriteLoad {
+    /// `Key: value` lines, in this order (docs/PROTOCOL.md).
+    pub fn lines(&self) -> Vec<String> {
+        let serving = self.disk_bytes.saturating_sub(self.at_open);
+        let per_sample = if self.samples == 0 {
+            "0.00".to_string()
+        } else {
+            format!("{:.2}", serving as f64 / self.samples as f64)
+        };
+        // The rate since start, over a day; the first minute is too short to project from.
+        let per_day = if self.uptime_secs < 60 {
+            0
+        } else {
+            (serving as u128 * 86_400 / u128::from(self.uptime_secs)) as u64
+        };
+        vec![
+            format!("DiskBytesWritten: {}", self.disk_bytes),
+            format!("Fsyncs: {}", self.fsyncs),
+            format!("Commits: {}", self.commits),
+            format!("DiskBytesPerSample: {per_sample}"),
+            format!("DiskBytesPerDay: {per_day}"),
+            format!("UptimeSeconds: {}", self.uptime_secs),
+            format!("ApplyErrors: {}", self.apply_errors),
+            format!("DiskBytesAtOpen: {}", self.at_open),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn projections_from_the_counters() {
+        let w = WriteLoad {
+            disk_bytes: 3_690 + 65_536,
+            at_open: 65_536,
+            fsyncs: 4,
+            commits: 3,
+            samples: 1_000,
+            uptime_secs: 3_600,
+            apply_errors: 0,
+        };
+        assert_eq!(
+            w.lines(),
+            [
+                "DiskBytesWritten: 69226",
+                "Fsyncs: 4",
+                "Commits: 3",
+                "DiskBytesPerSample: 3.69",
+                "DiskBytesPerDay: 88560",
+                "UptimeSeconds: 3600",
+                "ApplyErrors: 0",
+                "DiskBytesAtOpen: 65536",
+            ]
+        );
+        let young = WriteLoad {
+            samples: 0,
+            uptime_secs: 5,
+            ..w
+        };
+        assert_eq!(young.lines()[3], "DiskBytesPerSample: 0.00");
+        assert_eq!(young.lines()[4], "DiskBytesPerDay: 0");
+    }
 }

@@ -389,12 +389,12 @@ fn ringlet_stats_reads_either_daemon() {
     let Some(p) = Pair::start("statscli") else {
         return;
     };
-    let r = server::client::query(&format!("unix:{}", p.r.sock.display())).expect("ringlet");
-    let c = server::client::query(&p.c.sock.display().to_string()).expect("rrdcached");
+    let r = cli::client::stats(&format!("unix:{}", p.r.sock.display())).expect("ringlet");
+    let c = cli::client::stats(&p.c.sock.display().to_string()).expect("rrdcached");
     assert_eq!(r.len(), 33, "{r:?}");
     assert_eq!(c.len(), 9, "{c:?}");
     assert!(r[0].starts_with("QueueLength: ") && c[0].starts_with("QueueLength: "));
-    let e = server::client::query("unix:/nonexistent/sock").unwrap_err();
+    let e = cli::client::stats("unix:/nonexistent/sock").unwrap_err();
     assert_eq!(
         e,
         "cannot connect to unix:/nonexistent/sock: No such file or directory"

@@ -473,7 +473,7 @@ fn rrdtool_clients_see_the_same_through_both_daemons() {
         );
     }
     // Every queued value reached the store as its check at UPDATE time said it would.
-    let st = server::client::query(&format!("unix:{}", r.sock.display())).expect("STATS");
+    let st = cli::client::stats(&format!("unix:{}", r.sock.display())).expect("STATS");
     assert!(st.iter().any(|l| l == "ApplyErrors: 0"), "{st:?}");
 }
 

@@ -143,15 +143,15 @@ impl Daemon {
         }
         // The entry stays locked, so nothing is queued meanwhile. The lines stay in the
         // queue, now applied, until the commit that makes them durable.
-        let mut sample = std::mem::replace(&mut inner.scratch, crate::sample::scratch());
+        let mut sample = std::mem::replace(&mut inner.scratch, rrd::update::reuse::scratch());
         let mut bad = 0u64;
         // The first mismatch is logged with the count (a failed store fails every value).
         let mut first: Option<String> = None;
         // One name lookup for the whole queue.
         let id = inner.store.series_id(&e.name);
         st.queue.each_from(st.applied as usize, &mut |flag, v| {
-            let read = match crate::sample::stamp(v) {
-                Some(stamp) => crate::sample::read(&st.shadow.schema, v, stamp, &mut sample),
+            let read = match rrd::update::reuse::stamp(v) {
+                Some(stamp) => rrd::update::reuse::read(&st.shadow.schema, v, stamp, &mut sample),
                 None => Err(rrd::RrdError::new("no timestamp")),
             };
             if let Err(err) = read {

@@ -6,7 +6,7 @@
 //! the connection thread. Queued values are applied to the store (`Store::update`: the
 //! consolidation and the log encoding) under the store lock, series by series in acceptance
 //! order: at a commit (the `-w` timer, FLUSH, FLUSHALL, shutdown), and before anything reads
-//! a series; a commit then writes every applied series in one record ([`crate::commit`]). rrdcached's vocabulary
+//! a series; a commit then writes every applied series in one record ([`crate::daemon::commit`]). rrdcached's vocabulary
 //! maps onto that: "pending" values are those accepted since the last commit, "flush" is a
 //! commit.
 //!
@@ -19,8 +19,7 @@ pub(crate) mod run;
 pub mod series;
 mod state;
 
-pub use read::{Fresh, Unreadable};
-pub use state::{Blobs, BlobsMut};
+pub use state::Blobs;
 
 use crate::config::Config;
 use crate::entry::{Entry, Index};
@@ -158,7 +157,7 @@ impl Daemon {
         if let Some(b) = &base {
             written.note(Path::new(b));
         }
-        let fs = crate::iostats::CountingFs {
+        let fs = engine::CountingFs {
             syncs: syncs.clone(),
         };
         let store = Store::open_with(
@@ -198,7 +197,7 @@ impl Daemon {
                 disk: BTreeMap::new(),
                 suspended: BTreeSet::new(),
                 applied: Vec::new(),
-                scratch: crate::sample::scratch(),
+                scratch: rrd::update::reuse::scratch(),
                 places: crate::placeholder::Places {
                     // -B: nothing below the base directory is reached through a link.
                     beneath: base
@@ -233,7 +232,7 @@ impl Daemon {
             syncs,
             spare: Arc::default(),
             started: std::time::Instant::now(),
-            disk_bytes_at_open: crate::iostats::disk_bytes_written(),
+            disk_bytes_at_open: host::proc::disk_bytes_written(),
             base,
             lower: std::sync::OnceLock::new(),
             more_stats: Mutex::new(Vec::new()),

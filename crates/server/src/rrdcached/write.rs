@@ -20,7 +20,13 @@ pub fn update<'a>(
 ) -> Result<usize, Response> {
     let e = crate::ingest::entry_for(d, file)?;
     let mut queued = 0;
-    let r = crate::ingest::update(d, &e, values, &mut queued, &mut crate::sample::scratch());
+    let r = crate::ingest::update(
+        d,
+        &e,
+        values,
+        &mut queued,
+        &mut rrd::update::reuse::scratch(),
+    );
     d.queued(queued);
     r
 }

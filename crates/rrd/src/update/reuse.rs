@@ -2,18 +2,18 @@
 //!
 //! Ingest reads every value once to check it and again when the queue is applied to the
 //! store, so this is the daemon's hottest parser. [`read`] gives exactly what
-//! `rrd::update::parse_update_arg(schema, v, None, (0, 0))` gives; for the common form (a
+//! `parse_update_arg(schema, v, None, (0, 0))` gives; for the common form (a
 //! plain number as time, one field per input DS) it refills `out`'s strings in place instead
 //! of allocating new ones, and reuses the time rrdcached's check already read.
 
-use rrd::update::{parse_update_arg, Sample};
-use rrd::{DsType, RrdError, Schema};
+use super::{parse_update_arg, Sample};
+use crate::{DsType, RrdError, Schema};
 
 /// rrdcached's check of a value: the number before the first `:` (None if there is no `:`
 /// or no number there; `N` is not a number).
 pub fn stamp(v: &str) -> Option<f64> {
     v.split_once(':')
-        .and_then(|(ts, _)| rrd::num::strtodbl(ts).ok())
+        .and_then(|(ts, _)| crate::num::strtodbl(ts).ok())
         .filter(|t| t.is_finite())
 }
 
@@ -83,7 +83,7 @@ mod tests {
         let mut args: Vec<String> = vec!["x.rrd".into(), "--start".into(), "1790000000".into()];
         args.extend(ds.iter().map(|s| s.to_string()));
         args.push("RRA:AVERAGE:0.5:1:10".into());
-        rrd::create::parse_create_with(&args, 1_790_000_000, &mut |_| None, &mut |_| false)
+        crate::create::parse_create_with(&args, 1_790_000_000, &mut |_| None, &mut |_| false)
             .expect("create")
             .schema
     }
