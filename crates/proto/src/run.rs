@@ -44,6 +44,15 @@ pub const INPUT_CHUNK: usize = 32 * 1024;
 
 /// The arguments a client puts first in a RUN when the daemon was named (the client's `named`).
 pub const NAMED: [&str; 2] = ["--daemon", "-"];
+/// The arguments without the mark of a named daemon ([`NAMED`]), and whether it was there.
+pub fn strip_named(args: &[String]) -> (bool, &[String]) {
+    if args.len() >= 2 && args[..2] == NAMED {
+        (true, &args[2..])
+    } else {
+        (false, args)
+    }
+}
+
 /// RUN's command that commits what the daemon holds (the client's `commit`): pipe mode sends it
 /// at the end of a session that wrote, so what a client deletes once the session is over
 /// (Cacti's Boost its queued values) is on the disk.

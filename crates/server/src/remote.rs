@@ -15,7 +15,7 @@
 use crate::daemon::Daemon;
 use cli::client::address_file;
 use cli::Outcome;
-use proto::run::{encode, NAMED};
+use proto::run::{encode, strip_named};
 use proto::Response;
 use std::path::Path;
 
@@ -61,15 +61,6 @@ pub fn serve(
     }
     let (out, owed) = crate::daemon::run::run(d, now, cmd, args, input, defer);
     (encode(out), owed)
-}
-
-/// The arguments without the mark of a named daemon ([`NAMED`]), and whether it was there.
-pub(crate) fn strip_named(args: &[String]) -> (bool, &[String]) {
-    if args.len() >= 2 && args[..2] == NAMED {
-        (true, &args[2..])
-    } else {
-        (false, args)
-    }
 }
 
 /// The daemon's side of RUN `commit-session`: every accepted value applied and committed,

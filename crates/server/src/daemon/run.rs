@@ -5,9 +5,9 @@
 //! `engine::Store`.
 
 use super::{Daemon, Inner};
-use crate::remote::strip_named;
 use crate::series::Target;
 use cli::{Ctx, Outcome};
+use proto::run::strip_named;
 use std::cell::RefCell;
 
 /// A command run on the store, as RUN runs it. What it wrote is committed now, or with
