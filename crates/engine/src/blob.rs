@@ -23,7 +23,10 @@
 //! payloads), kept exactly; no crate holds a growing byte array in checkpointed chunks.
 
 use crate::ids::IdMap;
-use crate::*;
+use crate::{segments, Error, Store};
+use codec::record::RecordWriter;
+use std::sync::Arc;
+
 use codec::checkpoint::{BlobImage, BLOB_ARCHIVE, BLOB_CHUNK};
 use codec::record::Entry;
 use rrd::rows::ChunkSource;

@@ -2,7 +2,10 @@
 //! lagged: as of a snapshot half a ring earlier), segments of stored chunks settled and
 //! spilled, and the close with its mark of a clean stop.
 
-use crate::*;
+use crate::error::out_of_space;
+use crate::options::spill_budget;
+use crate::snapshot::Snapshot;
+use crate::{ckptfile, clean, segments, Error, Store};
 use codec::checkpoint::CheckpointWriter;
 
 impl Store {

@@ -1,8 +1,11 @@
 //! Commits: the pending changes of every series in one record appended to the log ring and
 //! synced, a checkpoint standing in when the ring is full, the ring grown with the series.
 
-use crate::*;
+use crate::error::out_of_space;
+use crate::snapshot::Snapshot;
+use crate::{files, ring, CommitStats, Error, RecordCost, Store};
 use codec::frame::{framed_len, record_header, KIND_COMMIT};
+use std::time::Instant;
 
 impl Store {
     /// Whether a commit is due: changes are pending and the size limit or the commit
