@@ -137,7 +137,7 @@ impl Store {
     /// Returns the bytes it wrote.
     pub(crate) fn maybe_spill(&mut self) -> u64 {
         let budget = spill_budget(self.opts.spill_bytes, self.log.cap);
-        if budget == 0 || self.opts.only.is_some() || self.failed {
+        if budget == 0 || self.opts.only.is_some() || self.health.failed() {
             return 0;
         }
         let sealed = self
@@ -234,7 +234,7 @@ impl Store {
             if out_of_space(e) {
                 self.abandon_checkpoint();
             } else {
-                self.failed = true;
+                self.health.fail();
             }
         })
     }
@@ -258,7 +258,7 @@ impl Store {
             end_lsn: self.end_lsn,
             next_seq: self.next_seq,
         };
-        clean::write(self.vfs.as_ref(), &self.dir, &m).inspect_err(|_| self.failed = true)?;
+        clean::write(self.vfs.as_ref(), &self.dir, &m).inspect_err(|_| self.health.fail())?;
         self.marked = true;
         Ok(())
     }

@@ -39,16 +39,16 @@ impl Store {
         // A panic from here on (a bug) leaves `busy` set and the store refusing writes, as a
         // failed write does: the pending data may be half taken, and must not be dropped
         // silently while later commits go on.
-        self.busy = true;
+        self.health.begin();
         let r = self.commit_inner();
-        self.busy = false;
+        self.health.end();
         r
     }
 
     pub(crate) fn commit_inner(&mut self) -> Result<CommitStats, Error> {
         self.last_commit = Instant::now();
         if self.pending.is_empty() && self.reg.dirty.is_empty() && !self.reg.blobs.has_changes() {
-            if self.must_checkpoint.is_some() {
+            if self.health.owed_checkpoint().is_some() {
                 // Nothing new, but what an earlier commit took is not durable yet.
                 let bytes = self.checkpoint_for_commit()?;
                 return Ok(CommitStats {
@@ -95,7 +95,7 @@ impl Store {
             }
         }
         if let Err(e) = self.blob_entries(&mut rec) {
-            self.failed = true;
+            self.health.fail();
             return Err(e);
         }
         self.pending_bytes = 0;
@@ -137,19 +137,19 @@ impl Store {
         too_big: bool,
     ) -> Result<u64, Error> {
         if too_big
-            || self.must_checkpoint.is_some()
+            || self.health.owed_checkpoint().is_some()
             || self.end_lsn + framed > self.ckpt_lsn + self.log.cap
         {
             return self.checkpoint_for_commit();
         }
         self.append(payload, framed)
-            .inspect_err(|_| self.failed = true)?;
+            .inspect_err(|_| self.health.fail())?;
         // The commit is durable now, whatever happens to the checkpoint. One that could not
         // be written (a full disk) leaves the older checkpoint and the log as they were: the
         // next commits try again while the ring has room.
         match self.after_append() {
             Ok(n) => Ok(framed + n),
-            Err(e) if !self.failed && out_of_space(&e) => {
+            Err(e) if !self.health.failed() && out_of_space(&e) => {
                 self.abandon_checkpoint();
                 self.notices.push(format!(
                     "could not write a checkpoint ({e}); the next commits try again, and once \
@@ -163,8 +163,7 @@ impl Store {
             Err(e) => {
                 // Any other failure (EIO: what reached the disk is not known) leaves the
                 // store refusing writes; this commit stands.
-                self.failed = true;
-                self.deferred_error = Some(e.to_string());
+                self.health.fail_after_commit(e.to_string());
                 Ok(framed)
             }
         }
@@ -177,7 +176,7 @@ impl Store {
     pub(crate) fn checkpoint_for_commit(&mut self) -> Result<u64, Error> {
         match self.write_checkpoint() {
             Ok(n) => {
-                if self.must_checkpoint.take().is_some() {
+                if self.health.checkpoint_written() {
                     self.notices
                         .push("a checkpoint was written: commits go on".to_string());
                 }
@@ -185,11 +184,11 @@ impl Store {
             }
             Err(e) if out_of_space(&e) => {
                 self.abandon_checkpoint();
-                self.must_checkpoint = Some(e.to_string());
+                self.health.owe_checkpoint(e.to_string());
                 Err(e)
             }
             Err(e) => {
-                self.failed = true;
+                self.health.fail();
                 Err(e)
             }
         }
@@ -210,7 +209,7 @@ impl Store {
     /// Why every commit now has to write a checkpoint (an earlier one that stood in for a
     /// commit's record failed), if one has to.
     pub fn must_checkpoint(&self) -> Option<&str> {
-        self.must_checkpoint.as_deref()
+        self.health.owed_checkpoint()
     }
 
     /// With nothing pending (a commit just ended), the in-memory state is the committed one:
@@ -284,11 +283,11 @@ impl Store {
             ))
         })?;
         self.log = match ring::LogRing::replace(self.vfs.as_ref(), &self.dir)
-            .inspect_err(|_| self.failed = true)?
+            .inspect_err(|_| self.health.fail())?
         {
             Ok(ring) => ring,
             Err(why) => {
-                self.failed = true;
+                self.health.fail();
                 return Err(Error::Corrupt {
                     file: files::log(&self.dir),
                     offset: 0,

@@ -18,6 +18,7 @@ pub mod clean;
 mod commit;
 mod error;
 pub mod files;
+mod health;
 pub mod ids;
 mod name;
 mod options;
@@ -79,16 +80,8 @@ pub struct Store {
     pending: RecordWriter,
     pending_bytes: usize,
     last_commit: Instant,
-    failed: bool,
-    /// Set while a commit or an update is changing the store: still set afterwards only if
-    /// one panicked half way (the store then refuses writes, as after a failed write).
-    busy: bool,
-    /// What failed after a commit had become durable (a lagged checkpoint), for the caller.
-    deferred_error: Option<String>,
-    /// A checkpoint that had to stand in for a commit's record (the ring full) failed: the
-    /// state in memory is ahead of the newest checkpoint and the log, and every commit
-    /// writes a checkpoint (only that) until one is written. Why, for the caller.
-    must_checkpoint: Option<String>,
+    /// Whether writes are refused, and why ([`health::Health`]).
+    health: health::Health,
     /// The mark of a clean close is on disk ([`Store::mark_clean`]).
     marked: bool,
     /// Samples in the log since the store was created (as far as this process knows: those
@@ -164,10 +157,7 @@ impl Store {
             pending: RecordWriter::new(),
             pending_bytes: 0,
             last_commit: Instant::now(),
-            failed: false,
-            busy: false,
-            deferred_error: None,
-            must_checkpoint: None,
+            health: health::Health::default(),
             marked: false,
             last_record: 0,
             pending_time_bits: 0,
@@ -322,7 +312,7 @@ impl Store {
     /// Why the store refuses writes, when a checkpoint failed after its commit had become
     /// durable (the commit returned Ok; later writes get `Error::PreviousIo`).
     pub fn deferred_error(&self) -> Option<&str> {
-        self.deferred_error.as_deref()
+        self.health.deferred()
     }
 
     /// Whether the store refuses writes (a failed write or fsync, or a commit or update that
@@ -334,7 +324,7 @@ impl Store {
     pub(crate) fn writable(&self) -> Result<(), Error> {
         if self.opts.only.is_some() {
             Err(Error::ReadOnly)
-        } else if self.failed || self.busy {
+        } else if self.health.refuses() {
             Err(Error::PreviousIo)
         } else {
             Ok(())
@@ -412,9 +402,9 @@ impl Store {
     ) -> Result<(), Error> {
         self.writable()?;
         // As in commit: a panic half way (the RRD changed, the log not) stops writes.
-        self.busy = true;
+        self.health.begin();
         let r = self.update_inner(id, sample, sink);
-        self.busy = false;
+        self.health.end();
         r?;
         self.maybe_commit()
     }
@@ -451,7 +441,7 @@ impl Store {
             }
             Err(e) => {
                 // apply accepted a sample the log cannot hold: memory and log would diverge.
-                self.failed = true;
+                self.health.fail();
                 return Err(Error::Io(std::io::Error::other(e.to_string())));
             }
         }
