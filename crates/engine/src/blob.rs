@@ -496,9 +496,7 @@ impl Store {
         }
         let id = self.reg.next_id;
         self.reg.next_id += 1;
-        let before = self.pending.len();
-        self.pending.blob_create(id, name);
-        self.pending_bytes += self.pending.len() - before;
+        self.pending.entry(|rec| rec.blob_create(id, name));
         let name: Arc<str> = name.into();
         self.reg.blobs.by_name.insert(name.clone(), id);
         self.reg.blobs.by_id.insert(id, Blob::new(name));
@@ -524,7 +522,7 @@ impl Store {
         }
         b.note_write(off, off + data.len() as u64);
         self.reg.blobs.dirty.insert(id);
-        self.pending_bytes += data.len();
+        self.pending.add(data.len(), 0);
         self.maybe_commit()
     }
 
@@ -557,9 +555,7 @@ impl Store {
         if let Some(old) = self.reg.blobs.id(to) {
             self.blob_remove_id(old);
         }
-        let before = self.pending.len();
-        self.pending.blob_rename(id, to);
-        self.pending_bytes += self.pending.len() - before;
+        self.pending.entry(|rec| rec.blob_rename(id, to));
         let blobs = &mut self.reg.blobs;
         blobs.version += 1;
         blobs.by_name.remove(from);
@@ -584,9 +580,7 @@ impl Store {
             blobs.by_name.remove(&b.name);
         }
         blobs.dirty.remove(&id);
-        let before = self.pending.len();
-        self.pending.blob_remove(id);
-        self.pending_bytes += self.pending.len() - before;
+        self.pending.entry(|rec| rec.blob_remove(id));
     }
 
     /// A commit's blob entries: what each blob changed since the last commit.

@@ -5,20 +5,18 @@ use crate::error::out_of_space;
 use crate::snapshot::Snapshot;
 use crate::{files, ring, CommitStats, Error, RecordCost, Store};
 use codec::frame::{framed_len, record_header, KIND_COMMIT};
-use std::time::Instant;
 
 impl Store {
     /// Whether a commit is due: changes are pending and the size limit or the commit
     /// interval has been reached (a daemon's timer can poll this).
     pub fn commit_due(&self) -> bool {
-        let pending =
-            !self.pending.is_empty() || !self.reg.dirty.is_empty() || self.reg.blobs.has_changes();
+        let pending = !self.pending.record_is_empty()
+            || !self.reg.dirty.is_empty()
+            || self.reg.blobs.has_changes();
         pending
-            && (self.pending_bytes >= self.opts.max_pending_bytes
-                || self
-                    .opts
-                    .commit_interval
-                    .is_some_and(|iv| self.last_commit.elapsed() >= iv))
+            && self
+                .pending
+                .due(self.opts.max_pending_bytes, self.opts.commit_interval)
     }
 
     /// Commit if the size or time trigger says so.
@@ -46,8 +44,11 @@ impl Store {
     }
 
     pub(crate) fn commit_inner(&mut self) -> Result<CommitStats, Error> {
-        self.last_commit = Instant::now();
-        if self.pending.is_empty() && self.reg.dirty.is_empty() && !self.reg.blobs.has_changes() {
+        self.pending.commit_begins();
+        if self.pending.record_is_empty()
+            && self.reg.dirty.is_empty()
+            && !self.reg.blobs.has_changes()
+        {
             if self.health.owed_checkpoint().is_some() {
                 // Nothing new, but what an earlier commit took is not durable yet.
                 let bytes = self.checkpoint_for_commit()?;
@@ -59,7 +60,7 @@ impl Store {
             return Ok(CommitStats::default());
         }
         self.unmark()?;
-        let mut rec = std::mem::take(&mut self.pending);
+        let mut rec = self.pending.take_record();
         if self.opts.block_version != 0 {
             rec.block_version(self.opts.block_version);
         }
@@ -98,8 +99,7 @@ impl Store {
             self.health.fail();
             return Err(e);
         }
-        self.pending_bytes = 0;
-        let time_bits = std::mem::take(&mut self.pending_time_bits);
+        let time_bits = self.pending.taken();
         let block_cost = rec.block().cost();
         let entries_len = rec.len();
         // Written from the entries as they were built, not from a copy (nor a framed one).

@@ -22,6 +22,7 @@ mod health;
 pub mod ids;
 mod name;
 mod options;
+mod pending;
 pub mod recovery;
 pub mod replay;
 pub mod ring;
@@ -43,14 +44,12 @@ pub use stats::{CommitStats, RecordCost, StoreStats};
 pub use vfs::{CountingFs, RealFs, VFile, Vfs};
 
 use codec::frame::PAGE;
-use codec::record::RecordWriter;
 use error::out_of_space;
 use rrd::{ApplyError, RowWrite, Rrd, Sample};
 use series::Registry;
 use snapshot::Snapshot;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// A series' handle ([`Store::series_id`]): its id, never reused in a store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,9 +76,8 @@ pub struct Store {
     /// The state at a past commit boundary, for the next (lagged) checkpoint.
     snap: Option<Snapshot>,
     /// Creates, removes (and the samples that preceded a removal), in order.
-    pending: RecordWriter,
-    pending_bytes: usize,
-    last_commit: Instant,
+    /// The record the next commit writes, and what is pending in all ([`pending::Pending`]).
+    pending: pending::Pending,
     /// Whether writes are refused, and why ([`health::Health`]).
     health: health::Health,
     /// The mark of a clean close is on disk ([`Store::mark_clean`]).
@@ -91,8 +89,6 @@ pub struct Store {
     samples_at_ckpt: u64,
     /// Bytes of samples in the last commit's record (room reserved for the next).
     last_record: usize,
-    /// Bits the sample codec spent on the times of the pending samples.
-    pending_time_bits: u64,
     /// After a ring could not be grown: the number of series at which to try again.
     grow_retry_at: usize,
     /// Sealed bytes a spill waits for after one failed ([`Store::maybe_spill`]).
@@ -154,13 +150,10 @@ impl Store {
             ckpt_gen: r.ckpt_gen,
             segs: r.segs,
             snap: None,
-            pending: RecordWriter::new(),
-            pending_bytes: 0,
-            last_commit: Instant::now(),
+            pending: pending::Pending::new(),
             health: health::Health::default(),
             marked: false,
             last_record: 0,
-            pending_time_bits: 0,
             grow_retry_at: 0,
             spill_retry_at: 0,
             notices: Vec::new(),
@@ -296,7 +289,7 @@ impl Store {
     /// Bytes of encoded changes waiting for the next commit (what [`Options::max_pending_bytes`]
     /// is compared with).
     pub fn pending_bytes(&self) -> usize {
-        self.pending_bytes
+        self.pending.bytes()
     }
 
     /// Samples accepted but not yet committed.
@@ -342,9 +335,7 @@ impl Store {
             self.remove_id(old);
         }
         let id = self.reg.next_id;
-        let before = self.pending.len();
-        self.pending.create(id, name, &rrd);
-        self.pending_bytes += self.pending.len() - before;
+        self.pending.entry(|rec| rec.create(id, name, &rrd));
         self.reg.insert(id, name.to_string(), rrd);
         self.maybe_commit()
     }
@@ -360,15 +351,16 @@ impl Store {
 
     /// Log the removal of `id`, after its pending samples (they happened first).
     pub(crate) fn remove_id(&mut self, id: u64) {
-        let before = self.pending.len();
-        if let Some(mut s) = self.reg.remove(id) {
-            let (chunk, _, count, _) = s.take_chunk();
-            if count > 0 {
-                self.pending.samples(id, count, &chunk);
+        let removed = self.reg.remove(id);
+        self.pending.entry(|rec| {
+            if let Some(mut s) = removed {
+                let (chunk, _, count, _) = s.take_chunk();
+                if count > 0 {
+                    rec.samples(id, count, &chunk);
+                }
             }
-        }
-        self.pending.remove(id);
-        self.pending_bytes += self.pending.len() - before;
+            rec.remove(id);
+        });
     }
 
     /// The handle of `name`, for [`Store::update_id`]: valid until the series is removed or
@@ -436,8 +428,7 @@ impl Store {
         let first = s.count == 0;
         match s.log(sample) {
             Ok((grew, time_bits)) => {
-                self.pending_bytes += grew;
-                self.pending_time_bits += u64::from(time_bits);
+                self.pending.add(grew, u64::from(time_bits));
             }
             Err(e) => {
                 // apply accepted a sample the log cannot hold: memory and log would diverge.
