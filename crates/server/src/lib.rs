@@ -17,6 +17,7 @@ pub mod feeds;
 pub(crate) mod graphite;
 pub(crate) mod ingest;
 pub mod placeholder;
+pub(crate) mod points;
 pub(crate) mod remote;
 pub(crate) mod routes;
 pub(crate) mod rrdcached;

@@ -30,6 +30,7 @@
 
 use crate::daemon::Daemon;
 use crate::graphite::paths_of;
+use crate::points::{FeedPoints, Points};
 use serde_json::{json, Value};
 
 /// The page and its library, built in.
@@ -628,7 +629,11 @@ fn fetch_reply(head: &Value, values: &[f64]) -> Reply {
 fn fetch_feed(d: &Daemon, name: &str, from: i64, until: i64, width: u64) -> Option<Reply> {
     let inner = d.lock();
     let feed = crate::feeds::by_name(inner.blobs(), name)?;
-    let span = i64::from(feed.interval.max(1));
+    let points = FeedPoints {
+        feed: &feed,
+        blobs: inner.blobs(),
+    };
+    let span = points.span()?;
     let (s, e) = rrd::fetch::window(span, from, until);
     let n = (e - s) / span;
     if n > MAX_ROWS as i64 {
@@ -640,7 +645,7 @@ fn fetch_feed(d: &Daemon, name: &str, from: i64, until: i64, width: u64) -> Opti
         ));
     }
     // A row labelled t holds the point of the slot that ends at t: the one at t - span.
-    let mut values = match feed.values(inner.blobs(), s, n as usize) {
+    let mut values = match points.read(0, s, n as usize) {
         Ok(v) => v,
         Err(e) => return Some(error(500, &format!("{name}: {e}"))),
     };

@@ -4,6 +4,7 @@
 
 use super::{Graphite, Leaf};
 use crate::daemon::Daemon;
+use crate::points::{Archive, FeedPoints, Points};
 use graphite::ctx::MAX_SERIES;
 use graphite::glob::Pattern;
 use graphite::series::Series;
@@ -55,42 +56,26 @@ impl Source for Store<'_> {
 }
 
 impl Store<'_> {
-    /// An emoncms feed's points for `from`..`until` (`crate::feeds`), in whisper's slots of
-    /// its interval, as [`Ctx::read`] gives a series'.
-    fn read_feed(&self, ctx: &Ctx<'_>, leaf: &Leaf, path: &str) -> Result<Option<Series>, String> {
-        let inner = self.d.lock();
-        let Some(feed) = crate::feeds::by_name(inner.blobs(), &leaf.series) else {
-            return Ok(None);
-        };
-        let span = i64::from(feed.interval.max(1));
-        let (from, until, rows) = ctx.slots(span, path)?;
-        let values = feed.values(inner.blobs(), from, rows as usize)?;
-        drop(inner);
-        let values = values
-            .into_iter()
-            .map(|v| (!v.is_nan()).then_some(v))
-            .collect();
-        Ok(Some(Series::new(
-            path.to_string(),
-            from,
-            until,
-            span,
-            values,
-        )))
-    }
-
-    /// One path's points for `from`..`until`, as whisper returns them: the slots from the
-    /// one after `from`'s up to `until`'s, each labelled by its start.
+    /// One path's points for `from`..`until`, as whisper returns them. A series is read from
+    /// the archive rrdtool picks (AVERAGE where it has one, else its first archive's CF); an
+    /// emoncms feed (`crate::feeds`) from its points.
     fn read(&self, ctx: &Ctx<'_>, leaf: &Leaf, path: &str) -> Result<Option<Series>, String> {
         if leaf.feed {
-            return self.read_feed(ctx, leaf, path);
+            let inner = self.d.lock();
+            let Some(feed) = crate::feeds::by_name(inner.blobs(), &leaf.series) else {
+                return Ok(None);
+            };
+            let points = FeedPoints {
+                feed: &feed,
+                blobs: inner.blobs(),
+            };
+            return series_of(ctx, &points, leaf.ds, path);
         }
         // A copy (its archives as packed, a byte or two a value) is taken under the store
         // lock, and the points read from it after the lock is let go.
         let Some(rrd) = crate::read::copy(self.d, &leaf.series).map_err(|e| e.0)? else {
             return Ok(None);
         };
-        let rrd = &rrd;
         let Some(first) = rrd.schema.rra.first() else {
             return Ok(None);
         };
@@ -99,34 +84,38 @@ impl Store<'_> {
         } else {
             first.cf
         };
-        let Some(plan) = rrd::fetch::plan(rrd, cf, ctx.from, ctx.until, 0) else {
-            return Ok(None);
-        };
-        // Whisper's slots of the archive's span, not rrdtool's window (ctx.slots).
-        let (rra, span) = (plan.rra, plan.span);
-        let (from, until, rows) = ctx.slots(span, path)?;
-        let mut values = Vec::with_capacity(rows as usize);
-        // Each chunk of rows decoded once for the walk.
-        let mut reader = rrd.rra[rra].rows.reader();
-        let mut t = from;
-        while t < until {
-            let Some(end) = t.checked_add(span) else {
-                break;
-            };
-            // rrdtool labels a row by its end.
-            let v = match rrd.ring_row(rra, end) {
-                Some(row) => reader.row(row)[leaf.ds],
-                None => f64::NAN,
-            };
-            values.push((!v.is_nan()).then_some(v));
-            t += span;
-        }
-        Ok(Some(Series::new(
-            path.to_string(),
-            from,
-            until,
-            span,
-            values,
-        )))
+        series_of(
+            ctx,
+            &Archive::of(&rrd, cf, ctx.from, ctx.until),
+            leaf.ds,
+            path,
+        )
     }
+}
+
+/// `points`' values for the request's range in whisper's slots of its span (not rrdtool's
+/// window): the slots from the one after `from`'s up to `until`'s, each labelled by its
+/// start, charged to the request's budget (`Ctx::slots`).
+fn series_of(
+    ctx: &Ctx<'_>,
+    points: &dyn Points,
+    ds: usize,
+    path: &str,
+) -> Result<Option<Series>, String> {
+    let Some(span) = points.span() else {
+        return Ok(None);
+    };
+    let (from, until, rows) = ctx.slots(span, path)?;
+    let values = points
+        .read(ds, from, rows as usize)?
+        .into_iter()
+        .map(|v| (!v.is_nan()).then_some(v))
+        .collect();
+    Ok(Some(Series::new(
+        path.to_string(),
+        from,
+        until,
+        span,
+        values,
+    )))
 }

@@ -1,0 +1,82 @@
+//! Points over a range, one way for every kind of series the daemon serves by time slots
+//! (Graphite's /render, the web page's chart of a feed): [`Points::span`] says how long a
+//! slot is for a read of a range, [`Points::read`] gives a data source's values for `n`
+//! slots from a slot's start, NaN where there is none. A series' archive ([`Archive`]: the
+//! archive rrdtool's fetch picks for the range, `rrd::fetch::plan`, its rows labelled by
+//! their ends) and an emoncms feed ([`FeedPoints`]: the points of its interval, or the mean
+//! of a PHPTimeSeries' records in each slot) both are. The labels of the slots are the
+//! caller's convention (whisper's, rrdtool's), applied to the one read.
+
+use crate::daemon::Blobs;
+use crate::feeds::Feed;
+use rrd::{Cf, Rrd};
+
+pub(crate) trait Points {
+    /// Seconds a slot, for a read of `from..until`; None: nothing to read (no archive of
+    /// the consolidation asked for).
+    fn span(&self) -> Option<i64>;
+
+    /// Data source `ds`'s values for `n` slots, the first starting at `first`; fewer where
+    /// the slots would run past the last time there is.
+    fn read(&self, ds: usize, first: i64, n: usize) -> Result<Vec<f64>, String>;
+}
+
+/// A series' archive for a range: the one rrdtool's fetch picks for `cf` over it.
+pub(crate) struct Archive<'a> {
+    rrd: &'a Rrd,
+    plan: Option<rrd::fetch::Plan>,
+}
+
+impl<'a> Archive<'a> {
+    pub(crate) fn of(rrd: &'a Rrd, cf: Cf, from: i64, until: i64) -> Archive<'a> {
+        Archive {
+            rrd,
+            plan: rrd::fetch::plan(rrd, cf, from, until, 0),
+        }
+    }
+}
+
+impl Points for Archive<'_> {
+    fn span(&self) -> Option<i64> {
+        self.plan.as_ref().map(|p| p.span)
+    }
+
+    fn read(&self, ds: usize, first: i64, n: usize) -> Result<Vec<f64>, String> {
+        let Some(p) = &self.plan else {
+            return Ok(Vec::new());
+        };
+        let (rra, span) = (p.rra, p.span);
+        let mut values = Vec::with_capacity(n);
+        // Each chunk of rows decoded once for the walk.
+        let mut reader = self.rrd.rra[rra].rows.reader();
+        let mut t = first;
+        for _ in 0..n {
+            let Some(end) = t.checked_add(span) else {
+                break;
+            };
+            // rrdtool labels a row by its end.
+            values.push(match self.rrd.ring_row(rra, end) {
+                Some(row) => reader.row(row)[ds],
+                None => f64::NAN,
+            });
+            t = end;
+        }
+        Ok(values)
+    }
+}
+
+/// An emoncms feed read through the store's blobs (under the store lock).
+pub(crate) struct FeedPoints<'a> {
+    pub(crate) feed: &'a Feed,
+    pub(crate) blobs: Blobs<'a>,
+}
+
+impl Points for FeedPoints<'_> {
+    fn span(&self) -> Option<i64> {
+        Some(i64::from(self.feed.interval.max(1)))
+    }
+
+    fn read(&self, _ds: usize, first: i64, n: usize) -> Result<Vec<f64>, String> {
+        self.feed.values(self.blobs, first, n)
+    }
+}
