@@ -417,3 +417,29 @@ pub fn statfs(dir: &Path) -> std::io::Result<()> {
         Err(std::io::Error::last_os_error())
     }
 }
+
+/// The process's effective user id.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    unsafe { libc::geteuid() }
+}
+
+/// The process's effective group id.
+pub fn egid() -> u32 {
+    // SAFETY: getegid cannot fail and touches no memory.
+    unsafe { libc::getegid() }
+}
+
+/// Whether `f` may hold data in `off..off + len` (SEEK_DATA: a hole or the file's end
+/// reads as zeros without reading).
+pub fn file_has_data(f: &std::fs::File, off: u64, len: u64) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: lseek on a descriptor `f` owns; it changes only the offset, which positioned
+    // reads do not use.
+    let at = unsafe { libc::lseek(f.as_raw_fd(), off as libc::off_t, libc::SEEK_DATA) };
+    if at < 0 {
+        // ENXIO: no data past `off`; anything else: assume there is.
+        return std::io::Error::last_os_error().raw_os_error() != Some(libc::ENXIO);
+    }
+    (at as u64) < off.saturating_add(len)
+}

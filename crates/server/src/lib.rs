@@ -1,10 +1,16 @@
-//! `ringlet serve`: a drop-in replacement for rrdcached over a ringlet store.
+//! `ringlet serve`: a drop-in replacement for rrdcached over a ringlet store, with carbon's
+//! protocols, graphite-web's API, a web page and FUSE views beside it.
 //!
-//! The only crate that knows sockets, signals, threads and the wall clock. It parses
-//! rrdcached's command line ([`config`]), opens the store ([`daemon`]), binds the listeners,
-//! runs one thread per connection ([`conn`]) and one committer thread, and turns SIGTERM,
-//! SIGINT, SIGUSR1 and SIGUSR2 into a final commit and a clean exit. Command semantics live in
-//! [`handlers`], UPDATE's check-and-queue in [`ingest`]; the wire format in the `proto` crate.
+//! It parses rrdcached's command line ([`config`]), opens the store (`daemon`: the store's
+//! state, private to it, with the one read path and the commits), binds the listeners,
+//! runs one thread per connection and one committer thread, and turns SIGTERM, SIGINT,
+//! SIGUSR1 and SIGUSR2 into a final commit and a clean exit ([`run`]). The protocols' ways
+//! in are leaves (`rrdcached`, `remote`, [`carbon`], `graphite`, `web`, `view`); what needs no
+//! daemon lives in the crates below (`host`: processes, connections, HTTP; `proto`: the
+//! wire formats; `graphite`: the render language; `cli`: the commands). No unsafe code here:
+//! the system calls are `host`'s.
+
+#![forbid(unsafe_code)]
 
 pub mod carbon;
 pub mod config;

@@ -154,24 +154,10 @@ fn files_in(dir: &Path, kind: Kind) -> std::io::Result<BTreeMap<String, std::fs:
     Ok(out)
 }
 
-/// Whether `f` may hold data in `off..off + len` (SEEK_DATA: a hole or the file's end
-/// reads as zeros without reading).
-fn file_has_data(f: &File, off: u64, len: u64) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: lseek on a descriptor `f` owns; it changes only the offset, unused here
-    // (reads are positioned).
-    let at = unsafe { libc::lseek(f.as_raw_fd(), off as libc::off_t, libc::SEEK_DATA) };
-    if at < 0 {
-        // ENXIO: no data past `off`; anything else: assume there is.
-        return std::io::Error::last_os_error().raw_os_error() != Some(libc::ENXIO);
-    }
-    (at as u64) < off.saturating_add(len)
-}
-
 /// Whether piece `off..off + len` is zeros both in blob `blob` and in `f`, known without
 /// reading (a sparse feed of 16 GiB is mostly that).
 fn both_empty(d: &Daemon, blob: &str, f: &File, off: u64, len: u64) -> bool {
-    !d.lock().blobs().held(blob, off, len) && !file_has_data(f, off, len)
+    !d.lock().blobs().held(blob, off, len) && !host::sys::file_has_data(f, off, len)
 }
 
 /// Up to `len` bytes of `f` at `off` (fewer at its end): the view's reader of plain files.
@@ -351,7 +337,7 @@ impl FeedCopy {
                 return Ok((written, f));
             }
             // Zeros in both (a gap of a sparse feed): left a hole, extended by set_len.
-            if !inner.blobs().held(&blob, off, PIECE) && !file_has_data(&f, off, PIECE) {
+            if !inner.blobs().held(&blob, off, PIECE) && !host::sys::file_has_data(&f, off, PIECE) {
                 drop(inner);
                 off += PIECE;
                 continue;

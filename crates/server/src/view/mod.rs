@@ -123,8 +123,7 @@ impl Drop for Mounted {
         let Some(s) = self.running.take() else {
             return;
         };
-        // SAFETY: geteuid cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
+        if host::sys::euid() != 0 {
             // After -U the daemon may not unmount: its exit closes the FUSE connection, and
             // the next start (as root) removes the dead mount. Not joined: its threads would
             // wait for an unmount that cannot come.
@@ -413,10 +412,8 @@ impl View {
             address,
             beneath,
             _below: own,
-            // SAFETY: geteuid/getegid cannot fail.
-            uid: owner.0.unwrap_or_else(|| unsafe { libc::geteuid() }),
-            // SAFETY: as above.
-            gid: owner.1.unwrap_or_else(|| unsafe { libc::getegid() }),
+            uid: owner.0.unwrap_or_else(host::sys::euid),
+            gid: owner.1.unwrap_or_else(host::sys::egid),
             kind,
             mtimes: Mutex::new(HashMap::new()),
             copy: None,
