@@ -8,6 +8,7 @@
 //! `p` the file's path, `f` the file. A text is its lines joined by newlines, plus one if its
 //! length says so.
 
+use crate::tokenize::escape;
 use crate::Response;
 
 /// What a command printed, and its error.
@@ -95,18 +96,6 @@ pub fn unhex(h: &str, out: &mut Vec<u8>) -> Result<(), String> {
 /// Append the bytes RUNINPUT's `h` stands for to `out` ([`unhex`], with its error).
 pub fn runinput(h: &str, out: &mut Vec<u8>) -> Result<(), String> {
     unhex(h, out).map_err(|e| format!("RUNINPUT: {e}"))
-}
-
-/// The protocol's escaping of one field (the inverse of `proto::tokenize`).
-pub fn escape(field: &str) -> String {
-    let mut s = String::with_capacity(field.len());
-    for c in field.chars() {
-        if c == ' ' || c == '\\' {
-            s.push('\\');
-        }
-        s.push(c);
-    }
-    s
 }
 
 /// A text's lines as the reply carries them (none for an empty text).
