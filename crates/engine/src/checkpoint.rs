@@ -12,13 +12,13 @@ impl Store {
     /// Write the checkpoint of `snap` (replay starts at its position; complete at the log's
     /// end now); returns its size.
     pub(crate) fn write_lagged_checkpoint(&mut self, snap: Snapshot) -> Result<u64, Error> {
-        let generation = self.ckpt_gen + 1;
+        let generation = self.log.ckpt_gen + 1;
         let mut w = CheckpointWriter::new(
             generation,
             snap.lsn,
             snap.seq,
             snap.next_id,
-            self.end_lsn,
+            self.log.end_lsn,
             snap.series.len(),
         );
         if self.opts.unmarked_reseeds {
@@ -93,8 +93,7 @@ impl Store {
             }
         }
         file.finish(self.vfs.as_ref(), &header)?;
-        self.ckpt_gen = generation;
-        self.ckpt_lsn = lsn;
+        self.log.checkpointed(generation, lsn);
         let n = len + plan.bytes;
         self.stats.checkpoints += 1;
         self.stats.checkpoint_bytes += n;
@@ -136,7 +135,7 @@ impl Store {
     /// worth; the files it left are removed by the next checkpoint or open.
     /// Returns the bytes it wrote.
     pub(crate) fn maybe_spill(&mut self) -> u64 {
-        let budget = spill_budget(self.opts.spill_bytes, self.log.cap);
+        let budget = spill_budget(self.opts.spill_bytes, self.log.cap());
         if budget == 0 || self.opts.only.is_some() || self.health.failed() {
             return 0;
         }
@@ -176,13 +175,13 @@ impl Store {
     /// Write the whole state as the next checkpoint generation, covering the log up to
     /// `end_lsn`; returns its size. Codec states restart from the RRDs.
     pub(crate) fn write_checkpoint(&mut self) -> Result<u64, Error> {
-        let generation = self.ckpt_gen + 1;
+        let generation = self.log.ckpt_gen + 1;
         let mut w = CheckpointWriter::new(
             generation,
-            self.end_lsn,
-            self.next_seq,
+            self.log.end_lsn,
+            self.log.next_seq,
             self.reg.next_id,
-            self.end_lsn,
+            self.log.end_lsn,
             self.reg.len(),
         );
         if self.opts.unmarked_reseeds {
@@ -200,7 +199,7 @@ impl Store {
             stream(&mut w, &mut file)?;
         }
         let blobs = self.checkpoint_blobs(&mut w, &mut plan);
-        let n = self.install_checkpoint(generation, self.end_lsn, w, file, plan)?;
+        let n = self.install_checkpoint(generation, self.log.end_lsn, w, file, plan)?;
         self.blobs_stored(blobs);
         self.samples_at_ckpt = self.samples_total;
         self.snap = None;
@@ -254,9 +253,9 @@ impl Store {
         }
         self.commit()?;
         let m = clean::Mark {
-            generation: self.ckpt_gen,
-            end_lsn: self.end_lsn,
-            next_seq: self.next_seq,
+            generation: self.log.ckpt_gen,
+            end_lsn: self.log.end_lsn,
+            next_seq: self.log.next_seq,
         };
         clean::write(self.vfs.as_ref(), &self.dir, &m).inspect_err(|_| self.health.fail())?;
         self.marked = true;

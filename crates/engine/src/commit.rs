@@ -4,7 +4,7 @@
 use crate::error::out_of_space;
 use crate::snapshot::Snapshot;
 use crate::{files, ring, CommitStats, Error, RecordCost, Store};
-use codec::frame::{framed_len, record_header, KIND_COMMIT};
+use codec::frame::framed_len;
 
 impl Store {
     /// Whether a commit is due: changes are pending and the size limit or the commit
@@ -72,7 +72,7 @@ impl Store {
         // Room for about the last commit's samples: a buffer that doubles as it grows holds
         // the old and the new copy at once (a million series' commit is ~50 MB); pages of
         // the room not written are never touched.
-        rec.reserve(self.last_record + self.last_record / 8);
+        rec.reserve(self.log.last_record + self.log.last_record / 8);
         // Updates that sealed chunks copied their tables: share them again.
         self.reg.share_tables(Some(&dirty));
         for id in dirty {
@@ -105,8 +105,8 @@ impl Store {
         // Written from the entries as they were built, not from a copy (nor a framed one).
         let parts = rec.finish_parts();
         let payload_len: usize = parts.iter().map(|p| p.len()).sum();
-        self.last_record = parts[3].len();
-        let framed = framed_len(payload_len, self.log.page);
+        self.log.last_record = parts[3].len();
+        let framed = framed_len(payload_len, self.log.ring.page);
         let too_big = payload_len > u32::MAX as usize;
         self.samples_total += stats.samples as u64;
         let cost = RecordCost::of(&parts, entries_len, &block_cost, time_bits, framed);
@@ -136,10 +136,7 @@ impl Store {
         framed: u64,
         too_big: bool,
     ) -> Result<u64, Error> {
-        if too_big
-            || self.health.owed_checkpoint().is_some()
-            || self.end_lsn + framed > self.ckpt_lsn + self.log.cap
-        {
+        if too_big || self.health.owed_checkpoint().is_some() || !self.log.has_room(framed) {
             return self.checkpoint_for_commit();
         }
         self.append(payload, framed)
@@ -155,8 +152,8 @@ impl Store {
                     "could not write a checkpoint ({e}); the next commits try again, and once \
                      the log ring is full ({} of {} bytes used now) commits fail until one is \
                      written",
-                    self.end_lsn - self.ckpt_lsn,
-                    self.log.cap
+                    self.log.since_checkpoint(),
+                    self.log.cap()
                 ));
                 Ok(framed)
             }
@@ -222,19 +219,19 @@ impl Store {
         if let Some(cap) = self.ring_wanted() {
             return self.grow_ring(cap);
         }
-        let used = self.end_lsn - self.ckpt_lsn;
-        let cap = self.log.cap;
+        let used = self.log.since_checkpoint();
+        let cap = self.log.cap();
         let mut written = 0;
         if used >= cap - cap / 8 {
             if let Some(snap) = self.snap.take() {
                 written = self.write_lagged_checkpoint(snap)?;
             }
         }
-        if self.snap.is_none() && self.end_lsn - self.ckpt_lsn >= cap / 2 {
+        if self.snap.is_none() && self.log.since_checkpoint() >= cap / 2 {
             self.snap = Some(Snapshot::take(
                 &self.reg,
-                self.end_lsn,
-                self.next_seq,
+                self.log.end_lsn,
+                self.log.next_seq,
                 self.samples_total,
             ));
             self.reg.reseed_all();
@@ -253,7 +250,7 @@ impl Store {
             return None;
         }
         let need = (series as u64).checked_mul(per)?;
-        if need <= self.log.cap {
+        if need <= self.log.cap() {
             return None;
         }
         (need.checked_add(need / 2)?).checked_next_multiple_of(64 << 10)
@@ -265,8 +262,12 @@ impl Store {
     /// checkpoint serves as well (the next open removes `log.tmp`); after it, the new one.
     /// A ring that cannot be built (no space) leaves the store as it was, with a notice.
     pub(crate) fn grow_ring(&mut self, cap: u64) -> Result<u64, Error> {
-        let old = self.log.cap;
-        if let Err(e) = self.log.prepare_larger(self.vfs.as_ref(), &self.dir, cap) {
+        let old = self.log.cap();
+        if let Err(e) = self
+            .log
+            .ring
+            .prepare_larger(self.vfs.as_ref(), &self.dir, cap)
+        {
             let _ = ring::LogRing::remove_unfinished(self.vfs.as_ref(), &self.dir);
             let series = self.reg.len();
             self.grow_retry_at = series + series / 4 + 1;
@@ -282,7 +283,7 @@ impl Store {
                 &self.dir,
             ))
         })?;
-        self.log = match ring::LogRing::replace(self.vfs.as_ref(), &self.dir)
+        self.log.ring = match ring::LogRing::replace(self.vfs.as_ref(), &self.dir)
             .inspect_err(|_| self.health.fail())?
         {
             Ok(ring) => ring,
@@ -310,12 +311,7 @@ impl Store {
     }
 
     pub(crate) fn append(&mut self, payload: &[&[u8]], framed: u64) -> Result<(), Error> {
-        let header = record_header(KIND_COMMIT, self.next_seq, self.end_lsn, payload);
-        self.log
-            .write_record(self.end_lsn, &header, payload, framed)?;
-        self.log.sync()?;
-        self.end_lsn += framed;
-        self.next_seq += 1;
+        self.log.append(payload, framed)?;
         self.stats.log_bytes += framed;
         self.stats.record_bytes += payload.iter().map(|p| p.len() as u64).sum::<u64>();
         Ok(())

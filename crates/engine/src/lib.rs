@@ -20,6 +20,7 @@ mod error;
 pub mod files;
 mod health;
 pub mod ids;
+mod logpos;
 mod name;
 mod options;
 mod pending;
@@ -61,16 +62,9 @@ pub struct Store {
     dir: PathBuf,
     opts: Options,
     _lock: vfs::LockGuard,
-    log: ring::LogRing,
+    /// The log ring and where it stands ([`logpos::Log`]).
+    log: logpos::Log,
     reg: Registry,
-    /// Log position where the next record goes.
-    end_lsn: u64,
-    /// Sequence number of the next record.
-    next_seq: u64,
-    /// Position and generation of the newest durable checkpoint: the ring may not overwrite
-    /// anything at or after `ckpt_lsn`.
-    ckpt_lsn: u64,
-    ckpt_gen: u64,
     /// Segment files of stored archive chunks.
     segs: segments::Segments,
     /// The state at a past commit boundary, for the next (lagged) checkpoint.
@@ -87,8 +81,6 @@ pub struct Store {
     /// position: [`Store::samples_since_checkpoint`].
     samples_total: u64,
     samples_at_ckpt: u64,
-    /// Bytes of samples in the last commit's record (room reserved for the next).
-    last_record: usize,
     /// After a ring could not be grown: the number of series at which to try again.
     grow_retry_at: usize,
     /// Sealed bytes a spill waits for after one failed ([`Store::maybe_spill`]).
@@ -142,18 +134,20 @@ impl Store {
             dir: dir.to_path_buf(),
             opts,
             _lock: lock,
-            log: r.log,
+            log: logpos::Log {
+                ring: r.log,
+                end_lsn: r.end_lsn,
+                next_seq: r.next_seq,
+                ckpt_lsn: r.ckpt_lsn,
+                ckpt_gen: r.ckpt_gen,
+                last_record: 0,
+            },
             reg: r.reg,
-            end_lsn: r.end_lsn,
-            next_seq: r.next_seq,
-            ckpt_lsn: r.ckpt_lsn,
-            ckpt_gen: r.ckpt_gen,
             segs: r.segs,
             snap: None,
             pending: pending::Pending::new(),
             health: health::Health::default(),
             marked: false,
-            last_record: 0,
             grow_retry_at: 0,
             spill_retry_at: 0,
             notices: Vec::new(),
@@ -196,7 +190,7 @@ impl Store {
 
     /// Bytes of log an open would replay now: those since the newest checkpoint's start.
     pub fn log_since_checkpoint(&self) -> u64 {
-        self.end_lsn - self.ckpt_lsn
+        self.log.since_checkpoint()
     }
 
     /// Samples an open would replay now: those logged since the newest checkpoint's start
@@ -207,7 +201,7 @@ impl Store {
 
     /// The log ring's size in bytes.
     pub fn log_capacity(&self) -> u64 {
-        self.log.cap
+        self.log.cap()
     }
 
     /// The store's own copy of series `name`'s name (shared, not copied): a caller that keys
