@@ -23,7 +23,7 @@
 //! payloads), kept exactly; no crate holds a growing byte array in checkpointed chunks.
 
 use crate::ids::IdMap;
-use crate::{segments, Error, Store};
+use crate::{Error, Store};
 use codec::record::RecordWriter;
 use std::sync::Arc;
 
@@ -82,8 +82,8 @@ impl Blob {
         }
     }
 
-    #[cfg(test)]
-    fn len(&self) -> u64 {
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
@@ -289,7 +289,10 @@ impl Blob {
 
     /// The blob as a checkpoint names it: heap chunks stored with `store` (which returns
     /// their segment), and the segment of every chunk (0: zeros).
-    fn image(&self, store: &mut dyn FnMut(usize, &[u8]) -> u32) -> (Vec<u32>, Vec<(usize, u32)>) {
+    pub(crate) fn image(
+        &self,
+        store: &mut dyn FnMut(usize, &[u8]) -> u32,
+    ) -> (Vec<u32>, Vec<(usize, u32)>) {
         let mut table = vec![0u32; chunks_for(self.len)];
         let mut stored = Vec::new();
         for (&c, ch) in &self.chunks {
@@ -323,6 +326,13 @@ pub struct Blobs {
 }
 
 impl Blobs {
+    /// Every blob with its id, in id order (a checkpoint's).
+    pub(crate) fn in_order(&self) -> Vec<(u64, &Blob)> {
+        let mut all: Vec<(u64, &Blob)> = self.by_id.iter().map(|(&id, b)| (id, b)).collect();
+        all.sort_unstable_by_key(|&(id, _)| id);
+        all
+    }
+
     pub fn id(&self, name: &str) -> Option<u64> {
         self.by_name.get(name).copied()
     }
@@ -597,30 +607,6 @@ impl Store {
             }
         }
         Ok(bytes)
-    }
-
-    /// Every blob into checkpoint `w`, its heap chunks stored through `plan`; returns the
-    /// chunks to mark stored once the checkpoint is durable ([`Store::blobs_stored`]).
-    pub(crate) fn checkpoint_blobs(
-        &self,
-        w: &mut codec::checkpoint::CheckpointWriter,
-        plan: &mut segments::Plan,
-    ) -> Vec<(u64, usize, u32)> {
-        let mut marks = Vec::new();
-        let mut ids: Vec<u64> = self.reg.blobs.by_id.keys().copied().collect();
-        ids.sort_unstable();
-        for id in ids {
-            let b = &self.reg.blobs.by_id[&id];
-            let (table, stored) = b.image(&mut |c, bytes| plan.store_blob(id, c, bytes));
-            for &s in &table {
-                if s != 0 {
-                    plan.live.insert(u64::from(s));
-                }
-            }
-            w.blob(id, &b.name, b.len, &table);
-            marks.extend(stored.into_iter().map(|(c, s)| (id, c, s)));
-        }
-        marks
     }
 
     /// The chunks a durable checkpoint stored leave the heap.

@@ -9,6 +9,27 @@ use crate::{ckptfile, clean, segments, Error, Store};
 use codec::checkpoint::CheckpointWriter;
 
 impl Store {
+    /// Every blob into checkpoint `w`, its heap chunks stored through `plan`; returns the
+    /// chunks to mark stored once the checkpoint is durable ([`Store::blobs_stored`]).
+    pub(crate) fn checkpoint_blobs(
+        &self,
+        w: &mut codec::checkpoint::CheckpointWriter,
+        plan: &mut segments::Plan,
+    ) -> Vec<(u64, usize, u32)> {
+        let mut marks = Vec::new();
+        for (id, b) in self.reg.blobs.in_order() {
+            let (table, stored) = b.image(&mut |c, bytes| plan.store_blob(id, c, bytes));
+            for &s in &table {
+                if s != 0 {
+                    plan.live.insert(u64::from(s));
+                }
+            }
+            w.blob(id, &b.name, b.len(), &table);
+            marks.extend(stored.into_iter().map(|(c, s)| (id, c, s)));
+        }
+        marks
+    }
+
     /// Write the checkpoint of `snap` (replay starts at its position; complete at the log's
     /// end now); returns its size.
     pub(crate) fn write_lagged_checkpoint(&mut self, snap: Snapshot) -> Result<u64, Error> {
