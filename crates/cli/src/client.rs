@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use host::log::strerror;
+use host::log::strerror;
 
 /// `<store>/daemon`: the address of the daemon that holds the store.
 pub fn address_file(store: &Path) -> PathBuf {

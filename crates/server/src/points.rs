@@ -12,8 +12,8 @@ use crate::feeds::Feed;
 use rrd::{Cf, Rrd};
 
 pub(crate) trait Points {
-    /// Seconds a slot, for a read of `from..until`; None: nothing to read (no archive of
-    /// the consolidation asked for).
+    /// Seconds a slot (an archive's is fixed when it is picked for its range); None:
+    /// nothing to read (no archive of the consolidation asked for).
     fn span(&self) -> Option<i64>;
 
     /// Data source `ds`'s values for `n` slots, the first starting at `first`; fewer where

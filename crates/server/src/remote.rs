@@ -19,8 +19,6 @@ use proto::run::{encode, strip_named};
 use proto::Response;
 use std::path::Path;
 
-pub use proto::run::{runinput as unhex, COMMIT, MAX_INPUT};
-
 /// Record the daemon's address in the store (removed at a clean exit; a stale one is found
 /// out by the CLI when nothing answers there).
 pub fn record(store: &Path, addr: &str) -> std::io::Result<()> {

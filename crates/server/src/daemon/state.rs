@@ -140,10 +140,6 @@ impl<'a> Blobs<'a> {
 pub struct BlobsMut<'a>(&'a mut Store);
 
 impl BlobsMut<'_> {
-    pub fn read(&self) -> Blobs<'_> {
-        Blobs(self.0)
-    }
-
     pub fn create(&mut self, name: &str) -> Result<(), Error> {
         self.0.blob_create(name)
     }

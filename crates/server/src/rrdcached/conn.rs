@@ -283,14 +283,14 @@ impl Conn<'_> {
         Some(match cmd {
             Command::RunInput { hex } => {
                 let input = self.input.get_or_insert_with(Vec::new);
-                if input.len() + hex.len() / 2 > crate::remote::MAX_INPUT {
+                if input.len() + hex.len() / 2 > proto::run::MAX_INPUT {
                     self.input = None;
                     return Some(Response::err(format!(
                         "RUNINPUT: more than {} bytes of input",
-                        crate::remote::MAX_INPUT
+                        proto::run::MAX_INPUT
                     )));
                 }
-                match crate::remote::unhex(&hex, input) {
+                match proto::run::runinput(&hex, input) {
                     Ok(()) => Response::ok(format!("{} bytes of input", input.len())),
                     Err(e) => {
                         self.input = None;
@@ -312,7 +312,7 @@ impl Conn<'_> {
                 if cmd == crate::series::import::ADOPT {
                     return Some(crate::remote::adopt(self.d, &args));
                 }
-                if cmd == crate::remote::COMMIT {
+                if cmd == proto::run::COMMIT {
                     return Some(crate::remote::commit(self.d));
                 }
                 if cmd == cli::graph::DRAW {
