@@ -573,7 +573,7 @@ pub fn rows(
 ) -> Result<Rows, String> {
     let cf_v = rrd::Cf::from_name(cf).ok_or_else(|| format!("unknown CF '{cf}'"))?;
     let n = rrd::fetch::fetch_values(rrd, cf_v, start, end, step);
-    if n > MAX_VALUES {
+    if rrd::Budget::new(MAX_VALUES).spend(n.into()).is_err() {
         return Err(format!(
             "the graph would read {n} values of '{name}' in one DEF: at most {MAX_VALUES} \
              (a shorter time range, or a coarser archive with step=)"
@@ -842,6 +842,32 @@ pub fn is_graph(cmd: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_def_past_its_budget_of_values_is_refused_before_any_row_is_read() {
+        let args: Vec<String> = [
+            "x.rrd",
+            "--step",
+            "1",
+            "DS:v:GAUGE:2:U:U",
+            "RRA:MAX:0.5:1:10",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let c = rrd::create::parse_create(&args, 1_700_000_000).unwrap();
+        let r = rrd::Rrd::new(c.schema, c.start);
+        let t = 1_700_000_000;
+        let few = rows(&r, "x.rrd", "MAX", t, t + 100, 1).unwrap();
+        assert!(few.values.len() >= 100);
+        let far = t + MAX_VALUES as i64 + 10;
+        let e = rows(&r, "x.rrd", "MAX", t, far, 1).unwrap_err();
+        assert!(
+            e.contains("values of 'x.rrd' in one DEF: at most 8388608"),
+            "{e}"
+        );
+        assert!(rows(&r, "x.rrd", "NOPE", t, t + 100, 1).is_err());
+    }
 
     fn strings(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()

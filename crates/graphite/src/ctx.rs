@@ -20,7 +20,7 @@ pub struct Ctx<'a> {
     pub until: i64,
     pub now: i64,
     /// What the whole request may still read and make.
-    pub budget: &'a Budget,
+    pub limits: &'a Limits,
 }
 
 /// Points a request may read from the store and make in its functions, all its targets
@@ -39,55 +39,51 @@ pub const MAX_SERIES: usize = 100_000;
 
 /// Rows at most one series may give (a range of centuries at a fine archive must not take
 /// the daemon's memory: 16 bytes a row).
-pub const MAX_ROWS: usize = 10_000_000;
+pub const MAX_ROWS: u64 = 10_000_000;
 
-/// A request's budget ([`MAX_POINTS`], [`MAX_WORK`]), spent before anything is allocated or
-/// walked; counts are checked without overflow.
-pub struct Budget {
-    points: std::cell::Cell<u64>,
-    work: std::cell::Cell<u64>,
+/// A request's two budgets ([`rrd::Budget`]): the points it reads and makes
+/// ([`MAX_POINTS`]) and the steps of work its functions take ([`MAX_WORK`]), spent before
+/// anything is allocated or walked.
+pub struct Limits {
+    points: rrd::Budget,
+    work: rrd::Budget,
 }
 
-impl Default for Budget {
+impl Default for Limits {
     fn default() -> Self {
-        Budget::new(MAX_POINTS, MAX_WORK)
+        Limits::new(MAX_POINTS, MAX_WORK)
     }
 }
 
-impl Budget {
-    pub fn new(points: u64, work: u64) -> Budget {
-        Budget {
-            points: std::cell::Cell::new(points),
-            work: std::cell::Cell::new(work),
+impl Limits {
+    pub fn new(points: u64, work: u64) -> Limits {
+        Limits {
+            points: rrd::Budget::new(points),
+            work: rrd::Budget::new(work),
         }
     }
 
     /// Spend `n` points (any integer: a negative count is none) for `what`.
     pub fn points(&self, n: i128, what: &str) -> Result<(), String> {
-        let n = u64::try_from(n.max(0)).unwrap_or(u64::MAX);
-        let left = self.points.get();
-        if n > left {
-            return Err(format!(
-                "{what}: {n} points, more than the {MAX_POINTS} a request may read and make \
-                 (narrow the time range, the targets, or the interval)"
-            ));
-        }
-        self.points.set(left - n);
-        Ok(())
+        self.points.spend(n).map_err(|o| {
+            format!(
+                "{what}: {} points, more than the {} a request may read and make \
+                 (narrow the time range, the targets, or the interval)",
+                o.asked, o.limit
+            )
+        })
     }
 
     /// Spend `n` steps of work for `what`.
     pub fn work(&self, n: u128, what: &str) -> Result<(), String> {
-        let n = u64::try_from(n).unwrap_or(u64::MAX);
-        let left = self.work.get();
-        if n > left {
-            return Err(format!(
-                "{what}: more work than a request may take ({MAX_WORK} steps; a smaller window \
-                 or range)"
-            ));
-        }
-        self.work.set(left - n);
-        Ok(())
+        let n = i128::try_from(n).unwrap_or(i128::MAX);
+        self.work.spend(n).map_err(|o| {
+            format!(
+                "{what}: more work than a request may take ({} steps; a smaller window \
+                 or range)",
+                o.limit
+            )
+        })
     }
 }
 
@@ -105,7 +101,7 @@ impl Ctx<'_> {
             from,
             until,
             now: self.now,
-            budget: self.budget,
+            limits: self.limits,
         }
     }
 
@@ -118,12 +114,12 @@ impl Ctx<'_> {
         let slot_end = |t: i64| i128::from(t) - i128::from(t.rem_euclid(span)) + i128::from(span);
         let (from, until) = (slot_end(self.from), slot_end(self.until));
         let rows = (until - from).max(0) / i128::from(span);
-        if rows > MAX_ROWS as i128 {
+        if rrd::Budget::new(MAX_ROWS).spend(rows).is_err() {
             return Err(format!(
                 "{path}: {from}..{until} is more than {MAX_ROWS} rows of {span} s"
             ));
         }
-        self.budget.points(rows, path)?;
+        self.limits.points(rows, path)?;
         let (Ok(from), Ok(until)) = (i64::try_from(from), i64::try_from(until)) else {
             return Err(format!("{path}: {from}..{until} is not a time range"));
         };

@@ -6,7 +6,7 @@
 //! (graphite-web's json, csv, raw and pickle bytes); [`carbon`] reads carbon's
 //! storage-schemas.conf, storage-aggregation.conf and carbon.conf (their text).
 //!
-//! A target is evaluated against a [`Ctx`]: the time range, the request's [`Budget`], and a
+//! A target is evaluated against a [`Ctx`]: the time range, the request's [`Limits`], and a
 //! [`Source`] that gives the series a path or a glob names (the daemon's store, in
 //! `server::graphite::render`). Nothing here knows the daemon.
 //!
@@ -25,4 +25,4 @@ pub mod series;
 pub mod tags;
 pub mod time;
 
-pub use ctx::{Budget, Ctx, Source};
+pub use ctx::{Ctx, Limits, Source};

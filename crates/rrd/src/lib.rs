@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod budget;
 pub mod create;
 pub mod dump;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod state;
 pub mod update;
 pub mod xport;
 
+pub use budget::{Budget, Over};
 pub use error::RrdError;
 pub use rows::Rows;
 pub use schema::{Cf, DsDef, DsType, RraDef, Schema};

@@ -45,7 +45,7 @@ pub const MAX_SERIES_LIMIT: usize = 200_000;
 /// Rows `/api/fetch` returns at most; more are consolidated.
 pub const MAX_POINTS: usize = 20_000;
 /// Rows `/api/fetch` reads at most (before consolidating them), 8 bytes each.
-pub const MAX_ROWS: usize = 5_000_000;
+pub const MAX_ROWS: u64 = 5_000_000;
 /// Device bytes one write of one RRD file costs when a daemon writes each file once a
 /// window: rrdcached `-w 300` on ext4 under the Munin load wrote 12,399 bytes a value with
 /// one value a file a window (docs/BENCHMARKS.md, issue 15's real-time runs; 616-6,050 a
@@ -538,7 +538,7 @@ fn fetch<'a>(d: &Daemon, get: &dyn Fn(&str) -> Option<&'a str>, now: i64) -> Rep
     // Rows of the archive that will be read, counted before any is: a range of centuries at
     // a fine archive must not take the daemon's memory.
     if let Some(p) = plan {
-        if p.rows() > MAX_ROWS as u64 {
+        if rrd::Budget::new(MAX_ROWS).plan(&p, 1).is_err() {
             return error(
                 400,
                 &format!(
@@ -636,7 +636,7 @@ fn fetch_feed(d: &Daemon, name: &str, from: i64, until: i64, width: u64) -> Opti
     let span = points.span()?;
     let (s, e) = rrd::fetch::window(span, from, until);
     let n = (e - s) / span;
-    if n > MAX_ROWS as i64 {
+    if rrd::Budget::new(MAX_ROWS).spend(n.into()).is_err() {
         return Some(error(
             400,
             &format!(

@@ -37,7 +37,7 @@ pub(super) fn moving_average(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
             _ => (preview / s.step.max(1)).max(0) as u128,
         };
         let n = (s.values.len() as u128).saturating_sub(points);
-        ctx.budget
+        ctx.limits
             .work(n.saturating_mul(points), &format!("{name}({})", s.name))?;
     }
     Ok(l.into_iter()

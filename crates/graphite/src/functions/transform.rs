@@ -211,7 +211,7 @@ pub(super) fn summarize(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
     let l = a.series(0)?;
     for s in &l {
         let buckets = (i128::from(s.end) - i128::from(s.start)) / i128::from(interval) + 2;
-        ctx.budget
+        ctx.limits
             .points(buckets, &format!("summarize({}, '{spec}')", s.name))?;
     }
     Ok(l.into_iter()
@@ -248,7 +248,7 @@ pub(super) fn hitcount(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
     };
     for s in &l {
         let buckets = (i128::from(s.end) - i128::from(s.start)) / i128::from(interval) + 2;
-        ctx.budget
+        ctx.limits
             .points(buckets, &format!("hitcount({}, '{spec}')", s.name))?;
     }
     Ok(l.iter()

@@ -13,7 +13,7 @@ use super::Graphite;
 use super::{functions, series};
 use crate::daemon::Daemon;
 use crate::httpd::{Query, Response};
-use graphite::{Budget, Ctx};
+use graphite::{Ctx, Limits};
 
 /// The version `/version` reports: graphite-web's whose API this follows (Grafana picks its
 /// features by it).
@@ -189,14 +189,14 @@ fn render_route(
     };
     let from = super::time::parse(get("from").unwrap_or("-1d"), now).map_err(bad)?;
     let until = super::time::parse(get("until").unwrap_or("now"), now).map_err(bad)?;
-    let budget = Budget::default();
+    let limits = Limits::default();
     let store = Store { d, g };
     let ctx = Ctx {
         source: &store,
         from,
         until,
         now,
-        budget: &budget,
+        limits: &limits,
     };
     let mut series = functions::evaluate(&ctx, &targets).map_err(bad)?;
     let format = get("format").unwrap_or("json");

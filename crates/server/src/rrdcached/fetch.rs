@@ -12,10 +12,9 @@ use rrd::fmt::push_c_exp;
 use rrd::info::InfoValue;
 use rrd::{Cf, Rrd};
 
-/// What rrdcached's `rrd_fetch_r` call returns: the finest archive (it passes no
-/// resolution), and none of the command line's checks (no 1980 limit, no start < end). An end
-/// before the start gives no rows when both align to one boundary, else rrdtool's failed
-/// allocation.
+/// Rows at most one FETCH reads (beyond them, rrdtool's failed allocation).
+const FETCH_ROWS: u64 = 10_000_000;
+
 /// About what a FETCH's reply holds while it is built: its rows (8 bytes a value), their
 /// lines (about 25 bytes a value as text, a line's own 50) and the reply joined from them
 /// (a 9-million-row FETCH of one value took 831 MB: 92 bytes a row).
@@ -25,10 +24,14 @@ fn fetch_bytes(rrd: &Rrd, cf: Cf, start: i64, end: i64) -> u64 {
     let Some(p) = rrd::fetch::plan(rrd, cf, cs, ce, 0) else {
         return 0;
     };
-    let rows = (p.rows() + 1).min(10_000_000);
+    let rows = (p.rows() + 1).min(FETCH_ROWS);
     rows * (rrd.ds_cnt() as u64 * 40 + 60)
 }
 
+/// What rrdcached's `rrd_fetch_r` call returns: the finest archive (it passes no
+/// resolution), and none of the command line's checks (no 1980 limit, no start < end). An end
+/// before the start gives no rows when both align to one boundary, else rrdtool's failed
+/// allocation.
 fn daemon_fetch(
     rrd: &Rrd,
     cf: Cf,
@@ -47,9 +50,8 @@ fn daemon_fetch(
     // rrdtool sizes its buffer from (end - start) / step in unsigned C arithmetic (an end
     // before the start wraps to a huge size, and the allocation fails unless the byte count
     // wraps again to something an overcommitting malloc grants), then writes one row per
-    // step while the time is <= end. Beyond MAX_ROWS rows ringlet does not try.
+    // step while the time is <= end. Beyond FETCH_ROWS rows ringlet does not try.
     const MAX_BYTES: u64 = 64 << 30;
-    const MAX_ROWS: i64 = 10_000_000;
     let bytes = (e.wrapping_sub(s) as u64 / span as u64)
         .wrapping_mul(rrd.ds_cnt() as u64)
         .wrapping_mul(8);
@@ -57,13 +59,14 @@ fn daemon_fetch(
         return Err("malloc fetch data area".into());
     }
     // The row times add up in wrapping C arithmetic, compared signed.
+    let budget = rrd::Budget::new(FETCH_ROWS);
     let mut n: i64 = 0;
     let mut t = s.wrapping_add(span);
     while t <= e {
+        budget
+            .spend(1)
+            .map_err(|_| "malloc fetch data area".to_string())?;
         n += 1;
-        if n > MAX_ROWS {
-            return Err("malloc fetch data area".into());
-        }
         t = t.wrapping_add(span);
     }
     let mut values = Vec::new();
@@ -304,4 +307,35 @@ pub fn with_file_copy<R>(
 ) -> Result<R, Response> {
     let (t, rrd) = with_file(d, name, prefix, |t, rrd| (t.clone(), rrd.clone()))?;
     Ok(f(&t, &rrd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rrd(args: &[&str]) -> Rrd {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let c = rrd::create::parse_create(&args, 1_700_000_000).unwrap();
+        Rrd::new(c.schema, c.start)
+    }
+
+    #[test]
+    fn a_fetch_past_its_budget_of_rows_fails_as_rrdtools_allocation_does() {
+        let r = rrd(&[
+            "x.rrd",
+            "--step",
+            "1",
+            "DS:v:GAUGE:2:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+        ]);
+        let t = 1_700_000_000;
+        // FETCH_ROWS rows are read (unknown past the archive's ten), one more is refused.
+        let ok = daemon_fetch(&r, Cf::Average, t, t + FETCH_ROWS as i64 - 1).unwrap();
+        assert_eq!(ok.values.len() as u64, FETCH_ROWS);
+        let over = daemon_fetch(&r, Cf::Average, t, t + FETCH_ROWS as i64).unwrap_err();
+        assert_eq!(over, "malloc fetch data area");
+        // As the bytes of a wrapped size are.
+        let wrapped = daemon_fetch(&r, Cf::Average, t, t - 5).unwrap_err();
+        assert_eq!(wrapped, "malloc fetch data area");
+    }
 }
