@@ -519,10 +519,7 @@ impl Rrdc {
             return Err("daemon closed the connection".into());
         }
         let status = status.trim_end().to_string();
-        let n: i64 = status
-            .split_once(' ')
-            .and_then(|(n, _)| n.parse().ok())
-            .unwrap_or(-1);
+        let n = proto::response::status(&status).map_or(-1, |(n, _)| n);
         let mut lines = Vec::new();
         for _ in 0..n.max(0) {
             let mut l = String::new();

@@ -127,11 +127,10 @@ impl Client {
         if self.r.read_line(&mut status).map_err(io)? == 0 {
             return Err(format!("{}: the daemon closed the connection", self.addr));
         }
-        let status = status.trim_end_matches(['\n', '\r']);
-        let (n, msg) = status.split_once(' ').unwrap_or((status, ""));
-        let n: i64 = n
-            .parse()
-            .map_err(|_| format!("{}: unexpected reply '{status}'", self.addr))?;
+        let Some((n, msg)) = proto::response::status(&status) else {
+            let status = status.trim_end_matches(['\n', '\r']);
+            return Err(format!("{}: unexpected reply '{status}'", self.addr));
+        };
         let mut lines = Vec::new();
         for _ in 0..n.max(0) {
             let mut l = String::new();

@@ -93,6 +93,15 @@ impl Response {
     }
 }
 
+/// A reply's status line as a client reads it (its end of line, `\n` or `\r\n`, may be
+/// there): the number (the lines that follow when positive, -1 for an error) and the
+/// message; `None` when it does not start with a number.
+pub fn status(line: &str) -> Option<(i64, &str)> {
+    let line = line.trim_end_matches(['\n', '\r']);
+    let (n, msg) = line.split_once(' ').unwrap_or((line, ""));
+    Some((n.parse().ok()?, msg))
+}
+
 /// Append UPDATE's success reply, `0 errors, enqueued N value(s).` (the status 0 reads as the
 /// error count), without building a [`Response`]: it is the reply to nearly every request.
 pub fn write_enqueued(out: &mut Vec<u8>, n: usize) {
@@ -123,6 +132,28 @@ fn push_int(out: &mut Vec<u8>, n: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_status_line_reads_as_its_number_and_message() {
+        assert_eq!(
+            status("0 errors, enqueued 1 value(s).\n"),
+            Some((0, "errors, enqueued 1 value(s)."))
+        );
+        assert_eq!(status("3 Success\r\n"), Some((3, "Success")));
+        assert_eq!(status("-1 No such file: x"), Some((-1, "No such file: x")));
+        assert_eq!(status("0"), Some((0, "")));
+        assert_eq!(status("bad reply\n"), None);
+        assert_eq!(status(""), None);
+        for r in [
+            Response::ok("fine"),
+            Response::err("no"),
+            Response::lines("2 x", &["a", "b"]),
+        ] {
+            let text = String::from_utf8(r.to_bytes()).unwrap();
+            let (n, msg) = status(text.lines().next().unwrap()).unwrap();
+            assert_eq!((n, msg), (r.status, r.message.as_str()));
+        }
+    }
 
     #[test]
     fn status_counts_following_lines() {

@@ -29,11 +29,8 @@ pub fn converse(sock: &Path, input: &[u8]) -> Vec<u8> {
 /// Read one reply (status line and its following lines) from a stream.
 pub fn read_reply(s: &mut impl Read) -> String {
     let line = read_line(s);
-    let n: i64 = line
-        .split(' ')
-        .next()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line {line:?}"));
+    let (n, _) =
+        proto::response::status(&line).unwrap_or_else(|| panic!("bad status line {line:?}"));
     let mut out = line;
     for _ in 0..n.max(0) {
         out.push_str(&read_line(s));
@@ -41,7 +38,8 @@ pub fn read_reply(s: &mut impl Read) -> String {
     out
 }
 
-/// One line, newline included; empty at EOF.
+/// One line, newline included; empty at EOF. A byte at a time: what follows the line (the
+/// next reply, FETCHBIN's raw bytes) stays in the stream for the test to read.
 pub fn read_line(s: &mut impl Read) -> String {
     let mut v = Vec::new();
     let mut b = [0u8; 1];
