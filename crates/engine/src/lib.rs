@@ -125,8 +125,12 @@ impl Store {
             opts.only.as_deref(),
             opts.spill_bytes,
         )?;
-        // Replay read the log: its pages are cached in large folios (LogRing::drop_cache).
-        r.log.drop_cache();
+        // Replay read the log: its pages are cached in large folios (LogRing::drop_cache),
+        // which a writer's commits would dirty whole. A reader writes nothing and leaves the
+        // cache as it is: the next command reads the log from memory.
+        if opts.only.is_none() {
+            r.log.drop_cache();
+        }
         let needs_checkpoint = r.needs_checkpoint && opts.only.is_none();
         let wants_checkpoint = r.wants_checkpoint && opts.only.is_none();
         let mut store = Store {

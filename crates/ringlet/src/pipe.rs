@@ -6,7 +6,9 @@
 //!
 //! Where the commands run: a line's own `--daemon ADDR` (Cacti adds one to each line when it
 //! is set up for rrdcached), else the daemon of `$RRDCACHED_ADDRESS` or the one that holds the
-//! store, over one connection each; else the store, open and locked for the whole run.
+//! store, over one connection each; else the store: a command that only reads opens it for
+//! the series it reads, as on its own; the first command that writes opens it whole, and it
+//! stays open and locked for the rest of the run.
 //! Beside a daemon, a session that wrote ends with one commit in each daemon it wrote to
 //! (RUN `commit-session`, [`proto::run::COMMIT`]) before `ringlet -` exits: Cacti's
 //! Boost deletes the values it flushed once the session is over, so they must be on the
@@ -41,6 +43,41 @@ enum Msg {
     End,
     /// A signal that ends the run.
     Signal,
+}
+
+/// Run `cmd` with `args` on the session's store, open to write; the series it created are
+/// committed at once and given their placeholders.
+fn run_on(
+    st: &mut engine::Store,
+    dir: &Path,
+    renderer: &mut cli::graph::Renderer,
+    cmd: &str,
+    args: &[String],
+    bytes: &mut Vec<u8>,
+) -> Outcome {
+    let (mut out, written) = {
+        let cell = RefCell::new(&mut *st);
+        let ctx = Ctx {
+            shared: Some(&cell),
+            commit_each: false,
+            ..Ctx::local(dir, crate::now())
+        };
+        let out = cli::graph::run_or_draw(renderer, false, cmd, args, bytes, &mut |cmd, args| {
+            cli::dispatch(cmd, args, &ctx)
+        });
+        (out, ctx.written.into_inner())
+    };
+    if !written.is_empty() {
+        // New series: committed now, then their placeholders (placed.rs).
+        let placed = st
+            .commit()
+            .map_err(|e| e.to_string())
+            .and_then(|_| crate::placed::write(dir, &written));
+        if let Err(e) = placed {
+            out.error.get_or_insert(e);
+        }
+    }
+    out
 }
 
 /// Lines of stdin, and the ending signals, on one channel.
@@ -227,16 +264,11 @@ pub fn run(dir: &Path) -> i32 {
             renderer.start();
         }
     }
-    let mut store = match &default {
-        Some(_) => None,
-        None => match cli::store::open(dir) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("ERROR: {e}");
-                return 1;
-            }
-        },
-    };
+    // On the store alone, it is opened to write at the first command that writes, and kept
+    // for the rest of the session; a command that only reads before then opens the store
+    // for the series it reads, as on its own, and writes nothing (a graph page's session
+    // of one `graph` line does not load the store, nor sync anything).
+    let mut store: Option<engine::Store> = None;
     let mut sticky = Sticky::default();
     let mut stdout = std::io::stdout().lock();
     // When what the commands changed was first left uncommitted.
@@ -368,37 +400,24 @@ pub fn run(dir: &Path) -> i32 {
                             Err(e) => Outcome::err(e),
                         }
                     }
-                    (None, Some(st)) => {
-                        let (mut out, written) = {
-                            let cell = RefCell::new(&mut *st);
-                            let ctx = Ctx {
-                                shared: Some(&cell),
-                                commit_each: false,
-                                ..Ctx::local(dir, crate::now())
-                            };
-                            let out = cli::graph::run_or_draw(
-                                &mut renderer,
-                                false,
-                                cmd,
-                                &rest,
-                                &mut bytes,
-                                &mut |cmd, args| cli::dispatch(cmd, args, &ctx),
-                            );
-                            (out, ctx.written.into_inner())
-                        };
-                        if !written.is_empty() {
-                            // New series: committed now, then their placeholders (placed.rs).
-                            let placed = st
-                                .commit()
-                                .map_err(|e| e.to_string())
-                                .and_then(|_| crate::placed::write(dir, &written));
-                            if let Err(e) = placed {
-                                out.error.get_or_insert(e);
-                            }
-                        }
-                        out
+                    (None, None) if !cli::writes(cmd) => {
+                        let ctx = Ctx::local(dir, crate::now());
+                        cli::graph::run_or_draw(
+                            &mut renderer,
+                            false,
+                            cmd,
+                            &rest,
+                            &mut bytes,
+                            &mut |cmd, args| cli::dispatch(cmd, args, &ctx),
+                        )
                     }
-                    (None, None) => Outcome::err("no store and no daemon"),
+                    (None, None) => match cli::store::open(dir) {
+                        Ok(st) => {
+                            run_on(store.insert(st), dir, &mut renderer, cmd, &rest, &mut bytes)
+                        }
+                        Err(e) => Outcome::err(e),
+                    },
+                    (None, Some(st)) => run_on(st, dir, &mut renderer, cmd, &rest, &mut bytes),
                 }
             }
             None => Outcome::ok(cli::HELP.into()),

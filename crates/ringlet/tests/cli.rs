@@ -956,3 +956,123 @@ fn graph_draws_from_the_store_what_rrdtool_draws_from_the_file() {
         "TMPDIR is written"
     );
 }
+
+/// The system calls that change a file or its durability, as `strace -f -y` reports them
+/// while `ringlet` runs `args` (with `stdin`) on `store`: each a line; writes to pipes, to
+/// sockets, to memory files and to the standard output and error (here pipes) are not
+/// counted, nor reads asked for ahead.
+fn changes_made(store: &Path, args: &[&str], stdin: Option<&str>) -> Vec<String> {
+    let log = store.with_file_name(format!("strace-{}.log", SEQ.fetch_add(1, Ordering::SeqCst)));
+    let mut c = Command::new("strace");
+    c.args(["-f", "-y", "-qq", "-o"])
+        .arg(&log)
+        .args([
+            "-e",
+            "trace=write,writev,pwrite64,pwritev,pwritev2,fsync,fdatasync,syncfs,sync,\
+             sync_file_range,fadvise64,ftruncate,fallocate,unlink,unlinkat,rename,renameat,\
+             renameat2,mkdir,mkdirat",
+        ])
+        .arg(env!("CARGO_BIN_EXE_ringlet"))
+        .arg("--store")
+        .arg(store)
+        .args(args);
+    let out = run(c, stdin);
+    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    let text = std::fs::read_to_string(&log).expect("strace log");
+    let _ = std::fs::remove_file(&log);
+    text.lines()
+        .filter(|l| {
+            !l.contains("<pipe:[") && !l.contains("<socket:[") && !l.contains("</dev/null>")
+        })
+        // The drawing process's image, in memory.
+        .filter(|l| !l.contains("</memfd:"))
+        .filter(|l| !l.contains("+++ ") && !l.contains("--- "))
+        // Fontconfig asks for its caches ahead (rrdtool's graph does the same).
+        .filter(|l| !l.contains("POSIX_FADV_WILLNEED"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn read_only_commands_write_and_sync_nothing() {
+    if Command::new("strace").arg("-V").output().is_err() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "strace is missing (scripts/setup installs it)"
+        );
+        eprintln!("skipped: no strace");
+        return;
+    }
+    let p = Pair::new();
+    let s = p.store.to_str().unwrap().to_string();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ringlet"));
+    c.args(["--store", &s, "-"]);
+    let mut lines = format!("create a.rrd {SCHEMA}\n");
+    for k in 1..=40 {
+        lines.push_str(&format!(
+            "update a.rrd {}:{}:{}\n",
+            1700000000 + 60 * k,
+            k % 90,
+            7 * k
+        ));
+    }
+    let made = run(c, Some(&lines));
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    // The log holds the updates (no checkpoint since): every read below replays them.
+    let reads: &[&[&str]] = &[
+        &["info", "a.rrd"],
+        &["last", "a.rrd"],
+        &["first", "a.rrd"],
+        &["lastupdate", "a.rrd"],
+        &[
+            "fetch",
+            "a.rrd",
+            "AVERAGE",
+            "-s",
+            "1700000000",
+            "-e",
+            "1700002400",
+        ],
+        &["dump", "a.rrd"],
+        &[
+            "xport",
+            "-s",
+            "1700000000",
+            "-e",
+            "1700002400",
+            "DEF:x=a.rrd:x:AVERAGE",
+            "XPORT:x",
+        ],
+        &[
+            "graph",
+            "-",
+            "-s",
+            "1700000000",
+            "-e",
+            "1700002400",
+            "DEF:x=a.rrd:x:AVERAGE",
+            "LINE1:x#ff0000",
+        ],
+    ];
+    for args in reads {
+        // The graph's image goes to stdout, a pipe here.
+        let changes = changes_made(&p.store, args, None);
+        assert!(changes.is_empty(), "{args:?} changed files: {changes:#?}");
+    }
+    // And in pipe mode alone, a session of reads.
+    let session = "info a.rrd\nlast a.rrd\nfetch a.rrd AVERAGE -s 1700000000 -e 1700002400\n\
+                   graph - -s 1700000000 -e 1700002400 DEF:x=a.rrd:x:AVERAGE LINE1:x#ff0000\n";
+    let changes = changes_made(&p.store, &["-"], Some(session));
+    assert!(
+        changes.is_empty(),
+        "a session of reads changed files: {changes:#?}"
+    );
+    // A write does: the check sees it.
+    let changes = changes_made(&p.store, &["update", "a.rrd", "1700002460:5:300"], None);
+    assert!(
+        changes.iter().any(|l| l.starts_with("fdatasync")
+            || l.contains(" fdatasync(")
+            || l.contains("fsync(")),
+        "an update syncs: {changes:#?}"
+    );
+}
