@@ -98,7 +98,7 @@ impl Store<'_> {
 /// start, charged to the request's budget (`Ctx::slots`).
 fn series_of(
     ctx: &Ctx<'_>,
-    points: &dyn Points,
+    points: &impl Points,
     ds: usize,
     path: &str,
 ) -> Result<Option<Series>, String> {
@@ -106,11 +106,7 @@ fn series_of(
         return Ok(None);
     };
     let (from, until, rows) = ctx.slots(span, path)?;
-    let values = points
-        .read(ds, from, rows as usize)?
-        .into_iter()
-        .map(|v| (!v.is_nan()).then_some(v))
-        .collect();
+    let values = points.read_as(ds, from, rows as usize, |v| (!v.is_nan()).then_some(v))?;
     Ok(Some(Series::new(
         path.to_string(),
         from,
