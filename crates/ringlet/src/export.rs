@@ -69,6 +69,15 @@ impl Source {
         }
     }
 
+    /// Close the store opened here (committed, and marked closed cleanly: the next
+    /// command's open reads no log); nothing to do for a daemon.
+    pub(crate) fn close(self) -> Result<(), String> {
+        match self {
+            Source::Daemon(_) => Ok(()),
+            Source::Store(st) => (*st).close().map_err(|e| e.to_string()),
+        }
+    }
+
     /// Run `cmd` there (a `restore`'s XML file is read on this side, beside a daemon).
     pub(crate) fn run(&mut self, dir: &Path, cmd: &str, args: &[String]) -> Outcome {
         match self {
@@ -126,10 +135,8 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
             quiet,
         };
         let status = o.run(&mut src, dir);
-        if let Source::Store(st) = src {
-            if let Err(e) = (*st).close() {
-                return fail(&e.to_string());
-            }
+        if let Err(e) = src.close() {
+            return fail(&e);
         }
         return status;
     }
@@ -189,10 +196,8 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    if let Source::Store(st) = src {
-        if let Err(e) = (*st).close() {
-            return fail(&e.to_string());
-        }
+    if let Err(e) = src.close() {
+        return fail(&e);
     }
     let mut line = format!(
         "exported {written} series ({}) to {}",

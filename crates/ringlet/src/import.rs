@@ -218,12 +218,15 @@ pub fn run(args: &[String], dir: &Path) -> i32 {
         quiet: o.quiet,
         moves: o.moves.then(|| crate::placeholder_address(dir)),
     };
-    match import(&job, &mut src, dir) {
-        Ok(n) => {
+    let done = import(&job, &mut src, dir);
+    // Closed cleanly also after a failure: what was imported is committed either way.
+    let closed = src.close();
+    match (done, closed) {
+        (Ok(n), Ok(())) => {
             println!("{n}");
             i32::from(n.failed > 0)
         }
-        Err(e) => fail(&e),
+        (Err(e), _) | (Ok(_), Err(e)) => fail(&e),
     }
 }
 

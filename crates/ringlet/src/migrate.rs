@@ -961,7 +961,9 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
             let mut src = Source::open(None, dir, false)?;
             // Placeholders name the address the daemon names in its own.
             let named = cfg.client_address().unwrap_or_else(|| first.clone());
-            bulk(o, b, &named, &mut src, dir, &to)?;
+            let done = bulk(o, b, &named, &mut src, dir, &to);
+            src.close()?;
+            done?;
         }
         println!(
             "ringlet not started (--no-start): ringlet serve --defaults {}",

@@ -333,6 +333,11 @@ fn import_rrd_takes_a_tree_of_rrdtools_files_each_read_back_and_compared() {
         "{o:?}"
     );
     assert!(o.stderr.contains("bad.rrd: "), "{o:?}");
+    // The store was closed cleanly (docs/FORMAT.md's mark): the reads below replay no log.
+    assert!(
+        p.store.join("clean").exists(),
+        "no clean close after import"
+    );
     for (name, file) in [("h/a.rrd", "tree/h/a.rrd"), ("b.rrd", "tree/b.rrd")] {
         let ours = p.ringlet(&["dump", name], None);
         let theirs = p.rrdtool(&["dump", file], None);
