@@ -424,6 +424,17 @@ pub fn encode_values(vals: &[f64], out: &mut Vec<u8>) {
     })
 }
 
+/// What [`encode_values`] writes for `n` values that are all `v`, without them: one repeat
+/// block (a fresh archive's rows, all unknown, written when its series is created).
+pub fn encode_uniform(n: usize, v: f64, out: &mut Vec<u8>) {
+    if n >= MIN_RUN {
+        put_varint(out, ((n as u64) << 2) | BLOCK_REPEAT);
+        out.extend_from_slice(&v.to_le_bytes());
+    } else {
+        encode_values(&vec![v; n], out);
+    }
+}
+
 pub(super) fn encode_values_with(
     vals: &[f64],
     out: &mut Vec<u8>,

@@ -35,8 +35,8 @@ pub use chunk::{
 };
 use decode::*;
 pub use decode::{decode_rows, decode_values, PackError, SharedBytes};
-pub use encode::encode_values;
 use encode::*;
+pub use encode::{encode_uniform, encode_values};
 
 /// About how many values a chunk holds: whole rows, at least one.
 pub const CHUNK_VALUES: usize = 256;
@@ -429,6 +429,14 @@ impl Rows {
 }
 
 impl Rows {
+    /// The value every row holds when no chunk has values of its own (none open, none
+    /// stored, none packed: a fresh archive), else None.
+    pub fn uniform(&self) -> Option<f64> {
+        let only_fill =
+            self.open.is_none() && self.other.is_empty() && self.segs.iter().all(|&s| s == 0);
+        only_fill.then(|| f64::from_bits(self.fill))
+    }
+
     /// Every value, row after row.
     pub fn to_vec(&self) -> Vec<f64> {
         let mut out = Vec::with_capacity(self.len());
