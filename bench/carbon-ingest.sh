@@ -1,40 +1,62 @@
 #!/usr/bin/env bash
-# carbon-ingest.sh: how many of carbon's plaintext points a second a store takes, ringlet
-# (ringlet serve --carbon) and carbon-cache (Debian's graphite-carbon) in the same run.
+# carbon-ingest.sh: how many of carbon's plaintext points a second a store takes: ringlet
+# (ringlet serve --carbon), carbon-cache (Debian's graphite-carbon), VictoriaMetrics
+# single-node (-graphiteListenAddr) and go-carbon, the last two built from their Go modules
+# by bench/peers-build.sh, in the same run.
 #
 # Writes SERIES x POINTS lines (`bench.s<i>.value <v> <t>`, ten-second steps, a day back
-# from now) to CONNS files, then for each peer: starts it with its data under $SCRATCH (or a
-# temporary directory), sends the files over CONNS TCP connections at once (cat to bash's
-# /dev/tcp)
-# and times until the peer has taken every point: ringlet by its STATS (CarbonPoints),
-# carbon-cache (which keeps no count it can be asked for) when the senders are done and its
-# sockets' receive queues are empty (every line read into its cache). Prints one line a
-# peer: points, seconds, points a second, the peer's CPU seconds and peak RSS.
+# from now) to CONNS files, then for each peer: starts it with its data on a fresh file
+# system of its own (--fs ext4, the default as root: a loop device each, so no peer's
+# writeback slows another) or under $SCRATCH, sends the files over CONNS TCP connections at
+# once (cat to bash's /dev/tcp) and times until the peer has taken every point: ringlet by
+# its STATS (CarbonPoints), VictoriaMetrics by its /metrics (vm_rows_inserted_total of
+# type graphite), carbon-cache and go-carbon (which keep no count they can be asked for)
+# when the senders are done and their sockets' receive queues are empty (every line read
+# into their caches). Prints one line a peer and round: points, seconds, points a second,
+# the peer's CPU seconds and peak RSS. With --rounds N the peers run N times, each round in
+# a rotated order (the first peer of a round goes last in the next).
 #
 # The first point of each series (which makes it) is sent before the clock starts: the
 # figure is the steady rate at which existing series take points.
 #
-# usage: bench/carbon-ingest.sh [--series 100000] [--points 20] [--conns 4] [--peers "ringlet carbon"]
+# usage: bench/carbon-ingest.sh [--series 100000] [--points 20] [--conns 4] [--rounds 1]
+#            [--fs ext4|none] [--peers "ringlet carbon victoriametrics go-carbon"]
 # Run it under ../shared/bin/bounded (the file is ~45 bytes a point).
 set -euo pipefail
-series=100000 points=20 conns=4 peers="ringlet carbon"
+series=100000 points=20 conns=4 peers="ringlet carbon" rounds=1
+fs=none
+[ "$(id -u)" = 0 ] && fs=ext4
 while [ $# -gt 0 ]; do
     case "$1" in
         --series) series=$2; shift 2 ;;
         --points) points=$2; shift 2 ;;
         --conns) conns=$2; shift 2 ;;
         --peers) peers=$2; shift 2 ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        --rounds) rounds=$2; shift 2 ;;
+        --fs) fs=$2; shift 2 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         *) echo "carbon-ingest.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RINGLET=${RINGLET:-$ROOT/target/release/ringlet}
+PEERS_BIN=${RINGLET_PEERS:-$HOME/.cache/ringlet-peers}/bin
+for peer in $peers; do
+    case "$peer" in
+        carbon) command -v carbon-cache >/dev/null ||
+            { echo "carbon-ingest.sh: carbon-cache not found (apt install graphite-carbon)" >&2; exit 1; } ;;
+        victoriametrics) [ -x "$PEERS_BIN/victoria-metrics" ] || bash "$ROOT/bench/peers-build.sh" victoriametrics ;;
+        go-carbon) [ -x "$PEERS_BIN/go-carbon" ] || bash "$ROOT/bench/peers-build.sh" go-carbon ;;
+    esac
+done
 W=$(mktemp -d "${SCRATCH:-/var/tmp}/carbon-ingest.XXXXXX")
 pids=()
+# shellcheck source=bench/loopfs.sh
+. "$ROOT/bench/loopfs.sh"
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
+    loopfs_remove "$W/mnt" 2>/dev/null || true
     rm -rf "$W"
 }
 trap cleanup EXIT
@@ -60,19 +82,29 @@ send() {
     done
     wait "${senders[@]}"
 }
-for peer in $peers; do
+read -r -a order <<<"$peers"
+for round in $(seq "$rounds"); do
+for peer in "${order[@]}"; do
     P=$(port)
+    # The peer's data: a fresh file system of its own, or a directory.
+    D=$W/data
+    mkdir -p "$D"
+    if [ "$fs" != none ]; then
+        mkdir -p "$W/mnt"
+        loopfs_make "$W/fs.img" 8G "$fs" "$W/mnt"
+        D=$W/mnt
+    fi
     case "$peer" in
         ringlet)
-            mkdir -p "$W/r/base" "$W/r/conf"
+            mkdir -p "$D/r/base" "$D/r/conf"
             # As carbon-cache below: no limit on the series made a minute (carbon.conf's
             # MAX_CREATES_PER_MINUTE; ringlet's default is carbon's, 50).
-            printf '[cache]\nMAX_CREATES_PER_MINUTE = inf\n' >"$W/r/conf/carbon.conf"
-            "$RINGLET" serve -g -w 300 -l "unix:$W/r/s.sock" -b "$W/r/base" --store "$W/r/store" \
-                --carbon "127.0.0.1:$P" --graphite-conf "$W/r/conf" >"$W/r/log" 2>&1 &
+            printf '[cache]\nMAX_CREATES_PER_MINUTE = inf\n' >"$D/r/conf/carbon.conf"
+            "$RINGLET" serve -g -w 300 -l "unix:$D/r/s.sock" -b "$D/r/base" --store "$D/r/store" \
+                --carbon "127.0.0.1:$P" --graphite-conf "$D/r/conf" >"$D/r/log" 2>&1 &
             pid=$!
             count() {
-                /usr/bin/python3 - "$W/r/s.sock" <<'PY'
+                /usr/bin/python3 - "$D/r/s.sock" <<'PY'
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"STATS\n")
 b = b""
@@ -82,15 +114,15 @@ print(next(l.split()[1] for l in b.decode().splitlines() if l.startswith("Carbon
 PY
             } ;;
         carbon)
-            mkdir -p "$W/c/whisper" "$W/c/log"
-            printf '[all]\npattern = .*\nretentions = 10s:1d,1m:7d,10m:1y\n' >"$W/c/storage-schemas.conf"
-            cat >"$W/c/carbon.conf" <<EOF
+            mkdir -p "$D/c/whisper" "$D/c/log"
+            printf '[all]\npattern = .*\nretentions = 10s:1d,1m:7d,10m:1y\n' >"$D/c/storage-schemas.conf"
+            cat >"$D/c/carbon.conf" <<EOF
 [cache]
-STORAGE_DIR = $W/c/
-LOCAL_DATA_DIR = $W/c/whisper/
-CONF_DIR = $W/c/
-LOG_DIR = $W/c/log/
-PID_DIR = $W/c/
+STORAGE_DIR = $D/c/
+LOCAL_DATA_DIR = $D/c/whisper/
+CONF_DIR = $D/c/
+LOG_DIR = $D/c/log/
+PID_DIR = $D/c/
 USER =
 MAX_CACHE_SIZE = inf
 MAX_UPDATES_PER_SECOND = 500
@@ -106,11 +138,75 @@ CARBON_METRIC_INTERVAL = 0
 ENABLE_TAGS = False
 WHISPER_FALLOCATE_CREATE = True
 EOF
-            carbon-cache --config="$W/c/carbon.conf" --nodaemon --pidfile="$W/c/pid" \
-                --logdir="$W/c/log" start >"$W/c/out" 2>&1 &
+            carbon-cache --config="$D/c/carbon.conf" --nodaemon --pidfile="$D/c/pid" \
+                --logdir="$D/c/log" start >"$D/c/out" 2>&1 &
             pid=$!
             # carbon keeps no count it can be asked for: every point is taken once the
             # senders are done and nothing waits in its sockets' receive queues.
+            count() {
+                if ss -Htn state established "( sport = :$P )" | awk '$1 > 0 { q = 1 } END { exit !q }'; then
+                    echo 0
+                else
+                    echo "$n"
+                fi
+            } ;;
+        victoriametrics)
+            mkdir -p "$D/vm"
+            H=$(port)
+            "$PEERS_BIN/victoria-metrics" -storageDataPath="$D/vm" -httpListenAddr="127.0.0.1:$H" \
+                -graphiteListenAddr="127.0.0.1:$P" -retentionPeriod=100y -loggerLevel=ERROR \
+                >"$D/vm.log" 2>&1 &
+            pid=$!
+            count() {
+                curl -s "http://127.0.0.1:$H/metrics" |
+                    awk '/^vm_rows_inserted_total\{type="graphite"\}/ { v = $2 } END { print v + 0 }'
+            } ;;
+        go-carbon)
+            mkdir -p "$D/gc/whisper"
+            printf '[all]\npattern = .*\nretentions = 10s:1d,1m:7d,10m:1y\n' >"$D/gc/storage-schemas.conf"
+            cat >"$D/gc/go-carbon.conf" <<CONF
+[common]
+user = ""
+metric-interval = "1h"
+max-cpu = $(nproc)
+[whisper]
+data-dir = "$D/gc/whisper"
+schemas-file = "$D/gc/storage-schemas.conf"
+workers = $(nproc)
+max-updates-per-second = 0
+sparse-create = true
+enabled = true
+[cache]
+max-size = 100000000
+write-strategy = "max"
+[udp]
+enabled = false
+[tcp]
+listen = "127.0.0.1:$P"
+enabled = true
+[pickle]
+enabled = false
+[carbonlink]
+enabled = false
+[grpc]
+enabled = false
+[tags]
+enabled = false
+[carbonserver]
+enabled = false
+[dump]
+enabled = false
+[pprof]
+enabled = false
+[[logging]]
+logger = ""
+file = "$D/gc/go-carbon.log"
+level = "error"
+CONF
+            "$PEERS_BIN/go-carbon" -config "$D/gc/go-carbon.conf" >"$D/gc/out" 2>&1 &
+            pid=$!
+            # As carbon-cache: taken once the senders are done and nothing waits in its
+            # sockets' receive queues.
             count() {
                 if ss -Htn state established "( sport = :$P )" | awk '$1 > 0 { q = 1 } END { exit !q }'; then
                     echo 0
@@ -133,7 +229,7 @@ EOF
         [ "$(count 2>/dev/null || echo 0)" -ge "$series" ] && break
         sleep 0.2
     done
-    [ "$peer" = carbon ] && sleep 2
+    case "$peer" in carbon|go-carbon) sleep 2 ;; esac
     n=$((want + series))
     c0=$(ticks "$pid")
     start=$(date +%s.%N)
@@ -150,7 +246,15 @@ EOF
     secs=$(echo "$end - $start" | bc)
     got=$((got - series))
     n=$want
-    echo "peer=$peer series=$series points=$n bytes=$bytes conns=$conns taken=$got send_s=$(echo "$sent - $start" | bc) total_s=$secs points_per_s=$(echo "scale=0; $got / $secs" | bc) cpu_s=$(echo "scale=2; ($c1 - $c0) / $(getconf CLK_TCK)" | bc) peak_rss_kb=$(hwm "$pid")"
+    echo "round=$round peer=$peer fs=$fs series=$series points=$n bytes=$bytes conns=$conns taken=$got send_s=$(echo "$sent - $start" | bc) total_s=$secs points_per_s=$(echo "scale=0; $got / $secs" | bc) cpu_s=$(echo "scale=2; ($c1 - $c0) / $(getconf CLK_TCK)" | bc) peak_rss_kb=$(hwm "$pid")"
     kill "$pid"
     wait "$pid" 2>/dev/null || true
+    if [ "$fs" != none ]; then
+        loopfs_remove "$W/mnt"
+        rm -f "$W/fs.img"
+    fi
+    rm -rf "$W/data"
+done
+# The next round starts with the peer after this round's first.
+order=("${order[@]:1}" "${order[0]}")
 done
