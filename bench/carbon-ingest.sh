@@ -74,6 +74,16 @@ awk -v s="$series" -v p="$points" -v t0="$t0" -v c="$conns" -v w="$W" 'BEGIN {
 bytes=$(cat "$W"/slice.* | wc -c)
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 hwm() { awk '/VmHWM/ { print $2 }' "/proc/$1/status"; }
+# The count of a peer that keeps none it can be asked for (carbon-cache, go-carbon): every
+# point is taken once the senders are done and nothing waits in the receive queues of its
+# sockets on port $P.
+drained() {
+    if ss -Htn state established "( sport = :$P )" | awk '$1 > 0 { q = 1 } END { exit !q }'; then
+        echo 0
+    else
+        echo "$n"
+    fi
+}
 send() {
     local p=$1 s senders=()
     for s in "$W"/slice.*; do
@@ -141,15 +151,7 @@ EOF
             carbon-cache --config="$D/c/carbon.conf" --nodaemon --pidfile="$D/c/pid" \
                 --logdir="$D/c/log" start >"$D/c/out" 2>&1 &
             pid=$!
-            # carbon keeps no count it can be asked for: every point is taken once the
-            # senders are done and nothing waits in its sockets' receive queues.
-            count() {
-                if ss -Htn state established "( sport = :$P )" | awk '$1 > 0 { q = 1 } END { exit !q }'; then
-                    echo 0
-                else
-                    echo "$n"
-                fi
-            } ;;
+            count() { drained; } ;;
         victoriametrics)
             mkdir -p "$D/vm"
             H=$(port)
@@ -205,15 +207,7 @@ level = "error"
 CONF
             "$PEERS_BIN/go-carbon" -config "$D/gc/go-carbon.conf" >"$D/gc/out" 2>&1 &
             pid=$!
-            # As carbon-cache: taken once the senders are done and nothing waits in its
-            # sockets' receive queues.
-            count() {
-                if ss -Htn state established "( sport = :$P )" | awk '$1 > 0 { q = 1 } END { exit !q }'; then
-                    echo 0
-                else
-                    echo "$n"
-                fi
-            } ;;
+            count() { drained; } ;;
         *) echo "carbon-ingest.sh: unknown peer $peer" >&2; exit 2 ;;
     esac
     pids+=("$pid")

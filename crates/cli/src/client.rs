@@ -128,8 +128,11 @@ impl Client {
             return Err(format!("{}: the daemon closed the connection", self.addr));
         }
         let Some((n, msg)) = proto::response::status(&status) else {
-            let status = status.trim_end_matches(['\n', '\r']);
-            return Err(format!("{}: unexpected reply '{status}'", self.addr));
+            return Err(format!(
+                "{}: unexpected reply '{}'",
+                self.addr,
+                status.trim_end()
+            ));
         };
         let mut lines = Vec::new();
         for _ in 0..n.max(0) {

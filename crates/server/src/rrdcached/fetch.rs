@@ -58,17 +58,17 @@ fn daemon_fetch(
     if bytes > MAX_BYTES {
         return Err("malloc fetch data area".into());
     }
-    // The row times add up in wrapping C arithmetic, compared signed.
-    let budget = rrd::Budget::new(FETCH_ROWS);
+    // The row times add up in wrapping C arithmetic, compared signed: counted up to one
+    // past the budget (the C loop need not end), then spent at once.
     let mut n: i64 = 0;
     let mut t = s.wrapping_add(span);
-    while t <= e {
-        budget
-            .spend(1)
-            .map_err(|_| "malloc fetch data area".to_string())?;
+    while t <= e && n <= FETCH_ROWS as i64 {
         n += 1;
         t = t.wrapping_add(span);
     }
+    rrd::Budget::new(FETCH_ROWS)
+        .spend(n.into())
+        .map_err(|_| "malloc fetch data area".to_string())?;
     let mut values = Vec::new();
     if s.checked_add(span.saturating_mul(n.saturating_add(1)))
         .is_some()
