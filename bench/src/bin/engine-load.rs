@@ -473,12 +473,15 @@ fn open(a: &Args) -> Result<(), String> {
     let store = Store::open(&a.store, opts).map_err(|e| e.to_string())?;
     let r = store.recovery();
     println!(
-        "open_s={:.3} series={} checkpoint_generation={} records_replayed={} samples_replayed={}",
+        "open_s={:.3} series={} checkpoint_generation={} records_replayed={} samples_replayed={} \
+         log_since_checkpoint={} log_ring={}",
         t.elapsed().as_secs_f64(),
         store.names().len(),
         r.checkpoint_generation,
         r.records_replayed,
-        r.samples_replayed
+        r.samples_replayed,
+        store.log_since_checkpoint(),
+        store.log_capacity()
     );
     store.close().map_err(|e| e.to_string())
 }

@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! log file = [ superblock page | ring of `ring_cap` bytes ]
-//! superblock (page 0, rest zero):
+//! superblock (page 0, rest zero but the mark of a clean close):
 //!   0  magic "RINGLOG1"   8  version u32   12 page size u32   16 ring_cap u64   24 crc u32
+//!   2048  the mark of a clean close (36 bytes, engine's `clean`), or zeros
 //! record (at ring offset lsn % ring_cap, wrapping at the ring's end):
 //!   0  magic "RLR1" u32   4  kind u8   5 reserved [0;3]   8 seq u64   16 lsn u64
 //!   24 payload_len u32    28 crc u32 over bytes 0..28 and the payload
@@ -30,6 +31,10 @@ pub const SB_CRC_OFFSET: usize = SB_RING_CAP_OFFSET + size_of::<u64>();
 pub const SB_LEN: usize = SB_CRC_OFFSET + size_of::<u32>();
 /// The ring starts after the superblock's page.
 pub const RING_START: u64 = PAGE;
+/// Where the mark of a clean close lives in the superblock's page: past its fields, in a
+/// 512-byte sector (and a 1 KiB block) of its own, so that a torn write of the mark never
+/// tears the superblock.
+pub const SB_MARK_OFFSET: u64 = 2048;
 
 pub const REC_MAGIC: [u8; 4] = *b"RLR1";
 pub const REC_MAGIC_OFFSET: usize = 0;

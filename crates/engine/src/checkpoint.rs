@@ -266,28 +266,39 @@ impl Store {
 
     /// Everything accepted is committed: leave the mark of a clean close (the checkpoint
     /// generation, and where the log ends), so that a reader of a few series need not search
-    /// the rest of the ring for committed records (docs/DURABILITY.md). The next write, or
-    /// the next writer's open, removes it first. Nothing for a read-only store.
+    /// the rest of the ring for committed records (docs/DURABILITY.md). It goes with the
+    /// last commit's record, under its one sync (or alone, with a sync of its own, when
+    /// nothing was pending or a checkpoint came after the record); the next commit's record
+    /// clears it. Nothing for a read-only store.
     pub fn mark_clean(&mut self) -> Result<(), Error> {
         if self.opts.only.is_some() {
             return Ok(());
         }
-        self.commit()?;
-        let m = clean::Mark {
-            generation: self.log.ckpt_gen,
-            end_lsn: self.log.end_lsn,
-            next_seq: self.log.next_seq,
-        };
-        clean::write(self.vfs.as_ref(), &self.dir, &m).inspect_err(|_| self.health.fail())?;
-        self.marked = true;
+        self.closing = true;
+        let committed = self.commit();
+        self.closing = false;
+        committed?;
+        let m = self.log.mark();
+        if self.disk_mark != Some(m) {
+            self.writable()?;
+            let written = self.log.ring.write_mark(&clean::encode(&m));
+            written
+                .and_then(|()| self.log.ring.sync())
+                .inspect_err(|_| self.health.fail())?;
+            self.disk_mark = Some(m);
+        }
         Ok(())
     }
 
-    /// Remove the mark of a clean close before writing anything after it.
+    /// Clear the mark of a clean close, durably, before writing anything but a record after
+    /// it (a checkpoint).
     pub(crate) fn unmark(&mut self) -> Result<(), Error> {
-        if self.marked {
-            clean::remove(self.vfs.as_ref(), &self.dir)?;
-            self.marked = false;
+        if self.disk_mark.is_some() {
+            let cleared = self.log.ring.write_mark(&[0; clean::LEN]);
+            cleared
+                .and_then(|()| self.log.ring.sync())
+                .inspect_err(|_| self.health.fail())?;
+            self.disk_mark = None;
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! synced, a checkpoint standing in when the ring is full, the ring grown with the series.
 
 use crate::error::out_of_space;
+use crate::logpos::MarkWrite;
 use crate::snapshot::Snapshot;
 use crate::{files, ring, CommitStats, Error, RecordCost, Store};
 use codec::frame::framed_len;
@@ -59,7 +60,6 @@ impl Store {
             }
             return Ok(CommitStats::default());
         }
-        self.unmark()?;
         let mut rec = self.pending.take_record();
         if self.opts.block_version != 0 {
             rec.block_version(self.opts.block_version);
@@ -137,6 +137,7 @@ impl Store {
         too_big: bool,
     ) -> Result<u64, Error> {
         if too_big || self.health.owed_checkpoint().is_some() || !self.log.has_room(framed) {
+            self.unmark()?;
             return self.checkpoint_for_commit();
         }
         self.append(payload, framed)
@@ -296,6 +297,8 @@ impl Store {
                 });
             }
         };
+        // The new ring's superblock page holds no mark.
+        self.disk_mark = None;
         self.stats.rings_grown += 1;
         self.notices.push(format!(
             "log ring grown from {old} to {cap} bytes for {} series",
@@ -310,8 +313,18 @@ impl Store {
         std::mem::take(&mut self.notices)
     }
 
+    /// The mark of a clean close goes under the same sync: set after this record when the
+    /// store is closing, cleared when one is on the disk.
     pub(crate) fn append(&mut self, payload: &[&[u8]], framed: u64) -> Result<(), Error> {
-        self.log.append(payload, framed)?;
+        let mark = if self.closing {
+            Some(MarkWrite::SetAfter)
+        } else {
+            self.disk_mark.map(|_| MarkWrite::Clear)
+        };
+        let on_disk = self.log.append(payload, framed, mark)?;
+        if mark.is_some() {
+            self.disk_mark = on_disk;
+        }
         self.stats.log_bytes += framed;
         self.stats.record_bytes += payload.iter().map(|p| p.len() as u64).sum::<u64>();
         Ok(())

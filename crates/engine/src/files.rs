@@ -6,7 +6,7 @@
 //! <dir>/checkpoint.a  checkpoints of odd generation
 //! <dir>/checkpoint.b  checkpoints of even generation
 //! <dir>/seg-<id>      a segment: sealed archive chunks (id: 16 hex digits)
-//! <dir>/clean        written at a clean close, removed by the next writer before it writes
+//! <dir>/clean        an older store's mark of a clean close (now in the log: crate::clean)
 //! <dir>/*.tmp         a file being created; renamed into place once complete and synced
 //! ```
 

@@ -74,8 +74,11 @@ pub struct Store {
     pending: pending::Pending,
     /// Whether writes are refused, and why ([`health::Health`]).
     health: health::Health,
-    /// The mark of a clean close is on disk ([`Store::mark_clean`]).
-    marked: bool,
+    /// The mark of a clean close in the log's superblock page, as it is on the disk (None:
+    /// zeros or nothing valid) ([`Store::mark_clean`]).
+    disk_mark: Option<clean::Mark>,
+    /// The commit under way is the closing one: its record sets the mark.
+    closing: bool,
     /// Samples in the log since the store was created (as far as this process knows: those
     /// replayed at open and committed since), and as many at the newest checkpoint's
     /// position: [`Store::samples_since_checkpoint`].
@@ -111,8 +114,9 @@ impl Store {
             return Err(Error::Locked(dir.to_path_buf()));
         };
         if opts.only.is_none() {
-            // A writer: the mark of the last clean close goes, durably, before anything is
-            // written (recovery itself may write).
+            // A writer: an older store's mark file goes, durably, before anything is written
+            // (recovery itself may write). The mark in the log is cleared by the first
+            // record, or before a checkpoint (crate::clean).
             clean::remove(vfs.as_ref(), dir)?;
         }
         let ring_cap = opts.log_bytes.max(PAGE).div_ceil(PAGE) * PAGE;
@@ -131,6 +135,10 @@ impl Store {
         if opts.only.is_none() {
             r.log.drop_cache();
         }
+        let disk_mark = match opts.only {
+            None => clean::read_in_log(&r.log)?,
+            Some(_) => None,
+        };
         let needs_checkpoint = r.needs_checkpoint && opts.only.is_none();
         let wants_checkpoint = r.wants_checkpoint && opts.only.is_none();
         let mut store = Store {
@@ -151,7 +159,8 @@ impl Store {
             snap: None,
             pending: pending::Pending::new(),
             health: health::Health::default(),
-            marked: false,
+            disk_mark,
+            closing: false,
             grow_retry_at: 0,
             spill_retry_at: 0,
             notices: Vec::new(),

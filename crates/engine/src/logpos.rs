@@ -3,7 +3,17 @@
 //! overwrite anything at or after it). Its arithmetic is here once: the bytes since the
 //! checkpoint (what an open replays), whether a record fits, a record appended and synced.
 
+use crate::clean::{self, Mark};
 use crate::ring::LogRing;
+
+/// What a commit does to the mark of a clean close in the log's superblock page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MarkWrite {
+    /// Zeros: a record follows the mark (the first commit after a clean close).
+    Clear,
+    /// The log's end after this record: the closing commit.
+    SetAfter,
+}
 use codec::frame::{record_header, KIND_COMMIT};
 use std::io;
 
@@ -36,15 +46,48 @@ impl Log {
         self.end_lsn + framed <= self.ckpt_lsn + self.ring.cap
     }
 
-    /// A commit's record appended and synced; the position and sequence move past it.
-    pub(crate) fn append(&mut self, payload: &[&[u8]], framed: u64) -> io::Result<()> {
+    /// A commit's record appended and synced; the position and sequence move past it. With
+    /// `mark`, the superblock page's mark of a clean close is written under the same sync:
+    /// cleared, or set to where the log ends after this record (returned: what the log now
+    /// holds there).
+    pub(crate) fn append(
+        &mut self,
+        payload: &[&[u8]],
+        framed: u64,
+        mark: Option<MarkWrite>,
+    ) -> io::Result<Option<Mark>> {
         let header = record_header(KIND_COMMIT, self.next_seq, self.end_lsn, payload);
         self.ring
             .write_record(self.end_lsn, &header, payload, framed)?;
+        let after = Mark {
+            generation: self.ckpt_gen,
+            end_lsn: self.end_lsn + framed,
+            next_seq: self.next_seq + 1,
+        };
+        let on_disk = match mark {
+            None => None,
+            Some(MarkWrite::Clear) => {
+                self.ring.write_mark(&[0; clean::LEN])?;
+                None
+            }
+            Some(MarkWrite::SetAfter) => {
+                self.ring.write_mark(&clean::encode(&after))?;
+                Some(after)
+            }
+        };
         self.ring.sync()?;
-        self.end_lsn += framed;
-        self.next_seq += 1;
-        Ok(())
+        self.end_lsn = after.end_lsn;
+        self.next_seq = after.next_seq;
+        Ok(on_disk)
+    }
+
+    /// The mark of a clean close for the log as it stands.
+    pub(crate) fn mark(&self) -> Mark {
+        Mark {
+            generation: self.ckpt_gen,
+            end_lsn: self.end_lsn,
+            next_seq: self.next_seq,
+        }
     }
 
     /// Checkpoint `generation`, holding everything before `lsn`, is durable.

@@ -53,8 +53,8 @@ pub struct RecoveryReport {
     pub cut: Option<Cut>,
     /// The log file was shorter than its ring and was zero-filled back to size.
     pub log_was_truncated: bool,
-    /// The rest of the ring was searched for committed records past the end (not when a
-    /// reader found the mark of a clean close matching where replay ended).
+    /// The rest of the ring was searched for committed records past the end (not when the
+    /// mark of a clean close matched where replay ended).
     pub searched_past_end: bool,
 }
 
@@ -301,12 +301,13 @@ pub fn recover(
     // means the damage is not a torn tail but rot (or a checkpoint whose log was overwritten
     // since: the newer checkpoint was lost), and stopping here would roll back commits.
     let window_end = ckpt_lsn + log.cap;
-    // A reader that ended exactly where a clean close left the log, from the checkpoint it
-    // left, knows nothing follows (crate::clean).
-    let clean_end = only.is_some()
-        && stop.is_none()
-        && crate::clean::read(vfs, dir)?
-            .is_some_and(|m| m.generation == ckpt_gen && m.end_lsn == lsn && m.next_seq == seq);
+    // A replay that ended exactly where a clean close left the log, from the checkpoint it
+    // left, knows nothing follows (crate::clean): a reader, and a writer too (its first
+    // record clears the mark).
+    let clean_end = stop.is_none()
+        && crate::clean::read_all(vfs, dir, &log)?
+            .iter()
+            .any(|m| m.generation == ckpt_gen && m.end_lsn == lsn && m.next_seq == seq);
     report.searched_past_end = !clean_end;
     let after = if clean_end {
         Vec::new()

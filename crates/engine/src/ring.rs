@@ -9,7 +9,7 @@ use crate::files;
 use crate::vfs::{VFile, Vfs};
 use codec::frame::{
     decode_superblock, encode_superblock, framed_len, page_for_block_size, scan_header,
-    verify_record, HeaderScan, RecordHeader, PAGE, REC_HEADER_LEN, RING_START,
+    verify_record, HeaderScan, RecordHeader, PAGE, REC_HEADER_LEN, RING_START, SB_MARK_OFFSET,
 };
 use std::io;
 use std::path::{Path, PathBuf};
@@ -145,6 +145,19 @@ impl LogRing {
     /// commit's write into uncached pages makes folios of about its own size.
     pub fn drop_cache(&self) {
         self.file.drop_cache();
+    }
+
+    /// The bytes of the superblock page's mark of a clean close ([`crate::clean`]).
+    pub fn read_mark(&self) -> io::Result<[u8; crate::clean::LEN]> {
+        let mut b = [0u8; crate::clean::LEN];
+        let n = self.file.read_at(&mut b, SB_MARK_OFFSET)?;
+        b[n..].fill(0);
+        Ok(b)
+    }
+
+    /// Write the mark's bytes (not synced: the commit's or the caller's sync carries them).
+    pub fn write_mark(&mut self, bytes: &[u8; crate::clean::LEN]) -> io::Result<()> {
+        self.file.write_at(bytes, SB_MARK_OFFSET)
     }
 
     /// File offset of a log position.

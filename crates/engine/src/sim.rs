@@ -304,7 +304,8 @@ impl Vfs for SimFs {
         if st.crashed {
             return Err(eio("crash"));
         }
-        Ok(st.names.contains_key(path))
+        // A directory exists while it holds a file (directories are not kept apart).
+        Ok(st.names.contains_key(path) || st.names.keys().any(|p| p.starts_with(path)))
     }
 
     fn open(&self, path: &Path, create: bool) -> io::Result<Box<dyn VFile>> {

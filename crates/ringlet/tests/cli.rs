@@ -335,7 +335,7 @@ fn import_rrd_takes_a_tree_of_rrdtools_files_each_read_back_and_compared() {
     assert!(o.stderr.contains("bad.rrd: "), "{o:?}");
     // The store was closed cleanly (docs/FORMAT.md's mark): the reads below replay no log.
     assert!(
-        p.store.join("clean").exists(),
+        engine::clean::is_marked(&engine::RealFs, &p.store).unwrap(),
         "no clean close after import"
     );
     for (name, file) in [("h/a.rrd", "tree/h/a.rrd"), ("b.rrd", "tree/b.rrd")] {
