@@ -14,7 +14,11 @@
 # Runs in a directory of its own (under $SCRATCH when run by ../shared/bin/bounded); the
 # daemon is stopped by its pid at the end, also on failure.
 #
-# usage: bench/cacti-cli.sh [--ringlet BIN] [--rrds N] [--polls N] [--runs N]
+# With --wait, the pipe-mode client writes a line only once the answer to the one before has
+# come (as Cacti's poller and scripts that read each reply do); without it, all lines go at
+# once.
+#
+# usage: bench/cacti-cli.sh [--ringlet BIN] [--rrds N] [--polls N] [--runs N] [--wait]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -22,13 +26,15 @@ RINGLET=""
 RRDS=300
 POLLS=60
 RUNS=50
+WAIT=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --ringlet) RINGLET=$2; shift 2 ;;
         --rrds) RRDS=$2; shift 2 ;;
         --polls) POLLS=$2; shift 2 ;;
         --runs) RUNS=$2; shift 2 ;;
-        *) echo "usage: $0 [--ringlet BIN] [--rrds N] [--polls N] [--runs N]" >&2; exit 2 ;;
+        --wait) WAIT=1; shift ;;
+        *) echo "usage: $0 [--ringlet BIN] [--rrds N] [--polls N] [--runs N] [--wait]" >&2; exit 2 ;;
     esac
 done
 if [ -z "$RINGLET" ]; then
@@ -95,6 +101,33 @@ PY
 
 secs() { python3 -c 'import time; print(f"{time.time():.3f}")'; }
 
+# Pipe mode: `CMD... < input > output`, all lines at once, or (--wait) each line once the
+# answer to the one before (its OK or ERROR line) has come.
+pipe() {
+    if [ "$WAIT" = 0 ]; then
+        "$@" -
+        return
+    fi
+    python3 -c '
+import subprocess, sys
+p = subprocess.Popen(sys.argv[1:] + ["-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+out = sys.stdout.buffer
+for line in sys.stdin.buffer:
+    p.stdin.write(line)
+    p.stdin.flush()
+    if line.strip() == b"quit":
+        break
+    while True:
+        answer = p.stdout.readline()
+        out.write(answer)
+        if not answer or answer.startswith((b"OK", b"ERROR")):
+            break
+p.stdin.close()
+out.write(p.stdout.read())
+sys.exit(p.wait())
+' "$@"
+}
+
 # --- 1. pipe mode ---------------------------------------------------------------------------
 mkdir -p "$WORK/files" "$WORK/alone/rra" "$WORK/base"
 session "$WORK/files" > "$WORK/files.txt"
@@ -106,13 +139,13 @@ lines=$(wc -l < "$WORK/files.txt")
 # (else its writeback slows the next one's fsyncs: ringlet's creates are durable, rrdtool's
 # are not).
 sync -f "$WORK"
-t0=$(secs); rrdtool - < "$WORK/files.txt" > "$WORK/files.out"; t1=$(secs)
+t0=$(secs); pipe rrdtool < "$WORK/files.txt" > "$WORK/files.out"; t1=$(secs)
 sync -f "$WORK"
-t1b=$(secs); RINGLET_STORE="$WORK/alone/store" "$RINGLET" - < "$WORK/alone.txt" > "$WORK/alone.out"; t2=$(secs)
+t1b=$(secs); RINGLET_STORE="$WORK/alone/store" pipe "$RINGLET" < "$WORK/alone.txt" > "$WORK/alone.out"; t2=$(secs)
 . "$ROOT/bench/serve-lib.sh"
 serve_start   # ringlet serve -w 300, -b $WORK/base, --store $WORK/store; sets PID
 sync -f "$WORK"
-t3=$(secs); "$RINGLET" --store "$WORK/store" - < "$WORK/beside.txt" > "$WORK/beside.out"; t4=$(secs)
+t3=$(secs); pipe "$RINGLET" --store "$WORK/store" < "$WORK/beside.txt" > "$WORK/beside.out"; t4=$(secs)
 for o in files alone beside; do
     bad=$(grep -c '^ERROR' "$WORK/$o.out" || true)
     [ "$bad" = 0 ] || { echo "$o: $bad errors:"; grep -m3 '^ERROR' "$WORK/$o.out"; exit 1; }
@@ -128,10 +161,11 @@ for f in "$WORK"/files/*.rrd; do
         || { echo "$b differs"; diff "$WORK/a.xml" "$WORK/b.xml" | head -5; exit 1; }
     same=$((same + 1))
 done
-python3 - "$lines" "$t0" "$t1" "$t1b" "$t2" "$t3" "$t4" "$same" <<'PY'
+python3 - "$lines" "$t0" "$t1" "$t1b" "$t2" "$t3" "$t4" "$same" "$WAIT" <<'PY'
 import sys
 lines, t0, t1, t1b, t2, t3, t4, same = int(sys.argv[1]), *map(float, sys.argv[2:8]), int(sys.argv[8])
-print(f"pipe mode: {lines} lines, {same} RRDs identical (dump) in all three")
+print(f"pipe mode: {lines} lines, {same} RRDs identical (dump) in all three"
+      + (", the client waiting for each answer" if sys.argv[9] == "1" else ", sent at once"))
 for name, s in (("rrdtool - (files)", t1 - t0), ("ringlet - (alone)", t2 - t1b),
                 ("ringlet - (beside serve -w 300)", t4 - t3)):
     print(f"  {name:34s} {s:8.2f} s  {lines / s:10.0f} lines/s  {s / (t1 - t0):5.2f}x rrdtool")

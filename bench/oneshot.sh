@@ -10,26 +10,32 @@
 # written since the newest checkpoint, of the ring's 64 MiB. rrdtool's files are the same
 # series, written by `rrdtool restore` from ringlet's `dump` (so both hold the same rows).
 #
-# Each command runs --runs times on each side (writes --write-runs times), the two sides in
-# turn; the median wall milliseconds of each, and their ratio. Output files go to /dev/null.
+# Each command runs --runs times on each side (writes --write-runs times; after a kill, where
+# a read replays the whole log, --crash-runs times), the two sides in turn; the median wall
+# milliseconds of each, and their ratio. Output files go to /dev/null. After a kill the first
+# write command opens the whole store and its close writes a checkpoint: the writes after it
+# find the store as after a clean close.
 #
 # Runs in a directory of its own (under $SCRATCH when run by ../shared/bin/bounded).
 #
-# usage: bench/oneshot.sh [--series N] [--runs N] [--write-runs N] [--fills "0 0.25 0.875"]
+# usage: bench/oneshot.sh [--series N] [--runs N] [--write-runs N] [--crash-runs N]
+#                         [--fills "0 0.25 0.86"]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 SERIES=5000
 RUNS=50
 WRITE_RUNS=10
-FILLS="0 0.25 0.875"
+CRASH_RUNS=5
+FILLS="0 0.25 0.86"
 while [ $# -gt 0 ]; do
     case "$1" in
         --series) SERIES=$2; shift 2 ;;
         --runs) RUNS=$2; shift 2 ;;
         --write-runs) WRITE_RUNS=$2; shift 2 ;;
+        --crash-runs) CRASH_RUNS=$2; shift 2 ;;
         --fills) FILLS=$2; shift 2 ;;
-        *) echo "usage: $0 [--series N] [--runs N] [--write-runs N] [--fills \"0 0.25 0.875\"]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--series N] [--runs N] [--write-runs N] [--crash-runs N] [--fills \"0 0.25 0.86\"]" >&2; exit 2 ;;
     esac
 done
 (cd "$ROOT" && cargo build --release -q -p ringlet -p ringlet-bench)
@@ -51,31 +57,45 @@ for fill in $FILLS; do
     mkdir -p "$F/new"
     "$LOAD" create --store "$S" --workload cacti --series "$SERIES" > /dev/null
     # A day of this load writes about 1.2 KB a series of log: run until the fill is reached
-    # (the first run finds the rate).
+    # (the first run finds the rate). Each run ends as a process killed after its last
+    # commit (--crash): no mark of a clean close, no checkpoint at the close.
     want=$(python3 -c "print(int($fill * 64 * 1048576))")
     if [ "$want" -gt 0 ]; then
-        "$LOAD" run --store "$S" --workload cacti --duration 1d --commit 5m > /dev/null
-        have=$("$LOAD" open --store "$S" | sed -n 's/.*log_since_checkpoint=\([0-9]*\).*/\1/p')
+        have=$("$LOAD" run --store "$S" --workload cacti --duration 1d --commit 5m --crash \
+            | sed -n 's/^log_since_checkpoint=\([0-9]*\).*/\1/p')
         more=$(python3 -c "print(max(0, int(($want - $have) / $have * 86400)))")
-        [ "$more" -gt 300 ] && "$LOAD" run --store "$S" --workload cacti --duration "$more" --commit 5m > /dev/null
+        [ "$more" -gt 300 ] && "$LOAD" run --store "$S" --workload cacti --duration "$more" \
+            --commit 5m --crash > /dev/null
     fi
-    opened=$("$LOAD" open --store "$S")
-    since=$(sed -n 's/.*log_since_checkpoint=\([0-9]*\).*/\1/p' <<< "$opened")
-    ring=$(sed -n 's/.*log_ring=\([0-9]*\).*/\1/p' <<< "$opened")
-    open_s=$(sed -n 's/^open_s=\([0-9.]*\).*/\1/p' <<< "$opened")
     for n in $NAMES; do
         mkdir -p "$F/$(dirname "$n")"
         "$RINGLET" --store "$S" dump "$n" > "$WORK/d.xml"
         rrdtool restore "$WORK/d.xml" "$F/$n"
     done
-    python3 - "$RINGLET" "$S" "$F" "$RUNS" "$WRITE_RUNS" "$since" "$ring" "$open_s" $NAMES <<'PY'
+    # After a crash (the log as the killed process left it), then after a clean close (a
+    # writer's open and close: what a stop or a write command leaves).
+    states="crash clean"
+    [ "$want" -gt 0 ] || states=clean
+    for state in $states; do
+    if [ "$state" = clean ]; then
+        opened=$("$LOAD" open --store "$S")
+    fi
+    since=$("$LOAD" run --store "$S" --workload cacti --duration 0 --commit 5m --crash)
+    opened=$(tr '\n' ' ' <<< "$since")
+    since=$(sed -n 's/.*log_since_checkpoint=\([0-9]*\).*/\1/p' <<< "$opened")
+    ring=$(sed -n 's/.*log_ring=\([0-9]*\).*/\1/p' <<< "$opened")
+    pieces=$(sed -n 's/.*pieces_since_checkpoint=\([0-9]*\).*/\1/p' <<< "$opened")
+    runs=$RUNS
+    [ "$state" = crash ] && runs=$CRASH_RUNS
+    python3 - "$RINGLET" "$S" "$F" "$runs" "$WRITE_RUNS" "$since" "$ring" "$pieces" "$state" $NAMES <<'PY'
 import subprocess, sys, time, statistics
-ringlet, store, files, runs, wruns, since, ring, open_s = sys.argv[1:9]
+ringlet, store, files, runs, wruns, since, ring, pieces, state = sys.argv[1:10]
 runs, wruns, since, ring = int(runs), int(wruns), int(since), int(ring)
-names = sys.argv[9:]
+names = sys.argv[10:]
 a, b, mid, last_name = names
-print(f"\nlog since the checkpoint: {since / ring:.3f} of the ring ({since} of {ring} bytes); "
-      f"a whole open replays it in {open_s} s")
+what = "after a kill (no clean close)" if state == "crash" else "after a clean close"
+print(f"\n{what}: log since the checkpoint {since / ring:.3f} of the ring ({since} of {ring} "
+      f"bytes, {pieces} pieces)")
 def out(cmd):
     return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
 last = int(out(["rrdtool", "last", f"{files}/{a}"]).strip())
@@ -131,5 +151,6 @@ for label, args, writes in cases:
     x, y = statistics.median(med["rrdtool"]), statistics.median(med["ringlet"])
     print(f"{label:26s} {x:11.2f} {y:11.2f} {y / x:6.2f}")
 PY
+    done
     rm -rf "$S" "$F"
 done

@@ -17,7 +17,7 @@ const USAGE: &str = "\
 usage: engine-load create     --store DIR [--workload W] [--series N] [--step SECS] [--start EPOCH]
                               [--seed N]
        engine-load run        --store DIR [--workload W] [--duration 6h] [--commit 5m] [--seed N]
-                              [--warmup D] [--sample-entries | --block-version V]
+                              [--warmup D] [--sample-entries | --block-version V] [--crash]
        engine-load open       --store DIR
        engine-load checkpoint --store DIR
 
@@ -46,6 +46,8 @@ run:    continue every series from its last update, one value per column per ser
         payload bytes and where their bytes went, and wall-clock rates. --warmup D runs D of
         virtual time first, not counted (the codec learns each series' figures afresh at
         every open and checkpoint; a store that runs for days spends most commits after that).
+        --crash ends without closing (no mark of a clean close, no checkpoint at the close),
+        as a process killed after its last commit.
         --sample-entries writes the records as stores did before the sample block (one
         Samples entry a series), --block-version 1 as they did before its version 2 (no
         rows, Rice-coded lengths), 2 as before its version 3 (rows against the stream's
@@ -115,6 +117,8 @@ struct Args {
     warmup: u64,
     commit: u64,
     sample_entries: bool,
+    /// run: end without closing, as a process killed after its last commit.
+    crash: bool,
     block_version: u8,
     seed: u64,
     workload: Workload,
@@ -135,6 +139,7 @@ fn parse_args() -> Result<Args, String> {
         duration: 6 * 3600,
         warmup: 0,
         sample_entries: false,
+        crash: false,
         block_version: 0,
         commit: 300,
         seed: 1,
@@ -147,6 +152,10 @@ fn parse_args() -> Result<Args, String> {
         }
         if flag == "--block-v1" {
             a.block_version = 1;
+            continue;
+        }
+        if flag == "--crash" {
+            a.crash = true;
             continue;
         }
         let val = it.next().ok_or(format!("{flag} needs a value"))?;
@@ -381,7 +390,18 @@ fn run(a: &Args) -> Result<(), String> {
     let mut ss = store.stats().clone();
     let heap_end = store.archive_heap_bytes();
     let dev1 = device_snapshot(&a.store);
-    store.close().map_err(|e| e.to_string())?;
+    println!(
+        "log_since_checkpoint={} log_ring={} pieces_since_checkpoint={}",
+        store.log_since_checkpoint(),
+        store.log_capacity(),
+        store.pieces_since_checkpoint()
+    );
+    if a.crash {
+        // The mark of a clean close stays as the last open found it: a record after it.
+        drop(store);
+    } else {
+        store.close().map_err(|e| e.to_string())?;
+    }
     let secs = began.elapsed().as_secs_f64();
     let (ws, wc, wb, w) = warm.unwrap_or((0, 0, 0, engine::StoreStats::default()));
     samples -= ws;

@@ -122,6 +122,23 @@ pub fn open(dir: &Path) -> Result<Store, String> {
     Store::open(dir, opts).map_err(|e| message(&e, ""))
 }
 
+/// Open the store to write series `names` alone (a write command on its own): their state
+/// alone is loaded, and their changes committed as one record at the close; where the
+/// engine finds that unsafe or costly (after a crash, the ring near its half, a checkpoint
+/// owed to the readers) it opens the whole store (`engine::Options::partial`).
+pub fn open_writing(dir: &Path, names: &[String]) -> Result<Store, String> {
+    let opts = Options {
+        commit_interval: None,
+        log_bytes: engine::log_size_from_env()?,
+        log_per_series: engine::log_per_series_from_env()?,
+        spill_bytes: engine::spill_bytes_from_env()?,
+        only: Some(names.to_vec()),
+        partial: true,
+        ..Options::default()
+    };
+    Store::open(dir, opts).map_err(|e| message(&e, ""))
+}
+
 /// Open the store to read series `name` alone (given by the user as `given`): only its state
 /// is loaded, nothing is written (docs/ARCHITECTURE.md, "Reading one series").
 pub fn open_reading(dir: &Path, name: &str, given: &str) -> Result<Store, String> {

@@ -80,6 +80,7 @@ fn main() {
         replay_batch: 64 << 20,
         repair: false,
         only: None,
+        partial: false,
         before_checkpoint: None,
         sample_entries: false,
         block_version: 0,

@@ -74,6 +74,7 @@ impl Store {
         let n = self.install_checkpoint(generation, snap.lsn, w, file, plan)?;
         self.blobs_stored(blobs);
         self.samples_at_ckpt = snap.samples;
+        self.pieces_at_ckpt = snap.pieces;
         Ok(n)
     }
 
@@ -223,6 +224,7 @@ impl Store {
         let n = self.install_checkpoint(generation, self.log.end_lsn, w, file, plan)?;
         self.blobs_stored(blobs);
         self.samples_at_ckpt = self.samples_total;
+        self.pieces_at_ckpt = self.pieces_total;
         self.snap = None;
         self.reg.reseed_all();
         // The next record says so: replay from the older checkpoint (should this one be
@@ -259,9 +261,38 @@ impl Store {
         })
     }
 
-    /// Commit and release the lock, leaving the mark of a clean close.
+    /// Commit and release the lock, leaving the mark of a clean close. When the log since the
+    /// newest checkpoint would slow every reader of one series after this close
+    /// ([`Store::slow_for_readers`]) and a checkpoint would write no more than that log
+    /// holds (the newest checkpoint's size as the measure: a writer on its own, pipe mode's
+    /// sessions, writes little a close), a checkpoint comes first; one that finds the disk
+    /// full is left for later.
     pub fn close(mut self) -> Result<(), Error> {
+        if self.opts.only.is_none() && self.close_wants_checkpoint() {
+            match self.checkpoint() {
+                Ok(_) => {}
+                Err(e) if out_of_space(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
         self.mark_clean()
+    }
+
+    /// Whether a close now writes a checkpoint first ([`Store::close`]): the readers after it
+    /// would be slow, or the writers, which open the whole store once the log leaves no room
+    /// for a record before the ring's half ([`Store::partial_room`]); and it writes no more
+    /// than the log it spares.
+    pub(crate) fn close_wants_checkpoint(&self) -> bool {
+        let since = self.log.since_checkpoint();
+        (self.slow_for_readers() || !self.partial_room()) && self.newest_checkpoint_len() <= since
+    }
+
+    /// Bytes of the newest checkpoint's file (0 if it cannot be read: a checkpoint is due).
+    fn newest_checkpoint_len(&self) -> u64 {
+        let path = crate::files::checkpoint(&self.dir, self.log.ckpt_gen);
+        (self.vfs.open(&path, false))
+            .and_then(|f| f.len())
+            .unwrap_or(0)
     }
 
     /// Everything accepted is committed: leave the mark of a clean close (the checkpoint
@@ -271,7 +302,7 @@ impl Store {
     /// nothing was pending or a checkpoint came after the record); the next commit's record
     /// clears it. Nothing for a read-only store.
     pub fn mark_clean(&mut self) -> Result<(), Error> {
-        if self.opts.only.is_some() {
+        if self.read_only() {
             return Ok(());
         }
         self.closing = true;

@@ -30,7 +30,7 @@ impl Store {
 
     /// Make everything accepted so far durable: one appended record, one fdatasync.
     pub fn commit(&mut self) -> Result<CommitStats, Error> {
-        if self.opts.only.is_some() {
+        if self.read_only() {
             // Nothing can be pending: every write was refused.
             return Ok(CommitStats::default());
         }
@@ -109,6 +109,7 @@ impl Store {
         let framed = framed_len(payload_len, self.log.ring.page);
         let too_big = payload_len > u32::MAX as usize;
         self.samples_total += stats.samples as u64;
+        self.pieces_total += stats.series as u64 + crate::RECORD_PIECES;
         let cost = RecordCost::of(&parts, entries_len, &block_cost, time_bits, framed);
         // A failed write of the log leaves the store refusing writes; a failed checkpoint
         // that stood in for the record leaves it writable, every commit writing a checkpoint
@@ -137,6 +138,12 @@ impl Store {
         too_big: bool,
     ) -> Result<u64, Error> {
         if too_big || self.health.owed_checkpoint().is_some() || !self.log.has_room(framed) {
+            if self.is_partial() {
+                return Err(Error::Invalid(format!(
+                    "a commit of {framed} bytes needs a checkpoint, which a store opened \
+                     for a few series cannot write: nothing was written"
+                )));
+            }
             self.unmark()?;
             return self.checkpoint_for_commit();
         }
@@ -217,6 +224,11 @@ impl Store {
     /// archive rows written in the last three eighths of the ring before it, and the last
     /// eighth is headroom for the next records. Returns the checkpoint bytes written.
     pub(crate) fn after_append(&mut self) -> Result<u64, Error> {
+        if self.is_partial() {
+            // Snapshots and checkpoints hold every series: the next whole open's. (A
+            // partial open leaves room for its record before the ring's half.)
+            return Ok(0);
+        }
         if let Some(cap) = self.ring_wanted() {
             return self.grow_ring(cap);
         }
@@ -234,6 +246,7 @@ impl Store {
                 self.log.end_lsn,
                 self.log.next_seq,
                 self.samples_total,
+                self.pieces_total,
             ));
             self.reg.reseed_all();
             self.pending.reseed();

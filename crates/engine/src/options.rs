@@ -32,6 +32,14 @@ pub struct Options {
     /// state is loaded and replayed, nothing is written, and every write is refused
     /// (`Error::ReadOnly`). `None`: the whole store, read-write.
     pub only: Option<Vec<String>>,
+    /// With `only`: open those series to write them alone (a write command on its own:
+    /// `ringlet update`, `create`, `tune`), their state loaded and replayed as a reader's,
+    /// their changes committed as one record, the mark of a clean close set with it. Only
+    /// where that is safe and cheap: the store was closed cleanly where its log ends, no
+    /// damage, room in the ring for the record without a checkpoint, and no checkpoint owed
+    /// to the readers at this close ([`crate::Store::close`]); else the whole store is
+    /// opened, as without `only`. Writes to other series are refused (`Error::ReadOnly`).
+    pub partial: bool,
     /// Called before each checkpoint becomes the newest (its header written): whatever the
     /// caller wrote beside the store before then is made durable with it. The daemon syncs
     /// the base directory's file system, so the placeholders of the series a checkpoint
@@ -83,6 +91,7 @@ impl Default for Options {
             replay_batch: 64 << 20,
             repair: false,
             only: None,
+            partial: false,
             before_checkpoint: None,
             sample_entries: false,
             block_version: 0,

@@ -45,6 +45,8 @@ pub struct RecoveryReport {
     pub checkpoint_next_id: u64,
     pub records_replayed: u64,
     pub samples_replayed: u64,
+    /// Pieces (a series' samples in one record) replayed.
+    pub pieces_replayed: u64,
     /// Replayed samples that `Rrd::apply` refused (should be 0: apply is deterministic).
     pub samples_refused: u64,
     /// Log position after the last record replayed: the next commit goes here.
@@ -364,6 +366,7 @@ pub fn recover(
     reg.blobs.reindex();
     report.records_replayed = replayed.records;
     report.samples_replayed = replayed.counts.applied;
+    report.pieces_replayed = replayed.counts.pieces;
     report.samples_refused = replayed.counts.refused;
     drop(records);
     if report.log_was_truncated && only.is_none() {
@@ -495,6 +498,7 @@ impl Replayed {
         self.records += records as u64;
         self.counts.applied += c.applied;
         self.counts.refused += c.refused;
+        self.counts.pieces += c.pieces;
     }
 }
 

@@ -32,6 +32,10 @@ pub struct Record {
 pub struct Counts {
     pub applied: u64,
     pub refused: u64,
+    /// Pieces (a series' samples in one record) of every series in the records replayed,
+    /// each record counting as [`crate::RECORD_PIECES`] more: what a reader of one series
+    /// decodes its way past.
+    pub pieces: u64,
 }
 
 fn corrupt(file: &Path, offset: u64, what: String) -> Error {
@@ -126,6 +130,7 @@ pub fn replay(
         let (used, c) = replay_run(reg, &records[start..], limit, max_samples, log)?;
         total.applied += c.applied;
         total.refused += c.refused;
+        total.pieces += c.pieces;
         start += used;
         seen = seen.saturating_add(c.applied + c.refused);
         made = made.saturating_add(sealed().saturating_sub(before));
@@ -155,6 +160,9 @@ fn replay_run(
     let mut work: crate::ids::IdMap<Vec<Chunk<'_>>> = Default::default();
     let mut reseeds = Vec::new();
     let (mut pieces, mut samples) = (0usize, 0u64);
+    // What a reader of one series decodes its way past: every series' pieces, and each
+    // record as crate::RECORD_PIECES more.
+    let mut read_work = 0u64;
     let mut used = 0;
     for (i, rec) in records.iter().enumerate() {
         if pieces >= limit || samples >= max_samples {
@@ -164,10 +172,12 @@ fn replay_run(
         let at =
             |what: String| corrupt(log, rec.file_offset, format!("record {}: {what}", rec.seq));
         let entries = decode_record(&rec.payload).map_err(|e| at(e.to_string()))?;
+        read_work += crate::RECORD_PIECES;
         if rec.reseed {
             reseeds.push(i);
         }
         for e in entries {
+            read_work += u64::from(matches!(e, Entry::Samples { .. }));
             match e {
                 Entry::Create { id, name, rrd } => {
                     // Every id made so far, also those of series not opened: a block's
@@ -199,6 +209,7 @@ fn replay_run(
                 Entry::Block(b) => {
                     for s in b.series() {
                         let s = s.map_err(|e| at(format!("sample block: {e}")))?;
+                        read_work += 1;
                         if reg.by_id(s.id).is_none() {
                             // Ids ascend: a block claiming series past every id ever made
                             // (its count is a varint, up to 2^64) would otherwise be walked
@@ -299,7 +310,10 @@ fn replay_run(
                 .collect()
         })
     };
-    let mut total = Counts::default();
+    let mut total = Counts {
+        pieces: read_work,
+        ..Counts::default()
+    };
     for r in results {
         match r {
             Ok(c) => {

@@ -81,6 +81,8 @@ pub struct Snapshot {
     /// Samples logged before it ([`crate::Store::samples_since_checkpoint`] once its
     /// checkpoint is written).
     pub samples: u64,
+    /// Pieces logged before it (a series' samples in one record).
+    pub pieces: u64,
     /// In id order.
     pub series: Vec<SnapSeries>,
 }
@@ -88,7 +90,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// Record the state of `reg` at log position `lsn` (nothing may be pending: the caller has
     /// just committed).
-    pub fn take(reg: &Registry, lsn: u64, seq: u64, samples: u64) -> Snapshot {
+    pub fn take(reg: &Registry, lsn: u64, seq: u64, samples: u64, pieces: u64) -> Snapshot {
         let series = reg
             .iter()
             .map(|(id, s)| SnapSeries::new(id, s.name.clone(), &s.rrd, &s.rows_written))
@@ -98,6 +100,7 @@ impl Snapshot {
             seq,
             next_id: reg.next_id,
             samples,
+            pieces,
             series,
         }
     }

@@ -34,6 +34,14 @@ fn only(names: &[&str]) -> Options {
     }
 }
 
+/// Options to write `names` alone (`Options::partial`).
+fn partial(names: &[&str]) -> Options {
+    Options {
+        partial: true,
+        ..only(names)
+    }
+}
+
 /// A store whose archives were written long enough to be stored in segments, and the
 /// model of what it holds.
 fn stored_store(dir: &TempDir) -> Model {
@@ -348,7 +356,13 @@ fn a_crash_at_a_closing_or_a_first_commit_never_lets_a_mark_hide_a_record() {
         // clears the mark as it appends (the crash is there); even: the closing commit.
         if seed % 2 == 1 {
             st.close().unwrap();
-            st = Store::open_with(Arc::new(fs.clone()), &dir, small_opts(64 << 10)).unwrap();
+            // Half of them write as a command on its own does: the two series alone.
+            let opts = match seed % 4 {
+                1 => partial(&names),
+                _ => small_opts(64 << 10),
+            };
+            st = Store::open_with(Arc::new(fs.clone()), &dir, opts).unwrap();
+            assert_eq!(st.is_partial(), seed % 4 == 1);
         }
         let before = st.get(names[0]).map(codec::rrdbin::rrd_bytes);
         for n in names {
@@ -370,4 +384,199 @@ fn a_crash_at_a_closing_or_a_first_commit_never_lets_a_mark_hide_a_record() {
         seen_set[usize::from(read == after)] = true;
     }
     assert!(seen_set[0] && seen_set[1], "torn both ways: {seen_set:?}");
+}
+
+#[test]
+fn a_close_past_the_readers_pieces_leaves_a_checkpoint_and_one_before_does_not() {
+    // One-shot readers after a close decode every piece since the checkpoint: past
+    // READER_PIECES a writer's close writes one first (it costs less than the log it spares).
+    use engine::sim::SimFs;
+    let dir = std::path::PathBuf::from("/store");
+    let series = 200u64;
+    let run = |commits: u64| {
+        let fs = SimFs::new();
+        let mut st = Store::open_with(Arc::new(fs.clone()), &dir, small_opts(1 << 20)).unwrap();
+        for i in 0..series {
+            st.create(&format!("s{i}.rrd"), make_rrd(0), false).unwrap();
+        }
+        st.commit().unwrap();
+        for k in 1..=commits {
+            for i in 0..series {
+                let s = Sample {
+                    time: START + 15 * k as i64,
+                    usec: 0,
+                    values: vec![(k * 7 + i).to_string()],
+                };
+                st.update(&format!("s{i}.rrd"), &s, &mut |_| {}).unwrap();
+            }
+            st.commit().unwrap();
+        }
+        // Each record counts RECORD_PIECES more (the creates' record too).
+        let per = series + engine::RECORD_PIECES;
+        assert_eq!(
+            st.pieces_since_checkpoint(),
+            commits * per + engine::RECORD_PIECES
+        );
+        let slow = st.slow_for_readers();
+        let want = st.get("s3.rrd").map(codec::rrdbin::rrd_bytes);
+        st.close().unwrap();
+        let rd = Store::open_with(Arc::new(fs), &dir, only(&["s3.rrd"])).unwrap();
+        assert_eq!(rd.get("s3.rrd").map(codec::rrdbin::rrd_bytes), want);
+        (slow, rd.recovery().records_replayed)
+    };
+    let past = engine::READER_PIECES / (series + engine::RECORD_PIECES) + 1;
+    assert_eq!(run(past), (true, 0), "a checkpoint at the close");
+    let (slow, replayed) = run(past / 2);
+    assert!(
+        !slow && replayed == past / 2 + 1,
+        "{replayed} records replayed"
+    );
+}
+
+#[test]
+fn commands_on_their_own_write_their_series_alone_as_the_whole_store_would() {
+    // A command that writes a few series (update, create, a re-create as tune and restore
+    // do) opens them alone and commits one record: the store ends as one written whole.
+    let dir = TempDir::new("partial");
+    let whole_dir = TempDir::new("partial-whole");
+    let opts = || small_opts(1 << 20);
+    let mut whole = Store::open(&whole_dir.0, opts()).unwrap();
+    let mut st = Store::open(&dir.0, opts()).unwrap();
+    let names: Vec<String> = (0..12).map(|i| format!("d/s{i}.rrd")).collect();
+    for (k, n) in names.iter().enumerate() {
+        st.create(n, make_rrd(k as u64), false).unwrap();
+        whole.create(n, make_rrd(k as u64), false).unwrap();
+    }
+    st.close().unwrap();
+    let mut rng = Rng::seeded(5);
+    let (mut partial_opens, mut t) = (0, START);
+    for step in 0..300 {
+        let n = &names[rng.below(names.len() as u64) as usize];
+        let mut one = Store::open(&dir.0, partial(&[n])).unwrap();
+        partial_opens += usize::from(one.is_partial());
+        match rng.below(10) {
+            0 => {
+                // Re-created with another schema (tune's and restore's way).
+                let rrd = make_rrd(rng.below(4));
+                one.create(n, rrd.clone(), true).unwrap();
+                whole.create(n, rrd, true).unwrap();
+            }
+            _ => {
+                t += 1 + rng.below(30) as i64;
+                let ds = whole.get(n).unwrap().ds_cnt();
+                let s = Sample {
+                    time: t,
+                    usec: 0,
+                    values: (0..ds).map(|_| rng.below(1000).to_string()).collect(),
+                };
+                let a = one.update(n, &s, &mut |_| {}).map_err(|e| e.to_string());
+                let b = whole.update(n, &s, &mut |_| {}).map_err(|e| e.to_string());
+                assert_eq!(a, b, "step {step}");
+            }
+        }
+        // A name it did not open is not its to create.
+        if one.is_partial() {
+            assert!(matches!(
+                one.create("d/other.rrd", make_rrd(0), false),
+                Err(Error::ReadOnly)
+            ));
+        }
+        one.close().unwrap();
+        if step % 50 == 49 {
+            whole.commit().unwrap();
+        }
+    }
+    assert!(
+        partial_opens > 250,
+        "{partial_opens} of 300 opens wrote their series alone"
+    );
+    let all = Store::open(&dir.0, opts()).unwrap();
+    for n in &names {
+        assert_eq!(
+            all.get(n).map(codec::rrdbin::rrd_bytes),
+            whole.get(n).map(codec::rrdbin::rrd_bytes),
+            "{n}"
+        );
+    }
+}
+
+#[test]
+fn a_partial_open_is_the_whole_stores_after_a_crash_near_the_rings_half_or_past_the_readers_pieces()
+{
+    use engine::sim::SimFs;
+    let dir = std::path::PathBuf::from("/store");
+    let fs = SimFs::new();
+    let open = |opts: Options| Store::open_with(Arc::new(fs.clone()), &dir, opts).unwrap();
+    // A fresh store has no checkpoint yet to read from: the whole store.
+    let mut st = open(partial(&["a.rrd"]));
+    assert!(!st.is_partial());
+    st.create("a.rrd", make_rrd(0), false).unwrap();
+    st.create("b.rrd", make_rrd(0), false).unwrap();
+    st.close().unwrap();
+    let upd = |st: &mut Store, t: i64| {
+        let s = Sample {
+            time: t,
+            usec: 0,
+            values: vec!["1".into()],
+        };
+        st.update("a.rrd", &s, &mut |_| {}).unwrap();
+    };
+    let mut st = open(partial(&["a.rrd"]));
+    assert!(st.is_partial());
+    upd(&mut st, START + 15);
+    // Killed after its commit: no mark, so the next one searches the ring, as a whole.
+    st.commit().unwrap();
+    drop(st);
+    let mut st = open(partial(&["a.rrd"]));
+    assert!(!st.is_partial(), "after a crash");
+    upd(&mut st, START + 30);
+    st.close().unwrap();
+    // Records up to past 3/8 of the ring: the next write needs the room a whole writer has.
+    let mut t = START + 45;
+    let cap = 64u64 << 10;
+    let mut st = open(small_opts(cap));
+    while st.log_since_checkpoint() < cap / 2 - cap / 8 {
+        upd(&mut st, t);
+        st.commit().unwrap();
+        t += 15;
+    }
+    // Marked clean without the close's checkpoint (as a build before it left stores).
+    st.mark_clean().unwrap();
+    drop(st);
+    let st = open(partial(&["a.rrd"]));
+    assert!(!st.is_partial(), "near the ring's half");
+    // Its close writes the checkpoint that gives the next ones room.
+    st.close().unwrap();
+    assert!(
+        open(partial(&["a.rrd"])).is_partial(),
+        "after the close's checkpoint"
+    );
+    // Past the readers' pieces (in a larger ring): the same.
+    let dir = std::path::PathBuf::from("/store2");
+    let open = |opts: Options| Store::open_with(Arc::new(fs.clone()), &dir, opts).unwrap();
+    let mut st = open(small_opts(1 << 20));
+    let names: Vec<String> = (0..200).map(|i| format!("s{i}.rrd")).collect();
+    for n in &names {
+        st.create(n, make_rrd(0), false).unwrap();
+    }
+    let mut k = 0;
+    while !st.slow_for_readers() {
+        k += 1;
+        for n in &names {
+            let s = Sample {
+                time: START + 15 * k,
+                usec: 0,
+                values: vec![k.to_string()],
+            };
+            st.update(n, &s, &mut |_| {}).unwrap();
+        }
+        st.commit().unwrap();
+    }
+    st.mark_clean().unwrap();
+    drop(st);
+    let st = open(partial(&["s1.rrd"]));
+    assert!(!st.is_partial(), "past the readers' pieces");
+    st.close().unwrap();
+    let st = open(partial(&["s1.rrd"]));
+    assert!(st.is_partial() && st.recovery().records_replayed == 0);
 }

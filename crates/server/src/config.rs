@@ -155,10 +155,10 @@ rrdcached options (same meaning unless noted):
   -f SECS        idle sweep interval (accepted, unused)
   -t N           writer threads (accepted, unused: one sequential commit writer)
   -j DIR         journal directory (accepted, unused: the store's log is the journal)
-  -F             also write a checkpoint at shutdown, so the next start replays no log
-                 (ringlet always commits everything at shutdown; without -F the next
-                 start replays the log since the last checkpoint: at most 7/8 of the
-                 ring, about 4 s for the default 64M on two cores)
+  -F             always write a checkpoint at shutdown, so the next start replays no log
+                 (ringlet always commits everything at shutdown; without -F it writes
+                 one only when the log since the last would slow the next start or the
+                 one-shot commands run while it is down: past 8,192 series-records)
   -p FILE        pid file
   -g             stay in the foreground
   -o FILE        log to FILE

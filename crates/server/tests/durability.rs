@@ -307,6 +307,49 @@ fn a_clean_stop_with_f_leaves_a_checkpoint() {
 }
 
 #[test]
+fn a_stop_past_the_readers_pieces_leaves_a_checkpoint_without_f() {
+    // One-shot commands run while the daemon is down decode every piece (a series' samples
+    // in one record) since the checkpoint: past engine::READER_PIECES the stop writes one.
+    let dir = TempDir::new("stoppieces");
+    let d = Ringlet::start(dir.path(), &[]);
+    let n = 64;
+    for i in 0..n {
+        setup(&d.sock, &format!("p{i}.rrd"));
+    }
+    let rounds = engine::READER_PIECES as i64 / n + 1;
+    let mut s = connect(&d.sock);
+    for k in 1..=rounds {
+        for i in 0..n {
+            let r = request(
+                &mut s,
+                &format!("UPDATE p{i}.rrd {}:{k}:{}", T0 + 10 * k, 7 * k),
+            );
+            assert_eq!(r, "0 errors, enqueued 1 value(s).\n");
+        }
+        assert_eq!(request(&mut s, "FLUSHALL"), "0 Started flush.\n");
+    }
+    drop(s);
+    let expect = snapshot(&d.sock, "p5.rrd");
+    let mut d = d;
+    assert!(d
+        .proc
+        .stop(libc::SIGTERM, Duration::from_secs(60))
+        .unwrap()
+        .success());
+    let log = d.log_text();
+    assert!(log.contains("wrote a checkpoint at shutdown"), "{log}");
+    let d = Ringlet::start(dir.path(), &[]);
+    // The log file holds both starts: the second's open replays nothing.
+    let log = d.log_text();
+    let opened = log.lines().rfind(|l| l.contains("opened store"));
+    assert!(
+        opened.is_some_and(|l| l.contains("replayed 0 commits")),
+        "{log}"
+    );
+    assert_eq!(snapshot(&d.sock, "p5.rrd"), expect);
+}
+
+#[test]
 fn background_mode_writes_the_pid_file_and_stops_on_sigterm() {
     let dir = TempDir::new("bg");
     let sock = dir.path().join("bg.sock");

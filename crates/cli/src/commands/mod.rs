@@ -117,16 +117,38 @@ pub fn with_store(ctx: &Ctx, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
     out
 }
 
-/// [`with_store`] for a command that only reads RRD `given`: a store that does not exist yet
-/// is not created, the RRD is simply missing.
-pub(crate) fn reading(ctx: &Ctx, given: &str, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
-    if ctx.shared.is_none() && !ctx.store_dir.exists() {
+/// [`with_store`] for a command that writes the series `names` alone (update, tune, resize,
+/// a create that reads no other series): on its own, the store is opened for them
+/// ([`store::open_writing`]: the engine opens it whole where writing them alone is not
+/// safe or cheap), and closed with one commit. `exists`: the store must exist already (the
+/// series is read: `given` is missing otherwise).
+pub(crate) fn writing(
+    ctx: &Ctx,
+    names: &[String],
+    given: &str,
+    exists: bool,
+    f: impl FnOnce(&mut Store) -> Outcome,
+) -> Outcome {
+    if ctx.shared.is_some() {
+        return with_store(ctx, f);
+    }
+    if exists && !ctx.store_dir.exists() {
         return Outcome::err(format!("opening '{given}': No such file or directory"));
     }
-    with_store(ctx, f)
+    let mut st = match store::open_writing(ctx.store_dir, names) {
+        Ok(s) => s,
+        Err(e) => return Outcome::err(e),
+    };
+    let mut out = f(&mut st);
+    if let Err(e) = st.close() {
+        if out.error.is_none() {
+            out.error = Some(e.to_string());
+        }
+    }
+    out
 }
 
-/// [`reading`] for a command that reads RRD `given` and writes nothing: on its own, the
+/// [`with_store`] for a command that reads RRD `given` and writes nothing: on its own, the
 /// store is opened for that series alone ([`store::open_reading`]).
 pub(crate) fn read_one(ctx: &Ctx, given: &str, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
     if ctx.shared.is_some() {

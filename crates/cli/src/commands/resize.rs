@@ -31,9 +31,10 @@ pub fn resize(ctx: &Ctx, args: &[String]) -> Outcome {
         return Outcome::err("Please grow or shrink with at least 1 row");
     }
     let n = n as u64;
-    if let Err(e) = store::normalize(given) {
-        return Outcome::err(e);
-    }
+    let name = match store::normalize(given) {
+        Ok(n) => n,
+        Err(e) => return Outcome::err(e),
+    };
     let out_name = match store::normalize(RESIZED) {
         Ok(n) => n,
         Err(e) => return Outcome::err(e),
@@ -41,7 +42,8 @@ pub fn resize(ctx: &Ctx, args: &[String]) -> Outcome {
     if let Err(e) = ctx.may_create(&out_name) {
         return Outcome::err(e);
     }
-    super::reading(ctx, given, |st| {
+    let names = [name, out_name.clone()];
+    super::writing(ctx, &names, given, true, |st| {
         let mut rrd = match super::load(st, given) {
             Ok(r) => r.clone(),
             Err(e) => return Outcome::err(e),

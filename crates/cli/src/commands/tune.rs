@@ -97,7 +97,7 @@ pub fn tune(ctx: &Ctx, args: &[String]) -> Outcome {
         Ok(n) => n,
         Err(e) => return Outcome::err(e),
     };
-    super::reading(ctx, given, |st| {
+    super::writing(ctx, std::slice::from_ref(&name), given, true, |st| {
         let mut rrd = match load(st, given) {
             Ok(r) => r.clone(),
             Err(e) => return Outcome::err(e),

@@ -1,6 +1,6 @@
 //! The commands that change the store: `create`, `update`/`updatev`, `restore`.
 
-use super::{opt, reading, with_store, Ctx, Outcome, NO_DAEMON};
+use super::{opt, with_store, writing, Ctx, Outcome, NO_DAEMON};
 use crate::getopt;
 use crate::store;
 use engine::Store;
@@ -34,7 +34,13 @@ pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
             return Outcome::err(e.msg.clone());
         }
     }
-    with_store(ctx, |st| {
+    // A create that reads no other series (no --template, no --source) opens the store for
+    // its own name alone.
+    let alone = match &first {
+        Ok(r) if !needs_store => store::normalize(&r.name).ok(),
+        _ => None,
+    };
+    let run = |st: &mut Store| {
         let req = match first {
             Ok(r) if !needs_store => r,
             _ => {
@@ -65,7 +71,11 @@ pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
             }
             Err(e) => Outcome::err(store::message(&e, &req.name)),
         }
-    })
+    };
+    match alone {
+        Some(name) => writing(ctx, std::slice::from_ref(&name), &name, false, run),
+        None => with_store(ctx, run),
+    }
 }
 
 /// `update` and `updatev` (`verbose`).
@@ -99,7 +109,7 @@ pub fn update(ctx: &Ctx, args: &[String], verbose: bool) -> Outcome {
         Ok(n) => n,
         Err(e) => return Outcome::err(e),
     };
-    let mut out = reading(ctx, given, |st| {
+    let mut out = writing(ctx, std::slice::from_ref(&name), given, true, |st| {
         let mut rows: Vec<RowWrite> = Vec::new();
         let res = apply_updates(
             ctx,

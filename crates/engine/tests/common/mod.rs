@@ -279,6 +279,7 @@ pub fn small_opts(log_bytes: u64) -> Options {
         replay_batch: 1,
         repair: false,
         only: None,
+        partial: false,
         before_checkpoint: None,
         sample_entries: false,
         block_version: 0,
