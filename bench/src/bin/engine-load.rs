@@ -19,6 +19,7 @@ usage: engine-load create     --store DIR [--workload W] [--series N] [--step SE
        engine-load run        --store DIR [--workload W] [--duration 6h] [--commit 5m] [--seed N]
                               [--warmup D] [--sample-entries | --block-version V] [--crash]
        engine-load open       --store DIR
+       engine-load stat       --store DIR
        engine-load checkpoint --store DIR
 
 --workload (give the same to create and run):
@@ -53,7 +54,9 @@ run:    continue every series from its last update, one value per column per ser
         rows, Rice-coded lengths), 2 as before its version 3 (rows against the stream's
         predictor), to compare (3, the current one, is the default); --block-v1 is
         --block-version 1.
-open:   open the store (checkpoint + replay) and print how long recovery took.
+open:   open the store (checkpoint + replay) and print how long recovery took; then close it.
+stat:   open it as a reader of one series does (nothing written) and print the log since the
+        checkpoint it replays (bytes, pieces, records).
 checkpoint: write a checkpoint now and print its size.";
 
 /// A workload's series: how many, their step, DS type and value kind per column, archives.
@@ -506,6 +509,26 @@ fn open(a: &Args) -> Result<(), String> {
     store.close().map_err(|e| e.to_string())
 }
 
+/// What a reader of one series meets, read as one (nothing is written).
+fn stat(a: &Args) -> Result<(), String> {
+    let opts = Options {
+        only: Some(Vec::new()),
+        ..Options::default()
+    };
+    let store = Store::open(&a.store, opts).map_err(|e| e.to_string())?;
+    let r = store.recovery();
+    println!(
+        "log_since_checkpoint={} log_ring={} pieces_since_checkpoint={} records_replayed={} \
+         searched_past_end={}",
+        store.log_since_checkpoint(),
+        store.log_capacity(),
+        store.pieces_since_checkpoint(),
+        r.records_replayed,
+        r.searched_past_end
+    );
+    Ok(())
+}
+
 fn checkpoint(a: &Args) -> Result<(), String> {
     let mut store = Store::open(&a.store, Options::default()).map_err(|e| e.to_string())?;
     let bytes = store.checkpoint().map_err(|e| e.to_string())?;
@@ -529,6 +552,7 @@ fn main() -> ExitCode {
         "run" => run(&args),
         "open" => open(&args),
         "checkpoint" => checkpoint(&args),
+        "stat" => stat(&args),
         other => Err(format!("unknown command {other}\n{USAGE}")),
     };
     match r {

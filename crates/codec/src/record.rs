@@ -38,7 +38,7 @@
 
 use crate::block::{Block, BlockWriter, Row};
 use crate::bytes::{ByteReader, ByteWriter, DecodeError};
-use crate::rrdbin::{encode_rrd, read_image};
+use crate::rrdbin::encode_rrd;
 use rrd::Rrd;
 
 const TAG_CREATE: u8 = 1;
@@ -57,10 +57,13 @@ const TAG_BLOB_REMOVE: u8 = 12;
 /// One entry, as decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry<'a> {
+    /// A series made: its image is decoded by whoever needs it
+    /// ([`crate::rrdbin::decode_image`]): a reader
+    /// of one series decodes only its own.
     Create {
         id: u64,
         name: String,
-        rrd: Box<Rrd>,
+        image: &'a [u8],
     },
     Remove {
         id: u64,
@@ -266,16 +269,11 @@ pub fn decode_record(payload: &[u8]) -> Result<Vec<Entry<'_>>, DecodeError> {
     for _ in 0..n {
         let tag = r.u8()?;
         let e = match tag {
-            TAG_CREATE => {
-                let id = r.varint()?;
-                let name = r.str()?;
-                let rrd = read_image(&mut r)?;
-                Entry::Create {
-                    id,
-                    name,
-                    rrd: Box::new(rrd),
-                }
-            }
+            TAG_CREATE => Entry::Create {
+                id: r.varint()?,
+                name: r.str()?,
+                image: r.bytes()?,
+            },
             TAG_REMOVE => Entry::Remove { id: r.varint()? },
             TAG_SAMPLES => Entry::Samples {
                 id: r.varint()?,
@@ -354,8 +352,9 @@ mod tests {
         );
         assert_eq!(e[1], Entry::Remove { id: 4 });
         match &e[2] {
-            Entry::Create { id, name, rrd: r } => {
+            Entry::Create { id, name, image } => {
                 assert_eq!((*id, name.as_str()), (9, "a/b.rrd"));
+                let r = crate::rrdbin::decode_image(image).unwrap();
                 assert_eq!(format!("{r:?}"), format!("{rrd:?}"));
             }
             other => panic!("{other:?}"),

@@ -245,10 +245,9 @@ fn count(r: &mut ByteReader, item: usize) -> Result<usize, DecodeError> {
     r.len(max)
 }
 
-/// Read one length-prefixed image (as checkpoints and create entries store it): the bytes,
-/// decoded by [`decode_rrd`], with nothing left over.
-pub fn read_image(r: &mut ByteReader) -> Result<Rrd, DecodeError> {
-    let img = r.bytes()?;
+/// One image's bytes (as a log's create entry holds them), decoded by [`decode_rrd`], with
+/// nothing left over.
+pub fn decode_image(img: &[u8]) -> Result<Rrd, DecodeError> {
     let mut ir = ByteReader::new(img);
     let rrd = decode_rrd(&mut ir)?;
     ir.finish()?;

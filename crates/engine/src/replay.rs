@@ -161,7 +161,7 @@ fn replay_run(
     let mut reseeds = Vec::new();
     let (mut pieces, mut samples) = (0usize, 0u64);
     // What a reader of one series decodes its way past: every series' pieces, and each
-    // record as crate::RECORD_PIECES more.
+    // record as crate::RECORD_PIECES more and its bytes as one every crate::PIECE_BYTES.
     let mut read_work = 0u64;
     let mut used = 0;
     for (i, rec) in records.iter().enumerate() {
@@ -172,19 +172,24 @@ fn replay_run(
         let at =
             |what: String| corrupt(log, rec.file_offset, format!("record {}: {what}", rec.seq));
         let entries = decode_record(&rec.payload).map_err(|e| at(e.to_string()))?;
-        read_work += crate::RECORD_PIECES;
+        read_work += crate::RECORD_PIECES + rec.payload.len() as u64 / crate::PIECE_BYTES;
         if rec.reseed {
             reseeds.push(i);
         }
         for e in entries {
             read_work += u64::from(matches!(e, Entry::Samples { .. }));
             match e {
-                Entry::Create { id, name, rrd } => {
+                Entry::Create { id, name, image } => {
                     // Every id made so far, also those of series not opened: a block's
                     // series past them are damage (below).
                     reg.next_id = reg.next_id.max(id.saturating_add(1));
+                    // Only the images of the series opened are decoded: a record that made
+                    // thousands (a migration, a first poll) costs a reader of one series the
+                    // bytes, not the archives.
                     if reg.only.as_ref().is_none_or(|o| o.contains(&name)) {
-                        reg.insert(id, name, *rrd);
+                        let rrd = codec::rrdbin::decode_image(image)
+                            .map_err(|e| at(format!("image of {name}: {e}")))?;
+                        reg.insert(id, name, rrd);
                     }
                 }
                 // Opened for a few series: the others' entries are not theirs to check.

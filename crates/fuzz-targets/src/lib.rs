@@ -146,8 +146,12 @@ pub fn record(data: &[u8]) {
                     );
                 }
             }
-            codec::record::Entry::Create { rrd, .. } if small(&rrd) => {
-                let _ = rrd::rrdfile::write(&rrd);
+            codec::record::Entry::Create { image, .. } => {
+                if let Ok(rrd) = codec::rrdbin::decode_image(image) {
+                    if small(&rrd) {
+                        let _ = rrd::rrdfile::write(&rrd);
+                    }
+                }
             }
             _ => {}
         }
