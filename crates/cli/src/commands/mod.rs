@@ -104,7 +104,12 @@ pub fn with_store(ctx: &Ctx, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
         }
         return out;
     }
-    let mut st = match store::open(ctx.store_dir) {
+    run_and_close(store::open(ctx.store_dir), f)
+}
+
+/// Run `f` on a store this command opened, then close it (committing), even if `f` failed.
+fn run_and_close(opened: Result<Store, String>, f: impl FnOnce(&mut Store) -> Outcome) -> Outcome {
+    let mut st = match opened {
         Ok(s) => s,
         Err(e) => return Outcome::err(e),
     };
@@ -135,17 +140,7 @@ pub(crate) fn writing(
     if exists && !ctx.store_dir.exists() {
         return Outcome::err(format!("opening '{given}': No such file or directory"));
     }
-    let mut st = match store::open_writing(ctx.store_dir, names) {
-        Ok(s) => s,
-        Err(e) => return Outcome::err(e),
-    };
-    let mut out = f(&mut st);
-    if let Err(e) = st.close() {
-        if out.error.is_none() {
-            out.error = Some(e.to_string());
-        }
-    }
-    out
+    run_and_close(store::open_writing(ctx.store_dir, names), f)
 }
 
 /// [`with_store`] for a command that reads RRD `given` and writes nothing: on its own, the
