@@ -45,16 +45,24 @@ enum Msg {
     Signal,
 }
 
-/// Run `cmd` with `args` on the session's store, open to write; the series it created are
-/// committed at once and given their placeholders.
+/// Run `cmd` with `args` on the session's store, open to write. The series a `create` made
+/// (empty) join `unplaced`: committed with the next commit and given their placeholders then
+/// ([`place`]); before anything else is written the session does that, so no value of a
+/// series is committed before its placeholder is on the disk. Those a `restore` made hold
+/// data: committed at once and given their placeholders.
 fn run_on(
     st: &mut engine::Store,
     dir: &Path,
     renderer: &mut cli::graph::Renderer,
-    cmd: &str,
-    args: &[String],
+    (cmd, args): (&str, &[String]),
     bytes: &mut Vec<u8>,
+    unplaced: &mut Vec<String>,
 ) -> Outcome {
+    if cli::writes(cmd) && cmd != "create" && !unplaced.is_empty() {
+        if let Err(e) = place(st, dir, unplaced) {
+            return Outcome::err(e);
+        }
+    }
     let (mut out, written) = {
         let cell = RefCell::new(&mut *st);
         let ctx = Ctx {
@@ -67,17 +75,20 @@ fn run_on(
         });
         (out, ctx.written.into_inner())
     };
-    if !written.is_empty() {
-        // New series: committed now, then their placeholders (placed.rs).
-        let placed = st
-            .commit()
-            .map_err(|e| e.to_string())
-            .and_then(|_| crate::placed::write(dir, &written));
-        if let Err(e) = placed {
+    unplaced.extend(written);
+    if cli::writes(cmd) && cmd != "create" && !unplaced.is_empty() {
+        if let Err(e) = place(st, dir, unplaced) {
             out.error.get_or_insert(e);
         }
     }
     out
+}
+
+/// Commit, then give the series created since the last commit their placeholders (written,
+/// then their file systems synced: placed.rs).
+fn place(st: &mut engine::Store, dir: &Path, unplaced: &mut Vec<String>) -> Result<(), String> {
+    st.commit().map_err(|e| e.to_string())?;
+    crate::placed::write(dir, &std::mem::take(unplaced))
 }
 
 /// Lines of stdin, and the ending signals, on one channel.
@@ -273,6 +284,8 @@ pub fn run(dir: &Path) -> i32 {
     let mut stdout = std::io::stdout().lock();
     // When what the commands changed was first left uncommitted.
     let mut dirty_since: Option<Instant> = None;
+    // Series created since the last commit, without their placeholders yet (run_on).
+    let mut unplaced: Vec<String> = Vec::new();
     let mut status = 0;
     // Lines sent to a daemon whose answers are not read yet (their daemons, in order), and
     // a message taken from the channel while looking for more lines.
@@ -310,7 +323,7 @@ pub fn run(dir: &Path) -> i32 {
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 // The input paused with changes pending: commit them now.
                 if let Some(st) = store.as_mut() {
-                    if let Err(e) = st.commit() {
+                    if let Err(e) = place(st, dir, &mut unplaced) {
                         eprintln!("ERROR: {e}");
                         status = 1;
                     }
@@ -412,12 +425,24 @@ pub fn run(dir: &Path) -> i32 {
                         )
                     }
                     (None, None) => match cli::store::open(dir) {
-                        Ok(st) => {
-                            run_on(store.insert(st), dir, &mut renderer, cmd, &rest, &mut bytes)
-                        }
+                        Ok(st) => run_on(
+                            store.insert(st),
+                            dir,
+                            &mut renderer,
+                            (cmd, &rest),
+                            &mut bytes,
+                            &mut unplaced,
+                        ),
                         Err(e) => Outcome::err(e),
                     },
-                    (None, Some(st)) => run_on(st, dir, &mut renderer, cmd, &rest, &mut bytes),
+                    (None, Some(st)) => run_on(
+                        st,
+                        dir,
+                        &mut renderer,
+                        (cmd, &rest),
+                        &mut bytes,
+                        &mut unplaced,
+                    ),
                 }
             }
             None => Outcome::ok(cli::HELP.into()),
@@ -427,8 +452,8 @@ pub fn run(dir: &Path) -> i32 {
             if cli::writes(cmd) {
                 let since = *dirty_since.get_or_insert_with(Instant::now);
                 if since.elapsed() >= COMMIT_EVERY {
-                    if let Err(e) = st.commit() {
-                        out.error.get_or_insert(e.to_string());
+                    if let Err(e) = place(st, dir, &mut unplaced) {
+                        out.error.get_or_insert(e);
                     }
                     dirty_since = None;
                 }
@@ -451,7 +476,12 @@ pub fn run(dir: &Path) -> i32 {
             status = 1;
         }
     }
-    match store.map(engine::Store::close) {
+    let closed = store.map(|st| {
+        st.close()
+            .map_err(|e| e.to_string())
+            .and_then(|()| crate::placed::write(dir, &unplaced))
+    });
+    match closed {
         Some(Err(e)) => {
             eprintln!("ERROR: {e}");
             1

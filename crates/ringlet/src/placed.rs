@@ -9,7 +9,8 @@
 //! daemon's placeholder there (`server::placeholder`), written after the commit that holds
 //! the series (a crash between leaves a series without a placeholder, created again with
 //! nothing lost, never a placeholder without its series) and synced before anything later is
-//! committed (a power cut never takes it from a series holding data). A real `.rrd` file at
+//! committed (a power cut never takes it from a series holding data): all of a commit's
+//! placeholders written, then each file system they are on synced once. A real `.rrd` file at
 //! the path is the user's: moved aside into `<store>/imported/`, as the daemon does.
 
 use server::placeholder::{self, Found, Places};
@@ -42,13 +43,19 @@ pub(crate) fn write(dir: &Path, names: &[String]) -> Result<(), String> {
         let path = Path::new(&abs);
         let done = match placeholder::inspect(None, path) {
             Found::Placeholder | Found::Other => Ok(()),
-            Found::Missing | Found::Empty => placeholder::write_durable(&places, path, &abs, name),
+            Found::Missing | Found::Empty => placeholder::write(&places, path, &abs, name),
             Found::Rrd => placeholder::move_aside(&places, path, &abs, name)
-                .and_then(|_| placeholder::write_durable(&places, path, &abs, name)),
+                .and_then(|_| placeholder::write(&places, path, &abs, name)),
         };
         if let Err(e) = done {
             failed.push(format!("{abs}: {}", server::log::strerror(&e)));
         }
+    }
+    if let Err(e) = places.written.sync() {
+        failed.push(format!(
+            "syncing their file systems: {}",
+            server::log::strerror(&e)
+        ));
     }
     if failed.is_empty() {
         Ok(())

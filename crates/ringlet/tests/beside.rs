@@ -1064,6 +1064,25 @@ fn the_cli_alone_leaves_a_placeholder_at_a_created_path() {
             "{fetch:?}"
         );
     }
+    // Creates alone in a session (committed together at its end, or at the next write),
+    // and read before they are committed: each has its placeholder once the session ends.
+    let (three, four) = (rra.join("three.rrd"), rra.join("sub/four.rrd"));
+    let script = format!(
+        "create {} {schema}\ncreate {} {schema}\nlast {}\n",
+        three.display(),
+        four.display(),
+        three.display()
+    );
+    let (out, code) = pipe_bytes(&dir.0, script.as_bytes());
+    assert_eq!(code, 0);
+    assert!(
+        !out.contains("ERROR") && out.contains("1699999800"),
+        "{out}"
+    );
+    for p in [&three, &four] {
+        let text = std::fs::read_to_string(p).expect("a placeholder after the session");
+        assert!(text.starts_with("ringlet placeholder:"), "{text}");
+    }
     // A store name is not a file.
     let out = ringlet(
         &dir.0,
