@@ -172,9 +172,10 @@ for name, s in (("rrdtool - (files)", t1 - t0), ("ringlet - (alone)", t2 - t1b),
 PY
 
 # --- 2. one-shot commands -------------------------------------------------------------------
-f=$(ls "$WORK"/files/*load_1min*.rrd | head -1); b=$(basename "$f")
+# (Globs, not `ls | head`: under pipefail a head that ends first fails the script.)
+fs=("$WORK"/files/*load_1min*.rrd); f=${fs[0]}; b=$(basename "$f")
 # A day of 4 DS: graph two files of this kind.
-f2=$(ls "$WORK"/files/*mem_buffers*.rrd | head -1); b2=$(basename "$f2")
+fs=("$WORK"/files/*mem_buffers*.rrd); f2=${fs[0]}; b2=$(basename "$f2")
 last=$(rrdtool last "$f")
 median_ms() { # label, command...
     python3 - "$RUNS" "$@" <<'PY'
