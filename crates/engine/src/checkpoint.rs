@@ -284,7 +284,25 @@ impl Store {
     /// than the log it spares.
     pub(crate) fn close_wants_checkpoint(&self) -> bool {
         let since = self.log.since_checkpoint();
+        // The newest checkpoint's size alone: a partial open asks too, knowing only its own
+        // series, and must answer as the whole store's close would.
         (self.slow_for_readers() || !self.partial_room()) && self.newest_checkpoint_len() <= since
+    }
+
+    /// Whether a checkpoint now would spare the readers of one series a slow replay
+    /// ([`Store::slow_for_readers`]) and cost at most `1/spare` of the log it spares (its size
+    /// estimated as the newest checkpoint's, or 1 KiB a series if more). The daemon's stop
+    /// asks with 8: a stop after days writes one, a short run's stop does not (its write
+    /// load stays that of its commits).
+    pub fn checkpoint_spares_readers(&self, spare: u64) -> bool {
+        self.slow_for_readers()
+            && self.checkpoint_estimate().saturating_mul(spare) <= self.log.since_checkpoint()
+    }
+
+    /// What a checkpoint now would write, about: the newest one's size, or 1 KiB a series
+    /// (Cacti's eight archives take about 800 bytes) if more.
+    fn checkpoint_estimate(&self) -> u64 {
+        (self.newest_checkpoint_len()).max(self.reg.len() as u64 * 1024)
     }
 
     /// Bytes of the newest checkpoint's file (0 if it cannot be read: a checkpoint is due).

@@ -416,6 +416,10 @@ fn a_close_past_the_readers_pieces_leaves_a_checkpoint_and_one_before_does_not()
         let pieces = st.pieces_since_checkpoint();
         assert!(pieces >= commits * per + engine::RECORD_PIECES, "{pieces}");
         let slow = st.slow_for_readers();
+        // The daemon's stop asks for an eighth: 200 series' checkpoint (a KiB a series) is
+        // more than an eighth of this short run's log.
+        assert!(!st.checkpoint_spares_readers(8));
+        assert!(st.log_since_checkpoint() < 8 * 200 * 1024);
         let want = st.get("s3.rrd").map(codec::rrdbin::rrd_bytes);
         // A reader counts what the writer counted, and so does the next writer's replay.
         st.mark_clean().unwrap();

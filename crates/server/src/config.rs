@@ -157,8 +157,9 @@ rrdcached options (same meaning unless noted):
   -j DIR         journal directory (accepted, unused: the store's log is the journal)
   -F             always write a checkpoint at shutdown, so the next start replays no log
                  (ringlet always commits everything at shutdown; without -F it writes
-                 one only when the log since the last would slow the next start or the
-                 one-shot commands run while it is down: past 8,192 series-records)
+                 one only when the log since the last would slow the next start, or
+                 the one-shot commands run while it is down (past 8,192 series-records)
+                 and is eight times the checkpoint)
   -p FILE        pid file
   -g             stay in the foreground
   -o FILE        log to FILE

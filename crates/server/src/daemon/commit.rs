@@ -104,12 +104,13 @@ impl Daemon {
         // next start reads no journal; also without it once replaying the log since the
         // last one would take the next start seconds, or a one-shot command (`ringlet
         // fetch`, Cacti's graphs while the daemon is down) more than a few milliseconds
-        // (engine::READER_PIECES). Otherwise the stop writes no more than the commit: a
-        // checkpoint is hundreds of bytes a series.
+        // (engine::READER_PIECES) where the checkpoint costs at most an eighth of the log it
+        // spares. Otherwise the stop writes no more than the commit: a checkpoint is
+        // hundreds of bytes a series.
         let since = inner.store.log_since_checkpoint();
         let long = inner.store.samples_since_checkpoint() > STOP_CHECKPOINT_SAMPLES
             || since > STOP_CHECKPOINT_BYTES
-            || inner.store.slow_for_readers();
+            || inner.store.checkpoint_spares_readers(8);
         if since > 0 && (self.checkpoint_at_stop || long) {
             let t0 = Instant::now();
             match inner.store.checkpoint() {
