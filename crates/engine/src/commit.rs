@@ -140,6 +140,9 @@ impl Store {
     ) -> Result<u64, Error> {
         if too_big || self.health.owed_checkpoint().is_some() || !self.log.has_room(framed) {
             if self.is_partial() {
+                // What the commit took from the series is in no record: nothing more may be
+                // committed in this process (the command fails; nothing of it was written).
+                self.health.fail();
                 return Err(Error::Invalid(format!(
                     "a commit of {framed} bytes needs a checkpoint, which a store opened \
                      for a few series cannot write: nothing was written"
