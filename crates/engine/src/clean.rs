@@ -72,10 +72,10 @@ pub fn remove(vfs: &dyn Vfs, dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// The marks a reader may trust, if they match where its replay ended: the one in the log's
-/// superblock page, and an older store's file.
-pub fn read_all(vfs: &dyn Vfs, dir: &Path, log: &LogRing) -> io::Result<Vec<Mark>> {
-    let mut marks: Vec<Mark> = decode(&log.read_mark()?).into_iter().collect();
+/// The marks an open may trust, if they match where its replay ended: the one in the log's
+/// superblock page (`in_log`, [`read_in_log`]), and an older store's file.
+pub fn read_all(vfs: &dyn Vfs, dir: &Path, in_log: Option<Mark>) -> io::Result<Vec<Mark>> {
+    let mut marks: Vec<Mark> = in_log.into_iter().collect();
     marks.extend(read_file(vfs, dir)?);
     Ok(marks)
 }
@@ -92,7 +92,7 @@ pub fn is_marked(vfs: &dyn Vfs, dir: &Path) -> io::Result<bool> {
         Ok(l) => l,
         Err(_) => return Ok(false),
     };
-    Ok(!read_all(vfs, dir, &log)?.is_empty())
+    Ok(!read_all(vfs, dir, read_in_log(&log)?)?.is_empty())
 }
 
 /// An older store's mark file, if a valid one is there.

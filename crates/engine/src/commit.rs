@@ -109,8 +109,7 @@ impl Store {
         let framed = framed_len(payload_len, self.log.ring.page);
         let too_big = payload_len > u32::MAX as usize;
         self.samples_total += stats.samples as u64;
-        self.pieces_total +=
-            stats.series as u64 + crate::RECORD_PIECES + payload_len as u64 / crate::PIECE_BYTES;
+        self.pieces_total += stats.series as u64 + crate::record_pieces(payload_len);
         let cost = RecordCost::of(&parts, entries_len, &block_cost, time_bits, framed);
         // A failed write of the log leaves the store refusing writes; a failed checkpoint
         // that stood in for the record leaves it writable, every commit writing a checkpoint

@@ -72,6 +72,12 @@ pub const RECORD_PIECES: u64 = 16;
 /// one series does not decode, cost it 5 ms, about 20,000 pieces' worth).
 pub const PIECE_BYTES: u64 = 256;
 
+/// What a record of `payload_len` bytes costs a reader of one series besides its pieces
+/// ([`RECORD_PIECES`], [`PIECE_BYTES`]): counted the same by a commit and by replay.
+pub(crate) fn record_pieces(payload_len: usize) -> u64 {
+    RECORD_PIECES + payload_len as u64 / PIECE_BYTES
+}
+
 /// A series' handle ([`Store::series_id`]): its id, never reused in a store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SeriesId(u64);
@@ -217,10 +223,7 @@ impl Store {
         if opts.only.is_none() {
             r.log.drop_cache();
         }
-        let disk_mark = match writer {
-            true => clean::read_in_log(&r.log)?,
-            false => None,
-        };
+        let disk_mark = r.mark.filter(|_| writer);
         // A partial writer's open that wanted a checkpoint (damage) opens the whole store.
         let owed = opts.only.is_some() && (r.needs_checkpoint || r.wants_checkpoint);
         let needs_checkpoint = r.needs_checkpoint && opts.only.is_none();

@@ -60,9 +60,9 @@ impl Log {
         self.ring
             .write_record(self.end_lsn, &header, payload, framed)?;
         let after = Mark {
-            generation: self.ckpt_gen,
             end_lsn: self.end_lsn + framed,
             next_seq: self.next_seq + 1,
+            ..self.mark()
         };
         let on_disk = match mark {
             None => None,

@@ -77,6 +77,8 @@ pub struct Recovered {
     /// replaces it (the slot the next generation takes), so the store has two good ones
     /// again. Worth trying, not needed: a failure (a full disk) leaves a notice.
     pub wants_checkpoint: bool,
+    /// The mark of a clean close in the log's superblock page, as the open found it.
+    pub mark: Option<crate::clean::Mark>,
 }
 
 fn corrupt(file: &Path, offset: u64, what: impl Into<String>) -> Error {
@@ -306,8 +308,9 @@ pub fn recover(
     // A replay that ended exactly where a clean close left the log, from the checkpoint it
     // left, knows nothing follows (crate::clean): a reader, and a writer too (its first
     // record clears the mark).
+    let mark = crate::clean::read_in_log(&log)?;
     let clean_end = stop.is_none()
-        && crate::clean::read_all(vfs, dir, &log)?
+        && crate::clean::read_all(vfs, dir, mark)?
             .iter()
             .any(|m| m.generation == ckpt_gen && m.end_lsn == lsn && m.next_seq == seq);
     report.searched_past_end = !clean_end;
@@ -376,6 +379,7 @@ pub fn recover(
     // numbers are behind, or their checksums fail), and are overwritten as the log goes on.
     report.end_lsn = lsn;
     Ok(Recovered {
+        mark,
         log,
         reg,
         end_lsn: lsn,

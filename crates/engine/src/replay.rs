@@ -172,7 +172,7 @@ fn replay_run(
         let at =
             |what: String| corrupt(log, rec.file_offset, format!("record {}: {what}", rec.seq));
         let entries = decode_record(&rec.payload).map_err(|e| at(e.to_string()))?;
-        read_work += crate::RECORD_PIECES + rec.payload.len() as u64 / crate::PIECE_BYTES;
+        read_work += crate::record_pieces(rec.payload.len());
         if rec.reseed {
             reseeds.push(i);
         }
