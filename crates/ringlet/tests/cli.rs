@@ -969,7 +969,9 @@ fn graph_draws_from_the_store_what_rrdtool_draws_from_the_file() {
 fn changes_made(store: &Path, args: &[&str], stdin: Option<&str>) -> Vec<String> {
     let log = store.with_file_name(format!("strace-{}.log", SEQ.fetch_add(1, Ordering::SeqCst)));
     let mut c = Command::new("strace");
-    c.args(["-f", "-y", "-qq", "-o"])
+    // One file a process (`-ff`): no call is split into "unfinished" and "resumed" lines,
+    // so every line names the file it writes.
+    c.args(["-ff", "-y", "-qq", "-o"])
         .arg(&log)
         .args([
             "-e",
@@ -983,8 +985,17 @@ fn changes_made(store: &Path, args: &[&str], stdin: Option<&str>) -> Vec<String>
         .args(args);
     let out = run(c, stdin);
     assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
-    let text = std::fs::read_to_string(&log).expect("strace log");
-    let _ = std::fs::remove_file(&log);
+    let prefix = format!("{}.", log.file_name().unwrap().to_str().unwrap());
+    let mut text = String::new();
+    for e in std::fs::read_dir(log.parent().unwrap()).unwrap() {
+        let e = e.unwrap();
+        if e.file_name().to_str().unwrap().starts_with(&prefix) {
+            text.push_str(&std::fs::read_to_string(e.path()).expect("strace log"));
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    assert!(!text.is_empty(), "strace wrote no log");
+    assert!(!text.contains(" resumed>"), "{text}");
     text.lines()
         .filter(|l| {
             !l.contains("<pipe:[") && !l.contains("<socket:[") && !l.contains("</dev/null>")
