@@ -39,7 +39,6 @@ pub use listen::{serve_pickle, serve_tcp, serve_udp};
 use crate::daemon::Daemon;
 use crate::ingest;
 use rrd::Rrd;
-use std::borrow::Cow;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -126,10 +125,9 @@ type PathHash = std::hash::BuildHasherDefault<rrd::fx::Fx>;
 #[derive(Default)]
 pub struct Conn {
     /// Entries by the paths this connection sent (no name to build for a path seen before).
-    paths: std::collections::HashMap<Box<str>, Arc<crate::entry::Entry>, PathHash>,
+    paths: hashbrown::HashMap<Box<str>, Arc<crate::entry::Entry>, PathHash>,
     local: ingest::Local,
     name: String,
-    gap: String,
     val: String,
     /// The current line's value text, written as the point's value (empty: the value is
     /// formatted, as for a pickle's).
@@ -161,23 +159,26 @@ fn parse_point(line: &str, now: impl Fn() -> f64) -> Result<(&str, f64, &str, f6
     let (Some(path), Some(v), Some(t), None) = (f.next(), f.next(), f.next(), f.next()) else {
         return Err("not 'path value timestamp'".into());
     };
-    let value = match v.to_ascii_lowercase().as_str() {
-        "nan" | "-nan" | "+nan" => f64::NAN,
-        _ => v
-            .parse::<f64>()
-            .map_err(|_| format!("value '{}' is not a number", v.escape_debug()))?,
+    let nan = |s: &str| s.eq_ignore_ascii_case("nan");
+    let value = if nan(v) || v.strip_prefix(['-', '+']).is_some_and(nan) {
+        f64::NAN
+    } else {
+        v.parse::<f64>()
+            .map_err(|_| format!("value '{}' is not a number", v.escape_debug()))?
     };
     if value.is_infinite() {
         return Err(format!("value '{v}' is infinite"));
     }
     let ts = match t {
-        "-1" | "N" => now(),
-        _ => t
-            .parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x >= 0.0 && *x < 1e12)
-            .ok_or_else(|| format!("timestamp '{}' is not a time", t.escape_debug()))?,
-    };
+        "-1" | "N" => Some(now()),
+        // Whole seconds, as collectors send them, read without the float parser.
+        _ if t.len() <= 12 && t.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(t.bytes().fold(0u64, |n, b| n * 10 + u64::from(b - b'0')) as f64)
+        }
+        _ => t.parse::<f64>().ok(),
+    }
+    .filter(|x| x.is_finite() && *x >= 0.0 && *x < 1e12)
+    .ok_or_else(|| format!("timestamp '{}' is not a time", t.escape_debug()))?;
     Ok((path, value, v, ts))
 }
 
@@ -376,9 +377,13 @@ impl Carbon {
         ts: f64,
     ) -> Result<Taken, String> {
         let t = ts.floor() as i64;
-        let e = match l.paths.get(path) {
-            Some(e) => e.clone(),
-            None => {
+        if l.paths.len() >= PATHS_MAX {
+            l.paths.clear();
+        }
+        // Borrowed from the connection's map: no count of the entry to touch a point.
+        let e = match l.paths.entry_ref(path) {
+            hashbrown::hash_map::EntryRef::Occupied(o) => o.into_mut(),
+            hashbrown::hash_map::EntryRef::Vacant(v) => {
                 name_into(path, &mut l.name)?;
                 let e = match l.local.entry(d, &l.name) {
                     Ok(e) => e,
@@ -389,52 +394,30 @@ impl Carbon {
                         l.local.entry(d, &l.name).map_err(|r| r.message)?
                     }
                 };
-                if l.paths.len() >= PATHS_MAX {
-                    l.paths.clear();
-                }
-                l.paths.insert(path.into(), e.clone());
-                e
+                v.insert_with_key(path.into(), e)
             }
         };
-        let (step, last, n_ds) = {
-            let st = e.lock();
-            let s = &st.shadow;
-            (s.schema.step as i64, s.last_up, s.schema.ds.len())
-        };
-        if n_ds != 1 {
-            return Err(format!(
-                "{} has {n_ds} data sources; a Graphite metric has one",
-                e.name
-            ));
-        }
-        let end = t - t.rem_euclid(step) + step;
-        if end <= last {
-            return Ok(Taken::Late);
-        }
-        use std::fmt::Write as _;
-        l.gap.clear();
-        l.val.clear();
-        let gap = end - step > last;
-        if gap {
-            // Slots skipped since the last point are unknown, not this point's value.
-            let _ = write!(l.gap, "{}:U", end - step);
-        }
-        if value.is_nan() {
-            let _ = write!(l.val, "{end}:U");
+        let value = if value.is_nan() {
+            None
         } else if !l.text.is_empty() {
             // The value as the line gave it (a number Rust reads, so librrd's strtod does).
-            let _ = write!(l.val, "{end}:{}", l.text);
-            l.text.clear();
+            Some(l.text.as_str())
         } else {
-            let _ = write!(l.val, "{end}:{value}");
-        }
-        let vals = [Cow::Borrowed(l.gap.as_str()), Cow::Borrowed(l.val.as_str())];
-        let skip = usize::from(!gap);
-        let r = l.local.update_entry(d, &e, vals.into_iter().skip(skip));
+            use std::fmt::Write as _;
+            let _ = write!(l.val, "{value}");
+            Some(l.val.as_str())
+        };
+        let r = l.local.update_slot(d, e, t, value);
+        l.text.clear();
+        l.val.clear();
         if l.local.queued >= 1 << 16 {
             d.queued(std::mem::take(&mut l.local.queued));
         }
-        r.map(|_| Taken::Queued).map_err(|resp| resp.message)
+        match r {
+            Ok(ingest::Slot::Queued) => Ok(Taken::Queued),
+            Ok(ingest::Slot::Late) => Ok(Taken::Late),
+            Err(resp) => Err(resp.message),
+        }
     }
 
     /// Make the series of `path` (unless another connection just did), its archives from
