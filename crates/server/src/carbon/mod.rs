@@ -29,6 +29,7 @@
 //! alternation; no look-around).
 
 mod listen;
+mod paths;
 
 pub use graphite::carbon::{
     graphite_schema, parse_retentions, Method, Retention, Rules, DEFAULT_AGGREGATION,
@@ -115,17 +116,12 @@ pub fn name_into(path: &str, name: &mut String) -> Result<(), String> {
     Ok(())
 }
 
-/// Paths a connection keeps before it starts again (a path and an entry's pointer each).
-const PATHS_MAX: usize = 1 << 18;
-
-type PathHash = std::hash::BuildHasherDefault<rrd::fx::Fx>;
-
 /// What a carbon connection keeps between its points: its entries (no shared lookup for a
 /// series it has sent before) and buffers.
 #[derive(Default)]
 pub struct Conn {
     /// Entries by the paths this connection sent (no name to build for a path seen before).
-    paths: hashbrown::HashMap<Box<str>, Arc<crate::entry::Entry>, PathHash>,
+    paths: paths::Paths,
     local: ingest::Local,
     name: String,
     val: String,
@@ -377,13 +373,10 @@ impl Carbon {
         ts: f64,
     ) -> Result<Taken, String> {
         let t = ts.floor() as i64;
-        if l.paths.len() >= PATHS_MAX {
-            l.paths.clear();
-        }
-        // Borrowed from the connection's map: no count of the entry to touch a point.
-        let e = match l.paths.entry_ref(path) {
-            hashbrown::hash_map::EntryRef::Occupied(o) => o.into_mut(),
-            hashbrown::hash_map::EntryRef::Vacant(v) => {
+        // Borrowed from the connection's table: no count of the entry to touch a point.
+        let e = match l.paths.get(path) {
+            Some(e) => e,
+            None => {
                 name_into(path, &mut l.name)?;
                 let e = match l.local.entry(d, &l.name) {
                     Ok(e) => e,
@@ -394,7 +387,7 @@ impl Carbon {
                         l.local.entry(d, &l.name).map_err(|r| r.message)?
                     }
                 };
-                v.insert_with_key(path.into(), e)
+                l.paths.insert(path, e)
             }
         };
         let value = if value.is_nan() {
