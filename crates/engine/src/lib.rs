@@ -331,6 +331,11 @@ impl Store {
         self.reg.get(name).map(|s| &s.rrd)
     }
 
+    /// [`Store::get`] by the series' id ([`Store::series_id`]).
+    pub fn get_id(&self, id: SeriesId) -> Option<&Rrd> {
+        self.reg.by_id(id.0).map(|s| &s.rrd)
+    }
+
     /// Names of all RRDs, sorted.
     pub fn names(&self) -> Vec<String> {
         self.reg.names()

@@ -55,7 +55,19 @@ pub struct EntryState {
     /// The series was removed (through the view): UPDATE says there is no such file until
     /// it is created again ([`EntryState::reset`]).
     pub gone: bool,
+    /// The queue's byte from which on its values are not in the shadow's PDP state (only
+    /// its last update time), or [`FRESH`]: values whose outcome is known without it
+    /// ([`EntryState::admit_known`]). [`EntryState::catch_up`] applies them to the shadow,
+    /// and applying the queue to the store brings the shadow up to date
+    /// ([`EntryState::applied_to`]).
+    behind: u32,
+    /// The shadow's last update (seconds, microseconds) when it fell behind: where
+    /// [`EntryState::catch_up`] starts from.
+    behind_up: (i64, u32),
 }
+
+/// [`EntryState`]'s shadow holds every queued value.
+const FRESH: u32 = u32::MAX;
 
 impl Entry {
     /// The entry of series `name` (the store's own copy of it: [`engine::Store::shared_name`]).
@@ -71,6 +83,8 @@ impl Entry {
                 in_dirty: false,
                 in_applied: false,
                 gone: false,
+                behind: FRESH,
+                behind_up: (0, 0),
             }),
         }
     }
@@ -101,7 +115,7 @@ impl EntryState {
     /// Forget every queued and pending value and take `rrd` (the store's series, everything
     /// applied) as the new starting point: after CREATE, FORGET, or a re-read file.
     pub fn reset(&mut self, rrd: &Rrd) {
-        self.shadow = shadow_of(rrd);
+        self.set_shadow(rrd);
         self.queue = Queue::default();
         self.pending_n = 0;
         self.applied = 0;
@@ -109,8 +123,99 @@ impl EntryState {
         self.gone = false;
     }
 
+    /// The shadow of `rrd`, the series as it stands with every queued value applied.
+    pub fn set_shadow(&mut self, rrd: &Rrd) {
+        self.shadow = shadow_of(rrd);
+        self.behind = FRESH;
+    }
+
+    /// Queue `time:value` (`U` for None) of a series of one GAUGE or ABSOLUTE data source
+    /// without applying it to the shadow, when its outcome is known: accepted. It is, when
+    /// `time` is after the last update and the value is unknown or a plain decimal
+    /// (`plain_decimal`): rrdtool reads such a number, and neither data source refuses a
+    /// number (out of its range, or past the heartbeat, it becomes unknown). False, and
+    /// nothing queued, otherwise. Carbon's points take this way: the shadow's PDP state,
+    /// a cache line of its own, is not touched a point.
+    pub fn admit_known(&mut self, time: i64, value: Option<&str>) -> bool {
+        let sh = &self.shadow;
+        let known = time > sh.last_up
+            && time > 0
+            && sh.schema.ds.len() == 1
+            && matches!(
+                sh.schema.ds[0].kind,
+                rrd::DsType::Gauge | rrd::DsType::Absolute
+            );
+        let decimal = match value {
+            Some(v) => match plain_decimal(v) {
+                Some(d) => Some(d),
+                None => return false,
+            },
+            None => None,
+        };
+        if !known {
+            return false;
+        }
+        if self.behind == FRESH {
+            self.behind = self.queue.len() as u32;
+            self.behind_up = (self.shadow.last_up, self.shadow.last_up_usec as u32);
+        }
+        self.queue.push_known(ACCEPTED, time as u64, decimal);
+        self.shadow.last_up = time;
+        self.shadow.last_up_usec = 0;
+        self.pending_n += 1;
+        true
+    }
+
+    /// Apply to the shadow the values [`EntryState::admit_known`] queued without it, so
+    /// that it holds every queued value (before a value whose outcome needs its state).
+    pub fn catch_up(&mut self, scratch: &mut Sample) {
+        if self.behind == FRESH {
+            return;
+        }
+        let (shadow, queue) = (&mut self.shadow, &self.queue);
+        (shadow.last_up, shadow.last_up_usec) = (self.behind_up.0, i64::from(self.behind_up.1));
+        queue.each_from(self.behind as usize, &mut |_, v| {
+            // Written by admit_known: a time and a value that read, and apply.
+            if let Some(stamp) = rrd::update::reuse::stamp(v) {
+                if rrd::update::reuse::read(&shadow.schema, v, stamp, scratch).is_ok() {
+                    let _ = shadow.apply(scratch);
+                }
+            }
+        });
+        self.behind = FRESH;
+    }
+
+    /// Every queued value was applied to the store's series, now `rrd`: the shadow, if it
+    /// was behind, takes its state.
+    pub fn applied_to(&mut self, rrd: Option<&Rrd>) {
+        if self.behind != FRESH {
+            match rrd {
+                Some(rrd) if rrd.pdp.len() == self.shadow.pdp.len() => {
+                    self.shadow.last_up = rrd.last_up;
+                    self.shadow.last_up_usec = rrd.last_up_usec;
+                    self.shadow.pdp.clone_from_slice(&rrd.pdp);
+                }
+                Some(rrd) => self.shadow = shadow_of(rrd),
+                None => {}
+            }
+            self.behind = FRESH;
+        }
+    }
+
+    /// The first `cut` bytes of the queue, applied to the store, are durable: drop them.
+    pub fn drain(&mut self, cut: u32) {
+        self.queue.drain_to(cut as usize);
+        if self.behind != FRESH {
+            // Values applied to the store brought the shadow up to date (applied_to): what
+            // it lacks was queued after them.
+            debug_assert!(self.behind >= cut);
+            self.behind = self.behind.saturating_sub(cut);
+        }
+    }
+
     /// The series was removed: its queued values are dropped and UPDATE refuses new ones.
     pub fn remove(&mut self) {
+        self.behind = FRESH;
         self.queue = Queue::default();
         self.pending_n = 0;
         self.applied = 0;
@@ -338,6 +443,27 @@ impl Queue {
             Ok(t) if t > 0 => self.push_stamped(flag, t, fields, ""),
             _ => self.push_text(flag, &format!("{time}:{fields}")),
         }
+    }
+
+    /// [`Queue::push_parts`] of one field, `U` (None) or the plain decimal `(m, scale)`
+    /// ([`plain_decimal`]), at second `t` (more than 0).
+    fn push_known(&mut self, flag: u8, t: u64, decimal: Option<(i64, u32)>) {
+        let Some((m, scale)) = decimal else {
+            return self.push_stamped(flag, t, "U", "");
+        };
+        if self.is_empty() {
+            self.base = t;
+        }
+        if t < self.base {
+            let mut text = format!("{t}:");
+            write_decimal(&mut text, m, scale);
+            return self.push_text(flag, &text);
+        }
+        self.reserve(24);
+        self.w.u8(flag | COMPACT);
+        self.w.varint(t - self.base);
+        let zz = ((m << 1) ^ (m >> 63)) as u64;
+        self.w.varint(zz << 6 | u64::from(scale) << 2 | DECIMAL);
     }
 
     /// The value whose canonical timestamp is `t` and whose text after it is `rest`; `v`,
@@ -572,6 +698,21 @@ mod tests {
             by_parts.push_parts(ACCEPTED, t, rest);
         }
         assert_eq!(by_parts.w.buf, by_text.w.buf);
+        // And a plain decimal or U given as its number, as its text would be.
+        let (mut by_text, mut by_number) = (Queue::default(), Queue::default());
+        for (i, text) in ["12.5", "U", "-3", "0.001", "1795", "U", "-0.50"]
+            .iter()
+            .enumerate()
+        {
+            let t = 1_795_595_680 + 10 * i as u64;
+            by_text.push(ACCEPTED, &format!("{t}:{text}"));
+            let decimal = plain_decimal(text);
+            assert_eq!(decimal.is_none(), *text == "U");
+            by_number.push_known(ACCEPTED, t, decimal);
+        }
+        by_number.push_known(ACCEPTED, 5, Some((-7, 1)));
+        by_text.push(ACCEPTED, "5:-0.7");
+        assert_eq!(by_number.w.buf, by_text.w.buf);
         let mut got = Vec::new();
         by_parts.each_from(0, &mut |_, v| got.push(v.to_string()));
         let want: Vec<String> = parts.iter().map(|(t, r)| format!("{t}:{r}")).collect();

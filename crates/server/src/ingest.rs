@@ -233,6 +233,8 @@ fn accept<'a>(
     let mut n = 0;
     for v in values {
         let v: &str = &v;
+        // Carbon's points may have left the shadow behind: this value's outcome needs it.
+        st.catch_up(scratch);
         // rrdcached's own check: a number, then ':', later than the last update.
         let Some(stamp) = sample::stamp(v) else {
             return Err(Response::err(format!("Cannot find timestamp in '{v}'!")));
@@ -265,6 +267,13 @@ fn admit_one(
     scratch: &mut Sample,
 ) -> Result<(), Response> {
     let text = value.unwrap_or("U");
+    if let Some(refused) = refused_before(d, e, st, 21 + text.len()) {
+        return Err(refused);
+    }
+    if st.admit_known(time, value) {
+        return Ok(());
+    }
+    st.catch_up(scratch);
     scratch.time = time;
     scratch.usec = 0;
     scratch.values.truncate(1);
@@ -276,6 +285,24 @@ fn admit_one(
     admit(d, e, st, scratch, 21 + text.len(), |q, flag| {
         q.push_parts(flag, time, text)
     })
+}
+
+/// Why no value of `len` bytes (at most) can be queued now, if it cannot: the store
+/// failed, or the series' queue is full.
+fn refused_before(d: &Daemon, e: &Entry, st: &EntryState, len: usize) -> Option<Response> {
+    if let Some(msg) = d.failure() {
+        return Some(refusal(d, e, &msg));
+    }
+    // Positions in a queue are u32 (an entry of a million is 128 bytes, not 144): a
+    // series with 4 GiB queued takes no more until a commit.
+    if st.queue.len() + len + 32 > u32::MAX as usize {
+        return Some(refusal(
+            d,
+            e,
+            "too many values queued for this series; try again after a FLUSH",
+        ));
+    }
+    None
 }
 
 fn refusal(d: &Daemon, e: &Entry, msg: &str) -> Response {
@@ -292,17 +319,8 @@ fn admit(
     len: usize,
     push: impl FnOnce(&mut crate::entry::Queue, u8),
 ) -> Result<(), Response> {
-    if let Some(msg) = d.failure() {
-        return Err(refusal(d, e, &msg));
-    }
-    // Positions in a queue are u32 (an entry of a million is 128 bytes, not 144): a
-    // series with 4 GiB queued takes no more until a commit.
-    if st.queue.len() + len + 32 > u32::MAX as usize {
-        return Err(refusal(
-            d,
-            e,
-            "too many values queued for this series; try again after a FLUSH",
-        ));
+    if let Some(refused) = refused_before(d, e, st, len) {
+        return Err(refused);
     }
     match st.shadow.apply(scratch) {
         Ok(()) => {}
@@ -317,4 +335,137 @@ fn admit(
     push(&mut st.queue, ACCEPTED);
     st.pending_n += 1;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rrd::Rrd;
+
+    /// Removes the test's directory (a store's log among it) when dropped.
+    struct Cleanup(std::path::PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn gauge(kind: &str) -> Rrd {
+        let args = [
+            "x.rrd",
+            "--step",
+            "10",
+            &format!("DS:v:{kind}:35:U:U"),
+            "RRA:AVERAGE:0.5:1:50",
+            "RRA:MAX:0.5:3:20",
+        ]
+        .map(String::from);
+        let schema = rrd::create::parse_create(&args, 1_700_000_000)
+            .unwrap()
+            .schema;
+        Rrd::new(schema, 1_700_000_000)
+    }
+
+    /// States compared with their NaNs equal.
+    fn same<T: std::fmt::Debug>(x: &T) -> String {
+        format!("{x:?}")
+    }
+
+    fn apply(r: &mut Rrd, text: &str) -> bool {
+        let s = rrd::update::parse_update_arg(&r.schema, text, None, (0, 0)).unwrap();
+        r.apply(&s, &mut |_| {}).is_ok()
+    }
+
+    /// Carbon's points queued without touching the shadow, UPDATEs that need it, the queue
+    /// applied and committed in between, in random order: the store ends as rrdtool's
+    /// updates of the same values leave the file, and the shadow, whenever a value needs
+    /// it, is the series as it stands.
+    #[test]
+    fn points_queued_without_the_shadow_end_as_every_value_applied_in_turn() {
+        let dir = std::env::temp_dir().join(format!("ringlet-ingest-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let _c = Cleanup(dir.clone());
+        let cfg = crate::config::parse(&[]).expect("defaults");
+        let d = Daemon::open(&cfg, &dir.join("store")).expect("opens");
+        let mut seed = 11u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for (k, kind) in ["GAUGE", "ABSOLUTE", "COUNTER"].iter().enumerate() {
+            let name = format!("s{k}.rrd");
+            d.lock().store.create(&name, gauge(kind), false).unwrap();
+            let e = entry_for(&d, &name).unwrap();
+            let mut want = gauge(kind);
+            let (mut queued, mut scratch) = (0u64, rrd::update::reuse::scratch());
+            let mut t = 1_700_000_000i64;
+            let mut refused = 0;
+            for _ in 0..600 {
+                t += next(25) as i64;
+                let value = match next(6) {
+                    0 => None,
+                    1 => Some("1e3".to_string()),
+                    2 => Some(format!("-{}.{}", next(100), next(10))),
+                    _ => Some(format!("{}", next(1000))),
+                };
+                match next(10) {
+                    0..=5 => {
+                        let r = update_slot(&d, &e, t, value.as_deref(), &mut queued, &mut scratch);
+                        let step = want.schema.step as i64;
+                        let end = t - t.rem_euclid(step) + step;
+                        if end <= want.last_up {
+                            assert_eq!(r, Ok(Slot::Late));
+                            continue;
+                        }
+                        if end - step > want.last_up {
+                            assert!(apply(&mut want, &format!("{}:U", end - step)));
+                        }
+                        // A COUNTER refuses a value that is not an integer, within its
+                        // heartbeat.
+                        let text = format!("{end}:{}", value.as_deref().unwrap_or("U"));
+                        let ok = apply(&mut want, &text);
+                        assert_eq!(r.is_ok(), ok, "{text}: {r:?}");
+                        refused += usize::from(!ok);
+                    }
+                    6 | 7 => {
+                        let text = format!("{t}:{}", value.as_deref().unwrap_or("U"));
+                        let ok = apply(&mut want, &text);
+                        let vals = std::iter::once(Cow::Borrowed(text.as_str()));
+                        let r = update(&d, &e, vals, &mut queued, &mut scratch);
+                        assert_eq!(r.is_ok(), ok, "{text}: {r:?}");
+                        // This value needed the shadow: it is the series as it stands.
+                        let st = e.lock();
+                        assert_eq!(st.shadow.last_up, want.last_up);
+                        assert_eq!(same(&st.shadow.pdp), same(&want.pdp), "{text}");
+                    }
+                    8 => {
+                        let mut inner = d.lock();
+                        d.apply_series(&mut inner, &name);
+                    }
+                    _ => {
+                        let mut inner = d.lock();
+                        d.apply_all(&mut inner);
+                        d.commit(&mut inner).unwrap();
+                    }
+                }
+            }
+            let mut inner = d.lock();
+            d.apply_all(&mut inner);
+            d.commit(&mut inner).unwrap();
+            let got = inner.store.get(&name).unwrap();
+            assert_eq!(got.last_up, want.last_up, "{kind}");
+            assert_eq!(same(&got.pdp), same(&want.pdp), "{kind}");
+            assert_eq!(same(&got.cdp), same(&want.cdp), "{kind}");
+            assert!(
+                same(&got.rra) == same(&want.rra),
+                "{kind}: the archives differ"
+            );
+            let st = e.lock();
+            assert_eq!(same(&st.shadow.pdp), same(&want.pdp), "{kind}");
+            assert_eq!(refused > 0, *kind == "COUNTER", "{kind}: {refused} refused");
+            assert_eq!(st.queue.len(), 0);
+        }
+    }
 }

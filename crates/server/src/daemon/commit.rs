@@ -182,6 +182,10 @@ impl Daemon {
             }
         });
         inner.scratch = sample;
+        st.applied_to(match id {
+            Some(id) => inner.store.get_id(id),
+            None => inner.store.get(&e.name),
+        });
         st.applied = st.queue.len() as u32;
         st.applied_n = st.pending_n;
         if !st.in_applied {
@@ -196,7 +200,7 @@ impl Daemon {
             self.stats.apply_errors.fetch_add(bad, Ordering::Relaxed);
             // The shadow went its own way: start again from what the store has.
             if let Some(rrd) = inner.store.get(&e.name) {
-                st.shadow = crate::entry::shadow_of(rrd);
+                st.set_shadow(rrd);
             }
         }
     }
@@ -294,7 +298,7 @@ impl Daemon {
         for e in std::mem::take(&mut inner.applied) {
             let mut s = e.lock();
             let (cut, n) = (s.applied, s.applied_n);
-            s.queue.drain_to(cut as usize);
+            s.drain(cut);
             s.pending_n -= n;
             s.applied = 0;
             s.applied_n = 0;

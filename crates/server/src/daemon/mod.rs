@@ -48,7 +48,7 @@ pub struct Stats {
 }
 
 pub struct Inner {
-    store: Store,
+    pub(crate) store: Store,
     suspended: BTreeSet<String>,
     /// (mtime, length) of each `.rrd` file as ringlet last wrote or read it: a file that
     /// differs when a client sends FORGET was changed by someone else (`rrdtool tune`, a

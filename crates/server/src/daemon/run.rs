@@ -79,7 +79,7 @@ pub(crate) fn run(
     };
     if let (Some(name), Some(st)) = (&target, held.as_mut()) {
         if let Some(rrd) = inner.store.get(name) {
-            st.shadow = crate::entry::shadow_of(rrd);
+            st.set_shadow(rrd);
         }
     }
     drop(held);
