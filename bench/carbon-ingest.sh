@@ -13,8 +13,10 @@
 # type graphite), carbon-cache and go-carbon (which keep no count they can be asked for)
 # when the senders are done and their sockets' receive queues are empty (every line read
 # into their caches). Prints one line a peer and round: points, seconds, points a second,
-# the peer's CPU seconds and peak RSS. With --rounds N the peers run N times, each round in
-# a rotated order (the first peer of a round goes last in the next).
+# the peer's CPU seconds and peak RSS; for ringlet also the time and CPU of the commit of
+# what it took (a FLUSHALL after the count), which the figure leaves out. With --rounds N
+# the peers run N times, each round in a rotated order (the first peer of a round goes last
+# in the next).
 #
 # The first point of each series (which makes it) is sent before the clock starts: the
 # figure is the steady rate at which existing series take points.
@@ -34,7 +36,7 @@ while [ $# -gt 0 ]; do
         --peers) peers=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
         --fs) fs=$2; shift 2 ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "carbon-ingest.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -240,7 +242,24 @@ CONF
     secs=$(echo "$end - $start" | bc)
     got=$((got - series))
     n=$want
-    echo "round=$round peer=$peer fs=$fs series=$series points=$n bytes=$bytes conns=$conns taken=$got send_s=$(echo "$sent - $start" | bc) total_s=$secs points_per_s=$(echo "scale=0; $got / $secs" | bc) cpu_s=$(echo "scale=2; ($c1 - $c0) / $(getconf CLK_TCK)" | bc) peak_rss_kb=$(hwm "$pid")"
+    # ringlet's commit of what it took (FLUSHALL answers once it is durable), not in the
+    # figure above: its time and CPU.
+    commit=""
+    if [ "$peer" = ringlet ]; then
+        f0=$(date +%s.%N)
+        /usr/bin/python3 - "$D/r/s.sock" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"FLUSHALL\n")
+b = b""
+while b"\n" not in b:
+    b += s.recv(4096)
+assert b.startswith(b"0 "), b
+PY
+        f1=$(date +%s.%N)
+        c2=$(ticks "$pid")
+        commit=" commit_s=$(echo "$f1 - $f0" | bc) commit_cpu_s=$(echo "scale=2; ($c2 - $c1) / $(getconf CLK_TCK)" | bc)"
+    fi
+    echo "round=$round peer=$peer fs=$fs series=$series points=$n bytes=$bytes conns=$conns taken=$got send_s=$(echo "$sent - $start" | bc) total_s=$secs points_per_s=$(echo "scale=0; $got / $secs" | bc) cpu_s=$(echo "scale=2; ($c1 - $c0) / $(getconf CLK_TCK)" | bc) peak_rss_kb=$(hwm "$pid")$commit"
     kill "$pid"
     wait "$pid" 2>/dev/null || true
     if [ "$fs" != none ]; then

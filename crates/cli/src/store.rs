@@ -110,6 +110,11 @@ pub fn load_base(dir: &Path) {
     set_base(b.as_deref().and_then(|t| t.lines().next()));
 }
 
+/// How long a command on its own waits for another one's hold on the store: readers share
+/// it, a writer holds it alone (a write command on its own holds it for milliseconds; a
+/// whole open after a crash for seconds).
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Open the store for one invocation: commits happen only when the command closes it.
 pub fn open(dir: &Path) -> Result<Store, String> {
     let opts = Options {
@@ -117,6 +122,7 @@ pub fn open(dir: &Path) -> Result<Store, String> {
         log_bytes: engine::log_size_from_env()?,
         log_per_series: engine::log_per_series_from_env()?,
         spill_bytes: engine::spill_bytes_from_env()?,
+        lock_wait: LOCK_WAIT,
         ..Options::default()
     };
     Store::open(dir, opts).map_err(|e| message(&e, ""))
@@ -134,6 +140,7 @@ pub fn open_writing(dir: &Path, names: &[String]) -> Result<Store, String> {
         spill_bytes: engine::spill_bytes_from_env()?,
         only: Some(names.to_vec()),
         partial: true,
+        lock_wait: LOCK_WAIT,
         ..Options::default()
     };
     Store::open(dir, opts).map_err(|e| message(&e, ""))
@@ -151,6 +158,7 @@ pub fn open_reading_all(dir: &Path, names: &[String], given: &str) -> Result<Sto
         commit_interval: None,
         log_bytes: engine::log_size_from_env()?,
         only: Some(names.to_vec()),
+        lock_wait: LOCK_WAIT,
         ..Options::default()
     };
     Store::open(dir, opts).map_err(|e| message(&e, given))

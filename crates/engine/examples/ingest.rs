@@ -81,6 +81,7 @@ fn main() {
         repair: false,
         only: None,
         partial: false,
+        lock_wait: std::time::Duration::ZERO,
         before_checkpoint: None,
         sample_entries: false,
         block_version: 0,

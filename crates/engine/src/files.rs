@@ -1,7 +1,8 @@
 //! Every file name in a store directory, in one place.
 //!
 //! ```text
-//! <dir>/LOCK          empty; flock'ed exclusively while a Store is open
+//! <dir>/LOCK          empty; flock'ed while a Store is open: shared by readers of a few
+//!                     series (Options::only alone), else exclusively
 //! <dir>/log           superblock page + the commit-record ring (fixed size, zero-filled)
 //! <dir>/checkpoint.a  checkpoints of odd generation
 //! <dir>/checkpoint.b  checkpoints of even generation

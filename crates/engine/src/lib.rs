@@ -127,6 +127,36 @@ pub struct Store {
     stats: StoreStats,
 }
 
+/// The store's lock (`<dir>/LOCK`): shared for a reader, else alone; waiting up to `wait`
+/// for another process's hold to end, a little longer each time it looks (from 2 ms to
+/// 50 ms).
+fn hold(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    reader: bool,
+    wait: std::time::Duration,
+) -> Result<vfs::LockGuard, Error> {
+    let path = files::lock(dir);
+    let deadline = std::time::Instant::now() + wait;
+    let mut pause = std::time::Duration::from_millis(2);
+    loop {
+        let got = if reader {
+            vfs.try_lock_shared(&path)?
+        } else {
+            vfs.try_lock(&path)?
+        };
+        if let Some(lock) = got {
+            return Ok(lock);
+        }
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            return Err(Error::Locked(dir.to_path_buf()));
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(std::time::Duration::from_millis(50));
+    }
+}
+
 impl Store {
     /// Open (creating if absent) the store in `dir`: take its lock, load the last checkpoint,
     /// replay the log after it, cut a torn tail.
@@ -198,9 +228,7 @@ impl Store {
         } else {
             vfs.create_dir_all(dir)?;
         }
-        let Some(lock) = vfs.try_lock(&files::lock(dir))? else {
-            return Err(Error::Locked(dir.to_path_buf()));
-        };
+        let lock = hold(vfs.as_ref(), dir, !writer, opts.lock_wait)?;
         if writer {
             // A writer: an older store's mark file goes, durably, before anything is written
             // (recovery itself may write). The mark in the log is cleared by the first

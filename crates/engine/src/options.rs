@@ -40,6 +40,11 @@ pub struct Options {
     /// to the readers at this close ([`crate::Store::close`]); else the whole store is
     /// opened, as without `only`. Writes to other series are refused (`Error::ReadOnly`).
     pub partial: bool,
+    /// How long an open waits for another process's hold on the store to end before it
+    /// fails (`Error::Locked`). Readers of a few series (`only` without `partial`) share the
+    /// store with each other; anything else holds it alone. Zero: fail at once (the daemon:
+    /// a second daemon on the store is a mistake to report, not to wait for).
+    pub lock_wait: Duration,
     /// Called before each checkpoint becomes the newest (its header written): whatever the
     /// caller wrote beside the store before then is made durable with it. The daemon syncs
     /// the base directory's file system, so the placeholders of the series a checkpoint
@@ -92,6 +97,7 @@ impl Default for Options {
             repair: false,
             only: None,
             partial: false,
+            lock_wait: Duration::ZERO,
             before_checkpoint: None,
             sample_entries: false,
             block_version: 0,

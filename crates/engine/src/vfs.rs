@@ -67,6 +67,11 @@ pub trait Vfs: Send + Sync {
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// An exclusive lock on `path` (created if absent); `None` if another holder has it.
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>>;
+    /// A shared lock on `path`: any number of holders at once, none beside an exclusive
+    /// one (`None` then). By default the exclusive lock.
+    fn try_lock_shared(&self, path: &Path) -> io::Result<Option<LockGuard>> {
+        self.try_lock(path)
+    }
     /// The file system's block size for files in `dir` (the log aligns records to it).
     fn block_size(&self, _dir: &Path) -> io::Result<u64> {
         Ok(4096)
@@ -343,6 +348,24 @@ impl Vfs for RealFs {
             Err(TryLockError::Error(e)) => Err(e),
         }
     }
+    fn try_lock_shared(&self, path: &Path) -> io::Result<Option<LockGuard>> {
+        // A reader may not be allowed to write the file: it opens it to read, and makes it
+        // only where it is missing.
+        let f = match OpenOptions::new().read(true).open(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)?,
+            other => other?,
+        };
+        match f.try_lock_shared() {
+            Ok(()) => Ok(Some(Box::new(f))),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(e),
+        }
+    }
 }
 
 /// The real file system, counting its syncs (every `fdatasync`/`fsync` of a file, and of a
@@ -419,6 +442,9 @@ impl Vfs for CountingFs {
     }
     fn try_lock(&self, path: &Path) -> io::Result<Option<LockGuard>> {
         RealFs.try_lock(path)
+    }
+    fn try_lock_shared(&self, path: &Path) -> io::Result<Option<LockGuard>> {
+        RealFs.try_lock_shared(path)
     }
     fn block_size(&self, dir: &Path) -> io::Result<u64> {
         RealFs.block_size(dir)

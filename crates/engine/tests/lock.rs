@@ -1,37 +1,75 @@
-//! One process at a time: a second open of the same directory fails with `Error::Locked`,
-//! and the lock is released by close (and by drop).
+//! The store's lock between processes (here, stores opened in one process, which `flock`
+//! treats alike): readers of a few series share it, anything else holds it alone, and an
+//! open waits up to `Options::lock_wait` for a hold to end.
 
 mod common;
 
 use common::*;
-use engine::sim::SimFs;
-use engine::{Error, Store};
-use std::path::Path;
-use std::sync::Arc;
+use engine::{Error, Options, Store};
+use std::time::{Duration, Instant};
 
-#[test]
-fn second_open_of_a_real_directory_is_locked() {
-    let dir = TempDir::new("lock");
-    let store = Store::open(&dir.0, small_opts(64 << 10)).unwrap();
-    match Store::open(&dir.0, small_opts(64 << 10)) {
-        Err(Error::Locked(p)) => assert_eq!(p, dir.0),
-        Err(e) => panic!("expected Locked, got {e}"),
-        Ok(_) => panic!("expected Locked, got a second store"),
+fn reader(wait: Duration) -> Options {
+    Options {
+        only: Some(vec!["s0".to_string()]),
+        lock_wait: wait,
+        ..small_opts(64 << 10)
     }
-    store.close().unwrap();
-    let again = Store::open(&dir.0, small_opts(64 << 10)).unwrap();
-    drop(again);
-    Store::open(&dir.0, small_opts(64 << 10)).unwrap();
+}
+
+fn writer(wait: Duration) -> Options {
+    Options {
+        lock_wait: wait,
+        ..small_opts(64 << 10)
+    }
 }
 
 #[test]
-fn second_open_on_the_simulated_fs_is_locked() {
-    let fs = Arc::new(SimFs::new());
-    let s = Store::open_with(fs.clone(), Path::new("/d"), small_opts(64 << 10)).unwrap();
+fn readers_share_the_store_and_a_writer_waits_for_them() {
+    let dir = TempDir::new("lock");
+    {
+        let mut s = Store::open(&dir.0, small_opts(64 << 10)).unwrap();
+        s.create("s0", make_rrd(0), false).unwrap();
+        s.close().unwrap();
+    }
+    // Readers at once.
+    let a = Store::open(&dir.0, reader(Duration::ZERO)).unwrap();
+    let b = Store::open(&dir.0, reader(Duration::ZERO)).unwrap();
+    assert!(a.get("s0").is_some() && b.get("s0").is_some());
+    // A writer beside them: refused at once without a wait, after it with one.
     assert!(matches!(
-        Store::open_with(fs.clone(), Path::new("/d"), small_opts(64 << 10)),
+        Store::open(&dir.0, writer(Duration::ZERO)),
         Err(Error::Locked(_))
     ));
-    drop(s);
-    assert!(Store::open_with(fs, Path::new("/d"), small_opts(64 << 10)).is_ok());
+    let t = Instant::now();
+    assert!(matches!(
+        Store::open(&dir.0, writer(Duration::from_millis(300))),
+        Err(Error::Locked(_))
+    ));
+    let waited = t.elapsed();
+    assert!(waited >= Duration::from_millis(300), "{waited:?}");
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    // Once the readers let go during its wait, the writer has it.
+    let t = Instant::now();
+    let writing = std::thread::spawn({
+        let d = dir.0.clone();
+        move || Store::open(&d, writer(Duration::from_secs(20))).map(|_| ())
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    drop(a);
+    drop(b);
+    writing.join().unwrap().unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(200));
+    // A writer holds it alone: a reader waits for it too.
+    let w = Store::open(&dir.0, writer(Duration::ZERO)).unwrap();
+    assert!(matches!(
+        Store::open(&dir.0, reader(Duration::ZERO)),
+        Err(Error::Locked(_))
+    ));
+    let reading = std::thread::spawn({
+        let d = dir.0.clone();
+        move || Store::open(&d, reader(Duration::from_secs(20))).map(|s| s.get("s0").is_some())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    w.close().unwrap();
+    assert!(reading.join().unwrap().unwrap());
 }

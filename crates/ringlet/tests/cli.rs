@@ -1122,3 +1122,62 @@ fn run_ringlet(store: &str, args: &[&str]) -> String {
     assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
     out.stdout
 }
+
+/// Commands on their own share the store to read it, and one that finds it held by a
+/// writer (here a `ringlet -` session that wrote) waits for it instead of failing.
+#[test]
+fn commands_on_their_own_read_side_by_side_and_wait_for_a_writer() {
+    let p = Pair::new();
+    let s = p.store.to_str().unwrap().to_string();
+    let schema = [
+        "--start",
+        "1700000000",
+        "DS:x:GAUGE:120:U:U",
+        "RRA:AVERAGE:0.5:1:10",
+    ];
+    run_ringlet(&s, &[&["create", "a.rrd"][..], &schema[..]].concat());
+    // A session that writes, then holds the store a second before its next line.
+    let mut session = Command::new(env!("CARGO_BIN_EXE_ringlet"));
+    session
+        .args(["--store", &s, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = session.spawn().expect("spawn");
+    let mut input = child.stdin.take().unwrap();
+    use std::io::Write;
+    writeln!(input, "update a.rrd 1700000060:1").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        writeln!(input, "update a.rrd 1700000120:2").unwrap();
+        drop(input);
+    });
+    let t = std::time::Instant::now();
+    // Waits for the session's end, then reads what it wrote.
+    assert_eq!(run_ringlet(&s, &["last", "a.rrd"]).trim(), "1700000120");
+    assert!(t.elapsed() >= std::time::Duration::from_millis(400));
+    closer.join().unwrap();
+    assert!(child.wait().unwrap().success());
+    // Readers at once: all answer, as one alone does.
+    let fetch = [
+        "fetch",
+        "a.rrd",
+        "AVERAGE",
+        "-s",
+        "1700000000",
+        "-e",
+        "1700000600",
+    ];
+    let alone = run_ringlet(&s, &fetch);
+    assert!(alone.lines().count() > 2, "{alone}");
+    let readers: Vec<_> = (0..6)
+        .map(|_| {
+            let s = s.clone();
+            std::thread::spawn(move || run_ringlet(&s, &fetch))
+        })
+        .collect();
+    for r in readers {
+        assert_eq!(r.join().unwrap(), alone);
+    }
+}

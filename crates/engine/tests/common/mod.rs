@@ -280,6 +280,7 @@ pub fn small_opts(log_bytes: u64) -> Options {
         repair: false,
         only: None,
         partial: false,
+        lock_wait: std::time::Duration::ZERO,
         before_checkpoint: None,
         sample_entries: false,
         block_version: 0,
