@@ -8,7 +8,9 @@
 //! is set up for rrdcached), else the daemon of `$RRDCACHED_ADDRESS` or the one that holds the
 //! store, over one connection each; else the store: a command that only reads opens it for
 //! the series it reads, as on its own; the first command that writes opens it whole, and it
-//! stays open and locked for the rest of the run.
+//! stays open and locked until the input pauses ([`COMMIT_EVERY`] without a line while
+//! changes wait): then they are committed and the store let go, so commands on their own
+//! that wait for it run, and the next command that writes opens it again.
 //! Beside a daemon, a session that wrote ends with one commit in each daemon it wrote to
 //! (RUN `commit-session`, [`proto::run::COMMIT`]) before `ringlet -` exits: Cacti's
 //! Boost deletes the values it flushed once the session is over, so they must be on the
@@ -321,9 +323,13 @@ pub fn run(dir: &Path) -> i32 {
             }
             Ok(Msg::End | Msg::Signal) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                // The input paused with changes pending: commit them now.
-                if let Some(st) = store.as_mut() {
-                    if let Err(e) = place(st, dir, &mut unplaced) {
+                // The input paused with changes pending: commit them now, and let the store
+                // go, so that commands on their own (a graph page's, waiting for it) run
+                // while the session waits; its next command that writes opens it again.
+                if let Some(mut st) = store.take() {
+                    let done = place(&mut st, dir, &mut unplaced)
+                        .and_then(|()| st.close().map_err(|e| e.to_string()));
+                    if let Err(e) = done {
                         eprintln!("ERROR: {e}");
                         status = 1;
                     }

@@ -1180,4 +1180,24 @@ fn commands_on_their_own_read_side_by_side_and_wait_for_a_writer() {
     for r in readers {
         assert_eq!(r.join().unwrap(), alone);
     }
+    // A session whose input pauses commits and lets the store go: a command on its own runs
+    // while it waits, and its next write opens the store again.
+    let mut child = session.spawn().expect("spawn");
+    let mut input = child.stdin.take().unwrap();
+    writeln!(input, "update a.rrd 1700000180:3").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    assert_eq!(run_ringlet(&s, &["last", "a.rrd"]).trim(), "1700000180");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the session is still on"
+    );
+    writeln!(input, "update a.rrd 1700000240:4").unwrap();
+    writeln!(input, "last a.rrd").unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\n1700000240\n"), "{text}");
+    assert!(!text.contains("ERROR"), "{text}");
+    assert_eq!(run_ringlet(&s, &["last", "a.rrd"]).trim(), "1700000240");
 }
