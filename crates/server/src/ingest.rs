@@ -343,14 +343,6 @@ mod tests {
     use super::*;
     use rrd::Rrd;
 
-    /// Removes the test's directory (a store's log among it) when dropped.
-    struct Cleanup(std::path::PathBuf);
-    impl Drop for Cleanup {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
     fn gauge(kind: &str) -> Rrd {
         let args = [
             "x.rrd",
@@ -383,11 +375,7 @@ mod tests {
     /// it, is the series as it stands.
     #[test]
     fn points_queued_without_the_shadow_end_as_every_value_applied_in_turn() {
-        let dir = std::env::temp_dir().join(format!("ringlet-ingest-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let _c = Cleanup(dir.clone());
-        let cfg = crate::config::parse(&[]).expect("defaults");
-        let d = Daemon::open(&cfg, &dir.join("store")).expect("opens");
+        let (d, _c) = crate::daemon::series::tests::daemon(Some("ingest"), false);
         let mut seed = 11u64;
         let mut next = |n: u64| {
             seed = seed

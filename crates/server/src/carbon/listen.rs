@@ -200,7 +200,7 @@ fn pickle_conn(d: &Daemon, c: &Carbon, s: TcpStream) {
                 let what = format!("{path} {value} {ts}");
                 return c.refuse(&from, &what, "not a time or not a number");
             }
-            match c.point(d, &mut conn, path, value, ts) {
+            match c.point(d, &mut conn, path, value, None, ts) {
                 Ok(taken) => conn.count(taken),
                 Err(e) => c.refuse(&from, &format!("{path} {value} {ts}"), &e),
             }

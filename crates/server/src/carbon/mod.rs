@@ -124,10 +124,8 @@ pub struct Conn {
     paths: paths::Paths,
     local: ingest::Local,
     name: String,
+    /// A pickle's value, formatted.
     val: String,
-    /// The current line's value text, written as the point's value (empty: the value is
-    /// formatted, as for a pickle's).
-    text: String,
     /// Points taken, dropped late and not created since the last [`Carbon::settle`].
     points: u64,
     late: u64,
@@ -323,9 +321,7 @@ impl Carbon {
             Ok(p) => p,
             Err(e) => return self.refuse(from, line, &e),
         };
-        l.text.clear();
-        l.text.push_str(text);
-        match self.point(d, l, path, value, ts) {
+        match self.point(d, l, path, value, Some(text), ts) {
             Ok(taken) => l.count(taken),
             Err(e) => self.refuse(from, line, &e),
         }
@@ -363,13 +359,15 @@ impl Carbon {
         }
     }
 
-    /// Queue one point, or say why not.
+    /// Queue one point, or say why not: `value`, written as `text` when a line gave it (a
+    /// number Rust reads, so librrd's strtod does), else formatted (a pickle's).
     fn point(
         &self,
         d: &Daemon,
         l: &mut Conn,
         path: &str,
         value: f64,
+        text: Option<&str>,
         ts: f64,
     ) -> Result<Taken, String> {
         let t = ts.floor() as i64;
@@ -390,19 +388,17 @@ impl Carbon {
                 l.paths.insert(path, e)
             }
         };
-        let value = if value.is_nan() {
-            None
-        } else if !l.text.is_empty() {
-            // The value as the line gave it (a number Rust reads, so librrd's strtod does).
-            Some(l.text.as_str())
-        } else {
-            use std::fmt::Write as _;
-            let _ = write!(l.val, "{value}");
-            Some(l.val.as_str())
+        let value = match text {
+            _ if value.is_nan() => None,
+            Some(text) => Some(text),
+            None => {
+                use std::fmt::Write as _;
+                l.val.clear();
+                let _ = write!(l.val, "{value}");
+                Some(l.val.as_str())
+            }
         };
         let r = l.local.update_slot(d, e, t, value);
-        l.text.clear();
-        l.val.clear();
         if l.local.queued >= 1 << 16 {
             d.queued(std::mem::take(&mut l.local.queued));
         }

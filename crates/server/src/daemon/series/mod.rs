@@ -176,19 +176,20 @@ impl Daemon {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config;
 
     /// Removes the test's directory (a store's 64 MiB log among it) when dropped.
-    struct Cleanup(std::path::PathBuf);
+    pub(crate) struct Cleanup(std::path::PathBuf);
     impl Drop for Cleanup {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 
-    fn daemon(base: Option<&str>, restrict: bool) -> (Daemon, Cleanup) {
+    /// A daemon on a store of its own (named by `base`), with `-b base` if given.
+    pub(crate) fn daemon(base: Option<&str>, restrict: bool) -> (Daemon, Cleanup) {
         let dir = std::env::temp_dir().join(format!(
             "ringlet-daemon-test-{}-{}",
             std::process::id(),
