@@ -274,7 +274,7 @@ impl Drawer {
                 libc::close_range(3, u32::MAX, 0);
                 libc::clearenv();
                 libc::setenv(c"PATH".as_ptr(), c"/usr/bin:/bin".as_ptr(), 1);
-                libc::_exit(serve(false));
+                libc::_exit(serve());
             }
             libc::close(a[0]);
             libc::close(b[1]);
@@ -367,11 +367,14 @@ impl Drawer {
 }
 
 impl Drawer {
-    /// End the process now without waiting (its exit, the unmapping of librrd and its
-    /// libraries, then overlaps what the caller does next); it is reaped when dropped.
-    pub fn end(&mut self) {
-        // SAFETY: kill(2) on our own child, not yet reaped (Drop reaps it).
+    /// End the process now and let it go unreaped (for a process about to exit: see
+    /// [`crate::graph::Renderer::release`]).
+    pub fn release(self) {
+        // SAFETY: kill(2) on our own child, not yet reaped.
         unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        // Not reaped here (Drop would wait for its exit); a `Command` child is not
+        // reaped by dropping it either. Its pipes close with this process.
+        std::mem::forget(self);
     }
 }
 
@@ -407,23 +410,38 @@ fn threads() -> usize {
 /// The drawing process's main: load librrd, restrict itself, then draw what comes until
 /// its input ends. Returns the exit status.
 pub fn worker_main() -> i32 {
-    serve(true)
+    serve()
 }
 
-/// [`worker_main`]; with `ahead`, fontconfig is read before the first request (a process
-/// started ahead of its graphs), else by the first graph (a forked one, whose graph is
-/// waiting: the same work, in librrd's order).
-fn serve(ahead: bool) -> i32 {
-    let lib = match Lib::load() {
+/// [`worker_main`], for a process started (ahead of its graphs) or forked (for a graph
+/// that waits): fontconfig reads its files on a thread of its own while librrd loads (on
+/// two processors the first graph then waits for the longer of the two, not for both as
+/// rrdtool's does).
+fn serve() -> i32 {
+    let fonts = Lib::font_init().map(|init| {
+        // Started before librrd's load begins: a thread's start waits for the loader's
+        // lock (its TLS), which the load holds throughout.
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            let _ = tx.send(());
+            init();
+        });
+        let _ = rx.recv();
+        t
+    });
+    let lib = Lib::load();
+    // Joined before the process restricts itself (Landlock holds for the thread that
+    // asks and the threads it starts after, not for one already running).
+    if let Some(t) = fonts {
+        let _ = t.join();
+    }
+    let lib = match lib {
         Ok(l) => l,
         Err(e) => {
             // Said to the parent as the first draw's error.
             return serve_error(&e);
         }
     };
-    if ahead {
-        lib.init_fonts();
-    }
 
     // Its answers go to the pipe it was given as standard output; C's standard output
     // (where librrd writes an image for `-`) becomes a memory file.

@@ -147,27 +147,33 @@ impl Lib {
         Ok(lib)
     }
 
-    /// Read fontconfig's configuration and font cache now (`FcInit`, about 8 ms), which the
-    /// first graph would otherwise do: a drawing process started ahead (the daemon's) then
-    /// has it done before its client comes. It makes no cairo surface (an SVG numbers its
-    /// surfaces after the process's count), so the images are the same.
-    pub fn init_fonts(&self) {
-        // SAFETY: dlopen of a library librrd loaded already (its handle), dlsym with a
-        // valid C string; FcInit takes no arguments.
-        unsafe {
+    /// Fontconfig loaded (librrd loads it too, with the libraries it needs), and its
+    /// `FcInit`: reading its configuration and font cache (5-8 ms), which the first graph
+    /// would otherwise do. Run on a thread of its own while librrd loads, it takes that
+    /// part of a graph off the way; it makes no cairo surface (an SVG numbers its surfaces
+    /// after the process's count), so the images are the same. None where fontconfig is
+    /// not there (librrd's load then says why).
+    pub fn font_init() -> Option<impl FnOnce() + Send> {
+        // SAFETY: dlopen with a valid C string (fontconfig, which librrd loads too: the
+        // handle stays for the process's life), dlsym with a valid C string.
+        let init = unsafe {
             let h = libc::dlopen(
                 c"libfontconfig.so.1".as_ptr(),
-                libc::RTLD_NOW | libc::RTLD_NOLOAD,
+                libc::RTLD_NOW | libc::RTLD_LOCAL,
             );
             if h.is_null() {
-                return;
+                return None;
             }
             let init = libc::dlsym(h, c"FcInit".as_ptr());
-            if !init.is_null() {
-                let init: unsafe extern "C" fn() -> c_int = std::mem::transmute(init);
-                init();
+            if init.is_null() {
+                return None;
             }
-        }
+            std::mem::transmute::<*mut c_void, unsafe extern "C" fn() -> c_int>(init)
+        };
+        // SAFETY: FcInit takes no arguments; fontconfig is loaded for good.
+        Some(move || unsafe {
+            init();
+        })
     }
 
     /// The error librrd set, cleared.

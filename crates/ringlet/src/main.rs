@@ -149,7 +149,7 @@ fn run(argv: &[String]) -> Outcome {
                 })
             }
         };
-        renderer.end();
+        renderer.release();
         drawn.save();
         let mut stdout = std::io::stdout().lock();
         let _ = stdout.write_all(&drawn.stdout);
