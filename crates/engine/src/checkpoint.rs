@@ -281,9 +281,10 @@ impl Store {
     /// Whether a close now writes a checkpoint first ([`Store::close`]): the readers after it
     /// would be slow, or the writers, which open the whole store once the log leaves no room
     /// for a record before the ring's half ([`Store::partial_room`]); and it writes no more
-    /// than the log it spares.
+    /// than the log it spares (the close's own commit counted).
     pub(crate) fn close_wants_checkpoint(&self) -> bool {
-        let since = self.log.since_checkpoint();
+        // With what the close's own commit adds (a session's whole work may be pending).
+        let since = self.log.since_checkpoint() + self.pending.bytes() as u64;
         // The newest checkpoint's size alone: a partial open asks too, knowing only its own
         // series, and must answer as the whole store's close would.
         (self.slow_for_readers() || !self.partial_room()) && self.newest_checkpoint_len() <= since

@@ -66,6 +66,8 @@ impl Store {
         }
         let version = rec.block().version();
         let mut stats = CommitStats::default();
+        // The most samples one series has in the record (crate::SAMPLE_PIECES).
+        let mut most = 0u64;
         let mut dirty = std::mem::take(&mut self.reg.dirty);
         // The block codes ids as gaps: ascending.
         dirty.sort_unstable();
@@ -93,6 +95,7 @@ impl Store {
                 }
                 stats.series += 1;
                 stats.samples += count as usize;
+                most = most.max(count);
             }
         }
         if let Err(e) = self.blob_entries(&mut rec) {
@@ -109,7 +112,9 @@ impl Store {
         let framed = framed_len(payload_len, self.log.ring.page);
         let too_big = payload_len > u32::MAX as usize;
         self.samples_total += stats.samples as u64;
-        self.pieces_total += stats.series as u64 + crate::record_pieces(payload_len);
+        self.pieces_total += stats.series as u64
+            + crate::record_pieces(payload_len)
+            + most.saturating_mul(crate::SAMPLE_PIECES);
         let cost = RecordCost::of(&parts, entries_len, &block_cost, time_bits, framed);
         // A failed write of the log leaves the store refusing writes; a failed checkpoint
         // that stood in for the record leaves it writable, every commit writing a checkpoint

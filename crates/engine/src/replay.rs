@@ -161,7 +161,8 @@ fn replay_run(
     let mut reseeds = Vec::new();
     let (mut pieces, mut samples) = (0usize, 0u64);
     // What a reader of one series decodes its way past: every series' pieces, and each
-    // record as crate::RECORD_PIECES more and its bytes as one every crate::PIECE_BYTES.
+    // record as crate::RECORD_PIECES more, its bytes as one every crate::PIECE_BYTES, and
+    // crate::SAMPLE_PIECES for each sample of its series with the most.
     let mut read_work = 0u64;
     let mut used = 0;
     for (i, rec) in records.iter().enumerate() {
@@ -173,11 +174,16 @@ fn replay_run(
             |what: String| corrupt(log, rec.file_offset, format!("record {}: {what}", rec.seq));
         let entries = decode_record(&rec.payload).map_err(|e| at(e.to_string()))?;
         read_work += crate::record_pieces(rec.payload.len());
+        // The most samples one series has in the record, every series counted.
+        let mut most = 0u64;
         if rec.reseed {
             reseeds.push(i);
         }
         for e in entries {
-            read_work += u64::from(matches!(e, Entry::Samples { .. }));
+            if let Entry::Samples { count, .. } = e {
+                read_work += 1;
+                most = most.max(count);
+            }
             match e {
                 Entry::Create { id, name, image } => {
                     // Every id made so far, also those of series not opened: a block's
@@ -215,6 +221,7 @@ fn replay_run(
                     for s in b.series() {
                         let s = s.map_err(|e| at(format!("sample block: {e}")))?;
                         read_work += 1;
+                        most = most.max(s.count);
                         if reg.by_id(s.id).is_none() {
                             // Ids ascend: a block claiming series past every id ever made
                             // (its count is a varint, up to 2^64) would otherwise be walked
@@ -249,6 +256,7 @@ fn replay_run(
                 }
             }
         }
+        read_work = read_work.saturating_add(most.saturating_mul(crate::SAMPLE_PIECES));
     }
     let reseeded = !reseeds.is_empty();
     let mut jobs: Vec<Job<'_, '_>> = reg

@@ -444,6 +444,38 @@ fn a_close_past_the_readers_pieces_leaves_a_checkpoint_and_one_before_does_not()
 }
 
 #[test]
+fn a_close_after_many_samples_of_one_series_leaves_a_checkpoint_and_few_do_not() {
+    // A reader of a series applies its samples since the checkpoint: one session that wrote
+    // days of one series (pipe mode filling a new store, all of it in the close's own
+    // commit) costs every reader after it that replay, unless the close checkpoints.
+    use engine::sim::SimFs;
+    let dir = std::path::PathBuf::from("/store");
+    let run = |samples: u64| {
+        let fs = SimFs::new();
+        let mut st = Store::open_with(Arc::new(fs.clone()), &dir, small_opts(1 << 20)).unwrap();
+        st.create("one.rrd", make_rrd(0), false).unwrap();
+        for k in 1..=samples {
+            let s = Sample {
+                time: START + 15 * k as i64,
+                usec: 0,
+                values: vec![(k % 50).to_string()],
+            };
+            st.update("one.rrd", &s, &mut |_| {}).unwrap();
+        }
+        let want = st.get("one.rrd").map(codec::rrdbin::rrd_bytes);
+        // Nothing committed yet: the close's own commit holds them all.
+        assert_eq!(st.pieces_since_checkpoint(), 0);
+        st.close().unwrap();
+        let rd = Store::open_with(Arc::new(fs), &dir, only(&["one.rrd"])).unwrap();
+        assert_eq!(rd.get("one.rrd").map(codec::rrdbin::rrd_bytes), want);
+        rd.recovery().records_replayed
+    };
+    let many = engine::READER_PIECES / engine::SAMPLE_PIECES + 1;
+    assert_eq!(run(many), 0, "a checkpoint at the close");
+    assert_eq!(run(many / 4), 1, "the close's record replayed");
+}
+
+#[test]
 fn commands_on_their_own_write_their_series_alone_as_the_whole_store_would() {
     // A command that writes a few series (update, create, a re-create as tune and restore
     // do) opens them alone and commits one record: the store ends as one written whole.
