@@ -461,6 +461,14 @@ impl<'a> Block<'a> {
     }
 }
 
+/// What [`BlockIter::rest_of_head`] found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rest {
+    pub series: u64,
+    pub most: u64,
+    pub unknown: Option<u64>,
+}
+
 /// The series of a block in order; an error (once, then the end) if the parts disagree.
 pub struct BlockIter<'a> {
     version: u8,
@@ -508,25 +516,7 @@ impl<'a> BlockIter<'a> {
                 .ok_or_else(|| self.head.err("block head: id past 2^64"))?;
             (id, self.prev_count, self.prev_shape)
         } else {
-            let gap = self.head.exp_golomb(0)?;
-            let id = match self.prev_id {
-                None => Some(gap),
-                Some(p) => p.checked_add(1).and_then(|x| x.checked_add(gap)),
-            }
-            .ok_or_else(|| self.head.err("block head: id past 2^64"))?;
-            let dc = unzigzag(self.head.exp_golomb(0)?);
-            let count = self.prev_count.wrapping_add(dc as u64);
-            let mut shape = self.head.bits(2)? as u32;
-            if count == 0 || (shape > MAX_STRIP && self.version < 2) {
-                return Err(self.head.err("block head: a series with no samples"));
-            }
-            if shape == SHAPE_ROW {
-                shape += 4 * self.head.bits(2)? as u32;
-                if count != 1 {
-                    return Err(self.head.err("block head: a row of more than one sample"));
-                }
-            }
-            (id, count, shape)
+            self.spelled()?
         };
         let span = if shape >= SHAPE_ROW {
             self.row_span(shape)?
@@ -565,6 +555,79 @@ impl<'a> BlockIter<'a> {
             self.run = self.head.exp_golomb(0)?;
         }
         Ok(Some(BlockSeries { id, count, span }))
+    }
+
+    /// A series the head spells out (it is not regular): its id, count and shape.
+    fn spelled(&mut self) -> Result<(u64, u64, u32), DecodeError> {
+        let gap = self.head.exp_golomb(0)?;
+        let id = match self.prev_id {
+            None => Some(gap),
+            Some(p) => p.checked_add(1).and_then(|x| x.checked_add(gap)),
+        }
+        .ok_or_else(|| self.head.err("block head: id past 2^64"))?;
+        let dc = unzigzag(self.head.exp_golomb(0)?);
+        let count = self.prev_count.wrapping_add(dc as u64);
+        let mut shape = self.head.bits(2)? as u32;
+        if count == 0 || (shape > MAX_STRIP && self.version < 2) {
+            return Err(self.head.err("block head: a series with no samples"));
+        }
+        if shape == SHAPE_ROW {
+            shape += 4 * self.head.bits(2)? as u32;
+            if count != 1 {
+                return Err(self.head.err("block head: a row of more than one sample"));
+            }
+        }
+        Ok((id, count, shape))
+    }
+
+    /// The series left, read from the head alone and a run of regular ones at a time
+    /// (their lengths are not decoded), for a reader whose series all came already: how
+    /// many, the most samples one has, and the first id at or past `bound` (ids no series
+    /// was given), if any. The lens and the body are not checked for bytes past their
+    /// last series (the record's checksum vouches for its bytes); the head is. The block
+    /// is read to its end.
+    pub fn rest_of_head(&mut self, bound: u64) -> Result<Rest, DecodeError> {
+        let mut rest = Rest::default();
+        if !self.started {
+            self.started = true;
+            if self.head.exp_golomb(0)? != 0 {
+                return Err(self.head.err("block head: a run before any series"));
+            }
+        }
+        self.done = true;
+        while self.left > 0 {
+            let (first, last) = if self.run > 0 {
+                let k = self.run.min(self.left);
+                let (first, last) = self
+                    .prev_id
+                    .and_then(|p| Some((p.checked_add(1)?, p.checked_add(k)?)))
+                    .ok_or_else(|| self.head.err("block head: id past 2^64"))?;
+                self.run -= k;
+                self.left -= k;
+                rest.series += k;
+                (first, last)
+            } else {
+                let (id, count, shape) = self.spelled()?;
+                self.prev_count = count;
+                self.prev_shape = shape;
+                self.left -= 1;
+                rest.series += 1;
+                self.run = self.head.exp_golomb(0)?;
+                (id, id)
+            };
+            self.prev_id = Some(last);
+            rest.most = rest.most.max(self.prev_count);
+            if rest.unknown.is_none() && last >= bound {
+                rest.unknown = Some(first.max(bound));
+            }
+        }
+        if self.run != 0 {
+            return Err(self.head.err("block head: a run past the series count"));
+        }
+        if self.head.remaining_bits() >= 8 {
+            return Err(DecodeError::new(0, "block: bytes after its last series"));
+        }
+        Ok(rest)
     }
 
     /// A row's place: its lens symbols, and the time's change in the body.
@@ -754,6 +817,24 @@ pub(crate) mod tests {
             };
             let got: Vec<_> = block.series().collect::<Result<_, _>>().unwrap();
             assert_eq!(got.len(), input.len(), "case {case}");
+            // The head alone after any number of series tells what walking the rest does.
+            let k = rng.below(n + 1) as usize;
+            let bound = input[rng.below(n) as usize].0 + rng.below(3);
+            let mut it = block.series();
+            for _ in 0..k {
+                it.next().unwrap().unwrap();
+            }
+            let rest = it.rest_of_head(bound).unwrap();
+            assert!(
+                it.next().is_none(),
+                "case {case}: the block read to its end"
+            );
+            let want = Rest {
+                series: (n as usize - k) as u64,
+                most: got[k..].iter().map(|g| g.count).max().unwrap_or(0),
+                unknown: got[k..].iter().map(|g| g.id).find(|&id| id >= bound),
+            };
+            assert_eq!(rest, want, "case {case}: after {k}");
             for (g, (id, item)) in got.iter().zip(&input) {
                 assert_eq!(g.id, *id, "case {case}");
                 match item {
@@ -1021,7 +1102,29 @@ pub(crate) mod tests {
                 .collect::<Result<Vec<_>, _>>()
                 .map(|v| v.len())
             };
+            // The first series, then the head alone ([`BlockIter::rest_of_head`]).
+            let head_after_one = |n: u64, head: &[u8], lens: &[u8], body: &[u8]| {
+                let b = Block {
+                    version,
+                    n,
+                    head,
+                    lens,
+                    body,
+                };
+                let mut it = b.series();
+                it.next().transpose()?;
+                it.rest_of_head(u64::MAX)
+            };
             assert!(walk(n, &head, &lens, &body).is_ok());
+            assert!(head_after_one(n, &head, &lens, &body).is_ok());
+            assert!(
+                head_after_one(n + 1, &head, &lens, &body).is_err(),
+                "count too high"
+            );
+            assert!(
+                head_after_one(n - 1, &head, &lens, &body).is_err(),
+                "count too low"
+            );
             assert!(walk(n + 1, &head, &lens, &body).is_err(), "count too high");
             assert!(walk(n - 1, &head, &lens, &body).is_err(), "count too low");
             assert!(walk(n, &head, &lens, &body[..body.len() - 1]).is_err());
@@ -1039,8 +1142,10 @@ pub(crate) mod tests {
                         let mut p: Vec<Vec<u8>> = parts.iter().map(|p| p.to_vec()).collect();
                         p[part][at] = x;
                         let _ = walk(n, &p[0], &p[1], &p[2]);
+                        let _ = head_after_one(n, &p[0], &p[1], &p[2]);
                         p[part].truncate(at);
                         let _ = walk(n, &p[0], &p[1], &p[2]);
+                        let _ = head_after_one(n, &p[0], &p[1], &p[2]);
                     }
                 }
             }

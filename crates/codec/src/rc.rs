@@ -36,34 +36,59 @@ static RECIPROCAL: [u64; LIMIT as usize] = {
 };
 
 /// One adaptive binary context: the bits it has seen (halved now and then), and the
-/// probability they give (`(zeros + 1/2) / (all + 1)`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// probability they give (`(zeros + 1/2) / (all + 1)`), kept beside them: a reader needs it
+/// at once when it meets the context, and works it out when it learns (its next use is
+/// later, so the work overlaps others'; a reader of one series decodes every other series'
+/// lengths in turn, this step and the next being most of what it does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Prob {
     zeros: u16,
     ones: u16,
+    p0: u16,
+}
+
+impl Default for Prob {
+    fn default() -> Self {
+        Prob {
+            zeros: 0,
+            ones: 0,
+            p0: Prob::p0_of(0, 0) as u16,
+        }
+    }
 }
 
 impl Prob {
     /// The probability of a 0, in 1/4096ths (1..=4095): `((2 zeros + 1) * 4096) / (2 all +
     /// 2)`, the division done as a multiplication by a reciprocal (exact for these
     /// operands: numerators below 2^24, divisors at most 2048, reciprocals of 40 bits).
-    fn p0(&self) -> u32 {
-        let z = u64::from(self.zeros);
-        let n = usize::from(self.zeros) + usize::from(self.ones);
+    const fn p0_of(zeros: u16, ones: u16) -> u32 {
+        let z = zeros as u64;
+        let n = zeros as usize + ones as usize;
         let q = (((2 * z + 1) << PROB_BITS) * RECIPROCAL[n]) >> 40;
-        (q as u32).clamp(1, PROB_ONE - 1)
+        let q = q as u32;
+        if q < 1 {
+            1
+        } else if q > PROB_ONE - 1 {
+            PROB_ONE - 1
+        } else {
+            q
+        }
     }
 
+    #[inline(always)]
+    fn p0(&self) -> u32 {
+        u32::from(self.p0)
+    }
+
+    #[inline(always)]
     fn learn(&mut self, bit: bool) {
-        if bit {
-            self.ones += 1;
-        } else {
-            self.zeros += 1;
-        }
+        self.ones += u16::from(bit);
+        self.zeros += u16::from(!bit);
         if u32::from(self.zeros) + u32::from(self.ones) >= LIMIT {
             self.zeros = self.zeros.div_ceil(2);
             self.ones = self.ones.div_ceil(2);
         }
+        self.p0 = Prob::p0_of(self.zeros, self.ones) as u16;
     }
 
     /// What coding `bit` here costs, in 1/65536ths of a bit (an estimate for statistics).
@@ -221,15 +246,14 @@ impl<'a> Decoder<'a> {
 
     /// Read a bit coded with `p`, then let `p` learn it. Damaged bytes give other bits,
     /// never a panic.
+    #[inline(always)]
     pub fn bit(&mut self, p: &mut Prob) -> bool {
         let bound = (self.range >> PROB_BITS) * p.p0();
         let bit = self.code >= bound;
-        if bit {
-            self.code = self.code.wrapping_sub(bound);
-            self.range = self.range.wrapping_sub(bound);
-        } else {
-            self.range = bound;
-        }
+        // Without a branch on the bit (half of them would be mispredicted).
+        let mask = 0u32.wrapping_sub(u32::from(bit));
+        self.code = self.code.wrapping_sub(bound & mask);
+        self.range = (self.range.wrapping_sub(bound) & mask) | (bound & !mask);
         p.learn(bit);
         while self.range < TOP {
             self.range <<= 8;

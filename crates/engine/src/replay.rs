@@ -218,10 +218,31 @@ fn replay_run(
                     samples = samples.saturating_add(count);
                 }
                 Entry::Block(b) => {
-                    for s in b.series() {
+                    // Opened for a few series: past the last of them, the head alone (the
+                    // others' counts and ids; their lengths are not decoded).
+                    let last = reg
+                        .only
+                        .as_ref()
+                        .map(|_| reg.iter().map(|(id, _)| id).max());
+                    let mut it = b.series();
+                    let mut past = false;
+                    loop {
+                        if past {
+                            let rest = it
+                                .rest_of_head(reg.next_id)
+                                .map_err(|e| at(format!("sample block: {e}")))?;
+                            read_work += rest.series;
+                            most = most.max(rest.most);
+                            if let Some(id) = rest.unknown {
+                                return Err(at(format!("samples for unknown series {id}")));
+                            }
+                            break;
+                        }
+                        let Some(s) = it.next() else { break };
                         let s = s.map_err(|e| at(format!("sample block: {e}")))?;
                         read_work += 1;
                         most = most.max(s.count);
+                        past = last.is_some_and(|l| l.is_none_or(|l| s.id >= l));
                         if reg.by_id(s.id).is_none() {
                             // Ids ascend: a block claiming series past every id ever made
                             // (its count is a varint, up to 2^64) would otherwise be walked
