@@ -3,6 +3,8 @@
 //! ```text
 //! <dir>/LOCK          empty; flock'ed while a Store is open: shared by readers of a few
 //!                     series (Options::only alone), else exclusively
+//! <dir>/LOCK.wait     empty; flock'ed shared by an open waiting for LOCK, so that a
+//!                     writer that can let go of the store (pipe mode) knows to
 //! <dir>/log           superblock page + the commit-record ring (fixed size, zero-filled)
 //! <dir>/checkpoint.a  checkpoints of odd generation
 //! <dir>/checkpoint.b  checkpoints of even generation
@@ -28,6 +30,13 @@ pub fn clean(dir: &Path) -> PathBuf {
 
 pub fn lock(dir: &Path) -> PathBuf {
     dir.join(LOCK)
+}
+
+pub const WAIT: &str = "LOCK.wait";
+
+/// Where an open waiting for [`lock`] says so ([`crate::Store::others_wait`]).
+pub fn wait(dir: &Path) -> PathBuf {
+    dir.join(WAIT)
 }
 
 pub fn log(dir: &Path) -> PathBuf {

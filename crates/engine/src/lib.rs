@@ -146,7 +146,23 @@ fn hold(
     let path = files::lock(dir);
     let deadline = std::time::Instant::now() + wait;
     let mut pause = std::time::Duration::from_millis(2);
+    // Held shared while waiting, where a writer made the file: a writer that can let go
+    // of the store (pipe mode on its own) sees it at its next commit and does.
+    let mut knock: Option<vfs::LockGuard> = None;
+    let at = files::wait(dir);
     loop {
+        // A writer lets those that wait already (their knock) have the store first, within
+        // its own wait and until it waits itself: else one that let go for them would take
+        // it back at once. (One that may not wait, the daemon, takes the store if free.)
+        let now = std::time::Instant::now();
+        if !reader && knock.is_none() && now + pause < deadline && vfs.exists(&at).unwrap_or(false)
+        {
+            if let Ok(None) = vfs.try_lock(&at) {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+                continue;
+            }
+        }
         let got = if reader {
             vfs.try_lock_shared(&path)?
         } else {
@@ -158,6 +174,12 @@ fn hold(
         let now = std::time::Instant::now();
         if now >= deadline {
             return Err(Error::Locked(dir.to_path_buf()));
+        }
+        if knock.is_none() {
+            // Not made here: a reader writes nothing.
+            if vfs.exists(&at).unwrap_or(false) {
+                knock = vfs.try_lock_shared(&at).ok().flatten();
+            }
         }
         std::thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(std::time::Duration::from_millis(50));
@@ -241,6 +263,11 @@ impl Store {
             // (recovery itself may write). The mark in the log is cleared by the first
             // record, or before a checkpoint (crate::clean).
             clean::remove(vfs.as_ref(), dir)?;
+            // Where others waiting for the store say so (`hold`): made by a writer, so that
+            // a reader's wait writes nothing.
+            if !vfs.exists(&files::wait(dir)).unwrap_or(true) {
+                drop(vfs.try_lock(&files::wait(dir)));
+            }
         }
         let ring_cap = opts.log_bytes.max(PAGE).div_ceil(PAGE) * PAGE;
         let r = recovery::recover(
@@ -369,6 +396,18 @@ impl Store {
             return 0;
         }
         series + RECORD_PIECES + most.saturating_mul(SAMPLE_PIECES)
+    }
+
+    /// Whether another process waits to open this store (a command on its own, for a
+    /// graph or a fetch): it holds `LOCK.wait` shared while it waits ([`hold`]), which this
+    /// writer makes if it is missing. A writer that can let go of the store between
+    /// commits (pipe mode on its own) asks at each and closes it if so.
+    pub fn others_wait(&self) -> bool {
+        let at = files::wait(&self.dir);
+        if self.read_only() {
+            return false;
+        }
+        matches!(self.vfs.try_lock(&at), Ok(None))
     }
 
     /// Samples an open would replay now: those logged since the newest checkpoint's start

@@ -73,3 +73,43 @@ fn readers_share_the_store_and_a_writer_waits_for_them() {
     w.close().unwrap();
     assert!(reading.join().unwrap().unwrap());
 }
+
+#[test]
+fn an_open_that_waits_knocks_and_a_writers_open_lets_it_have_the_store_first() {
+    let dir = TempDir::new("lock-knock");
+    let mut w = Store::open(&dir.0, writer(Duration::ZERO)).unwrap();
+    w.create("s0", make_rrd(0), false).unwrap();
+    w.commit().unwrap();
+    assert!(!w.others_wait(), "no one waits");
+    // A reader waits for the writer: it knocks (LOCK.wait, which the writer made).
+    let d = dir.0.clone();
+    let reading = std::thread::spawn(move || {
+        let st = Store::open(&d, reader(Duration::from_secs(20)))?;
+        let opened = Instant::now();
+        let got = st.get("s0").is_some();
+        // It holds the store a while: the writer's open below waits for it.
+        std::thread::sleep(Duration::from_millis(300));
+        Ok::<(bool, Instant), Error>((got, opened))
+    });
+    let t = Instant::now();
+    while !w.others_wait() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the reader never knocked"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The writer lets go, and opens again at once: the reader has the store first.
+    w.close().unwrap();
+    let w = Store::open(&dir.0, writer(Duration::from_secs(20))).unwrap();
+    let reopened = Instant::now();
+    drop(w);
+    let (got, opened) = reading.join().unwrap().unwrap();
+    assert!(got);
+    assert!(
+        opened < reopened,
+        "the writer's open waited for the reader that knocked"
+    );
+    // A reader on its own writes nothing, LOCK.wait included (the writer made it).
+    assert!(dir.0.join("LOCK.wait").exists());
+}

@@ -454,6 +454,7 @@ pub fn run(dir: &Path) -> i32 {
             None => Outcome::ok(cli::HELP.into()),
         };
         let mut out = out;
+        let mut let_go = false;
         if let (Some(st), Some((cmd, _))) = (store.as_mut(), args.split_first()) {
             if cli::writes(cmd) {
                 let since = *dirty_since.get_or_insert_with(Instant::now);
@@ -462,6 +463,17 @@ pub fn run(dir: &Path) -> i32 {
                         out.error.get_or_insert(e);
                     }
                     dirty_since = None;
+                    // A command on its own waits for the store (a graph page's): let it
+                    // go now, as at a pause, though the input flows; the next command that
+                    // writes opens it again once that one is done.
+                    let_go = st.others_wait();
+                }
+            }
+        }
+        if let_go {
+            if let Some(st) = store.take() {
+                if let Err(e) = st.close() {
+                    out.error.get_or_insert(e.to_string());
                 }
             }
         }

@@ -1136,7 +1136,10 @@ fn commands_on_their_own_read_side_by_side_and_wait_for_a_writer() {
         "RRA:AVERAGE:0.5:1:10",
     ];
     run_ringlet(&s, &[&["create", "a.rrd"][..], &schema[..]].concat());
-    // A session that writes, then holds the store a second before its next line.
+    // A session that keeps writing (a line every 5 ms for 4 s, as a poller's results
+    // come): a command on its own that waits for the store knocks (LOCK.wait), and the
+    // session lets it go at its next commit (once a second) and waits for it to finish
+    // before it writes on. Before, the command waited 10 s and failed, the store locked.
     let mut session = Command::new(env!("CARGO_BIN_EXE_ringlet"));
     session
         .args(["--store", &s, "-"])
@@ -1146,19 +1149,33 @@ fn commands_on_their_own_read_side_by_side_and_wait_for_a_writer() {
     let mut child = session.spawn().expect("spawn");
     let mut input = child.stdin.take().unwrap();
     use std::io::Write;
-    writeln!(input, "update a.rrd 1700000060:1").unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let closer = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(700));
-        writeln!(input, "update a.rrd 1700000120:2").unwrap();
+    let feeder = std::thread::spawn(move || {
+        for k in 1..=800i64 {
+            writeln!(input, "update a.rrd {}:{k}", 1700000000 + 60 * k).unwrap();
+            input.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         drop(input);
     });
+    std::thread::sleep(std::time::Duration::from_millis(500));
     let t = std::time::Instant::now();
-    // Waits for the session's end, then reads what it wrote.
-    assert_eq!(run_ringlet(&s, &["last", "a.rrd"]).trim(), "1700000120");
-    assert!(t.elapsed() >= std::time::Duration::from_millis(400));
-    closer.join().unwrap();
-    assert!(child.wait().unwrap().success());
+    let last: i64 = run_ringlet(&s, &["last", "a.rrd"]).trim().parse().unwrap();
+    let waited = t.elapsed();
+    assert!(
+        (1700000060..1700048000).contains(&last),
+        "a value the session committed, before its last: {last}"
+    );
+    assert!(
+        waited < std::time::Duration::from_secs(3),
+        "the session let the store go at its next commit: {waited:?}"
+    );
+    assert!(!feeder.is_finished(), "read while the session writes");
+    feeder.join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("OK").count(), 800, "every line taken: {text}");
+    assert_eq!(run_ringlet(&s, &["last", "a.rrd"]).trim(), "1700048000");
     // Readers at once: all answer, as one alone does.
     let fetch = [
         "fetch",
@@ -1184,20 +1201,20 @@ fn commands_on_their_own_read_side_by_side_and_wait_for_a_writer() {
     // while it waits, and its next write opens the store again.
     let mut child = session.spawn().expect("spawn");
     let mut input = child.stdin.take().unwrap();
-    writeln!(input, "update a.rrd 1700000180:3").unwrap();
+    writeln!(input, "update a.rrd 1700048060:3").unwrap();
     std::thread::sleep(std::time::Duration::from_millis(2000));
-    assert_eq!(run_ringlet(&s, &["last", "a.rrd"]).trim(), "1700000180");
+    assert_eq!(run_ringlet(&s, &["last", "a.rrd"]).trim(), "1700048060");
     assert!(
         child.try_wait().unwrap().is_none(),
         "the session is still on"
     );
-    writeln!(input, "update a.rrd 1700000240:4").unwrap();
+    writeln!(input, "update a.rrd 1700048120:4").unwrap();
     writeln!(input, "last a.rrd").unwrap();
     drop(input);
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("\n1700000240\n"), "{text}");
+    assert!(text.contains("\n1700048120\n"), "{text}");
     assert!(!text.contains("ERROR"), "{text}");
-    assert_eq!(run_ringlet(&s, &["last", "a.rrd"]).trim(), "1700000240");
+    assert_eq!(run_ringlet(&s, &["last", "a.rrd"]).trim(), "1700048120");
 }
