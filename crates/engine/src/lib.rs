@@ -153,10 +153,10 @@ fn hold(
     loop {
         // A writer lets those that wait already (their knock) have the store first, within
         // its own wait and until it waits itself: else one that let go for them would take
-        // it back at once. (One that may not wait, the daemon, takes the store if free.)
+        // it back at once. (One that may not wait, the daemon, takes the store if free.) The
+        // file is made here, by a writer, so that a reader's wait writes nothing.
         let now = std::time::Instant::now();
-        if !reader && knock.is_none() && now + pause < deadline && vfs.exists(&at).unwrap_or(false)
-        {
+        if !reader && knock.is_none() && now + pause < deadline {
             if let Ok(None) = vfs.try_lock(&at) {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(std::time::Duration::from_millis(50));
@@ -263,11 +263,6 @@ impl Store {
             // (recovery itself may write). The mark in the log is cleared by the first
             // record, or before a checkpoint (crate::clean).
             clean::remove(vfs.as_ref(), dir)?;
-            // Where others waiting for the store say so (`hold`): made by a writer, so that
-            // a reader's wait writes nothing.
-            if !vfs.exists(&files::wait(dir)).unwrap_or(true) {
-                drop(vfs.try_lock(&files::wait(dir)));
-            }
         }
         let ring_cap = opts.log_bytes.max(PAGE).div_ceil(PAGE) * PAGE;
         let r = recovery::recover(
@@ -399,15 +394,11 @@ impl Store {
     }
 
     /// Whether another process waits to open this store (a command on its own, for a
-    /// graph or a fetch): it holds `LOCK.wait` shared while it waits ([`hold`]), which this
-    /// writer makes if it is missing. A writer that can let go of the store between
+    /// graph or a fetch): it holds `LOCK.wait` shared while it waits ([`hold`]; a writer's
+    /// open made the file). A writer that can let go of the store between
     /// commits (pipe mode on its own) asks at each and closes it if so.
     pub fn others_wait(&self) -> bool {
-        let at = files::wait(&self.dir);
-        if self.read_only() {
-            return false;
-        }
-        matches!(self.vfs.try_lock(&at), Ok(None))
+        !self.read_only() && matches!(self.vfs.try_lock(&files::wait(&self.dir)), Ok(None))
     }
 
     /// Samples an open would replay now: those logged since the newest checkpoint's start
