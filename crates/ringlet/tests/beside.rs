@@ -161,6 +161,9 @@ update p.rrd 1700000030:1
 last p.rrd
 fetch p.rrd AVERAGE --daemon unix:/nonexistent/s.sock
 tune p.rrd -h v:600
+tune p.rrd DS:w:COUNTER:120:U:U RRA:LAST:0.5:1:3
+lastupdate p.rrd
+first p.rrd --rraindex 1
 graph - --start 1700000000 --end 1700000120 DEF:v=p.rrd:v:AVERAGE PRINT:v:MAX:%6.2lf
 bogus
 quit
@@ -221,6 +224,13 @@ fn script(way: Way) -> (Vec<(String, Out)>, Vec<String>) {
         "resize a.rrd 0 GROW 2".into(),
         "resize a.rrd 1 SHRINK 9".into(),
         "dump resize.rrd".into(),
+        // tune's DS and RRA changes: a column and an archive added, rows added (filled from
+        // the other archives), a name twice refused, then the column and an archive removed.
+        "tune a.rrd DS:z:GAUGE:120:U:U RRA#0:+3 RRA:MIN:0.5:2:5".into(),
+        "tune a.rrd DS:z:GAUGE:1:U:U".into(),
+        "fetch a.rrd MIN -r 120 -s 1700000000 -e 1700000600".into(),
+        "tune a.rrd DEL:z DELRRA:3".into(),
+        "dump a.rrd -n".into(),
         "graph - --start 1700000000 --end 1700000600 DEF:v=a.rrd:xx:AVERAGE PRINT:v:AVERAGE:%6.2lf".into(),
         "graph g.png --start 1700000000 --end 1700000600 DEF:v=a.rrd:xx:AVERAGE LINE1:v#ff0000".into(),
         "graph - DEF:v=missing.rrd:x:AVERAGE LINE1:v#ff0000".into(),
@@ -266,6 +276,25 @@ fn the_cli_beside_the_daemon_prints_what_it_prints_alone() {
     assert_eq!(get("update a.rrd 1700000100:1:1").code, 1);
     assert!(alone_files[0].contains("<rrd>"));
     assert_eq!(get("info s.rrd").code, 0);
+    let added = &get("fetch a.rrd MIN -r 120 -s 1700000000 -e 1700000600").stdout;
+    let head: Vec<&str> = added.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(head, ["xx", "y", "z"], "{added}");
+    // The MIN archive added is filled from the others.
+    let known = |l: &str| {
+        l.split_whitespace()
+            .nth(1)
+            .is_some_and(|v| !v.contains("nan"))
+    };
+    assert!(added.lines().skip(2).any(known), "{added}");
+    assert_eq!(
+        get("tune a.rrd DS:z:GAUGE:1:U:U").stderr,
+        "ERROR: Duplicate DS name: z\n"
+    );
+    let after = &get("dump a.rrd -n").stdout;
+    assert!(!after.contains("<name> z </name>") && after.matches("<rra>").count() == 3);
+    let pipe = &get("-").stdout;
+    assert!(pipe.contains(" v w\n"), "{pipe}");
+    assert!(!pipe.contains("invalid rraindex"), "{pipe}");
     for way in [Way::Found, Way::Env, Way::Flag] {
         let (beside, files) = script(way);
         for ((c, a), (_, b)) in alone.iter().zip(&beside) {

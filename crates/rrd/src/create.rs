@@ -243,12 +243,14 @@ pub fn parse_create_with(
     })
 }
 
-fn is_name_char(c: u8) -> bool {
+/// A character of a data source's name: `[a-zA-Z0-9_-]`.
+pub fn is_name_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
 }
 
-/// `DS:name:TYPE:...` after the `DS:`.
-fn parse_ds(body: &str, prev: &[DsDef]) -> Result<DsDef, RrdError> {
+/// `DS:name:TYPE:...` after the `DS:`, as create reads it (`prev`: the data sources defined
+/// before it, which a COMPUTE expression may name). `tune` reads its added ones the same way.
+pub fn parse_ds(body: &str, prev: &[DsDef]) -> Result<DsDef, RrdError> {
     let bad = || err("invalid DS format");
     let name_len = body.bytes().take_while(|&c| is_name_char(c)).count();
     if name_len == 0 || name_len > 19 || body.as_bytes().get(name_len) != Some(&b':') {
@@ -317,8 +319,8 @@ fn parse_ds(body: &str, prev: &[DsDef]) -> Result<DsDef, RrdError> {
     })
 }
 
-/// `RRA:CF:xff:steps:rows` after the `RRA:`.
-fn parse_rra(body: &str, step: u64) -> Result<RraDef, RrdError> {
+/// `RRA:CF:xff:steps:rows` after the `RRA:`, as create reads it (and `tune`).
+pub fn parse_rra(body: &str, step: u64) -> Result<RraDef, RrdError> {
     let toks: Vec<&str> = body.split(':').filter(|t| !t.is_empty()).collect();
     if toks.is_empty() {
         return Err(err("Expected at least 4 arguments for RRA but got 0"));

@@ -7,6 +7,7 @@
 //! command returns, also after a failed update whose earlier arguments were applied.
 
 mod check;
+mod modify;
 mod read;
 mod resize;
 mod tune;

@@ -7,7 +7,9 @@
 //!
 //! What rrdtool reads, as observed on it:
 //! - `NAME:VALUE`: NAME is 1 to 19 characters of `[a-zA-Z0-9_-]`; the new name of `-r` is
-//!   read the same way (cut at 19, ending at any other character).
+//!   read the same way (cut at 19, ending at any other character). rrdtool lets a rename
+//!   take another data source's name; ringlet too, but not where a COMPUTE data source is
+//!   (its expression names them: both would read as the first).
 //! - A heartbeat is C's `strtol` (a sign, digits, the rest ignored; saturating), kept as the
 //!   unsigned number of the same bits (`-5` is 18446744073709551611).
 //! - A minimum or maximum is `U` (or `Unknown`) or a number as rrdtool reads one
@@ -20,11 +22,11 @@
 //! - Holt-Winters options (`-p -n -f -w -x -y -z -v -s -S`) check their value, then fail as
 //!   rrdtool does on an RRD without those archives (ringlet has none); `-b` checks its data
 //!   source; `-t` changes nothing (rrdtool 1.7.2's does not either, without DS or RRA changes).
-//! - rrdtool's DS and RRA changes (`DEL:`, `DS:`, `RRA:`, `DELRRA:`, `RRA#`) are not done
-//!   yet: refused before anything is applied. Any other argument after the file is
-//!   `unparseable argument`.
+//! - rrdtool's DS and RRA changes (`DEL:`, `DS:`, `DELRRA:`, `RRA#`, and `-t` with them)
+//!   come after the options, on what they made ([`super::modify`]); any other argument
+//!   after the file is `unparseable argument`.
 
-use super::{load, opt, Ctx, Outcome};
+use super::{load, modify, opt, Ctx, Outcome};
 use crate::getopt::{self, Item, Opt};
 use crate::store;
 use rrd::{DsType, Rrd};
@@ -88,11 +90,6 @@ pub fn tune(ctx: &Ctx, args: &[String]) -> Outcome {
     if items.iter().any(|i| matches!(i, Ok(("daemon", _)))) {
         return Outcome::err(super::NO_DAEMON);
     }
-    if let Some(m) = rest.iter().find(|a| is_modify(a)) {
-        return Outcome::err(format!(
-            "ringlet does not support tune's DS and RRA changes yet ({m})"
-        ));
-    }
     let name = match store::normalize(given) {
         Ok(n) => n,
         Err(e) => return Outcome::err(e),
@@ -114,9 +111,15 @@ pub fn tune(ctx: &Ctx, args: &[String]) -> Outcome {
                 break;
             }
         }
-        if error.is_none() {
-            if let Some(a) = rest.first() {
-                error = Some(format!("unparseable argument: {a}"));
+        if error.is_none() && !rest.is_empty() {
+            // The DS and RRA changes, after the options, on what they made.
+            let step = items.iter().rev().find_map(|i| match i {
+                Ok(("step", v)) => Some(v.as_str()),
+                _ => None,
+            });
+            match modify::scan(rest).and_then(|ch| modify::apply(&mut rrd, &ch, step)) {
+                Ok(()) => changed = true,
+                Err(e) => error = Some(e),
             }
         }
         if changed {
@@ -130,13 +133,6 @@ pub fn tune(ctx: &Ctx, args: &[String]) -> Outcome {
             ..Outcome::default()
         }
     })
-}
-
-/// rrdtool's DS and RRA changes, which `tune` takes as arguments after the file.
-fn is_modify(a: &str) -> bool {
-    ["DEL:", "DS:", "RRA:", "DELRRA:", "RRA#"]
-        .iter()
-        .any(|p| a.starts_with(p))
 }
 
 /// Apply one option to `rrd`; `changed` is set when the header changed.
@@ -238,9 +234,24 @@ fn apply(rrd: &mut Rrd, long: &str, value: &str, changed: &mut bool) -> Result<(
     Ok(())
 }
 
-/// Rename data source `i` to `new`, and every COMPUTE expression that names it.
+/// Rename data source `i` to `new`, and every COMPUTE expression that names it. rrdtool
+/// lets two data sources have one name; a COMPUTE reads them by position there, and by name
+/// here: ringlet refuses that name where a COMPUTE could read either.
 fn rename(rrd: &mut Rrd, i: usize, new: &str) -> Result<(), String> {
     let old_names: Vec<String> = rrd.schema.ds.iter().map(|d| d.name.clone()).collect();
+    let compute = rrd.schema.ds.iter().any(|d| d.kind == DsType::Compute);
+    if compute
+        && old_names
+            .iter()
+            .enumerate()
+            .any(|(j, n)| j != i && n == new)
+    {
+        return Err(format!(
+            "ringlet does not name data source '{}' '{new}' as another: a COMPUTE data source \
+             could not tell them apart",
+            old_names[i]
+        ));
+    }
     let mut new_names = old_names.clone();
     new_names[i] = new.to_string();
     let schema = std::sync::Arc::make_mut(&mut rrd.schema);

@@ -117,11 +117,17 @@ fn option(
             )
         }
         8 | 9 => {
+            // A name taken where a COMPUTE reads by name: ringlet refuses (see tune.rs).
+            let taken = if schema.ds.iter().any(|d| d.ty == DsType::Compute) {
+                "renamed2".to_string()
+            } else {
+                names[0].clone()
+            };
             let new = rng
                 .pick(&[
                     "renamed".to_string(),
                     "ds_x-1".to_string(),
-                    names[0].clone(),
+                    taken,
                     "x".repeat(22),
                     String::new(),
                 ])
@@ -154,8 +160,135 @@ fn option(
     }
 }
 
-/// One to three tune lines on `file` (1 to 3 options each); the names they may have renamed
-/// are tracked so that later options name the new ones too.
+/// The DS and RRA changes of one tune line (1 to 3 of them, maybe with `-t`), kept to
+/// those whose outcome rrdtool 1.7.2 can read back (see `modify.rs` for what ringlet
+/// refuses): no DCOUNTER or DDERIVE added or deleted, no data source deleted beside a
+/// COMPUTE (rrdtool keeps its expression's positions), only the last archive removed (rrdtool
+/// fills the archives after a removed one with the wrong rows), never the last data source or
+/// archive, no `DS:` that does not parse but for a name twice (rrdtool writes the others half
+/// made). `rows`: the fewest rows each archive may have now (shrinks counted as done).
+fn changes(
+    rng: &mut Rng,
+    schema: &GenSchema,
+    names: &[String],
+    rows: &mut [u64],
+    feats: &mut BTreeSet<&'static str>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let has_compute = schema.ds.iter().any(|d| d.ty == DsType::Compute);
+    let mut deleted = 0;
+    let mut added: Vec<String> = Vec::new();
+    for _ in 0..rng.range(1, 4) {
+        match rng.below(11) {
+            0 | 1 => {
+                let del: Vec<usize> = (0..schema.ds.len())
+                    .filter(|&i| {
+                        !matches!(schema.ds[i].ty, DsType::DCounter | DsType::DDerive)
+                            && !has_compute
+                    })
+                    .collect();
+                if del.is_empty() || deleted + 1 >= schema.ds.len() || rng.chance(0.15) {
+                    out.push("DEL:nope".into());
+                } else {
+                    out.push(format!("DEL:{}", names[del[rng.index(del.len())]]));
+                    deleted += 1;
+                }
+                feats.insert("tune:del-ds");
+            }
+            2 | 3 => {
+                let name = if rng.chance(0.1) {
+                    // Twice: refused before anything changes, on both.
+                    names[rng.index(names.len())].clone()
+                } else {
+                    format!("n{}", added.len() + 1)
+                };
+                if !added.is_empty() && rng.chance(0.3) {
+                    let of = &added[rng.index(added.len())];
+                    out.push(format!("DS:c{name}:COMPUTE:{of},2,*"));
+                } else {
+                    let ty = rng.pick(&["GAUGE", "COUNTER", "DERIVE", "ABSOLUTE"]);
+                    let hb = *rng.pick(&[schema.step * 2, schema.step, 86_400]);
+                    let (min, max) =
+                        *rng.pick(&[("U", "U"), ("0", "U"), ("0", "100"), ("-5", "5")]);
+                    out.push(format!("DS:{name}:{ty}:{hb}:{min}:{max}"));
+                }
+                added.push(name);
+                feats.insert("tune:add-ds");
+            }
+            4 => {
+                let last = schema.rras.len() - 1;
+                if last > 0 && rows[last] > 0 && rng.chance(0.7) {
+                    out.push(format!("DELRRA:{last}"));
+                    rows[last] = 0;
+                } else {
+                    out.push(format!(
+                        "DELRRA:{}",
+                        schema.rras.len() + rng.below(3) as usize
+                    ));
+                }
+                feats.insert("tune:del-rra");
+            }
+            5..=7 => {
+                let i = rng.index(schema.rras.len());
+                let k = rng.range(0, 6);
+                match rng.below(4) {
+                    0 | 1 => out.push(format!("RRA#{i}:+{k}")),
+                    2 if rows[i] > k + 1 => {
+                        out.push(format!("RRA#{i}:-{k}"));
+                        rows[i] -= k;
+                    }
+                    _ if rows[i] > 0 => {
+                        let n = rng.range(1, rows[i] + 6);
+                        out.push(format!("RRA#{i}:={n}"));
+                        rows[i] = rows[i].min(n);
+                    }
+                    _ => out.push(format!("RRA#{}:+1", schema.rras.len() + 2)),
+                }
+                feats.insert("tune:rows");
+            }
+            8 | 9 => {
+                let cf = rng.pick(&["AVERAGE", "MIN", "MAX", "LAST"]);
+                let xff = rng.pick(&["0.5", "0", "0.9"]);
+                let pdp = *rng.pick(&[1, 2, 3, 5, 12]);
+                out.push(format!("RRA:{cf}:{xff}:{pdp}:{}", rng.range(1, 40)));
+                feats.insert("tune:add-rra");
+            }
+            _ => {
+                let bad = rng
+                    .pick(&[
+                        "RRA#0:4",
+                        "RRA#0:*2",
+                        "RRA#x:+1",
+                        "DELRRA:-1",
+                        "bogus",
+                        "RRA:FOO:0.5:1:3",
+                        "RRA:AVERAGE:0.5:1:0",
+                    ])
+                    .to_string();
+                out.push(bad);
+                feats.insert("tune:modify-bad");
+            }
+        }
+    }
+    if rng.chance(0.25) {
+        let step = schema.step;
+        let div: Vec<u64> = [2, 3, 5, step]
+            .into_iter()
+            .filter(|&d| d > 1 && step.is_multiple_of(d))
+            .collect();
+        let to = if div.is_empty() || rng.chance(0.2) {
+            step * 2
+        } else {
+            step / div[rng.index(div.len())]
+        };
+        out.splice(0..0, arg(rng, "-t", "step", to.to_string()));
+        feats.insert("tune:step-change");
+    }
+    out
+}
+
+/// One to three tune lines on `file` (1 to 3 options each, or DS and RRA changes); the
+/// names they may have renamed are tracked so that later options name the new ones too.
 pub fn tune_steps(
     rng: &mut Rng,
     schema: &GenSchema,
@@ -165,14 +298,20 @@ pub fn tune_steps(
 ) {
     let names: Vec<String> = schema.ds.iter().map(|d| d.name.clone()).collect();
     let mut typed = false;
+    let mut rows: Vec<u64> = schema.rras.iter().map(|r| r.rows).collect();
     for _ in 0..rng.range(1, 4) {
         let mut args = vec!["tune".to_string(), file.to_string()];
-        for _ in 0..rng.range(1, 4) {
-            let (o, f) = option(rng, schema, &names, &mut typed);
-            feats.insert(f);
-            args.extend(o);
+        let modify = rng.chance(0.4);
+        if modify {
+            args.extend(changes(rng, schema, &names, &mut rows, feats));
+        } else {
+            for _ in 0..rng.range(1, 4) {
+                let (o, f) = option(rng, schema, &names, &mut typed);
+                feats.insert(f);
+                args.extend(o);
+            }
         }
-        if rng.chance(0.1) {
+        if !modify && rng.chance(0.1) {
             // The file after the options: getopt permutes.
             let f = args.remove(1);
             args.push(f);
