@@ -546,6 +546,81 @@ fn create_template_takes_definitions_from_an_existing_rrd() {
     p.same("create t3.rrd -t nonex.rrd DS:x.y:GAUGE:1:U:U");
 }
 
+/// tune's DS and RRA changes that rrdtool 1.7.2 would garble are refused, changing nothing;
+/// an archive removed before another leaves the other's own rows (rrdtool's hold another
+/// archive's).
+#[test]
+fn tune_refuses_what_rrdtool_would_garble_and_keeps_each_archives_rows() {
+    let p = Pair::new();
+    let ok = |args: &str| {
+        let o = p.ringlet(&args.split_whitespace().collect::<Vec<_>>(), None);
+        assert_eq!(o.code, 0, "{args}: {o:?}");
+        o.stdout
+    };
+    ok(
+        "create c.rrd --start 1700000000 --step 60 DS:b:GAUGE:120:U:U DS:ab:GAUGE:120:U:U \
+        DS:a:COMPUTE:b,ab,+ RRA:AVERAGE:0.5:1:5",
+    );
+    let before = ok("info c.rrd");
+    for (args, says) in [
+        (
+            "tune c.rrd -r ab:b",
+            "COMPUTE data source 'a' would read another",
+        ),
+        (
+            "tune c.rrd DEL:b",
+            "COMPUTE data source 'a' would read other data sources",
+        ),
+        ("tune c.rrd DEL:b DEL:ab DEL:a", "every data source"),
+        ("tune c.rrd DELRRA:0", "every archive"),
+        ("tune c.rrd RRA#0:-5", "every archive"),
+        (
+            "tune c.rrd DS:n:GAUGE:100",
+            "failed to parse data source 100: missing separator",
+        ),
+        (
+            "tune c.rrd DS:n:DCOUNTER:100:U:U",
+            "version would change from 0003 to 0005",
+        ),
+    ] {
+        let o = p.ringlet(&args.split_whitespace().collect::<Vec<_>>(), None);
+        assert_eq!(o.code, 1, "{args}: {o:?}");
+        assert!(o.stderr.contains(says), "{args}: {}", o.stderr);
+        assert_eq!(ok("info c.rrd"), before, "{args} changed the RRD");
+    }
+    // A kept COMPUTE whose data sources keep their places, and a rename of the COMPUTE
+    // itself to a name taken: both as rrdtool makes them.
+    ok("tune c.rrd DS:z:GAUGE:120:U:U -r a:b");
+    assert!(ok("info c.rrd").contains("ds[b].cdef = \"b,ab,+\""));
+    ok(
+        "create d.rrd --start 1700000000 --step 60 DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:6 \
+        RRA:MAX:0.5:2:4",
+    );
+    for i in 1..12 {
+        ok(&format!("update d.rrd {}:{i}", 1_700_000_000 + 60 * i));
+    }
+    let rows = |xml: &str, cf: &str| -> Vec<String> {
+        let part = xml
+            .split("<cf>")
+            .find(|p| p.starts_with(cf))
+            .unwrap()
+            .to_string();
+        part.lines()
+            .filter(|l| l.contains("<row>"))
+            .map(String::from)
+            .collect()
+    };
+    let max = rows(&ok("dump d.rrd"), "MAX");
+    assert!(
+        max.iter().filter(|r| !r.contains("NaN")).count() >= 3,
+        "{max:?}"
+    );
+    ok("tune d.rrd DELRRA:0");
+    let after = ok("dump d.rrd");
+    assert_eq!(after.matches("<rra>").count(), 1);
+    assert_eq!(rows(&after, "MAX"), max);
+}
+
 #[test]
 fn tune_resize_and_graph_match_rrdtool() {
     if !have_rrdtool() {

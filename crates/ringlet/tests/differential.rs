@@ -139,7 +139,44 @@ fn ringlet_cli_matches_rrdtool_byte_for_byte() {
     } else {
         40
     };
-    let seeds = seeds(default);
+    differential(seeds(default));
+}
+
+/// Cases whose seeds are in `diff::gen::TUNED` and up: every one tunes its file with DS and
+/// RRA changes (data sources and archives added and removed, rows added and removed, the step
+/// divided) before its last updates and reads.
+#[test]
+fn tune_changes_match_rrdtool_byte_for_byte() {
+    if !need_rrdtool() {
+        return;
+    }
+    let default = if in_ci() || !cfg!(debug_assertions) {
+        500
+    } else {
+        40
+    };
+    let n = env_u64("DIFF_TUNE_CASES").unwrap_or(default);
+    let seeds: Vec<u64> = (1..=n).map(|i| diff::gen::TUNED + i).collect();
+    assert!(seeds.iter().all(|&s| {
+        let f = generate(s).features;
+        f.contains("tune") && f.iter().any(|f| MODIFY.contains(f))
+    }));
+    differential(seeds);
+}
+
+/// The generator's features of tune's DS and RRA changes.
+const MODIFY: &[&str] = &[
+    "tune:del-ds",
+    "tune:add-ds",
+    "tune:del-rra",
+    "tune:add-rra",
+    "tune:rows",
+    "tune:step-change",
+    "tune:modify-bad",
+];
+
+/// Run `seeds` on both tools and compare (the environment's filters applied).
+fn differential(seeds: Vec<u64>) {
     let only = only_filter();
     let bin = std::env::var_os("DIFF_RINGLET").unwrap_or(env!("CARGO_BIN_EXE_ringlet").into());
     let ringlet = Tool::Ringlet(PathBuf::from(bin));

@@ -8,8 +8,8 @@
 //! What rrdtool reads, as observed on it:
 //! - `NAME:VALUE`: NAME is 1 to 19 characters of `[a-zA-Z0-9_-]`; the new name of `-r` is
 //!   read the same way (cut at 19, ending at any other character). rrdtool lets a rename
-//!   take another data source's name; ringlet too, but not where a COMPUTE data source is
-//!   (its expression names them: both would read as the first).
+//!   take another data source's name; ringlet too, but not where a COMPUTE data source
+//!   would then read another one (its expression names them: a name reads as the first).
 //! - A heartbeat is C's `strtol` (a sign, digits, the rest ignored; saturating), kept as the
 //!   unsigned number of the same bits (`-5` is 18446744073709551611).
 //! - A minimum or maximum is `U` (or `Unknown`) or a number as rrdtool reads one
@@ -235,32 +235,35 @@ fn apply(rrd: &mut Rrd, long: &str, value: &str, changed: &mut bool) -> Result<(
 }
 
 /// Rename data source `i` to `new`, and every COMPUTE expression that names it. rrdtool
-/// lets two data sources have one name; a COMPUTE reads them by position there, and by name
-/// here: ringlet refuses that name where a COMPUTE could read either.
+/// lets two data sources have one name, and its COMPUTE reads them by position; here it
+/// reads them by name, the first of that name: ringlet refuses a name that would make a
+/// COMPUTE read another data source than before.
 fn rename(rrd: &mut Rrd, i: usize, new: &str) -> Result<(), String> {
     let old_names: Vec<String> = rrd.schema.ds.iter().map(|d| d.name.clone()).collect();
-    let compute = rrd.schema.ds.iter().any(|d| d.kind == DsType::Compute);
-    if compute
-        && old_names
-            .iter()
-            .enumerate()
-            .any(|(j, n)| j != i && n == new)
-    {
-        return Err(format!(
-            "ringlet does not name data source '{}' '{new}' as another: a COMPUTE data source \
-             could not tell them apart",
-            old_names[i]
-        ));
-    }
     let mut new_names = old_names.clone();
     new_names[i] = new.to_string();
-    let schema = std::sync::Arc::make_mut(&mut rrd.schema);
     let olds: Vec<&str> = old_names.iter().map(String::as_str).collect();
-    for d in schema.ds.iter_mut() {
+    let news: Vec<&str> = new_names.iter().map(String::as_str).collect();
+    let at = |j: usize| format!("#{j}");
+    let mut exprs = Vec::new();
+    for (k, d) in rrd.schema.ds.iter().enumerate() {
         if let (DsType::Compute, Some(expr)) = (d.kind, &d.rpn) {
             let prog = rrd::rpn::compile_compute(expr, &olds).map_err(|e| e.msg)?;
-            d.rpn = Some(prog.to_cdef_string(&|j| new_names.get(j).cloned().unwrap_or_default()));
+            let renamed = prog.to_cdef_string(&|j| new_names.get(j).cloned().unwrap_or_default());
+            let read = rrd::rpn::compile_compute(&renamed, &news).map_err(|e| e.msg)?;
+            if read.to_cdef_string(&at) != prog.to_cdef_string(&at) {
+                return Err(format!(
+                    "ringlet does not name data source '{}' '{new}': COMPUTE data source \
+                     '{}' would read another data source of that name",
+                    old_names[i], d.name
+                ));
+            }
+            exprs.push((k, renamed));
         }
+    }
+    let schema = std::sync::Arc::make_mut(&mut rrd.schema);
+    for (k, e) in exprs {
+        schema.ds[k].rpn = Some(e);
     }
     schema.ds[i].name = new.to_string();
     Ok(())

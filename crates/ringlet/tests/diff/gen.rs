@@ -9,6 +9,9 @@ use super::tune_gen::tune_steps;
 use super::update_gen::UpdateGen;
 use std::collections::BTreeSet;
 
+/// Seeds from here on make cases that tune their file with DS and RRA changes.
+pub const TUNED: u64 = 1 << 40;
+
 pub fn generate(seed: u64) -> Case {
     let mut rng = super::rng::seeded(seed);
     let mut feats: BTreeSet<&'static str> = BTreeSet::new();
@@ -70,10 +73,11 @@ pub fn generate(seed: u64) -> Case {
     // their own, so that the rest of a seed's case is what it was before tune existed).
     // What follows a tune is not modelled: those steps expect anything.
     let mut trng = super::rng::seeded(seed ^ 0x7475_6e65);
-    if trng.chance(0.25) {
+    let forced = seed >= TUNED;
+    if trng.chance(0.25) || forced {
         feats.insert("tune");
         let from = steps.len();
-        tune_steps(&mut trng, &schema, "x.rrd", &mut feats, &mut steps);
+        tune_steps(&mut trng, &schema, "x.rrd", forced, &mut feats, &mut steps);
         let n = trng.range(2, 10);
         ug.run(&mut trng, n, &mut feats, &mut steps, &mut |_, _| {});
         let last = ug.applied.sec;

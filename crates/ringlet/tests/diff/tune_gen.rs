@@ -117,9 +117,9 @@ fn option(
             )
         }
         8 | 9 => {
-            // A name taken where a COMPUTE reads by name: ringlet refuses (see tune.rs).
+            // A name taken where a COMPUTE reads by name: ringlet may refuse (see tune.rs).
             let taken = if schema.ds.iter().any(|d| d.ty == DsType::Compute) {
-                "renamed2".to_string()
+                "renamed".to_string()
             } else {
                 names[0].clone()
             };
@@ -287,21 +287,23 @@ fn changes(
     out
 }
 
-/// One to three tune lines on `file` (1 to 3 options each, or DS and RRA changes); the
-/// names they may have renamed are tracked so that later options name the new ones too.
+/// One to three tune lines on `file` (1 to 3 options each, or DS and RRA changes: the first
+/// line such with `changes`); the names they may have renamed are tracked so that later
+/// options name the new ones too.
 pub fn tune_steps(
     rng: &mut Rng,
     schema: &GenSchema,
     file: &str,
+    changes_first: bool,
     feats: &mut BTreeSet<&'static str>,
     steps: &mut Vec<Step>,
 ) {
     let names: Vec<String> = schema.ds.iter().map(|d| d.name.clone()).collect();
     let mut typed = false;
     let mut rows: Vec<u64> = schema.rras.iter().map(|r| r.rows).collect();
-    for _ in 0..rng.range(1, 4) {
+    for line in 0..rng.range(1, 4) {
         let mut args = vec!["tune".to_string(), file.to_string()];
-        let modify = rng.chance(0.4);
+        let modify = rng.chance(0.4) || (changes_first && line == 0);
         if modify {
             args.extend(changes(rng, schema, &names, &mut rows, feats));
         } else {
