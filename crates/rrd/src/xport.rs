@@ -167,11 +167,12 @@ pub fn xport(
             return Err(too_early(ds));
         }
         let rrd = load(&def.file)?;
+        // As rrdtool: the fetch first (no archive of the CF is its error), then the name.
+        let fr = fetch(&rrd, def.cf, ds, de, ask as u64, false)?;
         let col = rrd
             .schema
             .ds_index(&def.ds)
             .ok_or_else(|| err(format!("No DS called '{}' in '{}'", def.ds, def.file)))?;
-        let fr = fetch(&rrd, def.cf, ds, de, ask as u64, false)?;
         let (s, st, rows) = reduce(&fr, col, want, def.reduce.unwrap_or(def.cf))?;
         v.start = s;
         v.step = st;

@@ -464,7 +464,9 @@ fn first_cdp(
 /// it consolidates with the row's CF (AVERAGE: the mean; LAST: the last). The rows an archive
 /// gives are rrdtool's: from the row holding `start` through the one holding `end`, but with
 /// `end` past the last update, up to the row before the current one, and with `start` before
-/// the oldest, from the current row on, around the ring (those are its quirks).
+/// the oldest, from the current row on, each counted by places in the ring (those are its
+/// quirks; they depend on where the ring starts, as rrdtool's do: ringlet's ring starts at
+/// row 0 at create, rrdtool's at a random row).
 #[allow(clippy::too_many_arguments)]
 fn fill(
     rrd: &Rrd,
@@ -480,16 +482,24 @@ fn fill(
     for c in candidates(old, cf) {
         let slot = (old.rra[c].pdp_cnt * old.step) as i64;
         let rows = old.rra[c].row_cnt as i64;
-        // Rows before the current one, in the order read.
-        let list: Vec<i64> = match (past(rrd, old, c, start), past(rrd, old, c, end)) {
-            (Some(s), Some(e)) => (e..=s).rev().collect(),
-            (Some(s), None) => (1..=s).rev().collect(),
-            (None, Some(0)) => vec![0],
-            (None, Some(1)) => Vec::new(),
-            (None, Some(e)) => std::iter::once(0).chain((e..rows).rev()).collect(),
+        let cur = rrd.rra[c].cur_row as i64;
+        // The rows read, by their place in the ring (rrdtool counts them so: from the row
+        // holding `start` through the one holding `end`; with `end` past the last update,
+        // through the row before the current one, that row's number taken modulo the row
+        // count as an unsigned number (row 0 gives the last place a `u64` of all ones
+        // leaves); with `start` before the oldest, from the current row on).
+        let at = |p: i64| (cur - p).rem_euclid(rows);
+        let (from, to) = match (past(rrd, old, c, start), past(rrd, old, c, end)) {
+            (Some(s), Some(e)) => (at(s), at(e)),
+            (Some(s), None) if cur >= 1 => (at(s), cur - 1),
+            (Some(s), None) => (at(s), (u64::MAX % rows as u64) as i64),
+            (None, Some(e)) => (cur, at(e)),
             (None, None) => continue,
         };
-        let cur = rrd.rra[c].cur_row as i64;
+        let n = to - from + 1;
+        let n = if n < 0 { n + rows } else { n };
+        // As rows before the current one.
+        let list: Vec<i64> = (0..n).map(|k| at((from + k) % rows)).collect();
         for (k, slot_v) in row.iter_mut().enumerate() {
             let Some(d) = map[k] else { continue };
             if !slot_v.is_nan() {

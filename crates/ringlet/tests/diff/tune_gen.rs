@@ -172,11 +172,11 @@ fn changes(
     schema: &GenSchema,
     names: &[String],
     rows: &mut [u64],
+    done: &mut Done,
     feats: &mut BTreeSet<&'static str>,
 ) -> Vec<String> {
     let mut out = Vec::new();
     let has_compute = schema.ds.iter().any(|d| d.ty == DsType::Compute);
-    let mut deleted = 0;
     let mut added: Vec<String> = Vec::new();
     for _ in 0..rng.range(1, 4) {
         match rng.below(11) {
@@ -187,11 +187,18 @@ fn changes(
                             && !has_compute
                     })
                     .collect();
-                if del.is_empty() || deleted + 1 >= schema.ds.len() || rng.chance(0.15) {
-                    out.push("DEL:nope".into());
-                } else {
-                    out.push(format!("DEL:{}", names[del[rng.index(del.len())]]));
-                    deleted += 1;
+                // Never the last data source, over all the lines of the case.
+                let i = del.get(rng.index(del.len().max(1))).copied();
+                match i {
+                    Some(i)
+                        if !done.deleted.contains(&i)
+                            && done.deleted.len() + 1 < schema.ds.len()
+                            && !rng.chance(0.15) =>
+                    {
+                        out.push(format!("DEL:{}", names[i]));
+                        done.deleted.push(i);
+                    }
+                    _ => out.push("DEL:nope".into()),
                 }
                 feats.insert("tune:del-ds");
             }
@@ -216,15 +223,14 @@ fn changes(
                 feats.insert("tune:add-ds");
             }
             4 => {
+                // Only the last archive, and only while none was added or removed before.
                 let last = schema.rras.len() - 1;
-                if last > 0 && rows[last] > 0 && rng.chance(0.7) {
+                if last > 0 && !done.rras_changed && rng.chance(0.7) {
                     out.push(format!("DELRRA:{last}"));
                     rows[last] = 0;
+                    done.rras_changed = true;
                 } else {
-                    out.push(format!(
-                        "DELRRA:{}",
-                        schema.rras.len() + rng.below(3) as usize
-                    ));
+                    out.push(format!("DELRRA:{}", schema.rras.len() + 40));
                 }
                 feats.insert("tune:del-rra");
             }
@@ -242,7 +248,7 @@ fn changes(
                         out.push(format!("RRA#{i}:={n}"));
                         rows[i] = rows[i].min(n);
                     }
-                    _ => out.push(format!("RRA#{}:+1", schema.rras.len() + 2)),
+                    _ => out.push(format!("RRA#{}:+1", schema.rras.len() + 40)),
                 }
                 feats.insert("tune:rows");
             }
@@ -251,6 +257,7 @@ fn changes(
                 let xff = rng.pick(&["0.5", "0", "0.9"]);
                 let pdp = *rng.pick(&[1, 2, 3, 5, 12]);
                 out.push(format!("RRA:{cf}:{xff}:{pdp}:{}", rng.range(1, 40)));
+                done.rras_changed = true;
                 feats.insert("tune:add-rra");
             }
             _ => {
@@ -287,6 +294,15 @@ fn changes(
     out
 }
 
+/// What the change lines of a case did so far (as if each succeeded): the data sources
+/// deleted, and whether an archive was added or removed (after which none is removed: the
+/// last of the schema may no longer be the file's last).
+#[derive(Default)]
+struct Done {
+    deleted: Vec<usize>,
+    rras_changed: bool,
+}
+
 /// One to three tune lines on `file` (1 to 3 options each, or DS and RRA changes: the first
 /// line such with `changes`); the names they may have renamed are tracked so that later
 /// options name the new ones too.
@@ -301,11 +317,12 @@ pub fn tune_steps(
     let names: Vec<String> = schema.ds.iter().map(|d| d.name.clone()).collect();
     let mut typed = false;
     let mut rows: Vec<u64> = schema.rras.iter().map(|r| r.rows).collect();
+    let mut done = Done::default();
     for line in 0..rng.range(1, 4) {
         let mut args = vec!["tune".to_string(), file.to_string()];
         let modify = rng.chance(0.4) || (changes_first && line == 0);
         if modify {
-            args.extend(changes(rng, schema, &names, &mut rows, feats));
+            args.extend(changes(rng, schema, &names, &mut rows, &mut done, feats));
         } else {
             for _ in 0..rng.range(1, 4) {
                 let (o, f) = option(rng, schema, &names, &mut typed);
