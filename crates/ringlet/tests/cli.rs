@@ -574,6 +574,7 @@ fn tune_refuses_what_rrdtool_would_garble_and_keeps_each_archives_rows() {
         ("tune c.rrd DEL:b DEL:ab DEL:a", "every data source"),
         ("tune c.rrd DELRRA:0", "every archive"),
         ("tune c.rrd RRA#0:-5", "every archive"),
+        ("tune c.rrd RRA#0:+2000000000", "more than 134217728 values"),
         (
             "tune c.rrd DS:n:GAUGE:100",
             "failed to parse data source 100: missing separator",

@@ -245,6 +245,15 @@ pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(
     if !schema.spans_fit() {
         return Err("ringlet does not make an archive span more than it can hold".into());
     }
+    let values = (schema.rra.iter()).try_fold(0u64, |acc, r| {
+        (r.row_cnt.checked_mul(schema.ds.len() as u64)).and_then(|v| acc.checked_add(v))
+    });
+    if values.is_none_or(|v| v > rrd::create::MAX_VALUES) {
+        return Err(format!(
+            "ringlet does not make an RRD of more than {} values (as create)",
+            rrd::create::MAX_VALUES
+        ));
+    }
     let (was, would) = (rrd::rrdfile::version(&old), rrd::rrdfile::version(&schema));
     if was != would {
         return Err(format!(
