@@ -39,6 +39,15 @@ fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 
+/// Cases a test runs unless told: `full` with CI=true or in a release build, else 40.
+fn default_cases(full: u64) -> u64 {
+    if in_ci() || !cfg!(debug_assertions) {
+        full
+    } else {
+        40
+    }
+}
+
 fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
@@ -134,11 +143,7 @@ fn ringlet_cli_matches_rrdtool_byte_for_byte() {
     if !need_rrdtool() {
         return;
     }
-    let default = if in_ci() || !cfg!(debug_assertions) {
-        500
-    } else {
-        40
-    };
+    let default = default_cases(500);
     differential(seeds(default));
 }
 
@@ -150,11 +155,7 @@ fn tune_changes_match_rrdtool_byte_for_byte() {
     if !need_rrdtool() {
         return;
     }
-    let default = if in_ci() || !cfg!(debug_assertions) {
-        500
-    } else {
-        40
-    };
+    let default = default_cases(500);
     let n = env_u64("DIFF_TUNE_CASES").unwrap_or(default);
     let seeds: Vec<u64> = (1..=n).map(|i| diff::gen::TUNED + i).collect();
     assert!(seeds.iter().all(|&s| {
@@ -344,11 +345,7 @@ fn generated_cases_do_on_rrdtool_what_they_intend() {
     if !need_rrdtool() {
         return;
     }
-    let default = if in_ci() || !cfg!(debug_assertions) {
-        100
-    } else {
-        40
-    };
+    let default = default_cases(100);
     let n = env_u64("DIFF_GEN_CASES").unwrap_or(default);
     let first = env_u64("DIFF_SEED").unwrap_or(1);
     let seeds: Vec<u64> = (0..n).map(|i| first + i).collect();

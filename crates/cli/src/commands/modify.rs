@@ -507,16 +507,15 @@ fn fill(
         };
         let n = to - from + 1;
         let n = if n < 0 { n + rows } else { n };
-        // As rows before the current one.
-        let list: Vec<i64> = (0..n).map(|k| at((from + k) % rows)).collect();
+        let places: Vec<usize> = (0..n).map(|k| ((from + k) % rows) as usize).collect();
         for (k, slot_v) in row.iter_mut().enumerate() {
             let Some(d) = map[k] else { continue };
             if !slot_v.is_nan() {
                 continue;
             }
             let (mut acc, mut covered, mut out) = (f64::NAN, 0i64, DNAN);
-            for &p in &list {
-                let v = readers[c].row((cur - p).rem_euclid(rows) as usize)[d];
+            for &p in &places {
+                let v = readers[c].row(p)[d];
                 if v.is_nan() {
                     continue;
                 }
