@@ -256,6 +256,16 @@ fn fetch_rows(ctx: &Ctx, args: &[String]) -> Outcome {
 
 pub use proto::run::{hex, unhex};
 
+/// The C library's text for an I/O error (`strerror`), as rrdtool prints it: Rust's
+/// message without its "(os error N)".
+pub fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
 /// Shell-style matching of a whole name: `*` any run of characters (`/` too), `?` one
 /// character, `[abc]`, `[a-z]`, `[!x]` one character of (or not of) a set.
 pub fn glob_match(pat: &str, name: &str) -> bool {

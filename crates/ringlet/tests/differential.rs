@@ -16,6 +16,8 @@
 //!   unless `DIFF_MINIMIZE=0`.
 //! - `DIFF_RINGLET`: another binary to test instead of this build's, run as
 //!   `BIN --store DIR <command> ...`.
+//! - `DIFF_TUNE_CASES`, `DIFF_SOURCE_CASES`: cases of the tune and `create --source` tests
+//!   (default as `DIFF_CASES`).
 //! - `DIFF_GEN_CASES`: cases of the generator self-check (default 100 with CI=true or in
 //!   release builds, 40 otherwise; feature coverage is checked from 100); `DIFF_PRINT`: the
 //!   self-check prints every command with rrdtool's output.
@@ -162,6 +164,23 @@ fn tune_changes_match_rrdtool_byte_for_byte() {
         let f = generate(s).features;
         f.contains("tune") && f.iter().any(|f| MODIFY.contains(f))
     }));
+    differential(seeds);
+}
+
+/// Cases whose seeds are in `diff::gen::SOURCED` and up: every one makes a new file from its
+/// own (and sometimes from a second) with `create --source`, reads it, updates it and reads
+/// it again.
+#[test]
+fn source_creates_match_rrdtool_byte_for_byte() {
+    if !need_rrdtool() {
+        return;
+    }
+    let default = default_cases(500);
+    let n = env_u64("DIFF_SOURCE_CASES").unwrap_or(default);
+    let seeds: Vec<u64> = (1..=n).map(|i| diff::gen::SOURCED + i).collect();
+    assert!(seeds
+        .iter()
+        .all(|&s| generate(s).features.contains("source")));
     differential(seeds);
 }
 

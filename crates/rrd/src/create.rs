@@ -4,11 +4,15 @@
 //! first, then the file name and the `DS:`/`RRA:` definitions in order) and reports rrdtool's
 //! error texts. Durations (`--step 5m`, `DS:x:GAUGE:2m:U:U`, `RRA:AVERAGE:0.5:1h:1d`) follow
 //! `rrd_scaled_duration` in `librrd(3)`. The Holt-Winters archives are refused: ringlet does
-//! not support them yet, and so is `--source` (pre-filling). `--template` takes step, DS and
-//! RRA definitions from an existing RRD through a loader the caller passes
-//! ([`parse_create_with`]).
+//! not support them yet. `--template` takes step, DS and RRA definitions (and, without
+//! `--start` or `--source`, the last update) from an existing RRD, and `--source` names the
+//! RRDs to fill the new one from ([`crate::prefill`]), through the caller's store
+//! ([`CreateEnv`], [`parse_create_env`]). `DS:new=old[n]:...` says where `new` reads in the
+//! sources ([`parse_ds_mapped`]); without sources the mapping is read and ignored, as
+//! rrdtool does.
 
 use crate::parsetime::{self, Base};
+use crate::prefill::Mapping;
 use crate::schema::{Cf, DsDef, DsType, RraDef, Schema};
 use crate::{num, rpn, RrdError};
 
@@ -18,10 +22,56 @@ pub struct CreateRequest {
     /// The file name: the first non-option argument.
     pub name: String,
     pub schema: Schema,
-    /// `--start`, resolved (default: now - 10 s).
+    /// `--start`, resolved (default: the template's last update, else now - 10 s).
     pub start: i64,
+    /// `--start` was given (with sources, the default start is their latest last update).
+    pub start_given: bool,
     /// `--no-overwrite`/`-O`.
     pub no_overwrite: bool,
+    /// `--source`/`-r`, in the order given.
+    pub sources: Vec<String>,
+    /// The mapping of each `DS:` definition (`DS:new=old[n]:...`), in order.
+    pub maps: Vec<Mapping>,
+}
+
+impl CreateRequest {
+    /// The new RRD: every row unknown, or filled from `sources` (those named, loaded in their
+    /// order) as rrdtool fills them ([`crate::prefill`]).
+    pub fn build(&self, sources: &[&crate::Rrd]) -> crate::Rrd {
+        let mut rrd = crate::Rrd::new(self.schema.clone(), self.start);
+        crate::prefill::prefill(&mut rrd, sources, &self.maps, self.start_given);
+        rrd
+    }
+}
+
+/// What `create` asks of the store while it reads its arguments.
+pub trait CreateEnv {
+    /// An existing RRD's schema and last update (`--template`); None: "Cannot open template".
+    fn template(&mut self, name: &str) -> Option<(Schema, i64)>;
+    /// Whether the file to create exists; asked only with `--no-overwrite`, right after the
+    /// options are read and before any definition is checked, as rrdtool does.
+    fn exists(&mut self, name: &str) -> bool;
+    /// `--source NAME`, checked where rrdtool checks it (`stat`, while it reads the options):
+    /// the error text when it names no RRD.
+    fn source(&mut self, name: &str) -> Result<(), String>;
+}
+
+/// A [`CreateEnv`] of closures, for callers that allow no source.
+struct Closures<'a> {
+    template: &'a mut dyn FnMut(&str) -> Option<Schema>,
+    exists: &'a mut dyn FnMut(&str) -> bool,
+}
+
+impl CreateEnv for Closures<'_> {
+    fn template(&mut self, name: &str) -> Option<(Schema, i64)> {
+        (self.template)(name).map(|s| (s, 0))
+    }
+    fn exists(&mut self, name: &str) -> bool {
+        (self.exists)(name)
+    }
+    fn source(&mut self, _name: &str) -> Result<(), String> {
+        Err("ringlet does not support create --source here".into())
+    }
 }
 
 /// Multipliers of the duration suffixes of `rrd_scaled_duration`.
@@ -91,6 +141,16 @@ pub fn parse_create_with(
     template: &mut dyn FnMut(&str) -> Option<Schema>,
     exists: &mut dyn FnMut(&str) -> bool,
 ) -> Result<CreateRequest, RrdError> {
+    parse_create_env(args, now, &mut Closures { template, exists })
+}
+
+/// Parse `rrdtool create`'s arguments with the store's answers ([`CreateEnv`]).
+pub fn parse_create_env(
+    args: &[String],
+    now: i64,
+    env: &mut dyn CreateEnv,
+) -> Result<CreateRequest, RrdError> {
+    let mut sources: Vec<String> = Vec::new();
     let mut template_name: Option<String> = None;
     let mut start_spec: Option<String> = None;
     let mut step_spec: Option<String> = None;
@@ -161,7 +221,10 @@ pub fn parse_create_with(
                 scaled_duration(&val, 1).map_err(|m| err(format!("step size: {m}")))?;
                 step_spec = Some(val);
             }
-            "source" | "r" => return Err(err("ringlet does not support create --source yet")),
+            "source" | "r" => {
+                env.source(&val).map_err(err)?;
+                sources.push(val);
+            }
             "template" | "t" => {
                 if template_name.is_some() {
                     return Err(err("template already set"));
@@ -173,14 +236,18 @@ pub fn parse_create_with(
     }
     if no_overwrite {
         if let Some(name) = positional.first() {
-            if exists(name) {
+            if env.exists(name) {
                 return Err(err(format!("creating '{name}': File exists")));
             }
         }
     }
+    let mut template_last_up = 0;
     let base = match &template_name {
-        Some(t) => match template(t) {
-            Some(schema) => Some(schema),
+        Some(t) => match env.template(t) {
+            Some((schema, last_up)) => {
+                template_last_up = last_up;
+                Some(schema)
+            }
             None => return Err(err(format!("Cannot open template RRD {t}"))),
         },
         None => None,
@@ -190,8 +257,12 @@ pub fn parse_create_with(
         (None, Some(b)) => b.step,
         (None, None) => 300,
     };
+    let start_given = start_spec.is_some();
     let start = match start_spec {
         Some(s) => s.parse::<i64>().unwrap_or(now - 10),
+        // rrdtool takes the template's last update when neither --start nor --source is
+        // given.
+        None if template_last_up > 0 && sources.is_empty() => template_last_up,
         None => now - 10,
     };
     let Some((name, defs)) = positional.split_first() else {
@@ -205,10 +276,12 @@ pub fn parse_create_with(
             rra: Vec::new(),
         },
     };
+    let mut maps = Vec::new();
     for def in defs {
         if let Some(body) = def.strip_prefix("DS:") {
-            let ds = parse_ds(body, &schema.ds)?;
+            let (ds, map) = parse_ds_mapped(body, &schema.ds)?;
             schema.ds.push(ds);
+            maps.push(map);
         } else if let Some(body) = def.strip_prefix("RRA:") {
             schema.rra.push(parse_rra(body, step)?);
         } else {
@@ -239,7 +312,10 @@ pub fn parse_create_with(
         name: name.to_string(),
         schema,
         start,
+        start_given,
         no_overwrite,
+        sources,
+        maps,
     })
 }
 
@@ -251,13 +327,48 @@ pub fn is_name_char(c: u8) -> bool {
 /// `DS:name:TYPE:...` after the `DS:`, as create reads it (`prev`: the data sources defined
 /// before it, which a COMPUTE expression may name). `tune` reads its added ones the same way.
 pub fn parse_ds(body: &str, prev: &[DsDef]) -> Result<DsDef, RrdError> {
+    parse_ds_mapped(body, prev).map(|(ds, _)| ds)
+}
+
+/// A name of `[a-zA-Z0-9_-]{1,19}` at the start of `s`, and what follows it.
+fn ds_name(s: &str) -> Option<(&str, &str)> {
+    let n = s.bytes().take_while(|&c| is_name_char(c)).count();
+    (n > 0 && n <= 19).then(|| s.split_at(n))
+}
+
+/// [`parse_ds`] with the definition's mapping: `name=from[index]:TYPE:...` (rrdtool's DS
+/// pattern: `from` a name, `index` digits read by `strtol` into an `int`).
+pub fn parse_ds_mapped(body: &str, prev: &[DsDef]) -> Result<(DsDef, Mapping), RrdError> {
     let bad = || err("invalid DS format");
-    let name_len = body.bytes().take_while(|&c| is_name_char(c)).count();
-    if name_len == 0 || name_len > 19 || body.as_bytes().get(name_len) != Some(&b':') {
-        return Err(bad());
+    let (name, mut rest) = ds_name(body).ok_or_else(bad)?;
+    let mut map = Mapping {
+        name: name.to_string(),
+        from: String::new(),
+        index: -1,
+    };
+    if let Some(r) = rest.strip_prefix('=') {
+        let (from, r) = ds_name(r).ok_or_else(bad)?;
+        map.from = from.to_string();
+        rest = r;
+        if let Some(r) = rest.strip_prefix('[') {
+            let digits = r.bytes().take_while(u8::is_ascii_digit).count();
+            if digits == 0 || r.as_bytes().get(digits) != Some(&b']') {
+                return Err(bad());
+            }
+            // strtol saturates; the result is stored in an int.
+            map.index = r[..digits].parse::<i64>().unwrap_or(i64::MAX) as i32;
+            rest = &r[digits + 1..];
+        }
     }
-    let name = &body[..name_len];
-    let rest = &body[name_len + 1..];
+    let Some(rest) = rest.strip_prefix(':') else {
+        return Err(bad());
+    };
+    parse_ds_body(name, rest, prev).map(|ds| (ds, map))
+}
+
+/// The type and its parameters of data source `name` (`rest`: after `name:`).
+fn parse_ds_body(name: &str, rest: &str, prev: &[DsDef]) -> Result<DsDef, RrdError> {
+    let bad = || err("invalid DS format");
     let type_len = rest.bytes().take_while(|c| c.is_ascii_uppercase()).count();
     if type_len == 0 || type_len > 19 || rest.as_bytes().get(type_len) != Some(&b':') {
         return Err(bad());

@@ -19,6 +19,7 @@ pub mod fx;
 pub mod info;
 pub mod num;
 pub mod parsetime;
+pub mod prefill;
 pub mod restore;
 pub mod rows;
 pub mod rpn;

@@ -27,6 +27,7 @@ use crate::{Rrd, RrdError};
 mod consolidate;
 pub mod reuse;
 
+pub use consolidate::update_cdp;
 use consolidate::Steps;
 
 /// One update, resolved: the unit the engine logs and replays.

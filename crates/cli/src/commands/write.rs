@@ -13,22 +13,12 @@ pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
         return Outcome::err(NO_DAEMON);
     }
     // Parse without the store first; open it only when the arguments are good, name a
-    // template (`-t other.rrd`) that must be read from it, or ask (`-O`) whether the file
-    // exists: rrdtool answers "File exists" before it checks any definition.
-    let needs_store = std::cell::Cell::new(false);
-    let first = rrd::create::parse_create_with(
-        args,
-        ctx.now.0,
-        &mut |_| {
-            needs_store.set(true);
-            None
-        },
-        &mut |_| {
-            needs_store.set(true);
-            false
-        },
-    );
-    let needs_store = needs_store.get();
+    // template (`-t other.rrd`) or sources (`-r old.rrd`) that must be read from it, or ask
+    // (`-O`) whether the file exists: rrdtool answers "File exists" before it checks any
+    // definition.
+    let mut probe = Probe::default();
+    let first = rrd::create::parse_create_env(args, ctx.now.0, &mut probe);
+    let needs_store = probe.0;
     if let Err(e) = &first {
         if !needs_store {
             return Outcome::err(e.msg.clone());
@@ -41,19 +31,22 @@ pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
         _ => None,
     };
     let run = |st: &mut Store| {
-        let req = match first {
-            Ok(r) if !needs_store => r,
+        let (req, sources) = match first {
+            Ok(r) if !needs_store => (r, Vec::new()),
             _ => {
-                let mut exists = |t: &str| store::normalize(t).is_ok_and(|n| st.get(&n).is_some());
-                let mut from_store = |t: &str| {
-                    let name = store::normalize(t).ok()?;
-                    st.get(&name).map(|r| (*r.schema).clone())
-                };
-                match rrd::create::parse_create_with(args, ctx.now.0, &mut from_store, &mut exists)
-                {
+                let mut env = StoreEnv(st);
+                let req = match rrd::create::parse_create_env(args, ctx.now.0, &mut env) {
                     Ok(r) => r,
                     Err(e) => return Outcome::err(e.msg),
+                };
+                let mut sources = Vec::with_capacity(req.sources.len());
+                for s in &req.sources {
+                    match load_source(st, s) {
+                        Some(r) => sources.push(r),
+                        None => return Outcome::err(format!("Cannot open source RRD {s}")),
+                    }
                 }
+                (req, sources)
             }
         };
         let name = match store::normalize(&req.name) {
@@ -63,7 +56,10 @@ pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
         if let Err(e) = ctx.may_create(&name) {
             return Outcome::err(e);
         }
-        let rrd = Rrd::new(req.schema, req.start);
+        let refs: Vec<&Rrd> = sources.iter().map(|s| s.as_ref()).collect();
+        let rrd = req.build(&refs);
+        drop(refs);
+        drop(sources);
         match st.create(&name, rrd, !req.no_overwrite) {
             Ok(()) => {
                 ctx.wrote(&name);
@@ -76,6 +72,63 @@ pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
         Some(name) => writing(ctx, std::slice::from_ref(&name), &name, false, run),
         None => with_store(ctx, run),
     }
+}
+
+/// The first reading of create's arguments, without the store: it notes whether the store is
+/// needed (a template, a source, or whether the file exists).
+#[derive(Default)]
+struct Probe(bool);
+
+impl rrd::create::CreateEnv for Probe {
+    fn template(&mut self, _: &str) -> Option<(rrd::Schema, i64)> {
+        self.0 = true;
+        None
+    }
+    fn exists(&mut self, _: &str) -> bool {
+        self.0 = true;
+        false
+    }
+    fn source(&mut self, _: &str) -> Result<(), String> {
+        self.0 = true;
+        Ok(())
+    }
+}
+
+/// create's answers from the store: templates and sources are series in it, or else plain
+/// RRD files (sources only) at the path given.
+struct StoreEnv<'a>(&'a Store);
+
+impl rrd::create::CreateEnv for StoreEnv<'_> {
+    fn template(&mut self, t: &str) -> Option<(rrd::Schema, i64)> {
+        let name = store::normalize(t).ok()?;
+        self.0.get(&name).map(|r| ((*r.schema).clone(), r.last_up))
+    }
+    fn exists(&mut self, t: &str) -> bool {
+        store::normalize(t).is_ok_and(|n| self.0.get(&n).is_some())
+    }
+    fn source(&mut self, s: &str) -> Result<(), String> {
+        if store::normalize(s).is_ok_and(|n| self.0.get(&n).is_some()) {
+            return Ok(());
+        }
+        // rrdtool's stat() of the file.
+        match std::fs::metadata(s) {
+            Err(e) => Err(format!(
+                "error checking for source RRD {s}: {}",
+                crate::strerror(&e)
+            )),
+            Ok(m) if !m.is_file() => Err(format!("Not a regular file: {s}")),
+            Ok(_) => Ok(()),
+        }
+    }
+}
+
+/// Source `s` of a create: the series of that name, or else the RRD file at that path.
+fn load_source<'a>(st: &'a Store, s: &str) -> Option<std::borrow::Cow<'a, Rrd>> {
+    if let Some(r) = store::normalize(s).ok().and_then(|n| st.get(&n)) {
+        return Some(std::borrow::Cow::Borrowed(r));
+    }
+    let bytes = std::fs::read(s).ok()?;
+    rrd::rrdfile::read(&bytes).ok().map(std::borrow::Cow::Owned)
 }
 
 /// `update` and `updatev` (`verbose`).

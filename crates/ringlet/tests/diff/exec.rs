@@ -82,9 +82,9 @@ pub fn run_case(
 }
 
 /// rrdtool's create starts each archive at a random row, ringlet's at row 0: the file rrdtool
-/// created is set to row 0 too (all its rows are unknown, so only the place of the next row
-/// changes). Where rrdtool itself reads by place (tune's fill of rows added: a quirk at the
-/// end of an archive's range), the two then agree.
+/// created is turned to start at row 0 too (its rows moved with it: a create with `--source`
+/// has data; a plain one only unknown rows). Where rrdtool itself reads by place (tune's fill
+/// of rows added: a quirk at the end of an archive's range), the two then agree.
 fn start_at_row_zero(dir: &Path, args: &[String]) {
     let Some(name) = args.iter().skip(1).find(|a| a.ends_with(".rrd")) else {
         return;
@@ -93,14 +93,23 @@ fn start_at_row_zero(dir: &Path, args: &[String]) {
     let Ok(mut bytes) = std::fs::read(&path) else {
         return;
     };
-    let Ok((ds_cnt, rra_cnt, _)) = rrd::rrdfile::peek(&bytes) else {
+    let Ok(rrd) = rrd::rrdfile::read(&bytes) else {
         return;
     };
+    let (ds_cnt, rra_cnt) = (rrd.schema.ds.len(), rrd.schema.rra.len());
     let end = rrd::rrdfile::header_size(ds_cnt, rra_cnt);
-    if end <= bytes.len() {
-        bytes[end - 8 * rra_cnt..end].fill(0);
-        std::fs::write(&path, bytes).unwrap();
+    let mut at = end;
+    for (def, data) in rrd.schema.rra.iter().zip(&rrd.rra) {
+        let row = 8 * ds_cnt;
+        let len = def.row_cnt as usize * row;
+        if at + len > bytes.len() {
+            return;
+        }
+        bytes[at..at + len].rotate_left(data.cur_row as usize * row);
+        at += len;
     }
+    bytes[end - 8 * rra_cnt..end].fill(0);
+    std::fs::write(&path, bytes).unwrap();
 }
 
 fn run_one(mut cmd: Command, input: Vec<u8>) -> Output {

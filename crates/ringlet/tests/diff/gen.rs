@@ -5,12 +5,17 @@ use super::case::{Case, Expect, Kind, Stdin, Step};
 use super::query_gen::{fetch, final_queries, mid_query};
 use super::rng::Rng;
 use super::schema_gen::{duration, gen_schema};
+use super::source_gen::source_steps;
 use super::tune_gen::tune_steps;
 use super::update_gen::UpdateGen;
 use std::collections::BTreeSet;
 
-/// Seeds from here on make cases that tune their file with DS and RRA changes.
+/// Seeds from here (up to [`SOURCED`]) make cases that tune their file with DS and RRA
+/// changes.
 pub const TUNED: u64 = 1 << 40;
+
+/// Seeds from here on make cases that create files with `--source` from theirs.
+pub const SOURCED: u64 = 1 << 41;
 
 pub fn generate(seed: u64) -> Case {
     let mut rng = super::rng::seeded(seed);
@@ -73,7 +78,7 @@ pub fn generate(seed: u64) -> Case {
     // their own, so that the rest of a seed's case is what it was before tune existed).
     // What follows a tune is not modelled: those steps expect anything.
     let mut trng = super::rng::seeded(seed ^ 0x7475_6e65);
-    let forced = seed >= TUNED;
+    let forced = (TUNED..SOURCED).contains(&seed);
     if trng.chance(0.25) || forced {
         feats.insert("tune");
         let from = steps.len();
@@ -89,6 +94,7 @@ pub fn generate(seed: u64) -> Case {
         let last = ug.applied.sec;
         final_queries(&mut rng, &schema, t0, last, &mut feats, &mut steps);
     }
+    let x_last = ug.applied.sec;
     let plain_restore = steps
         .iter()
         .any(|s| s.kind == Kind::Restore && s.args.len() == 3);
@@ -117,6 +123,12 @@ pub fn generate(seed: u64) -> Case {
             stdin: Stdin::Empty,
             expect: Expect::Ok,
         });
+    }
+    // Some cases then make new files from x.rrd with --source (a stream of their own again).
+    let mut srng = super::rng::seeded(seed ^ 0x736f_7572_6365);
+    if srng.chance(0.1) || seed >= SOURCED {
+        let tuned = feats.contains("tune");
+        source_steps(&mut srng, &schema, x_last, tuned, &mut feats, &mut steps);
     }
     Case {
         seed,

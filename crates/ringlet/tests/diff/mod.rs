@@ -11,5 +11,6 @@ pub mod query_gen;
 pub mod report;
 pub mod rng;
 pub mod schema_gen;
+pub mod source_gen;
 pub mod tune_gen;
 pub mod update_gen;

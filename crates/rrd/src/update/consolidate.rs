@@ -230,57 +230,77 @@ fn update_cdps(
         }
         return;
     }
-    let pdp_cnt = def.pdp_cnt;
+    let (cf, xff, pdp_cnt) = (def.cf, def.xff, def.pdp_cnt);
     for (c, &pdp) in cdps.iter_mut().zip(pdp_temp) {
-        if rra_step_cnt > 0 {
-            if pdp.is_nan() {
-                c.unkn_pdp_cnt = c.unkn_pdp_cnt.wrapping_add(start_pdp_offset);
-                c.secondary = DNAN;
-            } else {
-                c.secondary = pdp;
-            }
-            c.primary = if c.unkn_pdp_cnt as f64 > pdp_cnt as f64 * def.xff {
-                DNAN
-            } else {
-                initial_cdp_val(
-                    def.cf,
-                    c.val,
-                    pdp,
-                    start_pdp_offset,
-                    pdp_cnt,
-                    c.unkn_pdp_cnt,
-                )
-            };
-            let n = (st.elapsed - start_pdp_offset) % pdp_cnt;
-            c.val = if n == 0 || pdp.is_nan() {
-                match def.cf {
-                    Cf::Max => f64::NEG_INFINITY,
-                    Cf::Min => f64::INFINITY,
-                    Cf::Average => 0.0,
-                    Cf::Last => DNAN,
-                }
-            } else {
-                match def.cf {
-                    Cf::Average => pdp * n as f64,
-                    _ => pdp,
-                }
-            };
-            c.unkn_pdp_cnt = if pdp.is_nan() { n } else { 0 };
-        } else if pdp.is_nan() {
-            c.unkn_pdp_cnt = c.unkn_pdp_cnt.wrapping_add(st.elapsed);
-        } else if c.val.is_nan() {
-            c.val = match def.cf {
-                Cf::Average => pdp * st.elapsed as f64,
-                _ => pdp,
-            };
+        update_cdp(
+            c,
+            cf,
+            xff,
+            pdp_cnt,
+            pdp,
+            rra_step_cnt,
+            st.elapsed,
+            start_pdp_offset,
+        );
+    }
+}
+
+/// One data source's CDP update in an archive of `pdp_cnt` PDPs a row (rrdtool's
+/// `update_cdp`): `pdp` is the PDP value, `rra_step_cnt` the rows this update completes,
+/// `elapsed` the PDPs it completes and `start_pdp_offset` those of them that belong to the
+/// first row completed. `create --source` calls it PDP by PDP, as rrdtool does.
+#[allow(clippy::too_many_arguments)]
+pub fn update_cdp(
+    c: &mut crate::CdpPrep,
+    cf: Cf,
+    xff: f64,
+    pdp_cnt: u64,
+    pdp: f64,
+    rra_step_cnt: u64,
+    elapsed: u64,
+    start_pdp_offset: u64,
+) {
+    if rra_step_cnt > 0 {
+        if pdp.is_nan() {
+            c.unkn_pdp_cnt = c.unkn_pdp_cnt.wrapping_add(start_pdp_offset);
+            c.secondary = DNAN;
         } else {
-            c.val = match def.cf {
-                Cf::Average => c.val + pdp * st.elapsed as f64,
-                Cf::Min => keep_min(c.val, pdp),
-                Cf::Max => keep_max(c.val, pdp),
-                Cf::Last => pdp,
-            };
+            c.secondary = pdp;
         }
+        c.primary = if c.unkn_pdp_cnt as f64 > pdp_cnt as f64 * xff {
+            DNAN
+        } else {
+            initial_cdp_val(cf, c.val, pdp, start_pdp_offset, pdp_cnt, c.unkn_pdp_cnt)
+        };
+        let n = elapsed.wrapping_sub(start_pdp_offset) % pdp_cnt;
+        c.val = if n == 0 || pdp.is_nan() {
+            match cf {
+                Cf::Max => f64::NEG_INFINITY,
+                Cf::Min => f64::INFINITY,
+                Cf::Average => 0.0,
+                Cf::Last => DNAN,
+            }
+        } else {
+            match cf {
+                Cf::Average => pdp * n as f64,
+                _ => pdp,
+            }
+        };
+        c.unkn_pdp_cnt = if pdp.is_nan() { n } else { 0 };
+    } else if pdp.is_nan() {
+        c.unkn_pdp_cnt = c.unkn_pdp_cnt.wrapping_add(elapsed);
+    } else if c.val.is_nan() {
+        c.val = match cf {
+            Cf::Average => pdp * elapsed as f64,
+            _ => pdp,
+        };
+    } else {
+        c.val = match cf {
+            Cf::Average => c.val + pdp * elapsed as f64,
+            Cf::Min => keep_min(c.val, pdp),
+            Cf::Max => keep_max(c.val, pdp),
+            Cf::Last => pdp,
+        };
     }
 }
 

@@ -115,6 +115,8 @@ pub fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
     let mut step: Option<String> = None;
     let mut no_overwrite = d.no_overwrite;
     let mut template: Option<Target> = None;
+    // Sources as given (librrd's message names them so) and as resolved.
+    let mut sources: Vec<(String, Result<Target, String>)> = Vec::new();
     let mut defs: Vec<String> = Vec::new();
     let mut it = args.iter();
     let usage = || proto::request::usage(proto::find("CREATE").expect("CREATE is in the table"));
@@ -146,9 +148,8 @@ pub fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
                         Err(e) => return Response::err(e),
                     },
                     _ => {
-                        return Response::err(
-                            "RRD Error: create --source is not supported by ringlet yet",
-                        )
+                        let t = d.resolve(&v);
+                        sources.push((v, t));
                     }
                 }
             }
@@ -165,25 +166,56 @@ pub fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
     if let Some(src) = &template {
         cargs.extend(["--template".to_string(), src.abs.clone()]);
     }
+    for (given, _) in &sources {
+        cargs.extend(["--source".to_string(), given.clone()]);
+    }
     cargs.extend(defs);
     let mut inner = d.lock();
-    // The template's current definition, as a FLUSH before rrdtool's create would give.
-    let template_schema = match &template {
+    // The template's current definition and last update, as a FLUSH before rrdtool's create
+    // would give.
+    let template_now = match &template {
         Some(src) => match ensure(d, &mut inner, src, false) {
-            Ok(true) => inner.schema(&src.name).cloned(),
+            Ok(true) => inner
+                .store
+                .get(&src.name)
+                .map(|r| ((*r.schema).clone(), r.last_up)),
             _ => None,
         },
         None => None,
     };
-    let req = match rrd::create::parse_create_with(
-        &cargs,
-        now,
-        &mut |_| template_schema.clone(),
-        &mut |_| false,
-    ) {
+    // Each source flushed (rrdcached's flush_file) and brought into the store if it is a
+    // plain file; a missing one is librrd's "Cannot open source RRD" once the definitions
+    // are read.
+    let mut source_names: Vec<Result<String, String>> = Vec::new();
+    for (given, t) in &sources {
+        let name = match t {
+            Ok(src) => match ensure(d, &mut inner, src, false) {
+                Ok(true) => Ok(src.name.clone()),
+                _ => Err(given.clone()),
+            },
+            Err(_) => Err(given.clone()),
+        };
+        source_names.push(name);
+    }
+    let mut env = DaemonEnv {
+        template: template_now,
+    };
+    let req = match rrd::create::parse_create_env(&cargs, now, &mut env) {
         Ok(r) => r,
         Err(e) => return Response::err(format!("RRD Error: {}", e.msg)),
     };
+    let mut refs: Vec<&Rrd> = Vec::with_capacity(source_names.len());
+    for n in &source_names {
+        match n.as_ref().ok().and_then(|n| inner.store.get(n)) {
+            Some(r) => refs.push(r),
+            None => {
+                let given = n.as_ref().unwrap_or_else(|g| g);
+                return Response::err(format!("RRD Error: Cannot open source RRD {given}"));
+            }
+        }
+    }
+    let rrd = req.build(&refs);
+    drop(refs);
     if !d.recursive_create {
         // rrdcached creates missing directories only with -R. ringlet's series need no
         // directory, but a directory that holds series counts as existing.
@@ -205,7 +237,6 @@ pub fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
     if no_overwrite && exists {
         return Response::err(format!("RRD Error: creating '{}': File exists", t.abs));
     }
-    let rrd = Rrd::new(req.schema, req.start);
     // A placeholder at the file's path, not a copy: clients that stat() the file before
     // creating it find it; the store is the data (placeholder.rs).
     if let Err(e) = crate::series::life::place_series(d, &mut inner, &t, rrd) {
@@ -216,6 +247,24 @@ pub fn create(d: &Daemon, file: &str, args: &[String], now: i64) -> Response {
         return Response::err(format!("RRD Error: {e}"));
     }
     Response::ok("RRD created OK")
+}
+
+/// CREATE's answers: the template read before, no check of a source while the options are
+/// read (librrd opens them after the definitions).
+struct DaemonEnv {
+    template: Option<(rrd::Schema, i64)>,
+}
+
+impl rrd::create::CreateEnv for DaemonEnv {
+    fn template(&mut self, _: &str) -> Option<(rrd::Schema, i64)> {
+        self.template.clone()
+    }
+    fn exists(&mut self, _: &str) -> bool {
+        false
+    }
+    fn source(&mut self, _: &str) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 pub fn suspend(d: &Daemon, file: &str, on: bool) -> Response {
