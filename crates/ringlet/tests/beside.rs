@@ -231,6 +231,9 @@ fn script(way: Way) -> (Vec<(String, Out)>, Vec<String>) {
         "fetch a.rrd MIN -r 120 -s 1700000000 -e 1700000600".into(),
         "tune a.rrd DEL:z DELRRA:3".into(),
         "dump a.rrd -n".into(),
+        // A new file filled from a series with --source.
+        "create n.rrd --source a.rrd --step 30 DS:xx:GAUGE:120:U:U DS:w=y:DERIVE:120:U:U RRA:MAX:0:4:10".into(),
+        "fetch n.rrd MAX -s 1700000000 -e 1700000600".into(),
         "graph - --start 1700000000 --end 1700000600 DEF:v=a.rrd:xx:AVERAGE PRINT:v:AVERAGE:%6.2lf".into(),
         "graph g.png --start 1700000000 --end 1700000600 DEF:v=a.rrd:xx:AVERAGE LINE1:v#ff0000".into(),
         "graph - DEF:v=missing.rrd:x:AVERAGE LINE1:v#ff0000".into(),
@@ -292,6 +295,8 @@ fn the_cli_beside_the_daemon_prints_what_it_prints_alone() {
     );
     let after = &get("dump a.rrd -n").stdout;
     assert!(!after.contains("<name> z </name>") && after.matches("<rra>").count() == 3);
+    let filled = &get("fetch n.rrd MAX -s 1700000000 -e 1700000600").stdout;
+    assert!(filled.lines().skip(2).any(known), "{filled}");
     let pipe = &get("-").stdout;
     assert!(pipe.contains(" v w\n"), "{pipe}");
     assert!(!pipe.contains("invalid rraindex"), "{pipe}");

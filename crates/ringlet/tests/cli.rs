@@ -546,6 +546,92 @@ fn create_template_takes_definitions_from_an_existing_rrd() {
     p.same("create t3.rrd -t nonex.rrd DS:x.y:GAUGE:1:U:U");
 }
 
+/// `create --source` from a series of the store and from a plain rrdtool file (not in the
+/// store), mappings, the default start, and the errors, as rrdtool.
+#[test]
+fn create_source_fills_from_series_and_files_as_rrdtool() {
+    if !have_rrdtool() {
+        return;
+    }
+    let p = Pair::new();
+    p.same(
+        "create a.rrd --start 1700000000 --step 60 DS:x:GAUGE:120:0:100 DS:y:COUNTER:120:U:U \
+         RRA:AVERAGE:0.5:1:50 RRA:MAX:0.5:5:20 RRA:MIN:0:3:30",
+    );
+    let mut t = 1_700_000_000u64;
+    for i in 0..80u64 {
+        t += 60 + i % 7;
+        p.same(&format!("update a.rrd {t}:{}.5:{}", i * 3 % 17, i * 1000));
+    }
+    // From the store's series: another step, a renamed and a new data source.
+    p.same(
+        "create b.rrd --source a.rrd --step 30 DS:x:GAUGE:120:U:U DS:o=y:COUNTER:100:U:U \
+         DS:n:GAUGE:60:0:1 RRA:AVERAGE:0.3:2:40 RRA:MAX:0:10:10 RRA:LAST:0.5:1:20",
+    );
+    p.same("dump b.rrd");
+    // The template's last update when neither --start nor --source is given.
+    p.same("create t.rrd -t a.rrd");
+    p.same("last t.rrd");
+    // A plain file the store does not hold: rrdtool made it alone.
+    let made = p.rrdtool(
+        &[
+            "create",
+            "f.rrd",
+            "--start",
+            "1700000000",
+            "--step",
+            "300",
+            "DS:x:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1:30",
+        ],
+        None,
+    );
+    assert_eq!(made.code, 0, "{made:?}");
+    for k in 1..=20u64 {
+        let o = p.rrdtool(
+            &[
+                "update",
+                "f.rrd",
+                &format!("{}:{k}", 1_700_000_000 + 300 * k),
+            ],
+            None,
+        );
+        assert_eq!(o.code, 0, "{o:?}");
+    }
+    p.same("create g.rrd -r f.rrd -r a.rrd DS:x=x[1]:GAUGE:600:U:U RRA:AVERAGE:0:2:20");
+    let dump = p.same("dump g.rrd").stdout;
+    assert!(dump.contains("<v>1.8833333333e+01</v>"), "{dump}");
+    std::fs::create_dir(p.rr_dir.join("d")).unwrap();
+    std::fs::write(p.rr_dir.join("junk.rrd"), "not an RRD").unwrap();
+    for (line, says) in [
+        (
+            "create e.rrd -r nope.rrd DS:x:GAUGE:1:U:U RRA:AVERAGE:0.5:1:1",
+            "error checking for source RRD nope.rrd: No such file or directory",
+        ),
+        (
+            "create e.rrd -r d DS:x:GAUGE:1:U:U RRA:AVERAGE:0.5:1:1",
+            "Not a regular file: d",
+        ),
+        (
+            "create e.rrd -r junk.rrd DS:x:GAUGE:1:U:U RRA:AVERAGE:0.5:1:1",
+            "Cannot open source RRD junk.rrd",
+        ),
+        (
+            "create e.rrd -r junk.rrd DS:x:GAUGE:1:U:U",
+            "you must define at least one Round Robin Archive",
+        ),
+        (
+            "create e.rrd -r a.rrd DS:x=y[:GAUGE:1:U:U RRA:AVERAGE:0.5:1:1",
+            "invalid DS format",
+        ),
+        ("create -r a.rrd", "need name of an rrd file to create"),
+    ] {
+        let o = p.same(line);
+        assert_eq!(o.code, 1, "{line}");
+        assert!(o.stderr.contains(says), "{line}: {}", o.stderr);
+    }
+}
+
 /// tune's DS and RRA changes that rrdtool 1.7.2 would garble are refused, changing nothing;
 /// an archive removed before another leaves the other's own rows (rrdtool's hold another
 /// archive's).

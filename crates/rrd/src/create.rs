@@ -234,12 +234,11 @@ pub fn parse_create_env(
             _ => return Err(err("ringlet does not support --daemon")),
         }
     }
-    if no_overwrite {
-        if let Some(name) = positional.first() {
-            if env.exists(name) {
-                return Err(err(format!("creating '{name}': File exists")));
-            }
-        }
+    let Some((name, defs)) = positional.split_first() else {
+        return Err(err("need name of an rrd file to create"));
+    };
+    if no_overwrite && env.exists(name) {
+        return Err(err(format!("creating '{name}': File exists")));
     }
     let mut template_last_up = 0;
     let base = match &template_name {
@@ -264,9 +263,6 @@ pub fn parse_create_env(
         // given.
         None if template_last_up > 0 && sources.is_empty() => template_last_up,
         None => now - 10,
-    };
-    let Some((name, defs)) = positional.split_first() else {
-        return Err(err("no file name given"));
     };
     let mut schema = match base {
         Some(b) => Schema { step, ..b },

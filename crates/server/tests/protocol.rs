@@ -239,6 +239,15 @@ fn create_update_pending_fetch_first_last_info_match() {
         "INFO b.rrd",
         &format!("CREATE t.rrd -b {T0} -t b.rrd DS:z:GAUGE:120:0:1 RRA:MIN:0.5:1:5"),
         "INFO t.rrd",
+        // The template's last update without -b; sources (flushed first) fill the new file.
+        "CREATE t2.rrd -t b.rrd",
+        "LAST t2.rrd",
+        "CREATE s.rrd -r b.rrd -s 30 DS:y:COUNTER:120:U:U DS:w=x:GAUGE:60:U:U RRA:MAX:0:3:20",
+        "LAST s.rrd",
+        &format!("FETCH s.rrd MAX {T0} {}", t(600)),
+        "INFO s.rrd",
+        "CREATE s2.rrd -r nonexist.rrd DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10",
+        "CREATE s2.rrd -r nonexist.rrd DS:x:GAUGE:120:U:U",
         &format!("CREATE u.rrd -b{T0} -s60 DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10"),
         &format!("CREATE v.rrd -b {T0} -Ox DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10"),
         &format!("CREATE v.rrd -b {T0} -O DS:x:GAUGE:120:U:U RRA:AVERAGE:0.5:1:10"),
@@ -265,6 +274,9 @@ fn create_update_pending_fetch_first_last_info_match() {
     assert_eq!(r, c, "{}", first_difference(&c, &r));
     assert!(r.contains("0 errors, enqueued 2 value(s).\n2 updates pending\n"));
     assert!(r.contains("-1 too many fields given - duplicates!\n"));
+    // The sources filled the new file (rrdcached's own answer, which ringlet's equals).
+    assert!(r.contains("1795200120: 1.00826446280991732e+02 2.00000000000000000e+00\n"));
+    assert!(r.contains("-1 RRD Error: Cannot open source RRD nonexist.rrd\n"));
 }
 
 #[test]

@@ -34,14 +34,17 @@ pub fn create(ctx: &Ctx, args: &[String]) -> Outcome {
         let (req, sources) = match first {
             Ok(r) if !needs_store => (r, Vec::new()),
             _ => {
-                let mut env = StoreEnv(st);
+                let mut env = StoreEnv {
+                    st,
+                    files: !ctx.remote,
+                };
                 let req = match rrd::create::parse_create_env(args, ctx.now.0, &mut env) {
                     Ok(r) => r,
                     Err(e) => return Outcome::err(e.msg),
                 };
                 let mut sources = Vec::with_capacity(req.sources.len());
                 for s in &req.sources {
-                    match load_source(st, s) {
+                    match load_source(st, s, !ctx.remote) {
                         Some(r) => sources.push(r),
                         None => return Outcome::err(format!("Cannot open source RRD {s}")),
                     }
@@ -95,20 +98,30 @@ impl rrd::create::CreateEnv for Probe {
 }
 
 /// create's answers from the store: templates and sources are series in it, or else plain
-/// RRD files (sources only) at the path given.
-struct StoreEnv<'a>(&'a Store);
+/// RRD files (sources only) at the path given: not inside the daemon (`files` false), whose
+/// files are not the client's (and which may read what the client may not).
+struct StoreEnv<'a> {
+    st: &'a Store,
+    files: bool,
+}
 
 impl rrd::create::CreateEnv for StoreEnv<'_> {
     fn template(&mut self, t: &str) -> Option<(rrd::Schema, i64)> {
         let name = store::normalize(t).ok()?;
-        self.0.get(&name).map(|r| ((*r.schema).clone(), r.last_up))
+        self.st.get(&name).map(|r| ((*r.schema).clone(), r.last_up))
     }
     fn exists(&mut self, t: &str) -> bool {
-        store::normalize(t).is_ok_and(|n| self.0.get(&n).is_some())
+        store::normalize(t).is_ok_and(|n| self.st.get(&n).is_some())
     }
     fn source(&mut self, s: &str) -> Result<(), String> {
-        if store::normalize(s).is_ok_and(|n| self.0.get(&n).is_some()) {
+        if store::normalize(s).is_ok_and(|n| self.st.get(&n).is_some()) {
             return Ok(());
+        }
+        if !self.files {
+            return Err(format!(
+                "error checking for source RRD {s}: no such series (beside the daemon, \
+                 sources are series of the store: bring a file in with ringlet import first)"
+            ));
         }
         // rrdtool's stat() of the file.
         match std::fs::metadata(s) {
@@ -122,10 +135,14 @@ impl rrd::create::CreateEnv for StoreEnv<'_> {
     }
 }
 
-/// Source `s` of a create: the series of that name, or else the RRD file at that path.
-fn load_source<'a>(st: &'a Store, s: &str) -> Option<std::borrow::Cow<'a, Rrd>> {
+/// Source `s` of a create: the series of that name, or else (`files`) the RRD file at that
+/// path.
+fn load_source<'a>(st: &'a Store, s: &str, files: bool) -> Option<std::borrow::Cow<'a, Rrd>> {
     if let Some(r) = store::normalize(s).ok().and_then(|n| st.get(&n)) {
         return Some(std::borrow::Cow::Borrowed(r));
+    }
+    if !files {
+        return None;
     }
     let bytes = std::fs::read(s).ok()?;
     rrd::rrdfile::read(&bytes).ok().map(std::borrow::Cow::Owned)
