@@ -54,6 +54,7 @@ fn main() {
                         xff: 0.1,
                         pdp_cnt: p,
                         row_cnt: r,
+                        par: [0; 5],
                     })
                 })
                 .collect(),

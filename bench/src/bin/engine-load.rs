@@ -224,6 +224,7 @@ fn schema(w: Workload, i: u64, step: u64) -> Schema {
         xff: 0.5,
         pdp_cnt,
         row_cnt,
+        par: [0; 5],
     };
     let each = |cfs: &[Cf], rows: &[(u64, u64)]| -> Vec<RraDef> {
         cfs.iter()

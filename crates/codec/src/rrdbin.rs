@@ -43,6 +43,12 @@ fn cf_code(c: Cf) -> u8 {
         Cf::Min => 2,
         Cf::Max => 3,
         Cf::Last => 4,
+        Cf::HwPredict => 5,
+        Cf::MhwPredict => 6,
+        Cf::Seasonal => 7,
+        Cf::DevSeasonal => 8,
+        Cf::DevPredict => 9,
+        Cf::Failures => 10,
     }
 }
 
@@ -52,6 +58,12 @@ fn cf_kind(c: u8) -> Option<Cf> {
         2 => Cf::Min,
         3 => Cf::Max,
         4 => Cf::Last,
+        5 => Cf::HwPredict,
+        6 => Cf::MhwPredict,
+        7 => Cf::Seasonal,
+        8 => Cf::DevSeasonal,
+        9 => Cf::DevPredict,
+        10 => Cf::Failures,
         _ => return None,
     })
 }
@@ -95,6 +107,12 @@ fn encode_schema(w: &mut ByteWriter, s: &Schema) {
         w.f64(r.xff);
         w.u64(r.pdp_cnt);
         w.u64(r.row_cnt);
+        // A Holt-Winters archive's parameters (rrdtool's slots, as bits).
+        if r.cf.is_hw() {
+            for p in r.par {
+                w.u64(p);
+            }
+        }
     }
 }
 
@@ -417,11 +435,18 @@ fn decode_schema(r: &mut ByteReader) -> Result<Schema, DecodeError> {
         if pdp_cnt == 0 {
             return Err(r.err("RRA with 0 steps per row"));
         }
+        let mut par = [0; 5];
+        if cf.is_hw() {
+            for p in &mut par {
+                *p = r.u64()?;
+            }
+        }
         rra.push(RraDef {
             cf,
             xff,
             pdp_cnt,
             row_cnt,
+            par,
         });
     }
     // Rows are bounded with at least one DS: a schema without any still keeps a table
@@ -518,6 +543,7 @@ pub(crate) mod tests {
                 xff: 0.5,
                 pdp_cnt: 1 + i as u64,
                 row_cnt: 5 + i as u64,
+                par: [0; 5],
             })
             .collect();
         let schema = Schema { step: 300, ds, rra };
@@ -574,6 +600,25 @@ pub(crate) mod tests {
         let mut b = schema_bytes(&cut);
         b[8] += 1;
         assert!(decode_schema_bytes(&b).is_err());
+    }
+
+    #[test]
+    fn holt_winters_parameters_read_back() {
+        let mut schema = (*sample_rrd().schema).clone();
+        let mut hw = RraDef::new(Cf::HwPredict, 0.0, 1, 30);
+        hw.par = [0.1f64.to_bits(), 0.0035f64.to_bits(), 2, 12f64.to_bits(), 0];
+        let mut fail = RraDef::new(Cf::Failures, 0.0, 1, 12);
+        fail.par = [2f64.to_bits(), 2f64.to_bits(), 3, 9, 7];
+        schema.rra.extend([hw.clone(), fail.clone()]);
+        let back = decode_schema_bytes(&schema_bytes(&schema)).unwrap();
+        assert_eq!(schema_bytes(&back), schema_bytes(&schema));
+        assert_eq!(back.rra[4..], schema.rra[4..]);
+        assert_eq!(back.rra[back.rra.len() - 2].hw().period, 12);
+        assert_eq!(back.rra[back.rra.len() - 1].hw().failure_threshold, 7);
+        // Archives of the four consolidating CFs keep their old bytes.
+        let plain = (*sample_rrd().schema).clone();
+        let n = schema_bytes(&plain).len();
+        assert_eq!(schema_bytes(&schema).len(), n + 2 * (1 + 8 + 8 + 8 + 40));
     }
 
     #[test]
@@ -693,6 +738,7 @@ pub(crate) mod tests {
                 xff: 0.5,
                 pdp_cnt: 1,
                 row_cnt: 4,
+                par: [0; 5],
             }],
         };
         let mut rrd = Rrd::new(schema, 900);

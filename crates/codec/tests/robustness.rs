@@ -28,12 +28,14 @@ fn rrd() -> Rrd {
                 xff: 0.5,
                 pdp_cnt: 1,
                 row_cnt: 50,
+                par: [0; 5],
             },
             RraDef {
                 cf: Cf::Max,
                 xff: 0.5,
                 pdp_cnt: 6,
                 row_cnt: 10,
+                par: [0; 5],
             },
         ],
     };

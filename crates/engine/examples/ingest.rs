@@ -23,12 +23,14 @@ fn schema(kind: DsType) -> Schema {
                 xff: 0.5,
                 pdp_cnt: 1,
                 row_cnt: 5760,
+                par: [0; 5],
             },
             RraDef {
                 cf: Cf::Max,
                 xff: 0.5,
                 pdp_cnt: 20,
                 row_cnt: 2016,
+                par: [0; 5],
             },
         ],
     }

@@ -42,6 +42,7 @@ fn schema() -> Schema {
         xff: 0.5,
         pdp_cnt,
         row_cnt,
+        par: [0; 5],
     };
     Schema {
         step: 10,

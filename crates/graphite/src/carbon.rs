@@ -303,6 +303,7 @@ pub fn graphite_schema(ret: &[Retention], m: Method, xfiles: f64) -> Schema {
                 xff: (1.0 - xfiles).clamp(0.0, 1.0 - 1e-9),
                 pdp_cnt: r.precision / step,
                 row_cnt: r.points,
+                par: [0; 5],
             })
             .collect(),
     }

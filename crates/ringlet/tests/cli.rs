@@ -229,6 +229,10 @@ fn update_and_read_errors_match_rrdtool() {
         "lastupdate a.rrd",
         "fetch a.rrd",
         "fetch a.rrd FOO",
+        // A Holt-Winters CF is a CF: no archive of it here (not a one-PDP AVERAGE instead).
+        "fetch a.rrd HWPREDICT -s 1700000000",
+        "fetch a.rrd FAILURES -s 1700000000",
+        "xport -s 1700000000 -e 1700000600 DEF:v=a.rrd:x:SEASONAL XPORT:v",
         "fetch nonex.rrd AVERAGE -s 1700000000",
         "fetch a.rrd AVERAGE -s foo",
         "fetch a.rrd AVERAGE -s end-1h -e start+1h",

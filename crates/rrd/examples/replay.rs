@@ -109,6 +109,7 @@ fn main() {
                     xff: f[1].parse().unwrap(),
                     pdp_cnt: f[2].parse().unwrap(),
                     row_cnt: f[3].parse().unwrap(),
+                    par: [0; 5],
                 });
             }
             "template" => {

@@ -26,6 +26,7 @@ fn rras() -> Vec<RraDef> {
         xff: 0.5,
         pdp_cnt,
         row_cnt,
+        par: [0; 5],
     };
     vec![
         r(Cf::Average, 1, 2016),

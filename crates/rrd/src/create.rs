@@ -472,6 +472,7 @@ pub fn parse_rra(body: &str, step: u64) -> Result<RraDef, RrdError> {
         xff,
         pdp_cnt,
         row_cnt,
+        par: [0; 5],
     })
 }
 

@@ -163,7 +163,9 @@ fn choose_rra(rrd: &Rrd, cf: Cf, start: i64, end: i64, resolution: u64) -> Optio
     let mut best_full: Option<(usize, u64)> = None;
     let mut best_part: Option<(usize, i128, u64)> = None;
     for (i, r) in rrd.schema.rra.iter().enumerate() {
-        if r.cf != cf && r.pdp_cnt != 1 {
+        // The CF itself, or any archive of one PDP a row when both CFs consolidate (not the
+        // Holt-Winters family).
+        if r.cf != cf && (r.pdp_cnt != 1 || cf.is_hw() || r.cf.is_hw()) {
             continue;
         }
         let span = step * r.pdp_cnt as i64;
@@ -287,6 +289,7 @@ mod tests {
                     xff: 0.5,
                     pdp_cnt,
                     row_cnt,
+                    par: [0; 5],
                 })
                 .collect(),
         };
@@ -385,6 +388,7 @@ mod tests {
                     xff: 0.5,
                     pdp_cnt: 2,
                     row_cnt,
+                    par: [0; 5],
                 }],
             };
             let span = 120i64;

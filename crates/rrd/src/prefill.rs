@@ -347,6 +347,7 @@ pub fn prefill(rrd: &mut Rrd, sources: &[&Rrd], maps: &[Mapping], start_given: b
                 xff: 0.5,
                 pdp_cnt: 1,
                 row_cnt: largest,
+                par: [0; 5],
             });
             cur_row.push(0);
             values.push(vec![DNAN; largest as usize * ds_cnt]);
@@ -555,7 +556,8 @@ fn consolidate(cf: Cf, est: f64, v: f64, size: i32, newly: i32) -> f64 {
             }
         }
         Cf::Last => v,
-        Cf::Average => {
+        // AVERAGE, and rrdtool's default for the Holt-Winters CFs.
+        _ => {
             let est = if est.is_nan() { 0.0 } else { est };
             est + v / size as f64 * newly as f64
         }

@@ -152,6 +152,7 @@ fn range_bounds(step: u64, ds: &[DsDef]) -> Result<Vec<(f64, f64)>, RrdError> {
             xff: 0.5,
             pdp_cnt: 1,
             row_cnt: 1,
+            par: [0; 5],
         }],
     };
     let bytes = rrdfile::write(&Rrd::new(probe, 0))?;
@@ -259,6 +260,7 @@ fn read_rra(rd: &mut Reader, ds_cnt: usize) -> Result<RraIn, RrdError> {
             xff: 0.5,
             pdp_cnt: 1,
             row_cnt: 0,
+            par: [0; 5],
         },
         cdp: Vec::new(),
         rows: Vec::new(),

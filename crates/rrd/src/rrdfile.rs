@@ -254,21 +254,31 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
     let mut rra = Vec::with_capacity(rra_cnt);
     for _ in 0..rra_cnt {
         let cf_name = r.name(off + RRA_CF)?;
-        let cf = Cf::from_name(&cf_name).ok_or_else(|| {
-            RrdError::new(format!(
-                "archives of type {cf_name} (Holt-Winters) are not supported by ringlet"
-            ))
-        })?;
+        let cf = Cf::from_name(&cf_name)
+            .filter(|c| !c.is_hw())
+            .ok_or_else(|| {
+                RrdError::new(format!(
+                    "archives of type {cf_name} (Holt-Winters) are not supported by ringlet"
+                ))
+            })?;
         let row_cnt = r.u64(off + RRA_ROW_CNT)?;
         let pdp_cnt = r.u64(off + RRA_PDP_CNT)?;
         if row_cnt == 0 || pdp_cnt == 0 {
             return Err(RrdError::new("corrupt RRA definition"));
+        }
+        // The Holt-Winters parameters (rrdtool's par[1..=5]); nothing for the others.
+        let mut par = [0; 5];
+        if cf.is_hw() {
+            for (k, p) in par.iter_mut().enumerate() {
+                *p = r.u64(off + RRA_PAR + 8 * (k + 1))?;
+            }
         }
         rra.push(RraDef {
             cf,
             xff: r.f64(off + RRA_PAR)?,
             pdp_cnt,
             row_cnt,
+            par,
         });
         off += RRA_SIZE;
     }
@@ -464,6 +474,9 @@ pub fn write(rrd: &Rrd) -> Result<Vec<u8>, RrdError> {
         put(&mut b, off + RRA_ROW_CNT, &r.row_cnt.to_le_bytes());
         put(&mut b, off + RRA_PDP_CNT, &r.pdp_cnt.to_le_bytes());
         put(&mut b, off + RRA_PAR, &r.xff.to_le_bytes());
+        for (k, p) in r.par.iter().enumerate() {
+            put(&mut b, off + RRA_PAR + 8 * (k + 1), &p.to_le_bytes());
+        }
         off += RRA_SIZE;
     }
     put(&mut b, off, &rrd.last_up.to_le_bytes());

@@ -60,13 +60,26 @@ pub struct DsDef {
     pub rpn: Option<String>,
 }
 
-/// Consolidation function of an archive.
+/// Consolidation function of an archive: the four that consolidate, and the Holt-Winters
+/// family of aberrant-behaviour detection (rrdcreate(1)), each of one PDP a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Cf {
     Average,
     Min,
     Max,
     Last,
+    /// Predictions of the additive Holt-Winters model.
+    HwPredict,
+    /// Predictions of the multiplicative model.
+    MhwPredict,
+    /// The seasonal coefficients (one season of rows).
+    Seasonal,
+    /// The seasonal deviations.
+    DevSeasonal,
+    /// The deviation predictions.
+    DevPredict,
+    /// 1 where the violations in the window reach the threshold, else 0.
+    Failures,
 }
 
 impl Cf {
@@ -76,6 +89,12 @@ impl Cf {
             Cf::Min => "MIN",
             Cf::Max => "MAX",
             Cf::Last => "LAST",
+            Cf::HwPredict => "HWPREDICT",
+            Cf::MhwPredict => "MHWPREDICT",
+            Cf::Seasonal => "SEASONAL",
+            Cf::DevSeasonal => "DEVSEASONAL",
+            Cf::DevPredict => "DEVPREDICT",
+            Cf::Failures => "FAILURES",
         }
     }
 
@@ -85,8 +104,19 @@ impl Cf {
             "MIN" => Cf::Min,
             "MAX" => Cf::Max,
             "LAST" => Cf::Last,
+            "HWPREDICT" => Cf::HwPredict,
+            "MHWPREDICT" => Cf::MhwPredict,
+            "SEASONAL" => Cf::Seasonal,
+            "DEVSEASONAL" => Cf::DevSeasonal,
+            "DEVPREDICT" => Cf::DevPredict,
+            "FAILURES" => Cf::Failures,
             _ => return None,
         })
+    }
+
+    /// One of the Holt-Winters family.
+    pub fn is_hw(self) -> bool {
+        !matches!(self, Cf::Average | Cf::Min | Cf::Max | Cf::Last)
     }
 }
 
@@ -111,6 +141,96 @@ pub struct RraDef {
     pub pdp_cnt: u64,
     /// Rows kept.
     pub row_cnt: u64,
+    /// rrdtool's parameters 1 to 5 (`par[1..=5]` of its `rra_def_t`) as their bits: the
+    /// Holt-Winters archives' ([`RraDef::hw`]); 0 for the others.
+    pub par: [u64; 5],
+}
+
+/// A Holt-Winters archive's parameters, by their meaning (rrdtool keeps them in numbered
+/// slots whose meaning depends on the CF).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HwParams {
+    /// HWPREDICT/MHWPREDICT: the intercept's smoothing (`alpha`).
+    pub alpha: f64,
+    /// HWPREDICT/MHWPREDICT: the slope's smoothing (`beta`).
+    pub beta: f64,
+    /// SEASONAL/DEVSEASONAL: the seasonal smoothing (`gamma`).
+    pub gamma: f64,
+    /// SEASONAL/DEVSEASONAL: the fraction of a season the smoother averages over.
+    pub smoothing_window: f64,
+    /// FAILURES: the bounds' widths in deviations above and below the prediction.
+    pub delta_pos: f64,
+    pub delta_neg: f64,
+    /// The index of the archive this one depends on (see rrdcreate(1)).
+    pub dependent: u64,
+    /// HWPREDICT/MHWPREDICT: the season's length in rows.
+    pub period: u64,
+    /// SEASONAL/DEVSEASONAL: the row after which the smoother runs.
+    pub smooth_idx: u64,
+    /// FAILURES: the window's length and the violations in it that make a failure.
+    pub window_len: u64,
+    pub failure_threshold: u64,
+}
+
+impl RraDef {
+    /// An archive of a consolidating CF (no Holt-Winters parameters).
+    pub fn new(cf: Cf, xff: f64, pdp_cnt: u64, row_cnt: u64) -> RraDef {
+        RraDef {
+            cf,
+            xff,
+            pdp_cnt,
+            row_cnt,
+            par: [0; 5],
+        }
+    }
+
+    /// The Holt-Winters parameters, read from rrdtool's slots by this archive's CF.
+    pub fn hw(&self) -> HwParams {
+        let f = |i: usize| f64::from_bits(self.par[i]);
+        let hw = matches!(self.cf, Cf::HwPredict | Cf::MhwPredict);
+        let seasonal = matches!(self.cf, Cf::Seasonal | Cf::DevSeasonal);
+        let failures = self.cf == Cf::Failures;
+        HwParams {
+            alpha: if hw { f(0) } else { 0.0 },
+            beta: if hw { f(1) } else { 0.0 },
+            gamma: if seasonal { f(0) } else { 0.0 },
+            smoothing_window: if seasonal { f(1) } else { 0.0 },
+            delta_pos: if failures { f(0) } else { 0.0 },
+            delta_neg: if failures { f(1) } else { 0.0 },
+            dependent: self.par[2],
+            // rrdtool keeps the period as a double.
+            period: if hw { f(3) as u64 } else { 0 },
+            smooth_idx: if seasonal { self.par[3] } else { 0 },
+            window_len: if failures { self.par[3] } else { 0 },
+            failure_threshold: if failures { self.par[4] } else { 0 },
+        }
+    }
+
+    /// Store Holt-Winters parameters in rrdtool's slots for this archive's CF.
+    pub fn set_hw(&mut self, p: &HwParams) {
+        match self.cf {
+            Cf::HwPredict | Cf::MhwPredict => {
+                self.par[0] = p.alpha.to_bits();
+                self.par[1] = p.beta.to_bits();
+                self.par[3] = (p.period as f64).to_bits();
+            }
+            Cf::Seasonal | Cf::DevSeasonal => {
+                self.par[0] = p.gamma.to_bits();
+                self.par[1] = p.smoothing_window.to_bits();
+                self.par[3] = p.smooth_idx;
+            }
+            Cf::Failures => {
+                self.par[0] = p.delta_pos.to_bits();
+                self.par[1] = p.delta_neg.to_bits();
+                self.par[3] = p.window_len;
+                self.par[4] = p.failure_threshold;
+            }
+            _ => {}
+        }
+        if self.cf.is_hw() {
+            self.par[2] = p.dependent;
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -250,6 +370,7 @@ mod tests {
                 xff: 0.5,
                 pdp_cnt: 1,
                 row_cnt: 100,
+                par: [0; 5],
             }],
         }
     }

@@ -323,8 +323,15 @@ fn reduce(
 /// One reduced row from its known values.
 fn consolidate(vals: &[f64], cf: Cf) -> f64 {
     let known = vals.iter().copied().filter(|v| !v.is_nan());
+    // rrdtool's reduce_data: the Holt-Winters CFs but FAILURES average; a FAILURES row
+    // holds a failure if any of its rows did.
     match cf {
-        Cf::Average => {
+        Cf::Average
+        | Cf::HwPredict
+        | Cf::MhwPredict
+        | Cf::Seasonal
+        | Cf::DevSeasonal
+        | Cf::DevPredict => {
             let (sum, n) = known.fold((0.0, 0u32), |(s, n), v| (s + v, n + 1));
             if n == 0 {
                 f64::NAN
@@ -333,7 +340,9 @@ fn consolidate(vals: &[f64], cf: Cf) -> f64 {
             }
         }
         Cf::Min => known.fold(f64::NAN, |m, v| if m.is_nan() || v < m { v } else { m }),
-        Cf::Max => known.fold(f64::NAN, |m, v| if m.is_nan() || v > m { v } else { m }),
+        Cf::Max | Cf::Failures => {
+            known.fold(f64::NAN, |m, v| if m.is_nan() || v > m { v } else { m })
+        }
         Cf::Last => vals
             .iter()
             .rev()

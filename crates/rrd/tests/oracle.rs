@@ -106,6 +106,7 @@ fn gen_case(seed: u64) -> Case {
             xff: *r.pick(&[0.0, 0.1, 0.5, 0.9]),
             pdp_cnt: *r.pick(&[1, 1, 2, 3, 5, odd]),
             row_cnt: 3 + r.below(30),
+            par: [0; 5],
         });
     }
     let start = 1_000_000_000 + r.below(3 * step) as i64;

@@ -679,8 +679,17 @@ fn consolidate(vals: &[f64], by: usize, cf: rrd::Cf) -> Vec<f64> {
     vals.chunks(by)
         .map(|g| {
             let known = g.iter().copied().filter(|v| !v.is_nan());
+            // As rrdtool reduces: the Holt-Winters CFs average, but FAILURES (any failure).
             match cf {
-                rrd::Cf::Average => {
+                rrd::Cf::Min => known.fold(f64::NAN, f64::min),
+                rrd::Cf::Max | rrd::Cf::Failures => known.fold(f64::NAN, f64::max),
+                rrd::Cf::Last => g
+                    .iter()
+                    .rev()
+                    .copied()
+                    .find(|v| !v.is_nan())
+                    .unwrap_or(f64::NAN),
+                _ => {
                     let (n, sum) = known.fold((0usize, 0.0), |(n, s), v| (n + 1, s + v));
                     if n == 0 {
                         f64::NAN
@@ -688,14 +697,6 @@ fn consolidate(vals: &[f64], by: usize, cf: rrd::Cf) -> Vec<f64> {
                         sum / n as f64
                     }
                 }
-                rrd::Cf::Min => known.fold(f64::NAN, f64::min),
-                rrd::Cf::Max => known.fold(f64::NAN, f64::max),
-                rrd::Cf::Last => g
-                    .iter()
-                    .rev()
-                    .copied()
-                    .find(|v| !v.is_nan())
-                    .unwrap_or(f64::NAN),
             }
         })
         .collect()

@@ -459,7 +459,8 @@ fn first_cdp(
                     Cf::Min if v < c.val => v,
                     Cf::Max if v > c.val => v,
                     Cf::Min | Cf::Max => c.val,
-                    Cf::Last => v,
+                    // LAST (Holt-Winters archives are not made yet).
+                    _ => v,
                 };
             }
         }
@@ -537,7 +538,8 @@ fn fill(
                         acc = if !acc.is_nan() && acc > v { acc } else { v };
                         acc
                     }
-                    Cf::Last => v,
+                    // LAST (Holt-Winters archives are not made yet).
+                    _ => v,
                 };
             }
             *slot_v = out;

@@ -26,6 +26,7 @@ pub fn rra(cf: Cf, pdp_cnt: u64, row_cnt: u64) -> RraDef {
         xff: 0.5,
         pdp_cnt,
         row_cnt,
+        par: [0; 5],
     }
 }
 

@@ -501,12 +501,14 @@ fn damaged_xml_never_panics() {
                 xff: 0.5,
                 pdp_cnt: 1,
                 row_cnt: 4,
+                par: [0; 5],
             },
             RraDef {
                 cf: Cf::Max,
                 xff: 0.5,
                 pdp_cnt: 3,
                 row_cnt: 3,
+                par: [0; 5],
             },
         ],
     };

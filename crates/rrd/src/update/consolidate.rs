@@ -278,7 +278,8 @@ pub fn update_cdp(
                 Cf::Max => f64::NEG_INFINITY,
                 Cf::Min => f64::INFINITY,
                 Cf::Average => 0.0,
-                Cf::Last => DNAN,
+                // LAST, and rrdtool's default for the others.
+                _ => DNAN,
             }
         } else {
             match cf {
@@ -299,7 +300,7 @@ pub fn update_cdp(
             Cf::Average => c.val + pdp * elapsed as f64,
             Cf::Min => keep_min(c.val, pdp),
             Cf::Max => keep_max(c.val, pdp),
-            Cf::Last => pdp,
+            _ => pdp,
         };
     }
 }
@@ -324,7 +325,7 @@ fn initial_cdp_val(
             ifnan(pdp, f64::NEG_INFINITY),
         ),
         Cf::Min => keep_min(ifnan(cdp_val, f64::INFINITY), ifnan(pdp, f64::INFINITY)),
-        Cf::Last => pdp,
+        _ => pdp,
     }
 }
 

@@ -37,6 +37,7 @@ fn rra(cf: Cf, xff: f64, pdp_cnt: u64, row_cnt: u64) -> RraDef {
         xff,
         pdp_cnt,
         row_cnt,
+        par: [0; 5],
     }
 }
 
