@@ -426,53 +426,232 @@ fn parse_ds_body(name: &str, rest: &str, prev: &[DsDef]) -> Result<DsDef, RrdErr
     })
 }
 
-/// `RRA:CF:xff:steps:rows` after the `RRA:`, as create reads it (and `tune`).
+/// `RRA:CF:xff:steps:rows` after the `RRA:`, as create reads it (and `tune`). Holt-Winters
+/// archives are refused (not yet supported) once they parse.
 pub fn parse_rra(body: &str, step: u64) -> Result<RraDef, RrdError> {
+    let (def, _) = parse_rra_any(body, step, 0)?;
+    if def.cf.is_hw() {
+        return Err(err(format!(
+            "ringlet does not support {} RRAs (Holt-Winters) yet",
+            def.cf.name()
+        )));
+    }
+    Ok(def)
+}
+
+/// The most `RRA:` arguments rrdtool reads, and the longest FAILURES window.
+const MAX_FAILURES_WINDOW: i32 = 28;
+
+/// rrdtool's `parseRRA`, every CF: its fields token by token (C's `strtok`: empty ones
+/// skipped), each checked as it is read, so the first bad one is the error; then the count.
+/// `hash` is rrdtool's FNV hash of the file's name ([`fnv_hash`]), which places a seasonal
+/// archive's smoothing. Also returns whether the archive needs file version 4 (MHWPREDICT, or
+/// a `smoothing-window=`).
+pub fn parse_rra_any(body: &str, step: u64, hash: u64) -> Result<(RraDef, bool), RrdError> {
     let toks: Vec<&str> = body.split(':').filter(|t| !t.is_empty()).collect();
-    if toks.is_empty() {
-        return Err(err("Expected at least 4 arguments for RRA but got 0"));
-    }
-    let cf_len = body
-        .bytes()
-        .take_while(|c| c.is_ascii_uppercase())
-        .count()
-        .min(19);
-    let cf_name = &body[..cf_len];
-    if crate::schema::HOLT_WINTERS.contains(&cf_name) {
-        return Err(err(format!(
-            "ringlet does not support {cf_name} RRAs (Holt-Winters) yet"
-        )));
-    }
-    let Some(cf) = Cf::from_name(cf_name) else {
-        return Err(err(format!(
-            "Unrecognized consolidation function {cf_name}"
-        )));
+    let mut def = RraDef::new(Cf::Average, 0.0, 1, 0);
+    let mut hw = crate::schema::HwParams {
+        alpha: 0.0,
+        beta: 0.0,
+        gamma: 0.0,
+        smoothing_window: 0.0,
+        delta_pos: 0.0,
+        delta_neg: 0.0,
+        dependent: 0,
+        period: 0,
+        smooth_idx: 0,
+        window_len: 0,
+        failure_threshold: 0,
     };
-    if toks.len() < 4 {
+    let mut v4 = false;
+    let mut min_tokens = 4;
+    let unit = |t: &str| matches!(num::strtod(t), Some((_, n)) if n == t.len());
+    let real = |t: &str| num::strtod(t).map_or(0.0, |(v, _)| v);
+    for (k, t) in toks.iter().enumerate() {
+        let cf = def.cf;
+        match k {
+            0 => {
+                // sscanf's %19[A-Z]: the leading capitals.
+                let n = t.bytes().take_while(u8::is_ascii_uppercase).count().min(19);
+                let name = &t[..n];
+                let Some(c) = Cf::from_name(name) else {
+                    return Err(err(format!("Unrecognized consolidation function {name}")));
+                };
+                def.cf = c;
+                match c {
+                    Cf::HwPredict | Cf::MhwPredict => {
+                        v4 |= c == Cf::MhwPredict;
+                        min_tokens = 5;
+                        hw.alpha = 0.1;
+                        hw.beta = 1.0 / 288.0;
+                        hw.dependent = i32::MAX as u64;
+                    }
+                    Cf::Seasonal | Cf::DevSeasonal => {
+                        min_tokens = if c == Cf::Seasonal { 4 } else { 3 };
+                        hw.gamma = 0.1;
+                        hw.smoothing_window = 0.05;
+                        hw.dependent = u64::MAX;
+                    }
+                    Cf::DevPredict => {
+                        min_tokens = 3;
+                        hw.dependent = u64::MAX;
+                    }
+                    Cf::Failures => {
+                        min_tokens = 5;
+                        hw.delta_pos = 2.0;
+                        hw.delta_neg = 2.0;
+                        hw.window_len = 3;
+                        hw.failure_threshold = 2;
+                        hw.dependent = u64::MAX;
+                    }
+                    _ => {}
+                }
+            }
+            1 if cf.is_hw() => {
+                def.row_cnt = scaled_duration(t, step)
+                    .map_err(|m| err(format!("Invalid row count {t}: {m}")))?;
+            }
+            1 => {
+                let v = real(t);
+                if !unit(t) || !(0.0..1.0).contains(&v) {
+                    return Err(err("Invalid xff: must be between 0 and 1"));
+                }
+                def.xff = v;
+            }
+            2 => match cf {
+                Cf::HwPredict | Cf::MhwPredict => {
+                    let v = real(t);
+                    if !unit(t) || v <= 0.0 || v >= 1.0 {
+                        return Err(err("Invalid alpha: must be between 0 and 1"));
+                    }
+                    hw.alpha = v;
+                }
+                Cf::Seasonal | Cf::DevSeasonal => {
+                    let v = real(t);
+                    if !unit(t) || v <= 0.0 || v >= 1.0 {
+                        return Err(err("Invalid gamma: must be between 0 and 1"));
+                    }
+                    hw.gamma = v;
+                    hw.smooth_idx = hash.checked_rem(def.row_cnt).unwrap_or(0);
+                }
+                Cf::Failures => {
+                    let n = num::atoi(t);
+                    hw.failure_threshold = n as i64 as u64;
+                    if !(1..=MAX_FAILURES_WINDOW).contains(&n) {
+                        return Err(err(format!(
+                            "Failure threshold is out of range 1, {MAX_FAILURES_WINDOW}"
+                        )));
+                    }
+                }
+                Cf::DevPredict => hw.dependent = (num::atoi(t) as i64 - 1) as u64,
+                _ => {
+                    def.pdp_cnt = scaled_duration(t, step)
+                        .map_err(|m| err(format!("Invalid step {t}: {m}")))?;
+                }
+            },
+            3 => match cf {
+                Cf::HwPredict | Cf::MhwPredict => {
+                    let v = real(t);
+                    if !unit(t) || !(0.0..=1.0).contains(&v) {
+                        return Err(err("Invalid beta: must be between 0 and 1"));
+                    }
+                    hw.beta = v;
+                }
+                Cf::Seasonal | Cf::DevSeasonal => {
+                    hw.dependent = (num::atoi(t) as i64 - 1) as u64;
+                }
+                Cf::Failures => {
+                    let n = num::atoi(t);
+                    hw.window_len = n as i64 as u64;
+                    if !(1..=MAX_FAILURES_WINDOW).contains(&n) {
+                        return Err(err(format!(
+                            "Window length is out of range 1, {MAX_FAILURES_WINDOW}"
+                        )));
+                    }
+                    if hw.window_len < hw.failure_threshold {
+                        return Err(err("Window length is shorter than the failure threshold"));
+                    }
+                }
+                Cf::DevPredict => {
+                    return Err(err(
+                        "Unexpected extra argument for consolidation function DEVPREDICT",
+                    ))
+                }
+                _ => {
+                    def.row_cnt = scaled_duration(t, step.wrapping_mul(def.pdp_cnt))
+                        .map_err(|m| err(format!("Invalid row count {t}: {m}")))?;
+                }
+            },
+            4 => match cf {
+                Cf::Failures => hw.dependent = (num::atoi(t) as i64 - 1) as u64,
+                Cf::Seasonal | Cf::DevSeasonal => {
+                    // sscanf("smoothing-window=%lf"): the number after the prefix, any tail.
+                    let Some(v) = t
+                        .strip_prefix("smoothing-window=")
+                        .and_then(num::strtod)
+                        .filter(|&(_, n)| n > 0)
+                        .map(|(v, _)| v)
+                    else {
+                        return Err(err(format!("Invalid option {t}")));
+                    };
+                    v4 = true;
+                    hw.smoothing_window = v;
+                    // rrdtool's test lets NaN through.
+                    if !v.is_nan() && !(0.0..=1.0).contains(&v) {
+                        return Err(err(format!(
+                            "Invalid smoothing-window {}: must be between 0 and 1",
+                            c_fixed6(v)
+                        )));
+                    }
+                }
+                Cf::HwPredict | Cf::MhwPredict => {
+                    // An unsigned short in rrdtool.
+                    let period = num::atoi(t) as u16 as u64;
+                    if period > def.row_cnt {
+                        return Err(err(
+                            "Length of seasonal cycle exceeds length of HW prediction array",
+                        ));
+                    }
+                    hw.period = period;
+                }
+                _ => {
+                    return Err(err(format!(
+                        "Unexpected extra argument for consolidation function {}",
+                        cf.name()
+                    )))
+                }
+            },
+            5 => hw.dependent = (num::atoi(t) as i64 - 1) as u64,
+            _ => return Err(err("Unknown error")),
+        }
+    }
+    if toks.len() < min_tokens {
         return Err(err(format!(
-            "Expected at least 4 arguments for RRA but got {}",
+            "Expected at least {min_tokens} arguments for RRA but got {}",
             toks.len()
         )));
     }
-    let xff = match num::strtod(toks[1]) {
-        Some((v, n)) if n == toks[1].len() && (0.0..1.0).contains(&v) => v,
-        _ => return Err(err("Invalid xff: must be between 0 and 1")),
-    };
-    let pdp_cnt = scaled_duration(toks[2], step)
-        .map_err(|m| err(format!("Invalid step {}: {m}", toks[2])))?;
-    let row_cnt = scaled_duration(toks[3], step.wrapping_mul(pdp_cnt))
-        .map_err(|m| err(format!("Invalid row count {}: {m}", toks[3])))?;
-    if toks.len() > 4 {
-        return Err(err(format!(
-            "Unexpected extra argument for consolidation function {cf_name}"
-        )));
+    def.set_hw(&hw);
+    Ok((def, v4))
+}
+
+/// C's `%f`: six decimals, glibc's words for the infinities and NaN.
+fn c_fixed6(v: f64) -> String {
+    let sign = if v.is_sign_negative() { "-" } else { "" };
+    if v.is_nan() {
+        format!("{sign}nan")
+    } else if v.is_infinite() {
+        format!("{sign}inf")
+    } else {
+        format!("{v:.6}")
     }
-    Ok(RraDef {
-        cf,
-        xff,
-        pdp_cnt,
-        row_cnt,
-        par: [0; 5],
+}
+
+/// rrdtool's `FnvHash` of a file name: FNV-1 over its bytes, in C's 64-bit `unsigned long`
+/// (so not reduced to 32 bits), which places seasonal archives' smoothing.
+pub fn fnv_hash(name: &str) -> u64 {
+    name.bytes().fold(0x811c_9dc5u64, |h, b| {
+        h.wrapping_mul(0x0100_0193) ^ u64::from(b)
     })
 }
 
@@ -489,6 +668,50 @@ mod tests {
 
     fn fails(args: &str) -> String {
         create(args).expect_err(args).msg
+    }
+
+    #[test]
+    fn holt_winters_archives_parse_as_rrdtool_reads_them() {
+        // `rrdtool create h.rrd ... RRA:HWPREDICT:30:0.1:0.0035:12`, and its SEASONAL's
+        // smoothing index in dump (9 for the name h.rrd).
+        assert_eq!(fnv_hash("h.rrd") % 12, 9);
+        let (d, v4) = parse_rra_any("HWPREDICT:30:0.1:0.0035:12", 300, 0).unwrap();
+        let p = d.hw();
+        assert_eq!(
+            (d.cf, d.row_cnt, d.pdp_cnt, v4),
+            (Cf::HwPredict, 30, 1, false)
+        );
+        assert_eq!((p.alpha, p.beta, p.period), (0.1, 0.0035, 12));
+        // Created without a SEASONAL index: rrdtool adds the four others (INT_MAX marks it).
+        assert_eq!(p.dependent, i32::MAX as u64);
+        let (d, v4) = parse_rra_any(
+            "SEASONAL:1d:0.2:2:smoothing-window=0.1",
+            300,
+            fnv_hash("h.rrd"),
+        )
+        .unwrap();
+        let p = d.hw();
+        assert_eq!(
+            (d.row_cnt, p.gamma, p.smoothing_window, p.dependent, v4),
+            (288, 0.2, 0.1, 1, true)
+        );
+        assert_eq!(p.smooth_idx, fnv_hash("h.rrd") % 288);
+        let (d, _) = parse_rra_any("FAILURES:12:7:9:4", 300, 0).unwrap();
+        let p = d.hw();
+        assert_eq!((p.failure_threshold, p.window_len, p.dependent), (7, 9, 3));
+        assert_eq!((p.delta_pos, p.delta_neg), (2.0, 2.0));
+        assert!(parse_rra_any("MHWPREDICT:30:0.5:0.5:5", 300, 0).unwrap().1);
+        // An AVERAGE's bad xff is found before its missing fields, as rrdtool reads them.
+        assert_eq!(
+            parse_rra("AVERAGE:1.5:1", 300).unwrap_err().msg,
+            "Invalid xff: must be between 0 and 1"
+        );
+        assert_eq!(
+            parse_rra("HWPREDICT:30:0.1:0.0035:12", 300)
+                .unwrap_err()
+                .msg,
+            "ringlet does not support HWPREDICT RRAs (Holt-Winters) yet"
+        );
     }
 
     #[test]
