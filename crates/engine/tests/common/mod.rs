@@ -21,13 +21,7 @@ pub fn ds(name: &str, kind: DsType) -> DsDef {
 }
 
 pub fn rra(cf: Cf, pdp_cnt: u64, row_cnt: u64) -> RraDef {
-    RraDef {
-        cf,
-        xff: 0.5,
-        pdp_cnt,
-        row_cnt,
-        par: [0; 5],
-    }
+    RraDef::new(cf, 0.5, pdp_cnt, row_cnt)
 }
 
 pub const START: i64 = 1_700_000_000;

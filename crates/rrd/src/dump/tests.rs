@@ -15,13 +15,7 @@ fn ds(name: &str, kind: DsType, hb: u64, min: f64, max: f64, rpn: Option<&str>) 
 }
 
 fn rra(cf: Cf, xff: f64, pdp_cnt: u64, row_cnt: u64) -> RraDef {
-    RraDef {
-        cf,
-        xff,
-        pdp_cnt,
-        row_cnt,
-        par: [0; 5],
-    }
+    RraDef::new(cf, xff, pdp_cnt, row_cnt)
 }
 
 /// `rrdtool create` leaves primary/secondary at 0, not NaN.

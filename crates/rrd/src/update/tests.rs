@@ -32,13 +32,7 @@ fn compute(name: &str, rpn: &str) -> DsDef {
 }
 
 fn rra(cf: Cf, xff: f64, pdp_cnt: u64, row_cnt: u64) -> RraDef {
-    RraDef {
-        cf,
-        xff,
-        pdp_cnt,
-        row_cnt,
-        par: [0; 5],
-    }
+    RraDef::new(cf, xff, pdp_cnt, row_cnt)
 }
 
 /// Runs `args` through parse + apply; returns the updatev lines (errors as `ERR <text>`).
