@@ -150,6 +150,23 @@ pub fn parse_create_env(
     now: i64,
     env: &mut dyn CreateEnv,
 ) -> Result<CreateRequest, RrdError> {
+    let req = parse_create_any(args, now, env)?;
+    if let Some(r) = req.schema.rra.iter().find(|r| r.cf.is_hw()) {
+        return Err(err(format!(
+            "ringlet does not support {} RRAs (Holt-Winters) yet",
+            r.cf.name()
+        )));
+    }
+    Ok(req)
+}
+
+/// [`parse_create_env`] with the Holt-Winters archives rrdtool makes (those named, and those
+/// an HWPREDICT without its own SEASONAL adds: [`add_contingent`]).
+pub fn parse_create_any(
+    args: &[String],
+    now: i64,
+    env: &mut dyn CreateEnv,
+) -> Result<CreateRequest, RrdError> {
     let mut sources: Vec<String> = Vec::new();
     let mut template_name: Option<String> = None;
     let mut start_spec: Option<String> = None;
@@ -273,13 +290,17 @@ pub fn parse_create_env(
         },
     };
     let mut maps = Vec::new();
+    // rrdtool hashes the file name as given (rrdcached gives the absolute path).
+    let hash = fnv_hash(name);
     for def in defs {
         if let Some(body) = def.strip_prefix("DS:") {
             let (ds, map) = parse_ds_mapped(body, &schema.ds)?;
             schema.ds.push(ds);
             maps.push(map);
         } else if let Some(body) = def.strip_prefix("RRA:") {
-            schema.rra.push(parse_rra(body, step)?);
+            let (rra, _version4) = parse_rra_any(body, step, hash)?;
+            schema.rra.push(rra);
+            add_contingent(&mut schema.rra, hash)?;
         } else {
             return Err(err(format!("can't parse argument '{def}'")));
         }
@@ -647,6 +668,74 @@ fn c_fixed6(v: f64) -> String {
     }
 }
 
+/// rrdtool's `handle_dependent_rras`: an HWPREDICT or MHWPREDICT just read (the last of
+/// `rras`) that names no SEASONAL archive gets the four rrdtool adds after it: SEASONAL and
+/// DEVSEASONAL (a season of rows, its alpha as their gamma, smoothing at `hash % period`, a
+/// smoothing window of 0), DEVPREDICT (its rows) and FAILURES (a season of rows, bounds of 2
+/// deviations, 7 violations in 9), each pointing at the one it depends on.
+pub fn add_contingent(rras: &mut Vec<RraDef>, hash: u64) -> Result<(), RrdError> {
+    let Some(last) = rras.last() else {
+        return Ok(());
+    };
+    let p = last.hw();
+    if !matches!(last.cf, Cf::HwPredict | Cf::MhwPredict) || p.dependent != i32::MAX as u64 {
+        return Ok(());
+    }
+    if p.period == 0 {
+        // rrdtool 1.7.2 dies of a division by zero here.
+        return Err(err(format!(
+            "the seasonal period of {} must be at least 1",
+            last.cf.name()
+        )));
+    }
+    let (hw, rows) = ((rras.len() - 1) as u64, last.row_cnt);
+    let mut q = p;
+    q.dependent = hw + 1;
+    let n = rras.len() - 1;
+    rras[n].set_hw(&q);
+    let zero = crate::schema::HwParams {
+        alpha: 0.0,
+        beta: 0.0,
+        gamma: 0.0,
+        smoothing_window: 0.0,
+        delta_pos: 0.0,
+        delta_neg: 0.0,
+        dependent: 0,
+        period: 0,
+        smooth_idx: 0,
+        window_len: 0,
+        failure_threshold: 0,
+    };
+    let make = |cf, row_cnt, params: crate::schema::HwParams| {
+        let mut r = RraDef::new(cf, 0.0, 1, row_cnt);
+        r.set_hw(&params);
+        r
+    };
+    let seasonal = crate::schema::HwParams {
+        gamma: p.alpha,
+        smooth_idx: hash % p.period,
+        dependent: hw,
+        ..zero
+    };
+    rras.push(make(Cf::Seasonal, p.period, seasonal));
+    rras.push(make(Cf::DevSeasonal, p.period, seasonal));
+    let dev = crate::schema::HwParams {
+        dependent: hw + 2,
+        ..zero
+    };
+    rras.push(make(Cf::DevPredict, rows, dev));
+    let failures = crate::schema::HwParams {
+        delta_pos: 2.0,
+        delta_neg: 2.0,
+        failure_threshold: 7,
+        window_len: 9,
+        dependent: hw + 2,
+        ..zero
+    };
+    rras.push(make(Cf::Failures, p.period, failures));
+    Ok(())
+}
+
 /// rrdtool's `FnvHash` of a file name: FNV-1 over its bytes, in C's 64-bit `unsigned long`
 /// (so not reduced to 32 bits), which places seasonal archives' smoothing.
 pub fn fnv_hash(name: &str) -> u64 {
@@ -712,6 +801,54 @@ mod tests {
                 .msg,
             "ringlet does not support HWPREDICT RRAs (Holt-Winters) yet"
         );
+    }
+
+    #[test]
+    fn an_hwpredict_alone_gets_rrdtools_four_other_archives() {
+        // As `rrdtool dump h.rrd` shows them after this create.
+        let args: Vec<String> = "h.rrd --start 1700000000 --step 300 DS:x:GAUGE:600:U:U \
+             RRA:AVERAGE:0.5:1:20 RRA:HWPREDICT:30:0.1:0.0035:12"
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        let mut env = Closures {
+            template: &mut |_| None,
+            exists: &mut |_| false,
+        };
+        let r = parse_create_any(&args, NOW, &mut env).unwrap().schema.rra;
+        let got: Vec<(Cf, u64, u64)> = r
+            .iter()
+            .map(|a| (a.cf, a.row_cnt, a.hw().dependent))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Cf::Average, 20, 0),
+                (Cf::HwPredict, 30, 2),
+                (Cf::Seasonal, 12, 1),
+                (Cf::DevSeasonal, 12, 1),
+                (Cf::DevPredict, 30, 3),
+                (Cf::Failures, 12, 3),
+            ]
+        );
+        let (s, f) = (r[2].hw(), r[5].hw());
+        assert_eq!((s.gamma, s.smooth_idx, s.smoothing_window), (0.1, 9, 0.0));
+        assert_eq!(r[3].hw().smooth_idx, 9);
+        assert_eq!(
+            (f.delta_pos, f.delta_neg, f.window_len, f.failure_threshold),
+            (2.0, 2.0, 9, 7)
+        );
+        assert_eq!(
+            parse_create_env(&args, NOW, &mut env).unwrap_err().msg,
+            "ringlet does not support HWPREDICT RRAs (Holt-Winters) yet"
+        );
+        // rrdtool divides by the period here, and dies of a period of 0.
+        let mut zero = args.clone();
+        zero[6] = "RRA:HWPREDICT:30:0.1:0.0035:0".into();
+        assert!(parse_create_any(&zero, NOW, &mut env)
+            .unwrap_err()
+            .msg
+            .contains("at least 1"));
     }
 
     #[test]
