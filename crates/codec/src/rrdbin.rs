@@ -131,6 +131,19 @@ fn encode_live(w: &mut ByteWriter, rrd: &Rrd) {
         w.f64(c.primary);
         w.f64(c.secondary);
     }
+    // The Holt-Winters archives' six further CDP slots, archive by archive, DS by DS.
+    if let Some(hw) = &rrd.hw {
+        let ds_cnt = rrd.schema.ds.len();
+        for (i, def) in rrd.schema.rra.iter().enumerate() {
+            if def.cf.is_hw() {
+                for slots in &hw.scratch[i * ds_cnt..(i + 1) * ds_cnt] {
+                    for s in slots {
+                        w.u64(*s);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// One chunk of archive rows in a chunked image (checkpoint versions 3 and 4).
@@ -491,6 +504,21 @@ fn decode_live(r: &mut ByteReader, schema: std::sync::Arc<Schema>) -> Result<Rrd
             secondary: r.f64()?,
         });
     }
+    let hw = if schema.rra.iter().any(|d| d.cf.is_hw()) {
+        let mut scratch = vec![[0u64; 6]; cdp_cnt];
+        for (i, def) in schema.rra.iter().enumerate() {
+            if def.cf.is_hw() {
+                for slots in &mut scratch[i * ds_cnt..(i + 1) * ds_cnt] {
+                    for s in slots.iter_mut() {
+                        *s = r.u64()?;
+                    }
+                }
+            }
+        }
+        Some(Box::new(rrd::HwState { scratch }))
+    } else {
+        None
+    };
     // Rows come after the head; the callers put them in.
     let data = (0..rra_cnt)
         .map(|_| RraData {
@@ -505,6 +533,7 @@ fn decode_live(r: &mut ByteReader, schema: std::sync::Arc<Schema>) -> Result<Rrd
         pdp,
         cdp,
         rra: data,
+        hw,
     })
 }
 
@@ -619,6 +648,27 @@ pub(crate) mod tests {
         let plain = (*sample_rrd().schema).clone();
         let n = schema_bytes(&plain).len();
         assert_eq!(schema_bytes(&schema).len(), n + 2 * (1 + 8 + 8 + 8 + 40));
+    }
+
+    #[test]
+    fn holt_winters_state_reads_back() {
+        let mut schema = (*sample_rrd().schema).clone();
+        let mut hw = RraDef::new(Cf::HwPredict, 0.0, 1, 30);
+        hw.par = [0.1f64.to_bits(), 0.0035f64.to_bits(), 5, 12f64.to_bits(), 0];
+        schema.rra.push(hw);
+        let mut rrd = Rrd::new(schema, 1_700_000_000);
+        let n = rrd.cdp.len();
+        let state = rrd.hw.as_mut().expect("HW state");
+        assert_eq!(state.scratch[n - 1][4], 1, "null count starts at 1");
+        state.scratch[n - 1][0] = 42.5f64.to_bits();
+        let bytes = rrd_bytes(&rrd);
+        let mut r = ByteReader::new(&bytes);
+        let back = decode_rrd(&mut r).unwrap();
+        r.finish().unwrap();
+        assert_eq!(back.hw, rrd.hw);
+        assert!(bits_equal(&rrd, &back));
+        // Plain RRDs carry no such state, and their bytes are as before.
+        assert!(sample_rrd().hw.is_none());
     }
 
     #[test]

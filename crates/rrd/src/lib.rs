@@ -33,5 +33,5 @@ pub use budget::{Budget, Over};
 pub use error::RrdError;
 pub use rows::Rows;
 pub use schema::{Cf, DsDef, DsType, RraDef, Schema};
-pub use state::{CdpPrep, PdpPrep, RraData, Rrd};
+pub use state::{CdpPrep, HwState, PdpPrep, RraData, Rrd};
 pub use update::{ApplyError, RowWrite, Sample};

@@ -121,6 +121,8 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
         pdp,
         cdp,
         rra: data,
+        // Holt-Winters archives are refused above.
+        hw: None,
     })
 }
 

@@ -348,6 +348,8 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
         pdp,
         cdp,
         rra: data,
+        // Holt-Winters archives are refused above.
+        hw: None,
     })
 }
 

@@ -57,6 +57,33 @@ pub struct Rrd {
     pub cdp: Vec<CdpPrep>,
     /// One per RRA.
     pub rra: Vec<RraData>,
+    /// The Holt-Winters archives' part of the CDP state, None when the RRD has none (no cost
+    /// to the others).
+    pub hw: Option<Box<HwState>>,
+}
+
+/// rrdtool's CDP scratch slots 2 to 7 (`intercept`/`seasonal`/`deviation`, their `last_`,
+/// `slope`, `last_slope`, `null_count`/`init_flag`, `last_null_count`) as bits, one entry per
+/// (archive, DS) like [`Rrd::cdp`]: doubles or counts by the archive's CF. A FAILURES
+/// archive keeps its violation history as bytes from the start of its scratch (the bits of
+/// [`CdpPrep::val`], [`CdpPrep::unkn_pdp_cnt`], then these).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HwState {
+    pub scratch: Vec<[u64; 6]>,
+}
+
+impl HwState {
+    /// rrdtool's `init_cdp` of the Holt-Winters slots for an archive of `cf` (zeros for
+    /// FAILURES and the consolidating CFs).
+    pub fn initial(cf: crate::schema::Cf) -> [u64; 6] {
+        use crate::schema::Cf;
+        let nan = DNAN.to_bits();
+        match cf {
+            Cf::HwPredict | Cf::MhwPredict => [nan, nan, nan, nan, 1, 1],
+            Cf::Seasonal | Cf::DevSeasonal => [nan, nan, 0, 0, 1, 0],
+            _ => [0; 6],
+        }
+    }
 }
 
 impl Rrd {
@@ -78,16 +105,27 @@ impl Rrd {
             .collect();
         let mut cdp = Vec::with_capacity(schema.rra.len() * ds_cnt);
         let mut rra = Vec::with_capacity(schema.rra.len());
+        let any_hw = schema.rra.iter().any(|r| r.cf.is_hw());
+        let mut hw = Vec::new();
         for r in &schema.rra {
             let span = step * r.pdp_cnt as i64;
             let unkn_pdp = ((start - unkn_sec).rem_euclid(span) / step) as u64;
+            // rrdtool's init_cdp: the Holt-Winters archives but DEVPREDICT leave value and
+            // unknown PDPs at 0.
+            let (val, unkn) = match r.cf {
+                c if c.is_hw() && c != crate::schema::Cf::DevPredict => (0.0, 0),
+                _ => (DNAN, unkn_pdp),
+            };
             for _ in 0..ds_cnt {
                 cdp.push(CdpPrep {
-                    val: DNAN,
-                    unkn_pdp_cnt: unkn_pdp,
+                    val,
+                    unkn_pdp_cnt: unkn,
                     primary: 0.0,
                     secondary: 0.0,
                 });
+                if any_hw {
+                    hw.push(HwState::initial(r.cf));
+                }
             }
             rra.push(RraData {
                 cur_row: 0,
@@ -101,6 +139,7 @@ impl Rrd {
             pdp,
             cdp,
             rra,
+            hw: any_hw.then(|| Box::new(HwState { scratch: hw })),
         }
     }
 

@@ -248,6 +248,7 @@ impl Shadow {
             pdp: std::mem::take(&mut self.pdp).into_vec(),
             cdp: Vec::new(),
             rra: Vec::new(),
+            hw: None,
         };
         let r = rrd.apply(s, &mut |_| {});
         self.schema = rrd.schema;
