@@ -72,6 +72,7 @@ pub fn dump_xml(rrd: &Rrd, header: &str) -> String {
         let _ = writeln!(o, "\t\t<unknown_sec> {} </unknown_sec>", pdp.unkn_sec_cnt);
         o.push_str("\t</ds>\n\n");
     }
+    let version4 = crate::rrdfile::version(&rrd.schema) != "0003";
     o.push_str("\t<!-- Round Robin Archives -->\n");
     let ds_cnt = rrd.ds_cnt();
     for (i, def) in schema.rra.iter().enumerate() {
@@ -83,11 +84,9 @@ pub fn dump_xml(rrd: &Rrd, header: &str) -> String {
             "\t\t<pdp_per_row>{}</pdp_per_row> <!-- {} seconds -->\n",
             def.pdp_cnt, span
         );
-        let _ = writeln!(
-            o,
-            "\t\t<params>\n\t\t<xff>{}</xff>\n\t\t</params>",
-            rrd_exp(def.xff, 10)
-        );
+        o.push_str("\t\t<params>\n");
+        params(&mut o, def, version4);
+        o.push_str("\t\t</params>\n");
         o.push_str("\t\t<cdp_prep>\n");
         for ds in 0..ds_cnt {
             let c = rrd.cdp(i, ds);
@@ -95,15 +94,12 @@ pub fn dump_xml(rrd: &Rrd, header: &str) -> String {
                 o,
                 "\t\t\t<ds>\n\
                  \t\t\t<primary_value>{}</primary_value>\n\
-                 \t\t\t<secondary_value>{}</secondary_value>\n\
-                 \t\t\t<value>{}</value>\n\
-                 \t\t\t<unknown_datapoints>{}</unknown_datapoints>\n\
-                 \t\t\t</ds>\n",
+                 \t\t\t<secondary_value>{}</secondary_value>\n",
                 rrd_exp(c.primary, 10),
                 rrd_exp(c.secondary, 10),
-                rrd_exp(c.val, 10),
-                c.unkn_pdp_cnt
             );
+            cdp_fields(&mut o, rrd, i, ds);
+            o.push_str("\t\t\t</ds>\n");
         }
         o.push_str("\t\t</cdp_prep>\n\t\t<database>\n");
         let end = rrd.rra_end(i);
@@ -174,6 +170,116 @@ pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// An archive's `<params>` lines: xff, or the Holt-Winters parameters of its CF (the
+/// smoothing window from file version 4).
+fn params(o: &mut String, def: &crate::schema::RraDef, version4: bool) {
+    use crate::schema::Cf;
+    let p = def.hw();
+    match def.cf {
+        Cf::HwPredict | Cf::MhwPredict => {
+            let _ = writeln!(o, "\t\t<hw_alpha>{}</hw_alpha>", rrd_exp(p.alpha, 10));
+            let _ = writeln!(o, "\t\t<hw_beta>{}</hw_beta>", rrd_exp(p.beta, 10));
+        }
+        Cf::Seasonal | Cf::DevSeasonal => {
+            let _ = writeln!(
+                o,
+                "\t\t<seasonal_gamma>{}</seasonal_gamma>",
+                rrd_exp(p.gamma, 10)
+            );
+            let _ = writeln!(
+                o,
+                "\t\t<seasonal_smooth_idx>{}</seasonal_smooth_idx>",
+                p.smooth_idx
+            );
+            if version4 {
+                let _ = writeln!(
+                    o,
+                    "\t\t<smoothing_window>{}</smoothing_window>",
+                    rrd_exp(p.smoothing_window, 10)
+                );
+            }
+        }
+        Cf::Failures => {
+            let _ = writeln!(o, "\t\t<delta_pos>{}</delta_pos>", rrd_exp(p.delta_pos, 10));
+            let _ = writeln!(o, "\t\t<delta_neg>{}</delta_neg>", rrd_exp(p.delta_neg, 10));
+            let _ = writeln!(o, "\t\t<window_len>{}</window_len>", p.window_len);
+            let _ = writeln!(
+                o,
+                "\t\t<failure_threshold>{}</failure_threshold>",
+                p.failure_threshold
+            );
+        }
+        Cf::DevPredict => {}
+        _ => {
+            let _ = writeln!(o, "\t\t<xff>{}</xff>", rrd_exp(def.xff, 10));
+            return;
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\t\t<dependent_rra_idx>{}</dependent_rra_idx>",
+        p.dependent
+    );
+}
+
+/// A CDP's fields after its primary and secondary values, by the archive's CF.
+fn cdp_fields(o: &mut String, rrd: &Rrd, rra: usize, ds: usize) {
+    use crate::schema::Cf;
+    let c = rrd.cdp(rra, ds);
+    let h = rrd.hw_slots(rra, ds);
+    let f = |k: usize| rrd_exp(f64::from_bits(h[k]), 10);
+    match rrd.schema.rra[rra].cf {
+        Cf::HwPredict | Cf::MhwPredict => {
+            let _ = write!(
+                o,
+                "\t\t\t<intercept>{}</intercept>\n\
+                 \t\t\t<last_intercept>{}</last_intercept>\n\
+                 \t\t\t<slope>{}</slope>\n\
+                 \t\t\t<last_slope>{}</last_slope>\n\
+                 \t\t\t<nan_count>{}</nan_count>\n\
+                 \t\t\t<last_nan_count>{}</last_nan_count>\n",
+                f(0),
+                f(1),
+                f(2),
+                f(3),
+                h[4],
+                h[5]
+            );
+        }
+        Cf::Seasonal | Cf::DevSeasonal => {
+            let _ = write!(
+                o,
+                "\t\t\t<seasonal>{}</seasonal>\n\
+                 \t\t\t<last_seasonal>{}</last_seasonal>\n\
+                 \t\t\t<init_flag>{}</init_flag>\n",
+                f(0),
+                f(1),
+                h[4]
+            );
+        }
+        Cf::DevPredict => {}
+        Cf::Failures => {
+            let bytes = rrd.scratch_bytes(rra, ds);
+            let n = (rrd.schema.rra[rra].hw().window_len as usize).min(bytes.len());
+            o.push_str("\t\t\t<history>");
+            for b in &bytes[..n] {
+                // C's %d of a char.
+                let _ = write!(o, "{}", *b as i8);
+            }
+            o.push_str("</history>\n");
+        }
+        _ => {
+            let _ = write!(
+                o,
+                "\t\t\t<value>{}</value>\n\
+                 \t\t\t<unknown_datapoints>{}</unknown_datapoints>\n",
+                rrd_exp(c.val, 10),
+                c.unkn_pdp_cnt
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -408,14 +408,24 @@ fn write_rpn(out: &mut [u8], expr: &str, names: &[&str]) -> Result<(), RrdError>
     Ok(())
 }
 
-/// rrdtool's file version for a schema: 0005 when a DCOUNTER or DDERIVE exists, else 0003.
+/// rrdtool's file version for a schema: 0005 when a DCOUNTER or DDERIVE exists; else 0004
+/// with an MHWPREDICT or a seasonal archive's own smoothing window (one other than the
+/// default 0.05 and the 0 of those rrdtool adds itself); else 0003. (rrdtool also makes 0004
+/// for a `smoothing-window=` of exactly 0.05 or 0, which the schema does not tell apart.)
 pub fn version(schema: &Schema) -> &'static str {
+    use crate::schema::Cf;
     if schema
         .ds
         .iter()
         .any(|d| matches!(d.kind, DsType::DCounter | DsType::DDerive))
     {
         "0005"
+    } else if schema.rra.iter().any(|r| {
+        r.cf == Cf::MhwPredict
+            || (matches!(r.cf, Cf::Seasonal | Cf::DevSeasonal)
+                && ![0.0, 0.05].contains(&r.hw().smoothing_window))
+    }) {
+        "0004"
     } else {
         "0003"
     }

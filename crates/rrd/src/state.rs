@@ -151,6 +151,28 @@ impl Rrd {
         &self.cdp[rra * self.ds_cnt() + ds]
     }
 
+    /// Archive `rra`'s Holt-Winters CDP slots 2-7 for `ds` (zeros when the RRD has none).
+    pub fn hw_slots(&self, rra: usize, ds: usize) -> [u64; 6] {
+        self.hw
+            .as_ref()
+            .map_or([0; 6], |h| h.scratch[rra * self.ds_cnt() + ds])
+    }
+
+    /// The first 32 bytes of rrdtool's CDP scratch for (`rra`, `ds`): where a FAILURES
+    /// archive keeps its violations, one byte each, the newest first.
+    pub fn scratch_bytes(&self, rra: usize, ds: usize) -> [u8; 32] {
+        let c = self.cdp(rra, ds);
+        let h = self.hw_slots(rra, ds);
+        let mut b = [0u8; 32];
+        for (k, w) in [c.val.to_bits(), c.unkn_pdp_cnt, h[0], h[1]]
+            .iter()
+            .enumerate()
+        {
+            b[8 * k..8 * k + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
+
     /// Time of the most recent row of archive `rra`: `last_up` rounded down to its row span.
     pub fn rra_end(&self, rra: usize) -> i64 {
         let span = (self.schema.step * self.schema.rra[rra].pdp_cnt) as i64;
