@@ -7,7 +7,7 @@
 
 use crate::fmt::info_num;
 use crate::rrdfile;
-use crate::schema::DsType;
+use crate::schema::{Cf, DsType};
 use crate::Rrd;
 
 /// One value of an info key.
@@ -70,14 +70,54 @@ pub fn info(rrd: &Rrd, filename: &str) -> Vec<(String, InfoValue)> {
         put(k("rows"), Count(def.row_cnt));
         put(k("cur_row"), Count(rrd.rra[r].cur_row));
         put(k("pdp_per_row"), Count(def.pdp_cnt));
-        put(k("xff"), Val(def.xff));
+        let p = def.hw();
+        match def.cf {
+            Cf::HwPredict | Cf::MhwPredict => {
+                put(k("alpha"), Val(p.alpha));
+                put(k("beta"), Val(p.beta));
+            }
+            Cf::Seasonal | Cf::DevSeasonal => {
+                put(k("gamma"), Val(p.gamma));
+                if rrdfile::version(&rrd.schema) != "0003" {
+                    put(k("smoothing_window"), Val(p.smoothing_window));
+                }
+            }
+            Cf::Failures => {
+                put(k("delta_pos"), Val(p.delta_pos));
+                put(k("delta_neg"), Val(p.delta_neg));
+                put(k("failure_threshold"), Count(p.failure_threshold));
+                put(k("window_length"), Count(p.window_len));
+            }
+            Cf::DevPredict => {}
+            _ => put(k("xff"), Val(def.xff)),
+        }
         for d in 0..rrd.ds_cnt() {
             let c = rrd.cdp(r, d);
-            put(k(&format!("cdp_prep[{d}].value")), Val(c.val));
-            put(
-                k(&format!("cdp_prep[{d}].unknown_datapoints")),
-                Count(c.unkn_pdp_cnt),
-            );
+            let h = rrd.hw_slots(r, d);
+            let cdp = |f: &str| k(&format!("cdp_prep[{d}].{f}"));
+            match def.cf {
+                Cf::HwPredict | Cf::MhwPredict => {
+                    put(cdp("intercept"), Val(f64::from_bits(h[0])));
+                    put(cdp("slope"), Val(f64::from_bits(h[2])));
+                    put(cdp("NaN_count"), Count(h[4]));
+                }
+                Cf::Seasonal => put(cdp("seasonal"), Val(f64::from_bits(h[0]))),
+                Cf::DevSeasonal => put(cdp("deviation"), Val(f64::from_bits(h[0]))),
+                Cf::DevPredict => {}
+                Cf::Failures => {
+                    let n = (p.window_len as usize).min(32);
+                    let bytes = rrd.scratch_bytes(r, d);
+                    let history: String = bytes[..n]
+                        .iter()
+                        .map(|&b| if b == 1 { '1' } else { '0' })
+                        .collect();
+                    put(cdp("history"), Str(history));
+                }
+                _ => {
+                    put(cdp("value"), Val(c.val));
+                    put(cdp("unknown_datapoints"), Count(c.unkn_pdp_cnt));
+                }
+            }
         }
     }
     out
