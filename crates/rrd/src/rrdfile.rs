@@ -501,11 +501,17 @@ pub fn write(rrd: &Rrd) -> Result<Vec<u8>, RrdError> {
         put(&mut b, off + PDP_SCRATCH + UNIVAL, &p.val.to_le_bytes());
         off += PDP_SIZE;
     }
-    for c in &rrd.cdp {
+    for (k, c) in rrd.cdp.iter().enumerate() {
         put(&mut b, off + CDP_VAL, &c.val.to_le_bytes());
         put(&mut b, off + CDP_UNKN, &c.unkn_pdp_cnt.to_le_bytes());
         put(&mut b, off + CDP_PRIMARY, &c.primary.to_le_bytes());
         put(&mut b, off + CDP_SECONDARY, &c.secondary.to_le_bytes());
+        // The Holt-Winters slots 2-7.
+        if let Some(hw) = &rrd.hw {
+            for (j, s) in hw.scratch[k].iter().enumerate() {
+                put(&mut b, off + (2 + j) * UNIVAL, &s.to_le_bytes());
+            }
+        }
         off += CDP_SIZE;
     }
     for d in &rrd.rra {

@@ -1,8 +1,8 @@
 //! Holt-Winters archives as rrdtool 1.7.2 creates them: the archives a create makes (those
 //! named and those it adds), their parameters and first CDP state, compared with `rrdtool
 //! dump` and `rrdtool info` of the file rrdtool creates from the same arguments. (ringlet's `create` still
-//! refuses these archives; this checks the parts made so far.) `info` too, but for each
-//! archive's current row. Needs /usr/bin/rrdtool.
+//! refuses these archives; this checks the parts made so far.) `info` and the `.rrd` file's
+//! bytes too, each archive's current row aside. Needs /usr/bin/rrdtool.
 
 use std::process::Command;
 
@@ -98,6 +98,22 @@ fn fresh_holt_winters_files_dump_as_rrdtools() {
         let ours = rrd::Rrd::new(req.schema, req.start);
         let got = rrd::dump::dump_xml(&ours, "dtd");
         failed.extend(first_difference(case, "dump", &got, &want));
+        // The file's bytes, each archive's current row aside.
+        let theirs = std::fs::read(dir.join(&args[0])).unwrap();
+        let mut mine = rrd::rrdfile::write(&ours).unwrap();
+        let end = rrd::rrdfile::header_size(ours.ds_cnt(), ours.schema.rra.len());
+        let mut theirs = theirs;
+        for f in [&mut mine, &mut theirs] {
+            f[end - 8 * ours.schema.rra.len()..end].fill(0);
+        }
+        if mine != theirs {
+            let at = mine.iter().zip(&theirs).position(|(a, b)| a != b);
+            failed.push(format!(
+                "{case}: .rrd bytes differ at {at:?} (lengths {} and {})",
+                mine.len(),
+                theirs.len()
+            ));
+        }
         let info = rrd::info::format_info(&rrd::info::info(&ours, &args[0]));
         failed.extend(first_difference(
             case,
