@@ -157,14 +157,18 @@ fn tune_changes_match_rrdtool_byte_for_byte() {
     if !need_rrdtool() {
         return;
     }
-    let default = default_cases(500);
-    let n = env_u64("DIFF_TUNE_CASES").unwrap_or(default);
-    let seeds: Vec<u64> = (1..=n).map(|i| diff::gen::TUNED + i).collect();
-    assert!(seeds.iter().all(|&s| {
-        let f = generate(s).features;
+    differential(forced_seeds(diff::gen::TUNED, "DIFF_TUNE_CASES", |f| {
         f.contains("tune") && f.iter().any(|f| MODIFY.contains(f))
     }));
-    differential(seeds);
+}
+
+/// The seeds after `base` that a test of one generator path runs (`env`, else 500 in CI or
+/// a release build), each checked to take that path (`takes`).
+fn forced_seeds(base: u64, env: &str, takes: impl Fn(&BTreeSet<&'static str>) -> bool) -> Vec<u64> {
+    let n = env_u64(env).unwrap_or(default_cases(500));
+    let seeds: Vec<u64> = (1..=n).map(|i| base + i).collect();
+    assert!(seeds.iter().all(|&s| takes(&generate(s).features)));
+    seeds
 }
 
 /// Cases whose seeds are in `diff::gen::SOURCED` and up: every one makes a new file from its
@@ -175,13 +179,9 @@ fn source_creates_match_rrdtool_byte_for_byte() {
     if !need_rrdtool() {
         return;
     }
-    let default = default_cases(500);
-    let n = env_u64("DIFF_SOURCE_CASES").unwrap_or(default);
-    let seeds: Vec<u64> = (1..=n).map(|i| diff::gen::SOURCED + i).collect();
-    assert!(seeds
-        .iter()
-        .all(|&s| generate(s).features.contains("source")));
-    differential(seeds);
+    differential(forced_seeds(diff::gen::SOURCED, "DIFF_SOURCE_CASES", |f| {
+        f.contains("source")
+    }));
 }
 
 /// The generator's features of tune's DS and RRA changes.

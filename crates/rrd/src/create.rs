@@ -38,8 +38,12 @@ impl CreateRequest {
     /// The new RRD: every row unknown, or filled from `sources` (those named, loaded in their
     /// order) as rrdtool fills them ([`crate::prefill`]).
     pub fn build(&self, sources: &[&crate::Rrd]) -> crate::Rrd {
-        let mut rrd = crate::Rrd::new(self.schema.clone(), self.start);
-        crate::prefill::prefill(&mut rrd, sources, &self.maps, self.start_given);
+        let start = match sources {
+            [_, ..] if !self.start_given => crate::prefill::latest(sources),
+            _ => self.start,
+        };
+        let mut rrd = crate::Rrd::new(self.schema.clone(), start);
+        crate::prefill::prefill(&mut rrd, sources, &self.maps);
         rrd
     }
 }
@@ -471,19 +475,7 @@ const MAX_FAILURES_WINDOW: i32 = 28;
 pub fn parse_rra_any(body: &str, step: u64, hash: u64) -> Result<(RraDef, bool), RrdError> {
     let toks: Vec<&str> = body.split(':').filter(|t| !t.is_empty()).collect();
     let mut def = RraDef::new(Cf::Average, 0.0, 1, 0);
-    let mut hw = crate::schema::HwParams {
-        alpha: 0.0,
-        beta: 0.0,
-        gamma: 0.0,
-        smoothing_window: 0.0,
-        delta_pos: 0.0,
-        delta_neg: 0.0,
-        dependent: 0,
-        period: 0,
-        smooth_idx: 0,
-        window_len: 0,
-        failure_threshold: 0,
-    };
+    let mut hw = crate::schema::HwParams::default();
     let mut v4 = false;
     let mut min_tokens = 4;
     let unit = |t: &str| matches!(num::strtod(t), Some((_, n)) if n == t.len());
@@ -693,19 +685,6 @@ pub fn add_contingent(rras: &mut Vec<RraDef>, hash: u64) -> Result<(), RrdError>
     q.dependent = hw + 1;
     let n = rras.len() - 1;
     rras[n].set_hw(&q);
-    let zero = crate::schema::HwParams {
-        alpha: 0.0,
-        beta: 0.0,
-        gamma: 0.0,
-        smoothing_window: 0.0,
-        delta_pos: 0.0,
-        delta_neg: 0.0,
-        dependent: 0,
-        period: 0,
-        smooth_idx: 0,
-        window_len: 0,
-        failure_threshold: 0,
-    };
     let make = |cf, row_cnt, params: crate::schema::HwParams| {
         let mut r = RraDef::new(cf, 0.0, 1, row_cnt);
         r.set_hw(&params);
@@ -715,13 +694,13 @@ pub fn add_contingent(rras: &mut Vec<RraDef>, hash: u64) -> Result<(), RrdError>
         gamma: p.alpha,
         smooth_idx: hash % p.period,
         dependent: hw,
-        ..zero
+        ..Default::default()
     };
     rras.push(make(Cf::Seasonal, p.period, seasonal));
     rras.push(make(Cf::DevSeasonal, p.period, seasonal));
     let dev = crate::schema::HwParams {
         dependent: hw + 2,
-        ..zero
+        ..Default::default()
     };
     rras.push(make(Cf::DevPredict, rows, dev));
     let failures = crate::schema::HwParams {
@@ -730,7 +709,7 @@ pub fn add_contingent(rras: &mut Vec<RraDef>, hash: u64) -> Result<(), RrdError>
         failure_threshold: 7,
         window_len: 9,
         dependent: hw + 2,
-        ..zero
+        ..Default::default()
     };
     rras.push(make(Cf::Failures, p.period, failures));
     Ok(())

@@ -64,6 +64,7 @@ pub fn info(rrd: &Rrd, filename: &str) -> Vec<(String, InfoValue)> {
         put(k("value"), Val(p.val));
         put(k("unknown_sec"), Count(p.unkn_sec_cnt));
     }
+    let version4 = rrdfile::version(&rrd.schema) != "0003";
     for (r, def) in rrd.schema.rra.iter().enumerate() {
         let k = |f: &str| format!("rra[{r}].{f}");
         put(k("cf"), Str(def.cf.name().to_string()));
@@ -78,7 +79,7 @@ pub fn info(rrd: &Rrd, filename: &str) -> Vec<(String, InfoValue)> {
             }
             Cf::Seasonal | Cf::DevSeasonal => {
                 put(k("gamma"), Val(p.gamma));
-                if rrdfile::version(&rrd.schema) != "0003" {
+                if version4 {
                     put(k("smoothing_window"), Val(p.smoothing_window));
                 }
             }

@@ -33,7 +33,7 @@
 use crate::num::DNAN;
 use crate::rows::RowReader;
 use crate::schema::{Cf, RraDef};
-use crate::state::{CdpPrep, PdpPrep, Rrd};
+use crate::state::{CdpPrep, Rrd};
 use crate::update::update_cdp;
 use crate::Rows;
 
@@ -306,23 +306,18 @@ fn src_ring(s: &Rrd, r: usize) -> Ring {
     }
 }
 
+/// The last update of a new RRD filled from `sources` without `--start`: the latest of theirs.
+/// (rrdtool sets it after its create made the consolidation state with another start, but
+/// [`prefill`] makes every archive's state again, so the RRD can be made with this one.)
+pub fn latest(sources: &[&Rrd]) -> i64 {
+    sources.iter().map(|s| s.last_up).fold(0, i64::max)
+}
+
 /// Fill `rrd` (as create made it, every row unknown) from `sources`, in the order given.
-/// `start_given`: `--start` was given; without it the last update becomes the sources'
-/// latest. `maps`: the `DS:` definitions' mappings (data sources from `--template` have none).
-pub fn prefill(rrd: &mut Rrd, sources: &[&Rrd], maps: &[Mapping], start_given: bool) {
+/// `maps`: the `DS:` definitions' mappings (data sources from `--template` have none).
+pub fn prefill(rrd: &mut Rrd, sources: &[&Rrd], maps: &[Mapping]) {
     if sources.is_empty() {
         return;
-    }
-    if !start_given {
-        rrd.last_up = sources.iter().map(|s| s.last_up).fold(0, i64::max);
-        let unkn = rrd.last_up.rem_euclid(rrd.schema.step as i64) as u64;
-        for p in &mut rrd.pdp {
-            *p = PdpPrep {
-                last_ds: "U".into(),
-                unkn_sec_cnt: unkn,
-                val: DNAN,
-            };
-        }
     }
     let ds_cnt = rrd.ds_cnt();
     let mut defs = rrd.schema.rra.clone();
@@ -342,13 +337,7 @@ pub fn prefill(rrd: &mut Rrd, sources: &[&Rrd], maps: &[Mapping], start_given: b
     let cdp_rra = match best {
         Some(b) if defs[b].row_cnt >= largest => b,
         _ => {
-            defs.push(RraDef {
-                cf: Cf::Average,
-                xff: 0.5,
-                pdp_cnt: 1,
-                row_cnt: largest,
-                par: [0; 5],
-            });
+            defs.push(RraDef::new(Cf::Average, 0.5, 1, largest));
             cur_row.push(0);
             values.push(vec![DNAN; largest as usize * ds_cnt]);
             defs.len() - 1
@@ -366,15 +355,14 @@ pub fn prefill(rrd: &mut Rrd, sources: &[&Rrd], maps: &[Mapping], start_given: b
         values,
     };
     for r in 0..t.defs.len() {
+        let target = t.defs[r].clone();
         for d in 0..ds_cnt {
-            let target = t.defs[r].clone();
-            let cands = candidates(&t, d, sources, maps, |s| {
+            let mut cands = candidates(&t, d, sources, maps, |s| {
                 s.cf == Cf::Average || s.cf == target.cf
             });
             if cands.is_empty() {
                 continue;
             }
-            let mut cands = cands;
             order(&mut cands, sources, &target, t.rrd.schema.step);
             for row in 0..target.row_cnt {
                 fill_bin(&mut t, r, d, row, &cands, sources, &mut readers);
@@ -383,8 +371,8 @@ pub fn prefill(rrd: &mut Rrd, sources: &[&Rrd], maps: &[Mapping], start_given: b
         }
     }
     for r in 0..real {
+        let target = t.defs[r].clone();
         for d in 0..ds_cnt {
-            let target = t.defs[r].clone();
             let cands = candidates(&t, d, sources, maps, |s| {
                 s.cf == target.cf && s.pdp_cnt == target.pdp_cnt
             });
@@ -638,46 +626,40 @@ fn fill_cdp(
             return;
         }
     }
-    let cell = &mut t.rrd.cdp[r * ds_cnt + d];
-    cell.val = DNAN;
-    cell.unkn_pdp_cnt = 0;
+    // rrdtool's init_cdp, its unknown PDPs then set to 0.
+    let mut c = CdpPrep {
+        val: DNAN,
+        unkn_pdp_cnt: 0,
+        ..t.rrd.cdp[r * ds_cnt + d].clone()
+    };
     let ring = t.ring(cdp_rra);
     let at = |row: i32| t.values[cdp_rra][row as usize * ds_cnt + d];
+    let span = slot(step, def.pdp_cnt) as i64;
     if def.pdp_cnt == 1 {
         let row = ring.row_for(begin - step as i64);
-        let primary = if row >= 0 { at(row) } else { 0.0 };
-        t.rrd.cdp[r * ds_cnt + d] = CdpPrep {
-            val: DNAN,
-            unkn_pdp_cnt: 0,
-            primary,
-            secondary: 0.0,
-        };
-        return;
-    }
-    let span = slot(step, def.pdp_cnt) as i64;
-    if span == 0 {
-        return;
-    }
-    let mut c = t.rrd.cdp[r * ds_cnt + d].clone();
-    let mut time = begin - def.pdp_cnt.wrapping_mul(step) as i64;
-    while time < end && time < last_up {
-        let row = ring.row_for(time);
-        if row >= 0 {
-            let v = at(row);
-            let n = def.pdp_cnt.wrapping_sub(((time % span) as u64) / step) as i32;
-            let n = n as i64 as u64;
-            update_cdp(
-                &mut c,
-                def.cf,
-                def.xff,
-                def.pdp_cnt,
-                v,
-                (n == 1) as u64,
-                1,
-                n,
-            );
+        c.primary = if row >= 0 { at(row) } else { 0.0 };
+        c.secondary = 0.0;
+    } else if span != 0 {
+        let mut time = begin - def.pdp_cnt.wrapping_mul(step) as i64;
+        while time < end && time < last_up {
+            let row = ring.row_for(time);
+            if row >= 0 {
+                let v = at(row);
+                let n = def.pdp_cnt.wrapping_sub(((time % span) as u64) / step) as i32;
+                let n = n as i64 as u64;
+                update_cdp(
+                    &mut c,
+                    def.cf,
+                    def.xff,
+                    def.pdp_cnt,
+                    v,
+                    (n == 1) as u64,
+                    1,
+                    n,
+                );
+            }
+            time += step as i64;
         }
-        time += step as i64;
     }
     t.rrd.cdp[r * ds_cnt + d] = c;
 }

@@ -148,7 +148,7 @@ pub struct RraDef {
 
 /// A Holt-Winters archive's parameters, by their meaning (rrdtool keeps them in numbered
 /// slots whose meaning depends on the CF).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct HwParams {
     /// HWPREDICT/MHWPREDICT: the intercept's smoothing (`alpha`).
     pub alpha: f64,

@@ -25,7 +25,15 @@ fn step(kind: Kind, args: Vec<String>, expect: Expect) -> Step {
 
 const NEW_NAMES: [&str; 6] = ["n1", "fresh", "copy_a", "renamed", "z-9", "m"];
 
-/// Archives for a new RRD of step `step`.
+/// A name for a new data source: one of [`NEW_NAMES`] neither taken (`names`) nor x.rrd's.
+fn free_name(names: &[String], x: &GenSchema) -> Option<&'static str> {
+    NEW_NAMES
+        .iter()
+        .copied()
+        .find(|n| !names.iter().any(|m| m == n) && !x.ds.iter().any(|e| e.name == *n))
+}
+
+/// `n` archives for a new RRD.
 fn rras(rng: &mut Rng, n: u64) -> Vec<GenRra> {
     (0..n)
         .map(|i| {
@@ -59,7 +67,7 @@ fn other_step(rng: &mut Rng, s: u64) -> u64 {
 }
 
 /// A second source: `x`'s data sources (minus the COMPUTE ones, which would name others)
-/// with another step and archives, created at `start`.
+/// with another step and archives.
 fn second_schema(rng: &mut Rng, x: &GenSchema) -> GenSchema {
     let step = other_step(rng, x.step);
     let ds: Vec<GenDs> =
@@ -170,10 +178,7 @@ pub fn source_steps(
             let mut name = d.name.clone();
             let mut mapped = String::new();
             if rng.chance(0.3) {
-                let fresh = NEW_NAMES.iter().find(|n| {
-                    !names.iter().any(|m| m == *n) && !x.ds.iter().any(|e| e.name == **n)
-                });
-                if let Some(f) = fresh {
+                if let Some(f) = free_name(&names, x) {
                     feats.insert("source:rename");
                     name = f.to_string();
                     mapped = format!("={}", d.name);
@@ -198,10 +203,7 @@ pub fn source_steps(
         }
     }
     if t.ds.is_empty() || rng.chance(0.25) {
-        let fresh = NEW_NAMES
-            .iter()
-            .find(|n| !names.iter().any(|m| m == *n) && !x.ds.iter().any(|e| e.name == **n))
-            .expect("a free name");
+        let fresh = free_name(&names, x).expect("a free name");
         feats.insert("source:new-ds");
         let g = GenDs {
             name: fresh.to_string(),
