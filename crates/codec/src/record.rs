@@ -15,6 +15,8 @@
 //!         | 10 BlobTruncate: id varint, len varint        (cut, or extended with zeros)
 //!         | 11 BlobRename  : id varint, name str
 //!         | 12 BlobRemove  : id varint
+//!         | 13 Smooth  : id varint    (the seasonal smoother ran, after the series' samples
+//!                                      logged before this entry: rrd::Rrd::smooth)
 //! ```
 //!
 //! Blobs (the engine's `blob` module) share the id sequence with series. Their entries set
@@ -53,6 +55,7 @@ const TAG_BLOB_WRITE: u8 = 9;
 const TAG_BLOB_TRUNCATE: u8 = 10;
 const TAG_BLOB_RENAME: u8 = 11;
 const TAG_BLOB_REMOVE: u8 = 12;
+const TAG_SMOOTH: u8 = 13;
 
 /// One entry, as decoded.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,6 +101,12 @@ pub enum Entry<'a> {
         name: String,
     },
     BlobRemove {
+        id: u64,
+    },
+    /// The series' seasonal smoother ran here ([`rrd::Rrd::smooth`]): after its samples in
+    /// earlier entries and records, before those of the block. The writer puts the samples
+    /// the series logged before it in a Samples entry first.
+    Smooth {
         id: u64,
     },
 }
@@ -213,6 +222,12 @@ impl RecordWriter {
         self.body.varint(id);
     }
 
+    pub fn smooth(&mut self, id: u64) {
+        self.entries += 1;
+        self.body.u8(TAG_SMOOTH);
+        self.body.varint(id);
+    }
+
     pub fn samples(&mut self, id: u64, count: u64, chunk: &[u8]) {
         self.entries += 1;
         self.body.u8(TAG_SAMPLES);
@@ -313,6 +328,7 @@ pub fn decode_record(payload: &[u8]) -> Result<Vec<Entry<'_>>, DecodeError> {
                 name: r.str()?,
             },
             TAG_BLOB_REMOVE => Entry::BlobRemove { id: r.varint()? },
+            TAG_SMOOTH => Entry::Smooth { id: r.varint()? },
             _ => {
                 return Err(DecodeError::new(
                     r.pos() - 1,

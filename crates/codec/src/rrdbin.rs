@@ -474,6 +474,9 @@ fn decode_schema(r: &mut ByteReader) -> Result<Schema, DecodeError> {
     if !schema.spans_fit() {
         return Err(r.err("an archive spans more time than can be counted"));
     }
+    if schema.check_hw().is_err() {
+        return Err(r.err("Holt-Winters archives that do not hang together"));
+    }
     Ok(schema)
 }
 
@@ -515,7 +518,10 @@ fn decode_live(r: &mut ByteReader, schema: std::sync::Arc<Schema>) -> Result<Rrd
                 }
             }
         }
-        Some(Box::new(rrd::HwState { scratch }))
+        Some(Box::new(rrd::HwState {
+            scratch,
+            smooth_due: false,
+        }))
     } else {
         None
     };
@@ -631,36 +637,52 @@ pub(crate) mod tests {
         assert!(decode_schema_bytes(&b).is_err());
     }
 
+    /// rrdtool's set of Holt-Winters archives from index `at`: HWPREDICT, SEASONAL,
+    /// DEVSEASONAL, DEVPREDICT, FAILURES, each depending on the one it must.
+    fn hw_set(at: u64) -> Vec<RraDef> {
+        let arch = |cf, rows, par| RraDef {
+            par,
+            ..RraDef::new(cf, 0.0, 1, rows)
+        };
+        let f = |x: f64| x.to_bits();
+        vec![
+            arch(Cf::HwPredict, 30, [f(0.1), f(0.0035), at + 1, f(12.0), 0]),
+            arch(Cf::Seasonal, 12, [f(0.1), f(0.05), at, 9, 0]),
+            arch(Cf::DevSeasonal, 12, [f(0.1), f(0.05), at, 9, 0]),
+            arch(Cf::DevPredict, 30, [0, 0, at + 2, 0, 0]),
+            arch(Cf::Failures, 12, [f(2.0), f(2.0), at + 2, 9, 7]),
+        ]
+    }
+
     #[test]
     fn holt_winters_parameters_read_back() {
         let mut schema = (*sample_rrd().schema).clone();
-        let mut hw = RraDef::new(Cf::HwPredict, 0.0, 1, 30);
-        hw.par = [0.1f64.to_bits(), 0.0035f64.to_bits(), 2, 12f64.to_bits(), 0];
-        let mut fail = RraDef::new(Cf::Failures, 0.0, 1, 12);
-        fail.par = [2f64.to_bits(), 2f64.to_bits(), 3, 9, 7];
-        schema.rra.extend([hw.clone(), fail.clone()]);
+        let at = schema.rra.len();
+        schema.rra.extend(hw_set(at as u64));
         let back = decode_schema_bytes(&schema_bytes(&schema)).unwrap();
         assert_eq!(schema_bytes(&back), schema_bytes(&schema));
-        assert_eq!(back.rra[4..], schema.rra[4..]);
-        assert_eq!(back.rra[back.rra.len() - 2].hw().period, 12);
-        assert_eq!(back.rra[back.rra.len() - 1].hw().failure_threshold, 7);
+        assert_eq!(back.rra[at..], schema.rra[at..]);
+        assert_eq!(back.rra[at].hw().period, 12);
+        assert_eq!(back.rra[at + 4].hw().failure_threshold, 7);
         // Archives of the four consolidating CFs keep their old bytes.
         let plain = (*sample_rrd().schema).clone();
         let n = schema_bytes(&plain).len();
-        assert_eq!(schema_bytes(&schema).len(), n + 2 * (1 + 8 + 8 + 8 + 40));
+        assert_eq!(schema_bytes(&schema).len(), n + 5 * (1 + 8 + 8 + 8 + 40));
+        // A set that does not hang together is refused: FAILURES on the HWPREDICT.
+        schema.rra[at + 4].par[2] = at as u64;
+        assert!(decode_schema_bytes(&schema_bytes(&schema)).is_err());
     }
 
     #[test]
     fn holt_winters_state_reads_back() {
         let mut schema = (*sample_rrd().schema).clone();
-        let mut hw = RraDef::new(Cf::HwPredict, 0.0, 1, 30);
-        hw.par = [0.1f64.to_bits(), 0.0035f64.to_bits(), 5, 12f64.to_bits(), 0];
-        schema.rra.push(hw);
+        let at = schema.rra.len();
+        schema.rra.extend(hw_set(at as u64));
         let mut rrd = Rrd::new(schema, 1_700_000_000);
-        let n = rrd.cdp.len();
+        let k = at * rrd.ds_cnt();
         let state = rrd.hw.as_mut().expect("HW state");
-        assert_eq!(state.scratch[n - 1][4], 1, "null count starts at 1");
-        state.scratch[n - 1][0] = 42.5f64.to_bits();
+        assert_eq!(state.scratch[k][4], 1, "null count starts at 1");
+        state.scratch[k][0] = 42.5f64.to_bits();
         let bytes = rrd_bytes(&rrd);
         let mut r = ByteReader::new(&bytes);
         let back = decode_rrd(&mut r).unwrap();

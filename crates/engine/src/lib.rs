@@ -581,6 +581,37 @@ impl Store {
         });
     }
 
+    /// The end of an update call of `id` (one `rrdtool update` command or one daemon
+    /// UPDATE, however many samples it carried; `ok` when none failed): an RRD with
+    /// Holt-Winters archives runs its seasonal smoother here if a sample of the call
+    /// scheduled it, as rrdtool does once at the end of an update call
+    /// ([`rrd::Rrd::end_update_call`]). The smoothing is logged after the samples before it:
+    /// those go into a Samples entry of their own, the Smooth entry after them. Nothing for
+    /// other series.
+    pub fn end_update_call(&mut self, id: SeriesId, ok: bool) -> Result<(), Error> {
+        let id = id.0;
+        if self.reg.by_id(id).is_none_or(|s| s.rrd.hw.is_none()) {
+            return Ok(());
+        }
+        self.writable()?;
+        self.health.begin();
+        let Some(s) = self.reg.by_id_mut(id) else {
+            self.health.end();
+            return Ok(());
+        };
+        if s.rrd.end_update_call(ok) {
+            let (chunk, _, count, _) = s.take_chunk();
+            self.pending.entry(|rec| {
+                if count > 0 {
+                    rec.samples(id, count, &chunk);
+                }
+                rec.smooth(id);
+            });
+        }
+        self.health.end();
+        self.maybe_commit()
+    }
+
     /// The handle of `name`, for [`Store::update_id`]: valid until the series is removed or
     /// re-created (a re-created name gets a new handle).
     pub fn series_id(&self, name: &str) -> Option<SeriesId> {

@@ -46,8 +46,9 @@ fn corrupt(file: &Path, offset: u64, what: String) -> Error {
     }
 }
 
-/// A series' samples to decode: (record index, their bits, sample count).
-type Chunk<'a> = (usize, BitSpan<'a>, u64);
+/// A series' samples to decode: (record index, their bits, sample count); no bits for a
+/// Smooth entry (the series' seasonal smoother ran there).
+type Chunk<'a> = (usize, Option<BitSpan<'a>>, u64);
 
 /// One series' replay work: its id, the series, its chunks in log order.
 type Job<'a, 'b> = (u64, &'b mut Series, Vec<Chunk<'a>>);
@@ -199,7 +200,7 @@ fn replay_run(
                     }
                 }
                 // Opened for a few series: the others' entries are not theirs to check.
-                Entry::Remove { id } | Entry::Samples { id, .. }
+                Entry::Remove { id } | Entry::Samples { id, .. } | Entry::Smooth { id }
                     if reg.only.is_some() && reg.by_id(id).is_none() => {}
                 Entry::Remove { id } => {
                     if reg.remove(id).is_none() {
@@ -213,9 +214,15 @@ fn replay_run(
                     }
                     work.entry(id)
                         .or_default()
-                        .push((i, BitSpan::chunk(chunk), count));
+                        .push((i, Some(BitSpan::chunk(chunk)), count));
                     pieces += 1;
                     samples = samples.saturating_add(count);
+                }
+                Entry::Smooth { id } => {
+                    if reg.by_id(id).is_none() {
+                        return Err(at(format!("smoothing of unknown series {id}")));
+                    }
+                    work.entry(id).or_default().push((i, None, 0));
                 }
                 Entry::Block(b) => {
                     // Opened for a few series: past the last of them, the head alone (the
@@ -252,7 +259,9 @@ fn replay_run(
                             }
                             return Err(at(format!("samples for unknown series {}", s.id)));
                         }
-                        work.entry(s.id).or_default().push((i, s.span, s.count));
+                        work.entry(s.id)
+                            .or_default()
+                            .push((i, Some(s.span), s.count));
                         pieces += 1;
                         samples = samples.saturating_add(s.count);
                     }
@@ -393,6 +402,10 @@ fn apply_jobs(
         // its chunks end), then its open chunks packed as writing packs them.
         let applied = rrd::rows::with_packing_deferred(|| {
             for (i, span, count) in chunks {
+                let Some(span) = span else {
+                    rrd.smooth();
+                    continue;
+                };
                 if reseeds.get(next).is_some_and(|&r| r <= i) {
                     // The codec is seeded from `last_ds`: spelled first.
                     settle_last_ds(rrd, &mut pending);

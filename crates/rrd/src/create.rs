@@ -156,11 +156,21 @@ pub fn parse_create_env(
 ) -> Result<CreateRequest, RrdError> {
     let req = parse_create_any(args, now, env)?;
     if let Some(r) = req.schema.rra.iter().find(|r| r.cf.is_hw()) {
-        return Err(err(format!(
-            "ringlet does not support {} RRAs (Holt-Winters) yet",
-            r.cf.name()
-        )));
+        if !req.sources.is_empty() {
+            return Err(err(format!(
+                "ringlet does not support create --source with {} RRAs (Holt-Winters) yet",
+                r.cf.name()
+            )));
+        }
     }
+    // rrdtool checks only that an archive index is in range; an archive depending on one of
+    // the wrong type makes a file its updates cannot work on.
+    req.schema.check_hw().map_err(|e| {
+        err(format!(
+            "{}: the rra-num of a Holt-Winters archive must name the archive it works with (see rrdcreate)",
+            e.trim_start_matches("corrupt RRA definition: ")
+        ))
+    })?;
     Ok(req)
 }
 
@@ -608,6 +618,7 @@ pub fn parse_rra_any(body: &str, step: u64, hash: u64) -> Result<(RraDef, bool),
                         return Err(err(format!("Invalid option {t}")));
                     };
                     v4 = true;
+                    hw.asks_v4 = true;
                     hw.smoothing_window = v;
                     // rrdtool's test lets NaN through.
                     if !v.is_nan() && !(0.0..=1.0).contains(&v) {
@@ -818,8 +829,8 @@ mod tests {
             (2.0, 2.0, 9, 7)
         );
         assert_eq!(
-            parse_create_env(&args, NOW, &mut env).unwrap_err().msg,
-            "ringlet does not support HWPREDICT RRAs (Holt-Winters) yet"
+            parse_create_env(&args, NOW, &mut env).unwrap().schema.rra,
+            r
         );
         // rrdtool divides by the period here, and dies of a period of 0.
         let mut zero = args.clone();
@@ -1009,7 +1020,15 @@ mod tests {
             );
         }
         assert!(create("c.rrd --step 86400 DS:x:GAUGE:1d:U:U RRA:AVERAGE:0.5:365:1000").is_ok());
-        assert!(fails(&format!("c.rrd {ok_ds} RRA:HWPREDICT:10:0.1:0.1:10"))
-            .contains("does not support"));
+        assert!(create(&format!("c.rrd {ok_ds} RRA:HWPREDICT:10:0.1:0.1:10")).is_ok());
+        // rrdtool makes this file (an rra-num naming the wrong archive); ringlet refuses it.
+        assert_eq!(
+            fails(&format!(
+                "c.rrd {ok_ds} RRA:HWPREDICT:10:0.1:0.1:10:2 RRA:DEVSEASONAL:10:0.1:1 \
+                 RRA:SEASONAL:10:0.1:1"
+            )),
+            "HWPREDICT archive 0 depends on no archive of the right type: the rra-num of a \
+             Holt-Winters archive must name the archive it works with (see rrdcreate)"
+        );
     }
 }

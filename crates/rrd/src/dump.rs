@@ -6,7 +6,7 @@
 //! `%0.10e` ([`crate::fmt::rrd_exp`]), which differs from glibc's near rounding ties. Times in
 //! comments are UTC only (rrdtool run with `TZ=UTC`).
 
-use crate::fmt::{push_i64, push_padded, push_rrd_exp, rrd_exp};
+use crate::fmt::{c_exp, push_i64, push_padded, push_rrd_exp, rrd_exp};
 use crate::{DsType, Rrd};
 use std::fmt::Write;
 
@@ -173,20 +173,21 @@ pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// An archive's `<params>` lines: xff, or the Holt-Winters parameters of its CF (the
-/// smoothing window from file version 4).
+/// smoothing window from file version 4). Plain `%0.10e`, as rrdtool prints them: a NaN
+/// parameter (tune takes `nan`) is `nan` or `-nan` here, not the rows' `NaN`.
 fn params(o: &mut String, def: &crate::schema::RraDef, version4: bool) {
     use crate::schema::Cf;
     let p = def.hw();
     match def.cf {
         Cf::HwPredict | Cf::MhwPredict => {
-            let _ = writeln!(o, "\t\t<hw_alpha>{}</hw_alpha>", rrd_exp(p.alpha, 10));
-            let _ = writeln!(o, "\t\t<hw_beta>{}</hw_beta>", rrd_exp(p.beta, 10));
+            let _ = writeln!(o, "\t\t<hw_alpha>{}</hw_alpha>", c_exp(p.alpha, 10));
+            let _ = writeln!(o, "\t\t<hw_beta>{}</hw_beta>", c_exp(p.beta, 10));
         }
         Cf::Seasonal | Cf::DevSeasonal => {
             let _ = writeln!(
                 o,
                 "\t\t<seasonal_gamma>{}</seasonal_gamma>",
-                rrd_exp(p.gamma, 10)
+                c_exp(p.gamma, 10)
             );
             let _ = writeln!(
                 o,
@@ -197,13 +198,13 @@ fn params(o: &mut String, def: &crate::schema::RraDef, version4: bool) {
                 let _ = writeln!(
                     o,
                     "\t\t<smoothing_window>{}</smoothing_window>",
-                    rrd_exp(p.smoothing_window, 10)
+                    c_exp(p.smoothing_window, 10)
                 );
             }
         }
         Cf::Failures => {
-            let _ = writeln!(o, "\t\t<delta_pos>{}</delta_pos>", rrd_exp(p.delta_pos, 10));
-            let _ = writeln!(o, "\t\t<delta_neg>{}</delta_neg>", rrd_exp(p.delta_neg, 10));
+            let _ = writeln!(o, "\t\t<delta_pos>{}</delta_pos>", c_exp(p.delta_pos, 10));
+            let _ = writeln!(o, "\t\t<delta_neg>{}</delta_neg>", c_exp(p.delta_neg, 10));
             let _ = writeln!(o, "\t\t<window_len>{}</window_len>", p.window_len);
             let _ = writeln!(
                 o,
@@ -213,7 +214,7 @@ fn params(o: &mut String, def: &crate::schema::RraDef, version4: bool) {
         }
         Cf::DevPredict => {}
         _ => {
-            let _ = writeln!(o, "\t\t<xff>{}</xff>", rrd_exp(def.xff, 10));
+            let _ = writeln!(o, "\t\t<xff>{}</xff>", c_exp(def.xff, 10));
             return;
         }
     }

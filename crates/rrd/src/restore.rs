@@ -8,7 +8,10 @@
 //! archive's row at `lastupdate` (`cur_row` = last row). Numbers are read as rrdtool reads
 //! them ([`crate::num::strtod`], not correctly rounded). Errors carry rrdtool's texts,
 //! including the `line N:` (and, for numbers, `ling N:`) prefixes, whose numbers come from
-//! libxml2 reading ahead in 512-byte chunks. Holt-Winters archives are refused.
+//! libxml2 reading ahead in 512-byte chunks. Holt-Winters archives are read as rrdtool's restore
+//! reads them: their parameters by slot whatever the CF, their CDP fields over zeros (only
+//! the first 10 of a FAILURES `<history>`), no HWPREDICT period (the dump has none); a set
+//! update could not work on is refused ([`Schema::check_hw`]).
 
 use crate::{rpn, rrdfile};
 use crate::{CdpPrep, Cf, DsDef, DsType, PdpPrep, Rows, RraData, RraDef, Rrd, RrdError, Schema};
@@ -21,6 +24,8 @@ use xml::{xml_err, Ev, Reader};
 struct RraIn {
     def: RraDef,
     cdp: Vec<CdpPrep>,
+    /// The Holt-Winters CDP slots 2-7, one per DS.
+    slots: Vec<[u64; 6]>,
     rows: Vec<f64>,
 }
 
@@ -34,10 +39,11 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
     let mut ds: Vec<DsDef> = Vec::new();
     let mut pdp: Vec<PdpPrep> = Vec::new();
     let mut rras: Vec<RraIn> = Vec::new();
+    let mut version = String::from("0003");
     while let Some(tag) = rd.child("rrd")? {
         match tag.as_str() {
             "version" => {
-                rd.text("version")?;
+                version = rd.text("version")?;
             }
             "step" => step = rd.long("step")?,
             "lastupdate" => last_up = rd.long("lastupdate")?,
@@ -80,6 +86,8 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
         Vec::new()
     };
     let mut rra_defs = Vec::with_capacity(rras.len());
+    let any_hw = rras.iter().any(|r| r.def.cf.is_hw());
+    let mut slots = Vec::new();
     let mut cdp = Vec::with_capacity(rras.len() * ds_cnt);
     let mut data = Vec::with_capacity(rras.len());
     for r in rras {
@@ -99,16 +107,23 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
             ..r.def
         });
         cdp.extend(r.cdp);
+        if any_hw {
+            slots.extend(r.slots);
+        }
         data.push(RraData {
             cur_row: row_cnt as u64 - 1,
             rows: Rows::from_values(ds_cnt, &rows),
         });
     }
-    let schema = Schema {
+    let mut schema = Schema {
         step: step as u64,
         ds,
         rra: rra_defs,
     };
+    rrdfile::keep_version(&mut schema, &version);
+    schema
+        .check_hw()
+        .map_err(|e| RrdError::new(format!("restore: {e}")))?;
     if !schema.spans_fit() {
         return Err(RrdError::new(
             "restore: an archive spans more time than can be counted (step x pdp_per_row x rows)",
@@ -121,8 +136,12 @@ pub fn restore_xml(xml: &str, range_check: bool) -> Result<Rrd, RrdError> {
         pdp,
         cdp,
         rra: data,
-        // Holt-Winters archives are refused above.
-        hw: None,
+        hw: any_hw.then(|| {
+            Box::new(crate::HwState {
+                scratch: slots,
+                smooth_due: false,
+            })
+        }),
     })
 }
 
@@ -265,18 +284,14 @@ fn read_rra(rd: &mut Reader, ds_cnt: usize) -> Result<RraIn, RrdError> {
             par: [0; 5],
         },
         cdp: Vec::new(),
+        slots: Vec::new(),
         rows: Vec::new(),
     };
+    let mut xff_seen = false;
     while let Some(tag) = rd.child("rra")? {
         match tag.as_str() {
             "cf" => {
                 let t = rd.text("cf")?;
-                if crate::schema::HOLT_WINTERS.contains(&t.as_str()) {
-                    return Err(RrdError::new(format!(
-                        "restore: Holt-Winters archives ({}) are not supported",
-                        t
-                    )));
-                }
                 r.def.cf = Cf::from_name(&t).ok_or_else(|| {
                     RrdError::new(format!(
                         "parse_tag_rra_cf: Unknown consolidation function: {}",
@@ -288,7 +303,20 @@ fn read_rra(rd: &mut Reader, ds_cnt: usize) -> Result<RraIn, RrdError> {
             "params" => {
                 while let Some(p) = rd.child("params")? {
                     match p.as_str() {
-                        "xff" => r.def.xff = rd.double("xff")?,
+                        "xff" => {
+                            r.def.xff = rd.double("xff")?;
+                            xff_seen = true;
+                        }
+                        // Holt-Winters parameters, by rrdtool's slot whatever the CF.
+                        "hw_alpha" | "seasonal_gamma" | "delta_pos" => {
+                            r.def.par[0] = rd.double(&p)?.to_bits()
+                        }
+                        "hw_beta" | "smoothing_window" | "delta_neg" => {
+                            r.def.par[1] = rd.double(&p)?.to_bits()
+                        }
+                        "dependent_rra_idx" => r.def.par[2] = rd.long(&p)? as u64,
+                        "seasonal_smooth_idx" | "window_len" => r.def.par[3] = rd.long(&p)? as u64,
+                        "failure_threshold" => r.def.par[4] = rd.long(&p)? as u64,
                         _ => {
                             return Err(RrdError::new(format!(
                                 "parse_tag_rra_params: Unknown tag: {}",
@@ -298,10 +326,18 @@ fn read_rra(rd: &mut Reader, ds_cnt: usize) -> Result<RraIn, RrdError> {
                     }
                 }
             }
-            "cdp_prep" => r.cdp = read_cdp_prep(rd, ds_cnt)?,
+            "cdp_prep" => (r.cdp, r.slots) = read_cdp_prep(rd, ds_cnt, r.def.cf.is_hw())?,
             "database" => r.rows = read_database(rd, ds_cnt)?,
             _ => return Err(rd.err(&format!("parse_tag_rra: Unknown tag: {}", tag))),
         }
+    }
+    // rrdtool's restore starts an archive from zeros: a Holt-Winters one has no xff.
+    if r.def.cf.is_hw() && !xff_seen {
+        r.def.xff = 0.0;
+    }
+    // A seasonal archive's par[5] is ringlet's mark of the version (the dump's, here).
+    if matches!(r.def.cf, Cf::Seasonal | Cf::DevSeasonal) {
+        r.def.par[4] = 0;
     }
     if r.cdp.len() != ds_cnt {
         return Err(RrdError::new(format!(
@@ -313,23 +349,61 @@ fn read_rra(rd: &mut Reader, ds_cnt: usize) -> Result<RraIn, RrdError> {
     Ok(r)
 }
 
-fn read_cdp_prep(rd: &mut Reader, ds_cnt: usize) -> Result<Vec<CdpPrep>, RrdError> {
+/// The CDP state and Holt-Winters slots of each DS. rrdtool's restore starts every CDP from
+/// zeros and takes any field for any CF; ringlet starts a consolidating archive's unknown
+/// (a dump always gives its fields).
+fn read_cdp_prep(
+    rd: &mut Reader,
+    ds_cnt: usize,
+    hw: bool,
+) -> Result<(Vec<CdpPrep>, Vec<[u64; 6]>), RrdError> {
     // Exactly one <ds> per data source, as rrdtool reads them.
     let mut out = Vec::with_capacity(ds_cnt);
+    let mut slots = Vec::with_capacity(ds_cnt);
     for _ in 0..ds_cnt {
         rd.expect_start("ds")?;
+        let start = if hw { 0.0 } else { f64::NAN };
         let mut c = CdpPrep {
-            val: f64::NAN,
+            val: start,
             unkn_pdp_cnt: 0,
-            primary: f64::NAN,
-            secondary: f64::NAN,
+            primary: start,
+            secondary: start,
         };
+        let mut h = [0u64; 6];
         while let Some(t) = rd.child("ds")? {
             match t.as_str() {
                 "primary_value" => c.primary = rd.double("primary_value")?,
                 "secondary_value" => c.secondary = rd.double("secondary_value")?,
                 "value" => c.val = rd.double("value")?,
                 "unknown_datapoints" => c.unkn_pdp_cnt = rd.long("unknown_datapoints")? as u64,
+                "intercept" | "seasonal" => h[0] = rd.double(&t)?.to_bits(),
+                "last_intercept" | "last_seasonal" => h[1] = rd.double(&t)?.to_bits(),
+                "slope" => h[2] = rd.double(&t)?.to_bits(),
+                "last_slope" => h[3] = rd.double(&t)?.to_bits(),
+                "nan_count" | "init_flag" => h[4] = rd.long(&t)? as u64,
+                "last_nan_count" => h[5] = rd.long(&t)? as u64,
+                "history" => {
+                    // One byte a character ('1' a violation), the first 10 only, over the
+                    // start of the scratch (value, unknown count, then the slots).
+                    let text = rd.text("history")?;
+                    let mut b = [0u8; 32];
+                    for (k, w) in [c.val.to_bits(), c.unkn_pdp_cnt, h[0], h[1]]
+                        .iter()
+                        .enumerate()
+                    {
+                        b[8 * k..8 * k + 8].copy_from_slice(&w.to_le_bytes());
+                    }
+                    for (i, ch) in text.bytes().take(10).enumerate() {
+                        b[i] = u8::from(ch == b'1');
+                    }
+                    let word = |i: usize| {
+                        u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8 bytes"))
+                    };
+                    c.val = f64::from_bits(word(0));
+                    c.unkn_pdp_cnt = word(1);
+                    h[0] = word(2);
+                    h[1] = word(3);
+                }
                 _ => {
                     return Err(RrdError::new(format!(
                         "parse_tag_rra_cdp_prep: Unknown tag: {}",
@@ -339,9 +413,10 @@ fn read_cdp_prep(rd: &mut Reader, ds_cnt: usize) -> Result<Vec<CdpPrep>, RrdErro
             }
         }
         out.push(c);
+        slots.push(h);
     }
     rd.expect_end("cdp_prep")?;
-    Ok(out)
+    Ok((out, slots))
 }
 
 fn read_database(rd: &mut Reader, ds_cnt: usize) -> Result<Vec<f64>, RrdError> {

@@ -19,7 +19,9 @@
 //! data       row_cnt * ds_cnt f64 per RRA, RRA after RRA, row-major
 //! ```
 //!
-//! Holt-Winters archives and file versions before 0003 are refused.
+//! Holt-Winters archives carry their parameters (`par[1..=5]`) and CDP slots 2-7; a set of
+//! them update could not work on ([`Schema::check_hw`]) and file versions before 0003 are
+//! refused.
 
 use crate::rows::Rows;
 use crate::schema::{Cf, DsDef, DsType, RraDef, Schema};
@@ -255,12 +257,7 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
     for _ in 0..rra_cnt {
         let cf_name = r.name(off + RRA_CF)?;
         let cf = Cf::from_name(&cf_name)
-            .filter(|c| !c.is_hw())
-            .ok_or_else(|| {
-                RrdError::new(format!(
-                    "archives of type {cf_name} (Holt-Winters) are not supported by ringlet"
-                ))
-            })?;
+            .ok_or_else(|| RrdError::new(format!("unknown consolidation function '{cf_name}'")))?;
         let row_cnt = r.u64(off + RRA_ROW_CNT)?;
         let pdp_cnt = r.u64(off + RRA_PDP_CNT)?;
         if row_cnt == 0 || pdp_cnt == 0 {
@@ -271,6 +268,10 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
         if cf.is_hw() {
             for (k, p) in par.iter_mut().enumerate() {
                 *p = r.u64(off + RRA_PAR + 8 * (k + 1))?;
+            }
+            // A seasonal archive's par[5] is ringlet's own mark (its version is the file's).
+            if matches!(cf, Cf::Seasonal | Cf::DevSeasonal) {
+                par[4] = 0;
             }
         }
         rra.push(RraDef {
@@ -297,7 +298,16 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
     // The section is in the file before room is made for it (up to 4 G entries otherwise).
     r.slice(off, rra_cnt * ds_cnt * CDP_SIZE)?;
     let mut cdp = Vec::with_capacity(rra_cnt * ds_cnt);
+    let any_hw = rra.iter().any(|r| r.cf.is_hw());
+    let mut hw = Vec::new();
     for _ in 0..rra_cnt * ds_cnt {
+        if any_hw {
+            let mut slots = [0u64; 6];
+            for (j, s) in slots.iter_mut().enumerate() {
+                *s = r.u64(off + (2 + j) * UNIVAL)?;
+            }
+            hw.push(slots);
+        }
         cdp.push(CdpPrep {
             val: r.f64(off + CDP_VAL)?,
             unkn_pdp_cnt: r.u64(off + CDP_UNKN)?,
@@ -311,7 +321,9 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
         ptrs.push(r.u64(off)?);
         off += PTR_SIZE;
     }
-    let schema = Schema { step, ds, rra };
+    let mut schema = Schema { step, ds, rra };
+    keep_version(&mut schema, &version);
+    schema.check_hw().map_err(RrdError::new)?;
     if !schema.spans_fit() {
         return Err(RrdError::new(
             "corrupt RRA definition: an archive spans more time than can be counted",
@@ -348,8 +360,12 @@ pub fn read(bytes: &[u8]) -> Result<Rrd, RrdError> {
         pdp,
         cdp,
         rra: data,
-        // Holt-Winters archives are refused above.
-        hw: None,
+        hw: any_hw.then(|| {
+            Box::new(crate::HwState {
+                scratch: hw,
+                smooth_due: false,
+            })
+        }),
     })
 }
 
@@ -409,9 +425,9 @@ fn write_rpn(out: &mut [u8], expr: &str, names: &[&str]) -> Result<(), RrdError>
 }
 
 /// rrdtool's file version for a schema: 0005 when a DCOUNTER or DDERIVE exists; else 0004
-/// with an MHWPREDICT or a seasonal archive's own smoothing window (one other than the
-/// default 0.05 and the 0 of those rrdtool adds itself); else 0003. (rrdtool also makes 0004
-/// for a `smoothing-window=` of exactly 0.05 or 0, which the schema does not tell apart.)
+/// with an MHWPREDICT, a seasonal archive's own smoothing window (one other than the
+/// default 0.05 and the 0 of those rrdtool adds itself) or one whose definition gave
+/// `smoothing-window=` ([`crate::schema::HwParams::asks_v4`]); else 0003.
 pub fn version(schema: &Schema) -> &'static str {
     use crate::schema::Cf;
     if schema
@@ -423,11 +439,29 @@ pub fn version(schema: &Schema) -> &'static str {
     } else if schema.rra.iter().any(|r| {
         r.cf == Cf::MhwPredict
             || (matches!(r.cf, Cf::Seasonal | Cf::DevSeasonal)
-                && ![0.0, 0.05].contains(&r.hw().smoothing_window))
+                && (r.hw().asks_v4 || ![0.0, 0.05].contains(&r.hw().smoothing_window)))
     }) {
         "0004"
     } else {
         "0003"
+    }
+}
+
+/// A schema read from a file (or dump) of `version`: a 0004 or later one whose archives do
+/// not say so by themselves had a seasonal archive's `smoothing-window=` (the version
+/// changes how the smoother reads the window, so it is kept).
+pub fn keep_version(schema: &mut Schema, file_version: &str) {
+    if file_version < "0004" || version(schema) != "0003" {
+        return;
+    }
+    if let Some(r) = schema
+        .rra
+        .iter_mut()
+        .find(|r| matches!(r.cf, Cf::Seasonal | Cf::DevSeasonal))
+    {
+        let mut p = r.hw();
+        p.asks_v4 = true;
+        r.set_hw(&p);
     }
 }
 
@@ -487,6 +521,12 @@ pub fn write(rrd: &Rrd) -> Result<Vec<u8>, RrdError> {
         put(&mut b, off + RRA_PDP_CNT, &r.pdp_cnt.to_le_bytes());
         put(&mut b, off + RRA_PAR, &r.xff.to_le_bytes());
         for (k, p) in r.par.iter().enumerate() {
+            // (A seasonal archive's par[5] is ringlet's mark of the version: 0 in a file.)
+            let p = if k == 4 && matches!(r.cf, Cf::Seasonal | Cf::DevSeasonal) {
+                0
+            } else {
+                *p
+            };
             put(&mut b, off + RRA_PAR + 8 * (k + 1), &p.to_le_bytes());
         }
         off += RRA_SIZE;

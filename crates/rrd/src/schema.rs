@@ -170,6 +170,11 @@ pub struct HwParams {
     /// FAILURES: the window's length and the violations in it that make a failure.
     pub window_len: u64,
     pub failure_threshold: u64,
+    /// SEASONAL/DEVSEASONAL: its definition gave `smoothing-window=`, which makes rrdtool
+    /// write a file of version 0004 (and then smooth with the archive's window, not 0.05),
+    /// even for a window of 0.05 or 0, where the window alone does not tell. Kept in a slot
+    /// rrdtool leaves 0 (par[5]); a `.rrd` file holds it as its version.
+    pub asks_v4: bool,
 }
 
 impl RraDef {
@@ -203,6 +208,7 @@ impl RraDef {
             smooth_idx: if seasonal { self.par[3] } else { 0 },
             window_len: if failures { self.par[3] } else { 0 },
             failure_threshold: if failures { self.par[4] } else { 0 },
+            asks_v4: seasonal && self.par[4] == 1,
         }
     }
 
@@ -218,6 +224,7 @@ impl RraDef {
                 self.par[0] = p.gamma.to_bits();
                 self.par[1] = p.smoothing_window.to_bits();
                 self.par[3] = p.smooth_idx;
+                self.par[4] = u64::from(p.asks_v4);
             }
             Cf::Failures => {
                 self.par[0] = p.delta_pos.to_bits();
@@ -251,6 +258,55 @@ impl Schema {
     /// [`MAX_ROW_SPAN`] and 2^62 seconds, so that no time computed from them overflows. The
     /// readers of schemas (CREATE, `.rrd` files, XML dumps, checkpoints and log records)
     /// refuse one that does not.
+    /// Whether the Holt-Winters archives hang together as update needs them: one PDP a
+    /// row, each depending on an archive of the CF rrdtool's update reads there
+    /// (HWPREDICT/MHWPREDICT on a SEASONAL, SEASONAL and DEVSEASONAL on a
+    /// HWPREDICT/MHWPREDICT whose SEASONAL exists, DEVPREDICT and FAILURES on a DEVSEASONAL),
+    /// and a FAILURES window rrdtool's CDP scratch holds (at most 28). rrdtool's create makes
+    /// them so; a file or dump made otherwise is refused with this message.
+    pub fn check_hw(&self) -> Result<(), String> {
+        let cf_at = |i: u64| self.rra.get(i as usize).map(|r| r.cf);
+        let predict = |c: Option<Cf>| matches!(c, Some(Cf::HwPredict | Cf::MhwPredict));
+        for (i, r) in self.rra.iter().enumerate() {
+            if !r.cf.is_hw() {
+                continue;
+            }
+            let bad = |why: &str| {
+                Err(format!(
+                    "corrupt RRA definition: {} archive {i} {why}",
+                    r.cf.name()
+                ))
+            };
+            if r.pdp_cnt != 1 {
+                return bad("has more than one PDP a row");
+            }
+            let d = r.par[2];
+            let seasonal_of = |h: u64| {
+                self.rra
+                    .get(h as usize)
+                    .is_some_and(|hw| cf_at(hw.par[2]) == Some(Cf::Seasonal))
+            };
+            let ok = match r.cf {
+                Cf::HwPredict | Cf::MhwPredict => cf_at(d) == Some(Cf::Seasonal),
+                Cf::Seasonal => predict(cf_at(d)),
+                Cf::DevSeasonal => predict(cf_at(d)) && seasonal_of(d),
+                _ => {
+                    cf_at(d) == Some(Cf::DevSeasonal) && {
+                        let h = self.rra[d as usize].par[2];
+                        predict(cf_at(h)) && seasonal_of(h)
+                    }
+                }
+            };
+            if !ok {
+                return bad("depends on no archive of the right type");
+            }
+            if r.cf == Cf::Failures && r.hw().window_len > 28 {
+                return bad("has a window longer than 28");
+            }
+        }
+        Ok(())
+    }
+
     pub fn spans_fit(&self) -> bool {
         self.step <= MAX_ROW_SPAN
             && self.rra.iter().all(|r| {

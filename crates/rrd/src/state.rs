@@ -67,9 +67,20 @@ pub struct Rrd {
 /// (archive, DS) like [`Rrd::cdp`]: doubles or counts by the archive's CF. A FAILURES
 /// archive keeps its violation history as bytes from the start of its scratch (the bits of
 /// [`CdpPrep::val`], [`CdpPrep::unkn_pdp_cnt`], then these).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct HwState {
     pub scratch: Vec<[u64; 6]>,
+    /// An update of this call scheduled the seasonal smoother, which rrdtool runs once at
+    /// the end of an update call ([`Rrd::end_update_call`]). Not part of the file: a call
+    /// ends before anything is stored.
+    pub smooth_due: bool,
+}
+
+impl PartialEq for HwState {
+    /// The stored state: `smooth_due` belongs to a call, not to the RRD.
+    fn eq(&self, other: &HwState) -> bool {
+        self.scratch == other.scratch
+    }
 }
 
 impl HwState {
@@ -139,7 +150,12 @@ impl Rrd {
             pdp,
             cdp,
             rra,
-            hw: any_hw.then(|| Box::new(HwState { scratch: hw })),
+            hw: any_hw.then(|| {
+                Box::new(HwState {
+                    scratch: hw,
+                    smooth_due: false,
+                })
+            }),
         }
     }
 

@@ -25,6 +25,7 @@ use crate::schema::{DsType, Schema};
 use crate::{Rrd, RrdError};
 
 mod consolidate;
+mod hw;
 pub mod reuse;
 
 pub use consolidate::update_cdp;

@@ -181,8 +181,11 @@ fn row_counts_whose_bytes_overflow_are_refused() {
     assert!(rrd::rrdfile::read(&bytes).is_ok());
 }
 
+/// A file with Holt-Winters archives reads in and writes back byte for byte; one whose
+/// archives rrdtool let depend on the wrong ones (it checks the index only) is refused
+/// with a message that says so.
 #[test]
-fn holt_winters_files_are_refused_clearly() {
+fn holt_winters_files_read_and_mislinked_ones_are_refused() {
     let d = tmpdir("hw");
     rrdtool(
         &d,
@@ -194,9 +197,28 @@ fn holt_winters_files_are_refused_clearly() {
             "RRA:HWPREDICT:100:0.1:0.0035:10",
         ],
     );
+    rrdtool(&d, &["update", "x.rrd", "N:4"]);
     let bytes = std::fs::read(d.join("x.rrd")).unwrap();
+    let rrd = rrd::rrdfile::read(&bytes).unwrap();
+    assert_eq!(rrd.schema.rra.len(), 6, "the archives rrdtool added");
+    assert_eq!(rrd::rrdfile::write(&rrd).unwrap(), bytes);
+    rrdtool(
+        &d,
+        &[
+            "create",
+            "y.rrd",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:HWPREDICT:100:0.1:0.0035:10:3",
+            "RRA:SEASONAL:10:0.1:1",
+            "RRA:DEVSEASONAL:10:0.1:1",
+        ],
+    );
+    let bytes = std::fs::read(d.join("y.rrd")).unwrap();
     let e = rrd::rrdfile::read(&bytes).unwrap_err();
-    assert!(e.msg.contains("not supported"), "{e}");
+    assert!(
+        e.msg.contains("HWPREDICT archive 0 depends on no archive"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

@@ -124,6 +124,13 @@ fn rows_change(b: &str) -> Result<(i64, u8, i64), String> {
 /// Apply `ch` to `rrd` (its options already applied), `step`: a `--step` given with them.
 /// Nothing changes unless all of it can be made.
 pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(), String> {
+    if rrd.hw.is_some() {
+        return Err(
+            "ringlet does not support tune's DS and RRA changes on an RRD with \
+                    Holt-Winters archives yet"
+                .into(),
+        );
+    }
     // A new step first: the rest is made on the RRD as it leaves it.
     let scale = match step.map(rrd::num::atol) {
         Some(s) if s > 0 => {

@@ -19,9 +19,12 @@
 //!   A change that would take away an RRD's last DCOUNTER or DDERIVE, or bring the first, is
 //!   refused: rrdtool keeps the file's version (0005 with those types, else 0003) whatever
 //!   the types become, and ringlet derives the version from the types.
-//! - Holt-Winters options (`-p -n -f -w -x -y -z -v -s -S`) check their value, then fail as
-//!   rrdtool does on an RRD without those archives (ringlet has none); `-b` checks its data
-//!   source; `-t` changes nothing (rrdtool 1.7.2's does not either, without DS or RRA changes).
+//! - Holt-Winters options (`-p -n -f -w -x -y -z -v -s -S`) set the first archive of their
+//!   CF as rrdtool's `rrd_tune.c` does, with its checks in its order (`-x`/`-y` an HWPREDICT,
+//!   else an MHWPREDICT; `-f`/`-w` erase the FAILURES history; `-s`/`-S` ask for file
+//!   version 4 first, which ringlet keeps only where a seasonal archive exists); `-b` resets
+//!   a data source's coefficients (`Rrd::reset_aberrant`); `-t` changes nothing (rrdtool
+//!   1.7.2's does not either, without DS or RRA changes).
 //! - rrdtool's DS and RRA changes (`DEL:`, `DS:`, `DELRRA:`, `RRA#`, and `-t` with them)
 //!   come after the options, on what they made ([`super::modify`]); any other argument
 //!   after the file is `unparseable argument`.
@@ -29,7 +32,7 @@
 use super::{load, modify, opt, Ctx, Outcome};
 use crate::getopt::{self, Item, Opt};
 use crate::store;
-use rrd::{DsType, Rrd};
+use rrd::{Cf, DsType, Rrd};
 
 const SPEC: &[(&str, char)] = &[
     ("heartbeat", 'h'),
@@ -211,27 +214,112 @@ fn apply(rrd: &mut Rrd, long: &str, value: &str, changed: &mut bool) -> Result<(
         }
         "aberrant-reset" => {
             let ds = ds_name(value).unwrap_or("");
-            ds_index(rrd, ds)?;
+            let i = ds_index(rrd, ds)?;
+            if rrd.hw.is_some() {
+                rrd.reset_aberrant(i);
+                *changed = true;
+            }
         }
         "step" => {}
-        "deltapos" | "deltaneg" => return Err("Failures RRA does not exist in this RRD".into()),
-        "failure-threshold" | "window-length" => {
-            match strtol(value) {
-                Some(n) if (1..=28).contains(&n) => {}
-                _ => return Err("Parameter must be between 1 and 28".into()),
+        "deltapos" | "deltaneg" => {
+            let (code, p) = strtodbl_code(value);
+            if (code == 1 || code == 2) && p < 0.1 {
+                return Err("Parameter specified is too small".into());
             }
-            return Err("Failures RRA does not exist in this RRD".into());
+            if code == 1 {
+                return Err("Unable to parse parameter in set_deltaarg".into());
+            }
+            // (Nothing read at all is not an error to rrdtool: the parameter becomes 0.)
+            let r = first_of(rrd, Cf::Failures).ok_or("Failures RRA does not exist in this RRD")?;
+            let mut hw = rrd.schema.rra[r].hw();
+            if long == "deltapos" {
+                hw.delta_pos = p;
+            } else {
+                hw.delta_neg = p;
+            }
+            std::sync::Arc::make_mut(&mut rrd.schema).rra[r].set_hw(&hw);
+            *changed = true;
+        }
+        "failure-threshold" | "window-length" => {
+            // C's atoi into an unsigned long.
+            let n = rrd::num::atoi(value) as i64 as u64;
+            if !(1..=28).contains(&n) {
+                return Err("Parameter must be between 1 and 28".into());
+            }
+            let r = first_of(rrd, Cf::Failures).ok_or("Failures RRA does not exist in this RRD")?;
+            let mut hw = rrd.schema.rra[r].hw();
+            if long == "window-length" {
+                hw.window_len = n;
+            } else {
+                hw.failure_threshold = n;
+            }
+            std::sync::Arc::make_mut(&mut rrd.schema).rra[r].set_hw(&hw);
+            rrd.erase_violations(r);
+            *changed = true;
         }
         _ => {
-            // alpha, beta, gamma, gamma-deviation, smoothing-window(-deviation).
-            let x = decimal(value).ok_or("Unable to parse Holt-Winters parameter")?;
-            if !(0.0..=1.0).contains(&x) {
+            // alpha, beta (HWPREDICT, else MHWPREDICT), gamma (SEASONAL), gamma-deviation
+            // (DEVSEASONAL): strictly between 0 and 1; the smoothing windows (SEASONAL,
+            // DEVSEASONAL) from 0 to 1, and they make the file version 4 first.
+            let window = long.starts_with("smoothing-window");
+            let cfs: &[Cf] = match long {
+                "alpha" | "beta" => &[Cf::HwPredict, Cf::MhwPredict],
+                "gamma" | "smoothing-window" => &[Cf::Seasonal],
+                _ => &[Cf::DevSeasonal],
+            };
+            if window {
+                if let Some(r) = first_of(rrd, Cf::Seasonal).or(first_of(rrd, Cf::DevSeasonal)) {
+                    let mut hw = rrd.schema.rra[r].hw();
+                    hw.asks_v4 = true;
+                    std::sync::Arc::make_mut(&mut rrd.schema).rra[r].set_hw(&hw);
+                    *changed = true;
+                }
+            }
+            let (code, p) = strtodbl_code(value);
+            // (Comparisons, not a range: a NaN is inside for rrdtool.)
+            #[allow(clippy::manual_range_contains)]
+            let outside = if window {
+                p < 0.0 || p > 1.0
+            } else {
+                p <= 0.0 || p >= 1.0
+            };
+            if (code == 1 || code == 2) && outside {
                 return Err("Holt-Winters parameter must be between 0 and 1".into());
             }
-            return Err("Holt-Winters RRA does not exist in this RRD".into());
+            if code == 0 {
+                return Err("Unable to parse Holt-Winters parameter".into());
+            }
+            let r = cfs
+                .iter()
+                .find_map(|&cf| first_of(rrd, cf))
+                .ok_or("Holt-Winters RRA does not exist in this RRD")?;
+            let mut hw = rrd.schema.rra[r].hw();
+            match long {
+                "alpha" => hw.alpha = p,
+                "beta" => hw.beta = p,
+                "gamma" | "gamma-deviation" => hw.gamma = p,
+                _ => hw.smoothing_window = p,
+            }
+            std::sync::Arc::make_mut(&mut rrd.schema).rra[r].set_hw(&hw);
+            *changed = true;
         }
     }
     Ok(())
+}
+
+/// The first archive of `cf`, as rrdtool's tune looks for the one to set.
+fn first_of(rrd: &Rrd, cf: Cf) -> Option<usize> {
+    rrd.schema.rra.iter().position(|r| r.cf == cf)
+}
+
+/// `rrd_strtodbl`'s answer and number: 0 when nothing was read (the number 0), 1 when
+/// something follows the number, 2 when the whole string is one (or `nan`, `inf`, ...).
+fn strtodbl_code(s: &str) -> (u8, f64) {
+    match rrd::num::strtod(s) {
+        None => (0, 0.0),
+        Some((v, n)) if n == s.len() => (2, v),
+        Some((v, _)) => (1, v),
+    }
 }
 
 /// Rename data source `i` to `new`, and every COMPUTE expression that names it. rrdtool

@@ -245,23 +245,33 @@ fn apply_updates(
         Some(t) => Some(parse_template(&schema, t).map_err(|e| e.msg)?),
         None => None,
     };
-    for arg in values {
-        let sample = parse_update_arg(&schema, arg, tmpl.as_deref(), ctx.now)
-            .map_err(|e| format!("{given}: {}", e.msg))?;
-        if skip_past {
-            if let Some(r) = st.get(name) {
-                if (sample.time, sample.usec) <= (r.last_up, r.last_up_usec) {
-                    continue;
+    let mut each = || -> Result<(), String> {
+        for arg in values {
+            let sample = parse_update_arg(&schema, arg, tmpl.as_deref(), ctx.now)
+                .map_err(|e| format!("{given}: {}", e.msg))?;
+            if skip_past {
+                if let Some(r) = st.get(name) {
+                    if (sample.time, sample.usec) <= (r.last_up, r.last_up_usec) {
+                        continue;
+                    }
                 }
             }
+            st.update(name, &sample, &mut |w| rows.push(w))
+                .map_err(|e| match e {
+                    engine::Error::Rrd(r) => format!("{given}: {}", r.msg),
+                    other => store::message(&other, given),
+                })?;
         }
-        st.update(name, &sample, &mut |w| rows.push(w))
-            .map_err(|e| match e {
-                engine::Error::Rrd(r) => format!("{given}: {}", r.msg),
-                other => store::message(&other, given),
-            })?;
+        Ok(())
+    };
+    let res = each();
+    // One command is one update call: where rrdtool runs the seasonal smoother of a
+    // Holt-Winters RRD, once, if the call went without an error.
+    if let Some(id) = st.series_id(name) {
+        st.end_update_call(id, res.is_ok())
+            .map_err(|e| store::message(&e, given))?;
     }
-    Ok(())
+    res
 }
 
 const RESTORE_OPTS: [getopt::Opt; 2] = [

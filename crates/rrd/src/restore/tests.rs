@@ -280,7 +280,8 @@ fn malformed_xml_gives_rrdtools_messages() {
     };
     assert!(err(&rra("<ds/>")).ends_with(": expected </cdp_prep> element but found <ds>"));
     assert!(err(&rra("<ds/><ds/><ds/>")).ends_with(": expected <ds> element but found </cdp_prep>"));
-    assert!(err(&with_rra("HWPREDICT", "")).contains("Holt-Winters"));
+    assert!(err(&with_rra("HWPREDICT", "<row><v>1</v></row>"))
+        .contains("HWPREDICT archive 0 depends on no archive"));
     assert!(err(&HEAD[..200]).starts_with("error reading/parsing XML: "));
 }
 

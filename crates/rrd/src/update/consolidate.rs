@@ -56,6 +56,8 @@ pub(super) fn process_steps(
     sink: &mut dyn FnMut(RowWrite),
 ) -> Result<(), RrdError> {
     let step = rrd.schema.step;
+    // rrdtool's seasonal coefficient buffers live for the whole update argument.
+    let mut coefs = super::hw::Coefs::default();
     if st.elapsed > 1 {
         let open = (st.pre_int as u64) % step;
         if open > 0 {
@@ -82,14 +84,14 @@ pub(super) fn process_steps(
                 now: st.now,
             };
             let time_ref = rrd.last_up + open as i64;
-            run_steps(rrd, left_st, left, time_ref, sink)?;
+            run_steps(rrd, left_st, left, time_ref, &mut coefs, sink)?;
             st.interval -= sec_open;
             st.pre_int -= sec_open;
             st.elapsed -= 1;
             st.proc_pdp_cnt += 1;
         }
     }
-    run_steps(rrd, st, pdp_new, time, sink)
+    run_steps(rrd, st, pdp_new, time, &mut coefs, sink)
 }
 
 /// `process_all_pdp_st`, `update_all_cdp_prep` and `write_to_rras` for one batch.
@@ -98,8 +100,12 @@ fn run_steps(
     st: Steps,
     pdp_new: &[f64],
     time_ref: i64,
+    coefs: &mut super::hw::Coefs,
     sink: &mut dyn FnMut(RowWrite),
 ) -> Result<(), RrdError> {
+    if rrd.hw.is_some() {
+        return super::hw::run_steps(rrd, st, pdp_new, time_ref, coefs, sink);
+    }
     let ds_cnt = pdp_new.len();
     let mut stack = [0f64; STACK_DS];
     let mut heap = Vec::new();
@@ -164,7 +170,7 @@ fn run_steps(
 }
 
 /// `process_pdp_st` for every DS: the rate of the PDPs completed, into `pdp_temp`.
-fn process_all_pdp_st(
+pub(super) fn process_all_pdp_st(
     rrd: &mut Rrd,
     st: &Steps,
     pdp_new: &[f64],

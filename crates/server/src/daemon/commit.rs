@@ -153,6 +153,9 @@ impl Daemon {
         let mut first: Option<String> = None;
         // One name lookup for the whole queue.
         let id = inner.store.series_id(&e.name);
+        // Whether a value of this batch failed: the batch is one update call, as rrdcached's
+        // flush of a file's queued values is one rrd_update call.
+        let mut call_failed = false;
         st.queue.each_from(st.applied as usize, &mut |flag, v| {
             let read = match rrd::update::reuse::stamp(v) {
                 Some(stamp) => rrd::update::reuse::read(&st.shadow.schema, v, stamp, &mut sample),
@@ -167,6 +170,7 @@ impl Daemon {
                 Some(id) => inner.store.update_id(id, &sample, &mut |_| {}),
                 None => inner.store.update(&e.name, &sample, &mut |_| {}),
             };
+            call_failed |= done.is_err();
             match done {
                 Ok(()) if flag == ACCEPTED => {}
                 Err(engine::Error::Rrd(_)) if flag != ACCEPTED => {}
@@ -182,6 +186,12 @@ impl Daemon {
             }
         });
         inner.scratch = sample;
+        // The end of the call: a Holt-Winters RRD's seasonal smoother runs here if due.
+        if let Some(id) = id.or_else(|| inner.store.series_id(&e.name)) {
+            if let Err(err) = inner.store.end_update_call(id, !call_failed) {
+                self.note_store_error(&err);
+            }
+        }
         st.applied_to(match id {
             Some(id) => inner.store.get_id(id),
             None => inner.store.get(&e.name),
