@@ -243,6 +243,18 @@ impl Store {
         let used = self.log.since_checkpoint();
         let cap = self.log.cap();
         let mut written = 0;
+        if self.reg.hw_series > 0 {
+            // Holt-Winters series read archive rows as they update (the season ahead) and
+            // their smoothings rewrite whole archives: a lagged checkpoint, which holds rows
+            // as they are when it is written and leaves out those replay writes again, does
+            // not give their state at its snapshot. Whole checkpoints at the log's end, every
+            // half ring, while any such series exists.
+            self.snap = None;
+            if used >= cap / 2 {
+                written = self.write_checkpoint()?;
+            }
+            return Ok(written);
+        }
         if used >= cap - cap / 8 {
             if let Some(snap) = self.snap.take() {
                 written = self.write_lagged_checkpoint(snap)?;

@@ -431,6 +431,11 @@ fn apply_jobs(
         for a in &mut rrd.rra {
             a.rows.pack_staged();
         }
+        // A smoothing the replayed samples scheduled belonged to a call that ended before
+        // this open: it ran where the log says (a Smooth entry), or not at all.
+        if let Some(h) = rrd.hw.as_mut() {
+            h.smooth_due = false;
+        }
         settle_last_ds(rrd, &mut pending);
         applied?;
         // A reseed after the series' last chunk happened in the writer too: the codec that

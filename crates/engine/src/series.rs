@@ -85,6 +85,10 @@ pub struct Registry {
     pool: SegPool,
     /// The store's blobs (ids from the same sequence as series').
     pub blobs: crate::blob::Blobs,
+    /// Series with Holt-Winters archives: their updates read archive rows, and their
+    /// smoothings rewrite whole archives, which a lagged checkpoint cannot stand for
+    /// (`Store::after_append` writes whole ones while any exist).
+    pub hw_series: usize,
 }
 
 impl Registry {
@@ -166,6 +170,9 @@ impl Registry {
         if let Some(old) = self.id(&name) {
             self.remove(old);
         }
+        if rrd.hw.is_some() {
+            self.hw_series += 1;
+        }
         let hash = self.hash(&name);
         let by_id = &self.by_id;
         let names = &self.names;
@@ -179,6 +186,9 @@ impl Registry {
 
     pub fn remove(&mut self, id: u64) -> Option<Box<Series>> {
         let s = self.by_id.remove(&id)?;
+        if s.rrd.hw.is_some() {
+            self.hw_series -= 1;
+        }
         if let Ok(slot) = self.by_name.find_entry(self.hash(&s.name), |&i| i == id) {
             slot.remove();
         }

@@ -16,8 +16,8 @@
 //!   unless `DIFF_MINIMIZE=0`.
 //! - `DIFF_RINGLET`: another binary to test instead of this build's, run as
 //!   `BIN --store DIR <command> ...`.
-//! - `DIFF_TUNE_CASES`, `DIFF_SOURCE_CASES`: cases of the tune and `create --source` tests
-//!   (default as `DIFF_CASES`).
+//! - `DIFF_TUNE_CASES`, `DIFF_SOURCE_CASES`, `DIFF_HW_CASES`: cases of the tune, `create
+//!   --source` and Holt-Winters tests (default as `DIFF_CASES`).
 //! - `DIFF_GEN_CASES`: cases of the generator self-check (default 100 with CI=true or in
 //!   release builds, 40 otherwise; feature coverage is checked from 100); `DIFF_PRINT`: the
 //!   self-check prints every command with rrdtool's output.
@@ -181,6 +181,19 @@ fn source_creates_match_rrdtool_byte_for_byte() {
     }
     differential(forced_seeds(diff::gen::SOURCED, "DIFF_SOURCE_CASES", |f| {
         f.contains("source")
+    }));
+}
+
+/// Cases whose seeds are in `diff::gen::HOLT` and up: their file has Holt-Winters archives
+/// (`diff::hw_gen`), updated, read by every CF, dumped, restored, some tuned with the
+/// Holt-Winters options (`DIFF_HW_CASES`).
+#[test]
+fn holt_winters_match_rrdtool_byte_for_byte() {
+    if !need_rrdtool() {
+        return;
+    }
+    differential(forced_seeds(diff::gen::HOLT, "DIFF_HW_CASES", |f| {
+        f.contains("holt-winters")
     }));
 }
 

@@ -76,6 +76,9 @@ pub fn run_case(
         if matches!(tool, Tool::Rrdtool) && step.kind == Kind::Create && out.status == 0 {
             start_at_row_zero(dir, &step.args);
         }
+        if matches!(tool, Tool::Rrdtool) && step.kind == Kind::Restore && out.status == 0 {
+            end_at_last_row(dir, &step.args);
+        }
         outs.push(out);
     }
     outs
@@ -109,6 +112,37 @@ fn start_at_row_zero(dir: &Path, args: &[String]) {
         at += len;
     }
     bytes[end - 8 * rra_cnt..end].fill(0);
+    std::fs::write(&path, bytes).unwrap();
+}
+
+/// rrdtool's restore puts each archive's newest row at a random row, ringlet's at the last:
+/// the file rrdtool restored is turned to end at its last row too (Holt-Winters' burn-in
+/// smoothings run when the current row wraps).
+fn end_at_last_row(dir: &Path, args: &[String]) {
+    let Some(name) = args.last() else {
+        return;
+    };
+    let path = dir.join(name);
+    let Ok(mut bytes) = std::fs::read(&path) else {
+        return;
+    };
+    let Ok(rrd) = rrd::rrdfile::read(&bytes) else {
+        return;
+    };
+    let (ds_cnt, rra_cnt) = (rrd.schema.ds.len(), rrd.schema.rra.len());
+    let end = rrd::rrdfile::header_size(ds_cnt, rra_cnt);
+    let mut at = end;
+    for (k, (def, data)) in rrd.schema.rra.iter().zip(&rrd.rra).enumerate() {
+        let row = 8 * ds_cnt;
+        let len = def.row_cnt as usize * row;
+        if at + len > bytes.len() {
+            return;
+        }
+        bytes[at..at + len].rotate_left((data.cur_row as usize + 1) * row % len.max(1));
+        let ptr = end - 8 * (rra_cnt - k);
+        bytes[ptr..ptr + 8].copy_from_slice(&(def.row_cnt - 1).to_le_bytes());
+        at += len;
+    }
     std::fs::write(&path, bytes).unwrap();
 }
 

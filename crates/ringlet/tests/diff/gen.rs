@@ -2,6 +2,7 @@
 //! between, then every final read.
 
 use super::case::{Case, Expect, Kind, Stdin, Step};
+use super::hw_gen::{add_hw, hw_tune_steps};
 use super::query_gen::{fetch, final_queries, mid_query};
 use super::rng::Rng;
 use super::schema_gen::{duration, gen_schema};
@@ -14,13 +15,24 @@ use std::collections::BTreeSet;
 /// changes.
 pub const TUNED: u64 = 1 << 40;
 
-/// Seeds from here on make cases that create files with `--source` from theirs.
+/// Seeds from here (up to [`HOLT`]) make cases that create files with `--source` from
+/// theirs.
 pub const SOURCED: u64 = 1 << 41;
+
+/// Seeds from here on make cases whose file has Holt-Winters archives (`hw_gen`).
+pub const HOLT: u64 = 1 << 42;
 
 pub fn generate(seed: u64) -> Case {
     let mut rng = super::rng::seeded(seed);
     let mut feats: BTreeSet<&'static str> = BTreeSet::new();
-    let schema = gen_schema(&mut rng);
+    let mut schema = gen_schema(&mut rng);
+    // Holt-Winters archives after the others (a stream of their own).
+    let mut hrng = super::rng::seeded(seed ^ 0x686f_6c74);
+    let holt = seed >= HOLT;
+    if holt {
+        add_hw(&mut hrng, &mut schema, &mut feats);
+    }
+    let sourced = (SOURCED..HOLT).contains(&seed);
     for d in &schema.ds {
         feats.insert(d.ty.word());
     }
@@ -45,6 +57,7 @@ pub fn generate(seed: u64) -> Case {
         schema
             .rras
             .iter()
+            .filter(|r| !r.implied())
             .map(|r| r.definition(schema.step, schema.units)),
     );
     let mut steps = vec![Step {
@@ -79,14 +92,35 @@ pub fn generate(seed: u64) -> Case {
     // What follows a tune is not modelled: those steps expect anything.
     let mut trng = super::rng::seeded(seed ^ 0x7475_6e65);
     let forced = (TUNED..SOURCED).contains(&seed);
-    if trng.chance(0.25) || forced {
+    if holt {
+        // More calls of more values, so that seasons pass: the burn-in smoothings, later
+        // ones, failures.
+        ug.max_per_call = hrng.range(3, 15);
+        let n = hrng.range(20, 80);
+        ug.run(&mut hrng, n, &mut feats, &mut steps, &mut |rng, steps| {
+            mid_query(rng, steps)
+        });
+        // tune's Holt-Winters options (its DS and RRA changes are not made on these yet).
+        if hrng.chance(0.4) {
+            feats.insert("tune");
+            let from = steps.len();
+            hw_tune_steps(&mut hrng, &schema, "x.rrd", &mut feats, &mut steps);
+            let n = hrng.range(5, 30);
+            ug.run(&mut hrng, n, &mut feats, &mut steps, &mut |_, _| {});
+            for s in &mut steps[from..] {
+                s.expect = Expect::Any;
+            }
+        }
+        let last = ug.applied.sec;
+        final_queries(&mut rng, &schema, t0, last, &mut feats, &mut steps);
+    } else if trng.chance(0.25) || forced {
         feats.insert("tune");
         let from = steps.len();
         tune_steps(&mut trng, &schema, "x.rrd", forced, &mut feats, &mut steps);
         let n = trng.range(2, 10);
         ug.run(&mut trng, n, &mut feats, &mut steps, &mut |_, _| {});
         let last = ug.applied.sec;
-        if seed < SOURCED {
+        if !sourced {
             final_queries(&mut rng, &schema, t0, last, &mut feats, &mut steps);
         } else {
             steps.push(dump_x());
@@ -94,7 +128,7 @@ pub fn generate(seed: u64) -> Case {
         for s in &mut steps[from..] {
             s.expect = Expect::Any;
         }
-    } else if seed < SOURCED {
+    } else if !sourced {
         let last = ug.applied.sec;
         final_queries(&mut rng, &schema, t0, last, &mut feats, &mut steps);
     } else {
@@ -134,7 +168,7 @@ pub fn generate(seed: u64) -> Case {
     }
     // Some cases then make new files from x.rrd with --source (a stream of their own again).
     let mut srng = super::rng::seeded(seed ^ 0x736f_7572_6365);
-    if srng.chance(0.1) || seed >= SOURCED {
+    if !holt && (srng.chance(0.1) || sourced) {
         let tuned = feats.contains("tune");
         source_steps(&mut srng, &schema, x_last, tuned, &mut feats, &mut steps);
     }

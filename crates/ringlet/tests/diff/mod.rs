@@ -6,6 +6,7 @@ pub mod case;
 pub mod compare;
 pub mod exec;
 pub mod gen;
+pub mod hw_gen;
 pub mod minimize;
 pub mod query_gen;
 pub mod report;

@@ -69,11 +69,22 @@ pub struct GenRra {
     pub xff: &'static str,
     pub pdp: u64,
     pub rows: u64,
+    /// A Holt-Winters archive's `RRA:` definition (`hw_gen`); none for one rrdtool adds
+    /// itself after an HWPREDICT alone ([`GenRra::implied`]) and for the others.
+    pub text: Option<String>,
 }
 
 impl GenRra {
+    /// A Holt-Winters archive rrdtool's create adds (not in the create's arguments).
+    pub fn implied(&self) -> bool {
+        self.text.is_none() && !CFS.contains(&self.cf)
+    }
+
     /// `RRA:...`; with `units`, steps and rows as durations (`1h`, `2d`) where they divide.
     pub fn definition(&self, step: u64, units: bool) -> String {
+        if let Some(t) = &self.text {
+            return t.clone();
+        }
         if units {
             let (per_row, span) = (self.pdp * step, self.rows * self.pdp * step);
             format!(
@@ -238,7 +249,13 @@ pub fn gen_schema(rng: &mut Rng) -> GenSchema {
         };
         let cf = *rng.pick(&CFS);
         let xff = *rng.pick(&["0", "0.1", "0.5", "0.5", "0.9", "0.333", "0.25", "0.99"]);
-        rras.push(GenRra { cf, xff, pdp, rows });
+        rras.push(GenRra {
+            cf,
+            xff,
+            pdp,
+            rows,
+            text: None,
+        });
     }
     let units = rng.chance(0.15);
     GenSchema {

@@ -54,6 +54,7 @@ fn rras(rng: &mut Rng, n: u64) -> Vec<GenRra> {
                 } else {
                     rng.range(5, 150)
                 },
+                text: None,
             }
         })
         .collect()
