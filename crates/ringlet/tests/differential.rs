@@ -165,7 +165,17 @@ fn tune_changes_match_rrdtool_byte_for_byte() {
 /// The seeds after `base` that a test of one generator path runs (`env`, else 500 in CI or
 /// a release build), each checked to take that path (`takes`).
 fn forced_seeds(base: u64, env: &str, takes: impl Fn(&BTreeSet<&'static str>) -> bool) -> Vec<u64> {
-    let n = env_u64(env).unwrap_or(default_cases(500));
+    forced_seeds_of(base, env, 500, takes)
+}
+
+/// [`forced_seeds`], `full` of them unless told.
+fn forced_seeds_of(
+    base: u64,
+    env: &str,
+    full: u64,
+    takes: impl Fn(&BTreeSet<&'static str>) -> bool,
+) -> Vec<u64> {
+    let n = env_u64(env).unwrap_or(default_cases(full));
     let seeds: Vec<u64> = (1..=n).map(|i| base + i).collect();
     assert!(seeds.iter().all(|&s| takes(&generate(s).features)));
     seeds
@@ -179,22 +189,30 @@ fn source_creates_match_rrdtool_byte_for_byte() {
     if !need_rrdtool() {
         return;
     }
-    differential(forced_seeds(diff::gen::SOURCED, "DIFF_SOURCE_CASES", |f| {
-        f.contains("source")
-    }));
+    // 350 by default (about 2.4 minutes; CI's time went to the Holt-Winters cases).
+    differential(forced_seeds_of(
+        diff::gen::SOURCED,
+        "DIFF_SOURCE_CASES",
+        350,
+        |f| f.contains("source"),
+    ));
 }
 
 /// Cases whose seeds are in `diff::gen::HOLT` and up: their file has Holt-Winters archives
 /// (`diff::hw_gen`), updated, read by every CF, dumped, restored, some tuned with the
-/// Holt-Winters options (`DIFF_HW_CASES`).
+/// Holt-Winters options (`DIFF_HW_CASES`; 150 by default, about 2 minutes, to keep CI's
+/// time: `DIFF_HW_CASES=500` for the count, about 6.5 minutes).
 #[test]
 fn holt_winters_match_rrdtool_byte_for_byte() {
     if !need_rrdtool() {
         return;
     }
-    differential(forced_seeds(diff::gen::HOLT, "DIFF_HW_CASES", |f| {
-        f.contains("holt-winters")
-    }));
+    differential(forced_seeds_of(
+        diff::gen::HOLT,
+        "DIFF_HW_CASES",
+        150,
+        |f| f.contains("holt-winters"),
+    ));
 }
 
 /// The generator's features of tune's DS and RRA changes.
