@@ -155,14 +155,6 @@ pub fn parse_create_env(
     env: &mut dyn CreateEnv,
 ) -> Result<CreateRequest, RrdError> {
     let req = parse_create_any(args, now, env)?;
-    if let Some(r) = req.schema.rra.iter().find(|r| r.cf.is_hw()) {
-        if !req.sources.is_empty() {
-            return Err(err(format!(
-                "ringlet does not support create --source with {} RRAs (Holt-Winters) yet",
-                r.cf.name()
-            )));
-        }
-    }
     // rrdtool checks only that an archive index is in range; an archive depending on one of
     // the wrong type makes a file its updates cannot work on.
     req.schema.check_hw().map_err(|e| {

@@ -622,16 +622,50 @@ fn fill_cdp(
         if cdp_window(s.last_up, s.schema.step, sdef.pdp_cnt) == (begin, end)
             && last_up / step as i64 == s.last_up / step as i64
         {
+            // The whole scratch area: the Holt-Winters slots too (zeros from a source
+            // archive of a consolidating CF, as in rrdtool's file).
             t.rrd.cdp[r * ds_cnt + d] = s.cdp[c.rra * s.ds_cnt() + c.ds].clone();
+            let slots = s.hw_slots(c.rra, c.ds);
+            if let Some(h) = t.rrd.hw.as_mut() {
+                h.scratch[r * ds_cnt + d] = slots;
+            }
             return;
         }
     }
-    // rrdtool's init_cdp, its unknown PDPs then set to 0.
+    // rrdtool's init_cdp, its unknown PDPs then set to 0. The Holt-Winters archives but
+    // DEVPREDICT keep the value their init leaves (0; their slots are as the create made
+    // them), FAILURES its zeroed history.
+    let keeps = def.cf.is_hw() && def.cf != Cf::DevPredict;
     let mut c = CdpPrep {
-        val: DNAN,
+        val: if keeps {
+            t.rrd.cdp[r * ds_cnt + d].val
+        } else {
+            DNAN
+        },
         unkn_pdp_cnt: 0,
         ..t.rrd.cdp[r * ds_cnt + d].clone()
     };
+    if def.cf == Cf::Failures {
+        c.val = 0.0;
+        if let Some(h) = t.rrd.hw.as_mut() {
+            h.scratch[r * ds_cnt + d] = crate::HwState::initial(Cf::Failures);
+        }
+    } else if def.cf.is_hw() {
+        if let Some(h) = t.rrd.hw.as_mut() {
+            let init = crate::HwState::initial(def.cf);
+            let s = &mut h.scratch[r * ds_cnt + d];
+            match def.cf {
+                // init_seasonal_cdp leaves the burn-in count alone.
+                Cf::Seasonal | Cf::DevSeasonal => {
+                    s[0] = init[0];
+                    s[1] = init[1];
+                    s[4] = 1;
+                }
+                Cf::DevPredict => {}
+                _ => *s = init,
+            }
+        }
+    }
     let ring = t.ring(cdp_rra);
     let at = |row: i32| t.values[cdp_rra][row as usize * ds_cnt + d];
     let span = slot(step, def.pdp_cnt) as i64;

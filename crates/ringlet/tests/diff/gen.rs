@@ -168,9 +168,22 @@ pub fn generate(seed: u64) -> Case {
     }
     // Some cases then make new files from x.rrd with --source (a stream of their own again).
     let mut srng = super::rng::seeded(seed ^ 0x736f_7572_6365);
-    if !holt && (srng.chance(0.1) || sourced) {
+    if holt && hrng.chance(0.3) {
+        // From a file with Holt-Winters archives, sometimes into one with them.
+        source_steps(
+            &mut srng,
+            &schema,
+            x_last,
+            true,
+            Some(&mut hrng),
+            &mut feats,
+            &mut steps,
+        );
+    } else if !holt && (srng.chance(0.1) || sourced) {
         let tuned = feats.contains("tune");
-        source_steps(&mut srng, &schema, x_last, tuned, &mut feats, &mut steps);
+        source_steps(
+            &mut srng, &schema, x_last, tuned, None, &mut feats, &mut steps,
+        );
     }
     Case {
         seed,

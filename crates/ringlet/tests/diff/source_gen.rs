@@ -96,6 +96,7 @@ pub fn source_steps(
     x: &GenSchema,
     x_last: u64,
     tuned: bool,
+    hw: Option<&mut Rng>,
     feats: &mut BTreeSet<&'static str>,
     steps: &mut Vec<Step>,
 ) {
@@ -135,7 +136,13 @@ pub fn source_steps(
     let wide =
         x.ds.iter()
             .any(|d| matches!(d.ty, DsType::DCounter | DsType::DDerive));
-    let template = !tuned && !wide && rng.chance(0.15);
+    // (Nor for Holt-Winters archives from a template: rrdtool keeps 0003 there too, where
+    // an MHWPREDICT or a smoothing window needs 0004, which changes the smoothing.)
+    let hw_x = x
+        .rras
+        .iter()
+        .any(|r| !super::schema_gen::CFS.contains(&r.cf));
+    let template = !tuned && !wide && !hw_x && rng.chance(0.15);
     let given_step = if template && rng.chance(0.5) {
         None
     } else {
@@ -230,6 +237,22 @@ pub fn source_steps(
     }
     defs.extend(more.iter().map(|r| r.definition(step_s, false)));
     t.rras.extend(more);
+    if let Some(hrng) = hw {
+        if hrng.chance(0.5) {
+            // Holt-Winters archives in the new file too, filled from the sources' AVERAGE
+            // (or same CF) archives, their state copied from a source archive of the same
+            // CF and current row, or made fresh.
+            feats.insert("source:holt-winters");
+            let from = t.rras.len();
+            super::hw_gen::add_hw(hrng, &mut t, feats);
+            defs.extend(
+                t.rras[from..]
+                    .iter()
+                    .filter(|r| !r.implied())
+                    .map(|r| r.definition(step_s, false)),
+            );
+        }
+    }
     // The options, anywhere among the definitions (getopt permutes).
     let mut opts: Vec<Vec<String>> = Vec::new();
     let src = |rng: &mut Rng, f: &str| {
