@@ -48,8 +48,7 @@ Beside a running `ringlet serve`: every command takes rrdtool's --daemon ADDR
 held by a daemon is reached through the address it records (STORE/daemon).
 The output is the same as without a daemon.
 
-Not supported yet: tune's DS and RRA changes on RRDs with Holt-Winters archives,
-create --source into one.
+Not supported yet: tune adding Holt-Winters archives.
 ";
 
 /// rrdtool commands ringlet does not implement.

@@ -296,6 +296,32 @@ fn holt_winters_commands_match_rrdtool() {
         ));
     }
     p.same("dump h.rrd");
+    // tune's DS and row changes on it, then updates of the three data sources.
+    p.same("tune h.rrd DS:z:GAUGE:40:U:U RRA#1:+5 RRA#2:-1");
+    p.same("tune h.rrd DEL:x RRA#0:+3");
+    p.same("dump h.rrd");
+    for _ in 0..30 {
+        t += 10;
+        p.same(&format!(
+            "update h.rrd {t}:{}:{}",
+            20 + next(5),
+            30 + next(9)
+        ));
+    }
+    p.same("dump h.rrd");
+    // Refused, changing nothing: rrdtool's files would not work.
+    for (args, why) in [
+        (
+            &["tune", "h.rrd", "--step", "5", "DS:q:GAUGE:10:U:U"][..],
+            "change the step",
+        ),
+        (&["tune", "h.rrd", "DELRRA:0"][..], "depends on no archive"),
+    ] {
+        let o = p.ringlet(args, None);
+        assert_eq!(o.code, 1);
+        assert!(o.stderr.contains(why), "{}", o.stderr);
+    }
+    p.same("dump h.rrd");
     // restore of the dump.
     let xml = p.rrdtool(&["dump", "h.rrd"], None).stdout;
     std::fs::write(p.rr_dir.join("h.xml"), format!("{xml}\n")).unwrap();

@@ -453,13 +453,14 @@ fn parse_ds_body(name: &str, rest: &str, prev: &[DsDef]) -> Result<DsDef, RrdErr
     })
 }
 
-/// `RRA:CF:xff:steps:rows` after the `RRA:`, as create reads it (and `tune`). Holt-Winters
-/// archives are refused (not yet supported) once they parse.
+/// `RRA:CF:xff:steps:rows` after the `RRA:`, as tune's RRA additions read it (create's
+/// reading, [`parse_rra_any`]). Holt-Winters archives are refused once they parse: tune does
+/// not add them yet.
 pub fn parse_rra(body: &str, step: u64) -> Result<RraDef, RrdError> {
     let (def, _) = parse_rra_any(body, step, 0)?;
     if def.cf.is_hw() {
         return Err(err(format!(
-            "ringlet does not support {} RRAs (Holt-Winters) yet",
+            "ringlet does not add {} RRAs (Holt-Winters) with tune yet",
             def.cf.name()
         )));
     }
@@ -781,7 +782,7 @@ mod tests {
             parse_rra("HWPREDICT:30:0.1:0.0035:12", 300)
                 .unwrap_err()
                 .msg,
-            "ringlet does not support HWPREDICT RRAs (Holt-Winters) yet"
+            "ringlet does not add HWPREDICT RRAs (Holt-Winters) with tune yet"
         );
     }
 

@@ -411,15 +411,31 @@ fn candidates(
         let Some(sd) = s.schema.ds.iter().position(|x| x.name == looked) else {
             continue;
         };
-        out.extend(
-            (s.schema.rra.iter().enumerate())
-                .filter(|(_, a)| select(a))
-                .map(|(i, _)| Cand {
-                    src: k,
-                    rra: i,
-                    ds: sd,
-                }),
-        );
+        let mut mine: Vec<Cand> = (s.schema.rra.iter().enumerate())
+            .filter(|(_, a)| select(a))
+            .map(|(i, _)| Cand {
+                src: k,
+                rra: i,
+                ds: sd,
+            })
+            .collect();
+        // rrdtool sorts each source's candidates first (find_candidate_rras' qsort with
+        // sort_candidates: fewer PDPs a row first, then more rows, differences taken as C
+        // ints; glibc's qsort of a few elements is a stable merge sort). Among archives of
+        // one CF and PDP count this decides whose consolidation state a new archive copies.
+        let rra = &s.schema.rra;
+        mine.sort_by(|a, b| {
+            let (x, y) = (&rra[a.rra], &rra[b.rra]);
+            let d = if a.rra == b.rra {
+                0
+            } else if x.pdp_cnt == y.pdp_cnt {
+                y.row_cnt.wrapping_sub(x.row_cnt) as i32
+            } else {
+                x.pdp_cnt.wrapping_sub(y.pdp_cnt) as i32
+            };
+            d.cmp(&0)
+        });
+        out.extend(mine);
     }
     out
 }

@@ -38,6 +38,13 @@
 //! writes it half made); a count of rows too large for a row index (rrdtool crashes); a
 //! DCOUNTER or DDERIVE added or removed where the file's version would change (as for `-d`).
 //!
+//! On an RRD with Holt-Winters archives: a data source added gets each such archive's first
+//! state (rrdtool's init_cdp per CF) and unknown rows; their rows are never filled (rrdtool
+//! fills only the consolidating CFs'), their rows added or removed as any archive's. Refused:
+//! a change of step (rrdtool gives them more than one PDP a row), an archive removed where
+//! one of them would then depend on another (rrdtool does not renumber), adding them (not
+//! yet).
+//!
 //! One result differs, on purpose: when an archive is removed before one kept, rrdtool 1.7.2
 //! fills each archive after it with rows read where the archive of its new index was (the
 //! removed one's rows are not counted past): the data of another archive. ringlet keeps
@@ -124,13 +131,6 @@ fn rows_change(b: &str) -> Result<(i64, u8, i64), String> {
 /// Apply `ch` to `rrd` (its options already applied), `step`: a `--step` given with them.
 /// Nothing changes unless all of it can be made.
 pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(), String> {
-    if rrd.hw.is_some() {
-        return Err(
-            "ringlet does not support tune's DS and RRA changes on an RRD with \
-                    Holt-Winters archives yet"
-                .into(),
-        );
-    }
     // A new step first: the rest is made on the RRD as it leaves it.
     let scale = match step.map(rrd::num::atol) {
         Some(s) if s > 0 => {
@@ -146,6 +146,14 @@ pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(
         }
         _ => 1,
     };
+    if scale != 1 && rrd.hw.is_some() {
+        return Err(
+            "ringlet does not change the step of an RRD with Holt-Winters archives \
+                    (rrdtool 1.7.2 gives them more than one PDP a row, which its updates \
+                    do not consolidate)"
+                .into(),
+        );
+    }
     let mut old = (*rrd.schema).clone();
     old.step /= scale;
     for r in &mut old.rra {
@@ -261,6 +269,15 @@ pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(
             rrd::create::MAX_VALUES
         ));
     }
+    // rrdtool 1.7.2 keeps each Holt-Winters archive's rra-num as it was: an archive removed
+    // before one leaves it depending on another.
+    schema.check_hw().map_err(|e| {
+        format!(
+            "ringlet does not make this change: {} afterwards (rrdtool 1.7.2 does not \
+             renumber the archives they depend on)",
+            e.trim_start_matches("corrupt RRA definition: ")
+        )
+    })?;
     let (was, would) = (rrd::rrdfile::version(&old), rrd::rrdfile::version(&schema));
     if was != would {
         return Err(format!(
@@ -282,13 +299,27 @@ pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(
     }));
     // rrdtool's first CDP state of an archive: its value unknown, and the PDPs of the row
     // so far unknown too (those of the PDP's unknown seconds' start).
-    let fresh = |r: &rrd::schema::RraDef, p: &PdpPrep| CdpPrep {
-        val: DNAN,
-        unkn_pdp_cnt: ((last - p.unkn_sec_cnt as i64).rem_euclid(step * r.pdp_cnt as i64) / step)
-            as u64,
-        primary: 0.0,
-        secondary: 0.0,
+    // (rrdtool's init_cdp: a Holt-Winters archive's but DEVPREDICT's value and unknown PDPs
+    // stay 0, and its slots are set as at create.)
+    let fresh = |r: &rrd::schema::RraDef, p: &PdpPrep| {
+        if r.cf.is_hw() && r.cf != rrd::schema::Cf::DevPredict {
+            return CdpPrep {
+                val: 0.0,
+                unkn_pdp_cnt: 0,
+                primary: 0.0,
+                secondary: 0.0,
+            };
+        }
+        CdpPrep {
+            val: DNAN,
+            unkn_pdp_cnt: ((last - p.unkn_sec_cnt as i64).rem_euclid(step * r.pdp_cnt as i64)
+                / step) as u64,
+            primary: 0.0,
+            secondary: 0.0,
+        }
     };
+    let any_hw = schema.rra.iter().any(|r| r.cf.is_hw());
+    let mut slots: Vec<[u64; 6]> = Vec::new();
     let mut cdp = Vec::with_capacity(schema.rra.len() * new_cnt);
     // Each archive's values, oldest row first (the flat order of rrdtool's file).
     let mut values: Vec<Vec<f64>> = Vec::with_capacity(schema.rra.len());
@@ -296,6 +327,11 @@ pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(
     for (o, &(i, n)) in rras.iter().enumerate() {
         cdp.extend(kept.iter().map(|&d| old_cdp[i * old_cnt + d].clone()));
         cdp.extend((kept.len()..new_cnt).map(|d| fresh(&schema.rra[o], &pdp[d])));
+        if any_hw {
+            slots.extend(kept.iter().map(|&d| rrd.hw_slots(i, d)));
+            let init = rrd::HwState::initial(schema.rra[o].cf);
+            slots.extend(std::iter::repeat_n(init, added));
+        }
         // The rows added (filled from the archives where they can be), then as many of
         // the old as are kept.
         let rc = old.rra[i].row_cnt;
@@ -358,11 +394,21 @@ pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(
                 first_cdp(rrd, &old, &old_cdp, &mut readers, r, m, curr, &mut c);
             }
             cdp.push(c);
+            if any_hw {
+                // (Added archives are of the consolidating CFs: their slots are zeros.)
+                slots.push(rrd::HwState::initial(r.cf));
+            }
         }
     }
     rrd.schema = Arc::new(schema);
     rrd.pdp = pdp;
     rrd.cdp = cdp;
+    rrd.hw = any_hw.then(|| {
+        Box::new(rrd::HwState {
+            scratch: slots,
+            smooth_due: false,
+        })
+    });
     rrd.rra = values
         .iter()
         .map(|v| RraData {
@@ -496,6 +542,10 @@ fn fill(
     row: &mut [f64],
 ) {
     use rrd::schema::Cf;
+    if cf.is_hw() {
+        // rrdtool fills rows of the consolidating CFs only.
+        return;
+    }
     for c in candidates(old, cf) {
         let slot = (old.rra[c].pdp_cnt * old.step) as i64;
         let rows = old.rra[c].row_cnt as i64;

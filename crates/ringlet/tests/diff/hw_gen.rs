@@ -114,6 +114,45 @@ pub fn hw_tune_steps(
     feats.insert("tune:holt-winters");
     for _ in 0..rng.range(1, 3) {
         let mut args = vec!["tune".to_string(), file.to_string()];
+        if rng.chance(0.4) {
+            // DS and RRA changes: a data source added or removed (not beside a COMPUTE,
+            // whose expression rrdtool reads by position), rows added or removed.
+            feats.insert("tune:hw-modify");
+            let compute = schema
+                .ds
+                .iter()
+                .any(|d| d.ty == super::schema_gen::DsType::Compute);
+            for _ in 0..rng.range(1, 3) {
+                match rng.range(0, 3) {
+                    0 => args.push(format!(
+                        "DS:n{}:GAUGE:{}:U:U",
+                        rng.range(0, 99),
+                        2 * schema.step
+                    )),
+                    1 if !compute && schema.ds.len() > 1 => {
+                        let d = &schema.ds[rng.index(schema.ds.len())].name;
+                        args.push(format!("DEL:{d}"));
+                    }
+                    _ => {
+                        let n = rng.index(schema.rras.len());
+                        let op = *rng.pick(&["+", "-"]);
+                        let k = if op == "-" {
+                            rng.range(0, schema.rras[n].rows.saturating_sub(1))
+                        } else {
+                            rng.range(1, 12)
+                        };
+                        args.push(format!("RRA#{n}:{op}{k}"));
+                    }
+                }
+            }
+            steps.push(Step {
+                kind: Kind::Tune,
+                args,
+                stdin: Stdin::Empty,
+                expect: Expect::Any,
+            });
+            continue;
+        }
         for _ in 0..rng.range(1, 3) {
             let (opt, v): (&str, String) = match rng.range(0, 8) {
                 0 => (
