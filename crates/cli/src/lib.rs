@@ -47,8 +47,6 @@ Beside a running `ringlet serve`: every command takes rrdtool's --daemon ADDR
 (or $RRDCACHED_ADDRESS) and then runs in that daemon; without either, a store
 held by a daemon is reached through the address it records (STORE/daemon).
 The output is the same as without a daemon.
-
-Not supported yet: tune adding Holt-Winters archives.
 ";
 
 /// rrdtool commands ringlet does not implement.

@@ -322,6 +322,17 @@ fn holt_winters_commands_match_rrdtool() {
         assert!(o.stderr.contains(why), "{}", o.stderr);
     }
     p.same("dump h.rrd");
+    // An HWPREDICT added by tune (rrdtool adds its four archives too), then updated.
+    p.same("tune h.rrd RRA:HWPREDICT:20:0.5:0.5:5");
+    for _ in 0..30 {
+        t += 10;
+        p.same(&format!(
+            "update h.rrd {t}:{}:{}",
+            20 + next(5),
+            30 + next(9)
+        ));
+    }
+    p.same("dump h.rrd");
     // restore of the dump.
     let xml = p.rrdtool(&["dump", "h.rrd"], None).stdout;
     std::fs::write(p.rr_dir.join("h.xml"), format!("{xml}\n")).unwrap();

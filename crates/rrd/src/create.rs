@@ -453,20 +453,6 @@ fn parse_ds_body(name: &str, rest: &str, prev: &[DsDef]) -> Result<DsDef, RrdErr
     })
 }
 
-/// `RRA:CF:xff:steps:rows` after the `RRA:`, as tune's RRA additions read it (create's
-/// reading, [`parse_rra_any`]). Holt-Winters archives are refused once they parse: tune does
-/// not add them yet.
-pub fn parse_rra(body: &str, step: u64) -> Result<RraDef, RrdError> {
-    let (def, _) = parse_rra_any(body, step, 0)?;
-    if def.cf.is_hw() {
-        return Err(err(format!(
-            "ringlet does not add {} RRAs (Holt-Winters) with tune yet",
-            def.cf.name()
-        )));
-    }
-    Ok(def)
-}
-
 /// The most `RRA:` arguments rrdtool reads, and the longest FAILURES window.
 const MAX_FAILURES_WINDOW: i32 = 28;
 
@@ -775,14 +761,8 @@ mod tests {
         assert!(parse_rra_any("MHWPREDICT:30:0.5:0.5:5", 300, 0).unwrap().1);
         // An AVERAGE's bad xff is found before its missing fields, as rrdtool reads them.
         assert_eq!(
-            parse_rra("AVERAGE:1.5:1", 300).unwrap_err().msg,
+            parse_rra_any("AVERAGE:1.5:1", 300, 0).unwrap_err().msg,
             "Invalid xff: must be between 0 and 1"
-        );
-        assert_eq!(
-            parse_rra("HWPREDICT:30:0.1:0.0035:12", 300)
-                .unwrap_err()
-                .msg,
-            "ringlet does not add HWPREDICT RRAs (Holt-Winters) with tune yet"
         );
     }
 

@@ -40,17 +40,20 @@
 //!
 //! On an RRD with Holt-Winters archives: a data source added gets each such archive's first
 //! state (rrdtool's init_cdp per CF) and unknown rows; their rows are never filled (rrdtool
-//! fills only the consolidating CFs'), their rows added or removed as any archive's. Refused:
-//! a change of step (rrdtool gives them more than one PDP a row), an archive removed where
-//! one of them would then depend on another (rrdtool does not renumber), adding them (not
-//! yet).
+//! fills only the consolidating CFs'), their rows added or removed as any archive's. One
+//! added (`RRA:HWPREDICT:...`) is read as create reads it, with the file name as given
+//! hashed for its smoothing row, and gets the four rrdtool adds; its state is init_cdp's,
+//! or where a candidate archive gives the first state, zeros with it (rrdtool zeroes the
+//! whole scratch: its coefficients start at 0). Refused: a change of step (rrdtool gives
+//! them more than one PDP a row), an archive removed where one of them would then depend on
+//! another (rrdtool does not renumber).
 //!
 //! One result differs, on purpose: when an archive is removed before one kept, rrdtool 1.7.2
 //! fills each archive after it with rows read where the archive of its new index was (the
 //! removed one's rows are not counted past): the data of another archive. ringlet keeps
 //! each archive's own rows (README says so).
 
-use rrd::create::{is_name_char, parse_ds, parse_rra};
+use rrd::create::{is_name_char, parse_ds, parse_rra_any};
 use rrd::num::DNAN;
 use rrd::rows::Rows;
 use rrd::schema::{DsDef, DsType};
@@ -130,7 +133,14 @@ fn rows_change(b: &str) -> Result<(i64, u8, i64), String> {
 
 /// Apply `ch` to `rrd` (its options already applied), `step`: a `--step` given with them.
 /// Nothing changes unless all of it can be made.
-pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(), String> {
+/// `name`: the file name as given, which rrdtool hashes for a Holt-Winters archive added
+/// (its smoothing row).
+pub(crate) fn apply(
+    rrd: &mut Rrd,
+    ch: &Changes,
+    step: Option<&str>,
+    name: &str,
+) -> Result<(), String> {
     // A new step first: the rest is made on the RRD as it leaves it.
     let scale = match step.map(rrd::num::atol) {
         Some(s) if s > 0 => {
@@ -187,8 +197,13 @@ pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(
                 .into(),
         );
     }
-    let new_rras = (ch.add_rra.iter())
-        .map(|b| parse_rra(b, old.step).map_err(|e| e.msg))
+    let hash = rrd::create::fnv_hash(name);
+    let parsed = (ch.add_rra.iter())
+        .map(|b| {
+            parse_rra_any(b, old.step, hash)
+                .map(|(d, _)| d)
+                .map_err(|e| e.msg)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let mut ds: Vec<DsDef> = kept.iter().map(|&i| old.ds[i].clone()).collect();
     for b in &ch.add {
@@ -249,7 +264,13 @@ pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(
             r
         })
         .collect();
-    schema.rra.extend(new_rras.iter().cloned());
+    // Each archive added after those kept, and after a HWPREDICT or MHWPREDICT alone the
+    // four rrdtool adds (handle_dependent_rras).
+    for def in parsed {
+        schema.rra.push(def);
+        rrd::create::add_contingent(&mut schema.rra, hash).map_err(|e| e.msg)?;
+    }
+    let new_rras: Vec<rrd::schema::RraDef> = schema.rra[rras.len()..].to_vec();
     if schema.rra.is_empty() {
         return Err(
             "ringlet does not remove every archive of an RRD (rrdtool 1.7.2 leaves a \
@@ -282,7 +303,8 @@ pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(
     if was != would {
         return Err(format!(
             "ringlet does not make this change: the file's version would change from {was} \
-             to {would} (rrdtool 1.7.2 keeps 0003 with a DCOUNTER or DDERIVE in it)"
+             to {would} (rrdtool 1.7.2 keeps the version where a DCOUNTER, DDERIVE or \
+             MHWPREDICT, or a smoothing window, needs another)"
         ));
     }
     // The state.
@@ -387,16 +409,22 @@ pub(crate) fn apply(rrd: &mut Rrd, ch: &Changes, step: Option<&str>) -> Result<(
             .sum();
         for d in 0..new_cnt {
             let mut c = fresh(r, &pdp[d]);
+            let mut chosen = false;
             if let Some(m) = map[d] {
                 // rrdtool reads the current value at a row count taken for a value count.
                 let at = before as usize + new_cnt * (n - 1) + d;
                 let curr = flat(&values, at);
-                first_cdp(rrd, &old, &old_cdp, &mut readers, r, m, curr, &mut c);
+                chosen = first_cdp(rrd, &old, &old_cdp, &mut readers, r, m, curr, &mut c);
             }
             cdp.push(c);
             if any_hw {
-                // (Added archives are of the consolidating CFs: their slots are zeros.)
-                slots.push(rrd::HwState::initial(r.cf));
+                // init_cdp's slots; zeroed with the rest of the state where a candidate
+                // gave it (rrdtool then starts a Holt-Winters archive's coefficients at 0).
+                slots.push(if chosen {
+                    [0; 6]
+                } else {
+                    rrd::HwState::initial(r.cf)
+                });
             }
         }
     }
@@ -461,7 +489,8 @@ fn past(rrd: &Rrd, old: &rrd::schema::Schema, c: usize, t: i64) -> Option<i64> {
 /// the state zeroed, the primary value `curr`; the secondary the candidate's own primary if
 /// the current row of the new archive starts after the candidate's newest row, else the
 /// candidate's value before that start; and the candidate's values since then consolidated
-/// into the value (from 0, not unknown: a MIN is at most 0).
+/// into the value (from 0, not unknown: a MIN is at most 0). Returns whether a candidate
+/// gave it.
 #[allow(clippy::too_many_arguments)]
 fn first_cdp(
     rrd: &Rrd,
@@ -472,13 +501,13 @@ fn first_cdp(
     m: usize,
     curr: f64,
     c: &mut CdpPrep,
-) {
+) -> bool {
     use rrd::schema::Cf;
     let Some(ch) = candidates(old, r.cf)
         .into_iter()
         .find(|&k| old.rra[k].pdp_cnt == 1 || old.rra[k].cf == Cf::Average)
     else {
-        return;
+        return false;
     };
     let last = rrd.last_up;
     let slot = (r.pdp_cnt * old.step) as i64;
@@ -512,12 +541,13 @@ fn first_cdp(
                     Cf::Min if v < c.val => v,
                     Cf::Max if v > c.val => v,
                     Cf::Min | Cf::Max => c.val,
-                    // LAST (Holt-Winters archives are not made yet).
+                    // LAST, and the Holt-Winters CFs (update_cdp's default).
                     _ => v,
                 };
             }
         }
     }
+    true
 }
 
 /// Fill a row added to an archive of CF `cf` (the seconds `start..=end`) from the RRD's archives as
@@ -595,7 +625,7 @@ fn fill(
                         acc = if !acc.is_nan() && acc > v { acc } else { v };
                         acc
                     }
-                    // LAST (Holt-Winters archives are not made yet).
+                    // LAST (the Holt-Winters CFs are never filled: above).
                     _ => v,
                 };
             }

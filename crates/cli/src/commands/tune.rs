@@ -120,7 +120,7 @@ pub fn tune(ctx: &Ctx, args: &[String]) -> Outcome {
                 Ok(("step", v)) => Some(v.as_str()),
                 _ => None,
             });
-            match modify::scan(rest).and_then(|ch| modify::apply(&mut rrd, &ch, step)) {
+            match modify::scan(rest).and_then(|ch| modify::apply(&mut rrd, &ch, step, given)) {
                 Ok(()) => changed = true,
                 Err(e) => error = Some(e),
             }

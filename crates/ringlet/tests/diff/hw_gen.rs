@@ -123,15 +123,34 @@ pub fn hw_tune_steps(
                 .iter()
                 .any(|d| d.ty == super::schema_gen::DsType::Compute);
             for _ in 0..rng.range(1, 3) {
-                match rng.range(0, 3) {
+                match rng.range(0, 4) {
+                    3 => {
+                        // A Holt-Winters archive added (rrdtool adds the other four).
+                        feats.insert("tune:hw-add");
+                        let period = rng.range(2, 12);
+                        args.push(format!(
+                            "RRA:HWPREDICT:{}:{}:{}:{period}",
+                            period * rng.range(1, 3),
+                            fraction(rng),
+                            fraction(rng)
+                        ));
+                    }
                     0 => args.push(format!(
                         "DS:n{}:GAUGE:{}:U:U",
                         rng.range(0, 99),
                         2 * schema.step
                     )),
-                    1 if !compute && schema.ds.len() > 1 => {
-                        let d = &schema.ds[rng.index(schema.ds.len())].name;
-                        args.push(format!("DEL:{d}"));
+                    // One data source removed at most, never the last, nor a DCOUNTER or
+                    // DDERIVE (the file's version would change: refused, as for any RRD).
+                    1 if !compute
+                        && schema.ds.len() > 1
+                        && !args.iter().any(|a| a.starts_with("DEL:")) =>
+                    {
+                        use super::schema_gen::DsType;
+                        let d = &schema.ds[rng.index(schema.ds.len())];
+                        if !matches!(d.ty, DsType::DCounter | DsType::DDerive) {
+                            args.push(format!("DEL:{}", d.name));
+                        }
                     }
                     _ => {
                         let n = rng.index(schema.rras.len());
