@@ -465,6 +465,29 @@ pub fn keep_version(schema: &mut Schema, file_version: &str) {
     }
 }
 
+/// Turn the rows of each archive of an `.rrd` file so that its current row is at
+/// `to(row_cnt)`, the rows keeping their order around the ring (what the file holds does not
+/// change, only where: rrdtool's create and restore start each archive at a random row,
+/// ringlet's create at row 0 and restore at the last; tests compare files and behaviour that
+/// depends on the place, such as Holt-Winters' smoothing row, with them turned alike).
+pub fn move_current_rows(bytes: &mut [u8], to: impl Fn(u64) -> u64) -> Result<(), RrdError> {
+    let rrd = read(bytes)?;
+    let (ds_cnt, rra_cnt) = (rrd.schema.ds.len(), rrd.schema.rra.len());
+    let end = header_size(ds_cnt, rra_cnt);
+    let mut at = end;
+    for (k, (def, data)) in rrd.schema.rra.iter().zip(&rrd.rra).enumerate() {
+        let row = 8 * ds_cnt;
+        let len = def.row_cnt as usize * row;
+        let want = to(def.row_cnt) % def.row_cnt;
+        let by = (data.cur_row + def.row_cnt - want) % def.row_cnt;
+        bytes[at..at + len].rotate_left(by as usize * row);
+        let ptr = end - 8 * (rra_cnt - k);
+        bytes[ptr..ptr + 8].copy_from_slice(&want.to_le_bytes());
+        at += len;
+    }
+    Ok(())
+}
+
 fn put(buf: &mut [u8], off: usize, bytes: &[u8]) {
     buf[off..off + bytes.len()].copy_from_slice(bytes);
 }

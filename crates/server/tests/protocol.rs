@@ -860,16 +860,7 @@ fn files_that_are_not_rrds_get_librrds_errors() {
 /// row 0, as ringlet's do, before any update.
 fn at_row_zero(path: &std::path::Path) {
     let mut bytes = std::fs::read(path).unwrap();
-    let rrd = rrd::rrdfile::read(&bytes).unwrap();
-    let (ds_cnt, rra_cnt) = (rrd.schema.ds.len(), rrd.schema.rra.len());
-    let end = rrd::rrdfile::header_size(ds_cnt, rra_cnt);
-    let mut at = end;
-    for (def, data) in rrd.schema.rra.iter().zip(&rrd.rra) {
-        let len = def.row_cnt as usize * 8 * ds_cnt;
-        bytes[at..at + len].rotate_left(data.cur_row as usize * 8 * ds_cnt);
-        at += len;
-    }
-    bytes[end - 8 * rra_cnt..end].fill(0);
+    rrd::rrdfile::move_current_rows(&mut bytes, |_| 0).unwrap();
     std::fs::write(path, bytes).unwrap();
 }
 

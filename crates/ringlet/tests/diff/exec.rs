@@ -89,61 +89,27 @@ pub fn run_case(
 /// has data; a plain one only unknown rows). Where rrdtool itself reads by place (tune's fill
 /// of rows added: a quirk at the end of an archive's range), the two then agree.
 fn start_at_row_zero(dir: &Path, args: &[String]) {
-    let Some(name) = args.iter().skip(1).find(|a| a.ends_with(".rrd")) else {
-        return;
-    };
-    let path = dir.join(name);
-    let Ok(mut bytes) = std::fs::read(&path) else {
-        return;
-    };
-    let Ok(rrd) = rrd::rrdfile::read(&bytes) else {
-        return;
-    };
-    let (ds_cnt, rra_cnt) = (rrd.schema.ds.len(), rrd.schema.rra.len());
-    let end = rrd::rrdfile::header_size(ds_cnt, rra_cnt);
-    let mut at = end;
-    for (def, data) in rrd.schema.rra.iter().zip(&rrd.rra) {
-        let row = 8 * ds_cnt;
-        let len = def.row_cnt as usize * row;
-        if at + len > bytes.len() {
-            return;
-        }
-        bytes[at..at + len].rotate_left(data.cur_row as usize * row);
-        at += len;
+    if let Some(name) = args.iter().skip(1).find(|a| a.ends_with(".rrd")) {
+        move_rows(&dir.join(name), |_| 0);
     }
-    bytes[end - 8 * rra_cnt..end].fill(0);
-    std::fs::write(&path, bytes).unwrap();
 }
 
 /// rrdtool's restore puts each archive's newest row at a random row, ringlet's at the last:
 /// the file rrdtool restored is turned to end at its last row too (Holt-Winters' burn-in
 /// smoothings run when the current row wraps).
 fn end_at_last_row(dir: &Path, args: &[String]) {
-    let Some(name) = args.last() else {
-        return;
-    };
-    let path = dir.join(name);
-    let Ok(mut bytes) = std::fs::read(&path) else {
-        return;
-    };
-    let Ok(rrd) = rrd::rrdfile::read(&bytes) else {
-        return;
-    };
-    let (ds_cnt, rra_cnt) = (rrd.schema.ds.len(), rrd.schema.rra.len());
-    let end = rrd::rrdfile::header_size(ds_cnt, rra_cnt);
-    let mut at = end;
-    for (k, (def, data)) in rrd.schema.rra.iter().zip(&rrd.rra).enumerate() {
-        let row = 8 * ds_cnt;
-        let len = def.row_cnt as usize * row;
-        if at + len > bytes.len() {
-            return;
-        }
-        bytes[at..at + len].rotate_left((data.cur_row as usize + 1) * row % len.max(1));
-        let ptr = end - 8 * (rra_cnt - k);
-        bytes[ptr..ptr + 8].copy_from_slice(&(def.row_cnt - 1).to_le_bytes());
-        at += len;
+    if let Some(name) = args.last() {
+        move_rows(&dir.join(name), |rows| rows - 1);
     }
-    std::fs::write(&path, bytes).unwrap();
+}
+
+fn move_rows(path: &Path, to: impl Fn(u64) -> u64) {
+    let Ok(mut bytes) = std::fs::read(path) else {
+        return;
+    };
+    if rrd::rrdfile::move_current_rows(&mut bytes, to).is_ok() {
+        std::fs::write(path, bytes).unwrap();
+    }
 }
 
 fn run_one(mut cmd: Command, input: Vec<u8>) -> Output {

@@ -397,12 +397,7 @@ fn update_hwpredict(rrd: &mut Rrd, r: usize, ds: usize, observed: f64) -> f64 {
     let model = Model::of(def.cf);
     let p = def.hw();
     let seas = dep(rrd, r);
-    let sc = slots(rrd, seas, ds);
-    let seasonal = f(if seas < r {
-        sc[LAST_INTERCEPT]
-    } else {
-        sc[INTERCEPT]
-    });
+    let seasonal = coef(rrd, seas, ds, seas < r);
     let s = slots_mut(rrd, r, ds);
     s[LAST_INTERCEPT] = s[INTERCEPT];
     s[LAST_SLOPE] = s[SLOPE];
@@ -432,12 +427,30 @@ fn update_hwpredict(rrd: &mut Rrd, r: usize, ds: usize, observed: f64) -> f64 {
 /// `update_devpredict`: the DEVSEASONAL archive's deviation, as it stood before this step.
 fn update_devpredict(rrd: &Rrd, r: usize, ds: usize) -> f64 {
     let d = dep(rrd, r);
-    let s = slots(rrd, d, ds);
-    f(if d < r {
+    coef(rrd, d, ds, d < r)
+}
+
+/// Archive `a`'s coefficient for `ds` (its intercept, seasonal coefficient or deviation) as
+/// another archive's update sees it: the one before this step if `a` was updated first in
+/// this pass (`first`: rrdtool compares the archives' indexes), else the current one.
+fn coef(rrd: &Rrd, a: usize, ds: usize, first: bool) -> f64 {
+    let s = slots(rrd, a, ds);
+    f(if first {
         s[LAST_INTERCEPT]
     } else {
         s[INTERCEPT]
     })
+}
+
+/// An HWPREDICT/MHWPREDICT archive's intercept, slope and null count for `ds`, those before
+/// this step if it was updated first in this pass.
+fn model_coefs(rrd: &Rrd, hwr: usize, ds: usize, first: bool) -> (f64, f64, u64) {
+    let h = slots(rrd, hwr, ds);
+    if first {
+        (f(h[LAST_INTERCEPT]), f(h[LAST_SLOPE]), h[LAST_NULL_COUNT])
+    } else {
+        (f(h[INTERCEPT]), f(h[SLOPE]), h[NULL_COUNT])
+    }
 }
 
 /// `update_seasonal`: returns the seasonal coefficient written for this step.
@@ -484,22 +497,12 @@ fn update_devseasonal(rrd: &mut Rrd, r: usize, ds: usize, observed: f64, coefs: 
     s[INTERCEPT] = next.to_bits();
     let last_dev = f(s[LAST_INTERCEPT]);
     let seas = dep(rrd, hwr);
-    let sc = slots(rrd, seas, ds);
-    let seasonal = f(if seas < r {
-        sc[LAST_INTERCEPT]
-    } else {
-        sc[INTERCEPT]
-    });
-    let hc = slots(rrd, hwr, ds);
-    let (int, slo, nulls) = if hwr < r {
-        (hc[LAST_INTERCEPT], hc[LAST_SLOPE], hc[LAST_NULL_COUNT])
-    } else {
-        (hc[INTERCEPT], hc[SLOPE], hc[NULL_COUNT])
-    };
-    if f(int).is_nan() || f(slo).is_nan() || seasonal.is_nan() {
+    let seasonal = coef(rrd, seas, ds, seas < r);
+    let (int, slo, nulls) = model_coefs(rrd, hwr, ds, hwr < r);
+    if int.is_nan() || slo.is_nan() || seasonal.is_nan() {
         return DNAN;
     }
-    let prediction = model.predict(f(int), f(slo), nulls, seasonal);
+    let prediction = model.predict(int, slo, nulls, seasonal);
     if observed.is_nan() {
         last_dev
     } else if last_dev.is_nan() {
@@ -516,32 +519,13 @@ fn update_failures(rrd: &mut Rrd, r: usize, ds: usize, observed: f64) -> f64 {
     let hwr = dep(rrd, devr);
     let seas = dep(rrd, hwr);
     let model = Model::of(rrd.schema.rra[hwr].cf);
-    let dc = slots(rrd, devr, ds);
     // rrdtool compares with the SEASONAL archive's index for the deviation too.
-    let deviation = f(if r < seas {
-        dc[INTERCEPT]
-    } else {
-        dc[LAST_INTERCEPT]
-    });
+    let deviation = coef(rrd, devr, ds, r > seas);
     let mut violation = 0u8;
     if !deviation.is_nan() {
-        let sc = slots(rrd, seas, ds);
-        let seasonal = f(if r < seas {
-            sc[INTERCEPT]
-        } else {
-            sc[LAST_INTERCEPT]
-        });
-        let hc = slots(rrd, hwr, ds);
-        let prediction = if r < hwr {
-            model.predict(f(hc[INTERCEPT]), f(hc[SLOPE]), hc[NULL_COUNT], seasonal)
-        } else {
-            model.predict(
-                f(hc[LAST_INTERCEPT]),
-                f(hc[LAST_SLOPE]),
-                hc[LAST_NULL_COUNT],
-                seasonal,
-            )
-        };
+        let seasonal = coef(rrd, seas, ds, r > seas);
+        let (int, slo, nulls) = model_coefs(rrd, hwr, ds, r > hwr);
+        let prediction = model.predict(int, slo, nulls, seasonal);
         violation = if observed.is_nan() {
             1
         } else {
