@@ -200,7 +200,7 @@ fn source_creates_match_rrdtool_byte_for_byte() {
 
 /// Cases whose seeds are in `diff::gen::HOLT` and up: their file has Holt-Winters archives
 /// (`diff::hw_gen`), updated, read by every CF, dumped, restored, some tuned with the
-/// Holt-Winters options (`DIFF_HW_CASES`; 150 by default, about 2 minutes, to keep CI's
+/// Holt-Winters options (`DIFF_HW_CASES`; 100 by default, about 1.5 minutes, to keep CI's
 /// time: `DIFF_HW_CASES=500` for the count, about 6.5 minutes).
 #[test]
 fn holt_winters_match_rrdtool_byte_for_byte() {
@@ -210,7 +210,7 @@ fn holt_winters_match_rrdtool_byte_for_byte() {
     differential(forced_seeds_of(
         diff::gen::HOLT,
         "DIFF_HW_CASES",
-        150,
+        100,
         |f| f.contains("holt-winters"),
     ));
 }
