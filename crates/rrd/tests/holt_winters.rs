@@ -141,7 +141,7 @@ impl Rng {
     }
 }
 
-/// Update calls (180 each one `rrdtool update` with one to five values) applied by rrdtool to
+/// 180 update calls a schema (each one `rrdtool update` of one to five values) applied by rrdtool to
 /// its file and by ringlet to the same file read in: after every call the dumps are equal.
 /// The values follow a season with noise, with unknowns, late and bulk updates, so the
 /// models start, learn, smooth (burn-in and after), reset on gaps and flag failures.
