@@ -116,7 +116,6 @@ fn run_steps(
         &mut heap
     };
     process_all_pdp_st(rrd, &st, pdp_new, pdp_temp)?;
-    let step = rrd.schema.step;
     for r in 0..rrd.schema.rra.len() {
         let def = &rrd.schema.rra[r];
         let (pdp_cnt, row_cnt) = (def.pdp_cnt, def.row_cnt);
@@ -137,36 +136,55 @@ fn run_steps(
         if rra_step_cnt == 0 {
             continue;
         }
-        // updatev's row times come from the batch's reference time (the update time, or for
-        // the split-off left PDP `last_up + whole open seconds`), rounded down to the span.
-        let span = (pdp_cnt * step) as i64;
-        let last_end = time_ref - time_ref.rem_euclid(span);
-        let data = &mut rrd.rra[r];
-        for k in 0..rra_step_cnt {
-            // `cur_row < row_cnt` (`check_shape`): the wrap without a division.
-            data.cur_row = if data.cur_row + 1 >= row_cnt {
-                0
-            } else {
-                data.cur_row + 1
-            };
-            let base = data.cur_row as usize * ds_cnt;
-            // updatev (#899) prints every row after the first one span too late.
-            let time =
-                last_end - (rra_step_cnt - 1 - k) as i64 * span + if k > 0 { span } else { 0 };
-            for ds in 0..ds_cnt {
-                let c = &rrd.cdp[r * ds_cnt + ds];
-                let value = if k == 0 { c.primary } else { c.secondary };
-                data.rows.set(base + ds, value);
-                sink(RowWrite {
-                    rra: r,
-                    ds,
-                    time,
-                    value,
-                });
-            }
-        }
+        write_rows(rrd, r, rra_step_cnt, time_ref, false, sink);
     }
     Ok(())
+}
+
+/// `write_to_rras` for archive `r`: `rra_step_cnt` rows after its current one, the first
+/// from each CDP's primary value, the others from the secondary; with `skip` (a seasonal
+/// archive on a bulk update) the current row only moves. Each row goes to `sink` with the
+/// time updatev prints: from the batch's reference time (the update time, or for the
+/// split-off left PDP `last_up + whole open seconds`) rounded down to the row span.
+#[inline]
+pub(super) fn write_rows(
+    rrd: &mut Rrd,
+    r: usize,
+    rra_step_cnt: u64,
+    time_ref: i64,
+    skip: bool,
+    sink: &mut dyn FnMut(RowWrite),
+) {
+    let ds_cnt = rrd.pdp.len();
+    let (pdp_cnt, row_cnt) = (rrd.schema.rra[r].pdp_cnt, rrd.schema.rra[r].row_cnt);
+    let span = (pdp_cnt * rrd.schema.step) as i64;
+    let last_end = time_ref - time_ref.rem_euclid(span);
+    let data = &mut rrd.rra[r];
+    for k in 0..rra_step_cnt {
+        // `cur_row < row_cnt` (`check_shape`): the wrap without a division.
+        data.cur_row = if data.cur_row + 1 >= row_cnt {
+            0
+        } else {
+            data.cur_row + 1
+        };
+        if skip {
+            continue;
+        }
+        let base = data.cur_row as usize * ds_cnt;
+        // updatev (#899) prints every row after the first one span too late.
+        let time = last_end - (rra_step_cnt - 1 - k) as i64 * span + if k > 0 { span } else { 0 };
+        for ds in 0..ds_cnt {
+            let c = &rrd.cdp[r * ds_cnt + ds];
+            let value = if k == 0 { c.primary } else { c.secondary };
+            data.rows.set(base + ds, value);
+            sink(RowWrite {
+                rra: r,
+                ds,
+                time,
+                value,
+            });
+        }
+    }
 }
 
 /// `process_pdp_st` for every DS: the rate of the PDPs completed, into `pdp_temp`.

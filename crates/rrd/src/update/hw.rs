@@ -18,7 +18,7 @@
 //! the start of its CDP scratch, counted as signed chars into an unsigned short; the
 //! smoother reads a file of version 0003 with the default window whatever the archive holds.
 
-use super::consolidate::{process_all_pdp_st, update_cdp, Steps};
+use super::consolidate::{process_all_pdp_st, update_cdp, write_rows, Steps};
 use super::RowWrite;
 use crate::num::DNAN;
 use crate::schema::Cf;
@@ -205,40 +205,8 @@ pub(super) fn run_steps(
         }
     }
 
-    // write_to_rras
-    let step = rrd.schema.step;
     for r in 0..n_rra {
-        let cnt = step_cnt[r];
-        if cnt == 0 {
-            continue;
-        }
-        let (pdp_cnt, row_cnt) = (rrd.schema.rra[r].pdp_cnt, rrd.schema.rra[r].row_cnt);
-        let span = (pdp_cnt * step) as i64;
-        let last_end = time_ref - time_ref.rem_euclid(span);
-        for k in 0..cnt {
-            let data = &mut rrd.rra[r];
-            data.cur_row = if data.cur_row + 1 >= row_cnt {
-                0
-            } else {
-                data.cur_row + 1
-            };
-            if skip[r] {
-                continue;
-            }
-            let base = data.cur_row as usize * ds_cnt;
-            let time = last_end - (cnt - 1 - k) as i64 * span + if k > 0 { span } else { 0 };
-            for ds in 0..ds_cnt {
-                let c = &rrd.cdp[r * ds_cnt + ds];
-                let value = if k == 0 { c.primary } else { c.secondary };
-                rrd.rra[r].rows.set(base + ds, value);
-                sink(RowWrite {
-                    rra: r,
-                    ds,
-                    time,
-                    value,
-                });
-            }
-        }
+        write_rows(rrd, r, step_cnt[r], time_ref, skip[r], sink);
     }
     Ok(())
 }
