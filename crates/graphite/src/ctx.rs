@@ -21,6 +21,27 @@ pub struct Ctx<'a> {
     pub now: i64,
     /// What the whole request may still read and make.
     pub limits: &'a Limits,
+    /// What functions leave for those evaluated after them (graphite-web's requestContext).
+    pub state: State,
+}
+
+/// What graphite-web's functions keep in its requestContext for later ones: the
+/// xFilesFactor `setXFilesFactor` set (a copied context takes its own), and `stacked`'s
+/// running totals (shared by copies, as a shallow copy shares them).
+#[derive(Default)]
+pub struct State {
+    pub xff: std::cell::Cell<Option<f64>>,
+    pub stacks: std::rc::Rc<std::cell::RefCell<std::collections::HashMap<String, Vec<f64>>>>,
+}
+
+impl State {
+    /// A copy, as graphite-web's `requestContext.copy()`.
+    pub fn copy(&self) -> State {
+        State {
+            xff: std::cell::Cell::new(self.xff.get()),
+            stacks: self.stacks.clone(),
+        }
+    }
 }
 
 /// Points a request may read from the store and make in its functions, all its targets
@@ -102,6 +123,25 @@ impl Ctx<'_> {
             until,
             now: self.now,
             limits: self.limits,
+            state: self.state.copy(),
+        }
+    }
+
+    /// A new context for a request.
+    pub fn new<'a>(
+        source: &'a dyn Source,
+        from: i64,
+        until: i64,
+        now: i64,
+        limits: &'a Limits,
+    ) -> Ctx<'a> {
+        Ctx {
+            source,
+            from,
+            until,
+            now,
+            limits,
+            state: State::default(),
         }
     }
 

@@ -89,6 +89,11 @@ pub fn py_float(v: f64) -> String {
 
 /// A float as Python's `%g` writes it (names such as `scale(a,0.5)`).
 pub fn fmt_g(v: f64) -> String {
+    fmt_g_prec(v, 6)
+}
+
+/// A float as Python's `%.<p>g` writes it.
+pub fn fmt_g_prec(v: f64, p: usize) -> String {
     if v.is_nan() {
         return "nan".into();
     }
@@ -96,9 +101,10 @@ pub fn fmt_g(v: f64) -> String {
         return if v > 0.0 { "inf" } else { "-inf" }.into();
     }
     if v == 0.0 {
-        return "0".into();
+        return if v.is_sign_negative() { "-0" } else { "0" }.into();
     }
-    let e = format!("{v:.5e}");
+    let p = p.max(1);
+    let e = format!("{v:.*e}", p - 1);
     let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let trim = |s: String| {
@@ -108,8 +114,8 @@ pub fn fmt_g(v: f64) -> String {
             s
         }
     };
-    if (-4..6).contains(&exp) {
-        let decimals = (5 - exp).max(0) as usize;
+    if exp >= -4 && exp < p as i32 {
+        let decimals = (p as i32 - 1 - exp).max(0) as usize;
         trim(format!("{v:.decimals$}"))
     } else {
         format!(
@@ -182,22 +188,14 @@ pub fn json(series: &[Series], no_null_points: bool) -> String {
         first = false;
         out.push_str("{\"target\": ");
         json_str(&s.name, &mut out);
-        out.push_str(", \"tags\": {\"name\": ");
-        // A tagged series' name (not wrapped in a function) gives its tags, as graphite-web.
-        match super::tags::parse(&s.name)
-            .ok()
-            .filter(|_| !s.name.contains('('))
-        {
-            Some(t) => {
-                json_str(&t.name, &mut out);
-                for (k, v) in &t.tags {
-                    out.push_str(", ");
-                    json_str(k, &mut out);
-                    out.push_str(": ");
-                    json_str(v, &mut out);
-                }
+        out.push_str(", \"tags\": {");
+        for (i, (k, v)) in s.tags.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
             }
-            None => json_str(&s.name, &mut out),
+            json_str(k, &mut out);
+            out.push_str(": ");
+            json_str(v, &mut out);
         }
         out.push_str("}, \"datapoints\": [");
         let mut ints = itoa::Buffer::new();
@@ -226,7 +224,7 @@ pub fn csv(series: &[Series]) -> String {
         } else {
             s.name.clone()
         };
-        for (i, v) in s.values.iter().enumerate() {
+        for (i, v) in s.points().iter().enumerate() {
             let t = s.start + i as i64 * s.step;
             let _ = write!(out, "{name},{},", rrd::dump::utc_datetime(t));
             if let Some(v) = v {
@@ -244,7 +242,7 @@ pub fn raw(series: &[Series]) -> String {
     for s in series {
         let _ = write!(out, "{},{},{},{}|", s.name, s.start, s.end, s.step);
         let vals: Vec<String> = s
-            .values
+            .points()
             .iter()
             .map(|v| v.map_or("None".to_string(), py_float))
             .collect();
@@ -338,14 +336,14 @@ pub fn pickle(series: &[Series]) -> Vec<u8> {
             p.text("step");
             p.int(s.step);
             p.text("values");
-            p.list(&s.values, |p, v| match v {
+            p.list(&s.points(), |p, v| match v {
                 Some(x) => p.float(*x),
                 None => p.none(),
             });
             p.text("pathExpression");
             p.text(&s.path_expression);
             p.text("valuesPerPoint");
-            p.int(1);
+            p.int(s.vpp as i64);
             p.text("consolidationFunc");
             p.text(&s.consolidation);
             p.text("xFilesFactor");

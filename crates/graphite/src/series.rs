@@ -1,8 +1,16 @@
 //! A series as graphite-web's functions see it, and what graphite-web does to every series:
 //! consolidation (`consolidateBy`, `maxDataPoints`) and the aggregations its functions name.
 
+/// A series' tags as graphite-web keeps them: a dict in insertion order (a tag set again
+/// keeps its place), every value a string.
+pub type Tags = Vec<(String, String)>;
+
 /// A series as graphite-web's functions see it: points at `start`, `start + step`, ...
 /// (before `end`), each a value or None.
+///
+/// As graphite-web's TimeSeries, a series is consolidated lazily: `vpp` (values per point)
+/// above 1 makes [`Series::points`] combine that many raw values a point with the series'
+/// consolidation function, while `values` (what graphite-web indexes and counts) stays raw.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     pub name: String,
@@ -11,13 +19,41 @@ pub struct Series {
     pub end: i64,
     pub step: i64,
     pub values: Vec<Option<f64>>,
-    /// How [`Series::consolidate`] combines points: average, sum, min, max, first, last.
+    /// Raw values a point (graphite-web's valuesPerPoint).
+    pub vpp: usize,
+    /// How points are combined: average, avg_zero, sum, min, max, first, last.
     pub consolidation: String,
     pub xff: f64,
+    pub tags: Tags,
 }
 
 impl Series {
+    /// A new series named `name`, its tags read from the name as graphite-web does.
     pub fn new(name: String, start: i64, end: i64, step: i64, values: Vec<Option<f64>>) -> Series {
+        Series {
+            path_expression: name.clone(),
+            tags: crate::tags::of_name(&name),
+            name,
+            start,
+            end,
+            step,
+            values,
+            vpp: 1,
+            consolidation: "average".into(),
+            xff: 0.0,
+        }
+    }
+
+    /// A new series from this one (graphite-web's `copy`): its tags, consolidation and
+    /// xFilesFactor kept, the rest given; its path expression is its name.
+    pub fn copy(
+        &self,
+        name: String,
+        start: i64,
+        end: i64,
+        step: i64,
+        values: Vec<Option<f64>>,
+    ) -> Series {
         Series {
             path_expression: name.clone(),
             name,
@@ -25,104 +61,216 @@ impl Series {
             end,
             step,
             values,
-            consolidation: "average".into(),
-            xff: 0.0,
+            vpp: 1,
+            consolidation: self.consolidation.clone(),
+            xff: self.xff,
+            tags: self.tags.clone(),
         }
     }
 
-    /// The same series, renamed, with other values.
+    /// The same series, renamed, with other values (its path expression kept).
     pub fn with(&self, name: String, values: Vec<Option<f64>>) -> Series {
         Series {
             name,
             values,
+            vpp: 1,
             ..self.clone()
         }
     }
 
-    /// Combine every `n` points into one with the series' consolidation function (a point
-    /// is None unless a fraction >= xff of its points are known; a last short group counts
-    /// as a whole one), as graphite-web's consolidating iterator does.
+    /// Set tag `k` (in its place if it is there, else last).
+    pub fn set_tag(&mut self, k: &str, v: impl Into<String>) {
+        set_tag(&mut self.tags, k, v);
+    }
+
+    /// Tag `k`'s value.
+    pub fn tag(&self, k: &str) -> Option<&str> {
+        self.tags
+            .iter()
+            .find(|(t, _)| t == k)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Combine every `n` values into a point from now on (graphite-web's `consolidate`:
+    /// it sets, not multiplies, the values a point).
     pub fn consolidate(&mut self, n: usize) {
-        if n <= 1 {
-            return;
+        self.vpp = n.max(1);
+    }
+
+    /// The points as graphite-web iterates a series: the raw values, or with `vpp` above 1
+    /// each group of `vpp` combined (None unless a fraction >= xff of them is known; a last
+    /// short group is measured against a whole one).
+    pub fn points(&self) -> Vec<Option<f64>> {
+        if self.vpp <= 1 {
+            return self.values.clone();
         }
-        let f = self.consolidation.clone();
-        let xff = self.xff;
-        self.values = self
-            .values
+        let n = self.vpp;
+        let f = self.consolidation.as_str();
+        self.values
             .chunks(n)
             .map(|c| {
-                let known: Vec<f64> = c.iter().flatten().copied().collect();
-                if known.is_empty() || (known.len() as f64 / n as f64) < xff {
+                let known = c.iter().flatten().count();
+                if known == 0 || (known as f64 / n as f64) < self.xff {
                     return None;
                 }
-                agg(&f, &known, c)
+                let vals: Vec<f64> = if f == "avg_zero" {
+                    c.iter().map(|v| v.unwrap_or(0.0)).collect()
+                } else {
+                    c.iter().flatten().copied().collect()
+                };
+                match f {
+                    "sum" => Some(py_sum(&vals)),
+                    "average" | "avg" | "avg_zero" => Some(py_sum(&vals) / vals.len() as f64),
+                    "max" => vals.iter().copied().reduce(py_max),
+                    "min" => vals.iter().copied().reduce(py_min),
+                    "first" => vals.first().copied(),
+                    "last" => vals.last().copied(),
+                    _ => None,
+                }
             })
-            .collect();
-        self.step *= n as i64;
+            .collect()
+    }
+
+    /// The number of points [`Series::points`] gives.
+    pub fn point_count(&self) -> usize {
+        self.values.len().div_ceil(self.vpp.max(1))
     }
 }
 
-/// A consolidation (or aggregation) function over the known values `v` of a group `all`.
-pub fn agg(f: &str, v: &[f64], all: &[Option<f64>]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
+/// Set tag `k` of `tags` (in its place if it is there, else last).
+pub fn set_tag(tags: &mut Tags, k: &str, v: impl Into<String>) {
+    let v = v.into();
+    match tags.iter_mut().find(|(t, _)| t == k) {
+        Some(t) => t.1 = v,
+        None => tags.push((k.to_string(), v)),
     }
-    Some(match f {
-        "sum" | "total" => v.iter().sum(),
-        "average" | "avg" => v.iter().sum::<f64>() / v.len() as f64,
-        "avg_zero" => v.iter().sum::<f64>() / all.len() as f64,
-        "max" => v.iter().copied().fold(f64::MIN, f64::max),
-        "min" => v.iter().copied().fold(f64::MAX, f64::min),
-        "first" => v[0],
-        "last" | "current" => v[v.len() - 1],
-        "count" => v.len() as f64,
-        "multiply" => v.iter().product(),
-        "diff" => v[0] - v[1..].iter().sum::<f64>(),
-        "range" | "rangeOf" => {
-            v.iter().copied().fold(f64::MIN, f64::max) - v.iter().copied().fold(f64::MAX, f64::min)
-        }
-        "median" => {
-            let mut s = v.to_vec();
-            s.sort_by(f64::total_cmp);
-            let m = s.len() / 2;
-            if s.len() % 2 == 1 {
-                s[m]
-            } else {
-                (s[m - 1] + s[m]) / 2.0
+}
+
+/// Floats ordered as Python's `sorted` orders them (equal when neither is less).
+pub fn py_cmp(a: &f64, b: &f64) -> std::cmp::Ordering {
+    a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal)
+}
+
+/// Python's `sum` of floats: from 0, left to right.
+pub fn py_sum(v: &[f64]) -> f64 {
+    v.iter().fold(0.0, |a, b| a + b)
+}
+
+/// Python's `max` of two floats (the first of equals; NaN compares as Python's does).
+pub fn py_max(a: f64, b: f64) -> f64 {
+    if b > a {
+        b
+    } else {
+        a
+    }
+}
+
+/// Python's `min` of two floats.
+pub fn py_min(a: f64, b: f64) -> f64 {
+    if b < a {
+        b
+    } else {
+        a
+    }
+}
+
+/// graphite-web's aggregation functions (its `aggFuncs`, with their aliases), each over a
+/// row of values with their Nones, as its `safe` helpers treat them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agg {
+    Average,
+    AvgZero,
+    Median,
+    Sum,
+    Min,
+    Max,
+    Diff,
+    Stddev,
+    Count,
+    Range,
+    Multiply,
+    Last,
+}
+
+impl Agg {
+    /// The function a name stands for (`avg`, `total`, `current`, `rangeOf` are aliases).
+    pub fn of(name: &str) -> Option<Agg> {
+        Some(match name {
+            "average" | "avg" => Agg::Average,
+            "avg_zero" => Agg::AvgZero,
+            "median" => Agg::Median,
+            "sum" | "total" => Agg::Sum,
+            "min" => Agg::Min,
+            "max" => Agg::Max,
+            "diff" => Agg::Diff,
+            "stddev" => Agg::Stddev,
+            "count" => Agg::Count,
+            "range" | "rangeOf" => Agg::Range,
+            "multiply" => Agg::Multiply,
+            "last" | "current" => Agg::Last,
+            _ => return None,
+        })
+    }
+
+    /// The function over `row`: None where graphite-web's gives None (no known value; for
+    /// multiply, any unknown one). `count` of nothing is 0.
+    pub fn apply(self, row: &[Option<f64>]) -> Option<f64> {
+        let known = || row.iter().flatten().copied();
+        let first_known = row.iter().flatten().next().copied();
+        match self {
+            Agg::Average => {
+                let v: Vec<f64> = known().collect();
+                (!v.is_empty()).then(|| py_sum(&v) / v.len() as f64)
             }
+            Agg::AvgZero => (!row.is_empty()).then(|| {
+                let v: Vec<f64> = row.iter().map(|v| v.unwrap_or(0.0)).collect();
+                py_sum(&v) / row.len() as f64
+            }),
+            Agg::Median => {
+                let mut v: Vec<f64> = known().collect();
+                if v.is_empty() {
+                    return None;
+                }
+                v.sort_by(py_cmp);
+                let m = v.len() / 2;
+                Some(if v.len().is_multiple_of(2) {
+                    (v[m - 1] + v[m]) / 2.0
+                } else {
+                    v[m]
+                })
+            }
+            Agg::Sum => first_known.map(|_| known().fold(0.0, |a, b| a + b)),
+            Agg::Min => known().reduce(py_min),
+            Agg::Max => known().reduce(py_max),
+            Agg::Diff => first_known.map(|f| known().skip(1).fold(f, |a, b| a + -b)),
+            Agg::Stddev => {
+                let v: Vec<f64> = known().collect();
+                if v.is_empty() {
+                    return None;
+                }
+                let avg = py_sum(&v) / v.len() as f64;
+                let sq = v.iter().fold(0.0, |a, x| a + (x - avg) * (x - avg));
+                Some((sq / v.len() as f64).sqrt())
+            }
+            Agg::Count => Some(known().count() as f64),
+            Agg::Range => Some(known().reduce(py_max)? - known().reduce(py_min)?),
+            Agg::Multiply => {
+                if row.iter().any(Option::is_none) {
+                    return None;
+                }
+                known().reduce(|a, b| a * b)
+            }
+            Agg::Last => row.iter().rev().flatten().next().copied(),
         }
-        "stddev" => {
-            let mean = v.iter().sum::<f64>() / v.len() as f64;
-            (v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / v.len() as f64).sqrt()
-        }
-        _ => return None,
-    })
+    }
 }
 
-/// Whether `f` names an aggregation [`agg`] knows.
-pub fn is_agg(f: &str) -> bool {
-    matches!(
-        f,
-        "sum"
-            | "total"
-            | "average"
-            | "avg"
-            | "avg_zero"
-            | "max"
-            | "min"
-            | "first"
-            | "last"
-            | "current"
-            | "count"
-            | "multiply"
-            | "diff"
-            | "range"
-            | "rangeOf"
-            | "median"
-            | "stddev"
-    )
-}
+/// The names graphite-web's aggregation functions take (sorted, as its `/functions` lists
+/// them).
+pub const AGG_NAMES: &[&str] = &[
+    "average", "avg", "avg_zero", "count", "current", "diff", "last", "max", "median", "min",
+    "multiply", "range", "rangeOf", "stddev", "sum", "total",
+];
 
 /// `maxDataPoints`, as graphite-web applies it to its JSON: each series consolidated so
 /// that the whole range fits, its start nudged so that the bands stay put between calls.
@@ -154,19 +302,20 @@ pub fn fit(series: &mut [Series], max_points: usize) {
     }
 }
 
-/// The points of `s`: (value, time) from its start, one step apart, as many as the values
-/// and the range allow.
+/// The points of `s`: (value, time) from its start, one step (times the values a point)
+/// apart, as many as the values and the range allow.
 pub fn datapoints(s: &Series) -> Vec<(Option<f64>, i64)> {
-    let n = if s.step > 0 {
-        (((s.end - s.start) / s.step) + 1).max(0) as usize
+    let step = s.step * s.vpp.max(1) as i64;
+    let n = if step > 0 {
+        (((s.end - s.start) / step) + 1).max(0) as usize
     } else {
         0
     };
-    s.values
-        .iter()
+    s.points()
+        .into_iter()
         .take(n)
         .enumerate()
-        .map(|(i, v)| (*v, s.start + i as i64 * s.step))
+        .map(|(i, v)| (v, s.start + i as i64 * step))
         .collect()
 }
 
@@ -185,18 +334,18 @@ mod tests {
         );
         let mut c = s.clone();
         c.consolidate(2);
-        assert_eq!(c.values, vec![Some(1.0), Some(3.5), None]);
-        assert_eq!(c.step, 20);
+        assert_eq!(c.points(), vec![Some(1.0), Some(3.5), None]);
+        assert_eq!(c.values.len(), 6);
         s.consolidation = "max".into();
         s.consolidate(4);
-        assert_eq!(s.values, vec![Some(4.0), None]);
+        assert_eq!(s.points(), vec![Some(4.0), None]);
         // 60 points into at most 20: 3 a point, the start nudged to a multiple of 30.
         let vals: Vec<Option<f64>> = (0..60).map(|i| Some(i as f64)).collect();
         let mut v = vec![Series::new("b".into(), 1000, 1600, 10, vals)];
         fit(&mut v, 20);
-        assert_eq!(v[0].step, 30);
+        assert_eq!(v[0].vpp, 3);
         assert_eq!(v[0].start, 1020);
-        assert_eq!(v[0].values[0], Some(2.0));
+        assert_eq!(v[0].points()[0], Some(2.0));
         let dp = datapoints(&v[0]);
         assert_eq!(dp[0], (Some(2.0), 1020));
         assert!(dp.len() <= 20);

@@ -83,6 +83,104 @@ pub fn parse(s: &str) -> Result<Tagged, String> {
     })
 }
 
+/// The tags graphite-web gives a new series named `name`: a name that looks like a function
+/// call (`word(...)`) is only its name; otherwise the name is read as a tagged series
+/// (`metric;tag=value;...`, or OpenMetrics' `metric{tag="value",...}`), its tags in the order
+/// given and `name` last, or, where it does not read, only its name.
+pub fn of_name(name: &str) -> crate::series::Tags {
+    let plain = || vec![("name".to_string(), name.to_string())];
+    let call = {
+        let b = name.as_bytes();
+        let word = b.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+        word > 0
+            && b.get(word) == Some(&b'(')
+            && b.len() > word + 2
+            && b.last() == Some(&b')')
+            && !name.contains('\n')
+    };
+    if call {
+        return plain();
+    }
+    let parsed = if name.ends_with("\"}") && name.contains('{') {
+        openmetrics_tags(name)
+    } else {
+        carbon_tags(name)
+    };
+    parsed.unwrap_or_else(plain)
+}
+
+/// A name's tags read strictly (graphite-web's TaggedSeries.parse): None where it raises.
+pub fn strict_tags(name: &str) -> Option<crate::series::Tags> {
+    if name.ends_with("\"}") && name.contains('{') {
+        openmetrics_tags(name)
+    } else {
+        carbon_tags(name)
+    }
+}
+
+fn valid_tag(tag: &str, value: &str) -> bool {
+    !tag.is_empty()
+        && !value.is_empty()
+        && !tag.contains([';', '!', '^', '='])
+        && !value.contains(';')
+        && !value.starts_with('~')
+}
+
+fn with_name(mut tags: crate::series::Tags, metric: &str) -> Option<crate::series::Tags> {
+    let name = metric.trim_start_matches('~');
+    if name.is_empty() {
+        return None;
+    }
+    crate::series::set_tag(&mut tags, "name", name);
+    Some(tags)
+}
+
+fn carbon_tags(path: &str) -> Option<crate::series::Tags> {
+    let mut segments = path.split(';');
+    let metric = segments.next().unwrap_or("");
+    if metric.is_empty() {
+        return None;
+    }
+    let mut tags = Vec::new();
+    for seg in segments {
+        let (t, v) = seg.split_once('=')?;
+        if !valid_tag(t, v) {
+            return None;
+        }
+        crate::series::set_tag(&mut tags, t, v);
+    }
+    with_name(tags, metric)
+}
+
+fn openmetrics_tags(path: &str) -> Option<crate::series::Tags> {
+    let inner = &path[..path.len() - 1];
+    let mut parts = inner.splitn(3, '{');
+    let (metric, mut raw) = (parts.next()?, parts.next()?);
+    if parts.next().is_some() || metric.is_empty() {
+        return None;
+    }
+    static SEG: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let seg = SEG.get_or_init(|| {
+        Regex::new(r#"^([^=]+)="((?:[\\]["\\]|[^"\\])+)"(:?,|$)"#).expect("a valid regex")
+    });
+    let mut tags = Vec::new();
+    while !raw.is_empty() {
+        let c = seg.captures(raw)?;
+        let t = c.get(1)?.as_str();
+        let v = c
+            .get(2)?
+            .as_str()
+            .replace("\\\"", "\"")
+            .replace("\\\\", "\\");
+        if !valid_tag(t, &v) {
+            return None;
+        }
+        crate::series::set_tag(&mut tags, t, v);
+        raw = &raw[c.get(0)?.end()..];
+    }
+    with_name(tags, metric)
+}
+
 /// One `seriesByTag` expression.
 pub struct Expr {
     tag: String,

@@ -102,6 +102,15 @@ fn reference_time(r: &str, now: i64) -> Option<i64> {
     Some(day + hour * 3600 + minute * 60)
 }
 
+/// graphite-web's parseTimeOffset in seconds: `-1d12h`, `+30min`, `1h` (a sign alone is
+/// no time). None where graphite-web raises.
+pub fn offset(o: &str) -> Option<i64> {
+    if o == "+" || o == "-" {
+        return Some(0);
+    }
+    offset_secs(o)
+}
+
 /// `-1d12h`, `+30min`: seconds.
 fn offset_secs(o: &str) -> Option<i64> {
     if o.is_empty() {

@@ -194,7 +194,7 @@ fn the_render_api_serves_carbons_points_and_rrd_files() {
     // Errors say why.
     for (path, why) in [
         ("/render?target=sumSeries(a", "expected ',' or ')'"),
-        ("/render?target=nosuch(a.b)", "unknown function 'nosuch'"),
+        ("/render?target=nosuch(a.b)", "unknown function: nosuch"),
         (
             "/render?target=a.b&from=soon",
             "cannot parse the time 'soon'",
@@ -333,7 +333,7 @@ fn tagged_series_are_stored_found_by_tag_and_completed() {
         &format!("/render?target=seriesByTag('host=b')&{range}"),
     );
     assert!(
-        j.contains("\"tags\": {\"name\": \"disk.used\", \"dc\": \"y\", \"host\": \"b\"}"),
+        j.contains("\"tags\": {\"dc\": \"y\", \"host\": \"b\", \"name\": \"disk.used\"}"),
         "{j}"
     );
     assert_eq!(

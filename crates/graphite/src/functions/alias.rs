@@ -2,117 +2,234 @@
 
 use super::*;
 
-/// `alias`.
-pub(super) fn alias(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
-    let mut l = a.series(0)?;
-    let n = a.string(1, "newName")?;
+pub(super) fn alias(c: &mut Call<'_, '_>) -> Result<Value, String> {
+    let n = c.get("newName").py_str();
+    let mut l = c.series("seriesList")?;
     for s in &mut l {
         s.name = n.clone();
     }
-    Ok(l)
+    Ok(Value::List(l))
 }
 
-/// `aliasByTags`.
-pub(super) fn alias_by_tags(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
-    let Args { args, .. } = *a;
-    let keys: Vec<Expr> = args.iter().skip(1).cloned().collect();
-    Ok(a.series(0)?
-        .into_iter()
-        .map(|mut s| {
-            let t = crate::tags::parse(&metric_of(&s.name)).ok();
-            let m = metric_of(&s.name);
-            let parts: Vec<&str> = m.split(';').next().unwrap_or("").split('.').collect();
-            s.name = keys
-                .iter()
-                .filter_map(|k| match k {
-                    Expr::Num(n) => pick(&parts, *n as i64).map(str::to_string),
-                    Expr::Str(tag) | Expr::Path(tag) => {
-                        t.as_ref().and_then(|t| t.get(tag)).map(str::to_string)
-                    }
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join(".");
-            s
-        })
-        .collect())
+/// `aliasByNode` and `aliasByTags`: the name made of the nodes and tags given.
+pub(super) fn alias_by_node(c: &mut Call<'_, '_>) -> Result<Value, String> {
+    let nodes = c.take_rest();
+    let mut l = c.series("seriesList")?;
+    for s in &mut l {
+        s.name = agg_key(s, &nodes)?;
+    }
+    Ok(Value::List(l))
 }
 
-/// `aliasByNode`.
-pub(super) fn alias_by_node(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
-    let nodes = a.ints_from(1)?;
-    Ok(a.series(0)?
-        .into_iter()
-        .map(|mut s| {
-            let m = metric_of(&s.name);
-            let parts: Vec<&str> = m.split('.').collect();
-            s.name = nodes
-                .iter()
-                .filter_map(|&n| pick(&parts, n))
-                .collect::<Vec<_>>()
-                .join(".");
-            s
-        })
-        .collect())
+pub(super) fn alias_by_metric(c: &mut Call<'_, '_>) -> Result<Value, String> {
+    let mut l = c.series("seriesList")?;
+    for s in &mut l {
+        s.name = special::substr_name(&s.name, -1, 0);
+    }
+    Ok(Value::List(l))
 }
 
-/// `aliasByMetric`.
-pub(super) fn alias_by_metric(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
-    Ok(a.series(0)?
-        .into_iter()
-        .map(|mut s| {
-            let m = metric_of(&s.name);
-            s.name = m.rsplit('.').next().unwrap_or(&m).to_string();
-            s
-        })
-        .collect())
+pub(super) fn alias_sub(c: &mut Call<'_, '_>) -> Result<Value, String> {
+    let re = py_regex(&c.str("search")?)?;
+    let rep = c.str("replace")?;
+    let mut l = c.series("seriesList")?;
+    for s in &mut l {
+        s.name = py_sub(&re, &rep, &s.name);
+    }
+    Ok(Value::List(l))
 }
 
-/// `aliasSub`.
-pub(super) fn alias_sub(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
-    let re = a.regex(1, "search")?;
-    // Python's \1 backreferences as the regex crate's ${1}.
-    let rep = backrefs(&a.string(2, "replace")?);
-    Ok(a.series(0)?
-        .into_iter()
-        .map(|mut s| {
-            s.name = re.replace_all(&s.name, rep.as_str()).into_owned();
-            s
-        })
-        .collect())
+pub(super) fn alias_query(c: &mut Call<'_, '_>) -> Result<Value, String> {
+    let re = py_regex(&c.str("search")?)?;
+    let rep = c.str("replace")?;
+    let new_name = c.str("newName")?;
+    let mut l = c.series("seriesList")?;
+    let ctx = c.ctx.over(c.ctx.from, c.ctx.until);
+    for s in &mut l {
+        let q = py_sub(&re, &rep, &s.name);
+        let found = evaluate_target(&ctx, &q)?;
+        let Some(first) = found.first() else {
+            return Err(format!("No series found with query: {q}"));
+        };
+        let Some(v) = safe_last(&first.values) else {
+            return Err(format!("Cannot get last value of series: {}", first.name));
+        };
+        s.name = py_percent(&new_name, v)?;
+    }
+    Ok(Value::List(l))
 }
 
-/// Python's `\1` and `\g<1>` as the regex crate's `${1}`.
-pub(super) fn backrefs(s: &str) -> String {
+/// Python's `fmt % x` for one float.
+pub(super) fn py_percent(fmt: &str, x: f64) -> Result<String, String> {
     let mut out = String::new();
-    let mut it = s.chars().peekable();
-    while let Some(c) = it.next() {
-        match c {
-            '\\' if it.peek().is_some_and(char::is_ascii_digit) => {
-                let mut n = String::new();
-                while let Some(d) = it.peek().filter(|d| d.is_ascii_digit()) {
-                    n.push(*d);
-                    it.next();
-                }
-                out.push_str(&format!("${{{n}}}"));
-            }
-            '\\' if it.peek() == Some(&'g') => {
+    let mut used = false;
+    let mut it = fmt.chars().peekable();
+    while let Some(ch) = it.next() {
+        if ch != '%' {
+            out.push(ch);
+            continue;
+        }
+        let mut flags = String::new();
+        while let Some(&f) = it.peek().filter(|f| "-+ #0".contains(**f)) {
+            flags.push(f);
+            it.next();
+        }
+        let mut width = String::new();
+        while let Some(&d) = it.peek().filter(|d| d.is_ascii_digit()) {
+            width.push(d);
+            it.next();
+        }
+        let mut prec: Option<usize> = None;
+        if it.peek() == Some(&'.') {
+            it.next();
+            let mut p = String::new();
+            while let Some(&d) = it.peek().filter(|d| d.is_ascii_digit()) {
+                p.push(d);
                 it.next();
-                let mut n = String::new();
-                if it.peek() == Some(&'<') {
-                    it.next();
-                    for d in it.by_ref() {
-                        if d == '>' {
-                            break;
-                        }
-                        n.push(d);
-                    }
-                }
-                out.push_str(&format!("${{{n}}}"));
             }
-            '$' => out.push_str("$$"),
-            c => out.push(c),
+            prec = Some(p.parse().unwrap_or(0));
+        }
+        let conv = it.next().ok_or("incomplete format")?;
+        if conv == '%' {
+            out.push('%');
+            continue;
+        }
+        if used {
+            return Err("not enough arguments for format string".into());
+        }
+        used = true;
+        let body = match conv {
+            'd' | 'i' | 'u' => {
+                if !x.is_finite() {
+                    return Err("cannot convert float to integer".into());
+                }
+                format!("{}", x.trunc() as i64)
+            }
+            'f' | 'F' => format!("{x:.*}", prec.unwrap_or(6)),
+            'e' | 'E' => {
+                let s = format!("{x:.*e}", prec.unwrap_or(6));
+                let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+                let e: i32 = e.parse().unwrap_or(0);
+                let s = format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+                if conv == 'E' {
+                    s.to_uppercase()
+                } else {
+                    s
+                }
+            }
+            'g' | 'G' => {
+                let s = crate::format::fmt_g_prec(x, prec.unwrap_or(6).max(1));
+                if conv == 'G' {
+                    s.to_uppercase()
+                } else {
+                    s
+                }
+            }
+            's' | 'r' => py_float(x),
+            other => return Err(format!("unsupported format character '{other}'")),
+        };
+        let body = if flags.contains('+') && x >= 0.0 && !matches!(conv, 's' | 'r') {
+            format!("+{body}")
+        } else {
+            body
+        };
+        let w: usize = width.parse().unwrap_or(0);
+        let n = body.chars().count();
+        if n < w {
+            let pad = w - n;
+            if flags.contains('-') {
+                out.push_str(&body);
+                out.push_str(&" ".repeat(pad));
+            } else if flags.contains('0') && !matches!(conv, 's' | 'r') {
+                let (sign, digits) = match body.strip_prefix(['-', '+']) {
+                    Some(d) => (&body[..1], d),
+                    None => ("", body.as_str()),
+                };
+                out.push_str(sign);
+                out.push_str(&"0".repeat(pad));
+                out.push_str(digits);
+            } else {
+                out.push_str(&" ".repeat(pad));
+                out.push_str(&body);
+            }
+        } else {
+            out.push_str(&body);
         }
     }
-    out
+    if !used {
+        return Err("not all arguments converted during string formatting".into());
+    }
+    Ok(out)
+}
+
+/// graphite-web's format_units: a value in a unit system's largest unit it reaches, and
+/// that unit's prefix.
+pub(super) fn format_units(v: f64, system: &str) -> (f64, &'static str) {
+    let units: &[(&str, f64)] = match system {
+        "binary" => &[
+            ("Pi", 1125899906842624.0),
+            ("Ti", 1099511627776.0),
+            ("Gi", 1073741824.0),
+            ("Mi", 1048576.0),
+            ("Ki", 1024.0),
+        ],
+        "si" => &[("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)],
+        _ => &[],
+    };
+    for (prefix, size) in units {
+        if v.abs() >= *size {
+            let mut v2 = v / size;
+            if v2 - v2.floor() < 0.00000000001 && v > 1.0 {
+                v2 = v2.floor();
+            }
+            return (v2, prefix);
+        }
+    }
+    let v = if v - v.floor() < 0.00000000001 && v > 1.0 {
+        v.floor()
+    } else {
+        v
+    };
+    (v, "")
+}
+
+pub(super) fn legend_value(c: &mut Call<'_, '_>) -> Result<Value, String> {
+    let mut types: Vec<String> = c.take_rest().iter().map(Value::py_str).collect();
+    let Some(last) = types.last().cloned() else {
+        return Err("legendValue: tuple index out of range (no value types)".into());
+    };
+    let system = (last == "si" || last == "binary").then(|| {
+        types.pop();
+        last
+    });
+    let mut l = c.series("seriesList")?;
+    for t in &types {
+        let agg = Agg::of(t);
+        for s in &mut l {
+            let v = agg.map(|a| a.apply(&s.points()));
+            let text = |v: Option<Option<f64>>| -> String {
+                match v {
+                    None => "(?)".into(),
+                    Some(None) => "None".into(),
+                    Some(Some(x)) if agg == Some(Agg::Count) => format!("{}", x as i64),
+                    Some(Some(x)) => py_float(x),
+                }
+            };
+            match &system {
+                None => s.name = format!("{} ({t}: {})", s.name, text(v)),
+                Some(sys) => {
+                    let formatted = match v {
+                        None => "(?)".to_string(),
+                        Some(None) => "None".to_string(),
+                        Some(Some(x)) => {
+                            let (v2, p) = format_units(x, sys);
+                            format!("{}{p}", f2(v2))
+                        }
+                    };
+                    s.name = format!("{:<20}{t:<5}{formatted:<10}", s.name);
+                }
+            }
+        }
+    }
+    Ok(Value::List(l))
 }

@@ -1,15 +1,26 @@
-//! The render functions Grafana's users lean on, with graphite-web's names for their results
-//! and its handling of None (read from its documentation and source; written here).
+//! graphite-web 1.1.8's render functions, every one of its `SeriesFunctions`, giving what
+//! graphite-web gives: the same series in the same order, named and tagged as it names and
+//! tags them, with its None handling (its source and documentation were read, not copied;
+//! the Graphite differential test holds the two side by side).
 //!
-//! [`FUNCTIONS`] is the one list of them: [`call`] finds a function there by name, and
-//! `/functions` lists it from there with its group. Each group of graphite-web's has its
-//! file; a function is `fn(&Args) -> Result<Vec<Series>, String>` ([`Args`] reads its
-//! arguments by position or keyword and evaluates its series through [`eval`]).
+//! How a call is made, as graphite-web makes it: its arguments are evaluated first (to a
+//! [`Value`]: a series list, or a Python int, float, string, bool or None), then checked
+//! against the function's parameter table ([`table`], graphite-web's own: where every one
+//! passes, the checked values replace them, so `5` for a float parameter becomes `5.0`;
+//! where one fails, the call goes on with the values as given, as graphite-web does without
+//! ENFORCE_INPUT_VALIDATION), then bound to the function's Python signature ([`spec`]) and
+//! the function run ([`Call`]). Functions that look at other times (timeShift, the moving
+//! windows, Holt-Winters' bootstrap) evaluate their first argument again over them.
+//!
+//! A series is graphite-web's TimeSeries ([`Series`]): consolidated lazily (`vpp`), its
+//! tags a dict in insertion order. The families have a file each: [`combine`],
+//! [`transform`], [`calculate`], [`filter`] (Filter Series and Filter Data), [`sorting`],
+//! [`alias`], [`special`] and [`graph`] (display-only options, which JSON passes by).
 
 use super::expr;
 use super::expr::Expr;
-use super::format::fmt_g;
-use super::series::{agg, is_agg, Series};
+use super::format::{fmt_g, py_float};
+use super::series::{py_max, py_min, Agg, Series};
 use crate::ctx::Ctx;
 use regex::Regex;
 
@@ -17,16 +28,111 @@ mod alias;
 mod calculate;
 mod combine;
 mod filter;
+mod graph;
 mod sorting;
+pub mod spec;
 mod special;
+mod table;
 mod transform;
 
-/// The series an expression stands for: a path's, or a function's of its arguments.
-pub fn eval(ctx: &Ctx<'_>, e: &Expr) -> Result<Vec<Series>, String> {
+pub use spec::functions_json;
+
+/// What an argument or a function gives: graphite-web's Python values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    List(Vec<Series>),
+    /// A list of series lists (`mapSeries`, for `reduceSeries`).
+    Lists(Vec<Vec<Series>>),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Bool(bool),
+    None,
+}
+
+impl Value {
+    /// Python's `str()` of the value.
+    pub fn py_str(&self) -> String {
+        match self {
+            Value::Int(i) => i.to_string(),
+            Value::Float(f) => py_float(*f),
+            Value::Str(s) => s.clone(),
+            Value::Bool(b) => if *b { "True" } else { "False" }.into(),
+            Value::None => "None".into(),
+            Value::List(_) | Value::Lists(_) => "[...]".into(),
+        }
+    }
+
+    /// Python's truth of the value.
+    pub fn truthy(&self) -> bool {
+        match self {
+            Value::Int(i) => *i != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::Bool(b) => *b,
+            Value::None => false,
+            Value::List(l) => !l.is_empty(),
+            Value::Lists(l) => !l.is_empty(),
+        }
+    }
+
+    /// The value as a Python number (an int, float or bool).
+    pub fn number(&self) -> Option<f64> {
+        match self {
+            Value::Int(i) => Some(*i as f64),
+            Value::Float(f) => Some(*f),
+            Value::Bool(b) => Some(f64::from(u8::from(*b))),
+            _ => None,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Value::List(_) => "a series list",
+            Value::Lists(_) => "a list of series lists",
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a float",
+            Value::Str(_) => "a string",
+            Value::Bool(_) => "a boolean",
+            Value::None => "None",
+        }
+    }
+}
+
+/// The value of `e` (a path's series, a function's result, a literal).
+pub fn eval(ctx: &Ctx<'_>, e: &Expr) -> Result<Value, String> {
     match e {
-        Expr::Path(p) => ctx.fetch(p),
-        Expr::Call { name, args, kwargs } => call(ctx, name, args, kwargs),
-        other => Err(format!("{other:?} is not a series")),
+        Expr::Path(p) => fetch(ctx, p).map(Value::List),
+        Expr::Call {
+            name, raw, args, ..
+        } if name == "seriesByTag" => special::series_by_tag(ctx, args, raw).map(Value::List),
+        Expr::Call {
+            name, args, kwargs, ..
+        } => call(ctx, name, args, kwargs),
+        Expr::Int(i) => Ok(Value::Int(*i)),
+        Expr::Num(n) => Ok(Value::Float(*n)),
+        Expr::Str(s) => Ok(Value::Str(s.clone())),
+        Expr::Bool(b) => Ok(Value::Bool(*b)),
+        Expr::None => Ok(Value::None),
+    }
+}
+
+/// The series of a path, each with the request's xFilesFactor.
+fn fetch(ctx: &Ctx<'_>, path: &str) -> Result<Vec<Series>, String> {
+    let mut l = ctx.fetch(path)?;
+    let xff = ctx.state.xff.get().unwrap_or(0.0);
+    for s in &mut l {
+        s.xff = xff;
+    }
+    Ok(l)
+}
+
+/// The series `e` stands for (a series list; an error for anything else).
+pub fn eval_series(ctx: &Ctx<'_>, e: &Expr) -> Result<Vec<Series>, String> {
+    match eval(ctx, e)? {
+        Value::List(l) => Ok(l),
+        Value::None => Ok(vec![]),
+        v => Err(format!("{e:?} is {}, not series", v.kind())),
     }
 }
 
@@ -40,375 +146,909 @@ pub fn evaluate(ctx: &Ctx<'_>, targets: &[String]) -> Result<Vec<Series>, String
     }
     let mut out = Vec::new();
     for t in targets {
-        let e = expr::parse(t).map_err(|e| format!("target '{t}': {e}"))?;
-        out.extend(eval(ctx, &e).map_err(|e| format!("target '{t}': {e}"))?);
+        out.extend(evaluate_target(ctx, t).map_err(|e| format!("target '{t}': {e}"))?);
     }
     Ok(out)
 }
 
-/// A render function: its name, graphite-web's group for it (`/functions`; None for an
-/// alias graphite-web does not list), and what it does.
-pub struct Function {
-    pub name: &'static str,
-    pub group: Option<&'static str>,
-    run: fn(&Args<'_, '_>) -> Result<Vec<Series>, String>,
-}
-
-/// A [`Function`]; `group` "" for one graphite-web does not list.
-const fn def(
-    name: &'static str,
-    group: &'static str,
-    run: fn(&Args<'_, '_>) -> Result<Vec<Series>, String>,
-) -> Function {
-    Function {
-        name,
-        group: if group.is_empty() { None } else { Some(group) },
-        run,
+/// One target's series: a call's result, or a path's series (at the top a target is a call
+/// or a path, never a literal: `5` and `true` are paths).
+pub fn evaluate_target(ctx: &Ctx<'_>, target: &str) -> Result<Vec<Series>, String> {
+    let e = expr::parse(target)?;
+    let v = match &e {
+        Expr::Path(_) | Expr::Call { .. } => eval(ctx, &e)?,
+        _ => Value::List(fetch(ctx, target.trim())?),
+    };
+    match v {
+        Value::List(l) => Ok(l),
+        Value::Lists(_) => Err("a list of series lists cannot be drawn (use reduceSeries)".into()),
+        v if !v.truthy() => Ok(vec![]),
+        v => Err(format!("the target gives {}, not series", v.kind())),
     }
 }
 
-/// Every function served, in the order `/functions` lists them.
-pub const FUNCTIONS: &[Function] = &[
-    def("alias", "Alias", alias::alias),
-    def("aliasByNode", "Alias", alias::alias_by_node),
-    def("aliasByMetric", "Alias", alias::alias_by_metric),
-    def("aliasSub", "Alias", alias::alias_sub),
-    def("sumSeries", "Combine", combine::sum_series),
-    def("averageSeries", "Combine", combine::average_series),
-    def("maxSeries", "Combine", combine::max_series),
-    def("minSeries", "Combine", combine::min_series),
-    def("diffSeries", "Combine", combine::diff_series),
-    def("divideSeries", "Combine", combine::divide_series),
-    def("multiplySeries", "Combine", combine::multiply_series),
-    def("countSeries", "Combine", combine::count_series),
-    def("rangeOfSeries", "Combine", combine::range_of_series),
-    def("aggregate", "Combine", combine::aggregate),
-    def(
-        "sumSeriesWithWildcards",
-        "Combine",
-        combine::sum_series_with_wildcards,
-    ),
-    def(
-        "averageSeriesWithWildcards",
-        "Combine",
-        combine::sum_series_with_wildcards,
-    ),
-    def("groupByNode", "Combine", combine::group_by_node),
-    def("groupByNodes", "Combine", combine::group_by_node),
-    def("asPercent", "Combine", combine::as_percent),
-    def("scale", "Transform", transform::scale),
-    def("scaleToSeconds", "Transform", transform::scale_to_seconds),
-    def("offset", "Transform", transform::offset),
-    def("absolute", "Transform", transform::absolute),
-    def("transformNull", "Transform", transform::transform_null),
-    def("keepLastValue", "Transform", transform::keep_last_value),
-    def("derivative", "Transform", transform::derivative),
-    def(
-        "nonNegativeDerivative",
-        "Transform",
-        transform::non_negative_derivative,
-    ),
-    def("perSecond", "Transform", transform::non_negative_derivative),
-    def("integral", "Transform", transform::integral),
-    def("timeShift", "Transform", transform::time_shift),
-    def("consolidateBy", "Special", special::consolidate_by),
-    def("constantLine", "Special", special::constant_line),
-    def("seriesByTag", "Special", special::series_by_tag),
-    def("aliasByTags", "Alias", alias::alias_by_tags),
-    def("sortByName", "Sorting", sorting::sort_by_name),
-    def("sortByMaxima", "Sorting", sorting::sort_by_maxima),
-    def("limit", "Filter Series", filter::limit),
-    def("exclude", "Filter Series", filter::exclude),
-    def("grep", "Filter Series", filter::exclude),
-    def(
-        "removeAboveValue",
-        "Filter Data",
-        filter::remove_above_value,
-    ),
-    def(
-        "removeBelowValue",
-        "Filter Data",
-        filter::remove_above_value,
-    ),
-    def("highestCurrent", "Filter Series", filter::highest_current),
-    def("highestAverage", "Filter Series", filter::highest_current),
-    def("highestMax", "Filter Series", filter::highest_current),
-    def("lowestCurrent", "Filter Series", filter::highest_current),
-    def("lowestAverage", "Filter Series", filter::highest_current),
-    def("highest", "Filter Series", filter::highest_current),
-    def("lowest", "Filter Series", filter::highest_current),
-    def("summarize", "Transform", transform::summarize),
-    def("hitcount", "Transform", transform::hitcount),
-    def("movingAverage", "Calculate", calculate::moving_average),
-    def("movingSum", "Calculate", calculate::moving_average),
-    def("movingMin", "Calculate", calculate::moving_average),
-    def("movingMax", "Calculate", calculate::moving_average),
-    def("movingMedian", "Calculate", calculate::moving_average),
-    def("movingWindow", "Calculate", calculate::moving_average),
-    def("sum", "", combine::sum_series),
-    def("avg", "", combine::average_series),
-];
+/// A function call being made: the request, the arguments bound to the function's
+/// parameters, and its positional arguments as written (graphite-web's
+/// `requestContext['args']`, which functions looking at other times evaluate again).
+pub struct Call<'c, 'a> {
+    pub ctx: &'c Ctx<'a>,
+    pub name: &'c str,
+    pub raw: &'c [Expr],
+    bound: spec::Bound,
+}
 
-/// Evaluate function `name` on its arguments.
+impl Call<'_, '_> {
+    /// The value bound to parameter `p` (None where it was not given and has no default).
+    pub fn get(&self, p: &str) -> &Value {
+        self.bound.get(p)
+    }
+
+    /// The value of `p`, taken out.
+    pub fn take(&mut self, p: &str) -> Value {
+        self.bound.take(p)
+    }
+
+    /// The values given past the named parameters (`*nodes`).
+    pub fn rest(&self) -> &[Value] {
+        &self.bound.rest
+    }
+
+    /// Take the rest out.
+    pub fn take_rest(&mut self) -> Vec<Value> {
+        std::mem::take(&mut self.bound.rest)
+    }
+
+    /// Parameter `p` as a series list.
+    pub fn series(&mut self, p: &str) -> Result<Vec<Series>, String> {
+        match self.take(p) {
+            Value::List(l) => Ok(l),
+            v => Err(format!(
+                "{}: '{p}' must be series, not {}",
+                self.name,
+                v.kind()
+            )),
+        }
+    }
+
+    /// Every value of the rest, as series lists (`sumSeries(a, b, c)`).
+    pub fn rest_series(&mut self) -> Result<Vec<Vec<Series>>, String> {
+        let name = self.name;
+        self.take_rest()
+            .into_iter()
+            .map(|v| match v {
+                Value::List(l) => Ok(l),
+                v => Err(format!(
+                    "{name}: every argument must be series, not {}",
+                    v.kind()
+                )),
+            })
+            .collect()
+    }
+
+    /// Parameter `p` as a Python number.
+    pub fn num(&self, p: &str) -> Result<f64, String> {
+        let v = self.get(p);
+        v.number()
+            .ok_or_else(|| format!("{}: '{p}' must be a number, not {}", self.name, v.kind()))
+    }
+
+    /// Parameter `p` as a number, or None.
+    pub fn opt_num(&self, p: &str) -> Result<Option<f64>, String> {
+        match self.get(p) {
+            Value::None => Ok(None),
+            _ => self.num(p).map(Some),
+        }
+    }
+
+    /// Parameter `p` as an integer (Python's `int()` of a number: toward zero).
+    pub fn int(&self, p: &str) -> Result<i64, String> {
+        match self.get(p) {
+            Value::Int(i) => Ok(*i),
+            Value::Bool(b) => Ok(i64::from(*b)),
+            Value::Float(f) if f.is_finite() => Ok(f.trunc() as i64),
+            Value::Str(s) => s
+                .trim()
+                .parse()
+                .map_err(|_| format!("{}: '{p}' must be an integer, not '{s}'", self.name)),
+            v => Err(format!(
+                "{}: '{p}' must be an integer, not {}",
+                self.name,
+                v.kind()
+            )),
+        }
+    }
+
+    /// Parameter `p` as a string.
+    pub fn str(&self, p: &str) -> Result<String, String> {
+        match self.get(p) {
+            Value::Str(s) => Ok(s.clone()),
+            v => Err(format!(
+                "{}: '{p}' must be a string, not {}",
+                self.name,
+                v.kind()
+            )),
+        }
+    }
+
+    /// Parameter `p` as a string, or None.
+    pub fn opt_str(&self, p: &str) -> Result<Option<String>, String> {
+        match self.get(p) {
+            Value::None => Ok(None),
+            _ => self.str(p).map(Some),
+        }
+    }
+
+    /// Parameter `p`'s truth.
+    pub fn truthy(&self, p: &str) -> bool {
+        self.get(p).truthy()
+    }
+
+    /// Parameter `p` as one of graphite-web's aggregation functions.
+    pub fn agg(&self, p: &str) -> Result<Agg, String> {
+        agg_func(self.get(p))
+    }
+
+    /// The first positional argument as written, evaluated over `from`..`until` (with the
+    /// request's state copied, as graphite-web's requestContext.copy()).
+    pub fn first_over(&self, from: i64, until: i64) -> Result<Vec<Series>, String> {
+        let e = self
+            .raw
+            .first()
+            .ok_or_else(|| format!("{}: its series must be the first argument", self.name))?;
+        let ctx = self.ctx.over(from, until);
+        eval_series(&ctx, e)
+    }
+}
+
+/// graphite-web's getAggFunc: an aggregation function by name.
+pub fn agg_func(v: &Value) -> Result<Agg, String> {
+    match v {
+        Value::Str(s) => Agg::of(s).ok_or_else(|| format!("Unsupported aggregation function: {s}")),
+        v => Err(format!("Unsupported aggregation function: {}", v.py_str())),
+    }
+}
+
+/// Evaluate function `name` on its arguments, as graphite-web's evaluator does.
 pub fn call(
     ctx: &Ctx<'_>,
     name: &str,
     args: &[Expr],
     kwargs: &[(String, Expr)],
-) -> Result<Vec<Series>, String> {
-    let a = Args {
+) -> Result<Value, String> {
+    let def = spec::lookup(name)
+        .ok_or_else(|| format!("Received request for unknown function: {name}"))?;
+    let mut vals = Vec::with_capacity(args.len());
+    for a in args {
+        vals.push(eval(ctx, a)?);
+    }
+    let mut kw = Vec::with_capacity(kwargs.len());
+    for (k, e) in kwargs {
+        kw.push((k.clone(), eval(ctx, e)?));
+    }
+    spec::validate(def, &mut vals, &mut kw);
+    run(ctx, def, args, vals, kw)
+}
+
+/// Run `def` on values already evaluated (and checked, or not: graphite-web calls the
+/// callbacks of groupByNodes, groupByTags and reduceSeries without checking them).
+fn run(
+    ctx: &Ctx<'_>,
+    def: &'static spec::Def,
+    raw: &[Expr],
+    vals: Vec<Value>,
+    kw: Vec<(String, Value)>,
+) -> Result<Value, String> {
+    let bound = spec::bind(def, vals, kw)?;
+    let mut c = Call {
         ctx,
-        name,
-        args,
-        kwargs,
+        name: def.name,
+        raw,
+        bound,
     };
-    match FUNCTIONS.iter().find(|f| f.name == name) {
-        Some(f) => (f.run)(&a),
-        None => Err(format!("unknown function '{name}'")),
+    match runner(def.name) {
+        Some(f) => f(&mut c),
+        None => Err(format!("{} is not served", def.name)),
     }
 }
 
-/// Seconds of an interval string (`1h`, `10min`, `1d`), as graphite-web's parseTimeOffset
-/// reads it (a sign is allowed and ignored).
-pub(super) fn interval_secs(spec: &str) -> Result<i64, String> {
-    let t = crate::time::parse(&format!("now+{}", spec.trim_start_matches(['+', '-'])), 0)
-        .map_err(|_| format!("bad interval '{spec}'"))?;
-    if t <= 0 {
-        return Err(format!("bad interval '{spec}'"));
+/// Call function `name` with positional values, unchecked (graphite-web's
+/// `SeriesFunctions[name](requestContext, *values)`).
+pub fn call_direct(
+    ctx: &Ctx<'_>,
+    raw: &[Expr],
+    name: &str,
+    vals: Vec<Value>,
+) -> Result<Value, String> {
+    let def = spec::lookup(name).ok_or_else(|| format!("unknown function '{name}'"))?;
+    run(ctx, def, raw, vals, vec![])
+}
+
+/// A function's body.
+type Run = fn(&mut Call<'_, '_>) -> Result<Value, String>;
+
+/// The body of each function, by name.
+fn runner(name: &str) -> Option<Run> {
+    Some(match name {
+        // Combine
+        "aggregate" => combine::aggregate,
+        "aggregateSeriesLists" => combine::aggregate_series_lists,
+        "aggregateWithWildcards" => combine::aggregate_with_wildcards,
+        "applyByNode" => combine::apply_by_node,
+        "asPercent" | "pct" => combine::as_percent,
+        "averageSeries" | "avg" => combine::average_series,
+        "averageSeriesWithWildcards" => combine::average_series_with_wildcards,
+        "countSeries" => combine::count_series,
+        "diffSeries" => combine::diff_series,
+        "diffSeriesLists" => combine::diff_series_lists,
+        "divideSeries" => combine::divide_series,
+        "divideSeriesLists" => combine::divide_series_lists,
+        "group" => combine::group,
+        "groupByNode" => combine::group_by_node,
+        "groupByNodes" => combine::group_by_nodes,
+        "groupByTags" => combine::group_by_tags,
+        "map" | "mapSeries" => combine::map_series,
+        "maxSeries" => combine::max_series,
+        "minSeries" => combine::min_series,
+        "multiplySeries" => combine::multiply_series,
+        "multiplySeriesLists" => combine::multiply_series_lists,
+        "multiplySeriesWithWildcards" => combine::multiply_series_with_wildcards,
+        "percentileOfSeries" => combine::percentile_of_series,
+        "rangeOfSeries" => combine::range_of_series,
+        "reduce" | "reduceSeries" => combine::reduce_series,
+        "stddevSeries" => combine::stddev_series,
+        "sum" | "sumSeries" => combine::sum_series,
+        "sumSeriesLists" => combine::sum_series_lists,
+        "sumSeriesWithWildcards" => combine::sum_series_with_wildcards,
+        "weightedAverage" => combine::weighted_average,
+        "powSeries" => combine::pow_series,
+        // Transform
+        "absolute" => transform::absolute,
+        "add" => transform::add,
+        "delay" => transform::delay,
+        "derivative" => transform::derivative,
+        "exp" => transform::exp,
+        "hitcount" => transform::hitcount,
+        "integral" => transform::integral,
+        "integralByInterval" => transform::integral_by_interval,
+        "interpolate" => transform::interpolate,
+        "invert" => transform::invert,
+        "isNonNull" => transform::is_non_null,
+        "keepLastValue" => transform::keep_last_value,
+        "log" => transform::log,
+        "logit" => transform::logit,
+        "minMax" => transform::min_max,
+        "nonNegativeDerivative" => transform::non_negative_derivative,
+        "offset" => transform::offset,
+        "offsetToZero" => transform::offset_to_zero,
+        "perSecond" => transform::per_second,
+        "pow" => transform::pow,
+        "round" => transform::round,
+        "scale" => transform::scale,
+        "scaleToSeconds" => transform::scale_to_seconds,
+        "sigmoid" => transform::sigmoid,
+        "smartSummarize" => transform::smart_summarize,
+        "squareRoot" => transform::square_root,
+        "summarize" => transform::summarize,
+        "timeShift" => transform::time_shift,
+        "timeSlice" => transform::time_slice,
+        "timeStack" => transform::time_stack,
+        "transformNull" => transform::transform_null,
+        "time" | "timeFunction" => transform::time_function,
+        "sin" | "sinFunction" => transform::sin_function,
+        // Calculate
+        "aggregateLine" => calculate::aggregate_line,
+        "exponentialMovingAverage" => calculate::exponential_moving_average,
+        "holtWintersAberration" => calculate::holt_winters_aberration,
+        "holtWintersConfidenceArea" => calculate::holt_winters_confidence_area,
+        "holtWintersConfidenceBands" => calculate::holt_winters_confidence_bands,
+        "holtWintersForecast" => calculate::holt_winters_forecast,
+        "linearRegression" => calculate::linear_regression,
+        "movingAverage" | "movingMax" | "movingMedian" | "movingMin" | "movingSum"
+        | "movingWindow" => calculate::moving_window,
+        "nPercentile" => calculate::n_percentile,
+        "stdev" => calculate::stdev,
+        "identity" => calculate::identity,
+        // Filter Series, Filter Data
+        "averageAbove" | "averageBelow" | "currentAbove" | "currentBelow" | "maximumAbove"
+        | "maximumBelow" | "minimumAbove" | "minimumBelow" => filter::above_below,
+        "averageOutsidePercentile" => filter::average_outside_percentile,
+        "exclude" | "grep" => filter::exclude,
+        "filterSeries" => filter::filter_series,
+        "highest" | "lowest" | "highestAverage" | "highestCurrent" | "highestMax"
+        | "lowestAverage" | "lowestCurrent" => filter::highest,
+        "limit" => filter::limit,
+        "mostDeviant" => filter::most_deviant,
+        "removeBetweenPercentile" => filter::remove_between_percentile,
+        "removeEmptySeries" => filter::remove_empty_series,
+        "unique" => filter::unique,
+        "useSeriesAbove" => filter::use_series_above,
+        "removeAbovePercentile" | "removeBelowPercentile" => filter::remove_percentile,
+        "removeAboveValue" | "removeBelowValue" => filter::remove_value,
+        // Sorting
+        "sortBy" | "sortByTotal" => sorting::sort_by,
+        "sortByMaxima" => sorting::sort_by_maxima,
+        "sortByMinima" => sorting::sort_by_minima,
+        "sortByName" => sorting::sort_by_name,
+        // Alias
+        "alias" => alias::alias,
+        "aliasByMetric" => alias::alias_by_metric,
+        "aliasByNode" | "aliasByTags" => alias::alias_by_node,
+        "aliasQuery" => alias::alias_query,
+        "aliasSub" => alias::alias_sub,
+        "legendValue" => alias::legend_value,
+        // Graph
+        "alpha" | "color" | "lineWidth" => graph::pass,
+        "areaBetween" => graph::area_between,
+        "dashed" => graph::dashed,
+        "drawAsInfinite" | "secondYAxis" => graph::mark,
+        "stacked" => graph::stacked,
+        "threshold" => graph::threshold,
+        "verticalLine" => graph::vertical_line,
+        // Special
+        "cactiStyle" => special::cacti_style,
+        "changed" => special::changed,
+        "consolidateBy" | "cumulative" => special::consolidate_by,
+        "constantLine" => special::constant_line,
+        "events" => special::events,
+        "fallbackSeries" => special::fallback_series,
+        "randomWalk" | "randomWalkFunction" => special::random_walk,
+        "setXFilesFactor" | "xFilesFactor" => special::set_xfiles_factor,
+        "substr" => special::substr,
+        _ => return None,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// What the families share: graphite-web's helpers, as its functions use them.
+
+/// Series over their joint range at the least common multiple of their steps, each
+/// consolidated to it (lazily, as graphite-web's normalize): (start, end, step), or None
+/// for no series.
+pub(super) fn normalize(l: &mut [Series]) -> Option<(i64, i64, i64)> {
+    if l.is_empty() {
+        return None;
     }
-    Ok(t)
+    let step = l.iter().map(|s| s.step).reduce(lcm)?;
+    for s in l.iter_mut() {
+        let n = if s.step != 0 { step / s.step } else { 1 };
+        s.consolidate(n.max(1) as usize);
+    }
+    let start = l.iter().map(|s| s.start).min()?;
+    let mut end = l.iter().map(|s| s.end).max()?;
+    if step != 0 {
+        end -= py_mod(end - start, step);
+    }
+    Some((start, end, step))
 }
 
-pub(super) fn map(
-    l: Vec<Series>,
-    name: impl Fn(&Series) -> String,
-    f: impl Fn(Option<f64>) -> Option<f64>,
-) -> Result<Vec<Series>, String> {
-    Ok(l.into_iter()
-        .map(|s| {
-            let vals = s.values.iter().map(|&v| f(v)).collect();
-            s.with(name(&s), vals)
-        })
-        .collect())
+/// graphite-web's lcm of two steps.
+fn lcm(a: i64, b: i64) -> i64 {
+    fn gcd(a: i64, b: i64) -> i64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, py_mod(a, b))
+        }
+    }
+    if a == b {
+        return a;
+    }
+    let (a, b) = if a < b { (b, a) } else { (a, b) };
+    let g = gcd(a, b);
+    if g == 0 {
+        return 0;
+    }
+    a.div_euclid(g) * b
 }
 
-/// The metric path inside a name wrapped in functions (`scale(a.b.c,2)` is `a.b.c`).
-pub(super) fn metric_of(name: &str) -> String {
-    let inner = name.rsplit('(').next().unwrap_or(name);
-    let end = inner.find([',', ')']).unwrap_or(inner.len());
-    inner[..end].trim().to_string()
+/// Python's `%` on integers (the sign of the divisor).
+pub(super) fn py_mod(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        return 0;
+    }
+    let r = a % b;
+    if r != 0 && ((r < 0) != (b < 0)) {
+        r + b
+    } else {
+        r
+    }
 }
 
-/// Component `n` (negative: from the end).
-pub(super) fn pick<'a>(parts: &[&'a str], n: i64) -> Option<&'a str> {
-    let i = if n < 0 { parts.len() as i64 + n } else { n };
+/// Python's `//` on integers (toward negative infinity).
+pub(super) fn py_div(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        return 0;
+    }
+    (a - py_mod(a, b)) / b
+}
+
+/// The rows of the series' points side by side, to the longest (None past a series' end).
+pub(super) fn rows(l: &[Series]) -> Vec<Vec<Option<f64>>> {
+    let pts: Vec<Vec<Option<f64>>> = l.iter().map(Series::points).collect();
+    let len = pts.iter().map(Vec::len).max().unwrap_or(0);
+    (0..len)
+        .map(|i| pts.iter().map(|p| p.get(i).copied().flatten()).collect())
+        .collect()
+}
+
+/// The series' path expressions, each once, in order, comma-separated.
+pub(super) fn path_expressions(l: &[Series]) -> String {
+    let mut v: Vec<&str> = Vec::new();
+    for s in l {
+        if !v.contains(&s.path_expression.as_str()) {
+            v.push(&s.path_expression);
+        }
+    }
+    v.join(",")
+}
+
+/// Whether enough of `row` is known (graphite-web's xffValues).
+pub(super) fn xff_values(row: &[Option<f64>], xff: f64) -> bool {
+    xff_ok(row.iter().flatten().count(), row.len() as f64, xff)
+}
+
+/// graphite-web's xff(nonNull, total, xFilesFactor).
+pub(super) fn xff_ok(non_null: usize, total: f64, xff: f64) -> bool {
+    non_null > 0 && total != 0.0 && non_null as f64 / total >= xff
+}
+
+/// A node of a series' name or path expression, or the tag it names (graphite-web's
+/// getNodeOrTag).
+pub(super) fn node_or_tag(s: &Series, n: &Value, path: Option<&str>) -> Result<String, String> {
+    let index = match n {
+        Value::Int(i) => Some(*i),
+        Value::Bool(b) => Some(i64::from(*b)),
+        Value::Float(f) if f.fract() == 0.0 => {
+            return Err(format!("list indices must be integers, not float ({f})"))
+        }
+        _ => None,
+    };
+    if let Some(i) = index {
+        let base = path.unwrap_or(&s.name);
+        let base = base.split(';').next().unwrap_or("");
+        let parts: Vec<&str> = base.split('.').collect();
+        if let Some(p) = py_index(&parts, i) {
+            return Ok(p.to_string());
+        }
+    }
+    Ok(s.tag(&n.py_str()).unwrap_or("").to_string())
+}
+
+/// Python's `list[i]` (negative from the end).
+pub(super) fn py_index<'a>(parts: &[&'a str], i: i64) -> Option<&'a str> {
+    let i = if i < 0 { parts.len() as i64 + i } else { i };
     usize::try_from(i).ok().and_then(|i| parts.get(i).copied())
 }
 
-/// A function's arguments, by position or keyword.
-#[derive(Clone, Copy)]
-pub struct Args<'a, 'b> {
-    ctx: &'b Ctx<'a>,
-    name: &'b str,
-    args: &'b [Expr],
-    kwargs: &'b [(String, Expr)],
+/// The key of a series for grouping by nodes or tags (graphite-web's aggKey): the nodes of
+/// its first path expression where its name looks like a call.
+pub(super) fn agg_key(s: &Series, nodes: &[Value]) -> Result<String, String> {
+    let path = if s.name.ends_with(')') {
+        first_path_expression(&s.name)?
+    } else {
+        None
+    };
+    let keys: Result<Vec<String>, String> = nodes
+        .iter()
+        .map(|n| node_or_tag(s, n, path.as_deref()))
+        .collect();
+    Ok(keys?.join("."))
 }
 
-impl Args<'_, '_> {
-    fn arg(&self, i: usize, key: &str) -> Option<&Expr> {
-        self.args
-            .get(i)
-            .or_else(|| self.kwargs.iter().find(|(k, _)| k == key).map(|(_, e)| e))
-    }
-
-    fn need(&self, i: usize, key: &str) -> Result<&Expr, String> {
-        self.arg(i, key)
-            .ok_or_else(|| format!("{}: missing argument '{key}'", self.name))
-    }
-
-    fn series(&self, i: usize) -> Result<Vec<Series>, String> {
-        let e = self.need(i, "seriesList")?;
-        eval(self.ctx, e)
-    }
-
-    /// Every positional argument as series (sumSeries(a, b, c)).
-    fn all_series(&self) -> Result<Vec<Series>, String> {
-        let mut out = Vec::new();
-        for e in self.args {
-            out.extend(eval(self.ctx, e)?);
-        }
-        Ok(out)
-    }
-
-    fn string(&self, i: usize, key: &str) -> Result<String, String> {
-        match self.need(i, key)? {
-            Expr::Str(s) | Expr::Path(s) => Ok(s.clone()),
-            Expr::Num(n) => Ok(fmt_g(*n)),
-            e => Err(format!(
-                "{}: '{key}' must be a string, not {e:?}",
-                self.name
-            )),
+/// The first path inside a name that reads as a call (`scale(a.b.c,2)` is `a.b.c`).
+pub(super) fn first_path_expression(name: &str) -> Result<Option<String>, String> {
+    let mut e = expr::parse(name).map_err(|e| format!("cannot read the name '{name}': {e}"))?;
+    loop {
+        match e {
+            Expr::Path(p) => return Ok(Some(p)),
+            Expr::Call { args, .. } => {
+                e = args
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| format!("'{name}' has no first argument"))?;
+            }
+            _ => return Ok(None),
         }
     }
+}
 
-    fn string_or(&self, i: usize, key: &str, d: &str) -> Result<String, String> {
-        match self.arg(i, key) {
-            None => Ok(d.to_string()),
-            Some(_) => self.string(i, key),
+/// Python's `re` pattern as the regex crate's (the syntax both share; Python's `(?P<n>`
+/// is the regex crate's too).
+pub(super) fn py_regex(p: &str) -> Result<Regex, String> {
+    Regex::new(p).map_err(|e| format!("bad regular expression '{p}': {e}"))
+}
+
+/// Python's `re.sub(pattern, replace, s)`.
+pub(super) fn py_sub(re: &Regex, replace: &str, s: &str) -> String {
+    re.replace_all(s, backrefs(replace).as_str()).into_owned()
+}
+
+/// Python's `\1` and `\g<1>` as the regex crate's `${1}`.
+pub(super) fn backrefs(s: &str) -> String {
+    let mut out = String::new();
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            '\\' if it.peek().is_some_and(char::is_ascii_digit) => {
+                let mut n = String::new();
+                while let Some(d) = it.peek().filter(|d| d.is_ascii_digit()) {
+                    n.push(*d);
+                    it.next();
+                }
+                out.push_str(&format!("${{{n}}}"));
+            }
+            '\\' if it.peek() == Some(&'g') => {
+                it.next();
+                let mut n = String::new();
+                if it.peek() == Some(&'<') {
+                    it.next();
+                    for d in it.by_ref() {
+                        if d == '>' {
+                            break;
+                        }
+                        n.push(d);
+                    }
+                }
+                out.push_str(&format!("${{{n}}}"));
+            }
+            '\\' if it.peek() == Some(&'n') => {
+                it.next();
+                out.push('\n');
+            }
+            '\\' if it.peek() == Some(&'\\') => {
+                it.next();
+                out.push('\\');
+            }
+            '$' => out.push_str("$$"),
+            c => out.push(c),
         }
     }
+    out
+}
 
-    fn regex(&self, i: usize, key: &str) -> Result<Regex, String> {
-        let s = self.string(i, key)?;
-        Regex::new(&s).map_err(|e| format!("{}: pattern '{s}': {e}", self.name))
+/// Python's `round(x, n)`: the nearest decimal of n places to the float's exact value
+/// (half to even, as Python's correctly rounded `round`).
+pub(super) fn py_round(x: f64, n: i64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
     }
+    if n >= 0 {
+        let n = n.min(330) as usize;
+        return format!("{x:.n$}").parse().unwrap_or(x);
+    }
+    // Whole tens, hundreds, ...: the digits above 10^-n, rounded on the exact value.
+    let mag = x.abs().log10().floor() as i64;
+    let keep = mag + 1 + n;
+    if keep < 0 {
+        return 0.0 * x.signum();
+    }
+    if keep == 0 {
+        // Rounds to 0 or to 10^-n: compare with half of 10^-n on the exact decimal.
+        let unit = 10f64.powi((-n) as i32);
+        let exact = format!("{:.0}", x.abs());
+        let half = format!("{:.0}", unit / 2.0);
+        let up = exact.len() > half.len() || (exact.len() == half.len() && exact > half);
+        return if up {
+            unit * x.signum()
+        } else {
+            0.0 * x.signum()
+        };
+    }
+    let digits = (keep - 1) as usize;
+    format!("{x:.digits$e}").parse().unwrap_or(x)
+}
 
-    fn num(&self, i: usize, key: &str) -> Result<f64, String> {
-        match self.need(i, key)? {
-            Expr::Num(n) => Ok(*n),
-            Expr::Str(s) => s
-                .parse()
-                .map_err(|_| format!("{}: '{key}' must be a number", self.name)),
-            e => Err(format!(
-                "{}: '{key}' must be a number, not {e:?}",
-                self.name
-            )),
+/// Python's `'%.2f' % x`.
+pub(super) fn f2(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    format!("{x:.2}")
+}
+
+/// Python's `%g` of a value (a number; its `str` otherwise).
+pub(super) fn g_of(v: &Value) -> String {
+    match v.number() {
+        Some(x) => fmt_g(x),
+        None => v.py_str(),
+    }
+}
+
+/// Python's `%d` of a value (a number, toward zero).
+pub(super) fn d_of(v: &Value) -> Result<String, String> {
+    match v {
+        Value::Int(i) => Ok(i.to_string()),
+        Value::Bool(b) => Ok(i64::from(*b).to_string()),
+        Value::Float(f) if f.is_finite() => Ok(format!("{}", f.trunc() as i64)),
+        v => Err(format!("%d format: a number is required, not {}", v.kind())),
+    }
+}
+
+/// The request's xFilesFactor, or `given` where one is given.
+pub(super) fn xff_of(ctx: &Ctx<'_>, given: Option<f64>) -> f64 {
+    given.or(ctx.state.xff.get()).unwrap_or(0.0)
+}
+
+/// The maximum and minimum of known values (safeMax, safeMin).
+pub(super) fn safe_max(v: &[Option<f64>]) -> Option<f64> {
+    v.iter().flatten().copied().reduce(py_max)
+}
+
+pub(super) fn safe_min(v: &[Option<f64>]) -> Option<f64> {
+    v.iter().flatten().copied().reduce(py_min)
+}
+
+/// The mean of known values (safeAvg).
+pub(super) fn safe_avg(v: &[Option<f64>]) -> Option<f64> {
+    Agg::Average.apply(v)
+}
+
+/// The last known value of the raw values (safeLast, which reads a series backwards).
+pub(super) fn safe_last(v: &[Option<f64>]) -> Option<f64> {
+    v.iter().rev().flatten().next().copied()
+}
+
+/// graphite-web's _getPercentile over known values.
+pub(super) fn percentile(points: &[Option<f64>], n: f64, interpolate: bool) -> Option<f64> {
+    let mut sorted: Vec<f64> = points.iter().flatten().copied().collect();
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_by(crate::series::py_cmp);
+    let fractional = n / 100.0 * (sorted.len() as f64 + 1.0);
+    let mut rank = fractional.trunc() as i64;
+    let frac = fractional - rank as f64;
+    if !interpolate {
+        rank += frac.ceil() as i64;
+    }
+    let len = sorted.len() as i64;
+    let mut p = if rank == 0 {
+        sorted[0]
+    } else if rank - 1 == len {
+        sorted[sorted.len() - 1]
+    } else {
+        *usize::try_from(rank - 1)
+            .ok()
+            .and_then(|i| sorted.get(i))
+            .or_else(|| {
+                // Python's negative index of a rank below zero.
+                let i = len + rank - 1;
+                usize::try_from(i).ok().and_then(|i| sorted.get(i))
+            })?
+    };
+    if interpolate && rank != len {
+        let next = usize::try_from(rank)
+            .ok()
+            .and_then(|i| sorted.get(i))
+            .copied()?;
+        p += frac * (next - p);
+    }
+    Some(p)
+}
+
+/// What `/functions` says a function does (ringlet's words; graphite-web's documentation
+/// has the long form).
+pub fn describe(name: &str) -> &'static str {
+    match name {
+        "absolute" => "Each value made positive.",
+        "add" => "A constant added to each value.",
+        "aggregate" => "The series aggregated into one by the function given, point by point.",
+        "aggregateLine" => "A line at the aggregate of each series over the whole range.",
+        "aggregateSeriesLists" => "Two lists aggregated pairwise, series by series.",
+        "aggregateWithWildcards" => {
+            "Series grouped by their names without the given nodes, each group aggregated."
         }
-    }
-
-    fn num_or(&self, i: usize, key: &str, d: f64) -> Result<f64, String> {
-        match self.arg(i, key) {
-            None | Some(Expr::None) => Ok(d),
-            Some(_) => self.num(i, key),
+        "alias" => "The series renamed.",
+        "aliasByMetric" => "Each series named by the last node of its metric.",
+        "aliasByNode" => "Each series named by the given nodes or tags of its name.",
+        "aliasByTags" => "Each series named by the given tags or nodes.",
+        "aliasQuery" => "Each series named by the last value of a query built from its name.",
+        "aliasSub" => "Each name changed by a regular expression substitution.",
+        "alpha" => "The series drawn with the given transparency (no change to the data).",
+        "applyByNode" => {
+            "A template of functions applied to each prefix of the names up to a node."
         }
-    }
-
-    fn opt_num(&self, i: usize, key: &str) -> Result<Option<f64>, String> {
-        match self.arg(i, key) {
-            None | Some(Expr::None) => Ok(None),
-            Some(_) => self.num(i, key).map(Some),
+        "areaBetween" => "The area between two series drawn filled.",
+        "asPercent" | "pct" => {
+            "Each series as a percentage of a total (their sum, a series, or a number)."
         }
-    }
-
-    fn int(&self, i: usize, key: &str) -> Result<i64, String> {
-        let n = self.num(i, key)?;
-        if n.fract() != 0.0 {
-            return Err(format!("{}: '{key}' must be an integer", self.name));
+        "averageAbove" => "The series whose average is above n.",
+        "averageBelow" => "The series whose average is at or below n.",
+        "averageOutsidePercentile" => {
+            "The series whose average lies outside the n-th percentile of the averages."
         }
-        Ok(n as i64)
-    }
-
-    fn ints_from(&self, i: usize) -> Result<Vec<i64>, String> {
-        (i..self.args.len()).map(|k| self.int(k, "nodes")).collect()
-    }
-
-    fn bool_or(&self, i: usize, key: &str, d: bool) -> Result<bool, String> {
-        match self.arg(i, key) {
-            None => Ok(d),
-            Some(Expr::Bool(b)) => Ok(*b),
-            Some(Expr::Num(n)) => Ok(*n != 0.0),
-            Some(e) => Err(format!(
-                "{}: '{key}' must be true or false, not {e:?}",
-                self.name
-            )),
+        "averageSeries" | "avg" => "The average of the series, point by point.",
+        "averageSeriesWithWildcards" => {
+            "Series grouped without the given nodes, each group averaged."
         }
+        "cactiStyle" => "Current, maximum and minimum added to each name, Cacti's way.",
+        "changed" => "1 where a value differs from the one before, else 0.",
+        "color" => "The series drawn in the given color (no change to the data).",
+        "consolidateBy" => {
+            "How the series' points are combined when there are more than can be shown."
+        }
+        "constantLine" => "A line at the given value.",
+        "countSeries" => "The number of series, at each point.",
+        "cumulative" => "Points combined by their sum when there are more than can be shown.",
+        "currentAbove" => "The series whose last value is above n.",
+        "currentBelow" => "The series whose last value is at or below n.",
+        "dashed" => "The series drawn dashed.",
+        "delay" => "Each series shifted by a number of steps.",
+        "derivative" => "The difference between each value and the one before.",
+        "diffSeries" => "The first series less the others, point by point.",
+        "diffSeriesLists" => "Two lists subtracted pairwise.",
+        "divideSeries" => "Each series divided by one divisor series.",
+        "divideSeriesLists" => "Two lists divided pairwise.",
+        "drawAsInfinite" => "Each non-zero value drawn as a vertical line.",
+        "events" => "Events with the given tags, counted each second.",
+        "exclude" => "The series whose names do not match a regular expression.",
+        "exp" => "e raised to each value.",
+        "exponentialMovingAverage" => {
+            "The exponential moving average over a window of points or time."
+        }
+        "fallbackSeries" => "The series, or the fallback where there are none.",
+        "filterSeries" => "The series whose aggregate compares with a threshold as asked.",
+        "grep" => "The series whose names match a regular expression.",
+        "group" => "The series of every argument, as one list.",
+        "groupByNode" => "Series grouped by a node or tag, each group aggregated.",
+        "groupByNodes" => "Series grouped by several nodes or tags, each group aggregated.",
+        "groupByTags" => "Series grouped by tags, each group aggregated into a tagged series.",
+        "highest" => "The n series highest by an aggregate.",
+        "highestAverage" => "The n series with the highest averages.",
+        "highestCurrent" => "The n series with the highest last values.",
+        "highestMax" => "The n series with the highest maxima.",
+        "hitcount" => "Rates turned into counts in buckets of an interval.",
+        "holtWintersAberration" => {
+            "How far each value lies outside its Holt-Winters confidence bands."
+        }
+        "holtWintersConfidenceArea" => "The Holt-Winters confidence bands drawn as an area.",
+        "holtWintersConfidenceBands" => "The upper and lower Holt-Winters confidence bands.",
+        "holtWintersForecast" => "The Holt-Winters forecast of each series.",
+        "identity" => "A series whose value is its time.",
+        "integral" => "The running sum of each series.",
+        "integralByInterval" => "The running sum of each series, restarting every interval.",
+        "interpolate" => "Gaps filled by straight lines between the values around them.",
+        "invert" => "1 divided by each value.",
+        "isNonNull" => "1 where a value is known, else 0.",
+        "keepLastValue" => "Gaps filled with the last known value.",
+        "legendValue" => "Aggregates of each series added to its name.",
+        "limit" => "The first n series.",
+        "lineWidth" => "The series drawn with the given line width (no change to the data).",
+        "linearRegression" => "The least-squares line through each series.",
+        "log" => "The logarithm of each value.",
+        "logit" => "The logit of each value.",
+        "lowest" => "The n series lowest by an aggregate.",
+        "lowestAverage" => "The n series with the lowest averages.",
+        "lowestCurrent" => "The n series with the lowest last values.",
+        "map" | "mapSeries" => "Series grouped into lists by nodes or tags, for reduceSeries.",
+        "maxSeries" => "The maximum of the series, point by point.",
+        "maximumAbove" => "The series whose maximum is above n.",
+        "maximumBelow" => "The series whose maximum is at or below n.",
+        "minMax" => "Each series scaled to lie between 0 and 1.",
+        "minSeries" => "The minimum of the series, point by point.",
+        "minimumAbove" => "The series whose minimum is above n.",
+        "minimumBelow" => "The series whose minimum is at or below n.",
+        "mostDeviant" => "The n series with the largest variance.",
+        "movingAverage" => "The average over a moving window of points or time.",
+        "movingMax" => "The maximum over a moving window.",
+        "movingMedian" => "The median over a moving window.",
+        "movingMin" => "The minimum over a moving window.",
+        "movingSum" => "The sum over a moving window.",
+        "movingWindow" => "An aggregate over a moving window.",
+        "multiplySeries" => "The product of the series, point by point.",
+        "multiplySeriesLists" => "Two lists multiplied pairwise.",
+        "multiplySeriesWithWildcards" => {
+            "Series grouped without the given nodes, each group multiplied."
+        }
+        "nPercentile" => "A line at the n-th percentile of each series.",
+        "nonNegativeDerivative" => {
+            "The increase of a counter between points, wraps and resets handled."
+        }
+        "offset" => "A constant added to each value.",
+        "offsetToZero" => "Each series moved so that its minimum is zero.",
+        "perSecond" => "The increase of a counter per second.",
+        "percentileOfSeries" => "The n-th percentile across the series, point by point.",
+        "pow" => "Each value raised to a power.",
+        "powSeries" => "The first series raised to the power of the others, point by point.",
+        "randomWalk" | "randomWalkFunction" => "A random walk, for trying things out.",
+        "rangeOfSeries" => "The range (maximum less minimum) of the series, point by point.",
+        "reduce" | "reduceSeries" => {
+            "The lists of mapSeries reduced by a function over matched series."
+        }
+        "removeAbovePercentile" => "Values above the n-th percentile removed.",
+        "removeAboveValue" => "Values above n removed.",
+        "removeBelowPercentile" => "Values below the n-th percentile removed.",
+        "removeBelowValue" => "Values below n removed.",
+        "removeBetweenPercentile" => {
+            "The series with a value outside the n-th percentiles of their points' columns."
+        }
+        "removeEmptySeries" => "The series with enough known values.",
+        "round" => "Each value rounded to a precision.",
+        "scale" => "Each value multiplied by a factor.",
+        "scaleToSeconds" => "Each value scaled to a rate per the given seconds.",
+        "secondYAxis" => "The series drawn against the second Y axis.",
+        "seriesByTag" => "The tagged series that match every tag expression.",
+        "setXFilesFactor" | "xFilesFactor" => "The share of known values aggregations require.",
+        "sigmoid" => "The sigmoid of each value.",
+        "sin" | "sinFunction" => "A sine wave over the range.",
+        "smartSummarize" => "Buckets of an interval aligned to the range's start, each aggregated.",
+        "sortBy" => "The series sorted by an aggregate.",
+        "sortByMaxima" => "The series sorted by their maxima, highest first.",
+        "sortByMinima" => "The series sorted by their minima, lowest first.",
+        "sortByName" => "The series sorted by name.",
+        "sortByTotal" => "The series sorted by their sums, highest first.",
+        "squareRoot" => "The square root of each value.",
+        "stacked" => "The series stacked, each on those before it.",
+        "stddevSeries" => "The standard deviation of the series, point by point.",
+        "stdev" => "The standard deviation over a moving window of points.",
+        "substr" => "Each name cut to some of its nodes.",
+        "sum" | "sumSeries" => "The sum of the series, point by point.",
+        "sumSeriesLists" => "Two lists added pairwise.",
+        "sumSeriesWithWildcards" => "Series grouped without the given nodes, each group summed.",
+        "summarize" => "Buckets of an interval, each aggregated (a sum by default).",
+        "threshold" => "A line at the given value, with a label.",
+        "time" | "timeFunction" => "A series whose value is its time, every step seconds.",
+        "timeShift" => "The series as they were an interval before.",
+        "timeSlice" => "Values outside a time window removed.",
+        "timeStack" => "The series at several shifts back in time, for comparison.",
+        "transformNull" => "Unknown values replaced by a default.",
+        "unique" => "The series, each name once.",
+        "useSeriesAbove" => "Series found by a substitution of the names of those above a value.",
+        "verticalLine" => "A vertical line at a time.",
+        "weightedAverage" => "The average of the series weighted by others.",
+        _ => "",
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::alias::*;
-    use super::combine::*;
-    use super::sorting::*;
-    use super::transform::*;
     use super::*;
 
-    fn s(name: &str, vals: &[Option<f64>]) -> Series {
-        Series::new(
-            name.into(),
-            100,
-            100 + 10 * vals.len() as i64,
-            10,
-            vals.to_vec(),
-        )
-    }
-
-    /// graphite-web's names for summarize's and hitcount's results (a function renamed in
-    /// the code must not rename its results).
     #[test]
-    fn summarize_and_hitcount_name_their_results_as_graphite_web_does() {
-        let a = s("a.b", &[Some(1.0), Some(2.0), None]);
-        assert_eq!(
-            summarize_series(&a, "1h", 3600, "sum", false).name,
-            "summarize(a.b, \"1h\", \"sum\")"
-        );
-        assert_eq!(
-            summarize_series(&a, "5min", 300, "avg", true).name,
-            "summarize(a.b, \"5min\", \"avg\", true)"
-        );
-        assert_eq!(
-            hitcount_series(&a, "1min", 60, false).name,
-            "hitcount(a.b, \"1min\")"
-        );
-        assert_eq!(
-            hitcount_series(&a, "10min", 600, true).name,
-            "hitcount(a.b, \"10min\", true)"
-        );
-    }
-
-    #[test]
-    fn aggregates_skip_nones_and_name_the_paths() {
-        let l = vec![
-            s("a.x", &[Some(1.0), None, None]),
-            s("a.y", &[Some(2.0), Some(5.0), None]),
-        ];
-        let r = aggregate_all(l.clone(), "sum", "sumSeries").unwrap();
-        assert_eq!(r[0].name, "sumSeries(a.x,a.y)");
-        assert_eq!(r[0].values, vec![Some(3.0), Some(5.0), None]);
-        let r = aggregate_all(l.clone(), "diff", "diffSeries").unwrap();
-        assert_eq!(r[0].values, vec![Some(-1.0), None, None]);
-        let r = aggregate_all(l, "average", "averageSeries").unwrap();
-        assert_eq!(r[0].values, vec![Some(1.5), Some(5.0), None]);
-        // Different steps meet at their least common multiple.
-        let mut b = s("b", &[Some(1.0), Some(3.0), Some(5.0), Some(7.0)]);
-        b.step = 5;
-        let (n, _, _, step) = normalize(vec![s("a", &[Some(0.0), Some(0.0)]), b]);
-        assert_eq!(step, 10);
-        assert_eq!(n[1].values, vec![Some(2.0), Some(6.0)]);
-    }
-
-    #[test]
-    fn deltas_follow_graphite_web() {
-        assert_eq!(
-            non_negative_delta(Some(5.0), None, None, None),
-            (None, Some(5.0))
-        );
-        assert_eq!(
-            non_negative_delta(Some(7.0), Some(5.0), None, None),
-            (Some(2.0), Some(7.0))
-        );
-        assert_eq!(
-            non_negative_delta(Some(2.0), Some(5.0), None, None),
-            (None, Some(2.0))
-        );
-        assert_eq!(
-            non_negative_delta(Some(2.0), Some(250.0), Some(255.0), None),
-            (Some(8.0), Some(2.0))
-        );
-        assert_eq!(
-            non_negative_delta(None, Some(5.0), None, None),
-            (None, None)
-        );
-    }
-
-    #[test]
-    fn names_and_nodes() {
-        assert_eq!(metric_of("scale(a.b.c,2)"), "a.b.c");
-        assert_eq!(metric_of("a.b.c"), "a.b.c");
-        assert_eq!(metric_of("sumSeries(a.*.c)"), "a.*.c");
-        assert_eq!(pick(&["a", "b", "c"], -1), Some("c"));
-        assert_eq!(pick(&["a", "b", "c"], 3), None);
+    fn python_arithmetic_and_rounding() {
+        assert_eq!(py_mod(-7, 3), 2);
+        assert_eq!(py_mod(7, -3), -2);
+        assert_eq!(py_div(-7, 2), -4);
+        assert_eq!(py_round(0.125, 2), 0.12);
+        assert_eq!(py_round(2.675, 2), 2.67);
+        assert_eq!(py_round(2.5, 0), 2.0);
+        assert_eq!(py_round(3.5, 0), 4.0);
+        assert_eq!(py_round(1234.5, -1), 1230.0);
+        assert_eq!(py_round(1250.0, -2), 1200.0);
+        assert_eq!(py_round(-1351.0, -2), -1400.0);
+        assert_eq!(py_round(40.0, -2), 0.0);
+        assert_eq!(py_round(60.0, -2), 100.0);
+        assert_eq!(lcm(60, 300), 300);
+        assert_eq!(lcm(40, 60), 120);
         assert_eq!(backrefs("\\1-\\g<2>$"), "${1}-${2}$$");
-        assert_eq!(natural_cmp("a2", "a10"), std::cmp::Ordering::Less);
+    }
+
+    #[test]
+    fn percentiles_follow_graphite_web() {
+        let v: Vec<Option<f64>> = [5.0, 1.0, 4.0, 2.0, 3.0].iter().map(|&x| Some(x)).collect();
+        assert_eq!(percentile(&v, 50.0, false), Some(3.0));
+        assert_eq!(percentile(&v, 90.0, false), Some(5.0));
+        assert_eq!(percentile(&v, 10.0, false), Some(1.0));
+        assert_eq!(percentile(&v, 25.0, true), Some(1.5));
+        assert_eq!(percentile(&[None], 50.0, false), None);
+    }
+
+    #[test]
+    fn nodes_and_first_paths() {
+        let s = Series::new("a.b.c".into(), 0, 10, 10, vec![Some(1.0)]);
+        assert_eq!(node_or_tag(&s, &Value::Int(-1), None).unwrap(), "c");
+        assert_eq!(node_or_tag(&s, &Value::Int(5), None).unwrap(), "");
+        assert_eq!(
+            node_or_tag(&s, &Value::Str("name".into()), None).unwrap(),
+            "a.b.c"
+        );
+        assert_eq!(
+            first_path_expression("scale(sum(x.y.z),2)").unwrap(),
+            Some("x.y.z".into())
+        );
+        assert_eq!(first_path_expression("f(2, a)").unwrap(), None);
     }
 }

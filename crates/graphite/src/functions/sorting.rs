@@ -1,51 +1,93 @@
 //! graphite-web's Sorting group.
 
 use super::*;
+use crate::series::py_cmp;
 
-/// `sortByName`.
-pub(super) fn sort_by_name(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
-    let natural = a.bool_or(1, "natural", false)?;
-    let reverse = a.bool_or(2, "reverse", false)?;
-    let mut l = a.series(0)?;
-    if natural {
-        l.sort_by(|x, y| natural_cmp(&x.name, &y.name));
-    } else {
-        l.sort_by(|x, y| x.name.cmp(&y.name));
-    }
+/// The series sorted by a key of their points (None lowest), stably.
+fn sorted_by(
+    mut l: Vec<Series>,
+    key: impl Fn(&[Option<f64>]) -> Option<f64>,
+    reverse: bool,
+) -> Vec<Series> {
+    let mut keyed: Vec<(f64, Series)> = l
+        .drain(..)
+        .map(|s| (key(&s.points()).unwrap_or(f64::NEG_INFINITY), s))
+        .collect();
     if reverse {
-        l.reverse();
+        keyed.sort_by(|a, b| py_cmp(&b.0, &a.0));
+    } else {
+        keyed.sort_by(|a, b| py_cmp(&a.0, &b.0));
     }
-    Ok(l)
+    keyed.into_iter().map(|(_, s)| s).collect()
 }
 
-/// `sortByMaxima`.
-pub(super) fn sort_by_maxima(a: &Args<'_, '_>) -> Result<Vec<Series>, String> {
-    let mut l = a.series(0)?;
-    l.sort_by(|x, y| {
-        let m = |s: &Series| s.values.iter().flatten().copied().fold(f64::MIN, f64::max);
-        m(y).total_cmp(&m(x))
-    });
-    Ok(l)
-}
-
-pub(super) fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    let key = |s: &str| -> Vec<(String, u64)> {
-        let mut out = Vec::new();
-        let mut text = String::new();
-        let mut num = String::new();
-        for c in s.chars() {
-            if c.is_ascii_digit() {
-                num.push(c);
-            } else {
-                if !num.is_empty() {
-                    out.push((std::mem::take(&mut text), num.parse().unwrap_or(0)));
-                    num.clear();
-                }
-                text.push(c);
-            }
-        }
-        out.push((text, num.parse().unwrap_or(0)));
-        out
+/// `sortBy` and `sortByTotal`.
+pub(super) fn sort_by(c: &mut Call<'_, '_>) -> Result<Value, String> {
+    let (agg, reverse) = if c.name == "sortByTotal" {
+        (Agg::Sum, true)
+    } else {
+        (c.agg("func")?, c.truthy("reverse"))
     };
-    key(a).cmp(&key(b))
+    let l = c.series("seriesList")?;
+    Ok(Value::List(sorted_by(l, |p| agg.apply(p), reverse)))
+}
+
+pub(super) fn sort_by_maxima(c: &mut Call<'_, '_>) -> Result<Value, String> {
+    let l = c.series("seriesList")?;
+    Ok(Value::List(sorted_by(l, safe_max, true)))
+}
+
+pub(super) fn sort_by_minima(c: &mut Call<'_, '_>) -> Result<Value, String> {
+    let l: Vec<Series> = c
+        .series("seriesList")?
+        .into_iter()
+        .filter(|s| safe_max(&s.points()).unwrap_or(0.0) > 0.0)
+        .collect();
+    Ok(Value::List(sorted_by(l, safe_min, false)))
+}
+
+pub(super) fn sort_by_name(c: &mut Call<'_, '_>) -> Result<Value, String> {
+    let natural = c.truthy("natural");
+    let reverse = c.truthy("reverse");
+    let mut l = c.series("seriesList")?;
+    let key = |s: &Series| {
+        if natural {
+            natural_key(&s.name)
+        } else {
+            s.name.clone()
+        }
+    };
+    if reverse {
+        l.sort_by_key(|s| std::cmp::Reverse(key(s)));
+    } else {
+        l.sort_by_key(key);
+    }
+    Ok(Value::List(l))
+}
+
+/// graphite-web's natural sort key: every run of digits zero-padded to ten.
+pub(super) fn natural_key(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut digits = String::new();
+    let flush = |digits: &mut String, out: &mut String| {
+        if !digits.is_empty() {
+            let t = digits.trim_start_matches('0');
+            let t = if t.is_empty() { "0" } else { t };
+            for _ in t.len()..10 {
+                out.push('0');
+            }
+            out.push_str(t);
+            digits.clear();
+        }
+    };
+    for ch in s.chars() {
+        if ch.is_ascii_digit() {
+            digits.push(ch);
+        } else {
+            flush(&mut digits, &mut out);
+            out.push(ch);
+        }
+    }
+    flush(&mut digits, &mut out);
+    out
 }

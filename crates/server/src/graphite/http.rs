@@ -53,7 +53,14 @@ pub fn route(d: &Daemon, g: &Graphite, q: &Query) -> Response {
             Ok(body("application/json", out.into_bytes()))
         }
         "/version" => Ok(text(200, GRAPHITE_VERSION)),
-        "/functions" => Ok(body("application/json", functions_json().into_bytes())),
+        "/functions" => Ok(body(
+            "application/json",
+            functions::functions_json(
+                get("grouped").is_some_and(|g| g == "1" || g.eq_ignore_ascii_case("true")),
+                get("group"),
+            )
+            .into_bytes(),
+        )),
         "/tags/autoComplete/tags" => tag_complete(d, g, params, None),
         "/tags/autoComplete/values" => match get("tag") {
             Some(t) => tag_complete(d, g, params, Some(t)),
@@ -191,13 +198,7 @@ fn render_route(
     let until = super::time::parse(get("until").unwrap_or("now"), now).map_err(bad)?;
     let limits = Limits::default();
     let store = Store { d, g };
-    let ctx = Ctx {
-        source: &store,
-        from,
-        until,
-        now,
-        limits: &limits,
-    };
+    let ctx = Ctx::new(&store, from, until, now, &limits);
     let mut series = functions::evaluate(&ctx, &targets).map_err(bad)?;
     let format = get("format").unwrap_or("json");
     Ok(match format {
@@ -349,22 +350,4 @@ fn expand(d: &Daemon, g: &Graphite, params: &[(String, String)]) -> Result<Resp,
         "application/json",
         format!("{{\"results\": [{}]}}", list.join(", ")).into_bytes(),
     ))
-}
-
-/// `/functions`: the functions served, as graphite-web lists them (Grafana's editor reads
-/// the names and groups), from the one list of them.
-fn functions_json() -> String {
-    let items: Vec<String> = functions::FUNCTIONS
-        .iter()
-        .filter_map(|f| {
-            let g = f.group?;
-            Some(format!(
-                "{}: {{\"name\": {}, \"group\": {}, \"params\": [], \"description\": \"\"}}",
-                json_string(f.name),
-                json_string(f.name),
-                json_string(g)
-            ))
-        })
-        .collect();
-    format!("{{{}}}", items.join(", "))
 }

@@ -1,0 +1,305 @@
+#!/usr/bin/python3
+"""The Graphite differential test: random render expressions, generated from graphite-web's
+own function table (its /functions: every function, its parameters' types, options and
+defaults), rendered as JSON by ringlet and by graphite-web over the same points.
+
+    graphite-diff.py RINGLET_URL GRAPHITE_URL FROM UNTIL COUNT SEED [--show] [--only NAMES]
+                     [--table FUNCTIONS_JSON]
+
+Each expression is rendered by both; they agree when both give the same series in the same
+order (names, tags, timestamps, values: None where graphite-web has null, floats within
+1e-9) or both refuse it (an HTTP error from each). Every function of the table is called at
+least once (the first expressions go through the table in order; the rest are random,
+nested up to three deep, with wildcards, tagged series, keyword and positional arguments).
+Random functions (randomWalk) agree on their names, tags and times only.
+
+Prints `DIFF: <expression>: <why>` for each disagreement, then
+`GRAPHITE DIFF: <n> expressions, <same> same (<errors> refused by both), <diff> different,
+<k> of <m> functions called`; exits 1 if any differs. With --show, prints each expression.
+"""
+import json
+import math
+import random
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+
+argv = sys.argv[1:]
+table_file = None
+if "--table" in argv:
+    table_file = argv.pop(argv.index("--table") + 1)
+args = [a for a in argv if not a.startswith("--")]
+ringlet, graphite, frm, until, count, seed = args[:6]
+frm, until, count, seed = int(frm), int(until), int(count), int(seed)
+show = "--show" in sys.argv
+only = None
+if "--only" in sys.argv:
+    only = set(sys.argv[sys.argv.index("--only") + 1].split(","))
+
+rng = random.Random(seed)
+
+PATHS = [
+    "servers.web1.cpu.user",
+    "servers.*.cpu.user",
+    "servers.*.cpu.*",
+    "servers.web*.cpu.system",
+    "servers.{web1,db1}.cpu.user",
+    "servers.web[12].cpu.user",
+    "servers.*.mem.free",
+    "servers.*.net.rx",
+    "servers.db1.net.rx",
+    "servers.web1.disk.used",
+    "servers.*.*.*",
+    "misc.signed",
+    "misc.sparse",
+    "misc.old",
+    "misc.*",
+    "slow.*",
+    "slow.a",
+    "no.such.series",
+    "cpu.load;dc=x;host=a",
+]
+TAG_QUERIES = [
+    "seriesByTag('name=cpu.load')",
+    "seriesByTag('dc=x')",
+    "seriesByTag('name=~disk','dc!=y')",
+    "seriesByTag('name=disk.used')",
+    "seriesByTag('host=~[ab]','name=cpu.load')",
+]
+INTERVALS = ["1min", "5min", "10min", "30min", "1h", "2h", "3h", "1d", "90s", "7min"]
+SHIFTS = ["1h", "-1h", "1d", "+30min", "2h"]
+NODES_OR_TAGS = [0, 1, 2, 3, -1, -2, "name", "host", "dc", "role"]
+
+# Strings a function's parameter takes (where graphite-web's table gives no options).
+STRINGS = {
+    ("alias", "newName"): ["renamed", "a b", "x.y.z"],
+    ("aliasQuery", "search"): [r"servers\.([^.]+)\.cpu\.user", r"(.*)"],
+    ("aliasQuery", "replace"): [r"servers.\1.cpu.system", r"\1"],
+    ("aliasQuery", "newName"): ["%d sys", "value %g", "%.2f"],
+    ("aliasSub", "search"): [r"servers\.(\w+)\.", r"cpu", r"^(\w+)", "nomatch"],
+    ("aliasSub", "replace"): [r"\1-", "CPU", r"\g<1>_x", ""],
+    ("applyByNode", "templateFunction"): ["sumSeries(%.cpu.*)", "maxSeries(%.*.*)", "%.mem.free"],
+    ("applyByNode", "newName"): ["%.total", "all.%"],
+    ("cactiStyle", "units"): ["b", "req/s"],
+    ("color", "theColor"): ["red", "ff0000"],
+    ("events", "tags"): ["deploy", "*"],
+    ("exclude", "pattern"): ["web", "cpu", r"^servers\.db", "x=", "user$"],
+    ("grep", "pattern"): ["web", "cpu", r"^servers\.db", "x=", "user$"],
+    ("identity", "name"): ["ident"],
+    ("integralByInterval", "intervalUnit"): ["1h", "10min", "1d", "30min"],
+    ("randomWalk", "name"): ["walk"],
+    ("randomWalkFunction", "name"): ["walk"],
+    ("reduce", "reduceFunction"): ["asPercent", "diffSeries", "divideSeries", "sumSeries"],
+    ("reduceSeries", "reduceFunction"): ["asPercent", "diffSeries", "divideSeries", "sumSeries"],
+    ("reduce", "reduceMatchers"): ["user", "system"],
+    ("reduceSeries", "reduceMatchers"): ["user", "system"],
+    ("sin", "name"): ["the.sine"],
+    ("sinFunction", "name"): ["the.sine"],
+    ("stacked", "stack"): ["one", "__DEFAULT__"],
+    ("threshold", "label"): ["limit"],
+    ("threshold", "color"): ["red"],
+    ("time", "name"): ["the.time"],
+    ("timeFunction", "name"): ["the.time"],
+    ("useSeriesAbove", "search"): ["user", "cpu"],
+    ("useSeriesAbove", "replace"): ["system", "mem"],
+    ("verticalLine", "label"): ["here"],
+    ("verticalLine", "color"): ["blue"],
+    ("seriesByTag", "tagExpressions"): ["name=cpu.load", "dc=x", "host!=b", "name=~disk", "role="],
+}
+RANDOM = {"randomWalk", "randomWalkFunction"}
+
+
+def q(s):
+    """A string literal of the target language."""
+    return "'" + s + "'" if "'" not in s else '"' + s + '"'
+
+
+def fmt_num(v):
+    if isinstance(v, float) and v == int(v) and abs(v) < 1e6 and rng.random() < 0.5:
+        return str(int(v))
+    return repr(v)
+
+
+class Gen:
+    def __init__(self, table):
+        self.table = table
+        self.series_funcs = [
+            n
+            for n, f in table.items()
+            if any(p["type"] in ("seriesList", "seriesLists") for p in f["params"])
+        ]
+        self.makers = [
+            n for n, f in table.items() if not any(p["type"].startswith("series") for p in f["params"])
+        ]
+
+    def series(self, depth):
+        r = rng.random()
+        if depth >= 3 or r < 0.35:
+            if rng.random() < 0.15:
+                return rng.choice(TAG_QUERIES)
+            return rng.choice(PATHS)
+        return self.call(rng.choice(self.series_funcs), depth + 1)
+
+    def value(self, fname, p, depth):
+        t = p["type"]
+        opts = p.get("options")
+        name = p["name"]
+        if opts and rng.random() < 0.97:
+            return q(str(rng.choice(opts))) if isinstance(opts[0], str) else str(rng.choice(opts))
+        if (fname, name) in STRINGS:
+            return q(rng.choice(STRINGS[(fname, name)]))
+        if t in ("seriesList", "seriesLists"):
+            return self.series(depth)
+        if t == "integer":
+            if name in ("n", "points"):
+                return str(rng.choice([1, 2, 3, 5]))
+            if name == "steps":
+                return str(rng.choice([1, 3, -2, 0]))
+            if name == "base":
+                return str(rng.choice([2, 10]))
+            if name == "precision":
+                return str(rng.choice([0, 1, 2, -1]))
+            if name in ("timeShiftStart", "timeShiftEnd"):
+                return str(rng.choice([0, 1, 2]))
+            if name == "step":
+                return str(rng.choice([60, 300]))
+            return str(rng.choice([0, 1, 2, 3, 5, 10]))
+        if t == "float":
+            if name == "xFilesFactor":
+                return fmt_num(rng.choice([0.0, 0.1, 0.5, 1.0]))
+            if name == "n" and fname.startswith(("remove", "average", "nPercentile", "percentile")):
+                return fmt_num(rng.choice([5.0, 50.0, 90.0, 99.5, 0.0]))
+            return fmt_num(rng.choice([0.0, 1.0, 2.0, 0.5, -1.5, 10.0, 50.0, 1e9, 12.25]))
+        if t == "boolean":
+            return rng.choice(["true", "false", "True", "False"])
+        if t in ("interval",):
+            if name in ("timeShift", "timeShiftUnit"):
+                return q(rng.choice(SHIFTS))
+            return q(rng.choice(INTERVALS))
+        if t == "intOrInterval":
+            return rng.choice([q(rng.choice(INTERVALS[:6])), str(rng.choice([1, 3, 5, 10]))])
+        if t == "intOrInf":
+            return str(rng.choice([1, 2, 5, 100]))
+        if t == "node":
+            return str(rng.choice([0, 1, 2, 3, -1]))
+        if t == "nodeOrTag":
+            v = rng.choice(NODES_OR_TAGS)
+            return q(v) if isinstance(v, str) else str(v)
+        if t == "tag":
+            return q(rng.choice(["dc", "host", "name", "role"]))
+        if t == "date":
+            return rng.choice(
+                [str(frm + 3600), str(until - 1800), q("-3h"), q("now"), q("-1d"), str(frm - 86400)]
+            )
+        if t == "any":
+            return rng.choice(["None", fmt_num(rng.choice([100.0, 50.0])), self.series(depth)])
+        return q(rng.choice(["x", "web", "cpu"]))
+
+    def call(self, fname, depth):
+        f = self.table[fname]
+        params = f["params"]
+        out = []
+        kw = False
+        for i, p in enumerate(params):
+            req = p.get("required", False)
+            if not req and rng.random() < 0.5:
+                # Left out: the rest may still come by keyword.
+                kw = True
+                continue
+            reps = 1
+            if p.get("multiple"):
+                reps = rng.choice([1, 1, 2, 3]) if req else rng.choice([0, 1, 2])
+            for _ in range(reps):
+                v = self.value(fname, p, depth)
+                if kw and not p.get("multiple"):
+                    out.append(f"{p['name']}={v}")
+                elif not kw:
+                    out.append(v)
+                if not p.get("multiple") and not kw and not req and rng.random() < 0.15:
+                    out[-1] = f"{p['name']}={v}"
+                    kw = True
+        if fname == "seriesByTag" and not any("=" in o and "!=" not in o for o in out):
+            out.insert(0, q("name=cpu.load"))
+        return f"{fname}({','.join(out)})"
+
+
+def render(base, target):
+    qs = urllib.parse.urlencode({"target": target, "from": frm, "until": until, "format": "json"})
+    try:
+        with urllib.request.urlopen(f"{base}/render?{qs}", timeout=120) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()[:300].decode(errors="replace")
+
+
+def close(a, b):
+    if a is None or b is None:
+        return a is None and b is None
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def same(r, g, values=True):
+    if len(r) != len(g):
+        return f"{len(r)} series against {len(g)}: {[s['target'] for s in r][:6]} / {[s['target'] for s in g][:6]}"
+    for x, y in zip(r, g):
+        if x["target"] != y["target"]:
+            return f"name {x['target']!r} against {y['target']!r}"
+        if x.get("tags") != y.get("tags"):
+            return f"{x['target']}: tags {x.get('tags')} against {y.get('tags')}"
+        px, py = x["datapoints"], y["datapoints"]
+        if len(px) != len(py):
+            return f"{x['target']}: {len(px)} points against {len(py)}"
+        for (vx, tx), (vy, ty) in zip(px, py):
+            if tx != ty:
+                return f"{x['target']}: time {tx} against {ty}"
+            if values and not close(vx, vy):
+                return f"{x['target']} at {tx}: {vx} against {vy}"
+    return None
+
+
+if table_file:
+    raw = json.load(open(table_file))
+else:
+    with urllib.request.urlopen(f"{graphite}/functions", timeout=60) as r:
+        raw = json.loads(r.read())
+# /functions is {name: {name, group, params, ...}}; ?grouped=1 would nest by group.
+table = {n: f for n, f in raw.items() if isinstance(f, dict) and "params" in f}
+if only:
+    table = {n: f for n, f in table.items() if n in only}
+gen = Gen(table)
+names = sorted(table)
+called = set()
+n_same = n_err = n_diff = n_empty = 0
+for i in range(count):
+    fname = names[i] if i < len(names) else rng.choice(gen.series_funcs + gen.makers)
+    target = gen.call(fname, 1)
+    called.add(fname)
+    if show:
+        print(f"EXPR: {target}", flush=True)
+    rs, r = render(ringlet, target)
+    gs, g = render(graphite, target)
+    if rs != 200 or gs != 200:
+        if rs != 200 and gs != 200:
+            n_same += 1
+            n_err += 1
+            continue
+        print(f"DIFF: {target}: ringlet {rs} {str(r)[:300]}, graphite-web {gs} {str(g)[:300]}")
+        n_diff += 1
+        continue
+    why = same(r, g, values=fname not in RANDOM)
+    if why:
+        print(f"DIFF: {target}: {why}")
+        n_diff += 1
+    else:
+        n_same += 1
+        n_empty += not g
+print(
+    f"GRAPHITE DIFF: {count} expressions, {n_same} same ({n_err} refused by both, "
+    f"{n_empty} empty), {n_diff} different, {len(called)} of {len(table)} functions called"
+)
+sys.exit(1 if n_diff else 0)
