@@ -26,12 +26,22 @@ pub struct Ctx<'a> {
 }
 
 /// What graphite-web's functions keep in its requestContext for later ones: the
-/// xFilesFactor `setXFilesFactor` set (a copied context takes its own), and `stacked`'s
-/// running totals (shared by copies, as a shallow copy shares them).
+/// xFilesFactor (the request's, or the one `setXFilesFactor` set; a copied context takes
+/// its own), `stacked`'s running totals, and the path expressions fetched for each time
+/// range (both shared by copies, as a shallow copy shares them).
+///
+/// graphite-web fetches, before evaluating a target, the paths its calls name as
+/// positional arguments, and a path evaluated later finds its series only among those: a
+/// path given only as a keyword argument (`transformNull(a, referenceSeries=b)`) gives no
+/// series unless another target or argument of the same time range named it.
+/// The path expressions fetched, by time range.
+pub type Prefetched = std::collections::HashMap<(i64, i64), std::collections::HashSet<String>>;
+
 #[derive(Default)]
 pub struct State {
     pub xff: std::cell::Cell<Option<f64>>,
     pub stacks: std::rc::Rc<std::cell::RefCell<std::collections::HashMap<String, Vec<f64>>>>,
+    pub prefetched: std::rc::Rc<std::cell::RefCell<Prefetched>>,
 }
 
 impl State {
@@ -40,6 +50,7 @@ impl State {
         State {
             xff: std::cell::Cell::new(self.xff.get()),
             stacks: self.stacks.clone(),
+            prefetched: self.prefetched.clone(),
         }
     }
 }
@@ -127,6 +138,34 @@ impl Ctx<'_> {
         }
     }
 
+    /// Mark the path expressions of `e` (its paths and seriesByTag calls, through positional
+    /// arguments only, as graphite-web's prefetch walks it) fetched for this range.
+    pub fn prefetch(&self, e: &crate::expr::Expr) {
+        fn walk(e: &crate::expr::Expr, out: &mut std::collections::HashSet<String>) {
+            match e {
+                crate::expr::Expr::Path(p) => {
+                    out.insert(p.clone());
+                }
+                crate::expr::Expr::Call { name, raw, .. } if name == "seriesByTag" => {
+                    out.insert(raw.clone());
+                }
+                crate::expr::Expr::Call { args, .. } => args.iter().for_each(|a| walk(a, out)),
+                _ => {}
+            }
+        }
+        let mut p = self.state.prefetched.borrow_mut();
+        walk(e, p.entry((self.from, self.until)).or_default());
+    }
+
+    /// Whether path expression `p` was fetched for this range.
+    pub fn fetched(&self, p: &str) -> bool {
+        self.state
+            .prefetched
+            .borrow()
+            .get(&(self.from, self.until))
+            .is_some_and(|s| s.contains(p))
+    }
+
     /// A new context for a request.
     pub fn new<'a>(
         source: &'a dyn Source,
@@ -149,10 +188,25 @@ impl Ctx<'_> {
     /// to `until`'s): the first's start, the end of the last, their count; refused past
     /// [`MAX_ROWS`] or the request's budget of points.
     pub fn slots(&self, span: i64, path: &str) -> Result<(i64, i64, i128), String> {
+        self.slots_in(self.from, self.until, span, path)
+    }
+
+    /// [`Ctx::slots`] for `from`..`until` (a range equal to one slot is that slot, as
+    /// whisper's).
+    pub fn slots_in(
+        &self,
+        from: i64,
+        until: i64,
+        span: i64,
+        path: &str,
+    ) -> Result<(i64, i64, i128), String> {
         // In i128: the slots of a range near i64's ends overflow i64 (the review's
         // `from=-158548959918y&until=5000000000000000000` made a row count that passed).
         let slot_end = |t: i64| i128::from(t) - i128::from(t.rem_euclid(span)) + i128::from(span);
-        let (from, until) = (slot_end(self.from), slot_end(self.until));
+        let (from, mut until) = (slot_end(from), slot_end(until));
+        if from == until {
+            until += i128::from(span);
+        }
         let rows = (until - from).max(0) / i128::from(span);
         if rrd::Budget::new(MAX_ROWS).spend(rows).is_err() {
             return Err(format!(

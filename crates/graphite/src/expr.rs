@@ -40,26 +40,23 @@ pub fn parse(s: &str) -> Result<Expr, String> {
         s: s.as_bytes(),
         at: 0,
         depth: 0,
+        fatal: None,
     };
-    let e = p.piped()?;
     p.ws();
-    if p.at != p.s.len() {
-        return Err(format!(
-            "unexpected '{}' at {} in '{s}'",
-            String::from_utf8_lossy(&p.s[p.at..])
-                .chars()
-                .next()
-                .unwrap_or(' '),
-            p.at
-        ));
+    if matches!(p.peek(), Some(b'\'' | b'"')) {
+        return Err(format!("a target cannot be a string: {s}"));
     }
-    Ok(e)
+    // As graphite-web's grammar (pyparsing's parseString): the longest expression that
+    // reads from the start; what follows it is left out.
+    p.piped()
 }
 
 struct Parser<'a> {
     s: &'a [u8],
     at: usize,
     depth: usize,
+    /// An error no reading around can mend (nesting past [`MAX_DEPTH`]).
+    fatal: Option<String>,
 }
 
 impl Parser<'_> {
@@ -90,13 +87,13 @@ impl Parser<'_> {
             }
             self.at += 1;
             self.ws();
-            match self.expr()? {
-                Expr::Call {
+            match self.expr() {
+                Ok(Expr::Call {
                     name,
                     mut args,
                     kwargs,
                     raw,
-                } => {
+                }) => {
                     args.insert(0, e);
                     e = Expr::Call {
                         name,
@@ -105,10 +102,11 @@ impl Parser<'_> {
                         raw,
                     };
                 }
-                other => {
-                    return Err(format!(
-                        "a pipe must lead to a function call, not {other:?}"
-                    ))
+                Err(f) if self.fatal.is_some() => return Err(f),
+                // Not a call after the pipe: the expression ends before it.
+                _ => {
+                    self.at = save;
+                    return Ok(e);
                 }
             }
         }
@@ -171,29 +169,88 @@ impl Parser<'_> {
                 self.ws();
                 if self.peek() == Some(b'(') {
                     let b = tok.as_bytes();
-                    if !(b[0].is_ascii_alphabetic() || b[0] == b'_')
-                        || !b.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
-                    {
-                        return Err(format!("'{tok}' is not a function name"));
+                    let name_ok = (b[0].is_ascii_alphabetic() || b[0] == b'_')
+                        && b.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_');
+                    if name_ok {
+                        self.at += 1;
+                        self.depth += 1;
+                        if self.depth > MAX_DEPTH {
+                            self.fatal = Some("functions nested too deep".into());
+                        }
+                        let args = if let Some(f) = &self.fatal {
+                            Err(f.clone())
+                        } else {
+                            self.args()
+                        };
+                        self.depth -= 1;
+                        match args {
+                            Ok((args, kwargs)) => {
+                                return Ok(Expr::Call {
+                                    name: tok,
+                                    args,
+                                    kwargs,
+                                    raw: self.text(start, self.at),
+                                })
+                            }
+                            Err(e) => {
+                                if self.fatal.is_some() {
+                                    return Err(e);
+                                }
+                                // As graphite-web's grammar: a call that does not parse
+                                // is read as the path before its parenthesis.
+                            }
+                        }
                     }
-                    self.at += 1;
-                    self.depth += 1;
-                    if self.depth > MAX_DEPTH {
-                        return Err("functions nested too deep".into());
-                    }
-                    let (args, kwargs) = self.args()?;
-                    self.depth -= 1;
-                    return Ok(Expr::Call {
-                        name: tok,
-                        args,
-                        kwargs,
-                        raw: self.text(start, self.at),
-                    });
                 }
                 self.at = raw_end;
-                Ok(atom(tok))
+                let e = atom(tok);
+                match e {
+                    Expr::Path(p) => self.path(p, start),
+                    e => Ok(e),
+                }
             }
         }
+    }
+
+    /// A path as graphite-web's grammar reads it: nodes joined by dots, none empty. One
+    /// that starts with a dot does not read; one with an empty node later reads up to it
+    /// (the rest is left for what follows to refuse or leave out).
+    fn path(&mut self, p: String, start: usize) -> Result<Expr, String> {
+        let mut depth = 0usize;
+        let mut prev_dot = true;
+        for (i, c) in p.bytes().enumerate() {
+            match c {
+                b'{' => depth += 1,
+                b'}' => depth = depth.saturating_sub(1),
+                b'.' if depth == 0 => {
+                    if prev_dot {
+                        if i == 0 {
+                            return Err(format!("'{p}' is not a path (it starts with a dot)"));
+                        }
+                        return self.cut(p, start, i - 1);
+                    }
+                    prev_dot = true;
+                    continue;
+                }
+                _ => {}
+            }
+            prev_dot = false;
+        }
+        if prev_dot && !p.is_empty() {
+            let len = p.len() - 1;
+            return self.cut(p, start, len);
+        }
+        Ok(Expr::Path(p))
+    }
+
+    /// Path `p` cut to its first `len` bytes (an empty node after them), the reading
+    /// moved back to match.
+    fn cut(&mut self, p: String, start: usize, len: usize) -> Result<Expr, String> {
+        if self.s.get(start..start + p.len()) != Some(p.as_bytes()) {
+            return Err(format!("'{p}' is not a path (an empty node)"));
+        }
+        self.at = start + len;
+        Ok(Expr::Path(p[..len].to_string()))
     }
 
     fn args(&mut self) -> Result<(Vec<Expr>, Kwargs), String> {
@@ -342,7 +399,7 @@ mod tests {
         assert_eq!(p("1e3"), Ok(Expr::Num(1000.0)));
         assert_eq!(p("2.50"), Ok(Expr::Num(2.5)));
         assert_eq!(p("inf"), Ok(Expr::Num(f64::INFINITY)));
-        assert_eq!(p(".5"), Ok(Expr::Path(".5".into())));
+        assert!(parse(".5").is_err());
         // Pipes put what comes before into the call's first argument.
         assert_eq!(
             p("a.b | scale(2) |alias('x')"),
@@ -364,17 +421,25 @@ mod tests {
             },
             e => panic!("{e:?}"),
         }
-        for bad in [
-            "",
-            "f(a",
-            "f(a,",
-            "'x",
-            "a b",
-            "f(x=1, y)",
-            "f-g(x)",
-            "f(a))",
-            "a | b",
+        // What does not read is left out, as graphite-web's grammar leaves it: a call
+        // that does not parse is the path before its parenthesis.
+        for (lenient, read) in [
+            ("f(a", "f"),
+            ("f(a,", "f"),
+            ("a b", "a"),
+            ("f(x=1, y)", "f"),
+            ("f-g(x)", "f-g"),
+            ("sum(f(a).b)", "sum"),
         ] {
+            assert_eq!(p(lenient), Ok(Expr::Path(read.into())), "{lenient}");
+        }
+        assert_eq!(p("f(a))"), Ok(call("f", vec![Expr::Path("a".into())])));
+        assert_eq!(p("a | b"), Ok(Expr::Path("a".into())));
+        assert_eq!(p("a..b"), Ok(Expr::Path("a".into())));
+        assert_eq!(p("a.b."), Ok(Expr::Path("a.b".into())));
+        assert_eq!(p("x.{a,b}.c"), Ok(Expr::Path("x.{a,b}.c".into())));
+        assert!(parse(".a.b").is_err());
+        for bad in ["", "'x", " \"y\""] {
             assert!(parse(bad).is_err(), "{bad}");
         }
         let deep = "f(".repeat(100) + &")".repeat(100);

@@ -152,8 +152,19 @@ pub fn json_str(s: &str, out: &mut String) {
     out.push('"');
 }
 
-fn json_num(v: Option<f64>, out: &mut String) {
+/// A value as Python's `str` writes it: an int without a fraction.
+pub fn py_value(v: f64, int: bool) -> String {
+    if int && v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15 {
+        return format!("{}", v as i64);
+    }
+    py_float(v)
+}
+
+fn json_num(v: Option<f64>, int: bool, out: &mut String) {
     match v {
+        Some(x) if int && x.is_finite() && x.fract() == 0.0 && x.abs() < 9.0e15 => {
+            out.push_str(itoa::Buffer::new().format(x as i64))
+        }
         None => out.push_str("null"),
         Some(x) if x.is_nan() => out.push_str("null"),
         Some(x) if x.is_infinite() => out.push_str(if x > 0.0 { "1e9999" } else { "-1e9999" }),
@@ -172,6 +183,10 @@ pub fn json_string(s: &str) -> String {
 pub fn json(series: &[Series], no_null_points: bool) -> String {
     let points: usize = series.iter().map(|s| s.values.len()).sum();
     let mut out = String::with_capacity(points * 24 + 128 * series.len() + 2);
+    // graphite-web writes nothing unless some series has a value (`if any(data)`).
+    if !series.iter().any(|s| !s.values.is_empty()) {
+        return "[]".into();
+    }
     out.push('[');
     let mut first = true;
     for s in series {
@@ -187,9 +202,13 @@ pub fn json(series: &[Series], no_null_points: bool) -> String {
         }
         first = false;
         out.push_str("{\"target\": ");
-        json_str(&s.name, &mut out);
+        if s.name_none && s.name == "None" {
+            out.push_str("null");
+        } else {
+            json_str(&s.name, &mut out);
+        }
         out.push_str(", \"tags\": {");
-        for (i, (k, v)) in s.tags.iter().enumerate() {
+        for (i, (k, v)) in s.tags.borrow().iter().enumerate() {
             if i > 0 {
                 out.push_str(", ");
             }
@@ -204,7 +223,7 @@ pub fn json(series: &[Series], no_null_points: bool) -> String {
                 out.push_str(", ");
             }
             out.push('[');
-            json_num(*v, &mut out);
+            json_num(*v, s.ints, &mut out);
             out.push_str(", ");
             out.push_str(ints.format(*t));
             out.push(']');
@@ -228,7 +247,7 @@ pub fn csv(series: &[Series]) -> String {
             let t = s.start + i as i64 * s.step;
             let _ = write!(out, "{name},{},", rrd::dump::utc_datetime(t));
             if let Some(v) = v {
-                out.push_str(&py_float(*v));
+                out.push_str(&py_value(*v, s.ints));
             }
             out.push_str("\r\n");
         }
@@ -244,7 +263,7 @@ pub fn raw(series: &[Series]) -> String {
         let vals: Vec<String> = s
             .points()
             .iter()
-            .map(|v| v.map_or("None".to_string(), py_float))
+            .map(|v| v.map_or("None".to_string(), |v| py_value(v, s.ints)))
             .collect();
         out.push_str(&vals.join(","));
         out.push('\n');

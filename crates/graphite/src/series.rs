@@ -5,6 +5,15 @@
 /// keeps its place), every value a string.
 pub type Tags = Vec<(String, String)>;
 
+/// Tags as a series holds them: shared, as graphite-web's series share one dict where it
+/// copies a series or gives a new one another's tags (a tag set on one shows on all).
+pub type SharedTags = std::rc::Rc<std::cell::RefCell<Tags>>;
+
+/// Tags of their own.
+pub fn own(t: Tags) -> SharedTags {
+    std::rc::Rc::new(std::cell::RefCell::new(t))
+}
+
 /// A series as graphite-web's functions see it: points at `start`, `start + step`, ...
 /// (before `end`), each a value or None.
 ///
@@ -24,7 +33,12 @@ pub struct Series {
     /// How points are combined: average, avg_zero, sum, min, max, first, last.
     pub consolidation: String,
     pub xff: f64,
-    pub tags: Tags,
+    pub tags: SharedTags,
+    /// The name is Python's None (written `null`) while it reads "None".
+    pub name_none: bool,
+    /// Every value is a Python int (isNonNull's, countSeries', a count's): written without
+    /// a fraction, and kept whole by the sums, extremes and differences of them.
+    pub ints: bool,
 }
 
 impl Series {
@@ -32,7 +46,7 @@ impl Series {
     pub fn new(name: String, start: i64, end: i64, step: i64, values: Vec<Option<f64>>) -> Series {
         Series {
             path_expression: name.clone(),
-            tags: crate::tags::of_name(&name),
+            tags: own(crate::tags::of_name(&name)),
             name,
             start,
             end,
@@ -41,6 +55,8 @@ impl Series {
             vpp: 1,
             consolidation: "average".into(),
             xff: 0.0,
+            name_none: false,
+            ints: false,
         }
     }
 
@@ -65,6 +81,8 @@ impl Series {
             consolidation: self.consolidation.clone(),
             xff: self.xff,
             tags: self.tags.clone(),
+            name_none: false,
+            ints: false,
         }
     }
 
@@ -78,17 +96,24 @@ impl Series {
         }
     }
 
-    /// Set tag `k` (in its place if it is there, else last).
+    /// Set tag `k` (in its place if it is there, else last), on every series sharing
+    /// these tags.
     pub fn set_tag(&mut self, k: &str, v: impl Into<String>) {
-        set_tag(&mut self.tags, k, v);
+        set_tag(&mut self.tags.borrow_mut(), k, v);
     }
 
     /// Tag `k`'s value.
-    pub fn tag(&self, k: &str) -> Option<&str> {
+    pub fn tag(&self, k: &str) -> Option<String> {
         self.tags
+            .borrow()
             .iter()
             .find(|(t, _)| t == k)
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.clone())
+    }
+
+    /// A copy of the tags.
+    pub fn tag_list(&self) -> Tags {
+        self.tags.borrow().clone()
     }
 
     /// Combine every `n` values into a point from now on (graphite-web's `consolidate`:
@@ -210,6 +235,16 @@ impl Agg {
             "last" | "current" => Agg::Last,
             _ => return None,
         })
+    }
+
+    /// Whether the function gives a Python int over values that all are (`ints`): a count
+    /// always; a sum, extreme, last or difference of ints.
+    pub fn int_result(self, ints: bool) -> bool {
+        match self {
+            Agg::Count => true,
+            Agg::Sum | Agg::Min | Agg::Max | Agg::Last | Agg::Diff => ints,
+            _ => false,
+        }
     }
 
     /// The function over `row`: None where graphite-web's gives None (no known value; for

@@ -191,9 +191,20 @@ fn the_render_api_serves_carbons_points_and_rrd_files() {
         "pickle: {p:?}"
     );
 
+    // graphite-web's grammar reads the longest expression that parses: an unclosed call
+    // is the path before it (nothing here), trailing text is left out.
+    assert_eq!(get(hport, "/render?target=sumSeries(a"), "[]");
+    assert_eq!(
+        get(
+            hport,
+            &format!("/render?target=servers.web1.cpu)junk&{range}&format=raw")
+        ),
+        format!("servers.web1.cpu,{t0},{},10|0.0,1.0,2.0,3.0\n", t0 + 40)
+    );
+
     // Errors say why.
     for (path, why) in [
-        ("/render?target=sumSeries(a", "expected ',' or ')'"),
+        ("/render?target='a'", "a target cannot be a string"),
         ("/render?target=nosuch(a.b)", "unknown function: nosuch"),
         (
             "/render?target=a.b&from=soon",

@@ -3,10 +3,12 @@
 use super::*;
 
 pub(super) fn alias(c: &mut Call<'_, '_>) -> Result<Value, String> {
-    let n = c.get("newName").py_str();
+    let v = c.get("newName").clone();
+    let n = v.py_str();
     let mut l = c.series("seriesList")?;
     for s in &mut l {
         s.name = n.clone();
+        s.name_none = v == Value::None;
     }
     Ok(Value::List(l))
 }
@@ -34,7 +36,7 @@ pub(super) fn alias_sub(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let rep = c.str("replace")?;
     let mut l = c.series("seriesList")?;
     for s in &mut l {
-        s.name = py_sub(&re, &rep, &s.name);
+        s.name = py_sub(&re, &rep, &s.name)?;
     }
     Ok(Value::List(l))
 }
@@ -46,7 +48,7 @@ pub(super) fn alias_query(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let mut l = c.series("seriesList")?;
     let ctx = c.ctx.over(c.ctx.from, c.ctx.until);
     for s in &mut l {
-        let q = py_sub(&re, &rep, &s.name);
+        let q = py_sub(&re, &rep, &s.name)?;
         let found = evaluate_target(&ctx, &q)?;
         let Some(first) = found.first() else {
             return Err(format!("No series found with query: {q}"));
@@ -54,13 +56,13 @@ pub(super) fn alias_query(c: &mut Call<'_, '_>) -> Result<Value, String> {
         let Some(v) = safe_last(&first.values) else {
             return Err(format!("Cannot get last value of series: {}", first.name));
         };
-        s.name = py_percent(&new_name, v)?;
+        s.name = py_percent(&new_name, v, first.ints)?;
     }
     Ok(Value::List(l))
 }
 
 /// Python's `fmt % x` for one float.
-pub(super) fn py_percent(fmt: &str, x: f64) -> Result<String, String> {
+pub(super) fn py_percent(fmt: &str, x: f64, int: bool) -> Result<String, String> {
     let mut out = String::new();
     let mut used = false;
     let mut it = fmt.chars().peekable();
@@ -125,7 +127,7 @@ pub(super) fn py_percent(fmt: &str, x: f64) -> Result<String, String> {
                     s
                 }
             }
-            's' | 'r' => py_float(x),
+            's' | 'r' => crate::format::py_value(x, int),
             other => return Err(format!("unsupported format character '{other}'")),
         };
         let body = if flags.contains('+') && x >= 0.0 && !matches!(conv, 's' | 'r') {
@@ -163,8 +165,9 @@ pub(super) fn py_percent(fmt: &str, x: f64) -> Result<String, String> {
 }
 
 /// graphite-web's format_units: a value in a unit system's largest unit it reaches, and
-/// that unit's prefix.
-pub(super) fn format_units(v: f64, system: &str) -> (f64, &'static str) {
+/// that unit's prefix (si, binary, sec, msec, none; another system is refused, as
+/// graphite-web fails on it).
+pub(super) fn format_units(v: f64, system: &str) -> Result<(f64, &'static str), String> {
     let units: &[(&str, f64)] = match system {
         "binary" => &[
             ("Pi", 1125899906842624.0),
@@ -174,7 +177,23 @@ pub(super) fn format_units(v: f64, system: &str) -> (f64, &'static str) {
             ("Ki", 1024.0),
         ],
         "si" => &[("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)],
-        _ => &[],
+        "sec" => &[
+            ("Y", 31536000.0),
+            ("M", 2592000.0),
+            ("D", 86400.0),
+            ("H", 3600.0),
+            ("m", 60.0),
+        ],
+        "msec" => &[
+            ("Y", 31536000000.0),
+            ("M", 2592000000.0),
+            ("D", 86400000.0),
+            ("H", 3600000.0),
+            ("m", 60000.0),
+            ("s", 1000.0),
+        ],
+        "none" => &[],
+        other => return Err(format!("unknown unit system '{other}'")),
     };
     for (prefix, size) in units {
         if v.abs() >= *size {
@@ -182,7 +201,7 @@ pub(super) fn format_units(v: f64, system: &str) -> (f64, &'static str) {
             if v2 - v2.floor() < 0.00000000001 && v > 1.0 {
                 v2 = v2.floor();
             }
-            return (v2, prefix);
+            return Ok((v2, prefix));
         }
     }
     let v = if v - v.floor() < 0.00000000001 && v > 1.0 {
@@ -190,7 +209,7 @@ pub(super) fn format_units(v: f64, system: &str) -> (f64, &'static str) {
     } else {
         v
     };
-    (v, "")
+    Ok((v, ""))
 }
 
 pub(super) fn legend_value(c: &mut Call<'_, '_>) -> Result<Value, String> {
@@ -211,8 +230,9 @@ pub(super) fn legend_value(c: &mut Call<'_, '_>) -> Result<Value, String> {
                 match v {
                     None => "(?)".into(),
                     Some(None) => "None".into(),
-                    Some(Some(x)) if agg == Some(Agg::Count) => format!("{}", x as i64),
-                    Some(Some(x)) => py_float(x),
+                    Some(Some(x)) => {
+                        crate::format::py_value(x, agg.is_some_and(|a| a.int_result(s.ints)))
+                    }
                 }
             };
             match &system {
@@ -222,7 +242,7 @@ pub(super) fn legend_value(c: &mut Call<'_, '_>) -> Result<Value, String> {
                         None => "(?)".to_string(),
                         Some(None) => "None".to_string(),
                         Some(Some(x)) => {
-                            let (v2, p) = format_units(x, sys);
+                            let (v2, p) = format_units(x, sys)?;
                             format!("{}{p}", f2(v2))
                         }
                     };

@@ -79,7 +79,9 @@ pub(super) fn moving_window(c: &mut Call<'_, '_>) -> Result<Value, String> {
             })
             .collect();
         let name = format!("{tag}({},{label})", s.name);
-        out.push(s.copy(name, s.start + preview, s.end, s.step, values));
+        let mut r = s.copy(name, s.start + preview, s.end, s.step, values);
+        r.ints = agg.int_result(s.ints);
+        out.push(r);
     }
     Ok(Value::List(out))
 }
@@ -286,9 +288,9 @@ pub(super) fn holt_winters_confidence_area(c: &mut Call<'_, '_>) -> Result<Value
         return Err("areaBetween series argument must reference *exactly* 2 series".into());
     }
     let name = format!("holtWintersConfidenceArea({})", b[1].path_expression);
-    let mut tags = b[1].tags.clone();
-    tags.retain(|(k, _)| k != "areaBetween");
-    crate::series::set_tag(&mut tags, "holtWintersConfidenceArea", "1");
+    let tags = b[1].tags.clone();
+    tags.borrow_mut().retain(|(k, _)| k != "areaBetween");
+    crate::series::set_tag(&mut tags.borrow_mut(), "holtWintersConfidenceArea", "1");
     for s in &mut b {
         s.tags = tags.clone();
         s.name = name.clone();
@@ -411,7 +413,9 @@ pub(super) fn n_percentile(c: &mut Call<'_, '_>) -> Result<Value, String> {
             s.set_tag("nPercentile", v.py_str());
             let name = format!("nPercentile({}, {})", s.name, fmt_g(n));
             let count = ((s.end - s.start) as f64 / s.step as f64).trunc().max(0.0) as usize;
-            out.push(s.copy(name, s.start, s.end, s.step, vec![Some(p); count]));
+            let mut r = s.copy(name, s.start, s.end, s.step, vec![Some(p); count]);
+            r.ints = s.ints;
+            out.push(r);
         }
     }
     Ok(Value::List(out))
@@ -446,15 +450,15 @@ pub(super) fn stdev(c: &mut Call<'_, '_>) -> Result<Value, String> {
             if let Some(d) = dropped {
                 valid -= 1;
                 sum -= d;
-                sq -= d * d;
+                sq -= py_pow(d, 2.0);
             }
             if let Some(x) = v {
                 valid += 1;
                 sum += x;
-                sq += x * x;
+                sq += py_pow(*x, 2.0);
             }
             values.push(if valid > 0 && valid as f64 / points as f64 >= tolerance {
-                let r = (valid as f64 * sq - sum * sum).sqrt() / valid as f64;
+                let r = (valid as f64 * sq - py_pow(sum, 2.0)).sqrt() / valid as f64;
                 (!r.is_nan()).then_some(r)
             } else {
                 None
@@ -473,6 +477,7 @@ pub(super) fn aggregate_line(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let mut out = Vec::new();
     for s in l {
         let v = agg.apply(&s.points());
+        let int = agg.int_result(s.ints);
         let text = match v {
             Some(x) => fmt_g(x),
             None => "None".into(),
@@ -480,11 +485,13 @@ pub(super) fn aggregate_line(c: &mut Call<'_, '_>) -> Result<Value, String> {
         let name = format!("aggregateLine({}, {text})", s.name);
         if keep {
             let n = s.values.len();
-            out.push(s.copy(name, s.start, s.end, s.step, vec![v; n]));
+            let mut r = s.copy(name, s.start, s.end, s.step, vec![v; n]);
+            r.ints = int;
+            out.push(r);
         } else {
             let value = match v {
                 None => Value::None,
-                Some(x) if agg == Agg::Count => Value::Int(x as i64),
+                Some(x) if int && x.fract() == 0.0 => Value::Int(x as i64),
                 Some(x) => Value::Float(x),
             };
             let mut r = special::constant(c.ctx, value)?;
@@ -504,6 +511,7 @@ pub(super) fn identity(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let values = (0..n).map(|i| Some((from + i * 60) as f64)).collect();
     let mut s = Series::new(name.clone(), from, until, 60, values);
     s.xff = xff_of(c.ctx, None);
+    s.ints = true;
     s.path_expression = format!("identity(\"{name}\")");
     Ok(Value::List(vec![s]))
 }

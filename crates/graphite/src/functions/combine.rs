@@ -30,17 +30,20 @@ pub(super) fn aggregate_lists(
             }
         })
         .collect();
-    let mut tags = l[0].tags.clone();
+    let mut tags = l[0].tag_list();
     for s in &l[1..] {
-        tags.retain(|(k, v)| s.tag(k) == Some(v.as_str()));
+        let theirs = s.tags.borrow();
+        tags.retain(|(k, v)| theirs.iter().any(|(a, b)| a == k && b == v));
     }
     if !tags.iter().any(|(k, _)| k == "name") {
         set_tag(&mut tags, "name", name.clone());
     }
     set_tag(&mut tags, "aggregatedBy", f);
+    let ints = agg.int_result(l.iter().all(|s| s.ints));
     let mut s = Series::new(name, start, end, step, values);
     s.xff = xff;
-    s.tags = tags;
+    s.tags = crate::series::own(tags);
+    s.ints = ints;
     Ok(vec![s])
 }
 
@@ -282,7 +285,10 @@ pub(super) fn group_by_tags(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let common = if by_name {
         String::new()
     } else {
-        let mut names: Vec<&str> = l.iter().map(|s| s.tag("name").unwrap_or("")).collect();
+        let mut names: Vec<String> = l
+            .iter()
+            .map(|s| s.tag("name").unwrap_or_default())
+            .collect();
         names.sort_unstable();
         names.dedup();
         if names.len() == 1 {
@@ -295,11 +301,11 @@ pub(super) fn group_by_tags(c: &mut Call<'_, '_>) -> Result<Value, String> {
         let mut parts: Vec<String> = tags
             .iter()
             .filter(|t| !by_name || *t != "name")
-            .map(|t| format!("{t}={}", s.tag(t).unwrap_or("")))
+            .map(|t| format!("{t}={}", s.tag(t).unwrap_or_default()))
             .collect();
         parts.sort();
         let head = if by_name {
-            s.tag("name").unwrap_or("").to_string()
+            s.tag("name").unwrap_or_default()
         } else {
             common.clone()
         };
@@ -309,8 +315,10 @@ pub(super) fn group_by_tags(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let mut out = Vec::new();
     for (k, g) in groups {
         let mut s = callback_one(c, &callback, g)?;
-        s.tags = crate::tags::strict_tags(&k)
-            .ok_or_else(|| format!("groupByTags: '{k}' is not a tagged series' name"))?;
+        s.tags = crate::series::own(
+            crate::tags::strict_tags(&k)
+                .ok_or_else(|| format!("groupByTags: '{k}' is not a tagged series' name"))?,
+        );
         s.path_expression = k.clone();
         s.name = k;
         out.push(s);
@@ -335,7 +343,9 @@ pub(super) fn reduce_series(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let matchers: Vec<String> = c.take_rest().iter().map(Value::py_str).collect();
     let lists = match c.take("seriesLists") {
         Value::Lists(l) => l,
-        Value::List(l) if l.is_empty() => vec![],
+        // graphite-web walks a plain series list as lists: its series' values, which it
+        // fails on unless there are none.
+        Value::List(l) if l.iter().all(|s| s.point_count() == 0) => vec![],
         v => {
             return Err(format!(
                 "reduceSeries: its first argument must be series lists (mapSeries), not {}",
@@ -676,6 +686,7 @@ pub(super) fn count_series(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let values = vec![Some(n); rows(&l).len()];
     let mut s = Series::new(name, start, end, step, values);
     s.xff = xff_of(c.ctx, None);
+    s.ints = true;
     Ok(Value::List(vec![s]))
 }
 
@@ -695,8 +706,10 @@ pub(super) fn percentile_of_series(c: &mut Call<'_, '_>) -> Result<Value, String
         .iter()
         .map(|r| percentile(r, n, interpolate))
         .collect();
+    let ints = !interpolate && l.iter().all(|s| s.ints);
     let mut s = Series::new(name, start, end, step, values);
     s.xff = xff_of(c.ctx, None);
+    s.ints = ints;
     Ok(Value::List(vec![s]))
 }
 

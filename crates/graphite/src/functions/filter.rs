@@ -126,7 +126,7 @@ pub(super) fn most_deviant(c: &mut Call<'_, '_>) -> Result<Value, String> {
         let sq = pts
             .iter()
             .flatten()
-            .fold(0.0, |a, v| a + (v - mean) * (v - mean));
+            .fold(0.0, |a, v| a + py_pow(v - mean, 2.0));
         let count = pts.iter().flatten().count();
         if count == 0 {
             continue;
@@ -306,7 +306,7 @@ pub(super) fn use_series_above(c: &mut Call<'_, '_>) -> Result<Value, String> {
         }
         let m = pts.iter().flatten().copied().reduce(crate::series::py_max);
         if m.is_some_and(|m| m > value) {
-            names.push(py_sub(&re, &rep, &s.name));
+            names.push(py_sub(&re, &rep, &s.name)?);
         }
     }
     if names.is_empty() {

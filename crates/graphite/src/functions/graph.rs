@@ -100,8 +100,9 @@ pub(super) fn vertical_line(c: &mut Call<'_, '_>) -> Result<Value, String> {
             "verticalLine(): timestamp {ts} exists after end of range"
         ));
     }
-    let label = c.get("label").py_str();
-    let mut s = Series::new(label, ts, ts, 1, vec![Some(1.0), Some(1.0)]);
+    let label = c.get("label").clone();
+    let mut s = Series::new(label.py_str(), ts, ts, 1, vec![Some(1.0), Some(1.0)]);
     s.xff = xff_of(c.ctx, None);
+    s.name_none = label == Value::None;
     Ok(Value::List(vec![s]))
 }

@@ -117,8 +117,18 @@ pub fn eval(ctx: &Ctx<'_>, e: &Expr) -> Result<Value, String> {
     }
 }
 
-/// The series of a path, each with the request's xFilesFactor.
+/// The series of a path, each with the request's xFilesFactor (none where the path was
+/// not fetched for this range: see [`crate::ctx::State`]).
 fn fetch(ctx: &Ctx<'_>, path: &str) -> Result<Vec<Series>, String> {
+    if !ctx.fetched(path) {
+        return Ok(vec![]);
+    }
+    if ctx.from > ctx.until {
+        return Err(format!(
+            "Invalid interval start={} end={}",
+            ctx.from, ctx.until
+        ));
+    }
     let mut l = ctx.fetch(path)?;
     let xff = ctx.state.xff.get().unwrap_or(0.0);
     for s in &mut l {
@@ -132,6 +142,7 @@ pub fn eval_series(ctx: &Ctx<'_>, e: &Expr) -> Result<Vec<Series>, String> {
     match eval(ctx, e)? {
         Value::List(l) => Ok(l),
         Value::None => Ok(vec![]),
+        Value::Lists(l) if l.is_empty() => Ok(vec![]),
         v => Err(format!("{e:?} is {}, not series", v.kind())),
     }
 }
@@ -144,23 +155,42 @@ pub fn evaluate(ctx: &Ctx<'_>, targets: &[String]) -> Result<Vec<Series>, String
             ctx.until, ctx.from
         ));
     }
-    let mut out = Vec::new();
+    // Every target's paths are fetched before any is evaluated, as graphite-web does.
+    let mut parsed = Vec::with_capacity(targets.len());
     for t in targets {
-        out.extend(evaluate_target(ctx, t).map_err(|e| format!("target '{t}': {e}"))?);
+        let e = expr::parse(t).map_err(|e| format!("target '{t}': {e}"))?;
+        ctx.prefetch(&top(e.clone(), t));
+        parsed.push((t, e));
+    }
+    let mut out = Vec::new();
+    for (t, e) in parsed {
+        out.extend(evaluate_parsed(ctx, e, t).map_err(|e| format!("target '{t}': {e}"))?);
     }
     Ok(out)
+}
+
+/// A target as graphite-web's grammar reads it at the top: a call, or a path (`5` and
+/// `true` are paths there).
+fn top(e: Expr, target: &str) -> Expr {
+    match e {
+        Expr::Path(_) | Expr::Call { .. } => e,
+        _ => Expr::Path(target.trim().to_string()),
+    }
 }
 
 /// One target's series: a call's result, or a path's series (at the top a target is a call
 /// or a path, never a literal: `5` and `true` are paths).
 pub fn evaluate_target(ctx: &Ctx<'_>, target: &str) -> Result<Vec<Series>, String> {
-    let e = expr::parse(target)?;
-    let v = match &e {
-        Expr::Path(_) | Expr::Call { .. } => eval(ctx, &e)?,
-        _ => Value::List(fetch(ctx, target.trim())?),
-    };
-    match v {
+    let e = top(expr::parse(target)?, target);
+    ctx.prefetch(&e);
+    evaluate_parsed(ctx, e, target)
+}
+
+fn evaluate_parsed(ctx: &Ctx<'_>, e: Expr, target: &str) -> Result<Vec<Series>, String> {
+    let e = top(e, target);
+    match eval(ctx, &e)? {
         Value::List(l) => Ok(l),
+        Value::Lists(l) if l.is_empty() => Ok(vec![]),
         Value::Lists(_) => Err("a list of series lists cannot be drawn (use reduceSeries)".into()),
         v if !v.truthy() => Ok(vec![]),
         v => Err(format!("the target gives {}, not series", v.kind())),
@@ -198,10 +228,11 @@ impl Call<'_, '_> {
         std::mem::take(&mut self.bound.rest)
     }
 
-    /// Parameter `p` as a series list.
+    /// Parameter `p` as a series list (an empty list of lists is an empty list).
     pub fn series(&mut self, p: &str) -> Result<Vec<Series>, String> {
         match self.take(p) {
             Value::List(l) => Ok(l),
+            Value::Lists(l) if l.is_empty() => Ok(vec![]),
             v => Err(format!(
                 "{}: '{p}' must be series, not {}",
                 self.name,
@@ -296,6 +327,7 @@ impl Call<'_, '_> {
             .first()
             .ok_or_else(|| format!("{}: its series must be the first argument", self.name))?;
         let ctx = self.ctx.over(from, until);
+        ctx.prefetch(e);
         eval_series(&ctx, e)
     }
 }
@@ -541,6 +573,13 @@ fn lcm(a: i64, b: i64) -> i64 {
     a.div_euclid(g) * b
 }
 
+/// Python's `x ** y` of floats: the C library's `pow`, called (an exponent the compiler
+/// can see, such as 2, would become a multiplication, which differs from glibc's pow in
+/// the last bit for about a fifth of large numbers).
+pub(super) fn py_pow(x: f64, y: f64) -> f64 {
+    x.powf(std::hint::black_box(y))
+}
+
 /// Python's `%` on integers (the sign of the divisor).
 pub(super) fn py_mod(a: i64, b: i64) -> i64 {
     if b == 0 {
@@ -611,7 +650,7 @@ pub(super) fn node_or_tag(s: &Series, n: &Value, path: Option<&str>) -> Result<S
             return Ok(p.to_string());
         }
     }
-    Ok(s.tag(&n.py_str()).unwrap_or("").to_string())
+    Ok(s.tag(&n.py_str()).unwrap_or_default())
 }
 
 /// Python's `list[i]` (negative from the end).
@@ -623,6 +662,9 @@ pub(super) fn py_index<'a>(parts: &[&'a str], i: i64) -> Option<&'a str> {
 /// The key of a series for grouping by nodes or tags (graphite-web's aggKey): the nodes of
 /// its first path expression where its name looks like a call.
 pub(super) fn agg_key(s: &Series, nodes: &[Value]) -> Result<String, String> {
+    if s.name.is_empty() {
+        return Err("string index out of range (a series with an empty name)".into());
+    }
     let path = if s.name.ends_with(')') {
         first_path_expression(&s.name)?
     } else {
@@ -658,52 +700,76 @@ pub(super) fn py_regex(p: &str) -> Result<Regex, String> {
     Regex::new(p).map_err(|e| format!("bad regular expression '{p}': {e}"))
 }
 
-/// Python's `re.sub(pattern, replace, s)`.
-pub(super) fn py_sub(re: &Regex, replace: &str, s: &str) -> String {
-    re.replace_all(s, backrefs(replace).as_str()).into_owned()
+/// Python's `re.sub(pattern, replace, s)` (an error where Python's template is one: a
+/// group the pattern does not have, an unknown escape).
+pub(super) fn py_sub(re: &Regex, replace: &str, s: &str) -> Result<String, String> {
+    let rep = template(re, replace)?;
+    Ok(re.replace_all(s, rep.as_str()).into_owned())
 }
 
-/// Python's `\1` and `\g<1>` as the regex crate's `${1}`.
-pub(super) fn backrefs(s: &str) -> String {
+/// A Python replacement template as the regex crate's: `\1`, `\g<1>`, `\g<name>` become
+/// `${1}`, `${name}`; `\n`, `\t` and the like their characters; `$` itself.
+pub(super) fn template(re: &Regex, s: &str) -> Result<String, String> {
+    let groups = re.captures_len();
+    let group = |g: &str| -> Result<String, String> {
+        match g.parse::<usize>() {
+            Ok(n) if n < groups => Ok(format!("${{{n}}}")),
+            Ok(n) => Err(format!("invalid group reference {n}")),
+            Err(_) if re.capture_names().flatten().any(|c| c == g) => Ok(format!("${{{g}}}")),
+            Err(_) => Err(format!("unknown group name '{g}'")),
+        }
+    };
     let mut out = String::new();
     let mut it = s.chars().peekable();
     while let Some(c) = it.next() {
         match c {
-            '\\' if it.peek().is_some_and(char::is_ascii_digit) => {
-                let mut n = String::new();
-                while let Some(d) = it.peek().filter(|d| d.is_ascii_digit()) {
-                    n.push(*d);
-                    it.next();
+            '\\' => match it.next() {
+                Some(d) if d.is_ascii_digit() => {
+                    let mut n = d.to_string();
+                    if let Some(&e) = it.peek().filter(|e| e.is_ascii_digit()) {
+                        n.push(e);
+                        it.next();
+                    }
+                    out.push_str(&group(&n)?);
                 }
-                out.push_str(&format!("${{{n}}}"));
-            }
-            '\\' if it.peek() == Some(&'g') => {
-                it.next();
-                let mut n = String::new();
-                if it.peek() == Some(&'<') {
-                    it.next();
-                    for d in it.by_ref() {
-                        if d == '>' {
-                            break;
+                Some('g') => {
+                    if it.next() != Some('<') {
+                        return Err("missing < in a group reference".into());
+                    }
+                    let mut n = String::new();
+                    loop {
+                        match it.next() {
+                            Some('>') => break,
+                            Some(x) => n.push(x),
+                            None => return Err("missing > in a group reference".into()),
                         }
-                        n.push(d);
+                    }
+                    out.push_str(&group(&n)?);
+                }
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('r') => out.push('\r'),
+                Some('f') => out.push('\x0c'),
+                Some('v') => out.push('\x0b'),
+                Some('a') => out.push('\x07'),
+                Some('b') => out.push('\x08'),
+                Some('\\') => out.push('\\'),
+                Some(x) if x.is_ascii_alphabetic() => return Err(format!("bad escape \\{x}")),
+                Some(x) => {
+                    out.push('\\');
+                    if x == '$' {
+                        out.push_str("$$");
+                    } else {
+                        out.push(x);
                     }
                 }
-                out.push_str(&format!("${{{n}}}"));
-            }
-            '\\' if it.peek() == Some(&'n') => {
-                it.next();
-                out.push('\n');
-            }
-            '\\' if it.peek() == Some(&'\\') => {
-                it.next();
-                out.push('\\');
-            }
+                None => return Err("bad escape (end of template)".into()),
+            },
             '$' => out.push_str("$$"),
             c => out.push(c),
         }
     }
-    out
+    Ok(out)
 }
 
 /// Python's `round(x, n)`: the nearest decimal of n places to the float's exact value
@@ -723,11 +789,9 @@ pub(super) fn py_round(x: f64, n: i64) -> f64 {
         return 0.0 * x.signum();
     }
     if keep == 0 {
-        // Rounds to 0 or to 10^-n: compare with half of 10^-n on the exact decimal.
+        // Rounds to 0 or to 10^-n (a half rounds to the even 0).
         let unit = 10f64.powi((-n) as i32);
-        let exact = format!("{:.0}", x.abs());
-        let half = format!("{:.0}", unit / 2.0);
-        let up = exact.len() > half.len() || (exact.len() == half.len() && exact > half);
+        let up = x.abs() > unit / 2.0;
         return if up {
             unit * x.signum()
         } else {
@@ -1021,9 +1085,15 @@ mod tests {
         assert_eq!(py_round(-1351.0, -2), -1400.0);
         assert_eq!(py_round(40.0, -2), 0.0);
         assert_eq!(py_round(60.0, -2), 100.0);
+        assert_eq!(py_round(7.8, -1), 10.0);
+        assert_eq!(py_round(5.0, -1), 0.0);
+        assert_eq!(py_round(15.0, -1), 20.0);
         assert_eq!(lcm(60, 300), 300);
         assert_eq!(lcm(40, 60), 120);
-        assert_eq!(backrefs("\\1-\\g<2>$"), "${1}-${2}$$");
+        let re = Regex::new("(a)(b)").unwrap();
+        assert_eq!(template(&re, "\\1-\\g<2>$").unwrap(), "${1}-${2}$$");
+        assert!(template(&re, "\\3").is_err());
+        assert!(template(&re, "\\q").is_err());
     }
 
     #[test]

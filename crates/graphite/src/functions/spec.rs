@@ -265,9 +265,31 @@ pub fn validate(def: &Def, args: &mut [Value], kwargs: &mut [(String, Value)]) {
     }
 }
 
+/// A default of a signature (a Python literal).
+#[derive(Debug, Clone)]
+enum Default {
+    Str(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    None,
+}
+
+impl Default {
+    fn value(&self) -> Value {
+        match self {
+            Default::Str(s) => Value::Str(s.clone()),
+            Default::Int(i) => Value::Int(*i),
+            Default::Float(f) => Value::Float(*f),
+            Default::Bool(b) => Value::Bool(*b),
+            Default::None => Value::None,
+        }
+    }
+}
+
 /// A Python signature: its parameters with their defaults, and the name of `*rest`.
 struct Sig {
-    params: Vec<(String, Option<Value>)>,
+    params: Vec<(String, Option<Default>)>,
     rest: Option<String>,
 }
 
@@ -318,13 +340,13 @@ fn split_top(s: &str) -> Vec<&str> {
 }
 
 /// A Python literal as `repr` writes it.
-fn py_literal(s: &str) -> Value {
+fn py_literal(s: &str) -> Default {
     let s = s.trim();
     match s {
-        "None" => return Value::None,
-        "True" => return Value::Bool(true),
-        "False" => return Value::Bool(false),
-        "inf" => return Value::Float(f64::INFINITY),
+        "None" => return Default::None,
+        "True" => return Default::Bool(true),
+        "False" => return Default::Bool(false),
+        "inf" => return Default::Float(f64::INFINITY),
         _ => {}
     }
     if let Some(q) = s
@@ -332,12 +354,12 @@ fn py_literal(s: &str) -> Value {
         .and_then(|r| r.strip_suffix('\''))
         .or_else(|| s.strip_prefix('"').and_then(|r| r.strip_suffix('"')))
     {
-        return Value::Str(q.to_string());
+        return Default::Str(q.to_string());
     }
     if let Ok(i) = s.parse::<i64>() {
-        return Value::Int(i);
+        return Default::Int(i);
     }
-    s.parse().map(Value::Float).unwrap_or(Value::None)
+    s.parse().map(Default::Float).unwrap_or(Default::None)
 }
 
 /// Arguments bound to a signature.
@@ -346,16 +368,15 @@ pub struct Bound {
     names: Vec<String>,
     vals: Vec<Value>,
     pub rest: Vec<Value>,
+    none: Value,
 }
-
-static NONE: Value = Value::None;
 
 impl Bound {
     pub fn get(&self, p: &str) -> &Value {
         self.names
             .iter()
             .position(|n| n == p)
-            .map_or(&NONE, |i| &self.vals[i])
+            .map_or(&self.none, |i| &self.vals[i])
     }
 
     pub fn take(&mut self, p: &str) -> Value {
@@ -412,7 +433,7 @@ pub fn bind(def: &Def, args: Vec<Value>, kwargs: Vec<(String, Value)>) -> Result
     }
     let mut out = Vec::with_capacity(n);
     for (i, v) in vals.into_iter().enumerate() {
-        match v.or_else(|| sig.params[i].1.clone()) {
+        match v.or_else(|| sig.params[i].1.as_ref().map(Default::value)) {
             Some(v) => out.push(v),
             None => {
                 return Err(format!(
@@ -426,6 +447,7 @@ pub fn bind(def: &Def, args: Vec<Value>, kwargs: Vec<(String, Value)>) -> Result
         names: sig.params.iter().map(|(p, _)| p.clone()).collect(),
         vals: out,
         rest,
+        none: Value::None,
     })
 }
 

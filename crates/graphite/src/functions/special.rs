@@ -11,6 +11,15 @@ pub(super) fn series_by_tag(
     args: &[Expr],
     raw: &str,
 ) -> Result<Vec<Series>, String> {
+    if !ctx.fetched(raw) {
+        return Ok(vec![]);
+    }
+    if ctx.from > ctx.until {
+        return Err(format!(
+            "Invalid interval start={} end={}",
+            ctx.from, ctx.until
+        ));
+    }
     let mut exprs = Vec::new();
     for a in args {
         if let Expr::Str(s) = a {
@@ -56,6 +65,7 @@ pub(super) fn constant(ctx: &Ctx<'_>, value: Value) -> Result<Series, String> {
     }
     let mut s = Series::new(value.py_str(), from, until, step, vec![v; 3]);
     s.xff = xff_of(ctx, None);
+    s.ints = matches!(value, Value::Int(_) | Value::Bool(_));
     s.path_expression = format!("constantLine({})", value.py_str());
     Ok(s)
 }
@@ -98,6 +108,7 @@ pub(super) fn set_xfiles_factor(c: &mut Call<'_, '_>) -> Result<Value, String> {
 pub(super) fn changed(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let mut l = c.series("seriesList")?;
     for s in &mut l {
+        s.ints = true;
         s.name = format!("changed({})", s.name);
         s.path_expression = s.name.clone();
         let pts = s.points();
@@ -169,44 +180,43 @@ pub(super) fn cacti_style(c: &mut Call<'_, '_>) -> Result<Value, String> {
     if l.is_empty() {
         return Ok(Value::List(l));
     }
-    let fmt = |x: f64| -> String {
-        match (&system, &units) {
+    let fmt = |x: f64| -> Result<String, String> {
+        Ok(match (&system, &units) {
             (Some(sys), Some(u)) => {
-                let (v, p) = alias::format_units(x, sys);
+                let (v, p) = alias::format_units(x, sys)?;
                 format!("{} {p}{u}", f2(v))
             }
             (Some(sys), None) => {
-                let (v, p) = alias::format_units(x, sys);
+                let (v, p) = alias::format_units(x, sys)?;
                 format!("{}{p}", f2(v))
             }
             (None, Some(u)) => format!("{} {u}", f2(x)),
             (None, None) => f2(x),
-        }
+        })
     };
     // graphite-web measures the columns with whole numbers (3 for none or zero).
-    let width = |f: &dyn Fn(&[Option<f64>]) -> Option<f64>| {
-        l.iter()
-            .map(|s| {
-                let v = f(&s.points()).filter(|v| *v != 0.0).unwrap_or(3.0).trunc();
-                fmt(v).chars().count()
-            })
-            .max()
-            .unwrap_or(0)
-            + 3
+    let width = |f: &dyn Fn(&[Option<f64>]) -> Option<f64>| -> Result<usize, String> {
+        let mut w = 0;
+        for s in &l {
+            let v = f(&s.points()).filter(|v| *v != 0.0).unwrap_or(3.0).trunc();
+            w = w.max(fmt(v)?.chars().count());
+        }
+        Ok(w + 3)
     };
     let name_len = l.iter().map(|s| s.name.chars().count()).max().unwrap_or(0);
-    let last_len = width(&|p| safe_last(p));
-    let max_len = width(&|p| safe_max(p));
-    let min_len = width(&|p| safe_min(p));
+    let last_len = width(&|p| safe_last(p))?;
+    let max_len = width(&|p| safe_max(p))?;
+    let min_len = width(&|p| safe_min(p))?;
     for s in &mut l {
         let pts = s.points();
-        let show = |v: Option<f64>| v.map_or("nan".to_string(), &fmt);
+        let show =
+            |v: Option<f64>| -> Result<String, String> { v.map_or(Ok("nan".to_string()), &fmt) };
         s.name = format!(
             "{:<name_len$} Current:{:<last_len$} Max:{:<max_len$} Min:{:<min_len$} ",
             s.name,
-            show(safe_last(&s.values)),
-            show(safe_max(&pts)),
-            show(safe_min(&pts)),
+            show(safe_last(&s.values))?,
+            show(safe_max(&pts))?,
+            show(safe_min(&pts))?,
         );
     }
     Ok(Value::List(l))
@@ -223,6 +233,7 @@ pub(super) fn events(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let mut s = Series::new(name, from, until, 1, vec![None; n as usize]);
     s.consolidation = "sum".into();
     s.xff = xff_of(c.ctx, None);
+    s.ints = true;
     Ok(Value::List(vec![s]))
 }
 

@@ -22,6 +22,8 @@ fn each(
     name: impl Fn(&Series) -> String,
     mut f: impl FnMut(Option<f64>) -> Result<Option<f64>, String>,
 ) -> Result<Value, String> {
+    // An absolute or rounded int is an int; anything else here makes floats.
+    let keep_ints = matches!(c.name, "absolute" | "round");
     let mut l = c.series("seriesList")?;
     for s in &mut l {
         if let Some((k, v)) = &tag {
@@ -29,6 +31,7 @@ fn each(
         }
         s.name = name(s);
         s.path_expression = s.name.clone();
+        s.ints &= keep_ints;
         in_place(s, &mut f)?;
     }
     Ok(Value::List(l))
@@ -38,7 +41,7 @@ fn each(
 /// fraction, zero to a negative power, an overflow).
 pub(super) fn safe_pow(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     let (a, b) = (a?, b?);
-    let r = a.powf(b);
+    let r = py_pow(a, b);
     if a.is_finite() && b.is_finite() && !r.is_finite() {
         return None;
     }
@@ -168,7 +171,11 @@ pub(super) fn offset_to_zero(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let mut l = c.series("seriesList")?;
     for s in &mut l {
         let min = safe_min(&s.points());
-        s.set_tag("offsetToZero", min.map_or("None".to_string(), py_float));
+        let ints = s.ints;
+        s.set_tag(
+            "offsetToZero",
+            min.map_or("None".to_string(), |m| crate::format::py_value(m, ints)),
+        );
         s.name = format!("offsetToZero({})", s.name);
         s.path_expression = s.name.clone();
         in_place(s, |x| match (x, min) {
@@ -226,13 +233,23 @@ fn derived(
     name: impl Fn(&Series) -> String,
     mut f: impl FnMut(&Series, Vec<Option<f64>>) -> Result<Vec<Option<f64>>, String>,
 ) -> Result<Value, String> {
+    // Differences and moves of ints are ints.
+    let keep_ints = match c.name {
+        "derivative" | "delay" => true,
+        "nonNegativeDerivative" => {
+            matches!(c.get("maxValue"), Value::None) && matches!(c.get("minValue"), Value::None)
+        }
+        _ => false,
+    };
     let l = c.series("seriesList")?;
     let mut out = Vec::with_capacity(l.len());
     for mut s in l {
         let values = f(&s, s.points())?;
         s.set_tag(tag, tag_value);
         let n = name(&s);
-        out.push(s.copy(n, s.start, s.end, s.step, values));
+        let mut r = s.copy(n, s.start, s.end, s.step, values);
+        r.ints = keep_ints && s.ints;
+        out.push(r);
     }
     Ok(Value::List(out))
 }
@@ -556,6 +573,7 @@ pub(super) fn transform_null(c: &mut Call<'_, '_>) -> Result<Value, String> {
         }
         s.path_expression = s.name.clone();
         let pts = s.points();
+        s.ints &= pts.iter().all(Option::is_some);
         let values = match defaults.as_ref().filter(|d| !d.is_empty()) {
             Some(ds) => (0..pts.len().max(ds.len()))
                 .map(|i| match pts.get(i).copied().flatten() {
@@ -573,6 +591,7 @@ pub(super) fn transform_null(c: &mut Call<'_, '_>) -> Result<Value, String> {
 pub(super) fn is_non_null(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let mut l = c.series("seriesList")?;
     for s in &mut l {
+        s.ints = true;
         s.set_tag("isNonNull", "1");
         s.name = format!("isNonNull({})", s.name);
         s.path_expression = s.name.clone();
@@ -698,6 +717,7 @@ pub(super) fn summarize(c: &mut Call<'_, '_>) -> Result<Value, String> {
         };
         let (values, reached) = summarize_values(&s, agg, interval, start, end);
         let end = if align { reached } else { end };
+        let ints = agg.int_result(s.ints);
         s.set_tag("summarize", spec.clone());
         s.set_tag("summarizeFunction", func.py_str());
         let name = format!(
@@ -706,7 +726,9 @@ pub(super) fn summarize(c: &mut Call<'_, '_>) -> Result<Value, String> {
             func.py_str(),
             if align { ", true" } else { "" }
         );
-        out.push(s.copy(name, start, end, interval, values));
+        let mut r = s.copy(name, start, end, interval, values);
+        r.ints = ints;
+        out.push(r);
     }
     Ok(Value::List(out))
 }
@@ -832,7 +854,7 @@ pub(super) fn hitcount(c: &mut Call<'_, '_>) -> Result<Value, String> {
     charge_buckets(c, &l, interval, "hitcount")?;
     let mut out = Vec::new();
     for mut s in l {
-        let values = hitcount_values(&s, interval);
+        let values = hitcount_values(&s, interval)?;
         let count = values.len() as i64;
         let start = s.end - count * interval;
         s.set_tag("hitcount", spec.clone());
@@ -841,21 +863,29 @@ pub(super) fn hitcount(c: &mut Call<'_, '_>) -> Result<Value, String> {
             s.name,
             if align { ", true" } else { "" }
         );
-        out.push(s.copy(name, start, s.end, interval, values));
+        let mut r = s.copy(name, start, s.end, interval, values);
+        r.ints = s.ints;
+        out.push(r);
     }
     Ok(Value::List(out))
 }
 
 /// graphite-web's hitcount buckets: each point's value times the seconds of its step in a
 /// bucket of `interval`, summed a bucket; the buckets end at the series' end.
-fn hitcount_values(s: &Series, interval: i64) -> Vec<Option<f64>> {
+fn hitcount_values(s: &Series, interval: i64) -> Result<Vec<Option<f64>>, String> {
     let step = s.step;
     let count = ((s.end - s.start) as f64 / interval as f64).ceil().max(0.0) as usize;
     let start = s.end - count as i64 * interval;
     let mut buckets: Vec<Vec<f64>> = vec![Vec::new(); count];
-    let mut add = |b: i64, v: f64| {
-        if let Some(slot) = usize::try_from(b).ok().and_then(|b| buckets.get_mut(b)) {
-            slot.push(v);
+    // Python's list index: from the end when negative, an error past either end.
+    let mut add = |b: i64, v: f64| -> Result<(), String> {
+        let i = if b < 0 { b + count as i64 } else { b };
+        match usize::try_from(i).ok().and_then(|i| buckets.get_mut(i)) {
+            Some(slot) => {
+                slot.push(v);
+                Ok(())
+            }
+            None => Err("list index out of range (a value past the series' end)".into()),
         }
     };
     for (i, v) in s.points().into_iter().enumerate() {
@@ -872,24 +902,24 @@ fn hitcount_values(s: &Series, interval: i64) -> Vec<Option<f64>> {
         }
         if sb == eb {
             if sb >= 0 {
-                add(sb, v * (em - sm) as f64);
+                add(sb, v * (em - sm) as f64)?;
             }
         } else {
             if sb >= 0 {
-                add(sb, v * (interval - sm) as f64);
+                add(sb, v * (interval - sm) as f64)?;
             }
             for j in sb + 1..eb {
-                add(j, v * interval as f64);
+                add(j, v * interval as f64)?;
             }
             if em > 0 {
-                add(eb, v * em as f64);
+                add(eb, v * em as f64)?;
             }
         }
     }
-    buckets
+    Ok(buckets
         .into_iter()
         .map(|b| (!b.is_empty()).then(|| crate::series::py_sum(&b)))
-        .collect()
+        .collect())
 }
 
 /// A time shift's text and seconds: a bare interval is into the past.

@@ -24,10 +24,17 @@ N = DAYS * 1440
 start = until - N * 60
 
 
+def q(x):
+    """x to 1/256: every value a binary fraction, which an RRD row holds exactly (rrdtool's
+    ((v * step) / step * step) / step changes the last bit of some decimals, 18.772 among
+    them), so both sides start from the same floats."""
+    return round(x * 256) / 256
+
+
 def wave(k, h, scale=5.0, base=10.0):
     # A daily season, a slower drift and a little deterministic noise.
     day = math.sin(2 * math.pi * k / 1440 + h)
-    return round(base + scale * day + 0.3 * math.sin(k / 37 + h) + ((k * 7919 + h * 31) % 13) / 10, 3)
+    return q(base + scale * day + 0.3 * math.sin(k / 37 + h) + ((k * 7919 + h * 31) % 13) / 10)
 
 
 def series():
@@ -61,13 +68,13 @@ def series():
         (start + 60 * k, float((k // 90) % 4)) for k in range(N)
     ]
     out["misc.signed"] = [
-        (start + 60 * k, round(3 * math.sin(k / 29) - 0.5, 3) if k % 9 else 0.0) for k in range(N)
+        (start + 60 * k, q(3 * math.sin(k / 29) - 0.5) if k % 9 else 0.0) for k in range(N)
     ]
     out["misc.sparse"] = [(start + 60 * k, float(k % 100)) for k in range(N) if k % 23 == 0]
     out["misc.old"] = [(start + 60 * k, 1.0 + k % 5) for k in range(2000)]
     for j, name in enumerate(["a", "b"]):
         out[f"slow.{name}"] = [
-            (start + 300 * k, round(20 + 4 * math.cos(k / 11 + j) + j, 3))
+            (start + 300 * k, q(20 + 4 * math.cos(k / 11 + j) + j))
             for k in range(N // 5)
             if (k + j) % 17 != 0
         ]
@@ -81,7 +88,7 @@ def series():
         ]
     ):
         out[name] = [
-            (start + 60 * k + 2, round(40 + 10 * math.cos(k / 230 + j) + j, 3))
+            (start + 60 * k + 2, q(40 + 10 * math.cos(k / 230 + j) + j))
             for k in range(N)
             if (k + j) % 13 != 0
         ]

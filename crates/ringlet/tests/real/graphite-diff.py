@@ -21,6 +21,7 @@ import json
 import math
 import random
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -189,8 +190,12 @@ class Gen:
         if t == "tag":
             return q(rng.choice(["dc", "host", "name", "role"]))
         if t == "date":
+            # Absolute times: graphite-web reads a relative one against its own clock (not
+            # the request's), which two servers read a second apart. An unquoted number is
+            # refused by both (graphite-web reads only strings).
+            hm = time.strftime("%H:%M_%Y%m%d", time.gmtime(frm + 7200))
             return rng.choice(
-                [str(frm + 3600), str(until - 1800), q("-3h"), q("now"), q("-1d"), str(frm - 86400)]
+                [q(str(frm + 3600)), q(str(until - 1800)), q(hm), q(str(frm - 86400)), str(frm)]
             )
         if t == "any":
             return rng.choice(["None", fmt_num(rng.choice([100.0, 50.0])), self.series(depth)])
@@ -219,6 +224,9 @@ class Gen:
                 if not p.get("multiple") and not kw and not req and rng.random() < 0.15:
                     out[-1] = f"{p['name']}={v}"
                     kw = True
+        if fname == "timeSlice" and len(out) < 3 and not any(o.startswith("endSliceAt=") for o in out):
+            # Its default end is graphite-web's own clock's now (see dates).
+            out.append("endSliceAt=" + q(str(until - 600)))
         if fname == "seriesByTag" and not any("=" in o and "!=" not in o for o in out):
             out.insert(0, q("name=cpu.load"))
         return f"{fname}({','.join(out)})"

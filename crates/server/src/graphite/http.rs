@@ -199,6 +199,13 @@ fn render_route(
     let limits = Limits::default();
     let store = Store { d, g };
     let ctx = Ctx::new(&store, from, until, now, &limits);
+    if let Some(x) = get("xFilesFactor") {
+        let x: f64 = x
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("xFilesFactor '{x}' is not a number")))?;
+        ctx.state.xff.set(Some(x));
+    }
     let mut series = functions::evaluate(&ctx, &targets).map_err(bad)?;
     let format = get("format").unwrap_or("json");
     Ok(match format {

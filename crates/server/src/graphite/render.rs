@@ -69,7 +69,7 @@ impl Store<'_> {
                 feed: &feed,
                 blobs: inner.blobs(),
             };
-            return series_of(ctx, &points, leaf.ds, path);
+            return series_of(ctx, &points, leaf.ds, path, (ctx.from, ctx.until));
         }
         // A copy (its archives as packed, a byte or two a value) is taken under the store
         // lock, and the points read from it after the lock is let go.
@@ -84,11 +84,40 @@ impl Store<'_> {
         } else {
             first.cf
         };
+        // A carbon series (one data source, `value`) reads as its whisper file would:
+        // nothing from a start after now or an end before the longest archive reaches back,
+        // the end no later than now, the start no earlier than that reach. Other RRDs read
+        // as rrdtool fetches them.
+        let (mut from, mut until) = (ctx.from, ctx.until);
+        if rrd.schema.ds.len() == 1 && rrd.schema.ds[0].name == "value" {
+            if ctx.from > ctx.now {
+                return Ok(None);
+            }
+            let step = rrd.schema.step as i64;
+            let reach = rrd
+                .schema
+                .rra
+                .iter()
+                .map(|r| {
+                    (r.pdp_cnt as i64)
+                        .saturating_mul(r.row_cnt as i64)
+                        .saturating_mul(step)
+                })
+                .max()
+                .unwrap_or(0);
+            let oldest = ctx.now.saturating_sub(reach);
+            if ctx.until < oldest {
+                return Ok(None);
+            }
+            until = until.min(ctx.now);
+            from = from.max(oldest);
+        }
         series_of(
             ctx,
-            &Archive::of(&rrd, cf, ctx.from, ctx.until),
+            &Archive::of(&rrd, cf, from, until),
             leaf.ds,
             path,
+            (from, until),
         )
     }
 }
@@ -101,11 +130,12 @@ fn series_of(
     points: &impl Points,
     ds: usize,
     path: &str,
+    (from, until): (i64, i64),
 ) -> Result<Option<Series>, String> {
     let Some(span) = points.span() else {
         return Ok(None);
     };
-    let (from, until, rows) = ctx.slots(span, path)?;
+    let (from, until, rows) = ctx.slots_in(from, until, span, path)?;
     let values = points.read_as(ds, from, rows as usize, |v| (!v.is_nan()).then_some(v))?;
     Ok(Some(Series::new(
         path.to_string(),
