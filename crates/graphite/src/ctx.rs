@@ -140,21 +140,43 @@ impl Ctx<'_> {
 
     /// Mark the path expressions of `e` (its paths and seriesByTag calls, through positional
     /// arguments only, as graphite-web's prefetch walks it) fetched for this range.
+    /// A seriesByTag call fetches the tagged series it finds too, each under its own name.
     pub fn prefetch(&self, e: &crate::expr::Expr) {
-        fn walk(e: &crate::expr::Expr, out: &mut std::collections::HashSet<String>) {
+        use crate::expr::Expr;
+        fn walk(ctx: &Ctx<'_>, e: &Expr, out: &mut std::collections::HashSet<String>) {
             match e {
-                crate::expr::Expr::Path(p) => {
+                Expr::Path(p) => {
                     out.insert(p.clone());
                 }
-                crate::expr::Expr::Call { name, raw, .. } if name == "seriesByTag" => {
+                Expr::Call {
+                    name, raw, args, ..
+                } if name == "seriesByTag" => {
                     out.insert(raw.clone());
+                    let exprs: Vec<crate::tags::Expr> = args
+                        .iter()
+                        .filter_map(|a| match a {
+                            Expr::Str(s) => crate::tags::Expr::parse(s).ok(),
+                            _ => None,
+                        })
+                        .collect();
+                    if exprs.iter().any(crate::tags::Expr::positive) {
+                        for path in ctx.source.tagged() {
+                            if crate::tags::parse(&path)
+                                .is_ok_and(|t| exprs.iter().all(|x| x.matches(&t)))
+                            {
+                                out.insert(path);
+                            }
+                        }
+                    }
                 }
-                crate::expr::Expr::Call { args, .. } => args.iter().for_each(|a| walk(a, out)),
+                Expr::Call { args, .. } => args.iter().for_each(|a| walk(ctx, a, out)),
                 _ => {}
             }
         }
+        let mut found = std::collections::HashSet::new();
+        walk(self, e, &mut found);
         let mut p = self.state.prefetched.borrow_mut();
-        walk(e, p.entry((self.from, self.until)).or_default());
+        p.entry((self.from, self.until)).or_default().extend(found);
     }
 
     /// Whether path expression `p` was fetched for this range.

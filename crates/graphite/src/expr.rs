@@ -12,6 +12,8 @@ pub enum Expr {
         kwargs: Vec<(String, Expr)>,
         /// The call as written (graphite-web's `seriesByTag` names its series by it).
         raw: String,
+        /// Its first argument came through a pipe (`a|f()`).
+        piped: bool,
     },
     Int(i64),
     Num(f64),
@@ -93,6 +95,7 @@ impl Parser<'_> {
                     mut args,
                     kwargs,
                     raw,
+                    ..
                 }) => {
                     args.insert(0, e);
                     e = Expr::Call {
@@ -100,6 +103,7 @@ impl Parser<'_> {
                         args,
                         kwargs,
                         raw,
+                        piped: true,
                     };
                 }
                 Err(f) if self.fatal.is_some() => return Err(f),
@@ -190,6 +194,7 @@ impl Parser<'_> {
                                     args,
                                     kwargs,
                                     raw: self.text(start, self.at),
+                                    piped: false,
                                 })
                             }
                             Err(e) => {
@@ -268,6 +273,10 @@ impl Parser<'_> {
                 let Expr::Path(key) = e else {
                     return Err("a keyword argument needs a name".into());
                 };
+                // graphite-web's grammar reads keyword arguments only after a positional one.
+                if args.is_empty() {
+                    return Err("keyword arguments without a positional one before them".into());
+                }
                 self.at += 1;
                 kwargs.push((key, self.piped()?));
                 self.ws();
@@ -337,6 +346,7 @@ mod tests {
                 args: args.into_iter().map(strip).collect(),
                 kwargs: kwargs.into_iter().map(|(k, v)| (k, strip(v))).collect(),
                 raw: String::new(),
+                piped: false,
             },
             e => e,
         }
@@ -352,6 +362,7 @@ mod tests {
             args,
             kwargs: vec![],
             raw: String::new(),
+            piped: false,
         }
     }
 
@@ -385,6 +396,7 @@ mod tests {
                     ("alignToFrom".into(), Expr::Bool(true))
                 ],
                 raw: String::new(),
+                piped: false,
             })
         );
         assert_eq!(p("10.host.cpu"), Ok(Expr::Path("10.host.cpu".into())));
@@ -435,6 +447,9 @@ mod tests {
         }
         assert_eq!(p("f(a))"), Ok(call("f", vec![Expr::Path("a".into())])));
         assert_eq!(p("a | b"), Ok(Expr::Path("a".into())));
+        // Keyword arguments only after a positional one.
+        assert_eq!(p("a|f(k=1)"), Ok(Expr::Path("a".into())));
+        assert_eq!(p("f(k=1)"), Ok(Expr::Path("f".into())));
         assert_eq!(p("a..b"), Ok(Expr::Path("a".into())));
         assert_eq!(p("a.b."), Ok(Expr::Path("a.b".into())));
         assert_eq!(p("x.{a,b}.c"), Ok(Expr::Path("x.{a,b}.c".into())));

@@ -309,9 +309,11 @@ pub const AGG_NAMES: &[&str] = &[
 
 /// `maxDataPoints`, as graphite-web applies it to its JSON: each series consolidated so
 /// that the whole range fits, its start nudged so that the bands stay put between calls.
-pub fn fit(series: &mut [Series], max_points: usize) {
-    if series.is_empty() || max_points == 0 {
-        return;
+/// A series without values fails there with one point asked for (graphite-web consolidates
+/// it by zero values a point), unless no series has values (then nothing is written).
+pub fn fit(series: &mut [Series], max_points: usize) -> Result<(), String> {
+    if max_points == 0 || !series.iter().any(|s| !s.values.is_empty()) {
+        return Ok(());
     }
     let start = series.iter().map(|s| s.start).min().unwrap_or(0);
     let end = series.iter().map(|s| s.end).max().unwrap_or(0);
@@ -319,6 +321,12 @@ pub fn fit(series: &mut [Series], max_points: usize) {
     for s in series {
         if max_points == 1 {
             let n = s.values.len();
+            if n == 0 {
+                return Err(format!(
+                    "{}: no values to consolidate into one point (graphite-web fails here)",
+                    s.name
+                ));
+            }
             s.consolidate(n);
             continue;
         }
@@ -329,12 +337,21 @@ pub fn fit(series: &mut [Series], max_points: usize) {
             let nudge = secs + s.start.rem_euclid(s.step) - s.start.rem_euclid(secs);
             s.start += nudge;
             let lose = (nudge / s.step) as usize;
-            // graphite-web drops one fewer value than the steps it moved the start by.
-            let drop = lose.saturating_sub(1).min(s.values.len());
+            // graphite-web drops one fewer value than the steps it moved the start by (and
+            // fails when there are not that many).
+            let drop = lose.saturating_sub(1);
+            if drop > s.values.len() {
+                return Err(format!(
+                    "{}: {drop} values to drop for maxDataPoints, {} there (graphite-web fails here)",
+                    s.name,
+                    s.values.len()
+                ));
+            }
             s.values.drain(..drop);
             s.consolidate(per as usize);
         }
     }
+    Ok(())
 }
 
 /// The points of `s`: (value, time) from its start, one step (times the values a point)
@@ -377,7 +394,7 @@ mod tests {
         // 60 points into at most 20: 3 a point, the start nudged to a multiple of 30.
         let vals: Vec<Option<f64>> = (0..60).map(|i| Some(i as f64)).collect();
         let mut v = vec![Series::new("b".into(), 1000, 1600, 10, vals)];
-        fit(&mut v, 20);
+        fit(&mut v, 20).unwrap();
         assert_eq!(v[0].vpp, 3);
         assert_eq!(v[0].start, 1020);
         assert_eq!(v[0].points()[0], Some(2.0));

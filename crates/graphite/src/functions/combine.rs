@@ -55,7 +55,17 @@ fn lists(c: &mut Call<'_, '_>) -> Result<Vec<Vec<Series>>, String> {
 pub(super) fn aggregate(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let func = c.str("func")?;
     let xff = c.opt_num("xFilesFactor")?;
-    let l = c.series("seriesList")?;
+    // graphite-web normalizes a list of series lists (mapSeries') as its series together.
+    let l = match c.take("seriesList") {
+        Value::Lists(l) => l.into_iter().flatten().collect(),
+        Value::List(l) => l,
+        v => {
+            return Err(format!(
+                "aggregate: 'seriesList' must be series, not {}",
+                v.kind()
+            ))
+        }
+    };
     aggregate_lists(c.ctx, vec![l], &func, xff).map(Value::List)
 }
 
@@ -629,7 +639,25 @@ fn divide(ctx: &Ctx<'_>, x: Series, y: Series) -> Series {
 
 pub(super) fn divide_series(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let mut dividends = c.series("dividendSeriesList")?;
-    let divisors = c.series("divisorSeries")?;
+    let divisors = match c.take("divisorSeries") {
+        Value::List(l) => l,
+        Value::Lists(l) if l.is_empty() => vec![],
+        // One list of series (mapSeries'): graphite-web fails on it only when there is
+        // something to divide.
+        Value::Lists(l) if l.len() == 1 && dividends.is_empty() => {
+            return Ok(Value::List(vec![]));
+        }
+        Value::Lists(l) if l.len() == 1 => {
+            return Err("divideSeries: the divisor is a list of series lists".into());
+        }
+        Value::Lists(l) => vec![Series::new(String::new(), 0, 0, 1, vec![]); l.len()],
+        v => {
+            return Err(format!(
+                "divideSeries: 'divisorSeries' must be series, not {}",
+                v.kind()
+            ))
+        }
+    };
     if divisors.is_empty() {
         for s in &mut dividends {
             s.name = format!("divideSeries({},MISSING)", s.name);

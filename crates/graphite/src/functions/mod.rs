@@ -248,6 +248,7 @@ impl Call<'_, '_> {
             .into_iter()
             .map(|v| match v {
                 Value::List(l) => Ok(l),
+                Value::Lists(l) if l.is_empty() => Ok(vec![]),
                 v => Err(format!(
                     "{name}: every argument must be series, not {}",
                     v.kind()
@@ -320,15 +321,44 @@ impl Call<'_, '_> {
     }
 
     /// The first positional argument as written, evaluated over `from`..`until` (with the
-    /// request's state copied, as graphite-web's requestContext.copy()).
+    /// request's state copied, as graphite-web's requestContext.copy()). Without its pipes:
+    /// graphite-web used them up (popped them from the parsed target) evaluating it the
+    /// first time, so `movingAverage(a|scale(2), 5)` looks again at `a` alone.
     pub fn first_over(&self, from: i64, until: i64) -> Result<Vec<Series>, String> {
         let e = self
             .raw
             .first()
             .ok_or_else(|| format!("{}: its series must be the first argument", self.name))?;
+        let e = &without_pipes(e);
         let ctx = self.ctx.over(from, until);
         ctx.prefetch(e);
         eval_series(&ctx, e)
+    }
+}
+
+/// `e` with every piped call replaced by what was piped into it, throughout.
+fn without_pipes(e: &Expr) -> Expr {
+    match e {
+        Expr::Call {
+            piped: true, args, ..
+        } if !args.is_empty() => without_pipes(&args[0]),
+        Expr::Call {
+            name,
+            args,
+            kwargs,
+            raw,
+            piped,
+        } => Expr::Call {
+            name: name.clone(),
+            args: args.iter().map(without_pipes).collect(),
+            kwargs: kwargs
+                .iter()
+                .map(|(k, v)| (k.clone(), without_pipes(v)))
+                .collect(),
+            raw: raw.clone(),
+            piped: *piped,
+        },
+        e => e.clone(),
     }
 }
 

@@ -198,7 +198,8 @@ pub(super) fn cacti_style(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let width = |f: &dyn Fn(&[Option<f64>]) -> Option<f64>| -> Result<usize, String> {
         let mut w = 0;
         for s in &l {
-            let v = f(&s.points()).filter(|v| *v != 0.0).unwrap_or(3.0).trunc();
+            // Python's int(): no negative zero.
+            let v = f(&s.points()).filter(|v| *v != 0.0).unwrap_or(3.0).trunc() + 0.0;
             w = w.max(fmt(v)?.chars().count());
         }
         Ok(w + 3)

@@ -7,8 +7,9 @@ defaults), rendered as JSON by ringlet and by graphite-web over the same points.
                      [--table FUNCTIONS_JSON]
 
 Each expression is rendered by both; they agree when both give the same series in the same
-order (names, tags, timestamps, values: None where graphite-web has null, floats within
-1e-9) or both refuse it (an HTTP error from each). Every function of the table is called at
+order (names, tags, timestamps, values: None where graphite-web has null, the same floats)
+or both refuse it (an HTTP error from each). One request in ten has a second target, and
+some carry maxDataPoints, noNullPoints or xFilesFactor. Every function of the table is called at
 least once (the first expressions go through the table in order; the rest are random,
 nested up to three deep, with wildcards, tagged series, keyword and positional arguments).
 Random functions (randomWalk) agree on their names, tags and times only.
@@ -229,11 +230,24 @@ class Gen:
             out.append("endSliceAt=" + q(str(until - 600)))
         if fname == "seriesByTag" and not any("=" in o and "!=" not in o for o in out):
             out.insert(0, q("name=cpu.load"))
+        if (
+            out
+            and params
+            and params[0]["type"] == "seriesList"
+            and not params[0].get("multiple")
+            and "=" not in out[0].split("(")[0]
+            and rng.random() < 0.06
+        ):
+            # graphite-web's pipe: `a.b|scale(2)` is `scale(a.b,2)`.
+            return f"{out[0]}|{fname}({','.join(out[1:])})"
         return f"{fname}({','.join(out)})"
 
 
-def render(base, target):
-    qs = urllib.parse.urlencode({"target": target, "from": frm, "until": until, "format": "json"})
+def render(base, targets, extra):
+    qs = urllib.parse.urlencode(
+        [("target", t) for t in targets] + [("from", frm), ("until", until), ("format", "json")]
+        + extra
+    )
     try:
         with urllib.request.urlopen(f"{base}/render?{qs}", timeout=120) as r:
             return r.status, json.loads(r.read())
@@ -248,7 +262,7 @@ def close(a, b):
         return math.isnan(a) and math.isnan(b)
     if math.isinf(a) or math.isinf(b):
         return a == b
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
 
 
 def same(r, g, values=True):
@@ -283,14 +297,32 @@ gen = Gen(table)
 names = sorted(table)
 called = set()
 n_same = n_err = n_diff = n_empty = 0
+def request_options():
+    """Now and then a second target in the request (graphite-web fetches every target's
+    paths before evaluating any, and keeps state across them), and the options Grafana
+    sends."""
+    extra = []
+    if rng.random() < 0.1:
+        extra.append(("maxDataPoints", str(rng.choice([1, 7, 50, 200]))))
+    if rng.random() < 0.04:
+        extra.append(("noNullPoints", "true"))
+    if rng.random() < 0.04:
+        extra.append(("xFilesFactor", rng.choice(["0.5", "1"])))
+    return extra
+
+
 for i in range(count):
     fname = names[i] if i < len(names) else rng.choice(gen.series_funcs + gen.makers)
-    target = gen.call(fname, 1)
+    targets = [gen.call(fname, 1)]
     called.add(fname)
+    if i >= len(names) and rng.random() < 0.1:
+        targets.append(gen.call(rng.choice(gen.series_funcs), 1))
+    extra = request_options() if i >= len(names) else []
+    target = "&target=".join(targets) + "".join(f"&{k}={v}" for k, v in extra)
     if show:
         print(f"EXPR: {target}", flush=True)
-    rs, r = render(ringlet, target)
-    gs, g = render(graphite, target)
+    rs, r = render(ringlet, targets, extra)
+    gs, g = render(graphite, targets, extra)
     if rs != 200 or gs != 200:
         if rs != 200 and gs != 200:
             n_same += 1

@@ -214,7 +214,7 @@ fn render_route(
                 let m: usize = m
                     .parse()
                     .map_err(|_| bad(format!("maxDataPoints '{m}' is not a count")))?;
-                series::fit(&mut series, m);
+                series::fit(&mut series, m).map_err(bad)?;
             }
             let out = format::json(&series, get("noNullPoints").is_some());
             match get("jsonp") {
