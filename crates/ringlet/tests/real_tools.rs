@@ -17,6 +17,12 @@
 //!   imported with `ringlet import whisper`; the tagged series' queries of
 //!   `graphite-tag-targets.txt` (seriesByTag, aliasByTags) against graphite-web's tag
 //!   database.
+//! - `graphite-diff.sh`: the Graphite differential: random expressions generated from
+//!   graphite-web's own function table (every one of its 151 functions called, nested,
+//!   with wildcards, tags, pipes, keyword arguments, second targets and Grafana's options)
+//!   rendered by ringlet and by graphite-web over the same nine days of points: the same
+//!   series, names, tags and floats, or refused by both; `/functions` the same table.
+//!   `GRAPHITE_DIFF_CASES` (default 1000) and `GRAPHITE_DIFF_SEED` choose the run.
 //! - `scaleout.sh`: carbon-c-relay (Debian's) spreads points over three ringlet nodes by
 //!   consistent hash with replication 2; graphite-web reads the three as its
 //!   `CLUSTER_SERVERS` and gives the whisper oracle's JSON, also with one node stopped.
@@ -273,6 +279,34 @@ fn graphite_web_gives_what_ringlets_render_api_gives() {
         "{out}"
     );
     assert!(!out.contains("DIFF"), "{out}");
+}
+
+#[test]
+fn graphite_web_and_ringlet_agree_on_random_expressions_of_every_function() {
+    let needs = [
+        "/usr/bin/python3 -c 'import whisper, django, graphite'",
+        "test -f /usr/lib/python3/dist-packages/graphite/settings.py",
+    ];
+    if !can_run_with("the Graphite differential test", &needs, true) {
+        return;
+    }
+    let cases: usize = std::env::var("GRAPHITE_DIFF_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(1000);
+    let limit = 300 + (cases / 8) as u32;
+    let out = run_in("graphite-diff.sh", "graphite-diff", limit, false);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("GRAPHITE DIFF: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains(&format!("{cases} expressions, {cases} same"))
+            && line.contains(", 0 different, 151 of 151 functions called"),
+        "{out}"
+    );
+    assert!(out.contains("FUNCTIONS SAME: 151\n"), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("DIFF:")), "{out}");
 }
 
 #[test]

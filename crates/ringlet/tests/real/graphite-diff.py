@@ -338,6 +338,22 @@ for i in range(count):
     else:
         n_same += 1
         n_empty += not g
+# /functions: the same table (names, signatures, groups, parameters) as graphite-web's;
+# the descriptions are each side's own words.
+with urllib.request.urlopen(f"{ringlet}/functions", timeout=60) as r:
+    mine = json.loads(r.read())
+theirs = json.load(open(table_file)) if table_file else raw
+fsame = 0
+for name in sorted(set(mine) | set(theirs)):
+    a, b = dict(mine.get(name, {})), dict(theirs.get(name, {}))
+    a.pop("description", None)
+    b.pop("description", None)
+    if a == b:
+        fsame += 1
+    else:
+        print(f"DIFF: /functions {name}: {a} against {b}")
+        n_diff += 1
+print(f"FUNCTIONS SAME: {fsame}")
 print(
     f"GRAPHITE DIFF: {count} expressions, {n_same} same ({n_err} refused by both, "
     f"{n_empty} empty), {n_diff} different, {len(called)} of {len(table)} functions called"
