@@ -219,6 +219,11 @@ impl Expr {
         })
     }
 
+    /// The tag it tests.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
     /// Whether this expression selects series by itself (it does not match an absent tag).
     pub fn positive(&self) -> bool {
         match &self.op {

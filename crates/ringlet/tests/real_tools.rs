@@ -21,7 +21,9 @@
 //!   graphite-web's own function table (every one of its 151 functions called, nested,
 //!   with wildcards, tags, pipes, keyword arguments, second targets and Grafana's options)
 //!   rendered by ringlet and by graphite-web over the same nine days of points: the same
-//!   series, names, tags and floats, or refused by both; `/functions` the same table.
+//!   series, names, tags and floats, or refused by both; `/functions` the same table;
+//!   `/metrics/find` and `/metrics/expand` with their options, the `/tags` calls and
+//!   `/version` the same answers.
 //!   `GRAPHITE_DIFF_CASES` (default 1000) and `GRAPHITE_DIFF_SEED` choose the run.
 //! - `scaleout.sh`: carbon-c-relay (Debian's) spreads points over three ringlet nodes by
 //!   consistent hash with replication 2; graphite-web reads the three as its
@@ -306,6 +308,7 @@ fn graphite_web_and_ringlet_agree_on_random_expressions_of_every_function() {
         "{out}"
     );
     assert!(out.contains("FUNCTIONS SAME: 151\n"), "{out}");
+    assert!(out.contains("ENDPOINTS SAME: 34 of 34\n"), "{out}");
     assert!(!out.lines().any(|l| l.starts_with("DIFF:")), "{out}");
 }
 

@@ -72,14 +72,14 @@ fn the_render_api_serves_carbons_points_and_rrd_files() {
     )
     .starts_with("0 "));
 
-    assert_eq!(get(hport, "/version").trim(), "1.1.10");
+    assert_eq!(get(hport, "/version").trim(), "1.1.8");
     assert_eq!(
         get(hport, "/metrics/index.json"),
         "[\"host.load.long\", \"host.load.short\", \"servers.db1.cpu\", \"servers.web1.cpu\", \"servers.web2.cpu\"]"
     );
     let f = get(hport, "/metrics/find?query=servers.*");
     assert!(
-        f.contains("\"id\": \"servers.db1\", \"text\": \"db1\""),
+        f.contains("{\"text\": \"db1\", \"id\": \"servers.db1\", \"allowChildren\": 1"),
         "{f}"
     );
     assert!(f.contains("\"leaf\": 0"), "{f}");

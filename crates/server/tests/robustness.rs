@@ -957,7 +957,7 @@ fn listeners_recover_once_the_file_descriptors_come_back() {
     let t = Instant::now();
     loop {
         let answered = std::panic::catch_unwind(|| http_get(hport, "/version"));
-        if answered.is_ok_and(|b| b.trim() == "1.1.10") {
+        if answered.is_ok_and(|b| b.trim() == "1.1.8") {
             break;
         }
         assert!(

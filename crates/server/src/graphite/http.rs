@@ -17,7 +17,7 @@ use graphite::{Ctx, Limits};
 
 /// The version `/version` reports: graphite-web's whose API this follows (Grafana picks its
 /// features by it).
-pub const GRAPHITE_VERSION: &str = "1.1.10";
+pub const GRAPHITE_VERSION: &str = "1.1.8";
 
 type Resp = Response;
 
@@ -38,7 +38,7 @@ pub fn route(d: &Daemon, g: &Graphite, q: &Query) -> Response {
     }
     let r = match path.trim_end_matches('/') {
         "/render" => render_route(d, g, params, now),
-        "/metrics/find" | "/metrics" => find(d, g, get("query").unwrap_or(""), get("format")),
+        "/metrics/find" | "/metrics" => find(d, g, params),
         "/metrics/expand" => expand(d, g, params),
         "/metrics/index.json" => {
             let leaves = g.leaves(d);
@@ -66,6 +66,7 @@ pub fn route(d: &Daemon, g: &Graphite, q: &Query) -> Response {
             Some(t) => tag_complete(d, g, params, Some(t)),
             None => Err((400, "autoComplete/values needs a tag".into())),
         },
+        "/tags/findSeries" => find_series(d, g, params),
         "/tags" => tag_list(d, g, None),
         p if p.starts_with("/tags/") && !p[6..].contains('/') => tag_list(d, g, Some(&p[6..])),
         _ => Err((404, format!("no such page: {path}"))),
@@ -112,6 +113,13 @@ fn tag_complete(
             .map_err(|_| (400, format!("limit '{l}' is not a count")))?,
         None => 100,
     };
+    // With expressions, the tags they test are not suggested (graphite-web's rule).
+    let searched: Vec<String> = params
+        .iter()
+        .filter(|(k, _)| k == "expr" || k == "expr[]")
+        .filter_map(|(_, v)| super::tags::Expr::parse(v).ok())
+        .map(|e| e.tag().to_string())
+        .collect();
     let mut out = std::collections::BTreeSet::new();
     for t in tagged(d, g, params)? {
         match tag {
@@ -120,7 +128,7 @@ fn tag_complete(
                 out.extend(
                     std::iter::once("name".to_string())
                         .chain(t.tags.iter().map(|(k, _)| k.clone()))
-                        .filter(|k| k.starts_with(p)),
+                        .filter(|k| k.starts_with(p) && !searched.contains(k)),
                 );
             }
             Some(tag) => {
@@ -261,59 +269,167 @@ fn nodes(d: &Daemon, g: &Graphite, query: &str) -> Result<Vec<(String, bool)>, S
     Ok(out.into_iter().collect())
 }
 
-fn find(
-    d: &Daemon,
-    g: &Graphite,
-    query: &str,
-    format: Option<&str>,
-) -> Result<Resp, (u16, String)> {
-    if query.is_empty() {
-        return Err((400, "find needs a query".into()));
-    }
-    // graphite-web's completer takes a trailing dot as "everything below".
-    let q = if query.ends_with('.') {
-        format!("{query}*")
-    } else {
-        query.to_string()
+/// `/metrics/find`, as graphite-web's find view answers: `query` (required), `format`
+/// (`treejson`, the default; `completer`, `nodelist` with `position`, `json`, `pickle`),
+/// `leavesOnly`, `wildcards`, `automatic_variants`, `jsonp`; `from`, `until` and `local` are
+/// taken and change nothing (every series here is local and has all its times). The
+/// matches are sorted by their last node; treejson names each by the query's base path
+/// (its nodes before the last) and that node, once each, branches first.
+fn find(d: &Daemon, g: &Graphite, params: &[(String, String)]) -> Result<Resp, (u16, String)> {
+    let get = |k: &str| params.iter().find(|(p, _)| p == k).map(|(_, v)| v.as_str());
+    let int = |k: &str| -> Result<i64, (u16, String)> {
+        match get(k) {
+            None => Ok(0),
+            Some(v) => v
+                .trim()
+                .parse()
+                .map_err(|_| (400, format!("Invalid int value '{v}' for param {k}"))),
+        }
     };
-    let found = nodes(d, g, &q).map_err(|e| (400, e))?;
-    let mut out = String::new();
-    match format.unwrap_or("treejson") {
+    let Some(query) = get("query") else {
+        return Err((400, "Missing required parameter 'query'".into()));
+    };
+    if query.is_empty() {
+        return Err((400, "Required parameter 'query' is empty".into()));
+    }
+    let format = get("format").unwrap_or("treejson");
+    let leaves_only = int("leavesOnly")? != 0;
+    let wildcards = int("wildcards")? != 0;
+    let position = match get("position") {
+        Some(_) => int("position")?,
+        None => -1,
+    };
+    let base = match query.rsplit_once('.') {
+        Some((b, _)) => format!("{b}."),
+        None => String::new(),
+    };
+    let mut q = query.to_string();
+    if format == "completer" {
+        q = q.replace("..", "*.");
+        if !q.ends_with('*') {
+            q.push('*');
+        }
+        if int("automatic_variants")? != 0 {
+            q = q
+                .split('.')
+                .map(|p| {
+                    if p.contains(',') && !p.contains('{') {
+                        format!("{{{p}}}")
+                    } else {
+                        p.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(".");
+        }
+    }
+    let mut found: Vec<(String, bool)> = nodes(d, g, &q)
+        .map_err(|e| (400, e))?
+        .into_iter()
+        .filter(|(_, leaf)| *leaf || !leaves_only)
+        .collect();
+    let name_of = |p: &str| p.rsplit('.').next().unwrap_or(p).to_string();
+    found.sort_by_key(|(p, _)| name_of(p));
+    let jsonp = get("jsonp").filter(|j| !j.is_empty());
+    let reply = |out: String| -> Result<Resp, (u16, String)> {
+        match jsonp {
+            Some(cb) => Ok(body("text/javascript", format!("{cb}({out})").into_bytes())),
+            None => Ok(body("application/json", out.into_bytes())),
+        }
+    };
+    let b = |x: bool| if x { 1 } else { 0 };
+    match format {
         "treejson" => {
-            out.push('[');
-            for (i, (p, leaf)) in found.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                let name = p.rsplit('.').next().unwrap_or(p);
-                let b = |x: bool| if x { 1 } else { 0 };
-                out.push_str(&format!(
-                    "{{\"allowChildren\": {}, \"expandable\": {}, \"leaf\": {}, \"id\": {}, \"text\": {}, \"context\": {{}}}}",
-                    b(!leaf),
-                    b(!leaf),
-                    b(*leaf),
-                    json_string(p),
-                    json_string(name)
+            let mut items = Vec::new();
+            if found.len() > 1 && wildcards {
+                let branch = found.iter().any(|(_, leaf)| !leaf);
+                items.push(format!(
+                    "{{\"text\": \"*\", \"id\": {}, \"allowChildren\": {}, \"expandable\": {}, \"leaf\": {}}}",
+                    json_string(&format!("{base}*")),
+                    b(branch),
+                    b(branch),
+                    b(!branch)
                 ));
             }
-            out.push(']');
+            let mut seen = std::collections::HashSet::new();
+            let (mut branches, mut leaves) = (Vec::new(), Vec::new());
+            for (p, leaf) in &found {
+                let name = name_of(p);
+                if !seen.insert(name.clone()) {
+                    continue;
+                }
+                let item = format!(
+                    "{{\"text\": {}, \"id\": {}, \"allowChildren\": {}, \"expandable\": {}, \"leaf\": {}}}",
+                    json_string(&name),
+                    json_string(&format!("{base}{name}")),
+                    b(!leaf),
+                    b(!leaf),
+                    b(*leaf)
+                );
+                if *leaf {
+                    leaves.push(item);
+                } else {
+                    branches.push(item);
+                }
+            }
+            items.extend(branches);
+            items.extend(leaves);
+            reply(format!("[{}]", items.join(", ")))
         }
         "completer" => {
-            out.push_str("{\"metrics\": [");
-            for (i, (p, leaf)) in found.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                let name = p.rsplit('.').next().unwrap_or(p);
-                let path = if *leaf { p.clone() } else { format!("{p}.") };
-                out.push_str(&format!(
-                    "{{\"path\": {}, \"name\": {}, \"is_leaf\": \"{}\"}}",
-                    json_string(&path),
-                    json_string(name),
-                    if *leaf { 1 } else { 0 }
-                ));
+            let mut items: Vec<String> = found
+                .iter()
+                .map(|(p, leaf)| {
+                    let path = if *leaf { p.clone() } else { format!("{p}.") };
+                    format!(
+                        "{{\"path\": {}, \"name\": {}, \"is_leaf\": \"{}\"}}",
+                        json_string(&path),
+                        json_string(&name_of(p)),
+                        b(*leaf)
+                    )
+                })
+                .collect();
+            if items.len() > 1 && wildcards {
+                items.push("{\"name\": \"*\"}".into());
             }
-            out.push_str("]}");
+            reply(format!("{{\"metrics\": [{}]}}", items.join(", ")))
+        }
+        "nodelist" => {
+            let mut nodes = std::collections::BTreeSet::new();
+            for (p, _) in &found {
+                let parts: Vec<&str> = p.split('.').collect();
+                let i = if position < 0 {
+                    parts.len() as i64 + position
+                } else {
+                    position
+                };
+                match usize::try_from(i).ok().and_then(|i| parts.get(i)) {
+                    Some(n) => {
+                        nodes.insert(n.to_string());
+                    }
+                    None => return Err((400, format!("{p} has no node {position}"))),
+                }
+            }
+            let list: Vec<String> = nodes.iter().map(|n| json_string(n)).collect();
+            reply(format!("{{\"nodes\": [{}]}}", list.join(", ")))
+        }
+        "json" => {
+            let mut sorted = found.clone();
+            sorted.sort();
+            let list: Vec<String> = sorted
+                .iter()
+                .map(|(p, leaf)| {
+                    if *leaf {
+                        format!(
+                            "{{\"path\": {}, \"is_leaf\": true, \"intervals\": []}}",
+                            json_string(p)
+                        )
+                    } else {
+                        format!("{{\"path\": {}, \"is_leaf\": false}}", json_string(p))
+                    }
+                })
+                .collect();
+            reply(format!("[{}]", list.join(", ")))
         }
         // What graphite-web's CLUSTER_SERVERS ask for: path, is_leaf, intervals (none).
         "pickle" => {
@@ -328,33 +444,85 @@ fn find(
                     p.list::<u8>(&[], |_, _| {});
                 })
             });
-            return Ok(body("application/pickle", p.finish()));
+            Ok(body("application/pickle", p.finish()))
         }
-        other => {
-            return Err((
-                400,
-                format!("find format '{other}' is not served (treejson, completer, pickle)"),
-            ))
-        }
+        _ => Err((400, "Invalid value for 'format' parameter".into())),
     }
-    Ok(body("application/json", out.into_bytes()))
 }
 
+/// `/metrics/expand`: the paths each `query` matches (`leavesOnly`: leaves only), sorted,
+/// all together or, with `groupByExpr`, by query; `jsonp`.
 fn expand(d: &Daemon, g: &Graphite, params: &[(String, String)]) -> Result<Resp, (u16, String)> {
-    let leaves_only = params
-        .iter()
-        .any(|(k, v)| k == "leavesOnly" && (v == "1" || v.eq_ignore_ascii_case("true")));
-    let mut all: std::collections::BTreeSet<String> = Default::default();
+    let truthy = |k: &str| {
+        params
+            .iter()
+            .any(|(p, v)| p == k && v.trim().parse::<i64>().is_ok_and(|v| v != 0))
+    };
+    let leaves_only = truthy("leavesOnly");
+    let mut by_query: Vec<(String, std::collections::BTreeSet<String>)> = Vec::new();
     for (_, q) in params.iter().filter(|(k, _)| k == "query") {
+        let mut set = std::collections::BTreeSet::new();
         for (p, leaf) in nodes(d, g, q).map_err(|e| (400, e))? {
             if !leaves_only || leaf {
-                all.insert(p);
+                set.insert(p);
             }
         }
+        match by_query.iter_mut().find(|(k, _)| k == q) {
+            Some((_, s)) => *s = set,
+            None => by_query.push((q.clone(), set)),
+        }
     }
-    let list: Vec<String> = all.iter().map(|p| json_string(p)).collect();
+    let list = |s: &std::collections::BTreeSet<String>| {
+        s.iter()
+            .map(|p| json_string(p))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let out = if truthy("groupByExpr") {
+        let items: Vec<String> = by_query
+            .iter()
+            .map(|(q, s)| format!("{}: [{}]", json_string(q), list(s)))
+            .collect();
+        format!("{{\"results\": {{{}}}}}", items.join(", "))
+    } else {
+        let all: std::collections::BTreeSet<String> =
+            by_query.into_iter().flat_map(|(_, s)| s).collect();
+        format!("{{\"results\": [{}]}}", list(&all))
+    };
+    match params.iter().find(|(k, _)| k == "jsonp").map(|(_, v)| v) {
+        Some(cb) if !cb.is_empty() => {
+            Ok(body("text/javascript", format!("{cb}({out})").into_bytes()))
+        }
+        _ => Ok(body("application/json", out.into_bytes())),
+    }
+}
+
+/// `/tags/findSeries`: the tagged series every `expr` matches, sorted.
+fn find_series(
+    d: &Daemon,
+    g: &Graphite,
+    params: &[(String, String)],
+) -> Result<Resp, (u16, String)> {
+    let exprs: Vec<super::tags::Expr> = params
+        .iter()
+        .filter(|(k, _)| k == "expr" || k == "expr[]")
+        .map(|(_, v)| super::tags::Expr::parse(v))
+        .collect::<Result<_, _>>()
+        .map_err(|e| (400, e))?;
+    if !exprs.iter().any(super::tags::Expr::positive) {
+        return Err((
+            400,
+            "At least one tagspec must not match the empty string".into(),
+        ));
+    }
+    let mut paths: Vec<String> = tagged(d, g, params)?
+        .iter()
+        .map(super::tags::Tagged::canonical)
+        .collect();
+    paths.sort();
+    let list: Vec<String> = paths.iter().map(|p| json_string(p)).collect();
     Ok(body(
         "application/json",
-        format!("{{\"results\": [{}]}}", list.join(", ")).into_bytes(),
+        format!("[{}]", list.join(", ")).into_bytes(),
     ))
 }
