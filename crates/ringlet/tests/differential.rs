@@ -167,13 +167,8 @@ fn tune_changes_match_rrdtool_byte_for_byte() {
     ));
 }
 
-/// The seeds after `base` that a test of one generator path runs (`env`, else 500 in CI or
-/// a release build), each checked to take that path (`takes`).
-fn forced_seeds(base: u64, env: &str, takes: impl Fn(&BTreeSet<&'static str>) -> bool) -> Vec<u64> {
-    forced_seeds_of(base, env, 500, takes)
-}
-
-/// [`forced_seeds`], `full` of them unless told.
+/// The seeds after `base` that a test of one generator path runs (`env`, else `full` in CI
+/// or a release build), each checked to take that path (`takes`).
 fn forced_seeds_of(
     base: u64,
     env: &str,
