@@ -76,4 +76,10 @@ q "render ${series} x 1 day, json" "target=bench.*.value&from=-1d&format=json"
 q "render ${series} x 1 day, json, maxDataPoints=1000" "target=bench.*.value&from=-1d&format=json&maxDataPoints=1000"
 q "render sumSeries of ${series} x 1 day" "target=sumSeries(bench.*.value)&from=-1d&format=json"
 q "render 1 x 1 day" "target=bench.s0.value&from=-1d&format=json"
+# Three functions, as a dashboard's: a moving window (which reads its preview again), a
+# scale and the names by node.
+q "render aliasByNode(scale(movingAverage(${series} x 1 day,'5min'),8),1)" \
+    "target=aliasByNode(scale(movingAverage(bench.*.value,'5min'),8),1)&from=-1d&format=json"
+q "render the three functions, maxDataPoints=1000" \
+    "target=aliasByNode(scale(movingAverage(bench.*.value,'5min'),8),1)&from=-1d&format=json&maxDataPoints=1000"
 echo "daemon_rss_kb=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")"
