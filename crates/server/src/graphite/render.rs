@@ -71,47 +71,17 @@ impl Store<'_> {
             };
             return series_of(ctx, &points, leaf.ds, path, (ctx.from, ctx.until));
         }
-        // A copy (its archives as packed, a byte or two a value) is taken under the store
-        // lock, and the points read from it after the lock is let go.
-        let Some(rrd) = crate::read::copy(self.d, &leaf.series).map_err(|e| e.0)? else {
+        // The archive the range reads is copied (packed, a byte or two a value) under the
+        // store lock, the others left out (a carbon series' five-year archive is most of its
+        // bytes), and the points read from the copy after the lock is let go.
+        let Some(picked) =
+            crate::read::with(self.d, &leaf.series, |rrd| pick(ctx, rrd)).map_err(|e| e.0)?
+        else {
             return Ok(None);
         };
-        let Some(first) = rrd.schema.rra.first() else {
+        let Some((rrd, cf, from, until)) = picked else {
             return Ok(None);
         };
-        let cf = if rrd.schema.rra.iter().any(|r| r.cf == rrd::Cf::Average) {
-            rrd::Cf::Average
-        } else {
-            first.cf
-        };
-        // A carbon series (one data source, `value`) reads as its whisper file would:
-        // nothing from a start after now or an end before the longest archive reaches back,
-        // the end no later than now, the start no earlier than that reach. Other RRDs read
-        // as rrdtool fetches them.
-        let (mut from, mut until) = (ctx.from, ctx.until);
-        if rrd.schema.ds.len() == 1 && rrd.schema.ds[0].name == "value" {
-            if ctx.from > ctx.now {
-                return Ok(None);
-            }
-            let step = rrd.schema.step as i64;
-            let reach = rrd
-                .schema
-                .rra
-                .iter()
-                .map(|r| {
-                    (r.pdp_cnt as i64)
-                        .saturating_mul(r.row_cnt as i64)
-                        .saturating_mul(step)
-                })
-                .max()
-                .unwrap_or(0);
-            let oldest = ctx.now.saturating_sub(reach);
-            if ctx.until < oldest {
-                return Ok(None);
-            }
-            until = until.min(ctx.now);
-            from = from.max(oldest);
-        }
         series_of(
             ctx,
             &Archive::of(&rrd, cf, from, until),
@@ -120,6 +90,75 @@ impl Store<'_> {
             (from, until),
         )
     }
+}
+
+/// What a read of `rrd` for the request takes: a copy of it holding only the archive the
+/// range reads, its CF (AVERAGE where it has one, else its first archive's), and the
+/// range. None: nothing to read.
+///
+/// A carbon series (one data source, `value`) reads as its whisper file would: nothing
+/// from a start after now or an end before the longest archive reaches back, the end no
+/// later than now, the start no earlier than that reach. Other RRDs read as rrdtool fetches
+/// them.
+fn pick(ctx: &Ctx<'_>, rrd: &rrd::Rrd) -> Option<(rrd::Rrd, rrd::Cf, i64, i64)> {
+    let first = rrd.schema.rra.first()?;
+    let cf = if rrd.schema.rra.iter().any(|r| r.cf == rrd::Cf::Average) {
+        rrd::Cf::Average
+    } else {
+        first.cf
+    };
+    let (mut from, mut until) = (ctx.from, ctx.until);
+    if rrd.schema.ds.len() == 1 && rrd.schema.ds[0].name == "value" {
+        if ctx.from > ctx.now {
+            return None;
+        }
+        let step = rrd.schema.step as i64;
+        let reach = rrd
+            .schema
+            .rra
+            .iter()
+            .map(|r| {
+                (r.pdp_cnt as i64)
+                    .saturating_mul(r.row_cnt as i64)
+                    .saturating_mul(step)
+            })
+            .max()
+            .unwrap_or(0);
+        let oldest = ctx.now.saturating_sub(reach);
+        if ctx.until < oldest {
+            return None;
+        }
+        until = until.min(ctx.now);
+        from = from.max(oldest);
+    }
+    // The archive is chosen from the schema and the last update alone, so the copy chooses
+    // the same one.
+    let keep = rrd::fetch::plan(rrd, cf, from, until, 0).map(|p| p.rra);
+    let ds_cnt = rrd.schema.ds.len();
+    let copy = rrd::Rrd {
+        schema: rrd.schema.clone(),
+        last_up: rrd.last_up,
+        last_up_usec: rrd.last_up_usec,
+        pdp: rrd.pdp.clone(),
+        cdp: rrd.cdp.clone(),
+        rra: rrd
+            .rra
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                if Some(i) == keep {
+                    r.clone()
+                } else {
+                    rrd::RraData {
+                        cur_row: r.cur_row,
+                        rows: rrd::Rows::filled(0, ds_cnt, f64::NAN),
+                    }
+                }
+            })
+            .collect(),
+        hw: None,
+    };
+    Some((copy, cf, from, until))
 }
 
 /// `points`' values for the request's range in whisper's slots of its span (not rrdtool's
