@@ -223,7 +223,7 @@ pub fn json(series: &[Series], no_null_points: bool) -> String {
                 out.push_str(", ");
             }
             out.push('[');
-            json_num(*v, s.ints, &mut out);
+            json_num(*v, s.ints || (s.vpp <= 1 && s.int_at(i)), &mut out);
             out.push_str(", ");
             out.push_str(ints.format(*t));
             out.push(']');

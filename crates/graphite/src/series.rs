@@ -39,6 +39,9 @@ pub struct Series {
     /// Every value is a Python int (isNonNull's, countSeries', a count's): written without
     /// a fraction, and kept whole by the sums, extremes and differences of them.
     pub ints: bool,
+    /// Which raw values are Python ints, where only some are (transformNull's default 0
+    /// among floats); None: as `ints` says.
+    pub int_mask: Option<Vec<bool>>,
 }
 
 impl Series {
@@ -57,6 +60,7 @@ impl Series {
             xff: 0.0,
             name_none: false,
             ints: false,
+            int_mask: None,
         }
     }
 
@@ -83,6 +87,7 @@ impl Series {
             tags: self.tags.clone(),
             name_none: false,
             ints: false,
+            int_mask: None,
         }
     }
 
@@ -154,6 +159,39 @@ impl Series {
                 }
             })
             .collect()
+    }
+
+    /// Whether raw value `i` is a Python int.
+    pub fn int_at(&self, i: usize) -> bool {
+        self.ints
+            || self
+                .int_mask
+                .as_ref()
+                .is_some_and(|m| m.get(i).copied().unwrap_or(false))
+    }
+
+    /// The smallest or largest known point (Python's min/max: the first of equals) and
+    /// whether it is an int.
+    pub fn extreme(&self, largest: bool) -> Option<(f64, bool)> {
+        let pts = self.points();
+        let mut best: Option<(usize, f64)> = None;
+        for (i, v) in pts.iter().enumerate() {
+            let Some(v) = *v else { continue };
+            let better = match best {
+                None => true,
+                Some((_, b)) => {
+                    if largest {
+                        v > b
+                    } else {
+                        v < b
+                    }
+                }
+            };
+            if better {
+                best = Some((i, v));
+            }
+        }
+        best.map(|(i, v)| (v, self.vpp <= 1 && self.int_at(i)))
     }
 
     /// The number of points [`Series::points`] gives.

@@ -53,10 +53,11 @@ pub(super) fn alias_query(c: &mut Call<'_, '_>) -> Result<Value, String> {
         let Some(first) = found.first() else {
             return Err(format!("No series found with query: {q}"));
         };
-        let Some(v) = safe_last(&first.values) else {
+        let Some(i) = first.values.iter().rposition(Option::is_some) else {
             return Err(format!("Cannot get last value of series: {}", first.name));
         };
-        s.name = py_percent(&new_name, v, first.ints)?;
+        let v = first.values[i].unwrap_or(f64::NAN);
+        s.name = py_percent(&new_name, v, first.int_at(i))?;
     }
     Ok(Value::List(l))
 }
@@ -225,14 +226,18 @@ pub(super) fn legend_value(c: &mut Call<'_, '_>) -> Result<Value, String> {
     for t in &types {
         let agg = Agg::of(t);
         for s in &mut l {
-            let v = agg.map(|a| a.apply(&s.points()));
+            let (v, int) = match agg {
+                Some(a) => {
+                    let (v, int) = agg_of_series(a, s);
+                    (Some(v), int)
+                }
+                None => (None, false),
+            };
             let text = |v: Option<Option<f64>>| -> String {
                 match v {
                     None => "(?)".into(),
                     Some(None) => "None".into(),
-                    Some(Some(x)) => {
-                        crate::format::py_value(x, agg.is_some_and(|a| a.int_result(s.ints)))
-                    }
+                    Some(Some(x)) => crate::format::py_value(x, int),
                 }
             };
             match &system {

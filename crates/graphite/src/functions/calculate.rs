@@ -476,8 +476,7 @@ pub(super) fn aggregate_line(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let l = c.series("seriesList")?;
     let mut out = Vec::new();
     for s in l {
-        let v = agg.apply(&s.points());
-        let int = agg.int_result(s.ints);
+        let (v, int) = agg_of_series(agg, &s);
         let text = match v {
             Some(x) => fmt_g(x),
             None => "None".into(),

@@ -866,6 +866,25 @@ pub(super) fn xff_of(ctx: &Ctx<'_>, given: Option<f64>) -> f64 {
     given.or(ctx.state.xff.get()).unwrap_or(0.0)
 }
 
+/// An aggregate of one series' points and whether Python's would be an int (the extreme or
+/// last value itself, where that is one; a count; a sum or difference of ints).
+pub(super) fn agg_of_series(agg: Agg, s: &Series) -> (Option<f64>, bool) {
+    match agg {
+        Agg::Min | Agg::Max => match s.extreme(agg == Agg::Max) {
+            Some((v, int)) => (Some(v), int),
+            None => (None, false),
+        },
+        Agg::Last => {
+            let pts = s.points();
+            match pts.iter().rposition(Option::is_some) {
+                Some(i) => (pts[i], s.vpp <= 1 && s.int_at(i)),
+                None => (None, false),
+            }
+        }
+        _ => (agg.apply(&s.points()), agg.int_result(s.ints)),
+    }
+}
+
 /// The maximum and minimum of known values (safeMax, safeMin).
 pub(super) fn safe_max(v: &[Option<f64>]) -> Option<f64> {
     v.iter().flatten().copied().reduce(py_max)

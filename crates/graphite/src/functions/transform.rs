@@ -32,6 +32,9 @@ fn each(
         s.name = name(s);
         s.path_expression = s.name.clone();
         s.ints &= keep_ints;
+        if !keep_ints {
+            s.int_mask = None;
+        }
         in_place(s, &mut f)?;
     }
     Ok(Value::List(l))
@@ -170,12 +173,18 @@ pub(super) fn logit(c: &mut Call<'_, '_>) -> Result<Value, String> {
 pub(super) fn offset_to_zero(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let mut l = c.series("seriesList")?;
     for s in &mut l {
-        let min = safe_min(&s.points());
-        let ints = s.ints;
+        let extreme = s.extreme(false);
+        let min = extreme.map(|(m, _)| m);
+        let min_int = extreme.is_some_and(|(_, i)| i);
         s.set_tag(
             "offsetToZero",
-            min.map_or("None".to_string(), |m| crate::format::py_value(m, ints)),
+            min.map_or("None".to_string(), |m| crate::format::py_value(m, min_int)),
         );
+        // An int less an int stays one; anything less a float is a float.
+        if !min_int {
+            s.ints = false;
+            s.int_mask = None;
+        }
         s.name = format!("offsetToZero({})", s.name);
         s.path_expression = s.name.clone();
         in_place(s, |x| match (x, min) {
@@ -573,7 +582,19 @@ pub(super) fn transform_null(c: &mut Call<'_, '_>) -> Result<Value, String> {
         }
         s.path_expression = s.name.clone();
         let pts = s.points();
-        s.ints &= pts.iter().all(Option::is_some);
+        let had_none = pts.iter().any(Option::is_none);
+        let int_default = matches!(d, Value::Int(_) | Value::Bool(_));
+        if had_none && int_default && s.vpp <= 1 && !s.ints {
+            let mut mask = s.int_mask.clone().unwrap_or_else(|| vec![false; pts.len()]);
+            mask.resize(pts.len(), false);
+            for (m, v) in mask.iter_mut().zip(&pts) {
+                if v.is_none() {
+                    *m = true;
+                }
+            }
+            s.int_mask = Some(mask);
+        }
+        s.ints &= !had_none || int_default;
         let values = match defaults.as_ref().filter(|d| !d.is_empty()) {
             Some(ds) => (0..pts.len().max(ds.len()))
                 .map(|i| match pts.get(i).copied().flatten() {
