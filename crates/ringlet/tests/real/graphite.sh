@@ -18,37 +18,7 @@ printf '[all]\npattern = .*\nretentions = 10s:1d\n' >"$T/conf/storage-schemas.co
 printf '[all]\npattern = .*\nxFilesFactor = 0\naggregationMethod = average\n' \
     >"$T/conf/storage-aggregation.conf"
 
-CP=$(port) HP=$(port)
-"$RINGLET" serve -g -w 3600 -l "unix:$S" -b "$T/base" --store "$T/store" --carbon "$CP" \
-    --http "$HP" --graphite-conf "$T/conf" >"$T/serve.log" 2>&1 &
-pids+=($!)
-wait_port "$HP"
-"$PY" - "$CP" "$T/points.txt" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(open(sys.argv[2], "rb").read())
-s.close()
-PY
-got=0
-for _ in $(seq 200); do
-    got=$("$PY" - "$S" <<'PY'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall(b"STATS\n")
-buf = b""
-while b"CarbonSeriesCreated" not in buf:
-    buf += s.recv(65536)
-for l in buf.decode().splitlines():
-    if l.startswith("CarbonPoints: "):
-        print(l.split()[1])
-PY
-)
-    [ "$got" = "$n" ] && break
-    sleep 0.1
-done
-[ "$got" = "$n" ] || fail "ringlet took $got points of $n"
-echo "POINTS: $n"
+carbon_ringlet "$T/points.txt" "$n"
 
 # The whisper files imported into a store of their own, served by a second daemon.
 "$RINGLET" --store "$T/imported" import whisper -q "$T/whisper" >"$T/import.log" 2>&1 ||

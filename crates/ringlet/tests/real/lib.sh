@@ -2,7 +2,8 @@
 # waiting for a listener, and the processes they start: each added to `pids` (or, for one
 # that must be killed outright, set as `relay`) is stopped and waited for at exit, before
 # the test removes the directory (a daemon still committing at its exit would write into it
-# again). Also graphite-web instances of their own (`gw`), for the Graphite scripts.
+# again). Also graphite-web instances of their own (`gw`) and ringlet fed through carbon
+# (`carbon_ringlet`), for the Graphite scripts.
 
 # Debian's Python: python3-whisper and graphite-web are its packages.
 PY=/usr/bin/python3
@@ -48,4 +49,41 @@ EOC
         fail "graphite-web's migrate: $(tail -5 "$T/gw/$1/migrate.log")"
     "${env[@]}" "$PY" -m django runserver "127.0.0.1:$2" --noreload >"$T/gw/$1/server.log" 2>&1 &
     pids+=($!)
+}
+
+# ringlet serving carbon and graphite-web's API (on free ports, set as CP and HP; its socket
+# S, data under $T) with carbon's files in $T/conf; the points of FILE sent through carbon
+# and waited for until STATS counts all N: carbon_ringlet FILE N [SECONDS]
+carbon_ringlet() {
+    CP=$(port) HP=$(port)
+    "$RINGLET" serve -g -w 3600 -l "unix:$S" -b "$T/base" --store "$T/store" --carbon "$CP" \
+        --http "$HP" --graphite-conf "$T/conf" >"$T/serve.log" 2>&1 &
+    pids+=($!)
+    wait_port "$HP"
+    "$PY" - "$CP" "$1" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(open(sys.argv[2], "rb").read())
+s.close()
+PY
+    local got=0
+    for _ in $(seq $((${3:-20} * 10))); do
+        got=$("$PY" - "$S" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"STATS\n")
+buf = b""
+while b"CarbonSeriesCreated" not in buf:
+    buf += s.recv(65536)
+for l in buf.decode().splitlines():
+    if l.startswith("CarbonPoints: "):
+        print(l.split()[1])
+PY
+)
+        [ "$got" = "$2" ] && break
+        sleep 0.1
+    done
+    [ "$got" = "$2" ] || fail "ringlet took $got points of $2"
+    echo "POINTS: $2"
 }

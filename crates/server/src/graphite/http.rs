@@ -77,18 +77,23 @@ pub fn route(d: &Daemon, g: &Graphite, q: &Query) -> Response {
     }
 }
 
+/// The request's tag expressions (`expr`, several).
+fn exprs_of(params: &[(String, String)]) -> Result<Vec<super::tags::Expr>, (u16, String)> {
+    params
+        .iter()
+        .filter(|(k, _)| k == "expr" || k == "expr[]")
+        .map(|(_, v)| super::tags::Expr::parse(v))
+        .collect::<Result<_, _>>()
+        .map_err(|e| (400, e))
+}
+
 /// The tagged series (their parsed names) that every `expr` of the request matches.
 fn tagged(
     d: &Daemon,
     g: &Graphite,
     params: &[(String, String)],
 ) -> Result<Vec<super::tags::Tagged>, (u16, String)> {
-    let exprs: Vec<super::tags::Expr> = params
-        .iter()
-        .filter(|(k, _)| k == "expr" || k == "expr[]")
-        .map(|(_, v)| super::tags::Expr::parse(v))
-        .collect::<Result<_, _>>()
-        .map_err(|e| (400, e))?;
+    let exprs = exprs_of(params)?;
     Ok(g.leaves(d)
         .keys()
         .filter(|p| p.contains(';'))
@@ -114,10 +119,8 @@ fn tag_complete(
         None => 100,
     };
     // With expressions, the tags they test are not suggested (graphite-web's rule).
-    let searched: Vec<String> = params
+    let searched: Vec<String> = exprs_of(params)?
         .iter()
-        .filter(|(k, _)| k == "expr" || k == "expr[]")
-        .filter_map(|(_, v)| super::tags::Expr::parse(v).ok())
         .map(|e| e.tag().to_string())
         .collect();
     let mut out = std::collections::BTreeSet::new();
@@ -503,13 +506,7 @@ fn find_series(
     g: &Graphite,
     params: &[(String, String)],
 ) -> Result<Resp, (u16, String)> {
-    let exprs: Vec<super::tags::Expr> = params
-        .iter()
-        .filter(|(k, _)| k == "expr" || k == "expr[]")
-        .map(|(_, v)| super::tags::Expr::parse(v))
-        .collect::<Result<_, _>>()
-        .map_err(|e| (400, e))?;
-    if !exprs.iter().any(super::tags::Expr::positive) {
+    if !exprs_of(params)?.iter().any(super::tags::Expr::positive) {
         return Err((
             400,
             "At least one tagspec must not match the empty string".into(),
