@@ -91,16 +91,6 @@ impl Series {
         }
     }
 
-    /// The same series, renamed, with other values (its path expression kept).
-    pub fn with(&self, name: String, values: Vec<Option<f64>>) -> Series {
-        Series {
-            name,
-            values,
-            vpp: 1,
-            ..self.clone()
-        }
-    }
-
     /// Set tag `k` (in its place if it is there, else last), on every series sharing
     /// these tags.
     pub fn set_tag(&mut self, k: &str, v: impl Into<String>) {
@@ -130,9 +120,9 @@ impl Series {
     /// The points as graphite-web iterates a series: the raw values, or with `vpp` above 1
     /// each group of `vpp` combined (None unless a fraction >= xff of them is known; a last
     /// short group is measured against a whole one).
-    pub fn points(&self) -> Vec<Option<f64>> {
+    pub fn points(&self) -> std::borrow::Cow<'_, [Option<f64>]> {
         if self.vpp <= 1 {
-            return self.values.clone();
+            return std::borrow::Cow::Borrowed(&self.values);
         }
         let n = self.vpp;
         let f = self.consolidation.as_str();
@@ -158,7 +148,8 @@ impl Series {
                     _ => None,
                 }
             })
-            .collect()
+            .collect::<Vec<_>>()
+            .into()
     }
 
     /// Whether raw value `i` is a Python int.
@@ -402,10 +393,10 @@ pub fn datapoints(s: &Series) -> Vec<(Option<f64>, i64)> {
         0
     };
     s.points()
-        .into_iter()
+        .iter()
         .take(n)
         .enumerate()
-        .map(|(i, v)| (v, s.start + i as i64 * step))
+        .map(|(i, v)| (*v, s.start + i as i64 * step))
         .collect()
 }
 

@@ -405,7 +405,7 @@ pub(super) fn n_percentile(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let l = c.series("seriesList")?;
     let mut out = Vec::new();
     for mut s in l {
-        let sorted: Vec<Option<f64>> = s.points().into_iter().filter(Option::is_some).collect();
+        let sorted: Vec<Option<f64>> = s.points().iter().filter(|v| v.is_some()).copied().collect();
         if sorted.is_empty() {
             continue;
         }

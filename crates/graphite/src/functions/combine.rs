@@ -563,7 +563,7 @@ pub(super) fn as_percent(c: &mut Call<'_, '_>) -> Result<Value, String> {
             let t = both.pop().unwrap_or_else(|| t[0].clone());
             l = both;
             debug_assert_eq!(l.len(), n - 1);
-            (t.points(), t.name.clone())
+            (t.points().into_owned(), t.name.clone())
         }
         v => {
             let x = v.number().ok_or_else(|| {

@@ -165,7 +165,7 @@ pub(super) fn remove_between_percentile(c: &mut Call<'_, '_>) -> Result<Value, S
     if n < 50.0 {
         n = 100.0 - n;
     }
-    let pts: Vec<Vec<Option<f64>>> = l.iter().map(Series::points).collect();
+    let pts: Vec<Vec<Option<f64>>> = l.iter().map(|s| s.points().into_owned()).collect();
     let cols = pts.iter().map(Vec::len).min().unwrap_or(0);
     let col = |i: usize| -> Vec<Option<f64>> { pts.iter().map(|p| p[i]).collect() };
     let lows: Vec<Option<f64>> = (0..cols)
@@ -204,7 +204,7 @@ pub(super) fn remove_percentile(c: &mut Call<'_, '_>) -> Result<Value, String> {
             return Err("The requested percent is required to be greater than 0".into());
         }
         // graphite-web's nPercentile of the series alone (which tags the series itself).
-        let known: Vec<Option<f64>> = s.points().into_iter().filter(Option::is_some).collect();
+        let known: Vec<Option<f64>> = s.points().iter().filter(|v| v.is_some()).copied().collect();
         if known.is_empty() {
             continue;
         }
@@ -215,24 +215,25 @@ pub(super) fn remove_percentile(c: &mut Call<'_, '_>) -> Result<Value, String> {
         if (s.end - s.start) / s.step.max(1) <= 0 {
             continue;
         }
-        let pts = s.points();
-        for (i, x) in pts.into_iter().enumerate() {
-            let drop = match x {
-                Some(x) => {
-                    if above {
-                        x > p
-                    } else {
-                        x < p
-                    }
-                }
-                None => !above,
-            };
-            if drop {
-                s.values[i] = None;
-            }
-        }
+        remove_past(s, p, above);
     }
     Ok(Value::List(l))
+}
+
+/// The points of `s` above `limit` (`above`) or below it and unknown (not `above`)
+/// removed, written at their indices as graphite-web writes them.
+fn remove_past(s: &mut Series, limit: f64, above: bool) {
+    let pts = s.points().into_owned();
+    for (i, x) in pts.into_iter().enumerate() {
+        let drop = match x {
+            Some(x) if above => x > limit,
+            Some(x) => x < limit,
+            None => !above,
+        };
+        if drop {
+            s.values[i] = None;
+        }
+    }
 }
 
 pub(super) fn remove_value(c: &mut Call<'_, '_>) -> Result<Value, String> {
@@ -242,22 +243,7 @@ pub(super) fn remove_value(c: &mut Call<'_, '_>) -> Result<Value, String> {
     for s in &mut l {
         s.name = format!("{}({}, {})", c.name, s.name, fmt_g(n));
         s.path_expression = s.name.clone();
-        let pts = s.points();
-        for (i, x) in pts.into_iter().enumerate() {
-            let drop = match x {
-                Some(x) => {
-                    if above {
-                        x > n
-                    } else {
-                        x < n
-                    }
-                }
-                None => !above,
-            };
-            if drop {
-                s.values[i] = None;
-            }
-        }
+        remove_past(s, n, above);
     }
     Ok(Value::List(l))
 }

@@ -633,7 +633,7 @@ pub(super) fn py_div(a: i64, b: i64) -> i64 {
 
 /// The rows of the series' points side by side, to the longest (None past a series' end).
 pub(super) fn rows(l: &[Series]) -> Vec<Vec<Option<f64>>> {
-    let pts: Vec<Vec<Option<f64>>> = l.iter().map(Series::points).collect();
+    let pts: Vec<Vec<Option<f64>>> = l.iter().map(|s| s.points().into_owned()).collect();
     let len = pts.iter().map(Vec::len).max().unwrap_or(0);
     (0..len)
         .map(|i| pts.iter().map(|p| p.get(i).copied().flatten()).collect())

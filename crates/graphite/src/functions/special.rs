@@ -111,7 +111,7 @@ pub(super) fn changed(c: &mut Call<'_, '_>) -> Result<Value, String> {
         s.ints = true;
         s.name = format!("changed({})", s.name);
         s.path_expression = s.name.clone();
-        let pts = s.points();
+        let pts = s.points().into_owned();
         let mut prev: Option<f64> = None;
         for (i, v) in pts.into_iter().enumerate() {
             s.values[i] = Some(match (prev, v) {

@@ -8,7 +8,7 @@ fn in_place(
     s: &mut Series,
     mut f: impl FnMut(Option<f64>) -> Result<Option<f64>, String>,
 ) -> Result<(), String> {
-    let pts = s.points();
+    let pts = s.points().into_owned();
     for (i, v) in pts.into_iter().enumerate() {
         s.values[i] = f(v)?;
     }
@@ -253,7 +253,7 @@ fn derived(
     let l = c.series("seriesList")?;
     let mut out = Vec::with_capacity(l.len());
     for mut s in l {
-        let values = f(&s, s.points())?;
+        let values = f(&s, s.points().into_owned())?;
         s.set_tag(tag, tag_value);
         let n = name(&s);
         let mut r = s.copy(n, s.start, s.end, s.step, values);
@@ -480,7 +480,7 @@ pub(super) fn keep_last_value(c: &mut Call<'_, '_>) -> Result<Value, String> {
     for s in &mut l {
         s.name = format!("keepLastValue({})", s.name);
         s.path_expression = s.name.clone();
-        let pts = s.points();
+        let pts = s.points().into_owned();
         let mut nones = 0usize;
         let mut last: Option<f64> = None;
         for (i, v) in pts.into_iter().enumerate() {
@@ -517,7 +517,7 @@ pub(super) fn interpolate(c: &mut Call<'_, '_>) -> Result<Value, String> {
     for s in &mut l {
         s.name = format!("interpolate({})", s.name);
         s.path_expression = s.name.clone();
-        let pts = s.points();
+        let pts = s.points().into_owned();
         let mut nones = 0usize;
         for (i, v) in pts.into_iter().enumerate() {
             s.values[i] = v;
@@ -581,7 +581,7 @@ pub(super) fn transform_null(c: &mut Call<'_, '_>) -> Result<Value, String> {
             s.name = format!("transformNull({},{})", s.name, fmt_g(default));
         }
         s.path_expression = s.name.clone();
-        let pts = s.points();
+        let pts = s.points().into_owned();
         let had_none = pts.iter().any(Option::is_none);
         let int_default = matches!(d, Value::Int(_) | Value::Bool(_));
         if had_none && int_default && s.vpp <= 1 && !s.ints {
@@ -631,7 +631,7 @@ pub(super) fn min_max(c: &mut Call<'_, '_>) -> Result<Value, String> {
     for s in &mut l {
         s.name = format!("minMax({})", s.name);
         s.path_expression = s.name.clone();
-        let pts = s.points();
+        let pts = s.points().into_owned();
         let min = safe_min(&pts).unwrap_or(0.0);
         let max = safe_max(&pts).unwrap_or(0.0);
         for (i, v) in pts.into_iter().enumerate() {
@@ -909,8 +909,8 @@ fn hitcount_values(s: &Series, interval: i64) -> Result<Vec<Option<f64>>, String
             None => Err("list index out of range (a value past the series' end)".into()),
         }
     };
-    for (i, v) in s.points().into_iter().enumerate() {
-        let Some(v) = v else {
+    for (i, v) in s.points().iter().enumerate() {
+        let Some(v) = *v else {
             continue;
         };
         let t0 = s.start + i as i64 * step;
