@@ -23,6 +23,11 @@ pub struct Ctx<'a> {
     pub limits: &'a Limits,
     /// What functions leave for those evaluated after them (graphite-web's requestContext).
     pub state: State,
+    /// Whether the series fetched now are looked at only for their names, tags, ranges and
+    /// steps: the first argument of a function that reads it again over another range
+    /// (`movingAverage`, `timeShift`, ...; see `functions::REREAD`). A source may leave
+    /// their values out (empty), sparing a read graphite-web makes and throws away.
+    pub shape_only: std::cell::Cell<bool>,
 }
 
 /// What graphite-web's functions keep in its requestContext for later ones: the
@@ -135,6 +140,7 @@ impl Ctx<'_> {
             now: self.now,
             limits: self.limits,
             state: self.state.copy(),
+            shape_only: std::cell::Cell::new(false),
         }
     }
 
@@ -203,6 +209,7 @@ impl Ctx<'_> {
             now,
             limits,
             state: State::default(),
+            shape_only: std::cell::Cell::new(false),
         }
     }
 

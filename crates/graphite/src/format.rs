@@ -182,7 +182,7 @@ pub fn json_string(s: &str) -> String {
 /// graphite-web's JSON: `[{"target": ..., "tags": {"name": ...}, "datapoints": [[v, t]]}]`.
 pub fn json(series: &[Series], no_null_points: bool) -> String {
     let points: usize = series.iter().map(|s| s.values.len()).sum();
-    let mut out = String::with_capacity(points * 24 + 128 * series.len() + 2);
+    let mut out = String::with_capacity(points * 32 + 128 * series.len() + 2);
     // graphite-web writes nothing unless some series has a value (`if any(data)`).
     if !series.iter().any(|s| !s.values.is_empty()) {
         return "[]".into();

@@ -276,6 +276,32 @@ impl Agg {
         }
     }
 
+    /// Whether the function over `row` gives a Python int, where `int(j)` says whether
+    /// the row's value `j` is one: Python's min/max/last keep the element they pick (the
+    /// first of equals), a sum or difference stays an int while every term is, a count is
+    /// one always.
+    pub fn int_at(self, row: &[Option<f64>], int: impl Fn(usize) -> bool) -> bool {
+        let known = || row.iter().enumerate().filter(|(_, v)| v.is_some());
+        let picked = |largest: bool| {
+            let mut best: Option<(usize, f64)> = None;
+            for (j, v) in known() {
+                let v = v.unwrap_or(f64::NAN);
+                if best.is_none_or(|(_, b)| if largest { v > b } else { v < b }) {
+                    best = Some((j, v));
+                }
+            }
+            best.is_some_and(|(j, _)| int(j))
+        };
+        match self {
+            Agg::Count => true,
+            Agg::Min => picked(false),
+            Agg::Max => picked(true),
+            Agg::Last => known().next_back().is_some_and(|(j, _)| int(j)),
+            Agg::Sum | Agg::Diff => known().next().is_some() && known().all(|(j, _)| int(j)),
+            _ => false,
+        }
+    }
+
     /// The function over `row`: None where graphite-web's gives None (no known value; for
     /// multiply, any unknown one). `count` of nothing is 0.
     pub fn apply(self, row: &[Option<f64>]) -> Option<f64> {
@@ -283,13 +309,12 @@ impl Agg {
         let first_known = row.iter().flatten().next().copied();
         match self {
             Agg::Average => {
-                let v: Vec<f64> = known().collect();
-                (!v.is_empty()).then(|| py_sum(&v) / v.len() as f64)
+                // Python's sum, from 0 left to right, then the count.
+                let (sum, n) = known().fold((0.0, 0usize), |(a, n), b| (a + b, n + 1));
+                (n > 0).then(|| sum / n as f64)
             }
-            Agg::AvgZero => (!row.is_empty()).then(|| {
-                let v: Vec<f64> = row.iter().map(|v| v.unwrap_or(0.0)).collect();
-                py_sum(&v) / row.len() as f64
-            }),
+            Agg::AvgZero => (!row.is_empty())
+                .then(|| row.iter().fold(0.0, |a, v| a + v.unwrap_or(0.0)) / row.len() as f64),
             Agg::Median => {
                 let mut v: Vec<f64> = known().collect();
                 if v.is_empty() {
@@ -308,13 +333,13 @@ impl Agg {
             Agg::Max => known().reduce(py_max),
             Agg::Diff => first_known.map(|f| known().skip(1).fold(f, |a, b| a + -b)),
             Agg::Stddev => {
-                let v: Vec<f64> = known().collect();
-                if v.is_empty() {
+                let (sum, n) = known().fold((0.0, 0usize), |(a, n), b| (a + b, n + 1));
+                if n == 0 {
                     return None;
                 }
-                let avg = py_sum(&v) / v.len() as f64;
-                let sq = v.iter().fold(0.0, |a, x| a + (x - avg) * (x - avg));
-                Some((sq / v.len() as f64).sqrt())
+                let avg = sum / n as f64;
+                let sq = known().fold(0.0, |a, x| a + (x - avg) * (x - avg));
+                Some((sq / n as f64).sqrt())
             }
             Agg::Count => Some(known().count() as f64),
             Agg::Range => Some(known().reduce(py_max)? - known().reduce(py_min)?),
@@ -403,6 +428,26 @@ pub fn datapoints(s: &Series) -> Vec<(Option<f64>, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_aggregate_is_an_int_where_python_keeps_one() {
+        // Row values 0 (an int, isNonNull's), 0.5 and 1.0 (floats), None.
+        let row = [Some(0.0), Some(0.5), None, Some(1.0)];
+        let int = |j: usize| j == 0;
+        assert!(Agg::Min.int_at(&row, int));
+        assert!(!Agg::Max.int_at(&row, int));
+        assert!(!Agg::Last.int_at(&row, int));
+        assert!(!Agg::Sum.int_at(&row, int));
+        assert!(Agg::Count.int_at(&row, int));
+        assert!(!Agg::Average.int_at(&row, int));
+        // The first of equals: 1 (int) before 1.0.
+        let row = [Some(1.0), Some(1.0)];
+        assert!(Agg::Max.int_at(&row, |j| j == 0));
+        assert!(!Agg::Max.int_at(&row, |j| j == 1));
+        assert!(Agg::Sum.int_at(&row, |_| true));
+        assert!(!Agg::Sum.int_at(&[None, None], |_| true));
+        assert!(Agg::Last.int_at(&[Some(2.0), None], |j| j == 0));
+    }
 
     #[test]
     fn consolidation_and_max_data_points_follow_graphite_web() {

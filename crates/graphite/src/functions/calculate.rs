@@ -64,13 +64,11 @@ pub(super) fn moving_window(c: &mut Call<'_, '_>) -> Result<Value, String> {
         )?;
         s.set_tag(&tag, window.py_str());
         let need = xff.unwrap_or(s.xff);
+        let mut known: Vec<Option<f64>> = Vec::with_capacity(points);
         let values = (points..s.values.len())
             .map(|i| {
-                let known: Vec<Option<f64>> = s.values[i - points..i]
-                    .iter()
-                    .filter(|v| v.is_some())
-                    .copied()
-                    .collect();
+                known.clear();
+                known.extend(s.values[i - points..i].iter().filter(|v| v.is_some()));
                 if !known.is_empty() && xff_ok(known.len(), points as f64, need) {
                     agg.apply(&known)
                 } else {

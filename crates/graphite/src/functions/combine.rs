@@ -20,7 +20,8 @@ pub(super) fn aggregate_lists(
     };
     let xff = xff_of(ctx, xff);
     let name = format!("{f}Series({})", path_expressions(&l));
-    let values = rows(&l)
+    let rows = rows(&l);
+    let values = rows
         .iter()
         .map(|r| {
             if xff_values(r, xff) {
@@ -30,6 +31,20 @@ pub(super) fn aggregate_lists(
             }
         })
         .collect();
+    let ints = agg.int_result(l.iter().all(|s| s.ints));
+    // Where only some of the values are ints (isNonNull's beside a path's), each point is
+    // an int or not as Python's aggregation of that row makes it.
+    let int_mask = (!ints
+        && agg.int_result(true)
+        && l.iter()
+            .any(|s| s.vpp <= 1 && (s.ints || s.int_mask.is_some())))
+    .then(|| {
+        rows.iter()
+            .enumerate()
+            .map(|(i, r)| agg.int_at(r, |j| l[j].vpp <= 1 && l[j].int_at(i)))
+            .collect::<Vec<bool>>()
+    })
+    .filter(|m| m.iter().any(|&b| b));
     let mut tags = l[0].tag_list();
     for s in &l[1..] {
         let theirs = s.tags.borrow();
@@ -39,11 +54,11 @@ pub(super) fn aggregate_lists(
         set_tag(&mut tags, "name", name.clone());
     }
     set_tag(&mut tags, "aggregatedBy", f);
-    let ints = agg.int_result(l.iter().all(|s| s.ints));
     let mut s = Series::new(name, start, end, step, values);
     s.xff = xff;
     s.tags = crate::series::own(tags);
     s.ints = ints;
+    s.int_mask = int_mask;
     Ok(vec![s])
 }
 

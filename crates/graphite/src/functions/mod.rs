@@ -380,8 +380,12 @@ pub fn call(
     let def = spec::lookup(name)
         .ok_or_else(|| format!("Received request for unknown function: {name}"))?;
     let mut vals = Vec::with_capacity(args.len());
-    for a in args {
-        vals.push(eval(ctx, a)?);
+    for (i, a) in args.iter().enumerate() {
+        let shape = i == 0 && REREAD.contains(&name) && names_only(a);
+        ctx.shape_only.set(shape);
+        let v = eval(ctx, a);
+        ctx.shape_only.set(false);
+        vals.push(v?);
     }
     let mut kw = Vec::with_capacity(kwargs.len());
     for (k, e) in kwargs {
@@ -389,6 +393,35 @@ pub fn call(
     }
     spec::validate(def, &mut vals, &mut kw);
     run(ctx, def, args, vals, kw)
+}
+
+/// The functions that read their first argument again over another range (its preview,
+/// bootstrap or shift) and look at its first reading only for its series' names, tags,
+/// ranges and steps: that reading's values are left out where it is a path or a
+/// seriesByTag (series chosen by name alone), which graphite-web reads in full and throws
+/// away.
+pub const REREAD: &[&str] = &[
+    "exponentialMovingAverage",
+    "holtWintersConfidenceArea",
+    "holtWintersConfidenceBands",
+    "holtWintersForecast",
+    "movingAverage",
+    "movingMax",
+    "movingMedian",
+    "movingMin",
+    "movingSum",
+    "movingWindow",
+    "timeShift",
+    "timeStack",
+];
+
+/// Whether the series `e` stands for are chosen by their names alone.
+fn names_only(e: &Expr) -> bool {
+    match e {
+        Expr::Path(_) => true,
+        Expr::Call { name, piped, .. } => name == "seriesByTag" && !piped,
+        _ => false,
+    }
 }
 
 /// Run `def` on values already evaluated (and checked, or not: graphite-web calls the
@@ -1153,6 +1186,75 @@ mod tests {
         assert_eq!(percentile(&v, 10.0, false), Some(1.0));
         assert_eq!(percentile(&v, 25.0, true), Some(1.5));
         assert_eq!(percentile(&[None], 50.0, false), None);
+    }
+
+    /// A store of two series of 60 s points that records each fetch: its pattern, range
+    /// and whether it was for the series' shape alone (then it gives no values).
+    struct Recorder(std::cell::RefCell<Vec<(String, i64, bool)>>);
+
+    impl crate::ctx::Source for Recorder {
+        fn fetch(&self, ctx: &Ctx<'_>, pattern: &str) -> Result<Vec<Series>, String> {
+            let shape = ctx.shape_only.get();
+            self.0
+                .borrow_mut()
+                .push((pattern.to_string(), ctx.from, shape));
+            let (from, until) = (ctx.from - ctx.from % 60, ctx.until - ctx.until % 60);
+            Ok(["a.x", "a.y"]
+                .iter()
+                .filter(|n| crate::glob::Pattern::new(pattern).unwrap().matches(n))
+                .map(|n| {
+                    let values = if shape {
+                        vec![]
+                    } else {
+                        (from..until).step_by(60).map(|t| Some(t as f64)).collect()
+                    };
+                    Series::new(n.to_string(), from, until, 60, values)
+                })
+                .collect())
+        }
+
+        fn tagged(&self) -> Vec<String> {
+            vec![]
+        }
+    }
+
+    #[test]
+    fn a_first_argument_read_again_is_first_read_for_its_shape_alone() {
+        let limits = crate::ctx::Limits::new(1 << 30, 1 << 40);
+        let run = |target: &str| {
+            let src = Recorder(Default::default());
+            let ctx = Ctx::new(&src, 6000, 9000, 9000, &limits);
+            let out = evaluate(&ctx, &[target.to_string()]).unwrap();
+            (out, src.0.into_inner())
+        };
+        // movingAverage reads a.* for its names and step, then again with its preview.
+        let (out, reads) = run("movingAverage(a.*,'5min')");
+        assert_eq!(
+            reads,
+            vec![("a.*".into(), 6000, true), ("a.*".into(), 5700, false)]
+        );
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].values.len(), 50);
+        assert_eq!(out[0].values[0], Some(5820.0)); // (5700 + ... + 5940) / 5
+                                                    // A first argument chosen by its values is read whole both times; so is a path
+                                                    // under another function, and the same path as a second argument.
+        let (_, reads) = run("movingAverage(removeBelowValue(a.*,7000),'5min')");
+        assert!(reads.iter().all(|r| !r.2), "{reads:?}");
+        let (out, reads) = run("timeShift(a.x,'1min')|scale(2)");
+        assert_eq!(
+            reads,
+            vec![("a.x".into(), 6000, true), ("a.x".into(), 5940, false)]
+        );
+        assert_eq!(out[0].values[0], Some(2.0 * 5940.0));
+        let (_, reads) = run("sumSeries(a.x, movingSum(a.y, 3))");
+        assert_eq!(
+            reads,
+            vec![
+                ("a.x".into(), 6000, false),
+                ("a.y".into(), 6000, true),
+                ("a.y".into(), 5820, false)
+            ]
+        );
     }
 
     #[test]

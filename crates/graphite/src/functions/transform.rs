@@ -557,20 +557,31 @@ fn replace_values(s: &mut Series, values: Vec<Option<f64>>) {
 pub(super) fn transform_null(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let d = c.get("default").clone();
     let default = c.num("default")?;
-    let reference = match c.take("referenceSeries") {
-        Value::List(l) if !l.is_empty() => Some(l),
-        _ => None,
+    let (reference, defaults): (bool, Option<Vec<Option<f64>>>) = match c.take("referenceSeries") {
+        Value::List(l) if !l.is_empty() => (
+            true,
+            Some(
+                rows(&l)
+                    .iter()
+                    .map(|row| row.iter().any(Option::is_some).then_some(default))
+                    .collect(),
+            ),
+        ),
+        // A list of lists (mapSeries'): graphite-web zips the lists, not points, so
+        // every position some list has a series at gets the default.
+        Value::Lists(ls) if !ls.is_empty() => (
+            true,
+            Some(vec![
+                Some(default);
+                ls.iter().map(Vec::len).max().unwrap_or(0)
+            ]),
+        ),
+        _ => (false, None),
     };
-    let defaults: Option<Vec<Option<f64>>> = reference.as_ref().map(|r| {
-        rows(r)
-            .iter()
-            .map(|row| row.iter().any(Option::is_some).then_some(default))
-            .collect()
-    });
     let mut l = c.series("seriesList")?;
     for s in &mut l {
         s.set_tag("transformNull", d.py_str());
-        if reference.is_some() {
+        if reference {
             s.set_tag("referenceSeries", "1");
             s.name = format!(
                 "transformNull({},{},referenceSeries)",
@@ -719,9 +730,14 @@ pub(super) fn summarize(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let spec = c.str("intervalString")?;
     let interval = interval_of("summarize", c.get("intervalString"))?;
     let func = c.get("func").clone();
-    let agg = agg_func(&func)?;
     let align = c.truthy("alignToFrom");
     let l = c.series("seriesList")?;
+    // graphite-web reads the function's name, and divides by the interval, per series:
+    // no series, no error.
+    if l.is_empty() {
+        return Ok(Value::List(l));
+    }
+    let agg = agg_func(&func)?;
     if interval <= 0 {
         return Err(format!("summarize: the interval '{spec}' must be positive"));
     }
@@ -824,6 +840,9 @@ pub(super) fn smart_summarize(c: &mut Call<'_, '_>) -> Result<Value, String> {
                 v.kind()
             ))
         }
+    }
+    if l.is_empty() {
+        return Ok(Value::List(l));
     }
     let agg = agg_func(&func)?;
     if interval <= 0 {

@@ -146,7 +146,8 @@ fn pick(ctx: &Ctx<'_>, rrd: &rrd::Rrd) -> Option<(rrd::Rrd, rrd::Cf, i64, i64)> 
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                if Some(i) == keep {
+                // A first reading looked at for its shape alone needs no rows.
+                if Some(i) == keep && !ctx.shape_only.get() {
                     r.clone()
                 } else {
                     rrd::RraData {
@@ -175,7 +176,11 @@ fn series_of(
         return Ok(None);
     };
     let (from, until, rows) = ctx.slots_in(from, until, span, path)?;
-    let values = points.read_as(ds, from, rows as usize, |v| (!v.is_nan()).then_some(v))?;
+    let values = if ctx.shape_only.get() {
+        Vec::new()
+    } else {
+        points.read_as(ds, from, rows as usize, |v| (!v.is_nan()).then_some(v))?
+    };
     Ok(Some(Series::new(
         path.to_string(),
         from,
