@@ -28,7 +28,15 @@ pub struct Ctx<'a> {
     /// (`movingAverage`, `timeShift`, ...; see `functions::REREAD`). A source may leave
     /// their values out (empty), sparing a read graphite-web makes and throws away.
     pub shape_only: std::cell::Cell<bool>,
+    /// The values of the `template()` being evaluated (graphite-web's `replacements`,
+    /// which it passes down a template's arguments and no further: a function evaluating
+    /// a target afresh, as `movingAverage` its first argument, evaluates it without them).
+    pub replacements: std::cell::RefCell<Option<std::rc::Rc<Replacements>>>,
 }
+
+/// A template's values by name, in graphite-web's order (its dict's), each an
+/// [`Expr::Int`](crate::expr::Expr), `Num` or `Str`.
+pub type Replacements = Vec<(String, crate::expr::Expr)>;
 
 /// What graphite-web's functions keep in its requestContext for later ones: the
 /// xFilesFactor (the request's, or the one `setXFilesFactor` set; a copied context takes
@@ -47,6 +55,9 @@ pub struct State {
     pub xff: std::cell::Cell<Option<f64>>,
     pub stacks: std::rc::Rc<std::cell::RefCell<std::collections::HashMap<String, Vec<f64>>>>,
     pub prefetched: std::rc::Rc<std::cell::RefCell<Prefetched>>,
+    /// The request's `template[name]=value` parameters, which every `template()` of it
+    /// takes over its own values.
+    pub template: std::rc::Rc<Vec<(String, String)>>,
 }
 
 impl State {
@@ -56,6 +67,7 @@ impl State {
             xff: std::cell::Cell::new(self.xff.get()),
             stacks: self.stacks.clone(),
             prefetched: self.prefetched.clone(),
+            template: self.template.clone(),
         }
     }
 }
@@ -141,6 +153,7 @@ impl Ctx<'_> {
             limits: self.limits,
             state: self.state.copy(),
             shape_only: std::cell::Cell::new(false),
+            replacements: Default::default(),
         }
     }
 
@@ -149,10 +162,27 @@ impl Ctx<'_> {
     /// A seriesByTag call fetches the tagged series it finds too, each under its own name.
     pub fn prefetch(&self, e: &crate::expr::Expr) {
         use crate::expr::Expr;
-        fn walk(ctx: &Ctx<'_>, e: &Expr, out: &mut std::collections::HashSet<String>) {
+        fn walk(
+            ctx: &Ctx<'_>,
+            e: &Expr,
+            reps: Option<&Replacements>,
+            out: &mut std::collections::HashSet<String>,
+        ) {
             match e {
                 Expr::Path(p) => {
-                    out.insert(p.clone());
+                    // graphite-web puts a template's values in as its evaluation does,
+                    // except that a path naming one whole stays as it is.
+                    let mut p = p.clone();
+                    for (name, v) in reps.into_iter().flatten() {
+                        let var = format!("${name}");
+                        if p != var {
+                            p = p.replace(&var, &literal_text(v));
+                        }
+                    }
+                    out.insert(p);
+                }
+                Expr::Template { inner, values } => {
+                    walk(ctx, inner, Some(&ctx.template_values(values)), out)
                 }
                 Expr::Call {
                     name, raw, args, ..
@@ -175,14 +205,33 @@ impl Ctx<'_> {
                         }
                     }
                 }
-                Expr::Call { args, .. } => args.iter().for_each(|a| walk(ctx, a, out)),
+                Expr::Call { args, .. } => args.iter().for_each(|a| walk(ctx, a, reps, out)),
                 _ => {}
             }
         }
         let mut found = std::collections::HashSet::new();
-        walk(self, e, &mut found);
+        walk(self, e, None, &mut found);
         let mut p = self.state.prefetched.borrow_mut();
         p.entry((self.from, self.until)).or_default().extend(found);
+    }
+
+    /// A template's values as graphite-web gathers them: its named ones, or `1`, `2`...
+    /// for positional ones, then the request's `template[...]` parameters over them (a
+    /// dict: a name given again keeps its place and takes the later value).
+    pub fn template_values(&self, values: &[(String, crate::expr::Expr)]) -> Replacements {
+        let mut out: Replacements = Vec::new();
+        let request = self
+            .state
+            .template
+            .iter()
+            .map(|(k, v)| (k.clone(), crate::expr::Expr::Str(v.clone())));
+        for (k, v) in values.iter().cloned().chain(request) {
+            match out.iter_mut().find(|(n, _)| *n == k) {
+                Some(slot) => slot.1 = v,
+                None => out.push((k, v)),
+            }
+        }
+        out
     }
 
     /// Whether path expression `p` was fetched for this range.
@@ -210,6 +259,7 @@ impl Ctx<'_> {
             limits,
             state: State::default(),
             shape_only: std::cell::Cell::new(false),
+            replacements: Default::default(),
         }
     }
 
@@ -247,5 +297,17 @@ impl Ctx<'_> {
             return Err(format!("{path}: {from}..{until} is not a time range"));
         };
         Ok((from, until, rows))
+    }
+}
+
+/// A template value's text as Python's `str` writes it.
+pub fn literal_text(v: &crate::expr::Expr) -> String {
+    use crate::expr::Expr;
+    match v {
+        Expr::Int(i) => i.to_string(),
+        Expr::Num(n) => crate::format::py_float(*n),
+        Expr::Str(s) => s.clone(),
+        Expr::Bool(b) => if *b { "True" } else { "False" }.into(),
+        _ => "None".into(),
     }
 }

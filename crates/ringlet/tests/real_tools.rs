@@ -19,7 +19,7 @@
 //!   database.
 //! - `graphite-diff.sh`: the Graphite differential: random expressions generated from
 //!   graphite-web's own function table (every one of its 151 functions called, nested,
-//!   with wildcards, tags, pipes, keyword arguments, second targets and Grafana's options)
+//!   with wildcards, tags, pipes, templates, keyword arguments, second targets and Grafana's options)
 //!   rendered by ringlet and by graphite-web over the same nine days of points: the same
 //!   series, names, tags and floats, or refused by both; `/functions` the same table;
 //!   `/metrics/find` and `/metrics/expand` with their options, the `/tags` calls and

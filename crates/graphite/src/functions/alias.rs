@@ -106,7 +106,14 @@ pub(super) fn py_percent(fmt: &str, x: f64, int: bool) -> Result<String, String>
                 if !x.is_finite() {
                     return Err("cannot convert float to integer".into());
                 }
-                format!("{}", x.trunc() as i64)
+                // Python's int of the float: every digit (Rust writes a float's exact
+                // value), no sign on zero.
+                let t = x.trunc();
+                if t == 0.0 {
+                    "0".to_string()
+                } else {
+                    format!("{t:.0}")
+                }
             }
             'f' | 'F' => format!("{x:.*}", prec.unwrap_or(6)),
             'e' | 'E' => {

@@ -312,6 +312,8 @@ pub(super) fn holt_winters_aberration(c: &mut Call<'_, '_>) -> Result<Value, Str
         };
         let (lower, upper) = (find("Lower")?, find("Upper")?);
         let mut values = Vec::with_capacity(s.values.len());
+        // graphite-web's zeros are Python ints (`aberration.append(0)`).
+        let mut zeros = Vec::with_capacity(s.values.len());
         for i in 0..s.point_count() {
             let v = s.values[i];
             let band = |b: &[Option<f64>]| {
@@ -319,14 +321,16 @@ pub(super) fn holt_winters_aberration(c: &mut Call<'_, '_>) -> Result<Value, Str
                     "list index out of range (a band is shorter than its series)".to_string()
                 })
             };
-            values.push(Some(match v {
-                None => 0.0,
+            let d = match v {
+                None => None,
                 Some(x) => match (band(&upper)?, band(&lower)?) {
-                    (Some(u), _) if x > u => x - u,
-                    (_, Some(lo)) if x < lo => x - lo,
-                    _ => 0.0,
+                    (Some(u), _) if x > u => Some(x - u),
+                    (_, Some(lo)) if x < lo => Some(x - lo),
+                    _ => None,
                 },
-            }));
+            };
+            zeros.push(d.is_none());
+            values.push(Some(d.unwrap_or(0.0)));
         }
         s.set_tag("holtWintersAberration", "1");
         let mut r = Series::new(
@@ -338,6 +342,7 @@ pub(super) fn holt_winters_aberration(c: &mut Call<'_, '_>) -> Result<Value, Str
         );
         r.tags = s.tags.clone();
         r.xff = s.xff;
+        r.int_mask = Some(zeros);
         out.push(r);
     }
     Ok(Value::List(out))
@@ -422,6 +427,8 @@ pub(super) fn n_percentile(c: &mut Call<'_, '_>) -> Result<Value, String> {
 pub(super) fn stdev(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let pv = c.get("points").clone();
     let points = c.int("points")?;
+    // Python's series[index - 2.0] fails once a point leaves the window.
+    let float = c.index("points").err();
     let tolerance = c.num("windowTolerance")?;
     if points == 0 {
         return Err("float division by zero".into());
@@ -438,6 +445,8 @@ pub(super) fn stdev(c: &mut Call<'_, '_>) -> Result<Value, String> {
             let i = i as i64;
             let dropped = if i < points {
                 None
+            } else if let Some(e) = &float {
+                return Err(e.clone());
             } else {
                 usize::try_from(i - points)
                     .ok()

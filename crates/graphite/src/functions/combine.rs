@@ -365,6 +365,8 @@ pub(super) fn map_series(c: &mut Call<'_, '_>) -> Result<Value, String> {
 pub(super) fn reduce_series(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let func = c.str("reduceFunction")?;
     let node = c.int("reduceNode")?;
+    // Python's nodes[2.0] fails once there is a series to index.
+    let node_error = c.index("reduceNode").err();
     let matchers: Vec<String> = c.take_rest().iter().map(Value::py_str).collect();
     let lists = match c.take("seriesLists") {
         Value::Lists(l) => l,
@@ -380,6 +382,9 @@ pub(super) fn reduce_series(c: &mut Call<'_, '_>) -> Result<Value, String> {
     };
     let mut groups: Vec<(String, Vec<Option<Series>>)> = Vec::new();
     for s in lists.into_iter().flatten() {
+        if let Some(e) = node_error {
+            return Err(e);
+        }
         let nodes: Vec<&str> = s.name.split('.').collect();
         let Some(at) = py_index(&nodes, node) else {
             return Err(format!("reduceSeries: '{}' has no node {node}", s.name));
@@ -433,6 +438,10 @@ pub(super) fn apply_by_node(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let template = c.str("templateFunction")?;
     let new_name = c.opt_str("newName")?;
     let l = c.series("seriesList")?;
+    if !l.is_empty() {
+        // Python's split('.')[:2.0 + 1] fails once there is a series to cut.
+        c.index("nodeNum")?;
+    }
     let mut prefixes: Vec<String> = l
         .iter()
         .map(|s| {

@@ -98,7 +98,7 @@ pub(super) fn highest(c: &mut Call<'_, '_>) -> Result<Value, String> {
 }
 
 pub(super) fn limit(c: &mut Call<'_, '_>) -> Result<Value, String> {
-    let n = c.int("n")?;
+    let n = c.index("n")?;
     let l = c.series("seriesList")?;
     Ok(Value::List(py_head(l, n)))
 }
@@ -115,7 +115,7 @@ pub(super) fn exclude(c: &mut Call<'_, '_>) -> Result<Value, String> {
 }
 
 pub(super) fn most_deviant(c: &mut Call<'_, '_>) -> Result<Value, String> {
-    let n = c.int("n")?;
+    let n = c.index("n")?;
     let l = c.series("seriesList")?;
     let mut keyed = Vec::new();
     for s in l {

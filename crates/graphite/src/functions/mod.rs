@@ -102,7 +102,26 @@ impl Value {
 /// The value of `e` (a path's series, a function's result, a literal).
 pub fn eval(ctx: &Ctx<'_>, e: &Expr) -> Result<Value, String> {
     match e {
-        Expr::Path(p) => fetch(ctx, p).map(Value::List),
+        Expr::Path(p) => {
+            let reps = ctx.replacements.borrow().clone();
+            match reps {
+                Some(reps) => match templated(&reps, p)? {
+                    Ok(p) => fetch(ctx, &p).map(Value::List),
+                    Err(v) => Ok(v),
+                },
+                None => fetch(ctx, p).map(Value::List),
+            }
+        }
+        Expr::Template { inner, values } => {
+            let reps = std::rc::Rc::new(ctx.template_values(values));
+            let before = ctx.replacements.replace(Some(reps));
+            let r = eval(ctx, inner);
+            ctx.replacements.replace(before);
+            r
+        }
+        Expr::Call { name, .. } if name == "template" => {
+            Err("invalid template() syntax, only string/numeric arguments are allowed".into())
+        }
         Expr::Call {
             name, raw, args, ..
         } if name == "seriesByTag" => special::series_by_tag(ctx, args, raw).map(Value::List),
@@ -115,6 +134,39 @@ pub fn eval(ctx: &Ctx<'_>, e: &Expr) -> Result<Value, String> {
         Expr::Bool(b) => Ok(Value::Bool(*b)),
         Expr::None => Ok(Value::None),
     }
+}
+
+/// A path under a template, as graphite-web's evaluator reads it: the values in turn, a
+/// path that is `$name` whole being that value (a string of digits and dots read as a
+/// float), else `$name` replaced by the value's text. Ok(path), or Err(the value).
+fn templated(reps: &[(String, Expr)], path: &str) -> Result<Result<String, Value>, String> {
+    let mut p = path.to_string();
+    for (name, v) in reps {
+        let var = format!("${name}");
+        if p == var {
+            return Ok(Err(match v {
+                Expr::Int(i) => Value::Int(*i),
+                Expr::Num(n) => Value::Float(*n),
+                Expr::Str(s)
+                    if !s.is_empty()
+                        && s.strip_prefix('-')
+                            .unwrap_or(s)
+                            .bytes()
+                            .all(|b| b.is_ascii_digit() || b == b'.')
+                        && s != "-" =>
+                {
+                    Value::Float(
+                        s.parse()
+                            .map_err(|_| format!("could not convert string to float: '{s}'"))?,
+                    )
+                }
+                Expr::Str(s) => Value::Str(s.clone()),
+                _ => Value::None,
+            }));
+        }
+        p = p.replace(&var, &crate::ctx::literal_text(v));
+    }
+    Ok(Ok(p))
 }
 
 /// The series of a path, each with the request's xFilesFactor (none where the path was
@@ -173,7 +225,7 @@ pub fn evaluate(ctx: &Ctx<'_>, targets: &[String]) -> Result<Vec<Series>, String
 /// `true` are paths there).
 fn top(e: Expr, target: &str) -> Expr {
     match e {
-        Expr::Path(_) | Expr::Call { .. } => e,
+        Expr::Path(_) | Expr::Call { .. } | Expr::Template { .. } => e,
         _ => Expr::Path(target.trim().to_string()),
     }
 }
@@ -290,6 +342,20 @@ impl Call<'_, '_> {
         }
     }
 
+    /// Parameter `p` where graphite-web uses it as a list index, a slice bound or a
+    /// repeat count (`limit`'s n, `delay`'s steps): there a float fails, as Python's
+    /// `list[2.0]` does (graphite-web checks the type, logs the mismatch and goes on).
+    pub fn index(&self, p: &str) -> Result<i64, String> {
+        match self.get(p) {
+            Value::Float(f) => Err(format!(
+                "{}: '{p}' must be an integer, not a float ({}): slice indices must be integers",
+                self.name,
+                py_float(*f)
+            )),
+            _ => self.int(p),
+        }
+    }
+
     /// Parameter `p` as a string.
     pub fn str(&self, p: &str) -> Result<String, String> {
         match self.get(p) {
@@ -339,6 +405,10 @@ impl Call<'_, '_> {
 /// `e` with every piped call replaced by what was piped into it, throughout.
 fn without_pipes(e: &Expr) -> Expr {
     match e {
+        Expr::Template { inner, values } => Expr::Template {
+            inner: Box::new(without_pipes(inner)),
+            values: values.clone(),
+        },
         Expr::Call {
             piped: true, args, ..
         } if !args.is_empty() => without_pipes(&args[0]),
@@ -1255,6 +1325,44 @@ mod tests {
                 ("a.y".into(), 5820, false)
             ]
         );
+    }
+
+    #[test]
+    fn templates_put_their_values_in_paths_as_graphite_web_does() {
+        let limits = crate::ctx::Limits::new(1 << 30, 1 << 40);
+        let run = |target: &str, request: Vec<(&str, &str)>| {
+            let src = Recorder(Default::default());
+            let mut ctx = Ctx::new(&src, 6000, 9000, 9000, &limits);
+            ctx.state.template = std::rc::Rc::new(
+                request
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            );
+            let out = evaluate(&ctx, &[target.to_string()]).map(|l| {
+                l.iter()
+                    .map(|s| (s.name.clone(), s.values.get(1).copied().flatten()))
+                    .collect::<Vec<_>>()
+            });
+            (out, src.0.into_inner())
+        };
+        let (out, _) = run("template(a.$n, n='x')", vec![]);
+        assert_eq!(out.unwrap(), vec![("a.x".to_string(), Some(6060.0))]);
+        // By position; a whole `$f` is the value itself (a string of digits a float).
+        let (out, _) = run("template(scale(a.$1, $2), 'y', '0.5')", vec![]);
+        assert_eq!(out.unwrap(), vec![("scale(a.y,0.5)".into(), Some(3030.0))]);
+        // The request's template[...] values win.
+        let (out, _) = run("template(a.$n, n='x')", vec![("n", "y")]);
+        assert_eq!(out.unwrap()[0].0, "a.y");
+        // Not outside a template; not in what a function evaluates afresh (graphite-web
+        // re-reads movingAverage's first argument without the values: nothing).
+        let (out, _) = run("a.$n", vec![("n", "x")]);
+        assert_eq!(out.unwrap(), vec![]);
+        let (out, reads) = run("template(movingAverage(a.$n, 2), n='x')", vec![]);
+        assert_eq!(out.unwrap(), vec![]);
+        assert_eq!(reads[0].0, "a.x");
+        // Other literals: a call, refused.
+        assert!(run("template(a.$n, n=true)", vec![]).0.is_err());
     }
 
     #[test]

@@ -379,6 +379,8 @@ pub(super) fn per_second(c: &mut Call<'_, '_>) -> Result<Value, String> {
 pub(super) fn delay(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let v = c.get("steps").clone();
     let steps = c.int("steps")?;
+    // Python's series[-2.0:] fails on each series.
+    let float = c.index("steps").err();
     let d = d_of(&v)?;
     derived(
         c,
@@ -386,6 +388,9 @@ pub(super) fn delay(c: &mut Call<'_, '_>) -> Result<Value, String> {
         &v.py_str(),
         |s| format!("delay({},{d})", s.name),
         |s, _| {
+            if let Some(e) = &float {
+                return Err(e.clone());
+            }
             let raw = &s.values;
             let n = raw.len() as i64;
             let slice = |a: i64, b: i64| -> Vec<Option<f64>> {
@@ -1005,7 +1010,17 @@ pub(super) fn time_stack(c: &mut Call<'_, '_>) -> Result<Value, String> {
     let (unit, delta) = shift_of("timeStack", c.get("timeShiftUnit"))?;
     let from = c.int("timeShiftStart")?;
     let to = c.int("timeShiftEnd")?;
-    let l = c.series("seriesList")?;
+    let l = match c.take("seriesList") {
+        // mapSeries' list of lists: graphite-web fails on it only where it shifts.
+        Value::Lists(l) if l.is_empty() || from >= to => return Ok(Value::List(vec![])),
+        Value::List(l) => l,
+        v => {
+            return Err(format!(
+                "timeStack: 'seriesList' must be series, not {}",
+                v.kind()
+            ))
+        }
+    };
     let Some(first) = l.first() else {
         return Ok(Value::List(vec![]));
     };

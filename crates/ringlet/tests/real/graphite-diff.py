@@ -318,6 +318,23 @@ for i in range(count):
     if i >= len(names) and rng.random() < 0.1:
         targets.append(gen.call(rng.choice(gen.series_funcs), 1))
     extra = request_options() if i >= len(names) else []
+    if i >= len(names) and rng.random() < 0.06:
+        # graphite-web's template(): a node made `$var`, its value given by name, by
+        # position (`$1`) or by the request's `template[var]=` parameter.
+        word = rng.choice(["web1", "cpu", "user", "servers", "db1", "web", "2"])
+        var = rng.choice(["h", "1", "node"])
+        t = targets[0].replace(word, "$" + var) if rng.random() < 0.8 else targets[0]
+        form = rng.random()
+        if var == "1":
+            targets[0] = f"template({t}, {q(word)})"
+        elif form < 0.5:
+            targets[0] = f"template({t}, {var}={q(word)})"
+        elif form < 0.7:
+            targets[0] = f"template({t}, {var}={q('nothing')})"
+            extra.append((f"template[{var}]", word))
+        else:
+            targets[0] = f"template({t})"
+            extra.append((f"template[{var}]", word))
     target = "&target=".join(targets) + "".join(f"&{k}={v}" for k, v in extra)
     if show:
         print(f"EXPR: {target}", flush=True)

@@ -209,7 +209,19 @@ fn render_route(
     let until = super::time::parse(get("until").unwrap_or("now"), now).map_err(bad)?;
     let limits = Limits::default();
     let store = Store { d, g };
-    let ctx = Ctx::new(&store, from, until, now, &limits);
+    let mut ctx = Ctx::new(&store, from, until, now, &limits);
+    // `template[name]=value`: values every template() of the request takes (graphite-web
+    // keeps the last of a name given twice, in the place of its first, and reads the name
+    // as the key less its first nine and last characters).
+    let mut template: Vec<(String, String)> = Vec::new();
+    for (k, v) in params.iter().filter(|(k, _)| k.starts_with("template[")) {
+        let name = k.get(9..k.len().saturating_sub(1).max(9)).unwrap_or("");
+        match template.iter_mut().find(|(n, _)| n == name) {
+            Some(slot) => slot.1 = v.clone(),
+            None => template.push((name.to_string(), v.clone())),
+        }
+    }
+    ctx.state.template = std::rc::Rc::new(template);
     if let Some(x) = get("xFilesFactor") {
         let x: f64 = x
             .trim()
