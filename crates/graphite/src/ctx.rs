@@ -226,10 +226,7 @@ impl Ctx<'_> {
             .iter()
             .map(|(k, v)| (k.clone(), crate::expr::Expr::Str(v.clone())));
         for (k, v) in values.iter().cloned().chain(request) {
-            match out.iter_mut().find(|(n, _)| *n == k) {
-                Some(slot) => slot.1 = v,
-                None => out.push((k, v)),
-            }
+            dict_set(&mut out, k, v);
         }
         out
     }
@@ -300,14 +297,22 @@ impl Ctx<'_> {
     }
 }
 
-/// A template value's text as Python's `str` writes it.
+/// A template value's text (an `Int`, `Num` or `Str`) as Python's `str` writes it.
 pub fn literal_text(v: &crate::expr::Expr) -> String {
     use crate::expr::Expr;
     match v {
         Expr::Int(i) => i.to_string(),
         Expr::Num(n) => crate::format::py_float(*n),
         Expr::Str(s) => s.clone(),
-        Expr::Bool(b) => if *b { "True" } else { "False" }.into(),
         _ => "None".into(),
+    }
+}
+
+/// `d[k] = v` for a Python dict kept as pairs in insertion order: a key already there
+/// keeps its place and takes the new value.
+pub fn dict_set<T>(d: &mut Vec<(String, T)>, k: String, v: T) {
+    match d.iter_mut().find(|(n, _)| *n == k) {
+        Some(slot) => slot.1 = v,
+        None => d.push((k, v)),
     }
 }

@@ -180,9 +180,7 @@ impl Parser<'_> {
                 }
                 self.ws();
                 if self.peek() == Some(b'(') {
-                    let b = tok.as_bytes();
-                    let name_ok = (b[0].is_ascii_alphabetic() || b[0] == b'_')
-                        && b.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_');
+                    let name_ok = is_name(&tok);
                     if tok == "template" {
                         let open = self.at;
                         self.at += 1;
@@ -269,10 +267,7 @@ impl Parser<'_> {
                 let Expr::Path(key) = e else {
                     return Err("template(): a value's name".into());
                 };
-                let b = key.as_bytes();
-                if !((b[0].is_ascii_alphabetic() || b[0] == b'_')
-                    && b.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_'))
-                {
+                if !is_name(&key) {
                     return Err("template(): a value's name".into());
                 }
                 self.at += 1;
@@ -369,6 +364,15 @@ impl Parser<'_> {
             }
         }
     }
+}
+
+/// Whether `s` is a name in graphite-web's grammar (a function's or a keyword's):
+/// `[A-Za-z_][A-Za-z0-9_]*`.
+fn is_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.first()
+        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
 }
 
 /// A token that is not a call: graphite-web's literals (true, false, none, inf, integers

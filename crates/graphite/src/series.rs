@@ -165,24 +165,11 @@ impl Series {
     /// whether it is an int.
     pub fn extreme(&self, largest: bool) -> Option<(f64, bool)> {
         let pts = self.points();
-        let mut best: Option<(usize, f64)> = None;
-        for (i, v) in pts.iter().enumerate() {
-            let Some(v) = *v else { continue };
-            let better = match best {
-                None => true,
-                Some((_, b)) => {
-                    if largest {
-                        v > b
-                    } else {
-                        v < b
-                    }
-                }
-            };
-            if better {
-                best = Some((i, v));
-            }
-        }
-        best.map(|(i, v)| (v, self.vpp <= 1 && self.int_at(i)))
+        let known = pts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.map(|v| (i, v)));
+        first_extreme(known, largest).map(|(i, v)| (v, self.vpp <= 1 && self.int_at(i)))
     }
 
     /// The number of points [`Series::points`] gives.
@@ -203,6 +190,21 @@ pub fn set_tag(tags: &mut Tags, k: &str, v: impl Into<String>) {
 /// Floats ordered as Python's `sorted` orders them (equal when neither is less).
 pub fn py_cmp(a: &f64, b: &f64) -> std::cmp::Ordering {
     a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal)
+}
+
+/// The index and value of the largest (or smallest) of `values`: Python's max/min, the
+/// first of equals.
+pub fn first_extreme(
+    values: impl Iterator<Item = (usize, f64)>,
+    largest: bool,
+) -> Option<(usize, f64)> {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, v) in values {
+        if best.is_none_or(|(_, b)| if largest { v > b } else { v < b }) {
+            best = Some((i, v));
+        }
+    }
+    best
 }
 
 /// Python's `sum` of floats: from 0, left to right.
@@ -281,17 +283,12 @@ impl Agg {
     /// first of equals), a sum or difference stays an int while every term is, a count is
     /// one always.
     pub fn int_at(self, row: &[Option<f64>], int: impl Fn(usize) -> bool) -> bool {
-        let known = || row.iter().enumerate().filter(|(_, v)| v.is_some());
-        let picked = |largest: bool| {
-            let mut best: Option<(usize, f64)> = None;
-            for (j, v) in known() {
-                let v = v.unwrap_or(f64::NAN);
-                if best.is_none_or(|(_, b)| if largest { v > b } else { v < b }) {
-                    best = Some((j, v));
-                }
-            }
-            best.is_some_and(|(j, _)| int(j))
+        let known = || {
+            row.iter()
+                .enumerate()
+                .filter_map(|(j, v)| v.map(|v| (j, v)))
         };
+        let picked = |largest| first_extreme(known(), largest).is_some_and(|(j, _)| int(j));
         match self {
             Agg::Count => true,
             Agg::Min => picked(false),

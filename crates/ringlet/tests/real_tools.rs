@@ -256,13 +256,15 @@ fn gmetad_writes_through_the_daemon_and_ganglia_web_draws_from_the_view() {
     );
 }
 
+/// What the graphite-web tests need: Debian's graphite-web and python3-whisper.
+const GRAPHITE_WEB: [&str; 2] = [
+    "/usr/bin/python3 -c 'import whisper, django, graphite'",
+    "test -f /usr/lib/python3/dist-packages/graphite/settings.py",
+];
+
 #[test]
 fn graphite_web_gives_what_ringlets_render_api_gives() {
-    let needs = [
-        "/usr/bin/python3 -c 'import whisper, django, graphite'",
-        "test -f /usr/lib/python3/dist-packages/graphite/settings.py",
-    ];
-    if !can_run_with("the graphite-web test", &needs, true) {
+    if !can_run_with("the graphite-web test", &GRAPHITE_WEB, true) {
         return;
     }
     let out = run_in("graphite.sh", "graphite", 280, false);
@@ -285,11 +287,7 @@ fn graphite_web_gives_what_ringlets_render_api_gives() {
 
 #[test]
 fn graphite_web_and_ringlet_agree_on_random_expressions_of_every_function() {
-    let needs = [
-        "/usr/bin/python3 -c 'import whisper, django, graphite'",
-        "test -f /usr/lib/python3/dist-packages/graphite/settings.py",
-    ];
-    if !can_run_with("the Graphite differential test", &needs, true) {
+    if !can_run_with("the Graphite differential test", &GRAPHITE_WEB, true) {
         return;
     }
     let cases: usize = std::env::var("GRAPHITE_DIFF_CASES")

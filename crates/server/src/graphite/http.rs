@@ -216,10 +216,7 @@ fn render_route(
     let mut template: Vec<(String, String)> = Vec::new();
     for (k, v) in params.iter().filter(|(k, _)| k.starts_with("template[")) {
         let name = k.get(9..k.len().saturating_sub(1).max(9)).unwrap_or("");
-        match template.iter_mut().find(|(n, _)| n == name) {
-            Some(slot) => slot.1 = v.clone(),
-            None => template.push((name.to_string(), v.clone())),
-        }
+        graphite::ctx::dict_set(&mut template, name.to_string(), v.clone());
     }
     ctx.state.template = std::rc::Rc::new(template);
     if let Some(x) = get("xFilesFactor") {
