@@ -443,3 +443,142 @@ pub fn file_has_data(f: &std::fs::File, off: u64, len: u64) -> bool {
     }
     (at as u64) < off.saturating_add(len)
 }
+
+/// A listening socket systemd passed (socket activation), with what it is bound to.
+#[derive(Debug)]
+pub enum Inherited {
+    /// A unix stream socket and the paths it answers at: the one it was bound to (as the
+    /// kernel reports it), and its name in `LISTEN_FDNAMES` when that is a path (a socket
+    /// bound beside its path and renamed onto it: `ringlet migrate`'s).
+    Unix(
+        std::os::unix::net::UnixListener,
+        std::path::PathBuf,
+        Option<std::path::PathBuf>,
+    ),
+    /// A TCP socket.
+    Tcp(std::net::TcpListener),
+    /// Anything else (a datagram socket, a FIFO): what it is, for the log.
+    Other(i32, String),
+}
+
+/// The sockets systemd passed this process (sd_listen_fds(3)): `LISTEN_PID` must be this
+/// process and `LISTEN_FDS` says how many, from descriptor 3 on. The variables are removed
+/// (a child must not take them for its own) and the descriptors closed on exec. Nothing
+/// when the daemon was not started so. Must be called before a thread starts (the
+/// environment is changed).
+pub fn listen_fds() -> Vec<Inherited> {
+    use std::os::fd::FromRawFd;
+    let pid = std::env::var("LISTEN_PID").ok();
+    let count = std::env::var("LISTEN_FDS").ok();
+    let names = std::env::var("LISTEN_FDNAMES").unwrap_or_default();
+    let names: Vec<&str> = names.split(':').collect();
+    std::env::remove_var("LISTEN_PID");
+    std::env::remove_var("LISTEN_FDS");
+    std::env::remove_var("LISTEN_FDNAMES");
+    let (Some(pid), Some(count)) = (pid, count) else {
+        return Vec::new();
+    };
+    if pid.trim().parse::<u32>().ok() != Some(std::process::id()) {
+        return Vec::new();
+    }
+    let n: i32 = count.trim().parse().unwrap_or(0);
+    let mut out = Vec::new();
+    for fd in 3..3 + n.clamp(0, 1024) {
+        // SAFETY: fcntl on a descriptor number; an invalid one only fails.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            continue;
+        }
+        let kind = socket_kind(fd);
+        // SAFETY: systemd passed the descriptor to this process and nothing else owns it.
+        out.push(match kind {
+            Ok(Kind::Unix(path)) => {
+                let name = names
+                    .get((fd - 3) as usize)
+                    .filter(|n| n.starts_with('/'))
+                    .map(std::path::PathBuf::from);
+                Inherited::Unix(unsafe { FromRawFd::from_raw_fd(fd) }, path, name)
+            }
+            Ok(Kind::Tcp) => Inherited::Tcp(unsafe { FromRawFd::from_raw_fd(fd) }),
+            Ok(Kind::Other(what)) => Inherited::Other(fd, what),
+            Err(e) => Inherited::Other(fd, e),
+        });
+    }
+    out
+}
+
+enum Kind {
+    Unix(std::path::PathBuf),
+    Tcp,
+    Other(String),
+}
+
+/// What descriptor `fd` is: a listening unix stream socket (its path), a listening TCP one.
+fn socket_kind(fd: i32) -> Result<Kind, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let int = |opt: libc::c_int| -> Result<libc::c_int, String> {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes an int into v, its size in len.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if r != 0 {
+            return Err(format!(
+                "descriptor {fd}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(v)
+    };
+    let (ty, listening) = (int(libc::SO_TYPE)?, int(libc::SO_ACCEPTCONN)?);
+    // SAFETY: sockaddr_storage is plain data; getsockname fills at most len bytes of it.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: as above.
+    if unsafe {
+        libc::getsockname(
+            fd,
+            (&mut ss as *mut libc::sockaddr_storage).cast(),
+            &mut len,
+        )
+    } != 0
+    {
+        return Err(format!(
+            "descriptor {fd}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let family = ss.ss_family as libc::c_int;
+    if ty != libc::SOCK_STREAM || listening == 0 {
+        return Ok(Kind::Other(format!(
+            "descriptor {fd}: not a listening stream socket (family {family}, type {ty})"
+        )));
+    }
+    match family {
+        libc::AF_UNIX => {
+            // SAFETY: the family says the storage holds a sockaddr_un.
+            let un: &libc::sockaddr_un =
+                unsafe { &*(&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_un>() };
+            let off = std::mem::size_of::<libc::sa_family_t>();
+            let n = (len as usize).saturating_sub(off).min(un.sun_path.len());
+            let bytes: Vec<u8> = un.sun_path[..n].iter().map(|&c| c as u8).collect();
+            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+            if end == 0 {
+                return Ok(Kind::Other(format!(
+                    "descriptor {fd}: an abstract or unnamed unix socket"
+                )));
+            }
+            Ok(Kind::Unix(std::path::PathBuf::from(
+                std::ffi::OsStr::from_bytes(&bytes[..end]),
+            )))
+        }
+        libc::AF_INET | libc::AF_INET6 => Ok(Kind::Tcp),
+        f => Ok(Kind::Other(format!("descriptor {fd}: socket family {f}"))),
+    }
+}

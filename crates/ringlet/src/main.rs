@@ -12,6 +12,7 @@
 //! output is the same in every case.
 
 mod export;
+mod handover;
 mod import;
 mod migrate;
 mod opts;

@@ -310,26 +310,6 @@ fn find(o: &Opts) -> Result<Found, String> {
     }
 }
 
-/// rrdcached's options less those ringlet's file leaves out, and what was left out.
-fn carried(args: &[String]) -> (Vec<String>, Vec<String>) {
-    let (mut keep, mut dropped) = (Vec::new(), Vec::new());
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-p" | "-j" => {
-                let v = it.next().cloned().unwrap_or_default();
-                dropped.push(format!("{a} {v}"));
-            }
-            "-g" => dropped.push(a.clone()),
-            s if (s.starts_with("-p") || s.starts_with("-j")) && s.len() > 2 => {
-                dropped.push(s.to_string())
-            }
-            _ => keep.push(a.clone()),
-        }
-    }
-    (keep, dropped)
-}
-
 /// The value of option `flag` (the last given; `-j DIR` or `-jDIR`).
 fn option(args: &[String], flag: &str) -> Option<String> {
     let mut out = None;
@@ -344,50 +324,296 @@ fn option(args: &[String], flag: &str) -> Option<String> {
     out
 }
 
-/// The text of ringlet's defaults file.
-/// `keep`: rrdcached's options kept; `dropped`: those left out; `added`: [`identity`]'s.
-fn defaults_text(
+/// ringlet's defaults file as a migration writes it, and what it changed.
+struct Merged {
+    text: String,
+    /// Each change, for the file's head and the user.
+    changes: Vec<String>,
+    /// The user and group the daemon runs as, when the file names them.
+    owner: Option<(String, Option<String>)>,
+    /// rrdcached's unix sockets, each with the mode and group written for it.
+    unix: Vec<(PathBuf, u32, String)>,
+}
+
+/// Where one of rrdcached's options goes in ringlet's file.
+enum Goes {
+    /// A variable of its own (`-w` is WRITE_TIMEOUT...).
+    Var(&'static str),
+    /// Left out, and why.
+    Out(&'static str),
+    /// Into BASE_OPTIONS as it is.
+    Kept,
+}
+
+fn goes(flag: &str, package_user: bool, outside_base: bool) -> Goes {
+    match flag {
+        "-w" => Goes::Var("WRITE_TIMEOUT"),
+        "-z" => Goes::Var("WRITE_JITTER"),
+        "-t" => Goes::Var("WRITE_THREADS"),
+        "-b" => Goes::Var("BASE_PATH"),
+        "-p" => Goes::Out("rrdcached's pid file, by which its init script would stop ringlet"),
+        "-j" => Goes::Out("ringlet's store log is its journal"),
+        "-g" => Goes::Out("the service adds it"),
+        "-U" | "-G" if package_user => {
+            Goes::Out("ringlet runs as the package's user, DAEMON_USER; the files are given to it")
+        }
+        "-B" if outside_base => Goes::Out(
+            "the store holds series outside -b that clients write through the package's socket",
+        ),
+        _ => Goes::Kept,
+    }
+}
+
+/// Options of rrdcached that take a value (the rest are flags).
+const TAKES_VALUE: &str = "wztbjpUGlsmPfao";
+
+/// ringlet's defaults file: the package's setup in `old` (its variables, when there is one)
+/// kept, rrdcached's options (`found`) merged in: `-w -z -t -b` as their variables, its
+/// sockets added to BASE_OPTIONS with the mode and group each had (`access`: a socket
+/// file's mode and group, read from the live socket), the rest of its options beside them.
+/// `added`: [`identity`]'s -U/-G, used when the package names no user. `outside_base`: a
+/// series of the store outside -b, when there is one (-B is then left out).
+fn merge(
     found: &Found,
+    old: Option<&std::collections::HashMap<String, String>>,
     store: &Path,
-    keep: &[String],
-    dropped: &[String],
     added: &[String],
-) -> String {
-    let mut s = String::new();
-    s.push_str(&format!(
-        "# ringlet's options, read by `ringlet serve --defaults` (see ringlet-serve(8)) in the\n\
-         # syntax of Debian's /etc/default/rrdcached. Written by `ringlet migrate rrdcached`\n\
-         # from {}:\n#   rrdcached {}\n",
-        found.from,
-        found.args.join(" ")
-    ));
-    if !dropped.is_empty() {
-        s.push_str(&format!(
-            "# Left out: {} (-p: rrdcached's pid file, by which its init script would stop\n\
-             # ringlet; -j: ringlet's store log is its journal; -g: the service adds it).\n",
-            dropped.join(", ")
+    outside_base: Option<&str>,
+    access: &dyn Fn(&Path) -> Option<(u32, String)>,
+) -> Merged {
+    let get = |k: &str| {
+        old.and_then(|v| v.get(k))
+            .filter(|v| !v.is_empty())
+            .cloned()
+    };
+    let package_user = get("DAEMON_USER").is_some();
+    let mut vars: Vec<(&str, String)> = Vec::new();
+    let mut changes = Vec::new();
+    let mut opts: Vec<String> = Vec::new();
+    let mut unix = Vec::new();
+    let (mut mode, mut group): (Option<u32>, Option<String>) = (None, None);
+    let mut it = found.args.iter().peekable();
+    while let Some(a) = it.next() {
+        // -x VALUE or -xVALUE.
+        let (flag, value) = match a.strip_prefix('-').and_then(|r| r.chars().next()) {
+            Some(c) if TAKES_VALUE.contains(c) => {
+                let flag = format!("-{c}");
+                let v = if a.len() > 2 {
+                    a[2..].to_string()
+                } else {
+                    it.next().cloned().unwrap_or_default()
+                };
+                (flag, Some(v))
+            }
+            _ => (a.clone(), None),
+        };
+        match goes(&flag, package_user, outside_base.is_some()) {
+            Goes::Var(k) => {
+                let v = value.unwrap_or_default();
+                if get(k).as_deref() != Some(v.as_str()) {
+                    changes.push(format!("{k}={v} (rrdcached's {flag})"));
+                }
+                vars.retain(|(x, _)| *x != k);
+                vars.push((k, v));
+            }
+            Goes::Out(why) => changes.push(format!(
+                "left out rrdcached's {flag}{}: {why}",
+                value.map(|v| format!(" {v}")).unwrap_or_default()
+            )),
+            Goes::Kept => {
+                match (flag.as_str(), &value) {
+                    ("-m", Some(v)) => mode = u32::from_str_radix(v, 8).ok(),
+                    ("-s", Some(v)) => group = Some(v.clone()),
+                    ("-l", Some(v)) => {
+                        let path = v
+                            .strip_prefix("unix:")
+                            .or(v.starts_with('/').then_some(v.as_str()));
+                        if let Some(path) = path {
+                            // The mode and group clients reach it with (the live socket's;
+                            // else what rrdcached makes as root), written out when not
+                            // given: the package's SOCKMODE and SOCKGROUP come before and
+                            // would apply.
+                            let live = access(Path::new(path));
+                            let write = live.is_some() || get("SOCKFILE").is_some();
+                            let (m0, g0) = live.unwrap_or((0o755, "root".into()));
+                            let m = mode.unwrap_or(m0);
+                            let g = group.clone().unwrap_or(g0);
+                            if mode.is_none() && write {
+                                opts.extend(["-m".into(), format!("{m:04o}")]);
+                            }
+                            if group.is_none() && write {
+                                opts.extend(["-s".into(), g.clone()]);
+                            }
+                            changes.push(format!(
+                                "rrdcached's socket unix:{path} (mode {m:04o}, group {g}) \
+                                 served{}",
+                                if old.is_some() {
+                                    " beside the package's"
+                                } else {
+                                    ""
+                                }
+                            ));
+                            unix.push((PathBuf::from(path), m, g));
+                        } else {
+                            changes.push(format!("rrdcached's address {v} served"));
+                        }
+                    }
+                    _ => {}
+                }
+                opts.push(flag);
+                opts.extend(value);
+            }
+        }
+    }
+    if let Some(name) = outside_base {
+        changes.push(format!(
+            "(e.g. {name}: -B would refuse it; rrdcached's clients name files under -b anyway)"
         ));
     }
-    if !added.is_empty() {
-        s.push_str(&format!(
-            "# Added: {} (rrdcached ran as them without these options, e.g. by a unit's\n\
-             # User=; ringlet starts as root to bind the sockets, then becomes them).\n",
+    if !package_user && !added.is_empty() {
+        changes.push(format!(
+            "added {} (rrdcached ran as them without these options, e.g. by a unit's User=)",
             added.join(" ")
         ));
+        opts.extend(added.iter().cloned());
     }
-    s.push_str(&format!(
-        "\n# The store (series, and the imported .rrd files in imported/).\nSTORE={}\n\n\
-         # rrdcached's options, as it ran.\nBASE_OPTIONS=\"{}\"\n\n\
-         # ringlet's own options (ringlet serve --help), e.g. --view, --http 127.0.0.1:8080.\n\
-         RINGLET_OPTIONS=\"\"\n",
-        store.display(),
-        keep.iter()
-            .chain(added)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" ")
-    ));
-    s
+    let owner = match get("DAEMON_USER") {
+        Some(u) => Some((u, get("DAEMON_GROUP"))),
+        None => option(&opts, "-U").map(|u| (u, option(&opts, "-G"))),
+    };
+    let base_options = get("BASE_OPTIONS")
+        .into_iter()
+        .chain(std::iter::once(opts.join(" ")))
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let store_s = store.display().to_string();
+    if get("STORE").is_some_and(|s| s != store_s) {
+        changes.push(format!("STORE={store_s}"));
+    }
+
+    // The file, in the package's order.
+    let mut t = format!(
+        "# /etc/default/ringlet: the options of ringlet.service, read by `ringlet serve \
+         --defaults`\n# (ringlet-serve(8)) in the syntax of Debian's /etc/default/rrdcached.\n\
+         # Written by `ringlet migrate rrdcached`: {} with rrdcached's merged in, from\n\
+         # {}:\n#   rrdcached {}\n# What changed:\n",
+        if old.is_some() {
+            "the setup that was here (kept beside as .before-migrate)"
+        } else {
+            "a new setup"
+        },
+        found.from,
+        found.args.join(" ")
+    );
+    for c in &changes {
+        t.push_str(&format!("#   - {c}\n"));
+    }
+    t.push_str("# Restart the service after a change: systemctl restart ringlet\n");
+    let value = |k: &str| -> Option<String> {
+        vars.iter()
+            .find(|(x, _)| *x == k)
+            .map(|(_, v)| v.clone())
+            .or_else(|| get(k))
+    };
+    let quoted = |v: &str| {
+        if v.is_empty() || v.contains(' ') {
+            format!("\"{v}\"")
+        } else {
+            v.to_string()
+        }
+    };
+    let mut written = std::collections::HashSet::new();
+    let mut section = |t: &mut String, comment: &str, keys: &[&str], always: &[(&str, String)]| {
+        let mut body = String::new();
+        for k in keys {
+            let v = always
+                .iter()
+                .find(|(x, _)| x == k)
+                .map(|(_, v)| v.clone())
+                .or_else(|| value(k));
+            written.insert(k.to_string());
+            if let Some(v) = v {
+                body.push_str(&format!("{k}={}\n", quoted(&v)));
+            }
+        }
+        if !body.is_empty() {
+            t.push_str(&format!("\n# {comment}\n{body}"));
+        }
+    };
+    section(
+        &mut t,
+        "Commit interval in seconds: the most a crash can lose (rrdcached's -w, -z, -t).",
+        &["WRITE_TIMEOUT", "WRITE_JITTER", "WRITE_THREADS"],
+        &[],
+    );
+    section(
+        &mut t,
+        "Where clients' files are (rrdcached's -b): names are under it; a .rrd file found \
+         there\n# is imported on first sight and a placeholder left at its path.",
+        &["BASE_PATH"],
+        &[],
+    );
+    section(
+        &mut t,
+        "The package's socket, its group and mode (systemd holds it: ringlet.socket).",
+        &["SOCKFILE", "SOCKGROUP", "SOCKMODE"],
+        &[],
+    );
+    section(
+        &mut t,
+        "The user and group the daemon runs as once its sockets are bound.",
+        &["DAEMON_USER", "DAEMON_GROUP"],
+        &[],
+    );
+    section(
+        &mut t,
+        "TCP sockets (rrdcached's -l).",
+        &["NETWORK_OPTIONS", "JOURNAL_PATH", "PIDFILE"],
+        &[],
+    );
+    section(
+        &mut t,
+        "rrdcached's other options as it ran, and its sockets with their modes and groups\n\
+         # (systemd holds its unix sockets where it runs: ringlet-rrdcached.socket).",
+        &["BASE_OPTIONS"],
+        &[("BASE_OPTIONS", base_options)],
+    );
+    section(
+        &mut t,
+        "The store: the log, checkpoints and segments, the imported .rrd files in imported/.",
+        &["STORE"],
+        &[("STORE", store_s)],
+    );
+    section(
+        &mut t,
+        "ringlet's own options, as `ringlet serve --help` lists them (--http, --view, ...).",
+        &["RINGLET_OPTIONS"],
+        &[(
+            "RINGLET_OPTIONS",
+            get("RINGLET_OPTIONS").unwrap_or_default(),
+        )],
+    );
+    // Anything else the file set, kept as it was.
+    if let Some(old) = old {
+        let mut rest: Vec<_> = old
+            .iter()
+            .filter(|(k, v)| !written.contains(k.as_str()) && !v.is_empty())
+            .collect();
+        rest.sort();
+        if !rest.is_empty() {
+            t.push_str("\n# Kept as the file before set them.\n");
+            for (k, v) in rest {
+                t.push_str(&format!("{k}={}\n", quoted(v)));
+            }
+        }
+    }
+    Merged {
+        text: t,
+        changes,
+        owner,
+        unix,
+    }
 }
 
 /// `-U USER -G GROUP` for an rrdcached that runs as a user other than root without `-U`/`-G`
@@ -725,58 +951,6 @@ fn leftovers(text: &str, base: Option<&Path>) -> Vec<String> {
     left.finish()
 }
 
-/// Start ringlet with the file `to`; wait until it answers on its first address.
-fn start(to: &Path, cfg: &Config) -> Result<String, String> {
-    // The service where systemd runs and the package's unit is there (it reads `to`).
-    let unit = systemd()
-        && to == Path::new(RINGLET_DEFAULTS)
-        && std::process::Command::new("systemctl")
-            .args(["cat", "ringlet.service"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    let mut how = String::new();
-    if unit {
-        if let Err(e) = systemctl(&["enable", "--quiet", "ringlet.service"]) {
-            eprintln!("{e}: enable ringlet by hand");
-        }
-        match systemctl(&["restart", "ringlet.service"]) {
-            Ok(()) => how = "systemctl enable ringlet; systemctl restart ringlet".into(),
-            // Clients must not be left without a daemon: started here instead.
-            Err(e) => eprintln!("{e} (journalctl -u ringlet says why): starting it here"),
-        }
-    }
-    if how.is_empty() {
-        let exe = std::env::current_exe().map_err(|e| format!("ringlet's own path: {e}"))?;
-        // Without -g it goes to the background once its sockets listen.
-        let st = std::process::Command::new(&exe)
-            .arg("serve")
-            .arg("--defaults")
-            .arg(to)
-            .stdin(std::process::Stdio::null())
-            .status()
-            .map_err(|e| format!("{}: {e}", exe.display()))?;
-        if !st.success() {
-            return Err(format!(
-                "ringlet serve --defaults {} failed ({st})",
-                to.display()
-            ));
-        }
-        how = format!("{} serve --defaults {}", exe.display(), to.display());
-    }
-    let begun = Instant::now();
-    loop {
-        match connect(cfg) {
-            Ok(_) => return Ok(how),
-            Err(e) if begun.elapsed() > Duration::from_secs(300) => {
-                return Err(format!("ringlet started ({how}) but does not answer: {e}"))
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
-}
-
 /// Send `lines` (UPDATE requests) to the daemon: how many it accepted.
 fn replay(cfg: &Config, lines: &[String]) -> Result<usize, String> {
     let mut c = connect(cfg)?;
@@ -802,17 +976,92 @@ fn write_defaults(to: &Path, text: &str) -> Result<Option<PathBuf>, String> {
         }
         kept = Some(old);
     }
-    let mut tmp = to.as_os_str().to_owned();
-    tmp.push(".ringlet-tmp");
-    let tmp = PathBuf::from(tmp);
-    let w = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, to)
-    };
-    w().map_err(|e| format!("{}: {e}", to.display()))?;
+    write_file(to, text)?;
     Ok(kept)
+}
+
+/// The package's setup to merge into: `<to>.before-migrate` when an earlier migration
+/// left it (the file at `to` is then that migration's), else the file at `to`.
+fn package_setup(to: &Path) -> Result<Option<std::collections::HashMap<String, String>>, String> {
+    let mut before = to.as_os_str().to_owned();
+    before.push(".before-migrate");
+    for f in [PathBuf::from(before), to.to_path_buf()] {
+        if let Ok(text) = std::fs::read_to_string(&f) {
+            return server::config::defaults_vars(&text)
+                .map(Some)
+                .map_err(|e| format!("{}: {e}", f.display()));
+        }
+    }
+    Ok(None)
+}
+
+/// A series of the store named by an absolute path outside `base` (one -B would refuse).
+fn outside_base(dir: &Path, base: Option<&Path>) -> Option<String> {
+    let base = base?;
+    if !dir.exists() {
+        return None;
+    }
+    let mut src = Source::open(None, dir, true).ok()?;
+    let listed = src.run(dir, cli::EXPORT_NAMES, &[]);
+    let _ = src.close();
+    listed
+        .stdout
+        .lines()
+        .find(|n| n.starts_with('/') && !Path::new(n).starts_with(base))
+        .map(String::from)
+}
+
+/// How the sockets go from rrdcached to ringlet.
+enum Way {
+    /// systemd runs the package's units: a socket unit for rrdcached's unix sockets.
+    Units,
+    /// Sockets bound here and given to `ringlet serve` as systemd would.
+    Here,
+    /// --no-start.
+    NotStarted,
+}
+
+fn package_unit() -> bool {
+    systemd()
+        && std::process::Command::new("systemctl")
+            .args(["cat", "ringlet.service", "ringlet.socket"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+}
+
+/// Give every file and directory under `dir` (and it) to `owner`, links not followed.
+fn give_tree(dir: &Path, owner: &(String, Option<String>)) -> Result<u64, String> {
+    use std::os::unix::fs::MetadataExt;
+    let ids = server::sys::ids(owner.1.as_deref(), Some(&owner.0))?
+        .ok_or("no user to give the files to")?;
+    let (uid, gid) = (ids.uid, ids.gid);
+    let mut changed = 0;
+    let mut todo = vec![dir.to_path_buf()];
+    let mut own = |p: &Path| -> Result<(), String> {
+        let m = std::fs::symlink_metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if uid.is_some_and(|u| u != m.uid()) || gid.is_some_and(|g| g != m.gid()) {
+            std::os::unix::fs::lchown(p, uid, gid)
+                .map_err(|e| format!("chown {}: {e}", p.display()))?;
+            changed += 1;
+        }
+        Ok(())
+    };
+    own(dir)?;
+    while let Some(d) = todo.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            own(&p)?;
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(p);
+            }
+        }
+    }
+    Ok(changed)
 }
 
 fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
@@ -829,16 +1078,24 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     }
     let cfg = server::config::parse(&found.args)
         .map_err(|e| format!("rrdcached's options ({}): {e}", found.from))?;
-    let (keep, dropped) = carried(&found.args);
     let added = found
         .pid
         .map(|p| identity(p, &found.args))
         .unwrap_or_default();
     let store = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     let to = o.to.clone().unwrap_or_else(|| RINGLET_DEFAULTS.into());
-    let text = defaults_text(&found, &store, &keep, &dropped, &added);
-    let journal = option(&found.args, "-j").map(PathBuf::from);
+    let old = package_setup(&to)?;
     let base = cfg.base.clone();
+    let outside = outside_base(dir, base.as_deref());
+    let merged = merge(
+        &found,
+        old.as_ref(),
+        &store,
+        &added,
+        outside.as_deref(),
+        &crate::handover::access_of,
+    );
+    let journal = option(&found.args, "-j").map(PathBuf::from);
     let addrs = addresses(&cfg);
     let first = addrs.first().map(|a| a.to_string()).unwrap_or_default();
     let listing = addrs
@@ -846,19 +1103,37 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
         .map(|a| a.to_string())
         .collect::<Vec<_>>()
         .join(", ");
+    let way = if o.no_start {
+        Way::NotStarted
+    } else if to == Path::new(RINGLET_DEFAULTS) && package_unit() {
+        Way::Units
+    } else {
+        Way::Here
+    };
+    let unit_path = Path::new(crate::handover::UNIT_DIR).join(crate::handover::UNIT);
+    let unit_text = merged.unix.first().map(|(_, m, g)| {
+        let paths: Vec<PathBuf> = merged.unix.iter().map(|(p, ..)| p.clone()).collect();
+        crate::handover::unit_text(&paths, *m, g, &found.from)
+    });
 
     println!("rrdcached's options, from {}:", found.from);
     println!("  {}", found.args.join(" "));
     if o.dry_run {
         let count = base.as_deref().map_or((0, 0), crate::import::rrd_files);
         println!("Would write {}:", to.display());
-        for l in text.lines() {
+        for l in merged.text.lines() {
             println!("  | {l}");
+        }
+        if let (Way::Units, Some(t)) = (&way, &unit_text) {
+            println!("Would write {} (and enable it):", unit_path.display());
+            for l in t.lines() {
+                println!("  | {l}");
+            }
         }
         match found.pid {
             Some(pid) => println!(
-                "Would send FLUSHALL to rrdcached at {first}, wait for its queue to empty, and \
-                 stop it ({})",
+                "Would send FLUSHALL to rrdcached at {first}, wait for its queue to empty, put \
+                 ringlet's sockets at its unix sockets' paths, and stop it ({})",
                 match unit_of(pid).filter(|_| systemd()) {
                     Some(unit) => format!("systemctl stop + disable {unit}"),
                     None => format!("SIGTERM to pid {pid}"),
@@ -866,8 +1141,10 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
             ),
             None => println!("rrdcached is not running: nothing to stop"),
         }
-        if !o.no_start {
-            println!("Would start ringlet on {listing}");
+        match way {
+            Way::Units => println!("Would restart ringlet.service on {listing} and its own"),
+            Way::Here => println!("Would start ringlet on {listing}"),
+            Way::NotStarted => {}
         }
         if let Some(j) = &journal {
             println!(
@@ -890,23 +1167,42 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
                 "rrdcached has no -b: files are imported by the daemon as clients first name them"
             ),
         }
+        if let Some(owner) = &merged.owner {
+            println!(
+                "Would give the store{} to {}",
+                base.as_deref()
+                    .map(|b| format!(" and {}", b.display()))
+                    .unwrap_or_default(),
+                owner.0
+            );
+        }
         println!("(dry run: nothing changed)");
         return Ok(());
     }
 
-    // The store must be free: a ringlet daemon (the package's) holding it is stopped first.
+    // The store must be free, or held by the package's service (restarted on the new file
+    // below, on the same sockets).
     // (Found by the address it records, not $RRDCACHED_ADDRESS, which may name rrdcached.)
     let holder = cli::client::recorded(dir).filter(|a| cli::client::Client::connect(a).is_ok());
-    if let Some(addr) = holder {
-        if systemd() && systemctl(&["is-active", "--quiet", "ringlet.service"]).is_ok() {
+    let service_active =
+        systemd() && systemctl(&["is-active", "--quiet", "ringlet.service"]).is_ok();
+    match (&holder, &way) {
+        (Some(_), Way::Units) if service_active => {}
+        (Some(addr), _) if service_active => {
             systemctl(&["stop", "ringlet.service"])?;
             println!("stopped ringlet.service (it held the store at {addr})");
-        } else {
+        }
+        (Some(addr), _) => {
             return Err(format!(
                 "a ringlet daemon holds the store {} (at {addr}): stop it first",
                 store.display()
-            ));
+            ))
         }
+        (None, Way::Units) if !service_active => {
+            // Started on the package's file first: rrdcached's sockets reach it by restart.
+            systemctl(&["start", "ringlet.service"])?;
+        }
+        _ => {}
     }
     let bar = if o.quiet {
         indicatif::ProgressBar::hidden()
@@ -933,30 +1229,73 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
         );
     }
 
-    let kept = write_defaults(&to, &text)?;
+    let kept = write_defaults(&to, &merged.text)?;
     bar.suspend(|| {
         println!(
-            "wrote {}{}",
+            "wrote {}{}: the package's setup kept{}",
             to.display(),
             kept.map(|k| format!(" (the one before is {})", k.display()))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            if merged.changes.is_empty() {
+                String::new()
+            } else {
+                format!(", and\n  {}", merged.changes.join("\n  "))
+            }
         )
     });
 
-    let mut stopped_at = None;
+    // The hand-over: ringlet's sockets at rrdcached's unix paths before it stops, probed
+    // from before until ringlet answers.
+    let probing = found.pid.map(|_| crate::handover::Prober::start(&addrs));
+    let mut held: Vec<(std::os::unix::net::UnixListener, PathBuf)> = Vec::new();
+    let mut kept_names = Vec::new();
+    if found.pid.is_some() {
+        match way {
+            Way::Units => {
+                if let Some(t) = &unit_text {
+                    write_file(&unit_path, t)?;
+                    systemctl(&["daemon-reload"])?;
+                    if let Err(e) = systemctl(&["enable", "--quiet", crate::handover::UNIT]) {
+                        bar.suspend(|| eprintln!("{e}: enable it by hand"));
+                    }
+                    // systemd binds each path anew (the one there, rrdcached's, replaced).
+                    systemctl(&["start", crate::handover::UNIT])?;
+                    bar.suspend(|| {
+                        println!(
+                            "wrote {}: systemd holds rrdcached's sockets for ringlet",
+                            unit_path.display()
+                        )
+                    });
+                }
+            }
+            Way::Here | Way::NotStarted => {
+                if !o.no_start {
+                    for (p, m, g) in &merged.unix {
+                        held.push((crate::handover::take_path(p, *m, Some(g))?, p.clone()));
+                    }
+                }
+            }
+        }
+        if !o.no_start {
+            for (p, ..) in &merged.unix {
+                kept_names.push(crate::handover::Kept::of(p)?);
+            }
+        }
+    }
+    let watch = crate::handover::Watch::start(kept_names);
     if let Some(pid) = found.pid {
         let how = stop(pid, &bar)?;
-        stopped_at = Some(Instant::now());
         bar.suspend(|| println!("rrdcached wrote every queued value and stopped ({how})"));
     }
     let left = journal
         .as_deref()
         .map(|j| journal_leftovers(j, base.as_deref()))
         .unwrap_or_default();
-    bar.finish_and_clear();
 
     // Without a daemon to start: the files imported on the store now.
     if o.no_start {
+        watch.finish();
+        bar.finish_and_clear();
         if let Some(b) = &base {
             let mut src = Source::open(None, dir, false)?;
             // Placeholders name the address the daemon names in its own.
@@ -965,6 +1304,7 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
             src.close()?;
             done?;
         }
+        give(&merged, dir, base.as_deref());
         println!(
             "ringlet not started (--no-start): ringlet serve --defaults {}",
             to.display()
@@ -979,15 +1319,54 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
         return Ok(());
     }
 
-    // Else ringlet serves the sockets at once (a file a client names is imported as the
-    // daemon first sees it), then takes every other file through the daemon.
-    let how = start(&to, &cfg)?;
-    let gap = stopped_at.map(|t| t.elapsed().as_secs_f64());
-    println!(
-        "ringlet serves {listing} ({how}){}",
-        gap.map(|g| format!("; no daemon answered for {g:.1} s"))
-            .unwrap_or_default()
-    );
+    // ringlet on the sockets: a file a client names is imported as the daemon first sees
+    // it; every other file is taken through the daemon below.
+    let how = match way {
+        Way::Units => {
+            bar.set_message("systemctl restart ringlet");
+            systemctl(&["enable", "--quiet", "ringlet.service", "ringlet.socket"])
+                .unwrap_or_else(|e| bar.suspend(|| eprintln!("{e}: enable ringlet by hand")));
+            systemctl(&["restart", "ringlet.service"])
+                .map(|()| "systemctl restart ringlet".to_string())
+        }
+        _ => {
+            let exe = std::env::current_exe().map_err(|e| format!("ringlet's own path: {e}"))?;
+            crate::handover::serve_with(&exe, &to, &held)
+                .map(|()| format!("{} serve --defaults {}", exe.display(), to.display()))
+        }
+    };
+    // The sockets are the daemon's (or systemd's) now.
+    drop(held);
+    let how = match how {
+        Ok(h) => h,
+        Err(e) => {
+            watch.finish();
+            bar.finish_and_clear();
+            return Err(format!(
+                "{e}; rrdcached is stopped: start ringlet (ringlet serve --defaults {}) or \
+                 rrdcached again",
+                to.display()
+            ));
+        }
+    };
+    let answered = wait_answer(&cfg);
+    let put_back = watch.finish();
+    bar.finish_and_clear();
+    answered.map_err(|e| format!("ringlet started ({how}) but does not answer: {e}"))?;
+    println!("ringlet serves {listing} ({how})");
+    if let Some(p) = probing {
+        let seen = p.finish();
+        println!(
+            "what clients saw of the hand-over (a connection every 10 ms and a PING at a time \
+             on each address, from before ringlet took the sockets until it answered{}):\n{}",
+            if put_back > 0 {
+                format!("; rrdcached's exit removed a socket path {put_back} times, put back")
+            } else {
+                String::new()
+            },
+            crate::handover::report(&seen)
+        );
+    }
     if !left.is_empty() {
         let ok = replay(&cfg, &left)?;
         println!(
@@ -1011,7 +1390,55 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
         };
         bulk(o, b, &first, &mut src, dir, &to)?;
     }
+    give(&merged, dir, base.as_deref());
     Ok(())
+}
+
+/// The store and the base directory given to the daemon's user (the import moved files in
+/// as root): one owner.
+fn give(merged: &Merged, dir: &Path, base: Option<&Path>) {
+    let Some(owner) = &merged.owner else {
+        return;
+    };
+    for d in [Some(dir), base].into_iter().flatten() {
+        match give_tree(d, owner) {
+            Ok(0) => {}
+            Ok(n) => println!("gave {n} files under {} to {}", d.display(), owner.0),
+            Err(e) => eprintln!("{e}: give {} to {} by hand", d.display(), owner.0),
+        }
+    }
+}
+
+/// Wait until the daemon answers on its first address (up to 5 minutes: a large store's
+/// open reads its log).
+fn wait_answer(cfg: &Config) -> Result<(), String> {
+    let begun = Instant::now();
+    loop {
+        match connect(cfg) {
+            Ok(mut c) => match c.request("PING") {
+                Ok(_) => return Ok(()),
+                Err(e) if begun.elapsed() > Duration::from_secs(300) => return Err(e),
+                Err(_) => {}
+            },
+            Err(e) if begun.elapsed() > Duration::from_secs(300) => return Err(e),
+            Err(_) => {}
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Write `text` to `path` whole (beside it, synced, renamed).
+fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".ringlet-tmp");
+    let tmp = PathBuf::from(tmp);
+    let w = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    w().map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Import every `.rrd` under `base` (as `import rrd --resume --move`).
@@ -1186,53 +1613,185 @@ mod tests {
         assert_eq!(unit_of(u32::MAX), None);
     }
 
+    fn found(args: &str) -> Found {
+        Found {
+            pid: Some(1),
+            args: words(args),
+            from: "test".into(),
+        }
+    }
+
+    fn parsed(text: &str) -> Config {
+        server::config::parse(&server::config::defaults_args(text).unwrap()).unwrap()
+    }
+
+    fn socket(cfg: &Config, path: &str) -> (Option<u32>, Option<String>, Option<Vec<usize>>) {
+        let l = cfg
+            .listen
+            .iter()
+            .find(|l| l.addr == Addr::Unix(path.into()))
+            .unwrap_or_else(|| panic!("no {path} in {:?}", cfg.listen));
+        (l.mode, l.group.clone(), l.allowed.clone())
+    }
+
     #[test]
-    fn pid_file_journal_and_foreground_are_left_out_in_order() {
-        let (keep, dropped) = carried(&words(
-            "-B -w 1800 -j /var/lib/rrdcached/journal/ -p /var/run/rrdcached.pid -g \
-             -s www-data -m 0660 -l unix:/var/run/rrdcached.sock -b /var/lib/rrdcached/db/",
-        ));
+    fn without_a_package_file_rrdcacheds_options_are_written_less_pid_journal_foreground() {
+        let f = found(
+            "-B -w 1800 -z 900 -j /var/lib/rrdcached/journal/ -p /var/run/rrdcached.pid -g \
+             -s www-data -m 0660 -l unix:/run/r.sock -l 127.0.0.1:42217 -b /d",
+        );
+        let none = |_: &Path| None;
+        let m = merge(&f, None, Path::new("/var/lib/ringlet"), &[], None, &none);
+        let cfg = parsed(&m.text);
+        assert_eq!(cfg.commit_interval, 1800);
+        assert_eq!(cfg.base.as_deref(), Some(Path::new("/d")));
+        assert!(cfg.restrict_base && !cfg.foreground, "{}", m.text);
+        assert_eq!(cfg.pid_file, None);
         assert_eq!(
-            keep.join(" "),
-            "-B -w 1800 -s www-data -m 0660 -l unix:/var/run/rrdcached.sock -b \
-             /var/lib/rrdcached/db/"
+            socket(&cfg, "/run/r.sock"),
+            (Some(0o660), Some("www-data".into()), None)
+        );
+        assert_eq!(cfg.listen.len(), 2, "{:?}", cfg.listen);
+        for gone in [
+            "-j /var/lib/rrdcached/journal/",
+            "-p /var/run/rrdcached.pid",
+            "-g",
+        ] {
+            assert!(
+                m.changes
+                    .iter()
+                    .any(|c| c.contains(&format!("left out rrdcached's {gone}"))),
+                "{gone}: {:?}",
+                m.changes
+            );
+        }
+        assert_eq!(
+            m.unix,
+            [(PathBuf::from("/run/r.sock"), 0o660, "www-data".into())]
+        );
+        assert_eq!(m.owner, None);
+        // rrdcached run as another user without -U/-G: they are added.
+        let with = merge(
+            &f,
+            None,
+            Path::new("/s"),
+            &words("-U munin -G munin"),
+            None,
+            &none,
+        );
+        let cfg = parsed(&with.text);
+        assert_eq!(
+            (cfg.user.as_deref(), cfg.group.as_deref()),
+            (Some("munin"), Some("munin"))
+        );
+        assert_eq!(with.owner, Some(("munin".into(), Some("munin".into()))));
+    }
+
+    const PACKAGE: &str = "WRITE_TIMEOUT=300\nSOCKFILE=/run/ringlet/ringlet.sock\n\
+        SOCKGROUP=ringlet\nSOCKMODE=0660\nDAEMON_USER=ringlet\nDAEMON_GROUP=ringlet\n\
+        BASE_OPTIONS=\"\"\nSTORE=/var/lib/ringlet\nRINGLET_OPTIONS=\"--http 127.0.0.1:8080\"\n";
+
+    #[test]
+    fn the_package_setup_is_kept_and_rrdcacheds_sockets_added_with_their_access() {
+        let old = server::config::defaults_vars(PACKAGE).unwrap();
+        let f = found(
+            "-B -w 1800 -l unix:/var/run/rrdcached.sock -P FLUSH,UPDATE -l unix:/run/b.sock \
+             -b /var/lib/rrdcached/db/ -U rrd -G rrd -p /var/run/rrdcached.pid",
+        );
+        let access = |p: &Path| {
+            Some((
+                if p.ends_with("b.sock") { 0o600 } else { 0o755 },
+                "adm".into(),
+            ))
+        };
+        let m = merge(
+            &f,
+            Some(&old),
+            Path::new("/var/lib/ringlet"),
+            &[],
+            None,
+            &access,
+        );
+        let cfg = parsed(&m.text);
+        // The package's: its user, its socket with its group and mode, its own options.
+        assert_eq!(
+            (cfg.user.as_deref(), cfg.group.as_deref()),
+            (Some("ringlet"), Some("ringlet"))
         );
         assert_eq!(
-            dropped,
-            [
-                "-j /var/lib/rrdcached/journal/",
-                "-p /var/run/rrdcached.pid",
-                "-g"
-            ]
+            socket(&cfg, "/run/ringlet/ringlet.sock"),
+            (Some(0o660), Some("ringlet".into()), None)
         );
+        assert_eq!(cfg.http.len(), 1, "{}", m.text);
+        // rrdcached's: its sockets as clients reached them (not the package's mode and
+        // group, which come first), its -P, its -w, -b, -B.
+        assert_eq!(
+            socket(&cfg, "/var/run/rrdcached.sock"),
+            (Some(0o755), Some("adm".into()), None)
+        );
+        let (mode, group, allowed) = socket(&cfg, "/run/b.sock");
+        assert_eq!((mode, group.as_deref()), (Some(0o600), Some("adm")));
+        assert_eq!(allowed.map(|a| a.len()), Some(2));
+        assert_eq!(cfg.commit_interval, 1800);
+        assert_eq!(
+            cfg.base.as_deref(),
+            Some(Path::new("/var/lib/rrdcached/db/"))
+        );
+        assert!(cfg.restrict_base);
+        assert_eq!(m.owner, Some(("ringlet".into(), Some("ringlet".into()))));
+        for said in [
+            "WRITE_TIMEOUT=1800",
+            "BASE_PATH=/var/lib/rrdcached/db/",
+            "left out rrdcached's -U rrd",
+            "left out rrdcached's -G rrd",
+            "unix:/var/run/rrdcached.sock (mode 0755, group adm)",
+        ] {
+            assert!(
+                m.changes.iter().any(|c| c.contains(said)),
+                "{said}: {:?}",
+                m.changes
+            );
+            assert!(m.text.contains(said), "{said}: {}", m.text);
+        }
+        // A series outside -b: -B left out, and said why.
+        let m = merge(
+            &f,
+            Some(&old),
+            Path::new("/var/lib/ringlet"),
+            &[],
+            Some("/srv/x.rrd"),
+            &access,
+        );
+        assert!(!parsed(&m.text).restrict_base, "{}", m.text);
+        assert!(m.text.contains("/srv/x.rrd"), "{}", m.text);
+    }
+
+    #[test]
+    fn a_value_joined_to_its_option_is_read_and_the_last_option_wins() {
         assert_eq!(
             option(&words("-j /a -b /x -j/b"), "-j").as_deref(),
             Some("/b")
         );
-    }
-
-    #[test]
-    fn the_written_file_gives_the_same_options_back() {
-        let args = words("-B -w 1800 -z 900 -l unix:/run/r.sock -l 127.0.0.1:42217 -b /d");
-        let found = Found {
-            pid: Some(1),
-            args: args.clone(),
-            from: "test".into(),
-        };
-        let text = defaults_text(&found, Path::new("/var/lib/ringlet"), &args, &[], &[]);
-        assert!(!text.contains("Added"), "{text}");
-        let with = defaults_text(
-            &found,
-            Path::new("/var/lib/ringlet"),
-            &args,
+        let m = merge(
+            &found("-w600 -b/d -j/j -l unix:/r.sock"),
+            None,
+            Path::new("/s"),
             &[],
-            &words("-U munin -G munin"),
+            None,
+            &|_: &Path| None,
         );
-        assert!(with.contains("# Added: -U munin -G munin"), "{with}");
-        assert!(with.contains("-b /d -U munin -G munin\""), "{with}");
-        let mut want = vec!["--store".to_string(), "/var/lib/ringlet".into()];
-        want.extend(args);
-        assert_eq!(server::config::defaults_args(&text).unwrap(), want);
+        let cfg = parsed(&m.text);
+        assert_eq!(
+            (cfg.commit_interval, cfg.base.as_deref()),
+            (600, Some(Path::new("/d")))
+        );
+        assert!(
+            m.changes
+                .iter()
+                .any(|c| c.contains("left out rrdcached's -j /j")),
+            "{:?}",
+            m.changes
+        );
     }
 
     #[test]

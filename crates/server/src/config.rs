@@ -376,6 +376,11 @@ pub fn defaults_args(text: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// The variables a defaults file sets (as [`defaults_args`] reads them), empty ones too.
+pub fn defaults_vars(text: &str) -> Result<std::collections::HashMap<String, String>, String> {
+    shell_vars(text)
+}
+
 /// The variables a file of shell assignments sets.
 fn shell_vars(text: &str) -> Result<std::collections::HashMap<String, String>, String> {
     let mut vars = std::collections::HashMap::new();

@@ -87,6 +87,70 @@ fn bind(l: &config::Listen) -> Result<Listener, String> {
     }
 }
 
+/// The socket systemd passed for listener `l` (the same unix path, its directory resolved,
+/// or a TCP address `l` resolves to), taken out of `inherited`.
+fn take_inherited(l: &config::Listen, inherited: &mut Vec<sys::Inherited>) -> Option<Listener> {
+    let i = inherited.iter().position(|s| match (s, &l.addr) {
+        (sys::Inherited::Unix(_, got, name), Addr::Unix(want)) => {
+            same_socket_path(got, want)
+                || name.as_deref().is_some_and(|n| same_socket_path(n, want))
+        }
+        (sys::Inherited::Tcp(t), Addr::Tcp(..)) => t
+            .local_addr()
+            .is_ok_and(|a| tcp_addrs(&l.addr).contains(&a)),
+        _ => false,
+    })?;
+    match inherited.remove(i) {
+        sys::Inherited::Unix(s, p, name) => Some(Listener::Unix(s, name.unwrap_or(p))),
+        sys::Inherited::Tcp(t) => Some(Listener::Tcp(t)),
+        sys::Inherited::Other(..) => None,
+    }
+}
+
+/// Whether two unix socket paths name the same place: equal, or equal once their
+/// directories are resolved (systemd binds /var/run/x as /run/x).
+fn same_socket_path(a: &Path, b: &Path) -> bool {
+    let resolved = |p: &Path| -> Option<PathBuf> {
+        let abs = std::path::absolute(p).ok()?;
+        Some(
+            std::fs::canonicalize(abs.parent()?)
+                .ok()?
+                .join(abs.file_name()?),
+        )
+    };
+    a == b || resolved(a).is_some_and(|x| Some(x) == resolved(b))
+}
+
+/// The addresses a TCP listener's host and port stand for (all interfaces: 0.0.0.0, [::]).
+fn tcp_addrs(a: &Addr) -> Vec<std::net::SocketAddr> {
+    use std::net::ToSocketAddrs;
+    match a {
+        Addr::Tcp(h, p) if h.is_empty() => vec![
+            std::net::SocketAddr::from(([0, 0, 0, 0], *p)),
+            std::net::SocketAddr::from(([0u16; 8], *p)),
+        ],
+        Addr::Tcp(h, p) => (h.trim_matches(|c| c == '[' || c == ']'), *p)
+            .to_socket_addrs()
+            .map(|it| it.collect())
+            .unwrap_or_default(),
+        Addr::Unix(_) => Vec::new(),
+    }
+}
+
+/// The file modes and group of `-m`/`-s` given to a unix socket systemd bound (it bound
+/// it with the unit's SocketMode and SocketGroup; the options file says what it should be).
+fn set_socket_access(l: &config::Listen, path: &Path) -> Result<(), String> {
+    if let Some(m) = l.mode {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(m))
+            .map_err(|e| format!("cannot chmod {}: {e}", path.display()))?;
+    }
+    if let Some(g) = &l.group {
+        sys::chgrp(path, g)?;
+    }
+    Ok(())
+}
+
 fn describe(l: &Listener) -> String {
     match l {
         Listener::Unix(_, p) => format!("unix:{}", p.display()),
@@ -206,6 +270,8 @@ pub fn run(args: &[String], default_store: PathBuf) -> i32 {
         }
     };
     let store_dir = cfg.store.clone().unwrap_or(default_store);
+    // systemd's sockets, before the fork (LISTEN_PID names this process).
+    let inherited = sys::listen_fds();
     let ready = if cfg.foreground {
         None
     } else {
@@ -217,7 +283,7 @@ pub fn run(args: &[String], default_store: PathBuf) -> i32 {
             }
         }
     };
-    match start(&cfg, &store_dir) {
+    match start(&cfg, &store_dir, inherited) {
         Ok((d, sockets, views)) => {
             if let Some(r) = ready {
                 r.ok();
@@ -238,19 +304,49 @@ pub fn run(args: &[String], default_store: PathBuf) -> i32 {
 }
 
 /// What `start` leaves running: the daemon, its unix sockets (removed at exit), the view.
-type Started = (Arc<Daemon>, Vec<PathBuf>, Vec<view::Mounted>);
+type Started = (Arc<Daemon>, Vec<OwnSocket>, Vec<view::Mounted>);
+
+/// A unix socket file the daemon bound, and the file it made (device and inode).
+#[derive(Clone)]
+struct OwnSocket(PathBuf, Option<(u64, u64)>);
+
+impl OwnSocket {
+    fn of(path: &Path) -> OwnSocket {
+        use std::os::unix::fs::MetadataExt;
+        let id = std::fs::symlink_metadata(path)
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        OwnSocket(path.to_path_buf(), id)
+    }
+
+    /// Removed at exit, unless another socket took its path since (systemd's, when the
+    /// package's socket unit started while this daemon ran; a migration's hand-over).
+    fn remove(&self) {
+        use std::os::unix::fs::MetadataExt;
+        let now = std::fs::symlink_metadata(&self.0)
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        if now.is_some() && now == self.1 {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
 
 /// The daemon started, step by step: the process made ready, the store opened, the
 /// placeholders checked, every address bound, the views mounted, privileges dropped, then
 /// every listener and the committer started.
-fn start(cfg: &Config, store_dir: &Path) -> Result<Started, String> {
+fn start(
+    cfg: &Config,
+    store_dir: &Path,
+    inherited: Vec<sys::Inherited>,
+) -> Result<Started, String> {
     let ids = prepare_process(cfg)?;
     clear_stale_views(cfg);
     let (d, view_at) = open_daemon(cfg, store_dir)?;
     check_placeholders(&d);
     // The open's buffers (checkpoint, log replay) are freed: give their pages back.
     sys::release_free_memory();
-    let bound = bind_all(cfg)?;
+    let bound = bind_all(cfg, inherited)?;
     record_process(cfg, store_dir)?;
     let views = mount_views(&d, cfg, store_dir, view_at, ids.as_ref());
     // -U/-G: the store was opened (and locked) as root; its files become the user's, so that
@@ -390,8 +486,8 @@ fn check_placeholders(d: &Arc<Daemon>) {
 struct Bound {
     /// rrdcached's sockets, each with the commands it allows.
     rrdcached: Vec<(Listener, Option<Vec<usize>>)>,
-    /// The unix sockets among them (removed at exit).
-    sockets: Vec<PathBuf>,
+    /// The unix sockets among them bound here (removed at exit).
+    sockets: Vec<OwnSocket>,
     /// Carbon's listeners, with what they share.
     carbon: Option<CarbonBound>,
     /// The web page's and graphite-web's.
@@ -405,7 +501,11 @@ type CarbonBound = (
     Vec<TcpListener>,
 );
 
-fn bind_all(cfg: &Config) -> Result<Bound, String> {
+/// Every listener bound: the sockets systemd passed (`inherited`) taken for the addresses
+/// they are bound to, the others bound here. A passed socket no option names is served
+/// too (every command allowed: the unit that made it is the administrator's); systemd
+/// keeps the passed ones, so they are not removed at exit and a restart refuses no client.
+fn bind_all(cfg: &Config, mut inherited: Vec<sys::Inherited>) -> Result<Bound, String> {
     let mut b = Bound {
         rrdcached: Vec::new(),
         sockets: Vec::new(),
@@ -413,12 +513,39 @@ fn bind_all(cfg: &Config) -> Result<Bound, String> {
         http: Vec::new(),
     };
     for l in &cfg.listen {
-        let one = bind(l)?;
-        if let Listener::Unix(_, p) = &one {
-            b.sockets.push(p.clone());
-        }
-        log::line(&format!("listening on {}", describe(&one)));
+        let one = match take_inherited(l, &mut inherited) {
+            Some(one) => {
+                if let Listener::Unix(_, p) = &one {
+                    set_socket_access(l, p)?;
+                }
+                log::line(&format!("listening on {} (from systemd)", describe(&one)));
+                one
+            }
+            None => {
+                let one = bind(l)?;
+                if let Listener::Unix(_, p) = &one {
+                    b.sockets.push(OwnSocket::of(p));
+                }
+                log::line(&format!("listening on {}", describe(&one)));
+                one
+            }
+        };
         b.rrdcached.push((one, l.allowed.clone()));
+    }
+    for s in inherited {
+        let one = match s {
+            sys::Inherited::Unix(s, p, name) => Listener::Unix(s, name.unwrap_or(p)),
+            sys::Inherited::Tcp(t) => Listener::Tcp(t),
+            sys::Inherited::Other(_, what) => {
+                log::line(&format!("a socket from systemd is not served: {what}"));
+                continue;
+            }
+        };
+        log::line(&format!(
+            "listening on {} (from systemd; no option names it: every command allowed)",
+            describe(&one)
+        ));
+        b.rrdcached.push((one, None));
     }
     // Carbon's plaintext protocol: TCP and UDP on each --carbon address.
     if !cfg.carbon.is_empty() || !cfg.carbon_pickle.is_empty() {
@@ -679,7 +806,7 @@ fn describe_recovery(dir: &Path, r: &engine::recovery::RecoveryReport) -> String
     s
 }
 
-fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf], views: Vec<view::Mounted>) {
+fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[OwnSocket], views: Vec<view::Mounted>) {
     loop {
         let sig = sys::wait_signal();
         match sig {
@@ -701,7 +828,7 @@ fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[PathBuf], views: Vec<vie
     view::Mounted::stopped(copies);
     let _ = std::fs::remove_file(cli::client::address_file(&d.lock().places().store));
     for s in sockets {
-        let _ = std::fs::remove_file(s);
+        s.remove();
     }
     if let Some(p) = &cfg.pid_file {
         let _ = std::fs::remove_file(p);

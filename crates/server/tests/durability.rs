@@ -873,3 +873,159 @@ fn systemd_hears_ready_once_the_sockets_listen_and_stopping_at_a_stop() {
     let n = sd.recv(&mut buf).expect("STOPPING=1");
     assert_eq!(&buf[..n], b"STOPPING=1");
 }
+
+/// `ringlet serve` given `listener` as systemd gives it (descriptor 3, LISTEN_FDS=1,
+/// LISTEN_PID its own pid) and the options of [`Ringlet::start`] besides.
+fn serve_on_passed_socket(
+    dir: &Path,
+    listener: &std::os::unix::net::UnixListener,
+    log: &Path,
+) -> Proc {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let fd = listener.as_raw_fd();
+    let logf = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("log");
+    let mut cmd = std::process::Command::new("/bin/sh");
+    // $$ is the shell's pid, which exec keeps: the daemon's LISTEN_PID.
+    cmd.args([
+        "-c",
+        "LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" \"$@\"",
+        RINGLET,
+        "-g",
+    ])
+    .args(["-l", &format!("unix:{}", dir.join("r.sock").display())])
+    .args(["-b", &dir.join("db").display().to_string(), "-B"])
+    .args(["--store", &dir.join("store").display().to_string()])
+    .args(["-w", "3600"])
+    .stdin(std::process::Stdio::null())
+    .stdout(logf.try_clone().expect("log"))
+    .stderr(logf);
+    // SAFETY: dup2 and fcntl only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if fd == 3 {
+                libc::fcntl(3, libc::F_SETFD, 0);
+            } else if libc::dup2(fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Proc::adopt(cmd.spawn().expect("start ringlet serve"), "ringlet serve")
+}
+
+#[test]
+fn restarts_on_systemds_socket_refuse_no_client_and_lose_no_update() {
+    use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::SeqCst};
+    let dir = TempDir::new("socket-activation");
+    std::fs::create_dir_all(dir.path().join("db")).unwrap();
+    let sock = dir.path().join("r.sock");
+    let log = dir.path().join("ringlet.log");
+    // The socket systemd's ringlet.socket holds: bound once, passed to every daemon.
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let mut d = serve_on_passed_socket(dir.path(), &listener, &log);
+    wait_for_socket(&sock, &mut d, &log);
+    create_load_series(&sock);
+    let acked: Vec<AtomicI64> = (0..LOAD_SERIES).map(|_| AtomicI64::new(0)).collect();
+    let (stop, refused, retried) = (
+        AtomicBool::new(false),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    );
+    // Clients as collectd's rrdcached plugin behaves: one connection kept; when it breaks
+    // (or the daemon says it is stopping), a new one and the same value again.
+    let client = |w: usize| {
+        let mut s: Option<std::os::unix::net::UnixStream> = None;
+        let mut k = 1;
+        while !stop.load(SeqCst) {
+            for i in (w..LOAD_SERIES).step_by(WRITERS) {
+                loop {
+                    let c = match &mut s {
+                        Some(c) => c,
+                        None => match std::os::unix::net::UnixStream::connect(&sock) {
+                            Ok(c) => s.insert(c),
+                            Err(_) => {
+                                refused.fetch_add(1, SeqCst);
+                                std::thread::sleep(Duration::from_millis(10));
+                                continue;
+                            }
+                        },
+                    };
+                    let line = format!("UPDATE f{i}.rrd {}:{k}", T0 + k);
+                    match try_request(c, &line) {
+                        Some(r) if r == "0 errors, enqueued 1 value(s).\n" => {
+                            acked[i].store(k, SeqCst);
+                            break;
+                        }
+                        // Sent before a break the client did not see answered, and kept.
+                        Some(r) if r.contains("illegal attempt to update") => {
+                            acked[i].store(k, SeqCst);
+                            break;
+                        }
+                        Some(r) if r.starts_with("-1 Shutting down") || r.is_empty() => {}
+                        Some(r) => panic!("{line}: {r}"),
+                        None => {}
+                    }
+                    retried.fetch_add(1, SeqCst);
+                    s = None;
+                }
+            }
+            k += 1;
+        }
+    };
+    let restarts = 3;
+    std::thread::scope(|sc| {
+        for w in 0..WRITERS {
+            let client = &client;
+            sc.spawn(move || client(w));
+        }
+        for _ in 0..restarts {
+            std::thread::sleep(Duration::from_millis(400));
+            // systemctl restart: SIGTERM, wait for the exit, start again on the same socket.
+            let st = d
+                .stop(libc::SIGTERM, Duration::from_secs(60))
+                .expect("stops");
+            assert!(st.success(), "{st}");
+            d = serve_on_passed_socket(dir.path(), &listener, &log);
+        }
+        std::thread::sleep(Duration::from_millis(400));
+        stop.store(true, SeqCst);
+    });
+    wait_for_socket(&sock, &mut d, &log);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text.matches("(from systemd)").count(),
+        restarts + 1,
+        "{text}"
+    );
+    assert_eq!(
+        refused.load(SeqCst),
+        0,
+        "connections refused during restarts"
+    );
+    assert!(
+        retried.load(SeqCst) > 0,
+        "no client saw a restart: the test did not test it"
+    );
+    for (i, a) in acked.iter().enumerate() {
+        let k = a.load(SeqCst);
+        assert!(k > 10, "f{i}.rrd: only {k} values acknowledged");
+        assert_eq!(last(&sock, &format!("f{i}.rrd")), T0 + k, "f{i}.rrd");
+        // The last eight values, each second's (the LAST archive holds ten rows).
+        let rows = fetch_rows(&sock, &format!("f{i}.rrd"), "LAST", T0 + k - 8, T0 + k);
+        let have: Vec<(i64, f64)> = rows
+            .iter()
+            .filter_map(|(t, v)| Some((t - T0, v.trim().parse::<f64>().ok()?)))
+            .filter(|(t, _)| *t > k - 8 && *t <= k)
+            .collect();
+        let want: Vec<(i64, f64)> = (k - 7..=k).map(|t| (t, t as f64)).collect();
+        assert_eq!(have, want, "f{i}.rrd");
+    }
+    // The socket is systemd's: the daemon leaves it in place at its exit.
+    d.stop(libc::SIGTERM, Duration::from_secs(60));
+    assert!(sock.exists(), "the daemon removed the socket it was given");
+}
