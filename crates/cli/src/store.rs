@@ -15,6 +15,44 @@ use std::path::{Path, PathBuf};
 /// Root's store when neither `--store` nor `$RINGLET_STORE` names one.
 pub const SYSTEM_STORE: &str = "/var/lib/ringlet";
 
+/// The package's socket (ringlet.socket): the system daemon, for the users of its group.
+pub const SYSTEM_SOCKET: &str = "/run/ringlet/ringlet.sock";
+
+/// The store a command of a user other than root works on when none is named (no --store,
+/// no $RINGLET_STORE) and the user has none of their own yet: the system's, whose daemon
+/// (the package's) serves the users of its group. Else `dir`.
+pub fn own_or_system(dir: PathBuf, named: bool) -> PathBuf {
+    let env_named = std::env::var_os("RINGLET_STORE").is_some_and(|v| !v.is_empty());
+    if named || env_named || is_root() || dir.exists() {
+        return dir;
+    }
+    if Path::new(SYSTEM_SOCKET).exists() || Path::new(SYSTEM_STORE).exists() {
+        return PathBuf::from(SYSTEM_STORE);
+    }
+    dir
+}
+
+/// Why a user other than root cannot reach the system daemon at `addr` (`e`): the user,
+/// the socket's group, and what to do.
+pub fn why_not_system(addr: &str, e: &str) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let path = addr.strip_prefix("unix:").unwrap_or(addr);
+    let user = host::sys::user_name(host::sys::euid());
+    match std::fs::metadata(path) {
+        Ok(m) if e.contains("ermission denied") => {
+            let group = host::sys::group_name(m.gid());
+            format!(
+                "{addr}: {e} (user {user} may not use the system daemon's socket: it is for \
+                 group {group}; adduser {user} {group}, then log in again)"
+            )
+        }
+        _ => format!(
+            "{addr}: {e} (the system daemon does not answer for user {user}: \
+             systemctl status ringlet.socket ringlet)"
+        ),
+    }
+}
+
 /// The store directory from the command line or the environment.
 pub fn store_dir(flag: Option<&str>) -> PathBuf {
     store_dir_for(flag, is_root())

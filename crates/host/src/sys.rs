@@ -582,3 +582,33 @@ fn socket_kind(fd: i32) -> Result<Kind, String> {
         f => Ok(Kind::Other(format!("descriptor {fd}: socket family {f}"))),
     }
 }
+
+/// The name of user `uid` (its number when it has none).
+pub fn user_name(uid: u32) -> String {
+    // SAFETY: getpwuid returns static storage or null; read at once, before another call.
+    unsafe {
+        let p = libc::getpwuid(uid);
+        if p.is_null() {
+            uid.to_string()
+        } else {
+            std::ffi::CStr::from_ptr((*p).pw_name)
+                .to_string_lossy()
+                .into_owned()
+        }
+    }
+}
+
+/// The name of group `gid` (its number when it has none).
+pub fn group_name(gid: u32) -> String {
+    // SAFETY: getgrgid returns static storage or null; read at once, before another call.
+    unsafe {
+        let g = libc::getgrgid(gid);
+        if g.is_null() {
+            gid.to_string()
+        } else {
+            std::ffi::CStr::from_ptr((*g).gr_name)
+                .to_string_lossy()
+                .into_owned()
+        }
+    }
+}

@@ -72,6 +72,13 @@ fn run(argv: &[String]) -> Outcome {
     };
     let args = &argv[i + 1..];
     let dir = cli::store::store_dir(store_flag.as_deref());
+    // A user in the ringlet group with no store of their own: the system's, through its
+    // daemon (not for serve: a user's daemon has its own store).
+    let dir = if cmd == "serve" {
+        dir
+    } else {
+        cli::store::own_or_system(dir, store_flag.is_some())
+    };
     if cmd == "stats" {
         std::process::exit(stats(args, &dir));
     }
@@ -211,9 +218,20 @@ pub(crate) fn daemon_for(flag: Option<String>, dir: &Path) -> Daemon {
             Err(e) => Daemon::Unreachable(addr, e),
         };
     }
-    match cli::client::recorded(dir) {
+    // The system store, for a user other than root who cannot open it: its daemon, found
+    // by the address it records, else at the package's socket.
+    let system = dir == Path::new(cli::store::SYSTEM_STORE) && server::sys::euid() != 0;
+    let addr = cli::client::recorded(dir).or_else(|| {
+        (system && Path::new(cli::store::SYSTEM_SOCKET).exists())
+            .then(|| format!("unix:{}", cli::store::SYSTEM_SOCKET))
+    });
+    match addr {
         Some(addr) => match cli::client::Client::connect(&addr) {
             Ok(c) => Daemon::At(addr, c),
+            Err(e) if system => {
+                let why = cli::store::why_not_system(&addr, &e);
+                Daemon::Unreachable(addr, why)
+            }
             Err(_) => Daemon::None,
         },
         None => Daemon::None,
@@ -323,6 +341,11 @@ fn stats(args: &[String], dir: &Path) -> i32 {
         .or_else(|| std::env::var("RRDCACHED_ADDRESS").ok())
         .filter(|a| !a.is_empty())
         .or_else(|| cli::client::recorded(dir))
+        .or_else(|| {
+            (dir == Path::new(cli::store::SYSTEM_STORE)
+                && Path::new(cli::store::SYSTEM_SOCKET).exists())
+            .then(|| format!("unix:{}", cli::store::SYSTEM_SOCKET))
+        })
         .unwrap_or_else(|| format!("unix:{}", server::config::DEFAULT_SOCKET));
     match cli::client::stats(&addr) {
         Ok(lines) => {

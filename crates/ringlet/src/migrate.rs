@@ -1287,6 +1287,11 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
         let how = stop(pid, &bar)?;
         bar.suspend(|| println!("rrdcached wrote every queued value and stopped ({how})"));
     }
+    // rrdcached's files are the daemon's user's before it starts (it writes placeholders
+    // there as that user).
+    if let (Some(b), false) = (&base, o.no_start) {
+        bar.suspend(|| give(&merged, &[b]));
+    }
     let left = journal
         .as_deref()
         .map(|j| journal_leftovers(j, base.as_deref()))
@@ -1304,7 +1309,10 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
             src.close()?;
             done?;
         }
-        give(&merged, dir, base.as_deref());
+        give(
+            &merged,
+            &[dir].into_iter().chain(base.as_deref()).collect::<Vec<_>>(),
+        );
         println!(
             "ringlet not started (--no-start): ringlet serve --defaults {}",
             to.display()
@@ -1390,17 +1398,20 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
         };
         bulk(o, b, &first, &mut src, dir, &to)?;
     }
-    give(&merged, dir, base.as_deref());
+    give(
+        &merged,
+        &[dir].into_iter().chain(base.as_deref()).collect::<Vec<_>>(),
+    );
     Ok(())
 }
 
 /// The store and the base directory given to the daemon's user (the import moved files in
 /// as root): one owner.
-fn give(merged: &Merged, dir: &Path, base: Option<&Path>) {
+fn give(merged: &Merged, dirs: &[&Path]) {
     let Some(owner) = &merged.owner else {
         return;
     };
-    for d in [Some(dir), base].into_iter().flatten() {
+    for d in dirs {
         match give_tree(d, owner) {
             Ok(0) => {}
             Ok(n) => println!("gave {n} files under {} to {}", d.display(), owner.0),

@@ -20,8 +20,20 @@ pub(crate) fn write_placeholder(inner: &Inner, t: &Target, durable: bool) -> Res
     } else {
         placeholder::write
     };
-    write(&inner.places, path, &t.abs, &t.name)
-        .map_err(|e| format!("RRD Error: creating '{}': {}", t.abs, strerror(&e)))
+    write(&inner.places, path, &t.abs, &t.name).map_err(|e| {
+        let mut msg = format!("RRD Error: creating '{}': {}", t.abs, strerror(&e));
+        // Which user and which directory: the daemon may run as another user (-U) than
+        // the one whose directory it is.
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            let dir = path.parent().unwrap_or(path);
+            msg.push_str(&format!(
+                " (ringlet runs as user {}, who may not write in {})",
+                crate::sys::user_name(crate::sys::euid()),
+                dir.display()
+            ));
+        }
+        msg
+    })
 }
 
 /// Make `rrd` the series `t` (replacing one of that name), with its placeholder; committed by
