@@ -360,11 +360,29 @@ pub fn unit_text(paths: &[PathBuf], mode: u32, group: &str, from: &str) -> Strin
          Documentation=man:ringlet(1)\n\n[Socket]\n"
     );
     for p in paths {
-        s.push_str(&format!("ListenStream={}\n", p.display()));
+        // Its directory resolved: systemd takes /var/run/x as /run/x, with a warning.
+        let shown = p
+            .parent()
+            .and_then(|d| std::fs::canonicalize(d).ok())
+            .zip(p.file_name())
+            .map(|(d, n)| d.join(n))
+            .unwrap_or_else(|| p.clone());
+        s.push_str(&format!("ListenStream={}\n", shown.display()));
     }
     s.push_str(&format!(
         "SocketUser=root\nSocketGroup={group}\nSocketMode={mode:04o}\nBacklog=4096\n\
          Service=ringlet.service\n\n[Install]\nWantedBy=sockets.target\n"
     ));
     s
+}
+
+/// Move the socket at `path` aside (to `.NAME.ringlet-old` beside it): the one it names
+/// keeps its connections; new ones find the next socket put at `path`. For a systemd that
+/// will not bind over a path that is there. The name aside, to remove once its daemon is
+/// gone.
+pub fn move_aside(path: &Path) -> Result<PathBuf, String> {
+    let old = beside(path, "old")?;
+    std::fs::rename(path, &old)
+        .map_err(|e| format!("cannot move {} aside: {e}", path.display()))?;
+    Ok(old)
 }

@@ -1249,17 +1249,33 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     let probing = found.pid.map(|_| crate::handover::Prober::start(&addrs));
     let mut held: Vec<(std::os::unix::net::UnixListener, PathBuf)> = Vec::new();
     let mut kept_names = Vec::new();
+    let mut aside: Vec<PathBuf> = Vec::new();
     if found.pid.is_some() {
         match way {
             Way::Units => {
                 if let Some(t) = &unit_text {
                     write_file(&unit_path, t)?;
                     systemctl(&["daemon-reload"])?;
+                    // systemd starts no socket unit of a running service: the service is
+                    // stopped (its own socket stays, clients wait), and told (if a client
+                    // starts it) to wait for rrdcached's exit.
+                    if let Some(pid) = found.pid {
+                        write_file(&dir.join(server::HANDOVER_FILE), &format!("{pid}\n"))?;
+                    }
+                    systemctl(&["stop", "ringlet.service"])?;
                     if let Err(e) = systemctl(&["enable", "--quiet", crate::handover::UNIT]) {
                         bar.suspend(|| eprintln!("{e}: enable it by hand"));
                     }
                     // systemd binds each path anew (the one there, rrdcached's, replaced).
-                    systemctl(&["start", crate::handover::UNIT])?;
+                    if let Err(e) = systemctl(&["start", crate::handover::UNIT]) {
+                        // One that will not: rrdcached's sockets moved aside first (a
+                        // moment with no socket at the path, which the probes measure).
+                        bar.suspend(|| eprintln!("{e}: moving rrdcached's sockets aside"));
+                        for (p, ..) in &merged.unix {
+                            aside.push(crate::handover::move_aside(p)?);
+                        }
+                        systemctl(&["start", crate::handover::UNIT])?;
+                    }
                     bar.suspend(|| {
                         println!(
                             "wrote {}: systemd holds rrdcached's sockets for ringlet",
@@ -1286,6 +1302,9 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     if let Some(pid) = found.pid {
         let how = stop(pid, &bar)?;
         bar.suspend(|| println!("rrdcached wrote every queued value and stopped ({how})"));
+    }
+    for a in aside {
+        let _ = std::fs::remove_file(a);
     }
     // rrdcached's files are the daemon's user's before it starts (it writes placeholders
     // there as that user).

@@ -341,6 +341,7 @@ fn start(
     inherited: Vec<sys::Inherited>,
 ) -> Result<Started, String> {
     let ids = prepare_process(cfg)?;
+    wait_for_handover(store_dir);
     clear_stale_views(cfg);
     let (d, view_at) = open_daemon(cfg, store_dir)?;
     check_placeholders(&d);
@@ -361,6 +362,41 @@ fn start(
     let dc = d.clone();
     std::thread::spawn(move || dc.committer());
     Ok((d, sockets, views))
+}
+
+/// The file in which `ringlet migrate rrdcached` names the rrdcached it is stopping.
+pub const HANDOVER_FILE: &str = "handover";
+
+/// A daemon started while `ringlet migrate rrdcached` stops rrdcached (systemd starts it
+/// when a client reaches one of its sockets) waits until that rrdcached has exited: it
+/// still writes its files and journal until then. Its sockets' clients wait in their
+/// backlogs meanwhile. At most 10 minutes (the migration's own limit for the stop).
+fn wait_for_handover(store_dir: &Path) {
+    let file = store_dir.join(HANDOVER_FILE);
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return;
+    };
+    let Ok(pid) = text.trim().parse::<i32>() else {
+        let _ = std::fs::remove_file(&file);
+        return;
+    };
+    let alive = || Path::new(&format!("/proc/{pid}")).exists() && !sys::is_zombie(pid);
+    if alive() {
+        log::line(&format!(
+            "waiting for rrdcached (pid {pid}) to exit before serving (ringlet migrate \
+             rrdcached hands its sockets over; {} names it)",
+            file.display()
+        ));
+    }
+    let begun = std::time::Instant::now();
+    while alive() && begun.elapsed() < Duration::from_secs(600) {
+        // systemd's start timeout is pushed on while waiting.
+        sys::notify("EXTEND_TIMEOUT_USEC=10000000");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !alive() {
+        let _ = std::fs::remove_file(&file);
+    }
 }
 
 /// The process made ready before any thread starts: the log file, the pid file checked,
