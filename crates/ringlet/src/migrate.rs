@@ -1,21 +1,25 @@
 //! `ringlet migrate rrdcached`: replace a running rrdcached in place. Its options are read
 //! from its command line (`/proc/PID/cmdline`; else from Debian's `/etc/default/rrdcached`,
-//! as its init script builds them), written to `/etc/default/ringlet` in the same syntax
-//! (`ringlet serve --defaults` reads it); rrdcached is told to write everything (FLUSHALL,
-//! then STATS until its queue is empty) and stopped (by systemd where systemd runs it, else
-//! by SIGTERM to its pid); ringlet is started on the same sockets at once, so clients are
-//! without a daemon only from rrdcached's stop to ringlet's listening; updates that only
-//! rrdcached's journal held (accepted after the flush, before the stop) are sent to it; and
-//! every `.rrd` under rrdcached's `-b` is imported through it (`import rrd --resume --move`:
-//! each compared with the file after import, moved into `<store>/imported/` once committed,
-//! a placeholder left at its path; a file a client names first is taken in by the daemon
+//! as its init script builds them) and merged into `/etc/default/ringlet` ([`merge`]: the
+//! package's user, socket and options kept, rrdcached's sockets added with the mode and
+//! group each had, each change said); rrdcached is told to write everything (FLUSHALL, then
+//! STATS until its queue is empty); ringlet's sockets take its unix sockets' paths before it
+//! stops ([`crate::handover`]: systemd's `ringlet-rrdcached.socket`, or sockets bound here
+//! and renamed onto them), so a client never finds no socket; rrdcached is stopped (by
+//! systemd where systemd runs it, else by SIGTERM to its pid) and ringlet started on those
+//! sockets, probes measuring what clients saw; updates that only rrdcached's journal held
+//! (accepted after the flush, before the stop) are sent to it; and every `.rrd` under
+//! rrdcached's `-b` is imported through it (`import rrd --resume --move`: each compared
+//! with the file after import, moved into `<store>/imported/` once committed, a
+//! placeholder left at its path; a file a client names first is taken in by the daemon
 //! itself, as it does with any file it finds under `-b`). With `--no-start` the files are
 //! imported on the store instead. Clients keep their configuration: the socket paths, `-b`,
-//! `-B`, `-w`, `-g` are the same.
+//! `-w` are the same.
 //!
 //! Options left out of the new file, with the reason written in it: `-p` (rrdcached's pid
 //! file: its init script would stop ringlet by it), `-j` (the store's log is ringlet's
-//! journal), `-g` (the service adds it).
+//! journal), `-g` (the service adds it), `-U`/`-G` where the package names its user, `-B`
+//! while the store holds series outside `-b`.
 
 use crate::export::Source;
 use crate::import::{Job, Kind};
@@ -36,18 +40,25 @@ Replace the rrdcached that runs here with ringlet, in place:
      is taken as rrdcached only when it runs a binary named rrdcached in a system directory
      (/usr/bin, /usr/sbin, /bin, /sbin, /usr/local/bin, /usr/local/sbin; or --exe PATH),
      owned by root and writable by no one else, as root or a system user (uid below 1000);
-  2. write them to --to (default /etc/default/ringlet; the file there is kept beside it as
-     .before-migrate): the same sockets, -b, -B, -w, -s, -m, -P, -U, -G (added when it
-     ran as another user without them); not -p, -j, -g;
-  3. tell rrdcached to write every queued value (FLUSHALL) and wait for its queue to empty,
-     then stop it (systemctl stop + disable where systemd runs it, else SIGTERM to its pid);
-  4. start ringlet on the same sockets (systemctl enable + restart ringlet where systemd
-     runs, else `ringlet serve --defaults FILE` in the background), and send it the updates
-     that only rrdcached's journal (-j) held;
+  2. merge them into --to (default /etc/default/ringlet; the file there is kept beside it
+     as .before-migrate): the package's user, socket and options kept; rrdcached's -w, -b
+     as WRITE_TIMEOUT, BASE_PATH; its sockets added with the mode and group each had; its
+     other options beside them; not -p, -j, -g, nor -U/-G where the package names a user
+     (added when it ran as another user without them and none is named), nor -B while the
+     store holds series outside -b; each change said;
+  3. tell rrdcached to write every queued value (FLUSHALL) and wait for its queue to empty;
+     put ringlet's sockets at its unix sockets' paths (systemd's ringlet-rrdcached.socket
+     where the package runs under systemd, else sockets bound beside them and renamed onto
+     them), then stop it (systemctl stop + disable where systemd runs it, else SIGTERM);
+  4. start ringlet on those sockets (systemctl restart ringlet, else `ringlet serve
+     --defaults FILE` handed them), report what clients saw of the hand-over (a connection
+     every 10 ms and a PING at a time on each address), send it the updates that only
+     rrdcached's journal (-j) held;
   5. import every .rrd under rrdcached's -b through it (as `ringlet import rrd --resume
      --move`: each compared with its file after import, moved into STORE/imported/ once
      committed, a placeholder left at its path; a file a client names first is taken in by
-     the daemon as it sees it). Interrupted? `ringlet import rrd --resume --move DIR`.
+     the daemon as it sees it), and give the store and -b to the daemon's user.
+     Interrupted? `ringlet import rrd --resume --move DIR`.
 Clients (collectd, gmetad, Munin, Cacti, rrdtool --daemon) keep their configuration.
 
   -n, --dry-run     print what would be done, change nothing
