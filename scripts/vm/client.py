@@ -60,7 +60,8 @@ names = [os.path.join(base, "c%d.rrd" % i) for i in range(count)]
 now = int(time.time())
 for n in names:
     while True:
-        r = c.request("CREATE %s -s 1 -b %d DS:x:GAUGE:10:U:U RRA:LAST:0.5:1:20000" % (n, now - 10))
+        # Begun a second before the first update: within the heartbeat, so it is known.
+        r = c.request("CREATE %s -s 1 -b %d DS:x:GAUGE:10:U:U RRA:LAST:0.5:1:20000" % (n, now - 1))
         if r is not None:
             break
         time.sleep(0.01)

@@ -158,11 +158,43 @@ pub fn report(seen: &[(Addr, Seen)]) -> String {
         .join("\n")
 }
 
-/// A second name of the socket now at `path` (`.NAME.ringlet-keep` beside it), to put it
-/// back when rrdcached's exit removes the path.
+/// The socket now at `path` held there while rrdcached exits: the path bound onto itself
+/// (a mount point cannot be removed: rrdcached's unlink at its exit fails, and no client
+/// finds the path empty), and a second name (`.NAME.ringlet-keep` beside it) that puts it
+/// back at once should the path go all the same (where mounting is not allowed).
 pub struct Kept {
     pub path: PathBuf,
     keep: PathBuf,
+    pinned: bool,
+}
+
+/// Bind `path` onto itself; whether it could.
+fn pin(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: mount(2) with two valid C strings, no file system type and no data.
+    unsafe {
+        libc::mount(
+            c.as_ptr(),
+            c.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND,
+            std::ptr::null(),
+        ) == 0
+    }
+}
+
+/// Undo [`pin`] (the socket stays at the path: the same one is beneath).
+fn unpin(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    if let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) {
+        // SAFETY: umount2(2) with a valid C string.
+        unsafe {
+            libc::umount2(c.as_ptr(), libc::MNT_DETACH);
+        }
+    }
 }
 
 fn beside(path: &Path, tag: &str) -> Result<PathBuf, String> {
@@ -180,10 +212,17 @@ impl Kept {
         let _ = std::fs::remove_file(&keep);
         std::fs::hard_link(path, &keep)
             .map_err(|e| format!("cannot link {} to {}: {e}", path.display(), keep.display()))?;
+        let pinned = pin(path);
         Ok(Kept {
             path: path.to_path_buf(),
             keep,
+            pinned,
         })
+    }
+
+    /// Whether the path is held by a mount (else only put back by the watch).
+    pub fn pinned(&self) -> bool {
+        self.pinned
     }
 
     /// Put the socket back at its path if it is gone; whether it had to.
@@ -197,6 +236,9 @@ impl Kept {
 
 impl Drop for Kept {
     fn drop(&mut self) {
+        if self.pinned {
+            unpin(&self.path);
+        }
         self.restore();
         let _ = std::fs::remove_file(&self.keep);
     }

@@ -962,18 +962,6 @@ fn leftovers(text: &str, base: Option<&Path>) -> Vec<String> {
     left.finish()
 }
 
-/// Send `lines` (UPDATE requests) to the daemon: how many it accepted.
-fn replay(cfg: &Config, lines: &[String]) -> Result<usize, String> {
-    let mut c = connect(cfg)?;
-    let mut ok = 0;
-    for l in lines {
-        if c.request(l)?.0 >= 0 {
-            ok += 1;
-        }
-    }
-    Ok(ok)
-}
-
 /// Write `text` to `to`, keeping the file there as `<to>.before-migrate`.
 fn write_defaults(to: &Path, text: &str) -> Result<Option<PathBuf>, String> {
     let mut kept = None;
@@ -1309,6 +1297,20 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
             }
         }
     }
+    let unpinned: Vec<String> = kept_names
+        .iter()
+        .filter(|k| !k.pinned())
+        .map(|k| k.path.display().to_string())
+        .collect();
+    if !unpinned.is_empty() {
+        bar.suspend(|| {
+            eprintln!(
+                "cannot hold {} by a bind mount while rrdcached exits (it removes its socket \
+                 path then): put back within a millisecond instead",
+                unpinned.join(", ")
+            )
+        });
+    }
     let watch = crate::handover::Watch::start(kept_names);
     if let Some(pid) = found.pid {
         let how = stop(pid, &bar)?;
@@ -1326,6 +1328,16 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
         .as_deref()
         .map(|j| journal_leftovers(j, base.as_deref()))
         .unwrap_or_default();
+    // They are the daemon's to apply before it serves: a client's newer value would have
+    // them refused. Then a daemon waiting for the hand-over (started by systemd when a
+    // client came) goes on.
+    if !left.is_empty() {
+        let mut text = left.join("\n");
+        text.push('\n');
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_file(&dir.join(server::HANDOVER_UPDATES), &text)?;
+    }
+    let _ = std::fs::remove_file(dir.join(server::HANDOVER_FILE));
 
     // Without a daemon to start: the files imported on the store now.
     if o.no_start {
@@ -1349,9 +1361,10 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
         );
         if !left.is_empty() {
             println!(
-                "{} updates only rrdcached's journal held were not sent (they are in {})",
+                "{} updates only rrdcached's journal held are left in {} for ringlet to \
+                 apply when it starts",
                 left.len(),
-                journal.as_deref().unwrap_or(Path::new("")).display()
+                dir.join(server::HANDOVER_UPDATES).display()
             );
         }
         return Ok(());
@@ -1405,13 +1418,15 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
             crate::handover::report(&seen)
         );
     }
-    if !left.is_empty() {
-        let ok = replay(&cfg, &left)?;
+    let result = dir.join(server::HANDOVER_RESULT);
+    if let Ok(said) = std::fs::read_to_string(&result) {
+        print!("ringlet {said}");
+        let _ = std::fs::remove_file(&result);
+    } else if !left.is_empty() {
         println!(
-            "sent the {} updates only rrdcached's journal held: {ok} accepted, {} refused \
-             (older than the files' last update)",
+            "the {} updates only rrdcached's journal held were not applied: {} holds them",
             left.len(),
-            left.len() - ok
+            dir.join(server::HANDOVER_UPDATES).display()
         );
     }
     if found.pid.is_some() && !systemd() {

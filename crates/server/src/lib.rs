@@ -357,6 +357,7 @@ fn start(
         sys::give(store_dir, ids)?;
         sys::drop_privileges(ids)?;
     }
+    replay_handover(&d, cfg, store_dir);
     let sockets = bound.sockets.clone();
     serve_all(&d, cfg, bound);
     let dc = d.clone();
@@ -366,6 +367,71 @@ fn start(
 
 /// The file in which `ringlet migrate rrdcached` names the rrdcached it is stopping.
 pub const HANDOVER_FILE: &str = "handover";
+/// The updates only rrdcached's journal held, which `ringlet migrate rrdcached` leaves for
+/// the daemon to apply before it serves (a client's newer value would make them refused).
+pub const HANDOVER_UPDATES: &str = "handover.updates";
+/// What the daemon made of them, for the migration to report.
+pub const HANDOVER_RESULT: &str = "handover.result";
+
+/// An in-memory connection: a request text in, the answers out.
+struct Duplex {
+    input: std::io::Cursor<Vec<u8>>,
+    output: Vec<u8>,
+}
+
+impl std::io::Read for Duplex {
+    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        self.input.read(b)
+    }
+}
+
+impl std::io::Write for Duplex {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.output.write(b)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The updates of [`HANDOVER_UPDATES`] applied as a client's requests (a file under -b seen
+/// for the first time is imported first, as for any client), committed, before the daemon
+/// serves; what became of them written to [`HANDOVER_RESULT`].
+fn replay_handover(d: &Daemon, cfg: &Config, store_dir: &Path) {
+    let file = store_dir.join(HANDOVER_UPDATES);
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return;
+    };
+    let updates: Vec<&str> = text.lines().filter(|l| l.starts_with("UPDATE ")).collect();
+    let mut input = updates.join("\n");
+    input.push_str("\nFLUSHALL\nQUIT\n");
+    let mut io = Duplex {
+        input: std::io::Cursor::new(input.into_bytes()),
+        output: Vec::new(),
+    };
+    let access = rrdcached::conn::Access {
+        allowed: None,
+        max_line: cfg.max_line,
+    };
+    let _ = rrdcached::conn::serve(d, &access, &mut io);
+    let answers = String::from_utf8_lossy(&io.output);
+    let mut lines = answers.lines();
+    let (mut ok, mut refused) = (0, 0);
+    for _ in &updates {
+        match lines.next() {
+            Some(l) if l.starts_with("0 ") => ok += 1,
+            _ => refused += 1,
+        }
+    }
+    let said = format!(
+        "applied the {} updates only rrdcached's journal held: {ok} accepted, {refused} \
+         refused (older than the files' last update)",
+        updates.len()
+    );
+    log::line(&said);
+    let _ = std::fs::write(store_dir.join(HANDOVER_RESULT), format!("{said}\n"));
+    let _ = std::fs::remove_file(&file);
+}
 
 /// A daemon started while `ringlet migrate rrdcached` stops rrdcached (systemd starts it
 /// when a client reaches one of its sockets) waits until that rrdcached has exited: it
@@ -381,6 +447,21 @@ fn wait_for_handover(store_dir: &Path) {
         return;
     };
     let alive = || Path::new(&format!("/proc/{pid}")).exists() && !sys::is_zombie(pid);
+    // Until the migration removes the file (it leaves rrdcached's last updates first), or
+    // rrdcached is gone and the migration has not come back for a minute.
+    let mut gone_at: Option<std::time::Instant> = None;
+    let mut waiting = || {
+        if !file.exists() {
+            return false;
+        }
+        if alive() {
+            return true;
+        }
+        gone_at
+            .get_or_insert_with(std::time::Instant::now)
+            .elapsed()
+            < Duration::from_secs(60)
+    };
     if alive() {
         log::line(&format!(
             "waiting for rrdcached (pid {pid}) to exit before serving (ringlet migrate \
@@ -389,14 +470,16 @@ fn wait_for_handover(store_dir: &Path) {
         ));
     }
     let begun = std::time::Instant::now();
-    while alive() && begun.elapsed() < Duration::from_secs(600) {
-        // systemd's start timeout is pushed on while waiting.
-        sys::notify("EXTEND_TIMEOUT_USEC=10000000");
+    let mut n = 0u64;
+    while waiting() && begun.elapsed() < Duration::from_secs(600) {
+        // systemd's start timeout is pushed on while waiting (every second).
+        if n % 50 == 0 {
+            sys::notify("EXTEND_TIMEOUT_USEC=10000000");
+        }
+        n += 1;
         std::thread::sleep(Duration::from_millis(20));
     }
-    if !alive() {
-        let _ = std::fs::remove_file(&file);
-    }
+    let _ = std::fs::remove_file(&file);
 }
 
 /// The process made ready before any thread starts: the log file, the pid file checked,
