@@ -473,7 +473,7 @@ fn wait_for_handover(store_dir: &Path) {
     let mut n = 0u64;
     while waiting() && begun.elapsed() < Duration::from_secs(600) {
         // systemd's start timeout is pushed on while waiting (every second).
-        if n % 50 == 0 {
+        if n.is_multiple_of(50) {
             sys::notify("EXTEND_TIMEOUT_USEC=10000000");
         }
         n += 1;
