@@ -794,17 +794,18 @@ fn alive(pid: u32) -> bool {
 }
 
 /// Stop rrdcached: by systemd when it runs it, else SIGTERM to `pid`; wait until it is gone.
-fn stop(pid: u32, bar: &indicatif::ProgressBar) -> Result<String, String> {
+/// The unit it ran in, when systemd stopped it: disabled once ringlet serves (a disable
+/// reloads systemd: seconds the clients need not wait).
+fn stop(pid: u32, bar: &indicatif::ProgressBar) -> Result<(String, Option<String>), String> {
+    let mut unit_stopped = None;
     let how = match unit_of(pid).filter(|_| systemd()) {
         // systemd runs it (Debian's rrdcached.service, or a unit of the site's own): stopped
         // by it, so that it is not started again behind our back.
         Some(unit) => {
             systemctl(&["stop", &unit])?;
-            // Stopped is what matters now; not starting at boot is asked for, and said if not.
-            if let Err(e) = systemctl(&["disable", "--quiet", &unit]) {
-                bar.suspend(|| eprintln!("{e}: disable {unit} by hand"));
-            }
-            format!("systemctl stop {unit}; systemctl disable {unit}")
+            let how = format!("systemctl stop {unit}");
+            unit_stopped = Some(unit);
+            how
         }
         None => {
             // SAFETY: kill with a pid read from /proc and a valid signal.
@@ -827,7 +828,7 @@ fn stop(pid: u32, bar: &indicatif::ProgressBar) -> Result<String, String> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    Ok(how)
+    Ok((how, unit_stopped))
 }
 
 /// The updates only rrdcached's journal in `dir` holds: per file, those after the last
@@ -1312,8 +1313,10 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
         });
     }
     let watch = crate::handover::Watch::start(kept_names);
+    let mut to_disable = None;
     if let Some(pid) = found.pid {
-        let how = stop(pid, &bar)?;
+        let (how, unit) = stop(pid, &bar)?;
+        to_disable = unit;
         bar.suspend(|| println!("rrdcached wrote every queued value and stopped ({how})"));
     }
     for a in aside {
@@ -1343,6 +1346,10 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     if o.no_start {
         watch.finish();
         bar.finish_and_clear();
+        if let Some(unit) = &to_disable {
+            systemctl(&["disable", "--quiet", unit])
+                .unwrap_or_else(|e| eprintln!("{e}: disable {unit} by hand"));
+        }
         if let Some(b) = &base {
             let mut src = Source::open(None, dir, false)?;
             // Placeholders name the address the daemon names in its own.
@@ -1375,8 +1382,6 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     let how = match way {
         Way::Units => {
             bar.set_message("systemctl restart ringlet");
-            systemctl(&["enable", "--quiet", "ringlet.service", "ringlet.socket"])
-                .unwrap_or_else(|e| bar.suspend(|| eprintln!("{e}: enable ringlet by hand")));
             systemctl(&["restart", "ringlet.service"])
                 .map(|()| "systemctl restart ringlet".to_string())
         }
@@ -1405,6 +1410,17 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     bar.finish_and_clear();
     answered.map_err(|e| format!("ringlet started ({how}) but does not answer: {e}"))?;
     println!("ringlet serves {listing} ({how})");
+    // What starts at boot, once clients are served: rrdcached not, ringlet with its sockets.
+    if let Some(unit) = &to_disable {
+        match systemctl(&["disable", "--quiet", unit]) {
+            Ok(()) => println!("systemctl disable {unit}: rrdcached does not start at boot"),
+            Err(e) => eprintln!("{e}: disable {unit} by hand"),
+        }
+    }
+    if let Way::Units = way {
+        systemctl(&["enable", "--quiet", "ringlet.service", "ringlet.socket"])
+            .unwrap_or_else(|e| eprintln!("{e}: enable ringlet by hand"));
+    }
     if let Some(p) = probing {
         let seen = p.finish();
         println!(
