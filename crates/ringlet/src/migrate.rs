@@ -1021,6 +1021,29 @@ enum Way {
     NotStarted,
 }
 
+/// Whether ringlet.service runs and was started after socket unit `unit` began to listen
+/// (so systemd passed it that unit's sockets).
+fn started_after(unit: &str) -> bool {
+    let show = |u: &str, what: &str| -> Option<String> {
+        let out = std::process::Command::new("systemctl")
+            .args(["show", "-p", what, "--value", u])
+            .output()
+            .ok()?;
+        Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let stamp = |u: &str, what: &str| -> Option<u64> { show(u, what)?.parse().ok() };
+    // Serving, or on its way (it waits for rrdcached, then answers).
+    let active =
+        show("ringlet.service", "ActiveState").is_some_and(|s| s == "active" || s == "activating");
+    match (
+        stamp("ringlet.service", "InactiveExitTimestampMonotonic"),
+        stamp(unit, "ActiveEnterTimestampMonotonic"),
+    ) {
+        (Some(began), Some(listening)) => active && listening > 0 && began > listening,
+        _ => false,
+    }
+}
+
 fn package_unit() -> bool {
     systemd()
         && std::process::Command::new("systemctl")
@@ -1263,9 +1286,6 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
                         write_file(&dir.join(server::HANDOVER_FILE), &format!("{pid}\n"))?;
                     }
                     systemctl(&["stop", "ringlet.service"])?;
-                    if let Err(e) = systemctl(&["enable", "--quiet", crate::handover::UNIT]) {
-                        bar.suspend(|| eprintln!("{e}: enable it by hand"));
-                    }
                     // systemd binds each path anew (the one there, rrdcached's, replaced).
                     if let Err(e) = systemctl(&["start", crate::handover::UNIT]) {
                         // One that will not: rrdcached's sockets moved aside first (a
@@ -1380,6 +1400,11 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     // ringlet on the sockets: a file a client names is imported as the daemon first sees
     // it; every other file is taken through the daemon below.
     let how = match way {
+        // A client may have started it already (it waited for rrdcached's exit): with
+        // rrdcached's sockets if it started after their unit, and then it is left to serve.
+        Way::Units if started_after(crate::handover::UNIT) => {
+            Ok("started by systemd for a client, on rrdcached's sockets".to_string())
+        }
         Way::Units => {
             bar.set_message("systemctl restart ringlet");
             systemctl(&["restart", "ringlet.service"])
@@ -1418,8 +1443,13 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
         }
     }
     if let Way::Units = way {
-        systemctl(&["enable", "--quiet", "ringlet.service", "ringlet.socket"])
-            .unwrap_or_else(|e| eprintln!("{e}: enable ringlet by hand"));
+        let mut units = vec!["ringlet.service", "ringlet.socket"];
+        if unit_text.is_some() {
+            units.push(crate::handover::UNIT);
+        }
+        let mut args = vec!["enable", "--quiet"];
+        args.extend(&units);
+        systemctl(&args).unwrap_or_else(|e| eprintln!("{e}: enable {} by hand", units.join(" ")));
     }
     if let Some(p) = probing {
         let seen = p.finish();
