@@ -1221,10 +1221,6 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
                 store.display()
             ))
         }
-        (None, Way::Units) if !service_active => {
-            // Started on the package's file first: rrdcached's sockets reach it by restart.
-            systemctl(&["start", "ringlet.service"])?;
-        }
         _ => {}
     }
     let bar = if o.quiet {
@@ -1273,49 +1269,50 @@ fn migrate(o: &Opts, dir: &Path) -> Result<(), String> {
     let mut held: Vec<(std::os::unix::net::UnixListener, PathBuf)> = Vec::new();
     let mut kept_names = Vec::new();
     let mut aside: Vec<PathBuf> = Vec::new();
-    if found.pid.is_some() {
-        match way {
-            Way::Units => {
-                if let Some(t) = &unit_text {
-                    write_file(&unit_path, t)?;
-                    systemctl(&["daemon-reload"])?;
-                    // systemd starts no socket unit of a running service: the service is
-                    // stopped (its own socket stays, clients wait), and told (if a client
-                    // starts it) to wait for rrdcached's exit.
-                    if let Some(pid) = found.pid {
-                        write_file(&dir.join(server::HANDOVER_FILE), &format!("{pid}\n"))?;
-                    }
-                    systemctl(&["stop", "ringlet.service"])?;
-                    // systemd binds each path anew (the one there, rrdcached's, replaced).
-                    if let Err(e) = systemctl(&["start", crate::handover::UNIT]) {
-                        // One that will not: rrdcached's sockets moved aside first (a
-                        // moment with no socket at the path, which the probes measure).
-                        bar.suspend(|| eprintln!("{e}: moving rrdcached's sockets aside"));
-                        for (p, ..) in &merged.unix {
+    // Under systemd the unit is written whether or not rrdcached runs now: its sockets are
+    // systemd's from the next boot on too.
+    match way {
+        Way::Units => {
+            if let Some(t) = &unit_text {
+                write_file(&unit_path, t)?;
+                systemctl(&["daemon-reload"])?;
+                // systemd starts no socket unit of a running service: the service is
+                // stopped (its own socket stays, clients wait), and told (if a client
+                // starts it) to wait for rrdcached's exit.
+                if let Some(pid) = found.pid {
+                    write_file(&dir.join(server::HANDOVER_FILE), &format!("{pid}\n"))?;
+                }
+                systemctl(&["stop", "ringlet.service"])?;
+                // systemd binds each path anew (the one there, rrdcached's, replaced).
+                if let Err(e) = systemctl(&["start", crate::handover::UNIT]) {
+                    // One that will not: rrdcached's sockets moved aside first (a moment
+                    // with no socket at the path, which the probes measure).
+                    bar.suspend(|| eprintln!("{e}: moving rrdcached's sockets aside"));
+                    for (p, ..) in &merged.unix {
+                        if std::fs::symlink_metadata(p).is_ok() {
                             aside.push(crate::handover::move_aside(p)?);
                         }
-                        systemctl(&["start", crate::handover::UNIT])?;
                     }
-                    bar.suspend(|| {
-                        println!(
-                            "wrote {}: systemd holds rrdcached's sockets for ringlet",
-                            unit_path.display()
-                        )
-                    });
+                    systemctl(&["start", crate::handover::UNIT])?;
                 }
-            }
-            Way::Here | Way::NotStarted => {
-                if !o.no_start {
-                    for (p, m, g) in &merged.unix {
-                        held.push((crate::handover::take_path(p, *m, Some(g))?, p.clone()));
-                    }
-                }
+                bar.suspend(|| {
+                    println!(
+                        "wrote {}: systemd holds rrdcached's sockets for ringlet",
+                        unit_path.display()
+                    )
+                });
             }
         }
-        if !o.no_start {
-            for (p, ..) in &merged.unix {
-                kept_names.push(crate::handover::Kept::of(p)?);
+        Way::Here if found.pid.is_some() => {
+            for (p, m, g) in &merged.unix {
+                held.push((crate::handover::take_path(p, *m, Some(g))?, p.clone()));
             }
+        }
+        Way::Here | Way::NotStarted => {}
+    }
+    if found.pid.is_some() && !o.no_start {
+        for (p, ..) in &merged.unix {
+            kept_names.push(crate::handover::Kept::of(p)?);
         }
     }
     let unpinned: Vec<String> = kept_names
