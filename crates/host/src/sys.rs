@@ -612,3 +612,15 @@ pub fn group_name(gid: u32) -> String {
         }
     }
 }
+
+/// Whether descriptor `fd` becomes readable (a listening socket: a connection waits)
+/// within `timeout_ms`.
+pub fn readable(fd: std::os::fd::RawFd, timeout_ms: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll on one pollfd we own.
+    unsafe { libc::poll(&mut p, 1, timeout_ms) > 0 && p.revents & libc::POLLIN != 0 }
+}

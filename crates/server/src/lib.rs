@@ -168,6 +168,64 @@ struct Pools {
     idle: Option<Duration>,
 }
 
+/// Ends a connection's reading (its requests already received are still read).
+type Closer = Box<dyn Fn() + Send + Sync>;
+
+/// Set once the daemon stops: no connection is accepted any more (those waiting stay in the
+/// socket's backlog, for the next daemon on systemd's socket).
+static DRAINING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The rrdcached connections being served, each with its [`Closer`].
+static OPEN: std::sync::Mutex<Vec<(u64, Closer)>> = std::sync::Mutex::new(Vec::new());
+static NEXT_CONN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A connection in [`OPEN`] while it is served.
+struct Registered(u64);
+
+impl Registered {
+    fn new(closer: Option<Closer>) -> Registered {
+        use std::sync::atomic::Ordering::SeqCst;
+        let id = NEXT_CONN.fetch_add(1, SeqCst);
+        if let Some(c) = closer {
+            if DRAINING.load(SeqCst) {
+                c();
+            }
+            OPEN.lock().unwrap_or_else(|e| e.into_inner()).push((id, c));
+        }
+        Registered(id)
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        OPEN.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(id, _)| *id != self.0);
+    }
+}
+
+/// Before the final commit: accept no more connections, end the reading of every open one
+/// (a request it holds already is still read and answered; a client's next request fails
+/// at once and its library connects again, to the next daemon on systemd's socket), and
+/// wait (up to 10 s) until they are done. So no UPDATE meets "Shutting down": everything
+/// acknowledged is in the final commit. A client sending at the very moment its connection
+/// is ended may see it fail.
+fn drain() {
+    use std::sync::atomic::Ordering::SeqCst;
+    DRAINING.store(true, SeqCst);
+    for (_, close) in OPEN.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        close();
+    }
+    let begun = std::time::Instant::now();
+    while begun.elapsed() < Duration::from_secs(10) {
+        if OPEN.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    log::line("connections still open 10 s after the stop began: committing without them");
+}
+
 /// Accept connections on `l`, one thread each; past a pool's bound a new one gets
 /// `-1 Too many connections` and is closed.
 fn spawn_acceptor(
@@ -184,6 +242,22 @@ fn spawn_acceptor(
     };
     std::thread::spawn(move || {
         let accept = || -> std::io::Result<Box<dyn ConnStream>> {
+            // Waiting in poll, not accept: once the daemon stops, no connection is taken
+            // from the backlog.
+            use std::os::fd::AsRawFd;
+            let fd = match &l {
+                Listener::Unix(s, _) => s.as_raw_fd(),
+                Listener::Tcp(s) => s.as_raw_fd(),
+            };
+            loop {
+                if DRAINING.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_secs(3600));
+                    continue;
+                }
+                if sys::readable(fd, 200) {
+                    break;
+                }
+            }
             Ok(match &l {
                 Listener::Unix(s, _) => Box::new(s.accept()?.0),
                 Listener::Tcp(s) => {
@@ -199,6 +273,7 @@ fn spawn_acceptor(
         };
         let serve = move |stream: Box<dyn ConnStream>| {
             stream.set_write_timeout(Some(Duration::from_secs(30)));
+            let _open = Registered::new(stream.read_closer());
             // A bug that panics ends this connection only; the slot is given back.
             let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 rrdcached::conn::serve(&d, &access, stream)
@@ -237,13 +312,27 @@ fn idle_end(e: &std::io::Error) -> bool {
 /// A socket a connection thread can serve.
 trait ConnStream: std::io::Read + std::io::Write + Send {
     fn set_write_timeout(&self, t: Option<Duration>);
+    /// What ends its reading from another thread (see [`drain`]).
+    fn read_closer(&self) -> Option<Closer>;
 }
 impl ConnStream for std::os::unix::net::UnixStream {
     fn set_write_timeout(&self, t: Option<Duration>) {
         let _ = std::os::unix::net::UnixStream::set_write_timeout(self, t);
     }
+    fn read_closer(&self) -> Option<Closer> {
+        let c = self.try_clone().ok()?;
+        Some(Box::new(move || {
+            let _ = c.shutdown(std::net::Shutdown::Read);
+        }))
+    }
 }
 impl ConnStream for std::net::TcpStream {
+    fn read_closer(&self) -> Option<Closer> {
+        let c = self.try_clone().ok()?;
+        Some(Box::new(move || {
+            let _ = c.shutdown(std::net::Shutdown::Read);
+        }))
+    }
     fn set_write_timeout(&self, t: Option<Duration>) {
         let _ = std::net::TcpStream::set_write_timeout(self, t);
     }
@@ -937,6 +1026,7 @@ fn wait_for_signal(d: &Daemon, cfg: &Config, sockets: &[OwnSocket], views: Vec<v
         }
     }
     sys::notify("STOPPING=1");
+    drain();
     // emoncms's feeds written into the directories beneath their views, kept in step until
     // the unmount, so emoncms writes on while the daemon is down (view/copy.rs).
     let copies: Vec<_> = views.iter().filter_map(view::Mounted::write_back).collect();

@@ -203,3 +203,104 @@ LoadPlugin rrdcached
     let list = request(&mut s, "LIST RECURSIVE /collectd/ringlet-test/memory");
     assert!(list.contains("memory-used.rrd\n"), "{list}");
 }
+
+/// collectd's rrdcached plugin does not send a value again when its request fails; it
+/// connects again for the next. Restarts of the daemon on systemd's socket (the package's
+/// `systemctl restart`, an upgrade) must therefore never fail a request: the stopping daemon
+/// answers what it has received and ends its connections' reading (the plugin's next
+/// request reaches the next daemon), and refuses nothing with "Shutting down".
+#[test]
+fn collectd_loses_no_value_across_restarts_on_systemds_socket() {
+    let Some(bin) = collectd_bin() else {
+        assert!(
+            !in_ci(),
+            "collectd is not installed: scripts/setup installs collectd-core"
+        );
+        eprintln!("SKIP: collectd not installed (apt-get install collectd-core)");
+        return;
+    };
+    let dir = TempDir::new("collectd-restarts");
+    std::fs::create_dir_all(dir.path().join("db")).unwrap();
+    let sock = dir.path().join("r.sock");
+    let dlog = dir.path().join("ringlet.log");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let mut d = serve_on_passed_socket(dir.path(), &listener, &dlog);
+    wait_for_socket(&sock, &mut d, &dlog);
+    let conf = dir.path().join("collectd.conf");
+    let text = format!(
+        r#"Interval 1
+BaseDir "{dir}"
+PIDFile "{dir}/collectd.pid"
+PluginDir "/usr/lib/collectd"
+TypesDB "/usr/share/collectd/types.db"
+FQDNLookup false
+Hostname "restarts"
+LoadPlugin logfile
+<Plugin logfile>
+  LogLevel info
+  File STDOUT
+</Plugin>
+LoadPlugin load
+LoadPlugin memory
+LoadPlugin cpu
+LoadPlugin rrdcached
+<Plugin rrdcached>
+  DaemonAddress "unix:{sock}"
+  DataDir "{data}"
+  CreateFiles true
+</Plugin>
+"#,
+        dir = dir.path().display(),
+        sock = sock.display(),
+        data = dir.path().join("db/collectd").display(),
+    );
+    std::fs::write(&conf, text).unwrap();
+    let log = dir.path().join("collectd.log");
+    let child = Command::new(&bin)
+        .arg("-f")
+        .arg("-C")
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start collectd");
+    let mut p = common::Proc::adopt(child, "collectd");
+    let load = dir.path().join("db/collectd/restarts/load/load.rrd");
+    for _ in 0..100 {
+        if load.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        load.exists(),
+        "collectd wrote nothing: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let restarts = 10;
+    for _ in 0..restarts {
+        std::thread::sleep(Duration::from_millis(1300));
+        let st = d
+            .stop(libc::SIGTERM, Duration::from_secs(60))
+            .expect("stops");
+        assert!(st.success(), "{st}");
+        d = serve_on_passed_socket(dir.path(), &listener, &dlog);
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    p.stop(libc::SIGTERM, Duration::from_secs(10));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let failed: Vec<&str> = text.lines().filter(|l| l.contains("failed")).collect();
+    assert!(
+        failed.is_empty(),
+        "collectd's requests failed across {restarts} restarts: {failed:#?}"
+    );
+    // Its values did go through every daemon (each took the socket from systemd).
+    let dtext = std::fs::read_to_string(&dlog).unwrap();
+    assert_eq!(
+        dtext.matches("(from systemd)").count(),
+        restarts + 1,
+        "{dtext}"
+    );
+    assert!(!text.contains("Shutting down"), "{text}");
+}

@@ -874,50 +874,6 @@ fn systemd_hears_ready_once_the_sockets_listen_and_stopping_at_a_stop() {
     assert_eq!(&buf[..n], b"STOPPING=1");
 }
 
-/// `ringlet serve` given `listener` as systemd gives it (descriptor 3, LISTEN_FDS=1,
-/// LISTEN_PID its own pid) and the options of [`Ringlet::start`] besides.
-fn serve_on_passed_socket(
-    dir: &Path,
-    listener: &std::os::unix::net::UnixListener,
-    log: &Path,
-) -> Proc {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::process::CommandExt;
-    let fd = listener.as_raw_fd();
-    let logf = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .expect("log");
-    let mut cmd = std::process::Command::new("/bin/sh");
-    // $$ is the shell's pid, which exec keeps: the daemon's LISTEN_PID.
-    cmd.args([
-        "-c",
-        "LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" \"$@\"",
-        RINGLET,
-        "-g",
-    ])
-    .args(["-l", &format!("unix:{}", dir.join("r.sock").display())])
-    .args(["-b", &dir.join("db").display().to_string(), "-B"])
-    .args(["--store", &dir.join("store").display().to_string()])
-    .args(["-w", "3600"])
-    .stdin(std::process::Stdio::null())
-    .stdout(logf.try_clone().expect("log"))
-    .stderr(logf);
-    // SAFETY: dup2 and fcntl only, between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if fd == 3 {
-                libc::fcntl(3, libc::F_SETFD, 0);
-            } else if libc::dup2(fd, 3) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    Proc::adopt(cmd.spawn().expect("start ringlet serve"), "ringlet serve")
-}
-
 #[test]
 fn restarts_on_systemds_socket_refuse_no_client_and_lose_no_update() {
     use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::SeqCst};

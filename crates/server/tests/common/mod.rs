@@ -325,3 +325,47 @@ pub fn rrdtool_env(cwd: &Path, args: &[String], daemon: Option<&str>) -> Out {
 pub fn rng(seed: u64) -> testkit::SplitMix {
     testkit::SplitMix::new(seed ^ 0x9e37_79b9_7f4a_7c15)
 }
+
+/// `ringlet serve` given `listener` as systemd gives it (descriptor 3, LISTEN_FDS=1,
+/// LISTEN_PID its own pid) and the options of [`Ringlet::start`] besides.
+pub fn serve_on_passed_socket(
+    dir: &Path,
+    listener: &std::os::unix::net::UnixListener,
+    log: &Path,
+) -> Proc {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let fd = listener.as_raw_fd();
+    let logf = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("log");
+    let mut cmd = Command::new("/bin/sh");
+    // $$ is the shell's pid, which exec keeps: the daemon's LISTEN_PID.
+    cmd.args([
+        "-c",
+        "LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" \"$@\"",
+        RINGLET,
+        "-g",
+    ])
+    .args(["-l", &format!("unix:{}", dir.join("r.sock").display())])
+    .args(["-b", &dir.join("db").display().to_string(), "-B"])
+    .args(["--store", &dir.join("store").display().to_string()])
+    .args(["-w", "3600"])
+    .stdin(Stdio::null())
+    .stdout(logf.try_clone().expect("log"))
+    .stderr(logf);
+    // SAFETY: dup2 and fcntl only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if fd == 3 {
+                libc::fcntl(3, libc::F_SETFD, 0);
+            } else if libc::dup2(fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Proc::adopt(cmd.spawn().expect("start ringlet serve"), "ringlet serve")
+}
