@@ -304,22 +304,7 @@ pub fn take_path(path: &Path, mode: u32, group: Option<&str>) -> Result<UnixList
 pub fn access_of(path: &Path) -> Option<(u32, String)> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
-    Some((m.mode() & 0o7777, group_name(m.gid())))
-}
-
-/// The name of group `gid` (its number when it has none).
-pub fn group_name(gid: u32) -> String {
-    // SAFETY: getgrgid returns static storage or null; read at once, before another call.
-    unsafe {
-        let g = libc::getgrgid(gid);
-        if g.is_null() {
-            gid.to_string()
-        } else {
-            std::ffi::CStr::from_ptr((*g).gr_name)
-                .to_string_lossy()
-                .into_owned()
-        }
-    }
+    Some((m.mode() & 0o7777, server::sys::group_name(m.gid())))
 }
 
 /// `ringlet serve --defaults FILE` in the background, given `sockets` as systemd gives them
