@@ -651,28 +651,10 @@ fn identity(pid: u32, args: &[String]) -> Vec<String> {
     }
     let mut out = Vec::new();
     if option(args, "-U").is_none() {
-        // SAFETY: getpwuid returns static storage or null; read at once, before another call.
-        let name = unsafe {
-            let p = libc::getpwuid(uid);
-            (!p.is_null()).then(|| {
-                std::ffi::CStr::from_ptr((*p).pw_name)
-                    .to_string_lossy()
-                    .into_owned()
-            })
-        };
-        out.extend(["-U".to_string(), name.unwrap_or_else(|| uid.to_string())]);
+        out.extend(["-U".to_string(), server::sys::user_name(uid)]);
     }
     if option(args, "-G").is_none() {
-        // SAFETY: as above, for getgrgid.
-        let name = unsafe {
-            let g = libc::getgrgid(gid);
-            (!g.is_null()).then(|| {
-                std::ffi::CStr::from_ptr((*g).gr_name)
-                    .to_string_lossy()
-                    .into_owned()
-            })
-        };
-        out.extend(["-G".to_string(), name.unwrap_or_else(|| gid.to_string())]);
+        out.extend(["-G".to_string(), server::sys::group_name(gid)]);
     }
     out
 }

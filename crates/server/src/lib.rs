@@ -54,19 +54,7 @@ fn bind(l: &config::Listen) -> Result<Listener, String> {
             let _ = std::fs::remove_file(path);
             let sock = UnixListener::bind(path)
                 .map_err(|e| format!("cannot listen on unix:{}: {e}", path.display()))?;
-            let mode = match (l.mode, &l.group) {
-                (Some(m), _) => Some(m),
-                (None, Some(_)) => Some(0o760),
-                _ => None,
-            };
-            if let Some(m) = mode {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(m))
-                    .map_err(|e| format!("cannot chmod {}: {e}", path.display()))?;
-            }
-            if let Some(g) = &l.group {
-                sys::chgrp(path, g)?;
-            }
+            set_socket_access(l, path)?;
             Ok(Listener::Unix(sock, path.clone()))
         }
         Addr::Tcp(host, port) => {
@@ -137,10 +125,16 @@ fn tcp_addrs(a: &Addr) -> Vec<std::net::SocketAddr> {
     }
 }
 
-/// The file modes and group of `-m`/`-s` given to a unix socket systemd bound (it bound
-/// it with the unit's SocketMode and SocketGroup; the options file says what it should be).
+/// The file mode and group of `-m`/`-s` (a group without a mode: 0760) given to a unix
+/// socket, bound here or by systemd (with the unit's SocketMode and SocketGroup; the
+/// options file says what it should be).
 fn set_socket_access(l: &config::Listen, path: &Path) -> Result<(), String> {
-    if let Some(m) = l.mode {
+    let mode = match (l.mode, &l.group) {
+        (Some(m), _) => Some(m),
+        (None, Some(_)) => Some(0o760),
+        _ => None,
+    };
+    if let Some(m) = mode {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(m))
             .map_err(|e| format!("cannot chmod {}: {e}", path.display()))?;

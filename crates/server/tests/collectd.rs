@@ -18,6 +18,46 @@ fn collectd_bin() -> Option<String> {
         .map(|p| p.to_string())
 }
 
+/// collectd's configuration: every second, logging to standard output, the load, memory
+/// and cpu plugins, `plugins` besides, and the rrdcached plugin writing through `sock`
+/// under `data` (with `rrdcached` added to its block).
+fn collectd_conf(
+    dir: &Path,
+    host: &str,
+    sock: &Path,
+    data: &Path,
+    plugins: &str,
+    rrdcached: &str,
+) -> String {
+    format!(
+        r#"Interval 1
+BaseDir "{dir}"
+PIDFile "{dir}/collectd.pid"
+PluginDir "/usr/lib/collectd"
+TypesDB "/usr/share/collectd/types.db"
+FQDNLookup false
+Hostname "{host}"
+LoadPlugin logfile
+<Plugin logfile>
+  LogLevel info
+  File STDOUT
+</Plugin>
+LoadPlugin load
+LoadPlugin memory
+LoadPlugin cpu
+{plugins}LoadPlugin rrdcached
+<Plugin rrdcached>
+  DaemonAddress "unix:{sock}"
+  DataDir "{data}"
+  CreateFiles true
+{rrdcached}</Plugin>
+"#,
+        dir = dir.display(),
+        sock = sock.display(),
+        data = data.display(),
+    )
+}
+
 /// `epoch,v1,v2,...` lines of a csv plugin file.
 fn csv_rows(dir: &Path, prefix: &str) -> Vec<(f64, Vec<f64>)> {
     let mut rows = Vec::new();
@@ -58,39 +98,16 @@ fn collectd_rrdcached_plugin_writes_values_that_fetch_returns() {
     let data = d.base.join("collectd");
     let csv = dir.path().join("csv");
     let conf = dir.path().join("collectd.conf");
-    let text = format!(
-        r#"Interval 1
-BaseDir "{dir}"
-PIDFile "{dir}/collectd.pid"
-PluginDir "/usr/lib/collectd"
-TypesDB "/usr/share/collectd/types.db"
-FQDNLookup false
-Hostname "ringlet-test"
-LoadPlugin logfile
-<Plugin logfile>
-  LogLevel info
-  File STDOUT
-</Plugin>
-LoadPlugin load
-LoadPlugin memory
-LoadPlugin cpu
-LoadPlugin csv
-<Plugin csv>
-  DataDir "{csv}"
-  StoreRates false
-</Plugin>
-LoadPlugin rrdcached
-<Plugin rrdcached>
-  DaemonAddress "unix:{sock}"
-  DataDir "{data}"
-  CreateFiles true
-  CollectStatistics true
-</Plugin>
-"#,
-        dir = dir.path().display(),
-        csv = csv.display(),
-        sock = d.sock.display(),
-        data = data.display(),
+    let text = collectd_conf(
+        dir.path(),
+        "ringlet-test",
+        &d.sock,
+        &data,
+        &format!(
+            "LoadPlugin csv\n<Plugin csv>\n  DataDir \"{}\"\n  StoreRates false\n</Plugin>\n",
+            csv.display()
+        ),
+        "  CollectStatistics true\n",
     );
     std::fs::write(&conf, text).unwrap();
     let log = dir.path().join("collectd.log");
@@ -227,32 +244,13 @@ fn collectd_loses_no_value_across_restarts_on_systemds_socket() {
     let mut d = serve_on_passed_socket(dir.path(), &listener, &dlog);
     wait_for_socket(&sock, &mut d, &dlog);
     let conf = dir.path().join("collectd.conf");
-    let text = format!(
-        r#"Interval 1
-BaseDir "{dir}"
-PIDFile "{dir}/collectd.pid"
-PluginDir "/usr/lib/collectd"
-TypesDB "/usr/share/collectd/types.db"
-FQDNLookup false
-Hostname "restarts"
-LoadPlugin logfile
-<Plugin logfile>
-  LogLevel info
-  File STDOUT
-</Plugin>
-LoadPlugin load
-LoadPlugin memory
-LoadPlugin cpu
-LoadPlugin rrdcached
-<Plugin rrdcached>
-  DaemonAddress "unix:{sock}"
-  DataDir "{data}"
-  CreateFiles true
-</Plugin>
-"#,
-        dir = dir.path().display(),
-        sock = sock.display(),
-        data = dir.path().join("db/collectd").display(),
+    let text = collectd_conf(
+        dir.path(),
+        "restarts",
+        &sock,
+        &dir.path().join("db/collectd"),
+        "",
+        "",
     );
     std::fs::write(&conf, text).unwrap();
     let log = dir.path().join("collectd.log");
